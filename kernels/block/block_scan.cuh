@@ -1,0 +1,87 @@
+// scanrt kernels, level 3b: the block scans its tile as a matrix (Dotsenko et al.).
+//
+//   1. each thread scans its row of ITEMS items sequentially (thread level);
+//   2. each warp scans the column of its 32 row totals (warp level);
+//   3. every thread folds the warp totals before its own warp (block level; at most
+//      32 of them, read from shared memory in order).
+// The result is split in two so that single-pass callers can fetch the tile's prefix
+// (the look-back) between computing the block aggregate and finishing the rows:
+// `scan_rows` leaves each thread with its scanned row and its in-tile prefix;
+// `finish_rows` folds in the tile prefix and writes the rows back.
+// The association order depends only on the tile shape: deterministic.
+#pragma once
+#include "block/tile_io.cuh"
+#include "thread/thread_scan.cuh"
+#include "warp/warp_scan.cuh"
+
+template <typename Op, int THREADS, int ITEMS>
+struct BlockMatrixScan {
+    typedef typename Op::T Acc;
+    typedef TileMatrix<Acc, THREADS, ITEMS> Matrix;
+    static const int WARPS = THREADS / 32;
+    static_assert(THREADS % 32 == 0 && WARPS <= 32, "THREADS must be a multiple of 32, at most 1024");
+
+    struct Shared {
+        Matrix matrix;
+        Acc warp_total[WARPS];
+    };
+
+    Acc row[ITEMS];
+    Acc thread_prefix;   // everything in the tile before this thread's row
+    Acc tile_aggregate;  // the whole tile, valid in every thread after scan_rows
+
+    // Requires the staged matrix to be visible (a barrier after staging).
+    SCANRT_DEVICE void scan_rows(Shared& s, bool inclusive, int tid) {
+        const int lane = tid & 31, warp = tid >> 5;
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) row[i] = s.matrix.cell[tid * Matrix::STRIDE + i];
+        Acc total = inclusive ? thread_inclusive_scan<Op>(row) : thread_exclusive_scan<Op>(row);
+        Acc column = warp_inclusive_scan<Op>(total, lane);
+        Acc before_in_warp = shfl_up(column, 1);
+        if (lane == 31) s.warp_total[warp] = column;
+        __syncthreads();
+        Acc before_warp = Op::identity();
+        Acc all = Op::identity();
+#pragma unroll
+        for (int w = 0; w < WARPS; ++w) {
+            Acc t = s.warp_total[w];
+            if (w == warp) before_warp = all;
+            all = Op::combine(all, t);
+        }
+        thread_prefix = lane == 0 ? before_warp : Op::combine(before_warp, before_in_warp);
+        tile_aggregate = all;
+    }
+
+    // Folds the tile's exclusive prefix into the rows and writes them back to the matrix.
+    // The caller puts a barrier between this and the store.
+    SCANRT_DEVICE void finish_rows(Shared& s, Acc tile_prefix, int tid) {
+        Acc prefix = Op::combine(tile_prefix, thread_prefix);
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) s.matrix.cell[tid * Matrix::STRIDE + i] = Op::combine(prefix, row[i]);
+    }
+};
+
+// Reduction of a tile straight from registers (no shared-memory matrix): each thread folds
+// its loaded items, warps and the block fold the partial results. Fixed association order.
+template <typename Op, typename In, int THREADS, int ITEMS>
+SCANRT_DEVICE typename Op::T block_reduce_tile(const TileRegs<In, THREADS, ITEMS>& regs, long long valid, int mode,
+                                               typename Op::T* warp_scratch, int tid) {
+    typedef typename Op::T Acc;
+    const int lane = tid & 31, warp = tid >> 5;
+    Acc acc = Op::identity();
+    if (mode == SCANRT_MODE_PARTIAL) {
+#pragma unroll
+        for (int r = 0; r < ITEMS; ++r)
+            if (r * THREADS + tid < valid) acc = Op::combine(acc, Acc(regs.raw[r]));
+    } else {
+#pragma unroll
+        for (int r = 0; r < ITEMS; ++r) acc = Op::combine(acc, Acc(regs.raw[r]));
+    }
+    acc = warp_reduce<Op>(acc, lane);
+    if (lane == 0) warp_scratch[warp] = acc;
+    __syncthreads();
+    Acc all = Op::identity();
+#pragma unroll
+    for (int w = 0; w < THREADS / 32; ++w) all = Op::combine(all, warp_scratch[w]);
+    return all;
+}

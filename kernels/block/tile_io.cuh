@@ -1,0 +1,109 @@
+// scanrt kernels, level 3a: moving one tile between global memory, registers and the
+// padded shared-memory matrix.
+//
+// A tile is THREADS * ITEMS consecutive elements, seen as a matrix of THREADS rows of
+// ITEMS items (row r is the r-th run of ITEMS elements). Global accesses are striped
+// across the block so every warp instruction touches one contiguous span:
+//   * vector mode (pointer 16-byte aligned, whole tile): 16-byte accesses;
+//   * scalar mode (any alignment, whole tile): one element per thread per step;
+//   * partial mode (the last, short tile): scalar with a bounds check.
+// Loads land in registers first (`TileRegs`), so a caller can issue them early and
+// consume them later; `stage` then converts them to the accumulator type and writes
+// them into shared memory, where each row is padded by one element so that the threads
+// of a warp reading their rows hit distinct banks.
+#pragma once
+#include "util/types.cuh"
+
+#define SCANRT_MODE_VECTOR  0
+#define SCANRT_MODE_SCALAR  1
+#define SCANRT_MODE_PARTIAL 2
+
+template <typename Acc, int THREADS, int ITEMS>
+struct TileMatrix {
+    static const int TILE = THREADS * ITEMS;
+    static const int STRIDE = ITEMS + 1; // padded row length, in elements
+    Acc cell[THREADS * STRIDE];
+    static SCANRT_DEVICE int index(int e) { return e + e / ITEMS; }
+};
+
+// 16-byte streaming (evict-first) accesses: the scan touches every byte exactly once.
+SCANRT_DEVICE uint4 load16_streaming(const void* p) { return __ldcs(reinterpret_cast<const uint4*>(p)); }
+SCANRT_DEVICE void store16_streaming(void* p, uint4 v) { __stcs(reinterpret_cast<uint4*>(p), v); }
+
+template <typename In, int THREADS, int ITEMS>
+struct TileRegs {
+    static const int TILE = THREADS * ITEMS;
+    static const int VEC = 16 / sizeof(In);          // elements per 16-byte load
+    static_assert(ITEMS % VEC == 0, "ITEMS must be a multiple of the 16-byte vector width");
+    In raw[ITEMS];
+
+    // Issues the loads of tile elements [0, valid) starting at `src`.
+    SCANRT_DEVICE void load(const In* src, long long valid, int mode, int tid) {
+        if (mode == SCANRT_MODE_VECTOR) {
+#pragma unroll
+            for (int r = 0; r < ITEMS / VEC; ++r) {
+                int e = (r * THREADS + tid) * VEC;
+                uint4 w = load16_streaming(src + e);
+                const In* parts = reinterpret_cast<const In*>(&w);
+#pragma unroll
+                for (int j = 0; j < VEC; ++j) raw[r * VEC + j] = parts[j];
+            }
+        } else if (mode == SCANRT_MODE_SCALAR) {
+#pragma unroll
+            for (int r = 0; r < ITEMS; ++r) raw[r] = src[r * THREADS + tid];
+        } else {
+#pragma unroll
+            for (int r = 0; r < ITEMS; ++r) {
+                int e = r * THREADS + tid;
+                if (e < valid) raw[r] = src[e];
+            }
+        }
+    }
+
+    // Writes the loaded elements, converted to Acc, into the shared matrix; elements past
+    // `valid` become the identity so that row scans need no bounds checks.
+    template <typename Op>
+    SCANRT_DEVICE void stage(TileMatrix<typename Op::T, THREADS, ITEMS>& m, long long valid, int mode, int tid) const {
+        typedef typename Op::T Acc;
+        typedef TileMatrix<Acc, THREADS, ITEMS> M;
+        if (mode == SCANRT_MODE_VECTOR) {
+#pragma unroll
+            for (int r = 0; r < ITEMS / VEC; ++r) {
+                int e = (r * THREADS + tid) * VEC;
+#pragma unroll
+                for (int j = 0; j < VEC; ++j) m.cell[M::index(e + j)] = Acc(raw[r * VEC + j]);
+            }
+        } else {
+#pragma unroll
+            for (int r = 0; r < ITEMS; ++r) {
+                int e = r * THREADS + tid;
+                m.cell[M::index(e)] = (e < valid) ? Acc(raw[r]) : Op::identity();
+            }
+        }
+    }
+};
+
+// Stores tile elements [0, valid) from the shared matrix to `dst`.
+template <typename Acc, int THREADS, int ITEMS>
+SCANRT_DEVICE void store_tile(const TileMatrix<Acc, THREADS, ITEMS>& m, Acc* dst, long long valid, int mode, int tid) {
+    typedef TileMatrix<Acc, THREADS, ITEMS> M;
+    const int VEC = 16 / sizeof(Acc);
+    static_assert(ITEMS % (16 / sizeof(Acc)) == 0, "ITEMS must be a multiple of the 16-byte vector width");
+    if (mode == SCANRT_MODE_VECTOR) {
+#pragma unroll
+        for (int r = 0; r < ITEMS / VEC; ++r) {
+            int e = (r * THREADS + tid) * VEC;
+            uint4 w;
+            Acc* parts = reinterpret_cast<Acc*>(&w);
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) parts[j] = m.cell[M::index(e + j)];
+            store16_streaming(dst + e, w);
+        }
+    } else {
+#pragma unroll
+        for (int r = 0; r < ITEMS; ++r) {
+            int e = r * THREADS + tid;
+            if (mode == SCANRT_MODE_SCALAR || e < valid) dst[e] = m.cell[M::index(e)];
+        }
+    }
+}

@@ -1,0 +1,37 @@
+// scanrt kernels, level 1: one thread's row of items, scanned sequentially.
+//
+// In the matrix scan (Dotsenko et al.) each thread owns one row of ITEMS consecutive
+// elements; it scans the row with no communication at all, and only the row totals
+// travel up to the warp and block levels.
+#pragma once
+#include "util/types.cuh"
+
+// Row reduction in sequence order: ((x0 . x1) . x2) ...
+template <typename Op, int ITEMS>
+SCANRT_DEVICE typename Op::T thread_reduce(const typename Op::T (&row)[ITEMS]) {
+    typename Op::T acc = row[0];
+#pragma unroll
+    for (int i = 1; i < ITEMS; ++i) acc = Op::combine(acc, row[i]);
+    return acc;
+}
+
+// In-place inclusive scan of a row; returns the row total.
+template <typename Op, int ITEMS>
+SCANRT_DEVICE typename Op::T thread_inclusive_scan(typename Op::T (&row)[ITEMS]) {
+#pragma unroll
+    for (int i = 1; i < ITEMS; ++i) row[i] = Op::combine(row[i - 1], row[i]);
+    return row[ITEMS - 1];
+}
+
+// In-place exclusive scan of a row (row[0] becomes the identity); returns the row total.
+template <typename Op, int ITEMS>
+SCANRT_DEVICE typename Op::T thread_exclusive_scan(typename Op::T (&row)[ITEMS]) {
+    typename Op::T running = Op::identity();
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) {
+        typename Op::T x = row[i];
+        row[i] = running;
+        running = Op::combine(running, x);
+    }
+    return running;
+}

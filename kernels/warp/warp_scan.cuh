@@ -1,0 +1,50 @@
+// scanrt kernels, level 2: a warp scans one column of 32 values with shuffles.
+//
+// Kogge-Stone over shfl_up keeps sequence order (the lower lane's value is always the
+// left operand), so the result is the same for commutative and non-commutative
+// operators, and its association order is fixed (bitwise reproducible for floats).
+#pragma once
+#include "util/types.cuh"
+
+#define SCANRT_FULL_MASK 0xffffffffu
+
+template <typename T>
+SCANRT_DEVICE T shfl_up(T v, int delta) {
+    if (sizeof(T) == 8) {
+        u64 w = Bits<T>::to(v);
+        u32 lo = __shfl_up_sync(SCANRT_FULL_MASK, (u32)w, delta);
+        u32 hi = __shfl_up_sync(SCANRT_FULL_MASK, (u32)(w >> 32), delta);
+        return Bits<T>::from((typename Bits<T>::W)(((u64)hi << 32) | lo));
+    } else {
+        return Bits<T>::from((typename Bits<T>::W)__shfl_up_sync(SCANRT_FULL_MASK, (u32)Bits<T>::to(v), delta));
+    }
+}
+
+template <typename T>
+SCANRT_DEVICE T shfl_idx(T v, int src) {
+    if (sizeof(T) == 8) {
+        u64 w = Bits<T>::to(v);
+        u32 lo = __shfl_sync(SCANRT_FULL_MASK, (u32)w, src);
+        u32 hi = __shfl_sync(SCANRT_FULL_MASK, (u32)(w >> 32), src);
+        return Bits<T>::from((typename Bits<T>::W)(((u64)hi << 32) | lo));
+    } else {
+        return Bits<T>::from((typename Bits<T>::W)__shfl_sync(SCANRT_FULL_MASK, (u32)Bits<T>::to(v), src));
+    }
+}
+
+// Inclusive scan across the 32 lanes; all lanes must call it.
+template <typename Op>
+SCANRT_DEVICE typename Op::T warp_inclusive_scan(typename Op::T v, int lane) {
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        typename Op::T up = shfl_up(v, d);
+        if (lane >= d) v = Op::combine(up, v);
+    }
+    return v;
+}
+
+// Reduction of the 32 lanes in lane order, returned to every lane.
+template <typename Op>
+SCANRT_DEVICE typename Op::T warp_reduce(typename Op::T v, int lane) {
+    return shfl_idx(warp_inclusive_scan<Op>(v, lane), 31);
+}

@@ -1,0 +1,558 @@
+//! The public Rust API: contexts, streams and buffers, and the scan entry points.
+//!
+//! What is thread-safe: a [`Context`] is `Send + Sync` and may be shared by any number
+//! of threads; so are [`Stream`] and [`Buffer`] handles. Calls on *different* streams
+//! run concurrently. Calls on the *same* stream from several threads are safe but
+//! ordered only by whichever call reaches the stream first, exactly as with CUDA.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use cudarc::driver::sys::{self, CUstream};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+
+use crate::error::{bail, Error, Result};
+use crate::gpu::device::GpuDevice;
+use crate::gpu::driver::check;
+use crate::gpu::launch::{self, Workspace};
+use crate::scan::{validate, RawScan};
+use crate::types::{check_types, Algorithm, DType, Op, Scalar, ScanDesc};
+
+/// Where a context runs scans. Discriminants are the C ABI values.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// The GPU when a CUDA driver and device are usable, else the host.
+    Auto = 0,
+    /// A CUDA device (fails with NoDriver / NoDevice when there is none).
+    Gpu = 1,
+    /// The CPU.
+    Host = 2,
+}
+
+enum Engine {
+    Host,
+    Gpu(GpuDevice),
+}
+
+/// A scanrt context: a CUDA device (through its primary context, so it shares memory
+/// and streams with CUDA runtime code in the same process) or the host backend.
+#[derive(Clone)]
+pub struct Context {
+    engine: Arc<Engine>,
+}
+
+/// What a scan call did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScanInfo {
+    pub backend: Backend,
+    pub algorithm: Algorithm,
+}
+
+impl Context {
+    /// Opens a context. `Auto` falls back to the host when no GPU is usable.
+    pub fn new(backend: Backend, device: usize) -> Result<Context> {
+        let engine = match backend {
+            Backend::Host => Engine::Host,
+            Backend::Gpu => Engine::Gpu(GpuDevice::open(device)?),
+            Backend::Auto => GpuDevice::open(device)
+                .map(Engine::Gpu)
+                .unwrap_or(Engine::Host),
+        };
+        Ok(Context {
+            engine: Arc::new(engine),
+        })
+    }
+
+    pub fn backend(&self) -> Backend {
+        match *self.engine {
+            Engine::Host => Backend::Host,
+            Engine::Gpu(_) => Backend::Gpu,
+        }
+    }
+
+    /// A one-line description: the device name and architecture, or "host".
+    pub fn describe(&self) -> String {
+        match &*self.engine {
+            Engine::Host => format!(
+                "host ({} threads)",
+                std::thread::available_parallelism().map_or(1, |p| p.get())
+            ),
+            Engine::Gpu(d) => format!(
+                "{} (sm_{}, {} SMs)",
+                d.ctx.name().unwrap_or_else(|_| "CUDA device".into()),
+                d.arch,
+                d.sm_count
+            ),
+        }
+    }
+
+    pub(crate) fn gpu(&self) -> Result<&GpuDevice> {
+        match &*self.engine {
+            Engine::Gpu(d) => Ok(d),
+            Engine::Host => bail!(
+                WrongBackend,
+                "this operation needs a GPU context; the context runs on the host backend"
+            ),
+        }
+    }
+
+    fn same(&self, other: &Context) -> bool {
+        Arc::ptr_eq(&self.engine, &other.engine)
+    }
+
+    /// The underlying cudarc context (GPU contexts only), for Rust users mixing APIs.
+    pub fn cuda_context(&self) -> Result<&Arc<cudarc::driver::CudaContext>> {
+        Ok(&self.gpu()?.ctx)
+    }
+
+    /// A new stream owned by scanrt (a no-op stream on the host backend).
+    pub fn new_stream(&self) -> Result<Stream> {
+        let cuda = match &*self.engine {
+            Engine::Host => None,
+            Engine::Gpu(d) => {
+                let _current = d.enter()?;
+                Some(d.ctx.new_stream()?)
+            }
+        };
+        Ok(Stream {
+            ctx: self.clone(),
+            raw: cuda
+                .as_ref()
+                .map_or(std::ptr::null_mut(), |s| s.cu_stream()),
+            _owned: cuda,
+        })
+    }
+
+    /// Adopts an application's `CUstream` / `cudaStream_t` (NULL = the legacy default
+    /// stream) without taking ownership: scanrt never destroys it.
+    ///
+    /// # Safety
+    /// The stream must stay valid while the returned `Stream` is used.
+    pub unsafe fn borrow_stream(&self, raw: *mut c_void) -> Result<Stream> {
+        let d = self.gpu()?;
+        let _current = d.enter()?;
+        d.check_stream(raw as CUstream)?;
+        Ok(Stream {
+            ctx: self.clone(),
+            raw: raw as CUstream,
+            _owned: None,
+        })
+    }
+
+    /// Compiles (or loads from the disk cache) the kernels for a type pair and operator
+    /// ahead of the first scan. A no-op on the host backend.
+    pub fn prepare(&self, input: DType, output: DType, op: Op) -> Result<()> {
+        check_types(input, output, op)?;
+        if let Engine::Gpu(d) = &*self.engine {
+            let _current = d.enter()?;
+            d.module(d.specialization(input, output, op))?;
+        }
+        Ok(())
+    }
+
+    /// Bytes of workspace [`Context::scan_raw`] needs for `req` when given one (0 = none).
+    pub fn workspace_size(&self, req: &RawScan, desc: &ScanDesc) -> Result<usize> {
+        validate(req, desc)?;
+        Ok(match &*self.engine {
+            Engine::Host => 0,
+            Engine::Gpu(d) => launch::workspace_bytes(d, req, desc),
+        })
+    }
+
+    /// Zero-fills a caller-provided workspace on `stream`; required once before its first use.
+    pub fn init_workspace(&self, stream: &Stream, workspace: Workspace) -> Result<()> {
+        let d = self.gpu()?;
+        self.check_stream_owner(stream)?;
+        let _current = d.enter()?;
+        d.check_device_range(workspace.ptr, workspace.bytes as u64, "workspace")?;
+        // SAFETY: the range was just checked to be device memory of this device.
+        check(
+            unsafe { sys::cuMemsetD8Async(workspace.ptr, 0, workspace.bytes, stream.raw) },
+            "cuMemsetD8Async",
+        )
+    }
+
+    fn check_stream_owner(&self, stream: &Stream) -> Result<()> {
+        if !self.same(&stream.ctx) {
+            bail!(
+                ContextMismatch,
+                "the stream was created by another scanrt context"
+            );
+        }
+        Ok(())
+    }
+
+    /// The scan over raw addresses: device pointers on a GPU context, host pointers on
+    /// the host backend. Asynchronous on `stream` for the GPU. Bad input returns an
+    /// error before anything is written.
+    ///
+    /// # Safety
+    /// On the host backend the pointers must be valid for `n` elements. On a GPU the
+    /// driver checks that they are device memory large enough, but they must stay
+    /// allocated until the scan completes on the stream.
+    pub unsafe fn scan_raw(
+        &self,
+        stream: &Stream,
+        req: &RawScan,
+        desc: &ScanDesc,
+        workspace: Option<Workspace>,
+    ) -> Result<ScanInfo> {
+        self.check_stream_owner(stream)?;
+        validate(req, desc)?;
+        match &*self.engine {
+            Engine::Host => {
+                crate::host::scan(req, desc)?;
+                Ok(ScanInfo {
+                    backend: Backend::Host,
+                    algorithm: Algorithm::Host,
+                })
+            }
+            Engine::Gpu(d) => {
+                let _current = d.enter()?;
+                let algorithm = launch::scan(d, stream.raw, req, desc, workspace)?;
+                Ok(ScanInfo {
+                    backend: Backend::Gpu,
+                    algorithm,
+                })
+            }
+        }
+    }
+
+    /// Scans `input` into `output` (scanrt buffers of this context; pass the same buffer
+    /// twice to scan in place). The output is written through a shared reference because
+    /// its memory is device memory ordered by the stream, not Rust-owned data.
+    pub fn scan(
+        &self,
+        stream: &Stream,
+        input: &Buffer,
+        output: &Buffer,
+        desc: &ScanDesc,
+    ) -> Result<ScanInfo> {
+        self.check_buffer_owner(input)?;
+        self.check_buffer_owner(output)?;
+        if output.len < input.len {
+            bail!(
+                BufferTooSmall,
+                "output holds {} elements but the input has {}",
+                output.len,
+                input.len
+            );
+        }
+        let req = RawScan {
+            input: input.addr(),
+            input_dtype: input.dtype,
+            output: output.addr(),
+            output_dtype: output.dtype,
+            n: input.len,
+        };
+        // SAFETY: both buffers are live allocations of this context of the checked lengths.
+        unsafe { self.scan_raw(stream, &req, desc, None) }
+    }
+
+    /// Scans cudarc slices directly (GPU contexts). The slices must live on this
+    /// context's device.
+    pub fn scan_cuda<
+        I: Scalar + cudarc::driver::DeviceRepr,
+        O: Scalar + cudarc::driver::DeviceRepr,
+    >(
+        &self,
+        stream: &Stream,
+        input: &CudaSlice<I>,
+        output: &mut CudaSlice<O>,
+        desc: &ScanDesc,
+    ) -> Result<ScanInfo> {
+        if output.len() < input.len() {
+            bail!(
+                BufferTooSmall,
+                "output holds {} elements, input {}",
+                output.len(),
+                input.len()
+            );
+        }
+        let cuda_stream = input.stream().clone();
+        let (in_ptr, _r) = input.device_ptr(&cuda_stream);
+        let (out_ptr, _w) = output.device_ptr_mut(&cuda_stream);
+        let req = RawScan {
+            input: in_ptr,
+            input_dtype: I::DTYPE,
+            output: out_ptr,
+            output_dtype: O::DTYPE,
+            n: input.len() as u64,
+        };
+        // SAFETY: the slices are live allocations (range-checked by the driver query).
+        unsafe { self.scan_raw(stream, &req, desc, None) }
+    }
+
+    pub(crate) fn check_buffer_owner(&self, buffer: &Buffer) -> Result<()> {
+        if !self.same(&buffer.ctx) {
+            bail!(
+                ContextMismatch,
+                "a buffer was created by another scanrt context"
+            );
+        }
+        Ok(())
+    }
+}
+
+/// A stream: owned by scanrt, or borrowed from the application.
+pub struct Stream {
+    ctx: Context,
+    raw: CUstream,
+    _owned: Option<Arc<CudaStream>>,
+}
+
+// SAFETY: a CUstream handle may be used from any thread; the owned wrapper is Send+Sync.
+unsafe impl Send for Stream {}
+unsafe impl Sync for Stream {}
+
+impl Stream {
+    /// A borrowed stream without the ownership check; the scan path checks the stream
+    /// with the driver itself, so the raw-pointer C entry points skip a second query.
+    pub(crate) fn borrowed(ctx: &Context, raw: *mut c_void) -> Result<Stream> {
+        ctx.gpu()?;
+        Ok(Stream {
+            ctx: ctx.clone(),
+            raw: raw as CUstream,
+            _owned: None,
+        })
+    }
+
+    /// The raw `CUstream` (NULL on the host backend).
+    pub fn raw(&self) -> *mut c_void {
+        self.raw as *mut c_void
+    }
+
+    /// Waits until all work queued on the stream has finished.
+    pub fn synchronize(&self) -> Result<()> {
+        if let Ok(d) = self.ctx.gpu() {
+            let _current = d.enter()?;
+            // SAFETY: the stream belongs to this context (checked when it was made).
+            check(
+                unsafe { sys::cuStreamSynchronize(self.raw) },
+                "cuStreamSynchronize",
+            )?;
+        }
+        Ok(())
+    }
+}
+
+enum Storage {
+    Host(Vec<u64>),
+    Device { ptr: u64, owned: bool },
+}
+
+/// A dtype-tagged array: host memory on the host backend, device memory on a GPU;
+/// owned by scanrt or a borrowed view of an application's device pointer.
+pub struct Buffer {
+    ctx: Context,
+    dtype: DType,
+    len: u64,
+    storage: Storage,
+}
+
+// SAFETY: the buffer owns or borrows plain memory; access is ordered by streams.
+unsafe impl Send for Buffer {}
+unsafe impl Sync for Buffer {}
+
+impl Buffer {
+    /// Allocates `len` elements of `dtype` (contents unspecified).
+    pub fn new(ctx: &Context, dtype: DType, len: u64) -> Result<Buffer> {
+        let bytes = len
+            .checked_mul(dtype.size() as u64)
+            .filter(|&b| b <= isize::MAX as u64);
+        let Some(bytes) = bytes else {
+            bail!(
+                LengthOverflow,
+                "{len} elements of {dtype:?} overflow the address space"
+            )
+        };
+        let storage = match &*ctx.engine {
+            Engine::Host => {
+                let words = usize::try_from(bytes.div_ceil(8)).map_err(|_| {
+                    Error::new(crate::ScanrtStatus::LengthOverflow, "buffer too large")
+                })?;
+                Storage::Host(vec![0u64; words])
+            }
+            Engine::Gpu(d) => {
+                let _current = d.enter()?;
+                let mut ptr = 0;
+                // SAFETY: out-pointer to a local; size checked above. Zero bytes allocate nothing.
+                if bytes > 0 {
+                    check(
+                        unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes as usize) },
+                        "cuMemAlloc",
+                    )?;
+                }
+                Storage::Device { ptr, owned: true }
+            }
+        };
+        Ok(Buffer {
+            ctx: ctx.clone(),
+            dtype,
+            len,
+            storage,
+        })
+    }
+
+    /// A view of an application's device allocation (never freed by scanrt).
+    ///
+    /// # Safety
+    /// `ptr` must stay valid for `len` elements of `dtype` while the view is used.
+    pub unsafe fn wrap_device(
+        ctx: &Context,
+        ptr: *mut c_void,
+        dtype: DType,
+        len: u64,
+    ) -> Result<Buffer> {
+        let d = ctx.gpu()?;
+        if ptr.is_null() && len > 0 {
+            bail!(NullArgument, "device pointer is NULL");
+        }
+        let Some(bytes) = len.checked_mul(dtype.size() as u64) else {
+            bail!(LengthOverflow, "{len} elements overflow")
+        };
+        if len > 0 {
+            let _current = d.enter()?;
+            d.check_device_range(ptr as u64, bytes, "wrapped buffer")?;
+        }
+        Ok(Buffer {
+            ctx: ctx.clone(),
+            dtype,
+            len,
+            storage: Storage::Device {
+                ptr: ptr as u64,
+                owned: false,
+            },
+        })
+    }
+
+    /// A new buffer holding a copy of `data`.
+    pub fn from_slice<T: Scalar>(ctx: &Context, stream: &Stream, data: &[T]) -> Result<Buffer> {
+        let mut b = Buffer::new(ctx, T::DTYPE, data.len() as u64)?;
+        b.upload(stream, data)?;
+        Ok(b)
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The element address: a device pointer on a GPU, a host pointer on the host.
+    pub fn addr(&self) -> u64 {
+        match &self.storage {
+            Storage::Host(v) => v.as_ptr() as u64,
+            Storage::Device { ptr, .. } => *ptr,
+        }
+    }
+
+    fn check_host_len<T: Scalar>(&self, n: usize) -> Result<()> {
+        if T::DTYPE != self.dtype {
+            bail!(
+                InvalidArgument,
+                "buffer holds {:?}, not {:?}",
+                self.dtype,
+                T::DTYPE
+            );
+        }
+        if n as u64 > self.len {
+            bail!(
+                BufferTooSmall,
+                "{n} elements do not fit a buffer of {}",
+                self.len
+            );
+        }
+        Ok(())
+    }
+
+    /// Copies `data` into the start of the buffer, then waits for the copy.
+    pub fn upload<T: Scalar>(&mut self, stream: &Stream, data: &[T]) -> Result<()> {
+        self.check_host_len::<T>(data.len())?;
+        self.copy_bytes(
+            stream,
+            data.as_ptr() as *mut c_void,
+            std::mem::size_of_val(data),
+            true,
+        )
+    }
+
+    /// Copies the first `n` elements out of the buffer (waits for queued work first).
+    pub fn download<T: Scalar>(&self, stream: &Stream, n: usize) -> Result<Vec<T>> {
+        self.check_host_len::<T>(n)?;
+        let mut out = Vec::<T>::with_capacity(n);
+        self.copy_bytes(
+            stream,
+            out.as_mut_ptr() as *mut c_void,
+            n * std::mem::size_of::<T>(),
+            false,
+        )?;
+        // SAFETY: copy_bytes filled all n elements.
+        unsafe { out.set_len(n) };
+        Ok(out)
+    }
+
+    /// Raw byte copy between `host` and the buffer's start, synchronous on `stream`.
+    pub(crate) fn copy_bytes(
+        &self,
+        stream: &Stream,
+        host: *mut c_void,
+        bytes: usize,
+        to_buffer: bool,
+    ) -> Result<()> {
+        match &self.storage {
+            Storage::Host(v) => {
+                let buf = v.as_ptr() as *mut u8;
+                // SAFETY: bytes <= buffer size (checked by callers); host is valid for bytes.
+                unsafe {
+                    if to_buffer {
+                        std::ptr::copy_nonoverlapping(host as *const u8, buf, bytes)
+                    } else {
+                        std::ptr::copy_nonoverlapping(buf as *const u8, host as *mut u8, bytes)
+                    }
+                }
+                Ok(())
+            }
+            Storage::Device { ptr, .. } => {
+                let d = self.ctx.gpu()?;
+                self.ctx.check_stream_owner(stream)?;
+                let _current = d.enter()?;
+                // SAFETY: the device range holds at least `bytes`; the host range is
+                // valid for `bytes` and we wait for the copy before returning.
+                unsafe {
+                    if to_buffer {
+                        check(
+                            sys::cuMemcpyHtoDAsync_v2(*ptr, host, bytes, stream.raw),
+                            "cuMemcpyHtoDAsync",
+                        )?;
+                    } else {
+                        check(
+                            sys::cuMemcpyDtoHAsync_v2(host, *ptr, bytes, stream.raw),
+                            "cuMemcpyDtoHAsync",
+                        )?;
+                    }
+                    check(sys::cuStreamSynchronize(stream.raw), "cuStreamSynchronize")
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        if let (Storage::Device { ptr, owned: true }, Ok(d)) = (&self.storage, self.ctx.gpu()) {
+            if *ptr != 0 {
+                if let Ok(_current) = d.enter() {
+                    // SAFETY: allocated by Buffer::new with cuMemAlloc; freed once. cuMemFree
+                    // waits for outstanding work that uses it.
+                    unsafe { sys::cuMemFree_v2(*ptr) };
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,428 @@
+//! Run-time compilation of the CUDA kernels in `kernels/` with NVRTC, to CUBIN for the
+//! exact device architecture, with a thread-safe in-memory cache (in `gpu::device`) and
+//! an on-disk cache (here).
+//!
+//! Disk cache: one file per specialisation under `$SCANRT_CACHE_DIR`, else
+//! `$XDG_CACHE_HOME/scanrt`, else `~/.cache/scanrt`. The file name is a hash of
+//! everything that determines the binary (sources, options, architecture, NVRTC
+//! version); the file holds a magic, the full key's hash again and a checksum of the
+//! payload, so a corrupt, truncated or stale file is detected and rebuilt. Files are
+//! written to a temporary name and renamed, so readers never see a partial file.
+
+use std::collections::hash_map::DefaultHasher;
+use std::ffi::{CStr, CString};
+use std::hash::{Hash, Hasher};
+use std::path::PathBuf;
+
+use cudarc::nvrtc::sys as nvrtc;
+
+use crate::error::{bail, Error, Result};
+use crate::gpu::tuning::TileShape;
+use crate::types::{DType, Op};
+
+/// The kernel sources, by include name. Order does not matter.
+pub(crate) const KERNEL_SOURCES: &[(&str, &str)] = &[
+    (
+        "util/types.cuh",
+        include_str!("../../kernels/util/types.cuh"),
+    ),
+    (
+        "thread/thread_scan.cuh",
+        include_str!("../../kernels/thread/thread_scan.cuh"),
+    ),
+    (
+        "warp/warp_scan.cuh",
+        include_str!("../../kernels/warp/warp_scan.cuh"),
+    ),
+    (
+        "block/tile_io.cuh",
+        include_str!("../../kernels/block/tile_io.cuh"),
+    ),
+    (
+        "block/block_scan.cuh",
+        include_str!("../../kernels/block/block_scan.cuh"),
+    ),
+    (
+        "device/scan_params.cuh",
+        include_str!("../../kernels/device/scan_params.cuh"),
+    ),
+    (
+        "device/matrix_scan.cuh",
+        include_str!("../../kernels/device/matrix_scan.cuh"),
+    ),
+    (
+        "device/single_pass_scan.cuh",
+        include_str!("../../kernels/device/single_pass_scan.cuh"),
+    ),
+];
+
+/// Entry points of every compiled module (see `Specialization::source`).
+pub(crate) const SINGLE_PASS: &str = "scanrt_single_pass";
+pub(crate) const MATRIX_REDUCE: &str = "scanrt_matrix_reduce";
+pub(crate) const MATRIX_SCAN_SUMS: &str = "scanrt_matrix_scan_sums";
+pub(crate) const MATRIX_SCAN_TILES: &str = "scanrt_matrix_scan_tiles";
+
+/// One compiled module: all kernels for an (input type, output type, operator, tile shape).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Specialization {
+    pub input: DType,
+    pub output: DType,
+    pub op: Op,
+    pub shape: TileShape,
+}
+
+impl Specialization {
+    /// The translation unit NVRTC compiles: the layered headers instantiated with
+    /// extern "C" entry points, so names need no mangling lookup.
+    pub fn source(&self) -> String {
+        let TileShape {
+            threads,
+            items,
+            spin_before_sleep,
+            sleep_ns,
+        } = self.shape;
+        let (i, o, op) = (
+            self.input.cuda_name(),
+            self.output.cuda_name(),
+            self.op as i32,
+        );
+        format!(
+            r#"#include "device/single_pass_scan.cuh"
+#include "device/matrix_scan.cuh"
+typedef ScanOp<{op}, {o}> Op;
+typedef Op::T Acc;
+typedef {i} In;
+extern "C" __global__ void __launch_bounds__({threads}) {SINGLE_PASS}(const In* in, Acc* out, long long n, unsigned long long init_bits, unsigned flags, void* workspace, long long status_capacity) {{
+    single_pass_scan<Op, In, {threads}, {items}, {spin_before_sleep}, {sleep_ns}>(in, out, n, init_bits, flags, workspace, status_capacity);
+}}
+extern "C" __global__ void __launch_bounds__({threads}) {MATRIX_REDUCE}(const In* in, long long n, Acc* tile_sums, unsigned flags) {{
+    matrix_reduce<Op, In, {threads}, {items}>(in, n, tile_sums, flags);
+}}
+extern "C" __global__ void __launch_bounds__({threads}) {MATRIX_SCAN_SUMS}(Acc* tile_sums, long long num_tiles, unsigned long long init_bits, unsigned flags) {{
+    matrix_scan_sums<Op, {threads}, {items}>(tile_sums, num_tiles, init_bits, flags);
+}}
+extern "C" __global__ void __launch_bounds__({threads}) {MATRIX_SCAN_TILES}(const In* in, Acc* out, long long n, Acc* tile_prefix, unsigned flags) {{
+    matrix_scan_tiles<Op, In, {threads}, {items}>(in, out, n, tile_prefix, flags);
+}}
+"#
+        )
+    }
+}
+
+/// Where NVRTC is and what it can target.
+#[derive(Debug, Clone)]
+pub(crate) struct Nvrtc {
+    pub version: (i32, i32),
+    pub supported_archs: Vec<i32>,
+}
+
+fn nvrtc_check(r: nvrtc::nvrtcResult, what: &str) -> Result<()> {
+    if r == nvrtc::nvrtcResult::NVRTC_SUCCESS {
+        return Ok(());
+    }
+    // SAFETY: nvrtcGetErrorString returns a static NUL-terminated string for any code.
+    let msg = unsafe { CStr::from_ptr(nvrtc::nvrtcGetErrorString(r)) }.to_string_lossy();
+    bail!(CompileError, "{what} failed: {msg}")
+}
+
+impl Nvrtc {
+    /// Loads libnvrtc (without panicking when it is absent) and queries it.
+    pub fn load() -> Result<Nvrtc> {
+        // SAFETY: probing only tries to dlopen the candidate library names.
+        if !unsafe { nvrtc::is_culib_present() } {
+            bail!(CompileError, "the NVRTC library (libnvrtc.so) could not be loaded; install the CUDA toolkit or the nvidia-cuda-nvrtc wheel and put it on the library path");
+        }
+        let (mut major, mut minor, mut count) = (0, 0, 0);
+        // SAFETY: the library is present; out-pointers are valid locals.
+        unsafe {
+            nvrtc_check(nvrtc::nvrtcVersion(&mut major, &mut minor), "nvrtcVersion")?;
+            nvrtc_check(
+                nvrtc::nvrtcGetNumSupportedArchs(&mut count),
+                "nvrtcGetNumSupportedArchs",
+            )?;
+        }
+        let mut supported_archs = vec![0i32; count.max(0) as usize];
+        // SAFETY: the vector holds exactly `count` ints, as the API requires.
+        unsafe {
+            nvrtc_check(
+                nvrtc::nvrtcGetSupportedArchs(supported_archs.as_mut_ptr()),
+                "nvrtcGetSupportedArchs",
+            )?
+        };
+        Ok(Nvrtc {
+            version: (major, minor),
+            supported_archs,
+        })
+    }
+
+    /// The real architecture to build for: the device's own when NVRTC knows it, else
+    /// the newest one NVRTC supports below it (CUBIN for an older sm runs on newer chips
+    /// of the same major version only, so that case compiles to PTX instead).
+    pub fn target_for(&self, device_arch: i32) -> Result<Target> {
+        if self.supported_archs.contains(&device_arch) {
+            return Ok(Target {
+                arch: device_arch,
+                cubin: true,
+            });
+        }
+        match self
+            .supported_archs
+            .iter()
+            .copied()
+            .filter(|&a| a <= device_arch)
+            .max()
+        {
+            Some(arch) => Ok(Target { arch, cubin: false }),
+            None => bail!(
+                CompileError,
+                "NVRTC {}.{} supports no architecture at or below sm_{device_arch}",
+                self.version.0,
+                self.version.1
+            ),
+        }
+    }
+
+    /// Compiles `spec` for `target`. Returns the CUBIN (or PTX, NUL-terminated) image.
+    pub fn compile(&self, spec: &Specialization, target: Target) -> Result<Vec<u8>> {
+        let source = CString::new(spec.source()).expect("generated source has no NUL");
+        let names: Vec<CString> = KERNEL_SOURCES
+            .iter()
+            .map(|(n, _)| CString::new(*n).unwrap())
+            .collect();
+        let bodies: Vec<CString> = KERNEL_SOURCES
+            .iter()
+            .map(|(_, s)| CString::new(*s).unwrap())
+            .collect();
+        let name_ptrs: Vec<_> = names.iter().map(|c| c.as_ptr()).collect();
+        let body_ptrs: Vec<_> = bodies.iter().map(|c| c.as_ptr()).collect();
+        let options: Vec<CString> = compile_options(target)
+            .into_iter()
+            .map(|o| CString::new(o).unwrap())
+            .collect();
+        let option_ptrs: Vec<_> = options.iter().map(|c| c.as_ptr()).collect();
+        let prog_name = CString::new("scanrt_specialization.cu").unwrap();
+
+        let mut prog: nvrtc::nvrtcProgram = std::ptr::null_mut();
+        // SAFETY: every pointer refers to a live NUL-terminated CString held above for the
+        // whole call; header and name arrays have the same length as passed.
+        unsafe {
+            nvrtc_check(
+                nvrtc::nvrtcCreateProgram(
+                    &mut prog,
+                    source.as_ptr(),
+                    prog_name.as_ptr(),
+                    bodies.len() as i32,
+                    body_ptrs.as_ptr(),
+                    name_ptrs.as_ptr(),
+                ),
+                "nvrtcCreateProgram",
+            )?;
+        }
+        let _destroy = ProgramGuard(prog);
+        // SAFETY: `prog` is a valid program; options point at live CStrings.
+        let compiled = unsafe {
+            nvrtc::nvrtcCompileProgram(prog, option_ptrs.len() as i32, option_ptrs.as_ptr())
+        };
+        if compiled != nvrtc::nvrtcResult::NVRTC_SUCCESS {
+            let log = program_log(prog);
+            return Err(Error::new(
+                crate::error::ScanrtStatus::CompileError,
+                format!(
+                    "NVRTC failed to compile {:?} for sm_{}:\n{log}",
+                    spec, target.arch
+                ),
+            ));
+        }
+        let mut size = 0usize;
+        // SAFETY: the program compiled; the buffer is sized as NVRTC reports.
+        unsafe {
+            if target.cubin {
+                nvrtc_check(
+                    nvrtc::nvrtcGetCUBINSize(prog, &mut size),
+                    "nvrtcGetCUBINSize",
+                )?;
+                let mut image = vec![0u8; size];
+                nvrtc_check(
+                    nvrtc::nvrtcGetCUBIN(prog, image.as_mut_ptr() as *mut _),
+                    "nvrtcGetCUBIN",
+                )?;
+                Ok(image)
+            } else {
+                nvrtc_check(nvrtc::nvrtcGetPTXSize(prog, &mut size), "nvrtcGetPTXSize")?;
+                let mut image = vec![0u8; size];
+                nvrtc_check(
+                    nvrtc::nvrtcGetPTX(prog, image.as_mut_ptr() as *mut _),
+                    "nvrtcGetPTX",
+                )?;
+                Ok(image)
+            }
+        }
+    }
+
+    /// Disk-cached compile: returns the cached image when its key and checksum match.
+    pub fn compile_cached(&self, spec: &Specialization, target: Target) -> Result<Vec<u8>> {
+        let key = self.cache_key(spec, target);
+        let path = cache_dir().map(|d| {
+            d.join(format!(
+                "{key:016x}.{}",
+                if target.cubin { "cubin" } else { "ptx" }
+            ))
+        });
+        if let Some(image) = path.as_ref().and_then(|p| read_cache_file(p, key)) {
+            return Ok(image);
+        }
+        let image = self.compile(spec, target)?;
+        if let Some(p) = path {
+            write_cache_file(&p, key, &image); // best effort: a read-only cache only costs time
+        }
+        Ok(image)
+    }
+
+    fn cache_key(&self, spec: &Specialization, target: Target) -> u64 {
+        let mut h = DefaultHasher::new();
+        for (name, body) in KERNEL_SOURCES {
+            name.hash(&mut h);
+            body.hash(&mut h);
+        }
+        spec.source().hash(&mut h);
+        compile_options(target).hash(&mut h);
+        self.version.hash(&mut h);
+        env!("CARGO_PKG_VERSION").hash(&mut h);
+        h.finish()
+    }
+}
+
+/// The architecture a module is built for, and whether as CUBIN (else PTX).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Target {
+    pub arch: i32,
+    pub cubin: bool,
+}
+
+fn compile_options(target: Target) -> Vec<String> {
+    let arch = if target.cubin {
+        format!("--gpu-architecture=sm_{}", target.arch)
+    } else {
+        format!("--gpu-architecture=compute_{}", target.arch)
+    };
+    // No FMA contraction: scan operators never multiply-add, and this keeps float
+    // results independent of compiler heuristics.
+    vec![
+        arch,
+        "--std=c++17".into(),
+        "--fmad=false".into(),
+        "-default-device".into(),
+    ]
+}
+
+struct ProgramGuard(nvrtc::nvrtcProgram);
+impl Drop for ProgramGuard {
+    fn drop(&mut self) {
+        // SAFETY: the program was created by nvrtcCreateProgram and is destroyed once.
+        unsafe { nvrtc::nvrtcDestroyProgram(&mut self.0) };
+    }
+}
+
+fn program_log(prog: nvrtc::nvrtcProgram) -> String {
+    let mut size = 0usize;
+    // SAFETY: `prog` is valid; the buffer has the size NVRTC reports.
+    unsafe {
+        if nvrtc::nvrtcGetProgramLogSize(prog, &mut size) != nvrtc::nvrtcResult::NVRTC_SUCCESS {
+            return String::from("(no log)");
+        }
+        let mut log = vec![0u8; size];
+        nvrtc::nvrtcGetProgramLog(prog, log.as_mut_ptr() as *mut _);
+        String::from_utf8_lossy(&log)
+            .trim_end_matches('\0')
+            .to_string()
+    }
+}
+
+pub(crate) fn cache_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("SCANRT_CACHE_DIR") {
+        return if d.is_empty() {
+            None
+        } else {
+            Some(PathBuf::from(d))
+        };
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(d).join("scanrt"));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("scanrt"))
+}
+
+const CACHE_MAGIC: &[u8; 8] = b"SCANRT01";
+
+fn checksum(data: &[u8]) -> u64 {
+    let mut h = DefaultHasher::new();
+    data.hash(&mut h);
+    h.finish()
+}
+
+fn read_cache_file(path: &std::path::Path, key: u64) -> Option<Vec<u8>> {
+    let bytes = std::fs::read(path).ok()?;
+    if bytes.len() < 24 || &bytes[..8] != CACHE_MAGIC {
+        return None;
+    }
+    let stored_key = u64::from_le_bytes(bytes[8..16].try_into().ok()?);
+    let stored_sum = u64::from_le_bytes(bytes[16..24].try_into().ok()?);
+    let payload = &bytes[24..];
+    (stored_key == key && stored_sum == checksum(payload)).then(|| payload.to_vec())
+}
+
+fn write_cache_file(path: &std::path::Path, key: u64, image: &[u8]) {
+    let Some(dir) = path.parent() else { return };
+    if std::fs::create_dir_all(dir).is_err() {
+        return;
+    }
+    let mut bytes = Vec::with_capacity(image.len() + 24);
+    bytes.extend_from_slice(CACHE_MAGIC);
+    bytes.extend_from_slice(&key.to_le_bytes());
+    bytes.extend_from_slice(&checksum(image).to_le_bytes());
+    bytes.extend_from_slice(image);
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        path.file_name().unwrap().to_string_lossy(),
+        std::process::id()
+    ));
+    if std::fs::write(&tmp, &bytes).is_ok() && std::fs::rename(&tmp, path).is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_file_round_trip_and_corruption() {
+        let dir = std::env::temp_dir().join(format!("scanrt-cache-test-{}", std::process::id()));
+        let path = dir.join("x.cubin");
+        write_cache_file(&path, 42, b"image bytes");
+        assert_eq!(
+            read_cache_file(&path, 42).as_deref(),
+            Some(&b"image bytes"[..])
+        );
+        assert_eq!(
+            read_cache_file(&path, 43),
+            None,
+            "stale key must be rejected"
+        );
+        let mut bytes = std::fs::read(&path).unwrap();
+        *bytes.last_mut().unwrap() ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(
+            read_cache_file(&path, 42),
+            None,
+            "corrupt payload must be rejected"
+        );
+        std::fs::write(&path, b"SCAN").unwrap();
+        assert_eq!(
+            read_cache_file(&path, 42),
+            None,
+            "truncated file must be rejected"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,211 @@
+//! The GPU half of a scan call: checks that need the driver, then the kernel launches.
+
+use std::ffi::c_void;
+
+use cudarc::driver::sys::{CUdeviceptr, CUstream};
+
+use crate::error::{bail, Result};
+use crate::gpu::device::{lookback_slots, GpuDevice, ScanModule, LOOKBACK_HEADER_BYTES};
+use crate::gpu::driver;
+use crate::scan::RawScan;
+use crate::types::{Algorithm, ScanDesc};
+
+// Launch flags; the kernels' SCANRT_FLAG_* (kernels/device/scan_params.cuh).
+const FLAG_INCLUSIVE: u32 = 1;
+const FLAG_HAS_INIT: u32 = 2;
+const FLAG_VECTOR_IN: u32 = 4;
+const FLAG_VECTOR_OUT: u32 = 8;
+
+/// A caller-provided workspace (zero-filled before its first use).
+#[derive(Debug, Clone, Copy)]
+pub struct Workspace {
+    pub ptr: u64,
+    pub bytes: usize,
+}
+
+/// Bytes of workspace a scan of `n` elements needs (0 when it fits in one tile).
+pub(crate) fn workspace_bytes(dev: &GpuDevice, req: &RawScan, desc: &ScanDesc) -> usize {
+    let spec = dev.specialization(req.input_dtype, req.output_dtype, desc.op);
+    let tiles = req.n.div_ceil(spec.shape.tile_elems());
+    if tiles <= 1 {
+        0
+    } else {
+        crate::gpu::device::lookback_bytes(req.output_dtype.size(), tiles)
+    }
+}
+
+pub(crate) fn resolve_algorithm(desc: &ScanDesc) -> Algorithm {
+    match desc.algorithm {
+        Algorithm::Auto | Algorithm::Host => Algorithm::SinglePass,
+        a => a,
+    }
+}
+
+/// Runs a validated request on `stream`. The caller has entered the device's context.
+pub(crate) fn scan(
+    dev: &GpuDevice,
+    stream: CUstream,
+    req: &RawScan,
+    desc: &ScanDesc,
+    workspace: Option<Workspace>,
+) -> Result<Algorithm> {
+    let algorithm = resolve_algorithm(desc);
+    if req.n == 0 {
+        return Ok(algorithm);
+    }
+    dev.check_stream(stream)?;
+    dev.check_device_range(req.input, req.input_bytes(), "input")?;
+    dev.check_device_range(req.output, req.output_bytes(), "output")?;
+
+    let module = dev.module(dev.specialization(req.input_dtype, req.output_dtype, desc.op))?;
+    let tiles = req.n.div_ceil(module.shape.tile_elems());
+    if tiles > i32::MAX as u64 {
+        bail!(
+            LengthOverflow,
+            "n = {} needs {tiles} tiles, more than one launch can address",
+            req.n
+        );
+    }
+    let mut flags = 0;
+    if desc.inclusive {
+        flags |= FLAG_INCLUSIVE;
+    }
+    if desc.init_bits.is_some() {
+        flags |= FLAG_HAS_INIT;
+    }
+    if req.input % 16 == 0 {
+        flags |= FLAG_VECTOR_IN;
+    }
+    if req.output % 16 == 0 {
+        flags |= FLAG_VECTOR_OUT;
+    }
+    let init_bits = desc.init_bits.unwrap_or(0);
+    let launch = Launch {
+        module: &module,
+        stream,
+        req,
+        flags,
+        init_bits,
+        tiles,
+    };
+
+    if tiles == 1 {
+        launch.single_pass(0, 0, 1)?; // one block, no look-back state: the same for both algorithms
+        return Ok(algorithm);
+    }
+    let acc_size = req.output_dtype.size();
+    let (ws, slots) = match workspace {
+        Some(ws) => {
+            let slots = lookback_slots(acc_size, ws.bytes);
+            if slots < tiles {
+                bail!(
+                    BufferTooSmall,
+                    "workspace of {} bytes holds {slots} tiles; this scan needs {} bytes",
+                    ws.bytes,
+                    crate::gpu::device::lookback_bytes(acc_size, tiles)
+                );
+            }
+            dev.check_device_range(ws.ptr, ws.bytes as u64, "workspace")?;
+            (ws.ptr, slots)
+        }
+        None => dev.workspace(stream, acc_size, tiles)?,
+    };
+    match algorithm {
+        Algorithm::Matrix => launch.matrix(ws)?,
+        _ => launch.single_pass(ws, slots, tiles.min(module.resident_blocks as u64) as u32)?,
+    }
+    Ok(algorithm)
+}
+
+struct Launch<'a> {
+    module: &'a ScanModule,
+    stream: CUstream,
+    req: &'a RawScan,
+    flags: u32,
+    init_bits: u64,
+    tiles: u64,
+}
+
+/// A kernel argument slot for cuLaunchKernel: a pointer to the value.
+fn arg<T>(v: &T) -> *mut c_void {
+    v as *const T as *mut c_void
+}
+
+impl Launch<'_> {
+    fn single_pass(&self, workspace: CUdeviceptr, slots: u64, grid: u32) -> Result<()> {
+        let (n, slots) = (self.req.n as i64, slots as i64);
+        let mut params = [
+            arg(&self.req.input),
+            arg(&self.req.output),
+            arg(&n),
+            arg(&self.init_bits),
+            arg(&self.flags),
+            arg(&workspace),
+            arg(&slots),
+        ];
+        // SAFETY: the parameters match scanrt_single_pass's signature (jit.rs) in order
+        // and type; pointers were range-checked against their allocations above.
+        unsafe {
+            driver::launch(
+                self.module.single_pass.cu_function(),
+                grid,
+                self.module.shape.threads,
+                self.stream,
+                &mut params,
+            )
+        }
+    }
+
+    /// Reduce, scan the tile sums, scan the tiles. The tile sums live in the look-back
+    /// workspace's slot area, which the last kernel zeroes again.
+    fn matrix(&self, workspace: CUdeviceptr) -> Result<()> {
+        let scratch: CUdeviceptr = workspace + LOOKBACK_HEADER_BYTES as u64;
+        let (n, tiles) = (self.req.n as i64, self.tiles as i64);
+        let threads = self.module.shape.threads;
+        let grid = self.tiles as u32;
+        let mut reduce = [
+            arg(&self.req.input),
+            arg(&n),
+            arg(&scratch),
+            arg(&self.flags),
+        ];
+        let mut scan_sums = [
+            arg(&scratch),
+            arg(&tiles),
+            arg(&self.init_bits),
+            arg(&self.flags),
+        ];
+        let mut scan_tiles = [
+            arg(&self.req.input),
+            arg(&self.req.output),
+            arg(&n),
+            arg(&scratch),
+            arg(&self.flags),
+        ];
+        // SAFETY: parameter lists match the matrix kernels' signatures (jit.rs); the
+        // scratch area holds at least `tiles` accumulators (checked by the caller).
+        unsafe {
+            driver::launch(
+                self.module.matrix_reduce.cu_function(),
+                grid,
+                threads,
+                self.stream,
+                &mut reduce,
+            )?;
+            driver::launch(
+                self.module.matrix_scan_sums.cu_function(),
+                1,
+                threads,
+                self.stream,
+                &mut scan_sums,
+            )?;
+            driver::launch(
+                self.module.matrix_scan_tiles.cu_function(),
+                grid,
+                threads,
+                self.stream,
+                &mut scan_tiles,
+            )
+        }
+    }
+}

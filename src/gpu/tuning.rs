@@ -1,0 +1,39 @@
+//! Tile shapes and look-back tuning: data per architecture and element size, kept apart
+//! from the algorithms (which take them as template parameters).
+
+use crate::types::DType;
+
+/// A kernel's tile shape and look-back backoff.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct TileShape {
+    pub threads: u32,
+    /// Items per thread (one matrix row); a multiple of 16 bytes' worth of both types.
+    pub items: u32,
+    /// Look-back polls before the waiting warp starts sleeping between polls.
+    pub spin_before_sleep: u32,
+    /// Sleep between polls, in nanoseconds.
+    pub sleep_ns: u32,
+}
+
+impl TileShape {
+    pub fn tile_elems(&self) -> u64 {
+        (self.threads * self.items) as u64
+    }
+}
+
+/// The tile shape for a specialisation on a device of compute capability `arch` (e.g. 90).
+///
+/// Hopper (sm_90) measurements (anchors.md): larger tiles amortise the look-back, and
+/// 16 KiB of input per tile with 256 threads streams at copy speed. Other architectures
+/// use the same shapes until measured.
+pub(crate) fn tile_shape(_arch: i32, input: DType, output: DType) -> TileShape {
+    // Items per thread: 64 bytes of accumulator per thread, but at least one 16-byte
+    // vector of the input type.
+    let items = (64 / output.size() as u32).max(16 / input.size() as u32);
+    TileShape {
+        threads: 256,
+        items,
+        spin_before_sleep: 8,
+        sleep_ns: 32,
+    }
+}

@@ -1,0 +1,70 @@
+//! scanrt: an embeddable GPU prefix-scan runtime.
+//!
+//! The Rust API ([`Context`], [`Stream`], [`Buffer`], [`ScanDesc`]) is the real one; the
+//! C ABI in [`ffi`] is a thin checked shell over it. See `docs/ARCHITECTURE.md`.
+//!
+//! ```no_run
+//! use scanrt::{Backend, Buffer, Context, Op, ScanDesc};
+//! let ctx = Context::new(Backend::Auto, 0)?;
+//! let stream = ctx.new_stream()?;
+//! let input = Buffer::from_slice(&ctx, &stream, &[1u32, 2, 3, 4])?;
+//! let output = Buffer::new(&ctx, scanrt::DType::U32, 4)?;
+//! ctx.scan(&stream, &input, &output, &ScanDesc::inclusive(Op::Sum))?;
+//! assert_eq!(output.download::<u32>(&stream, 4)?, vec![1, 3, 6, 10]);
+//! # Ok::<(), scanrt::Error>(())
+//! ```
+
+mod context;
+mod error;
+pub mod ffi;
+mod gpu;
+mod host;
+mod ops;
+mod reference;
+mod scan;
+mod types;
+
+pub use context::{Backend, Buffer, Context, ScanInfo, Stream};
+pub use error::{Error, Result, ScanrtStatus};
+pub use gpu::launch::Workspace;
+pub use ops::{Accumulator, Widen};
+pub use reference::reference_scan;
+pub use scan::RawScan;
+pub use types::{check_types, Algorithm, DType, Direction, Op, Scalar, ScanDesc};
+
+/// Every (input, output) type pair scanrt accepts.
+pub const TYPE_PAIRS: [(DType, DType); 14] = {
+    use DType::*;
+    [
+        (U8, I32),
+        (U8, U32),
+        (U8, I64),
+        (U8, U64),
+        (I32, I32),
+        (I32, I64),
+        (U32, U32),
+        (U32, U64),
+        (U32, I64),
+        (I64, I64),
+        (U64, U64),
+        (F32, F32),
+        (F32, F64),
+        (F64, F64),
+    ]
+};
+
+/// Compiles the kernel specialisation for `(input, output, op)` with NVRTC for
+/// `sm_<arch>` without a GPU, returning the image size. Used by CI to check that every
+/// specialisation compiles.
+pub fn compile_specialization(input: DType, output: DType, op: Op, arch: i32) -> Result<usize> {
+    check_types(input, output, op)?;
+    let nvrtc = gpu::jit::Nvrtc::load()?;
+    let target = nvrtc.target_for(arch)?;
+    let spec = gpu::jit::Specialization {
+        input,
+        output,
+        op,
+        shape: gpu::tuning::tile_shape(arch, input, output),
+    };
+    Ok(nvrtc.compile(&spec, target)?.len())
+}

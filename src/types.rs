@@ -1,0 +1,250 @@
+//! Element types, operators and the scan description.
+
+use crate::error::{bail, Result};
+
+/// Element types. Discriminants are the C ABI values.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DType {
+    U8 = 0,
+    I32 = 1,
+    U32 = 2,
+    I64 = 3,
+    U64 = 4,
+    F32 = 5,
+    F64 = 6,
+}
+
+impl DType {
+    pub const ALL: [DType; 7] = [
+        DType::U8,
+        DType::I32,
+        DType::U32,
+        DType::I64,
+        DType::U64,
+        DType::F32,
+        DType::F64,
+    ];
+
+    pub fn size(self) -> usize {
+        match self {
+            DType::U8 => 1,
+            DType::I32 | DType::U32 | DType::F32 => 4,
+            DType::I64 | DType::U64 | DType::F64 => 8,
+        }
+    }
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F32 | DType::F64)
+    }
+    /// The CUDA C++ spelling used in kernel specialisations (see kernels/util/types.cuh).
+    pub fn cuda_name(self) -> &'static str {
+        match self {
+            DType::U8 => "u8",
+            DType::I32 => "i32",
+            DType::U32 => "u32",
+            DType::I64 => "i64",
+            DType::U64 => "u64",
+            DType::F32 => "float",
+            DType::F64 => "double",
+        }
+    }
+    pub(crate) fn from_raw(v: i32) -> Result<DType> {
+        Ok(match v {
+            0 => DType::U8,
+            1 => DType::I32,
+            2 => DType::U32,
+            3 => DType::I64,
+            4 => DType::U64,
+            5 => DType::F32,
+            6 => DType::F64,
+            _ => bail!(InvalidArgument, "unknown dtype value {v}"),
+        })
+    }
+}
+
+/// Scan operators. Discriminants are the C ABI values and the kernels' `SCANRT_OP_*`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    Sum = 0,
+    Product = 1,
+    Min = 2,
+    Max = 3,
+    BitAnd = 4,
+    BitOr = 5,
+    BitXor = 6,
+}
+
+impl Op {
+    pub const ALL: [Op; 7] = [
+        Op::Sum,
+        Op::Product,
+        Op::Min,
+        Op::Max,
+        Op::BitAnd,
+        Op::BitOr,
+        Op::BitXor,
+    ];
+    pub fn is_bitwise(self) -> bool {
+        matches!(self, Op::BitAnd | Op::BitOr | Op::BitXor)
+    }
+    pub(crate) fn from_raw(v: i32) -> Result<Op> {
+        Ok(match v {
+            0 => Op::Sum,
+            1 => Op::Product,
+            2 => Op::Min,
+            3 => Op::Max,
+            4 => Op::BitAnd,
+            5 => Op::BitOr,
+            6 => Op::BitXor,
+            _ => bail!(InvalidArgument, "unknown operator value {v}"),
+        })
+    }
+}
+
+/// Which algorithm runs a scan.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Algorithm {
+    /// scanrt picks: the single-pass look-back on the GPU.
+    #[default]
+    Auto = 0,
+    /// Single-pass decoupled look-back (one launch, ~2n traffic).
+    SinglePass = 1,
+    /// Matrix reduce-then-scan (three launches, ~3n traffic, timing-independent order).
+    Matrix = 2,
+    /// The CPU backend (only reported, never requested on a GPU context).
+    Host = 3,
+}
+
+impl Algorithm {
+    pub(crate) fn from_raw(v: i32) -> Result<Algorithm> {
+        Ok(match v {
+            0 => Algorithm::Auto,
+            1 => Algorithm::SinglePass,
+            2 => Algorithm::Matrix,
+            3 => Algorithm::Host,
+            _ => bail!(InvalidArgument, "unknown algorithm value {v}"),
+        })
+    }
+}
+
+/// The order in which elements are combined. Only forward is implemented so far;
+/// the field exists so that the descriptor keeps its layout when backward lands.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Direction {
+    #[default]
+    Forward = 0,
+    Backward = 1,
+}
+
+/// What to compute: `out[i] = init . in[0] . ... . in[i]` (inclusive) or
+/// `out[i] = init . in[0] . ... . in[i-1]` (exclusive, `out[0] = init`), where `.` is
+/// `op` in the output type and `init` defaults to the operator's identity.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScanDesc {
+    pub op: Op,
+    pub inclusive: bool,
+    /// Initial value as the output type's bits (see [`Scalar::to_bits`]); `None` = identity.
+    pub init_bits: Option<u64>,
+    pub algorithm: Algorithm,
+    pub direction: Direction,
+}
+
+impl Default for ScanDesc {
+    fn default() -> Self {
+        ScanDesc {
+            op: Op::Sum,
+            inclusive: true,
+            init_bits: None,
+            algorithm: Algorithm::Auto,
+            direction: Direction::Forward,
+        }
+    }
+}
+
+impl ScanDesc {
+    pub fn inclusive(op: Op) -> Self {
+        ScanDesc {
+            op,
+            ..Default::default()
+        }
+    }
+    pub fn exclusive(op: Op) -> Self {
+        ScanDesc {
+            op,
+            inclusive: false,
+            ..Default::default()
+        }
+    }
+    pub fn with_init<T: Scalar>(mut self, init: T) -> Self {
+        self.init_bits = Some(init.to_bits());
+        self
+    }
+    pub fn with_algorithm(mut self, algorithm: Algorithm) -> Self {
+        self.algorithm = algorithm;
+        self
+    }
+}
+
+/// Checks that `op` makes sense for the output type and that `input` can be accumulated
+/// in `output`: the same type, or a widening that keeps every value (u8 into any
+/// integer, u32 into u64/i64, i32 into i64, f32 into f64).
+pub fn check_types(input: DType, output: DType, op: Op) -> Result<()> {
+    use DType::*;
+    if output == U8 {
+        bail!(
+            UnsupportedCombination,
+            "u8 is an input type only; accumulate it into u32, u64, i32 or i64"
+        );
+    }
+    if op.is_bitwise() && output.is_float() {
+        bail!(
+            UnsupportedCombination,
+            "operator {op:?} is not defined on floating-point type {output:?}"
+        );
+    }
+    let ok = input == output
+        || matches!(
+            (input, output),
+            (U8, I32 | U32 | I64 | U64) | (U32, U64 | I64) | (I32, I64) | (F32, F64)
+        );
+    if !ok {
+        bail!(
+            UnsupportedCombination,
+            "input type {input:?} cannot be accumulated in output type {output:?}"
+        );
+    }
+    Ok(())
+}
+
+/// Rust element types usable with the typed API.
+pub trait Scalar: Copy + Send + Sync + PartialEq + std::fmt::Debug + 'static {
+    const DTYPE: DType;
+    fn to_bits(self) -> u64;
+    fn from_bits(bits: u64) -> Self;
+}
+
+macro_rules! scalar {
+    ($t:ty, $d:ident, $to:expr, $from:expr) => {
+        impl Scalar for $t {
+            const DTYPE: DType = DType::$d;
+            fn to_bits(self) -> u64 {
+                ($to)(self)
+            }
+            fn from_bits(bits: u64) -> Self {
+                ($from)(bits)
+            }
+        }
+    };
+}
+scalar!(u8, U8, |v: u8| v as u64, |b: u64| b as u8);
+scalar!(i32, I32, |v: i32| v as u32 as u64, |b: u64| b as u32 as i32);
+scalar!(u32, U32, |v: u32| v as u64, |b: u64| b as u32);
+scalar!(i64, I64, |v: i64| v as u64, |b: u64| b as i64);
+scalar!(u64, U64, |v: u64| v, |b: u64| b);
+scalar!(f32, F32, |v: f32| v.to_bits() as u64, |b: u64| {
+    f32::from_bits(b as u32)
+});
+scalar!(f64, F64, |v: f64| v.to_bits(), f64::from_bits);
