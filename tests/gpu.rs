@@ -441,3 +441,21 @@ fn matrix_scan_is_run_to_run_deterministic() {
         }
     }
 }
+
+/// A small representative set for compute-sanitizer (memcheck, racecheck, synccheck):
+/// both algorithms, 4- and 8-byte accumulators, multi-tile, partial tiles, misaligned
+/// and in-place.
+#[test]
+fn sanitizer_subset() {
+    let ctx = gpu_or_skip!();
+    let stream = ctx.new_stream().unwrap();
+    let mut rng = Rng(0x5A);
+    for pair in [(DType::U32, DType::U32), (DType::F64, DType::F64), (DType::U8, DType::U64)] {
+        for algorithm in [Algorithm::SinglePass, Algorithm::Matrix] {
+            for (n, off, in_place) in [(1usize, 0u64, false), (5000, 0, false), (70_001, 1, false), (40_000, 0, pair.0 == pair.1)] {
+                let c = Case { op: Op::Sum, inclusive: n % 2 == 0, with_init: true, algorithm, n, in_offset: off, out_offset: off, in_place };
+                with_pair!(pair, run_case(ctx, &stream, &mut rng, c)).unwrap_or_else(|e| panic!("{pair:?} {c:?}: {e}"));
+            }
+        }
+    }
+}

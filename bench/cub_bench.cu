@@ -1,0 +1,119 @@
+// The comparison side of scanrt's benchmark: CUB DeviceScan and a device-to-device
+// cudaMemcpy, timed the same way as scanrt (median of per-call CUDA-event pairs).
+// Built with nvcc on the GPU machine by bench/run_gpu_bench.sh; prints CSV lines
+//   impl,dtype,n,microseconds
+// and, at n = 2^16, back-to-back and graph-replay per-call costs.
+#include <cub/device/device_scan.cuh>
+#include <cuda_runtime.h>
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#define CHECK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
+    std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); std::exit(1); } } while (0)
+
+template <typename F>
+static double median_us(F&& call, int reps, cudaStream_t s) {
+    cudaEvent_t a, b;
+    CHECK(cudaEventCreate(&a));
+    CHECK(cudaEventCreate(&b));
+    for (int i = 0; i < 3; ++i) call();  // warm-up
+    std::vector<float> t;
+    for (int i = 0; i < reps; ++i) {
+        CHECK(cudaEventRecord(a, s));
+        call();
+        CHECK(cudaEventRecord(b, s));
+        CHECK(cudaEventSynchronize(b));
+        float ms;
+        CHECK(cudaEventElapsedTime(&ms, a, b));
+        t.push_back(ms * 1000.0f);
+    }
+    std::sort(t.begin(), t.end());
+    CHECK(cudaEventDestroy(a));
+    CHECK(cudaEventDestroy(b));
+    return t[t.size() / 2];
+}
+
+template <typename T>
+__global__ void fill(T* p, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        p[i] = (T)((i * 2654435761u) >> 28);
+}
+
+template <typename T>
+static void bench_type(const char* name, const std::vector<size_t>& sizes, cudaStream_t s) {
+    size_t max_n = *std::max_element(sizes.begin(), sizes.end());
+    T *in, *out;
+    CHECK(cudaMalloc(&in, max_n * sizeof(T)));
+    CHECK(cudaMalloc(&out, max_n * sizeof(T)));
+    fill<<<1024, 256, 0, s>>>(in, max_n);
+    size_t temp_bytes = 0;
+    CHECK(cub::DeviceScan::InclusiveSum(nullptr, temp_bytes, in, out, max_n, s));
+    void* temp;
+    CHECK(cudaMalloc(&temp, temp_bytes));
+    for (size_t n : sizes) {
+        int reps = n <= (1u << 22) ? 200 : (n <= (1u << 27) ? 30 : 10);
+        double cub_us = median_us([&] {
+            size_t tb = temp_bytes;
+            CHECK(cub::DeviceScan::InclusiveSum(temp, tb, in, out, n, s));
+        }, reps, s);
+        double cub_ex_us = median_us([&] {
+            size_t tb = temp_bytes;
+            CHECK(cub::DeviceScan::ExclusiveSum(temp, tb, in, out, n, s));
+        }, reps, s);
+        double copy_us = median_us([&] { CHECK(cudaMemcpyAsync(out, in, n * sizeof(T), cudaMemcpyDeviceToDevice, s)); }, reps, s);
+        std::printf("cub_inclusive,%s,%zu,%.3f\ncub_exclusive,%s,%zu,%.3f\nmemcpy,%s,%zu,%.3f\n", name, n, cub_us, name, n, cub_ex_us, name, n, copy_us);
+    }
+    // Small-input costs at n = 2^16: 1000 back-to-back calls, and a replayed graph.
+    if (std::strcmp(name, "u32") == 0) {
+        const size_t n = 1 << 16;
+        const int calls = 1000;
+        cudaEvent_t a, b;
+        CHECK(cudaEventCreate(&a));
+        CHECK(cudaEventCreate(&b));
+        size_t tb = temp_bytes;
+        CHECK(cub::DeviceScan::InclusiveSum(temp, tb, in, out, n, s));
+        CHECK(cudaStreamSynchronize(s));
+        CHECK(cudaEventRecord(a, s));
+        for (int i = 0; i < calls; ++i) CHECK(cub::DeviceScan::InclusiveSum(temp, tb, in, out, n, s));
+        CHECK(cudaEventRecord(b, s));
+        CHECK(cudaEventSynchronize(b));
+        float ms;
+        CHECK(cudaEventElapsedTime(&ms, a, b));
+        std::printf("cub_back_to_back,u32,%zu,%.3f\n", n, ms * 1000.0 / calls);
+        cudaGraph_t g;
+        cudaGraphExec_t ge;
+        CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+        for (int i = 0; i < 100; ++i) CHECK(cub::DeviceScan::InclusiveSum(temp, tb, in, out, n, s));
+        CHECK(cudaStreamEndCapture(s, &g));
+        CHECK(cudaGraphInstantiate(&ge, g, 0));
+        CHECK(cudaGraphLaunch(ge, s));
+        CHECK(cudaStreamSynchronize(s));
+        CHECK(cudaEventRecord(a, s));
+        for (int r = 0; r < 10; ++r) CHECK(cudaGraphLaunch(ge, s));
+        CHECK(cudaEventRecord(b, s));
+        CHECK(cudaEventSynchronize(b));
+        CHECK(cudaEventElapsedTime(&ms, a, b));
+        std::printf("cub_graph,u32,%zu,%.3f\n", n, ms * 1000.0 / 1000);
+    }
+    CHECK(cudaFree(temp));
+    CHECK(cudaFree(in));
+    CHECK(cudaFree(out));
+}
+
+int main(int argc, char** argv) {
+    // argv: dtype list and sizes, e.g. "u32,f32,u64,f64" "1024,1048576"
+    if (argc < 3) { std::fprintf(stderr, "usage: cub_bench DTYPES SIZES\n"); return 2; }
+    std::vector<size_t> sizes;
+    for (char* tok = std::strtok(argv[2], ","); tok; tok = std::strtok(nullptr, ",")) sizes.push_back(std::strtoull(tok, nullptr, 10));
+    cudaStream_t s;
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    std::string types = argv[1];
+    if (types.find("u32") != std::string::npos) bench_type<unsigned>("u32", sizes, s);
+    if (types.find("f32") != std::string::npos) bench_type<float>("f32", sizes, s);
+    if (types.find("u64") != std::string::npos) bench_type<unsigned long long>("u64", sizes, s);
+    if (types.find("f64") != std::string::npos) bench_type<double>("f64", sizes, s);
+    return 0;
+}

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Merges the scanrt and CUB benchmark CSVs (impl,dtype,n,us) into one table and a plot.
+
+usage: report.py scanrt.csv cub.csv OUT_DIR
+Prints: time, GB/s (2*n*sizeof(T)/t), ratio to memcpy throughput, ratio to CUB
+(CUB time / scanrt time: > 1 means scanrt is faster). Writes OUT_DIR/bench.csv and
+OUT_DIR/throughput.png.
+"""
+import csv
+import sys
+from collections import defaultdict
+
+SIZE = {"u32": 4, "f32": 4, "u64": 8, "f64": 8}
+
+
+def load(path):
+    rows = {}
+    with open(path) as f:
+        for impl, dtype, n, us in csv.reader(f):
+            rows[(impl, dtype, int(n))] = float(us)
+    return rows
+
+
+def main():
+    rows = load(sys.argv[1])
+    rows.update(load(sys.argv[2]))
+    out_dir = sys.argv[3]
+    table = []
+    for (impl, dtype, n), us in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
+        if dtype not in SIZE or impl in ("memcpy",) or "back_to_back" in impl or "graph" in impl or "host_time" in impl:
+            continue
+        memcpy = rows.get(("scanrt_memcpy", dtype, n)) or rows.get(("memcpy", dtype, n))
+        cub = rows.get(("cub_inclusive", dtype, n))
+        gbs = 2 * n * SIZE[dtype] / (us * 1e-6) / 1e9
+        table.append((dtype, n, impl, us, gbs, memcpy / us if memcpy else float("nan"), cub / us if cub else float("nan")))
+    with open(f"{out_dir}/bench.csv", "w") as f:
+        w = csv.writer(f)
+        w.writerow(["dtype", "n", "impl", "us", "GB/s", "vs_memcpy", "vs_cub"])
+        w.writerows(table)
+    print(f"{'dtype':5} {'n':>11} {'impl':20} {'time us':>10} {'GB/s':>8} {'/memcpy':>8} {'CUB/x':>6}")
+    for dtype, n, impl, us, gbs, rm, rc in table:
+        if impl in ("scanrt_single_pass", "scanrt_matrix", "cub_inclusive", "scanrt_memcpy"):
+            print(f"{dtype:5} {n:>11} {impl:20} {us:10.2f} {gbs:8.1f} {rm:8.3f} {rc:6.2f}")
+    print()
+    for key in ("back_to_back", "graph", "host_time"):
+        for (impl, dtype, n), us in rows.items():
+            if key in impl:
+                print(f"{impl:24} n={n}: {us:.2f} us per call")
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib missing: no plot")
+        return
+    fig, axes = plt.subplots(2, 2, figsize=(13, 9), sharex=True)
+    for ax, dtype in zip(axes.flat, ("u32", "f32", "u64", "f64")):
+        series = defaultdict(list)
+        for d, n, impl, us, gbs, _, _ in table:
+            if d == dtype and (n & (n - 1)) == 0:
+                series[impl].append((n, gbs))
+        for impl, pts in sorted(series.items()):
+            if impl in ("scanrt_auto", "cub_exclusive"):
+                continue
+            pts.sort()
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=impl)
+        ax.set_xscale("log", base=2)
+        ax.set_title(f"{dtype} inclusive sum")
+        ax.set_ylabel("GB/s (2 n sizeof(T) / t)")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    for ax in axes[1]:
+        ax.set_xlabel("n")
+    fig.tight_layout()
+    fig.savefig(f"{out_dir}/throughput.png", dpi=110)
+    print(f"plot: {out_dir}/throughput.png")
+
+
+if __name__ == "__main__":
+    main()

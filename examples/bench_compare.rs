@@ -1,0 +1,171 @@
+//! scanrt's side of the comparison benchmark (bench/run_gpu_bench.sh runs it beside the
+//! CUB harness and merges both into one table and plot). Prints CSV lines
+//!   impl,dtype,n,microseconds
+//! timed like the CUB harness: the median of CUDA-event pairs around single calls.
+//!
+//!     bench_compare [--quick]
+
+use std::time::Instant;
+
+use cudarc::driver::sys;
+use scanrt::{Algorithm, Backend, Buffer, Context, DType, Op, RawScan, ScanDesc, Stream};
+
+fn sizes(quick: bool) -> Vec<u64> {
+    let mut v: Vec<u64> = (10..=30).map(|k| 1u64 << k).collect();
+    for k in [16u32, 20, 24, 28] {
+        v.extend([(1u64 << k) - 1, (1u64 << k) + 1, 3 * (1u64 << (k - 1)) + 1]);
+    }
+    if quick {
+        v.retain(|&n| n == 1 << 20 || n == 1 << 24 || n == 1 << 28);
+    }
+    v.sort();
+    v
+}
+
+struct Timer {
+    start: sys::CUevent,
+    stop: sys::CUevent,
+}
+
+impl Timer {
+    fn new() -> Timer {
+        let mut t = Timer { start: std::ptr::null_mut(), stop: std::ptr::null_mut() };
+        unsafe {
+            sys::cuEventCreate(&mut t.start, 0);
+            sys::cuEventCreate(&mut t.stop, 0);
+        }
+        t
+    }
+    /// Median microseconds of `reps` calls, each between its own event pair.
+    fn median_us(&self, stream: &Stream, reps: usize, mut call: impl FnMut()) -> f64 {
+        let raw = stream.raw() as sys::CUstream;
+        for _ in 0..3 {
+            call();
+        }
+        let mut t: Vec<f64> = (0..reps)
+            .map(|_| unsafe {
+                sys::cuEventRecord(self.start, raw);
+                call();
+                sys::cuEventRecord(self.stop, raw);
+                sys::cuEventSynchronize(self.stop);
+                let mut ms = 0f32;
+                sys::cuEventElapsedTime_v2(&mut ms, self.start, self.stop);
+                ms as f64 * 1000.0
+            })
+            .collect();
+        t.sort_by(f64::total_cmp);
+        t[t.len() / 2]
+    }
+    fn span_us(&self, stream: &Stream, call: impl FnOnce()) -> f64 {
+        let raw = stream.raw() as sys::CUstream;
+        unsafe {
+            sys::cuEventRecord(self.start, raw);
+            call();
+            sys::cuEventRecord(self.stop, raw);
+            sys::cuEventSynchronize(self.stop);
+            let mut ms = 0f32;
+            sys::cuEventElapsedTime_v2(&mut ms, self.start, self.stop);
+            ms as f64 * 1000.0
+        }
+    }
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let ctx = Context::new(Backend::Gpu, 0).expect("the comparison benchmark needs a GPU");
+    eprintln!("device: {}", ctx.describe());
+    let cuda = ctx.cuda_context().unwrap().clone();
+    let cu_stream = cuda.new_stream().unwrap();
+    let stream = unsafe { ctx.borrow_stream(cu_stream.cu_stream() as *mut _) }.unwrap();
+    let timer = Timer::new();
+    let sizes = sizes(quick);
+    let max_n = *sizes.iter().max().unwrap();
+    for (name, dtype) in [("u32", DType::U32), ("f32", DType::F32), ("u64", DType::U64), ("f64", DType::F64)] {
+        if quick && dtype != DType::U32 && dtype != DType::F32 {
+            continue;
+        }
+        let src = Buffer::new(&ctx, dtype, max_n).unwrap();
+        let dst = Buffer::new(&ctx, dtype, max_n).unwrap();
+        // Small integers (as the type) so float sums stay finite; uploaded in chunks.
+        let chunk: Vec<u8> = (0..(1u64 << 24)).flat_map(|i| match dtype {
+            DType::U32 => ((i * 2654435761) as u32 >> 28).to_le_bytes().to_vec(),
+            DType::F32 => (((i * 2654435761) as u32 >> 28) as f32).to_le_bytes().to_vec(),
+            DType::U64 => (((i * 2654435761) as u32 >> 28) as u64).to_le_bytes().to_vec(),
+            _ => (((i * 2654435761) as u32 >> 28) as f64).to_le_bytes().to_vec(),
+        }).collect();
+        let mut off = 0u64;
+        while off < max_n * dtype.size() as u64 {
+            let bytes = (chunk.len() as u64).min(max_n * dtype.size() as u64 - off);
+            unsafe { sys::cuMemcpyHtoD_v2(src.addr() + off, chunk.as_ptr() as *const _, bytes as usize) };
+            off += bytes;
+        }
+        for &n in &sizes {
+            let reps = if n <= 1 << 22 { 200 } else if n <= 1 << 27 { 30 } else { 10 };
+            let req = RawScan { input: src.addr(), input_dtype: dtype, output: dst.addr(), output_dtype: dtype, n };
+            for (label, algorithm) in [("scanrt_single_pass", Algorithm::SinglePass), ("scanrt_matrix", Algorithm::Matrix), ("scanrt_auto", Algorithm::Auto)] {
+                if algorithm == Algorithm::Auto && n != 1 << 28 {
+                    continue;
+                }
+                let desc = ScanDesc::inclusive(Op::Sum).with_algorithm(algorithm);
+                let mut ran = Algorithm::Auto;
+                let us = timer.median_us(&stream, reps, || {
+                    ran = unsafe { ctx.scan_raw(&stream, &req, &desc, None) }.unwrap().algorithm;
+                });
+                println!("{label},{name},{n},{us:.3}");
+                if algorithm == Algorithm::Auto {
+                    eprintln!("auto at n = {n} {name}: ran {ran:?} (the single-pass look-back is the fastest path at every size)");
+                }
+            }
+            let bytes = (n * dtype.size() as u64) as usize;
+            let us = timer.median_us(&stream, reps, || unsafe {
+                sys::cuMemcpyDtoDAsync_v2(dst.addr(), src.addr(), bytes, stream.raw() as sys::CUstream);
+            });
+            println!("scanrt_memcpy,{name},{n},{us:.3}");
+        }
+    }
+
+    // Small inputs: n = 2^16 u32, back to back, in a replayed graph, and host time.
+    let n = 1u64 << 16;
+    let src = Buffer::new(&ctx, DType::U32, n).unwrap();
+    let dst = Buffer::new(&ctx, DType::U32, n).unwrap();
+    let req = RawScan { input: src.addr(), input_dtype: DType::U32, output: dst.addr(), output_dtype: DType::U32, n };
+    let desc = ScanDesc::inclusive(Op::Sum);
+    let scan = || unsafe { ctx.scan_raw(&stream, &req, &desc, None) }.unwrap();
+    scan();
+    stream.synchronize().unwrap();
+    let calls = 1000;
+    let us = timer.span_us(&stream, || {
+        for _ in 0..calls {
+            scan();
+        }
+    });
+    println!("scanrt_back_to_back,u32,{n},{:.3}", us / calls as f64);
+
+    cu_stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).unwrap();
+    for _ in 0..100 {
+        scan();
+    }
+    let graph = cu_stream.end_capture(sys::CUgraphInstantiate_flags_enum::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH).unwrap().unwrap();
+    graph.launch().unwrap();
+    stream.synchronize().unwrap();
+    let us = timer.span_us(&stream, || {
+        for _ in 0..10 {
+            graph.launch().unwrap();
+        }
+    });
+    println!("scanrt_graph,u32,{n},{:.3}", us / 1000.0);
+
+    // Host time inside scanrt per call (the GPU drains between batches so the launch
+    // queue never blocks the caller).
+    let mut host = Vec::with_capacity(1000);
+    for _ in 0..10 {
+        for _ in 0..100 {
+            let t = Instant::now();
+            scan();
+            host.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+        stream.synchronize().unwrap();
+    }
+    host.sort_by(f64::total_cmp);
+    println!("scanrt_host_time,u32,{n},{:.3}", host[host.len() / 2]);
+}

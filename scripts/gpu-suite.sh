@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The GPU suite, run on the GPU machine from the repository root over a staged build:
+#   scripts/gpu-suite.sh STAGE_DIR OUT_DIR [tests|ffi|sanitize|bench|quickbench]...
+# (no step names = tests ffi bench). Logs go to OUT_DIR.
+set -uo pipefail
+stage=$(cd "$1" && pwd); out=$2; shift 2
+steps=${*:-tests ffi bench}
+mkdir -p "$out"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export SCANRT_CACHE_DIR=${SCANRT_CACHE_DIR:-/tmp/scanrt-cache}
+status=0
+run() { echo "=== $*"; "$@" || { echo "FAILED: $*"; status=1; }; }
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+for step in $steps; do
+  case $step in
+    tests)
+      run "$stage/tests/kernels_compile" --nocapture
+      run "$stage/tests/host"
+      run "$stage/tests/gpu" --test-threads=1 --nocapture
+      run "$stage/bin/scanrt-demo" $((1 << 28))
+      ;;
+    ffi)
+      run cmake -S ffi-tests -B /tmp/ffi-build -DCMAKE_PREFIX_PATH="$stage/prefix" -DCMAKE_BUILD_TYPE=Release
+      run cmake --build /tmp/ffi-build -j 8
+      run ctest --test-dir /tmp/ffi-build --output-on-failure
+      ;;
+    sanitize)
+      for tool in memcheck racecheck synccheck; do
+        run compute-sanitizer --tool $tool --error-exitcode 9 "$stage/tests/gpu" --test-threads=1 sanitizer_subset 2>&1 | tail -5
+      done
+      ;;
+    bench) run bench/run_gpu_bench.sh "$stage" "$out" ;;
+    quickbench) run bench/run_gpu_bench.sh "$stage" "$out" --quick ;;
+    criterion) run "$stage/bin/scan_criterion" --bench ;;
+  esac
+done
+exit $status
