@@ -18,8 +18,7 @@ fn main() {
         println!("cargo:rerun-if-changed={dir}");
     }
     let crate_dir = std::env::var("CARGO_MANIFEST_DIR").unwrap();
-    let config = cbindgen::Config::from_file(Path::new(&crate_dir).join("cbindgen.toml"))
-        .expect("cbindgen.toml");
+    let config = cbindgen::Config::from_file(Path::new(&crate_dir).join("cbindgen.toml")).expect("cbindgen.toml");
     let header = match cbindgen::Builder::new()
         .with_crate(&crate_dir)
         .with_config(config)

@@ -22,12 +22,21 @@ fn gpu_scans(c: &mut Criterion) {
         sys::cuEventCreate(&mut stop, 0);
     }
     let mut group = c.benchmark_group("inclusive_sum_u32");
-    group.sample_size(10).measurement_time(Duration::from_secs(2)).warm_up_time(Duration::from_millis(300));
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(2))
+        .warm_up_time(Duration::from_millis(300));
     for k in [20u32, 24, 28] {
         let n = 1u64 << k;
         let src = Buffer::from_slice(&ctx, &stream, &vec![1u32; n as usize]).unwrap();
         let dst = Buffer::new(&ctx, DType::U32, n).unwrap();
-        let req = RawScan { input: src.addr(), input_dtype: DType::U32, output: dst.addr(), output_dtype: DType::U32, n };
+        let req = RawScan {
+            input: src.addr(),
+            input_dtype: DType::U32,
+            output: dst.addr(),
+            output_dtype: DType::U32,
+            n,
+        };
         group.throughput(Throughput::Bytes(2 * n * 4));
         let mut timed = |name: &str, f: &dyn Fn()| {
             group.bench_function(format!("{name}/2^{k}"), |b| {

@@ -29,7 +29,10 @@ struct Timer {
 
 impl Timer {
     fn new() -> Timer {
-        let mut t = Timer { start: std::ptr::null_mut(), stop: std::ptr::null_mut() };
+        let mut t = Timer {
+            start: std::ptr::null_mut(),
+            stop: std::ptr::null_mut(),
+        };
         unsafe {
             sys::cuEventCreate(&mut t.start, 0);
             sys::cuEventCreate(&mut t.stop, 0);
@@ -72,27 +75,72 @@ impl Timer {
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
+    let variant = std::env::args().any(|a| a == "--variant");
     let ctx = Context::new(Backend::Gpu, 0).expect("the comparison benchmark needs a GPU");
     eprintln!("device: {}", ctx.describe());
     let cuda = ctx.cuda_context().unwrap().clone();
     let cu_stream = cuda.new_stream().unwrap();
     let stream = unsafe { ctx.borrow_stream(cu_stream.cu_stream() as *mut _) }.unwrap();
     let timer = Timer::new();
+    eprintln!(
+        "u32 sum kernels: {}",
+        ctx.kernel_report(DType::U32, DType::U32, Op::Sum).unwrap()
+    );
+    if variant {
+        // Tuning experiments (SCANRT_TILE_OVERRIDE): u32 single-pass vs memcpy only.
+        let n_max = 1u64 << 28;
+        let src = Buffer::from_slice(&ctx, &stream, &vec![1u32; n_max as usize]).unwrap();
+        let dst = Buffer::new(&ctx, DType::U32, n_max).unwrap();
+        let mut line = std::env::var("SCANRT_TILE_OVERRIDE").unwrap_or_else(|_| "default".into());
+        for k in [16u32, 20, 24, 28] {
+            let n = 1u64 << k;
+            let req = RawScan {
+                input: src.addr(),
+                input_dtype: DType::U32,
+                output: dst.addr(),
+                output_dtype: DType::U32,
+                n,
+            };
+            let desc = ScanDesc::inclusive(Op::Sum);
+            let reps = if k < 28 { 100 } else { 20 };
+            let scan = timer.median_us(&stream, reps, || {
+                unsafe { ctx.scan_raw(&stream, &req, &desc, None) }.unwrap();
+            });
+            let copy = timer.median_us(&stream, reps, || unsafe {
+                sys::cuMemcpyDtoDAsync_v2(dst.addr(), src.addr(), (n * 4) as usize, stream.raw() as sys::CUstream);
+            });
+            line += &format!("  2^{k}: {scan:.1}us {:.3}", copy / scan);
+        }
+        let check: Vec<u32> = dst.download(&stream, 1000).unwrap();
+        assert!(
+            check.iter().enumerate().all(|(i, &v)| v == i as u32 + 1),
+            "variant produced wrong results"
+        );
+        println!("{line}");
+        return;
+    }
     let sizes = sizes(quick);
     let max_n = *sizes.iter().max().unwrap();
-    for (name, dtype) in [("u32", DType::U32), ("f32", DType::F32), ("u64", DType::U64), ("f64", DType::F64)] {
+    for (name, dtype) in [
+        ("u32", DType::U32),
+        ("f32", DType::F32),
+        ("u64", DType::U64),
+        ("f64", DType::F64),
+    ] {
         if quick && dtype != DType::U32 && dtype != DType::F32 {
             continue;
         }
         let src = Buffer::new(&ctx, dtype, max_n).unwrap();
         let dst = Buffer::new(&ctx, dtype, max_n).unwrap();
         // Small integers (as the type) so float sums stay finite; uploaded in chunks.
-        let chunk: Vec<u8> = (0..(1u64 << 24)).flat_map(|i| match dtype {
-            DType::U32 => ((i * 2654435761) as u32 >> 28).to_le_bytes().to_vec(),
-            DType::F32 => (((i * 2654435761) as u32 >> 28) as f32).to_le_bytes().to_vec(),
-            DType::U64 => (((i * 2654435761) as u32 >> 28) as u64).to_le_bytes().to_vec(),
-            _ => (((i * 2654435761) as u32 >> 28) as f64).to_le_bytes().to_vec(),
-        }).collect();
+        let chunk: Vec<u8> = (0..(1u64 << 24))
+            .flat_map(|i| match dtype {
+                DType::U32 => ((i * 2654435761) as u32 >> 28).to_le_bytes().to_vec(),
+                DType::F32 => (((i * 2654435761) as u32 >> 28) as f32).to_le_bytes().to_vec(),
+                DType::U64 => (((i * 2654435761) as u32 >> 28) as u64).to_le_bytes().to_vec(),
+                _ => (((i * 2654435761) as u32 >> 28) as f64).to_le_bytes().to_vec(),
+            })
+            .collect();
         let mut off = 0u64;
         while off < max_n * dtype.size() as u64 {
             let bytes = (chunk.len() as u64).min(max_n * dtype.size() as u64 - off);
@@ -100,9 +148,25 @@ fn main() {
             off += bytes;
         }
         for &n in &sizes {
-            let reps = if n <= 1 << 22 { 200 } else if n <= 1 << 27 { 30 } else { 10 };
-            let req = RawScan { input: src.addr(), input_dtype: dtype, output: dst.addr(), output_dtype: dtype, n };
-            for (label, algorithm) in [("scanrt_single_pass", Algorithm::SinglePass), ("scanrt_matrix", Algorithm::Matrix), ("scanrt_auto", Algorithm::Auto)] {
+            let reps = if n <= 1 << 22 {
+                200
+            } else if n <= 1 << 27 {
+                30
+            } else {
+                10
+            };
+            let req = RawScan {
+                input: src.addr(),
+                input_dtype: dtype,
+                output: dst.addr(),
+                output_dtype: dtype,
+                n,
+            };
+            for (label, algorithm) in [
+                ("scanrt_single_pass", Algorithm::SinglePass),
+                ("scanrt_matrix", Algorithm::Matrix),
+                ("scanrt_auto", Algorithm::Auto),
+            ] {
                 if algorithm == Algorithm::Auto && n != 1 << 28 {
                     continue;
                 }
@@ -128,7 +192,13 @@ fn main() {
     let n = 1u64 << 16;
     let src = Buffer::new(&ctx, DType::U32, n).unwrap();
     let dst = Buffer::new(&ctx, DType::U32, n).unwrap();
-    let req = RawScan { input: src.addr(), input_dtype: DType::U32, output: dst.addr(), output_dtype: DType::U32, n };
+    let req = RawScan {
+        input: src.addr(),
+        input_dtype: DType::U32,
+        output: dst.addr(),
+        output_dtype: DType::U32,
+        n,
+    };
     let desc = ScanDesc::inclusive(Op::Sum);
     let scan = || unsafe { ctx.scan_raw(&stream, &req, &desc, None) }.unwrap();
     scan();
@@ -141,11 +211,16 @@ fn main() {
     });
     println!("scanrt_back_to_back,u32,{n},{:.3}", us / calls as f64);
 
-    cu_stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).unwrap();
+    cu_stream
+        .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        .unwrap();
     for _ in 0..100 {
         scan();
     }
-    let graph = cu_stream.end_capture(sys::CUgraphInstantiate_flags_enum::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH).unwrap().unwrap();
+    let graph = cu_stream
+        .end_capture(sys::CUgraphInstantiate_flags_enum::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
+        .unwrap()
+        .unwrap();
     graph.launch().unwrap();
     stream.synchronize().unwrap();
     let us = timer.span_us(&stream, || {

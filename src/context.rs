@@ -55,9 +55,7 @@ impl Context {
         let engine = match backend {
             Backend::Host => Engine::Host,
             Backend::Gpu => Engine::Gpu(GpuDevice::open(device)?),
-            Backend::Auto => GpuDevice::open(device)
-                .map(Engine::Gpu)
-                .unwrap_or(Engine::Host),
+            Backend::Auto => GpuDevice::open(device).map(Engine::Gpu).unwrap_or(Engine::Host),
         };
         Ok(Context {
             engine: Arc::new(engine),
@@ -117,9 +115,7 @@ impl Context {
         };
         Ok(Stream {
             ctx: self.clone(),
-            raw: cuda
-                .as_ref()
-                .map_or(std::ptr::null_mut(), |s| s.cu_stream()),
+            raw: cuda.as_ref().map_or(std::ptr::null_mut(), |s| s.cu_stream()),
             _owned: cuda,
         })
     }
@@ -151,6 +147,26 @@ impl Context {
         Ok(())
     }
 
+    /// A one-line description of the kernels a type pair and operator use on this
+    /// context (tile shape, persistent grid size), compiling them if needed.
+    pub fn kernel_report(&self, input: DType, output: DType, op: Op) -> Result<String> {
+        check_types(input, output, op)?;
+        let d = self.gpu()?;
+        let _current = d.enter()?;
+        let m = d.module(d.specialization(input, output, op))?;
+        let s = m.shape;
+        Ok(format!(
+            "{}x{} items ({} per tile), prefetch {}, look-back spin {} then sleep {} ns, {} resident blocks",
+            s.threads,
+            s.items,
+            s.tile_elems(),
+            s.prefetch,
+            s.spin_before_sleep,
+            s.sleep_ns,
+            m.resident_blocks
+        ))
+    }
+
     /// Bytes of workspace [`Context::scan_raw`] needs for `req` when given one (0 = none).
     pub fn workspace_size(&self, req: &RawScan, desc: &ScanDesc) -> Result<usize> {
         validate(req, desc)?;
@@ -175,10 +191,7 @@ impl Context {
 
     fn check_stream_owner(&self, stream: &Stream) -> Result<()> {
         if !self.same(&stream.ctx) {
-            bail!(
-                ContextMismatch,
-                "the stream was created by another scanrt context"
-            );
+            bail!(ContextMismatch, "the stream was created by another scanrt context");
         }
         Ok(())
     }
@@ -222,13 +235,7 @@ impl Context {
     /// Scans `input` into `output` (scanrt buffers of this context; pass the same buffer
     /// twice to scan in place). The output is written through a shared reference because
     /// its memory is device memory ordered by the stream, not Rust-owned data.
-    pub fn scan(
-        &self,
-        stream: &Stream,
-        input: &Buffer,
-        output: &Buffer,
-        desc: &ScanDesc,
-    ) -> Result<ScanInfo> {
+    pub fn scan(&self, stream: &Stream, input: &Buffer, output: &Buffer, desc: &ScanDesc) -> Result<ScanInfo> {
         self.check_buffer_owner(input)?;
         self.check_buffer_owner(output)?;
         if output.len < input.len {
@@ -252,10 +259,7 @@ impl Context {
 
     /// Scans cudarc slices directly (GPU contexts). The slices must live on this
     /// context's device.
-    pub fn scan_cuda<
-        I: Scalar + cudarc::driver::DeviceRepr,
-        O: Scalar + cudarc::driver::DeviceRepr,
-    >(
+    pub fn scan_cuda<I: Scalar + cudarc::driver::DeviceRepr, O: Scalar + cudarc::driver::DeviceRepr>(
         &self,
         stream: &Stream,
         input: &CudaSlice<I>,
@@ -286,10 +290,7 @@ impl Context {
 
     pub(crate) fn check_buffer_owner(&self, buffer: &Buffer) -> Result<()> {
         if !self.same(&buffer.ctx) {
-            bail!(
-                ContextMismatch,
-                "a buffer was created by another scanrt context"
-            );
+            bail!(ContextMismatch, "a buffer was created by another scanrt context");
         }
         Ok(())
     }
@@ -328,10 +329,7 @@ impl Stream {
         if let Ok(d) = self.ctx.gpu() {
             let _current = d.enter()?;
             // SAFETY: the stream belongs to this context (checked when it was made).
-            check(
-                unsafe { sys::cuStreamSynchronize(self.raw) },
-                "cuStreamSynchronize",
-            )?;
+            check(unsafe { sys::cuStreamSynchronize(self.raw) }, "cuStreamSynchronize")?;
         }
         Ok(())
     }
@@ -358,20 +356,14 @@ unsafe impl Sync for Buffer {}
 impl Buffer {
     /// Allocates `len` elements of `dtype` (contents unspecified).
     pub fn new(ctx: &Context, dtype: DType, len: u64) -> Result<Buffer> {
-        let bytes = len
-            .checked_mul(dtype.size() as u64)
-            .filter(|&b| b <= isize::MAX as u64);
+        let bytes = len.checked_mul(dtype.size() as u64).filter(|&b| b <= isize::MAX as u64);
         let Some(bytes) = bytes else {
-            bail!(
-                LengthOverflow,
-                "{len} elements of {dtype:?} overflow the address space"
-            )
+            bail!(LengthOverflow, "{len} elements of {dtype:?} overflow the address space")
         };
         let storage = match &*ctx.engine {
             Engine::Host => {
-                let words = usize::try_from(bytes.div_ceil(8)).map_err(|_| {
-                    Error::new(crate::ScanrtStatus::LengthOverflow, "buffer too large")
-                })?;
+                let words = usize::try_from(bytes.div_ceil(8))
+                    .map_err(|_| Error::new(crate::ScanrtStatus::LengthOverflow, "buffer too large"))?;
                 Storage::Host(vec![0u64; words])
             }
             Engine::Gpu(d) => {
@@ -379,10 +371,7 @@ impl Buffer {
                 let mut ptr = 0;
                 // SAFETY: out-pointer to a local; size checked above. Zero bytes allocate nothing.
                 if bytes > 0 {
-                    check(
-                        unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes as usize) },
-                        "cuMemAlloc",
-                    )?;
+                    check(unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes as usize) }, "cuMemAlloc")?;
                 }
                 Storage::Device { ptr, owned: true }
             }
@@ -399,12 +388,7 @@ impl Buffer {
     ///
     /// # Safety
     /// `ptr` must stay valid for `len` elements of `dtype` while the view is used.
-    pub unsafe fn wrap_device(
-        ctx: &Context,
-        ptr: *mut c_void,
-        dtype: DType,
-        len: u64,
-    ) -> Result<Buffer> {
+    pub unsafe fn wrap_device(ctx: &Context, ptr: *mut c_void, dtype: DType, len: u64) -> Result<Buffer> {
         let d = ctx.gpu()?;
         if ptr.is_null() && len > 0 {
             bail!(NullArgument, "device pointer is NULL");
@@ -454,19 +438,10 @@ impl Buffer {
 
     fn check_host_len<T: Scalar>(&self, n: usize) -> Result<()> {
         if T::DTYPE != self.dtype {
-            bail!(
-                InvalidArgument,
-                "buffer holds {:?}, not {:?}",
-                self.dtype,
-                T::DTYPE
-            );
+            bail!(InvalidArgument, "buffer holds {:?}, not {:?}", self.dtype, T::DTYPE);
         }
         if n as u64 > self.len {
-            bail!(
-                BufferTooSmall,
-                "{n} elements do not fit a buffer of {}",
-                self.len
-            );
+            bail!(BufferTooSmall, "{n} elements do not fit a buffer of {}", self.len);
         }
         Ok(())
     }
@@ -474,12 +449,7 @@ impl Buffer {
     /// Copies `data` into the start of the buffer, then waits for the copy.
     pub fn upload<T: Scalar>(&mut self, stream: &Stream, data: &[T]) -> Result<()> {
         self.check_host_len::<T>(data.len())?;
-        self.copy_bytes(
-            stream,
-            data.as_ptr() as *mut c_void,
-            std::mem::size_of_val(data),
-            true,
-        )
+        self.copy_bytes(stream, data.as_ptr() as *mut c_void, std::mem::size_of_val(data), true)
     }
 
     /// Copies the first `n` elements out of the buffer (waits for queued work first).
@@ -498,13 +468,7 @@ impl Buffer {
     }
 
     /// Raw byte copy between `host` and the buffer's start, synchronous on `stream`.
-    pub(crate) fn copy_bytes(
-        &self,
-        stream: &Stream,
-        host: *mut c_void,
-        bytes: usize,
-        to_buffer: bool,
-    ) -> Result<()> {
+    pub(crate) fn copy_bytes(&self, stream: &Stream, host: *mut c_void, bytes: usize, to_buffer: bool) -> Result<()> {
         match &self.storage {
             Storage::Host(v) => {
                 let buf = v.as_ptr() as *mut u8;

@@ -110,22 +110,12 @@ fn boundary(f: impl FnOnce() -> Result<()>) -> ScanrtStatus {
 fn non_null<'a, T>(p: *const T, what: &str) -> Result<&'a T> {
     // SAFETY: non-NULL pointers from C are trusted to point at a live object of the
     // documented type; that is the contract of every entry point.
-    unsafe { p.as_ref() }.ok_or_else(|| {
-        Error::new(
-            ScanrtStatus::NullArgument,
-            format!("{what} must not be NULL"),
-        )
-    })
+    unsafe { p.as_ref() }.ok_or_else(|| Error::new(ScanrtStatus::NullArgument, format!("{what} must not be NULL")))
 }
 
 fn non_null_mut<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T> {
     // SAFETY: as in non_null.
-    unsafe { p.as_mut() }.ok_or_else(|| {
-        Error::new(
-            ScanrtStatus::NullArgument,
-            format!("{what} must not be NULL"),
-        )
-    })
+    unsafe { p.as_mut() }.ok_or_else(|| Error::new(ScanrtStatus::NullArgument, format!("{what} must not be NULL")))
 }
 
 fn put<T>(out: *mut *mut T, value: T) -> Result<()> {
@@ -249,10 +239,7 @@ pub unsafe extern "C" fn scanrt_context_destroy(ctx: *mut scanrt_context) {
 
 /// Writes the context's `ScanrtBackend` (GPU or host) to `*out`.
 #[no_mangle]
-pub unsafe extern "C" fn scanrt_context_backend(
-    ctx: *const scanrt_context,
-    out: *mut i32,
-) -> ScanrtStatus {
+pub unsafe extern "C" fn scanrt_context_backend(ctx: *const scanrt_context, out: *mut i32) -> ScanrtStatus {
     boundary(|| {
         let ctx = non_null(ctx, "ctx")?;
         *non_null_mut(out, "out")? = ctx.inner.backend() as i32;
@@ -375,13 +362,7 @@ pub unsafe extern "C" fn scanrt_buffer_wrap_device(
     })
 }
 
-fn copy_checked(
-    buffer: &Buffer,
-    stream: &Stream,
-    host: *mut c_void,
-    n: u64,
-    to_buffer: bool,
-) -> Result<()> {
+fn copy_checked(buffer: &Buffer, stream: &Stream, host: *mut c_void, n: u64, to_buffer: bool) -> Result<()> {
     if n > buffer.len() {
         bail!(
             BufferTooSmall,
@@ -392,12 +373,7 @@ fn copy_checked(
     if n > 0 && host.is_null() {
         bail!(NullArgument, "host pointer must not be NULL");
     }
-    buffer.copy_bytes(
-        stream,
-        host,
-        (n * buffer.dtype().size() as u64) as usize,
-        to_buffer,
-    )
+    buffer.copy_bytes(stream, host, (n * buffer.dtype().size() as u64) as usize, to_buffer)
 }
 
 /// Copies `n` elements from host memory into the start of the buffer; returns when done.
@@ -441,10 +417,7 @@ pub unsafe extern "C" fn scanrt_buffer_download(
 
 /// Writes the buffer's length in elements to `*out`.
 #[no_mangle]
-pub unsafe extern "C" fn scanrt_buffer_length(
-    buffer: *const scanrt_buffer,
-    out: *mut u64,
-) -> ScanrtStatus {
+pub unsafe extern "C" fn scanrt_buffer_length(buffer: *const scanrt_buffer, out: *mut u64) -> ScanrtStatus {
     boundary(|| {
         *non_null_mut(out, "out")? = non_null(buffer, "buffer")?.inner.len();
         Ok(())
@@ -453,10 +426,7 @@ pub unsafe extern "C" fn scanrt_buffer_length(
 
 /// Writes the buffer's element address to `*out`: a device pointer on a GPU context.
 #[no_mangle]
-pub unsafe extern "C" fn scanrt_buffer_pointer(
-    buffer: *const scanrt_buffer,
-    out: *mut *mut c_void,
-) -> ScanrtStatus {
+pub unsafe extern "C" fn scanrt_buffer_pointer(buffer: *const scanrt_buffer, out: *mut *mut c_void) -> ScanrtStatus {
     boundary(|| {
         *non_null_mut(out, "out")? = non_null(buffer, "buffer")?.inner.addr() as *mut c_void;
         Ok(())

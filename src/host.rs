@@ -21,12 +21,7 @@ pub(crate) unsafe fn scan(req: &RawScan, desc: &ScanDesc) -> Result<()> {
         return Ok(());
     }
     dispatch_pair!(req.input_dtype, req.output_dtype, |I, O| {
-        scan_typed::<I, O>(
-            req.input as *const I,
-            req.output as *mut O,
-            req.n as usize,
-            desc,
-        )
+        scan_typed::<I, O>(req.input as *const I, req.output as *mut O, req.n as usize, desc)
     });
     Ok(())
 }
@@ -44,13 +39,8 @@ unsafe fn scan_typed<I: Widen<O> + Copy + Send + Sync, O: Accumulator>(
     n: usize,
     desc: &ScanDesc,
 ) {
-    let init = desc
-        .init_bits
-        .map(O::from_bits)
-        .unwrap_or_else(|| O::identity(desc.op));
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |p| p.get())
-        .min(64);
+    let init = desc.init_bits.map(O::from_bits).unwrap_or_else(|| O::identity(desc.op));
+    let workers = std::thread::available_parallelism().map_or(1, |p| p.get()).min(64);
     if (n as u64) < PARALLEL_THRESHOLD || workers == 1 {
         scan_chunk(input, output, 0..n, init, desc);
         return;

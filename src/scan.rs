@@ -34,10 +34,7 @@ pub(crate) fn validate(req: &RawScan, desc: &ScanDesc) -> Result<()> {
         return Ok(());
     }
     if req.input == 0 || req.output == 0 {
-        bail!(
-            NullArgument,
-            "input and output pointers must not be NULL when n > 0"
-        );
+        bail!(NullArgument, "input and output pointers must not be NULL when n > 0");
     }
     let max_bytes = isize::MAX as u64;
     let in_bytes = req
@@ -49,11 +46,7 @@ pub(crate) fn validate(req: &RawScan, desc: &ScanDesc) -> Result<()> {
         .checked_mul(req.output_dtype.size() as u64)
         .filter(|&b| b <= max_bytes);
     let (Some(in_bytes), Some(out_bytes)) = (in_bytes, out_bytes) else {
-        bail!(
-            LengthOverflow,
-            "n = {} elements overflows the address space",
-            req.n
-        );
+        bail!(LengthOverflow, "n = {} elements overflows the address space", req.n);
     };
     if req.input.checked_add(in_bytes).is_none() || req.output.checked_add(out_bytes).is_none() {
         bail!(
@@ -62,18 +55,16 @@ pub(crate) fn validate(req: &RawScan, desc: &ScanDesc) -> Result<()> {
             req.n
         );
     }
-    if req.input % req.input_dtype.size() as u64 != 0
-        || req.output % req.output_dtype.size() as u64 != 0
-    {
-        bail!(
-            InvalidArgument,
-            "pointers must be aligned to their element size"
-        );
+    if req.input % req.input_dtype.size() as u64 != 0 || req.output % req.output_dtype.size() as u64 != 0 {
+        bail!(InvalidArgument, "pointers must be aligned to their element size");
     }
     let exact_in_place = req.input == req.output && in_bytes == out_bytes;
     let disjoint = req.input + in_bytes <= req.output || req.output + out_bytes <= req.input;
     if !exact_in_place && !disjoint {
-        bail!(PartialOverlap, "input and output overlap without being the same range (only exact in-place scans are allowed)");
+        bail!(
+            PartialOverlap,
+            "input and output overlap without being the same range (only exact in-place scans are allowed)"
+        );
     }
     Ok(())
 }

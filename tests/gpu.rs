@@ -10,7 +10,10 @@ use std::sync::Arc;
 use common::*;
 use cudarc::driver::sys;
 use once_cell::sync::Lazy;
-use scanrt::{check_types, Algorithm, Backend, Buffer, Context, DType, Op, RawScan, ScanDesc, ScanrtStatus, Stream, Widen, TYPE_PAIRS};
+use scanrt::{
+    check_types, Algorithm, Backend, Buffer, Context, DType, Op, RawScan, ScanDesc, ScanrtStatus, Stream, Widen,
+    TYPE_PAIRS,
+};
 
 static GPU: Lazy<Option<Context>> = Lazy::new(|| match Context::new(Backend::Gpu, 0) {
     Ok(ctx) => {
@@ -55,7 +58,12 @@ struct Case {
 
 /// Runs one case; the output buffer has a guard element after the result that must
 /// keep its poison value.
-fn run_case<I: TestInput + Widen<O>, O: TestOutput>(ctx: &Context, stream: &Stream, rng: &mut Rng, c: Case) -> Result<(), String> {
+fn run_case<I: TestInput + Widen<O>, O: TestOutput>(
+    ctx: &Context,
+    stream: &Stream,
+    rng: &mut Rng,
+    c: Case,
+) -> Result<(), String> {
     let input: Vec<I> = random_vec(rng, c.op, c.n);
     let mut desc = make_desc::<O>(rng, c.op, c.inclusive, c.with_init);
     desc.algorithm = c.algorithm;
@@ -73,10 +81,18 @@ fn run_case<I: TestInput + Widen<O>, O: TestOutput>(ctx: &Context, stream: &Stre
         let mut in_view = view(ctx, &in_base, I::DTYPE, c.in_offset, n);
         in_view.upload(stream, &input).unwrap();
         let mut out_base = Buffer::new(ctx, O::DTYPE, n + c.out_offset + 1).unwrap();
-        out_base.upload(stream, &vec![poison; c.n + c.out_offset as usize + 1]).unwrap();
+        out_base
+            .upload(stream, &vec![poison; c.n + c.out_offset as usize + 1])
+            .unwrap();
         let out_view = view(ctx, &out_base, O::DTYPE, c.out_offset, n);
-        let info = ctx.scan(stream, &in_view, &out_view, &desc).map_err(|e| e.to_string())?;
-        let expected = if c.algorithm == Algorithm::Matrix { Algorithm::Matrix } else { Algorithm::SinglePass };
+        let info = ctx
+            .scan(stream, &in_view, &out_view, &desc)
+            .map_err(|e| e.to_string())?;
+        let expected = if c.algorithm == Algorithm::Matrix {
+            Algorithm::Matrix
+        } else {
+            Algorithm::SinglePass
+        };
         if info.algorithm != expected {
             return Err(format!("ran {:?}, asked {:?}", info.algorithm, c.algorithm));
         }
@@ -102,7 +118,19 @@ fn randomized_every_pair_operator_mode_and_algorithm() {
     let (mut cases, mut failures) = (0, Vec::new());
     for pair in TYPE_PAIRS {
         let tile = tile_for(pair.0, pair.1);
-        let sizes = [1, 2, 33, tile - 1, tile, tile + 1, 2 * tile + 1, (1 << 16) - 1, (1 << 16) + 1, (1 << 20) + 1, 3 * (1 << 19) + 1];
+        let sizes = [
+            1,
+            2,
+            33,
+            tile - 1,
+            tile,
+            tile + 1,
+            2 * tile + 1,
+            (1 << 16) - 1,
+            (1 << 16) + 1,
+            (1 << 20) + 1,
+            3 * (1 << 19) + 1,
+        ];
         for op in Op::ALL {
             if check_types(pair.0, pair.1, op).is_err() {
                 continue;
@@ -111,9 +139,22 @@ fn randomized_every_pair_operator_mode_and_algorithm() {
                 for inclusive in [true, false] {
                     for with_init in [false, true] {
                         // Every size for the plain variant, three sampled sizes for the others.
-                        let picks: Vec<usize> = if inclusive && !with_init { sizes.to_vec() } else { (0..3).map(|_| sizes[rng.below(sizes.len() as u64) as usize]).collect() };
+                        let picks: Vec<usize> = if inclusive && !with_init {
+                            sizes.to_vec()
+                        } else {
+                            (0..3).map(|_| sizes[rng.below(sizes.len() as u64) as usize]).collect()
+                        };
                         for n in picks {
-                            let c = Case { op, inclusive, with_init, algorithm, n, in_offset: 0, out_offset: 0, in_place: false };
+                            let c = Case {
+                                op,
+                                inclusive,
+                                with_init,
+                                algorithm,
+                                n,
+                                in_offset: 0,
+                                out_offset: 0,
+                                in_place: false,
+                            };
                             cases += 1;
                             if let Err(e) = with_pair!(pair, run_case(ctx, &stream, &mut rng, c)) {
                                 failures.push(format!("{pair:?} {c:?}: {e}"));
@@ -125,7 +166,12 @@ fn randomized_every_pair_operator_mode_and_algorithm() {
         }
     }
     eprintln!("randomized: {cases} cases, {} failures", failures.len());
-    assert!(failures.is_empty(), "{} of {cases} cases failed:\n{}", failures.len(), failures.iter().take(30).cloned().collect::<Vec<_>>().join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {cases} cases failed:\n{}",
+        failures.len(),
+        failures.iter().take(30).cloned().collect::<Vec<_>>().join("\n")
+    );
 }
 
 #[test]
@@ -150,7 +196,11 @@ fn random_sizes_misaligned_and_in_place() {
             op,
             inclusive: rng.below(2) == 0,
             with_init: rng.below(2) == 0,
-            algorithm: if rng.below(2) == 0 { Algorithm::SinglePass } else { Algorithm::Matrix },
+            algorithm: if rng.below(2) == 0 {
+                Algorithm::SinglePass
+            } else {
+                Algorithm::Matrix
+            },
             n,
             in_offset: rng.below(4),
             out_offset: rng.below(4),
@@ -162,7 +212,11 @@ fn random_sizes_misaligned_and_in_place() {
         }
     }
     eprintln!("misaligned/in-place: {cases} cases, {} failures", failures.len());
-    assert!(failures.is_empty(), "{}", failures.iter().take(30).cloned().collect::<Vec<_>>().join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{}",
+        failures.iter().take(30).cloned().collect::<Vec<_>>().join("\n")
+    );
 }
 
 #[test]
@@ -171,8 +225,23 @@ fn large_inputs_up_to_2_pow_28() {
     let stream = ctx.new_stream().unwrap();
     let mut rng = Rng(0xB16);
     for algorithm in [Algorithm::SinglePass, Algorithm::Matrix] {
-        for (pair, n) in [((DType::U32, DType::U32), 1usize << 28), ((DType::F32, DType::F32), (1 << 28) - 1), ((DType::U64, DType::U64), (1 << 27) + 1), ((DType::F64, DType::F64), 1 << 27), ((DType::I32, DType::I64), (1 << 26) + 3)] {
-            let c = Case { op: Op::Sum, inclusive: true, with_init: true, algorithm, n, in_offset: 0, out_offset: 0, in_place: false };
+        for (pair, n) in [
+            ((DType::U32, DType::U32), 1usize << 28),
+            ((DType::F32, DType::F32), (1 << 28) - 1),
+            ((DType::U64, DType::U64), (1 << 27) + 1),
+            ((DType::F64, DType::F64), 1 << 27),
+            ((DType::I32, DType::I64), (1 << 26) + 3),
+        ] {
+            let c = Case {
+                op: Op::Sum,
+                inclusive: true,
+                with_init: true,
+                algorithm,
+                n,
+                in_offset: 0,
+                out_offset: 0,
+                in_place: false,
+            };
             with_pair!(pair, run_case(ctx, &stream, &mut rng, c)).unwrap_or_else(|e| panic!("{pair:?} {c:?}: {e}"));
             eprintln!("large: {pair:?} n={n} {algorithm:?} ok");
         }
@@ -186,8 +255,16 @@ fn more_than_2_pow_32_elements() {
     let stream = ctx.new_stream().unwrap();
     let n: u64 = (1 << 32) + (1 << 20) + 7;
     let mut rng = Rng(0xF00D);
-    let input: Vec<u8> = (0..n).map(|i| (i.wrapping_mul(0x9E3779B97F4A7C15) >> 59) as u8).collect();
-    let prefix: Vec<u32> = input.iter().scan(0u32, |s, &x| { *s = s.wrapping_add(x as u32); Some(*s) }).collect();
+    let input: Vec<u8> = (0..n)
+        .map(|i| (i.wrapping_mul(0x9E3779B97F4A7C15) >> 59) as u8)
+        .collect();
+    let prefix: Vec<u32> = input
+        .iter()
+        .scan(0u32, |s, &x| {
+            *s = s.wrapping_add(x as u32);
+            Some(*s)
+        })
+        .collect();
     let src = Buffer::from_slice(ctx, &stream, &input).unwrap();
     drop(input);
     let out = Buffer::new(ctx, DType::U32, n).unwrap();
@@ -200,7 +277,10 @@ fn more_than_2_pow_32_elements() {
             let got: Vec<u32> = view(ctx, &out, DType::U32, i, 1).download(&stream, 1).unwrap();
             assert_eq!(got[0], prefix[i as usize], "{algorithm:?} at {i}");
         }
-        eprintln!("n = {n} u8 -> u32 {algorithm:?}: {} sampled positions match", samples.len());
+        eprintln!(
+            "n = {n} u8 -> u32 {algorithm:?}: {} sampled positions match",
+            samples.len()
+        );
     }
 }
 
@@ -212,7 +292,21 @@ fn zero_length_is_a_no_op() {
     let b = Buffer::new(ctx, DType::U32, 0).unwrap();
     ctx.scan(&stream, &a, &b, &ScanDesc::default()).unwrap();
     // SAFETY: n = 0 touches no memory, even through NULL.
-    unsafe { ctx.scan_raw(&stream, &RawScan { input: 0, input_dtype: DType::U32, output: 0, output_dtype: DType::U32, n: 0 }, &ScanDesc::default(), None) }.unwrap();
+    unsafe {
+        ctx.scan_raw(
+            &stream,
+            &RawScan {
+                input: 0,
+                input_dtype: DType::U32,
+                output: 0,
+                output_dtype: DType::U32,
+                n: 0,
+            },
+            &ScanDesc::default(),
+            None,
+        )
+    }
+    .unwrap();
 }
 
 fn expect_status(r: scanrt::Result<scanrt::ScanInfo>, status: ScanrtStatus) {
@@ -235,39 +329,96 @@ fn bad_input_is_rejected_without_writing_and_context_stays_usable() {
     let mut dst = Buffer::new(ctx, DType::U32, n).unwrap();
     let sentinel = vec![0xDEADBEEFu32; n as usize];
     dst.upload(&stream, &sentinel).unwrap();
-    let raw = |input: u64, output: u64, n: u64| RawScan { input, input_dtype: DType::U32, output, output_dtype: DType::U32, n };
+    let raw = |input: u64, output: u64, n: u64| RawScan {
+        input,
+        input_dtype: DType::U32,
+        output,
+        output_dtype: DType::U32,
+        n,
+    };
     let sum = ScanDesc::inclusive(Op::Sum);
     unsafe {
         // Host memory passed as device memory.
         let host = vec![0u32; n as usize];
-        expect_status(ctx.scan_raw(&stream, &raw(host.as_ptr() as u64, dst.addr(), n), &sum, None), ScanrtStatus::NotDeviceMemory);
-        expect_status(ctx.scan_raw(&stream, &raw(src.addr(), host.as_ptr() as u64, n), &sum, None), ScanrtStatus::NotDeviceMemory);
+        expect_status(
+            ctx.scan_raw(&stream, &raw(host.as_ptr() as u64, dst.addr(), n), &sum, None),
+            ScanrtStatus::NotDeviceMemory,
+        );
+        expect_status(
+            ctx.scan_raw(&stream, &raw(src.addr(), host.as_ptr() as u64, n), &sum, None),
+            ScanrtStatus::NotDeviceMemory,
+        );
         // Output allocation too small for n.
         let small = Buffer::new(ctx, DType::U32, n / 2).unwrap();
-        expect_status(ctx.scan_raw(&stream, &raw(src.addr(), small.addr(), n), &sum, None), ScanrtStatus::BufferTooSmall);
+        expect_status(
+            ctx.scan_raw(&stream, &raw(src.addr(), small.addr(), n), &sum, None),
+            ScanrtStatus::BufferTooSmall,
+        );
         // Partial overlap.
-        expect_status(ctx.scan_raw(&stream, &raw(src.addr(), src.addr() + 4, n - 1), &sum, None), ScanrtStatus::PartialOverlap);
+        expect_status(
+            ctx.scan_raw(&stream, &raw(src.addr(), src.addr() + 4, n - 1), &sum, None),
+            ScanrtStatus::PartialOverlap,
+        );
         // NULL pointers, overflow, bad combinations.
-        expect_status(ctx.scan_raw(&stream, &raw(0, dst.addr(), n), &sum, None), ScanrtStatus::NullArgument);
-        expect_status(ctx.scan_raw(&stream, &raw(src.addr(), dst.addr(), u64::MAX / 2), &sum, None), ScanrtStatus::LengthOverflow);
-        let f = RawScan { input: src.addr(), input_dtype: DType::F32, output: dst.addr(), output_dtype: DType::F32, n };
-        expect_status(ctx.scan_raw(&stream, &f, &ScanDesc::inclusive(Op::BitXor), None), ScanrtStatus::UnsupportedCombination);
-        let narrowing = RawScan { input: src.addr(), input_dtype: DType::U64, output: dst.addr(), output_dtype: DType::U32, n: n / 2 };
-        expect_status(ctx.scan_raw(&stream, &narrowing, &sum, None), ScanrtStatus::UnsupportedCombination);
+        expect_status(
+            ctx.scan_raw(&stream, &raw(0, dst.addr(), n), &sum, None),
+            ScanrtStatus::NullArgument,
+        );
+        expect_status(
+            ctx.scan_raw(&stream, &raw(src.addr(), dst.addr(), u64::MAX / 2), &sum, None),
+            ScanrtStatus::LengthOverflow,
+        );
+        let f = RawScan {
+            input: src.addr(),
+            input_dtype: DType::F32,
+            output: dst.addr(),
+            output_dtype: DType::F32,
+            n,
+        };
+        expect_status(
+            ctx.scan_raw(&stream, &f, &ScanDesc::inclusive(Op::BitXor), None),
+            ScanrtStatus::UnsupportedCombination,
+        );
+        let narrowing = RawScan {
+            input: src.addr(),
+            input_dtype: DType::U64,
+            output: dst.addr(),
+            output_dtype: DType::U32,
+            n: n / 2,
+        };
+        expect_status(
+            ctx.scan_raw(&stream, &narrowing, &sum, None),
+            ScanrtStatus::UnsupportedCombination,
+        );
         // Too-small caller workspace.
-        let ws = scanrt::Workspace { ptr: small.addr(), bytes: 64 };
-        expect_status(ctx.scan_raw(&stream, &raw(src.addr(), dst.addr(), n), &sum, Some(ws)), ScanrtStatus::BufferTooSmall);
+        let ws = scanrt::Workspace {
+            ptr: small.addr(),
+            bytes: 64,
+        };
+        expect_status(
+            ctx.scan_raw(&stream, &raw(src.addr(), dst.addr(), n), &sum, Some(ws)),
+            ScanrtStatus::BufferTooSmall,
+        );
     }
     // Buffers and streams of another context.
     let other = Context::new(Backend::Gpu, 0).unwrap();
     let foreign = Buffer::new(&other, DType::U32, n).unwrap();
     expect_status(ctx.scan(&stream, &foreign, &dst, &sum), ScanrtStatus::ContextMismatch);
     let foreign_stream = other.new_stream().unwrap();
-    expect_status(ctx.scan(&foreign_stream, &src, &dst, &sum), ScanrtStatus::ContextMismatch);
+    expect_status(
+        ctx.scan(&foreign_stream, &src, &dst, &sum),
+        ScanrtStatus::ContextMismatch,
+    );
     // Nothing was written, and the context still works.
     assert_eq!(dst.download::<u32>(&stream, n as usize).unwrap(), sentinel);
     ctx.scan(&stream, &src, &dst, &sum).unwrap();
-    let want: Vec<u32> = input.iter().scan(0u32, |s, &x| { *s = s.wrapping_add(x); Some(*s) }).collect();
+    let want: Vec<u32> = input
+        .iter()
+        .scan(0u32, |s, &x| {
+            *s = s.wrapping_add(x);
+            Some(*s)
+        })
+        .collect();
     assert_eq!(dst.download::<u32>(&stream, n as usize).unwrap(), want);
 }
 
@@ -285,7 +436,10 @@ fn calls_leave_the_current_context_unchanged() {
     unsafe {
         assert_eq!(sys::cuDeviceGet(&mut dev, 0), sys::CUresult::CUDA_SUCCESS);
         let mut params: sys::CUctxCreateParams = std::mem::zeroed();
-        assert_eq!(sys::cuCtxCreate_v4(&mut app_ctx, &mut params, 0, dev), sys::CUresult::CUDA_SUCCESS);
+        assert_eq!(
+            sys::cuCtxCreate_v4(&mut app_ctx, &mut params, 0, dev),
+            sys::CUresult::CUDA_SUCCESS
+        );
     }
     assert_eq!(current(), app_ctx);
     let stream = ctx.new_stream().unwrap();
@@ -326,7 +480,11 @@ fn stress_threads_and_streams() {
                     let input: Vec<u32> = random_vec(&mut rng, Op::Sum, n);
                     let src = Buffer::from_slice(ctx, stream, &input).unwrap();
                     let dst = Buffer::new(ctx, DType::U32, n as u64).unwrap();
-                    let desc = ScanDesc::inclusive(Op::Sum).with_algorithm(if i % 5 == 0 { Algorithm::Matrix } else { Algorithm::Auto });
+                    let desc = ScanDesc::inclusive(Op::Sum).with_algorithm(if i % 5 == 0 {
+                        Algorithm::Matrix
+                    } else {
+                        Algorithm::Auto
+                    });
                     ctx.scan(stream, &src, &dst, &desc).unwrap();
                     pending.push((i % 4, input, src, dst, desc));
                     if pending.len() == 8 {
@@ -371,11 +529,16 @@ fn graph_capture_and_replay() {
     ctx.scan(&stream, &src, &dst, &desc).unwrap();
     stream.synchronize().unwrap();
 
-    cu_stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).unwrap();
+    cu_stream
+        .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        .unwrap();
     for _ in 0..3 {
         ctx.scan(&stream, &src, &dst, &desc).unwrap(); // three scans per replay
     }
-    let graph = cu_stream.end_capture(sys::CUgraphInstantiate_flags_enum::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH).unwrap().expect("a graph");
+    let graph = cu_stream
+        .end_capture(sys::CUgraphInstantiate_flags_enum::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
+        .unwrap()
+        .expect("a graph");
     let mut mismatches = 0;
     for replay in 0..1000 {
         if replay % 50 == 0 {
@@ -401,18 +564,33 @@ fn caller_workspace_back_to_back() {
     let stream = ctx.new_stream().unwrap();
     let mut rng = Rng(0x3C);
     let n = 3_000_001usize;
-    let req_for = |src: &Buffer, dst: &Buffer| RawScan { input: src.addr(), input_dtype: DType::U32, output: dst.addr(), output_dtype: DType::U32, n: n as u64 };
+    let req_for = |src: &Buffer, dst: &Buffer| RawScan {
+        input: src.addr(),
+        input_dtype: DType::U32,
+        output: dst.addr(),
+        output_dtype: DType::U32,
+        n: n as u64,
+    };
     let src0 = Buffer::new(ctx, DType::U32, n as u64).unwrap();
-    let bytes = ctx.workspace_size(&req_for(&src0, &src0), &ScanDesc::default()).unwrap();
+    let bytes = ctx
+        .workspace_size(&req_for(&src0, &src0), &ScanDesc::default())
+        .unwrap();
     assert!(bytes > 0);
     let ws_buf = Buffer::new(ctx, DType::U8, bytes as u64).unwrap();
-    let ws = scanrt::Workspace { ptr: ws_buf.addr(), bytes };
+    let ws = scanrt::Workspace {
+        ptr: ws_buf.addr(),
+        bytes,
+    };
     ctx.init_workspace(&stream, ws).unwrap();
     for round in 0..50 {
         let input: Vec<u32> = random_vec(&mut rng, Op::Sum, n);
         let src = Buffer::from_slice(ctx, &stream, &input).unwrap();
         let dst = Buffer::new(ctx, DType::U32, n as u64).unwrap();
-        let desc = ScanDesc::inclusive(Op::Sum).with_algorithm(if round % 3 == 0 { Algorithm::Matrix } else { Algorithm::SinglePass });
+        let desc = ScanDesc::inclusive(Op::Sum).with_algorithm(if round % 3 == 0 {
+            Algorithm::Matrix
+        } else {
+            Algorithm::SinglePass
+        });
         unsafe { ctx.scan_raw(&stream, &req_for(&src, &dst), &desc, Some(ws)) }.unwrap();
         let got: Vec<u32> = dst.download(&stream, n).unwrap();
         compare(&input, &desc, &got, 0.0).unwrap_or_else(|e| panic!("round {round}: {e}"));
@@ -427,14 +605,21 @@ fn matrix_scan_is_run_to_run_deterministic() {
     let stream = ctx.new_stream().unwrap();
     let mut rng = Rng(0xDE7);
     let n = 1usize << 24;
-    let input: Vec<f32> = (0..n).map(|_| ((rng.next_u64() as i64) as f64 / 9.2e18 * 10f64.powi((rng.below(12) as i32) - 6)) as f32).collect();
+    let input: Vec<f32> = (0..n)
+        .map(|_| ((rng.next_u64() as i64) as f64 / 9.2e18 * 10f64.powi((rng.below(12) as i32) - 6)) as f32)
+        .collect();
     let src = Buffer::from_slice(ctx, &stream, &input).unwrap();
     let dst = Buffer::new(ctx, DType::F32, n as u64).unwrap();
     let desc = ScanDesc::inclusive(Op::Sum).with_algorithm(Algorithm::Matrix);
     let mut first: Option<Vec<u32>> = None;
     for _ in 0..10 {
         ctx.scan(&stream, &src, &dst, &desc).unwrap();
-        let bits: Vec<u32> = dst.download::<f32>(&stream, n).unwrap().iter().map(|x| x.to_bits()).collect();
+        let bits: Vec<u32> = dst
+            .download::<f32>(&stream, n)
+            .unwrap()
+            .iter()
+            .map(|x| x.to_bits())
+            .collect();
         match &first {
             None => first = Some(bits),
             Some(f) => assert!(f == &bits, "matrix scan results differ between runs"),
@@ -450,10 +635,28 @@ fn sanitizer_subset() {
     let ctx = gpu_or_skip!();
     let stream = ctx.new_stream().unwrap();
     let mut rng = Rng(0x5A);
-    for pair in [(DType::U32, DType::U32), (DType::F64, DType::F64), (DType::U8, DType::U64)] {
+    for pair in [
+        (DType::U32, DType::U32),
+        (DType::F64, DType::F64),
+        (DType::U8, DType::U64),
+    ] {
         for algorithm in [Algorithm::SinglePass, Algorithm::Matrix] {
-            for (n, off, in_place) in [(1usize, 0u64, false), (5000, 0, false), (70_001, 1, false), (40_000, 0, pair.0 == pair.1)] {
-                let c = Case { op: Op::Sum, inclusive: n % 2 == 0, with_init: true, algorithm, n, in_offset: off, out_offset: off, in_place };
+            for (n, off, in_place) in [
+                (1usize, 0u64, false),
+                (5000, 0, false),
+                (70_001, 1, false),
+                (40_000, 0, pair.0 == pair.1),
+            ] {
+                let c = Case {
+                    op: Op::Sum,
+                    inclusive: n % 2 == 0,
+                    with_init: true,
+                    algorithm,
+                    n,
+                    in_offset: off,
+                    out_offset: off,
+                    in_place,
+                };
                 with_pair!(pair, run_case(ctx, &stream, &mut rng, c)).unwrap_or_else(|e| panic!("{pair:?} {c:?}: {e}"));
             }
         }

@@ -6,7 +6,15 @@ mod common;
 use common::*;
 use scanrt::{check_types, Backend, Buffer, Context, DType, Op, RawScan, ScanDesc, ScanrtStatus, Widen, TYPE_PAIRS};
 
-fn host_case<I: TestInput + Widen<O>, O: TestOutput>(ctx: &Context, rng: &mut Rng, op: Op, inclusive: bool, with_init: bool, n: usize, in_place: bool) -> Result<(), String> {
+fn host_case<I: TestInput + Widen<O>, O: TestOutput>(
+    ctx: &Context,
+    rng: &mut Rng,
+    op: Op,
+    inclusive: bool,
+    with_init: bool,
+    n: usize,
+    in_place: bool,
+) -> Result<(), String> {
     let stream = ctx.new_stream().unwrap();
     let input: Vec<I> = random_vec(rng, op, n);
     let desc = make_desc::<O>(rng, op, inclusive, with_init);
@@ -38,7 +46,8 @@ fn host_backend_matches_reference_for_every_pair_operator_and_mode() {
                 for with_init in [false, true] {
                     for n in [0usize, 1, 2, 4095, 4096, 4097, (1 << 16) - 1, (1 << 16) + 1, 300_001] {
                         let in_place = pair.0 == pair.1 && n % 2 == 1;
-                        with_pair!(pair, host_case(&ctx, &mut rng, op, inclusive, with_init, n, in_place)).unwrap_or_else(|e| panic!("{pair:?} {op:?} incl={inclusive} init={with_init} n={n}: {e}"));
+                        with_pair!(pair, host_case(&ctx, &mut rng, op, inclusive, with_init, n, in_place))
+                            .unwrap_or_else(|e| panic!("{pair:?} {op:?} incl={inclusive} init={with_init} n={n}: {e}"));
                         cases += 1;
                     }
                 }
@@ -65,24 +74,63 @@ fn validation_rules() {
     let stream = ctx.new_stream().unwrap();
     let a = vec![1u32; 100];
     let mut b = vec![7u32; 100];
-    let req = |i: u64, o: u64, n: u64| RawScan { input: i, input_dtype: DType::U32, output: o, output_dtype: DType::U32, n };
+    let req = |i: u64, o: u64, n: u64| RawScan {
+        input: i,
+        input_dtype: DType::U32,
+        output: o,
+        output_dtype: DType::U32,
+        n,
+    };
     let (pa, pb) = (a.as_ptr() as u64, b.as_mut_ptr() as u64);
     let sum = ScanDesc::default();
     let status = |r: scanrt::Result<scanrt::ScanInfo>| r.err().map(|e| e.status);
     unsafe {
-        assert_eq!(status(ctx.scan_raw(&stream, &req(pa, pa + 4, 99), &sum, None)), Some(ScanrtStatus::PartialOverlap));
-        assert_eq!(status(ctx.scan_raw(&stream, &req(0, pb, 5), &sum, None)), Some(ScanrtStatus::NullArgument));
-        assert_eq!(status(ctx.scan_raw(&stream, &req(pa, pb, u64::MAX / 2), &sum, None)), Some(ScanrtStatus::LengthOverflow));
+        assert_eq!(
+            status(ctx.scan_raw(&stream, &req(pa, pa + 4, 99), &sum, None)),
+            Some(ScanrtStatus::PartialOverlap)
+        );
+        assert_eq!(
+            status(ctx.scan_raw(&stream, &req(0, pb, 5), &sum, None)),
+            Some(ScanrtStatus::NullArgument)
+        );
+        assert_eq!(
+            status(ctx.scan_raw(&stream, &req(pa, pb, u64::MAX / 2), &sum, None)),
+            Some(ScanrtStatus::LengthOverflow)
+        );
         assert_eq!(status(ctx.scan_raw(&stream, &req(pa, pb, 0), &sum, None)), None);
-        let f = RawScan { input: pa, input_dtype: DType::F32, output: pb, output_dtype: DType::F32, n: 10 };
-        assert_eq!(status(ctx.scan_raw(&stream, &f, &ScanDesc::inclusive(Op::BitXor), None)), Some(ScanrtStatus::UnsupportedCombination));
-        let wide_to_narrow = RawScan { input: pa, input_dtype: DType::U64, output: pb, output_dtype: DType::U32, n: 10 };
-        assert_eq!(status(ctx.scan_raw(&stream, &wide_to_narrow, &sum, None)), Some(ScanrtStatus::UnsupportedCombination));
+        let f = RawScan {
+            input: pa,
+            input_dtype: DType::F32,
+            output: pb,
+            output_dtype: DType::F32,
+            n: 10,
+        };
+        assert_eq!(
+            status(ctx.scan_raw(&stream, &f, &ScanDesc::inclusive(Op::BitXor), None)),
+            Some(ScanrtStatus::UnsupportedCombination)
+        );
+        let wide_to_narrow = RawScan {
+            input: pa,
+            input_dtype: DType::U64,
+            output: pb,
+            output_dtype: DType::U32,
+            n: 10,
+        };
+        assert_eq!(
+            status(ctx.scan_raw(&stream, &wide_to_narrow, &sum, None)),
+            Some(ScanrtStatus::UnsupportedCombination)
+        );
         let mut backward = sum;
         backward.direction = scanrt::Direction::Backward;
-        assert_eq!(status(ctx.scan_raw(&stream, &req(pa, pb, 10), &backward, None)), Some(ScanrtStatus::InvalidArgument));
+        assert_eq!(
+            status(ctx.scan_raw(&stream, &req(pa, pb, 10), &backward, None)),
+            Some(ScanrtStatus::InvalidArgument)
+        );
         // Misaligned element pointer.
-        assert_eq!(status(ctx.scan_raw(&stream, &req(pa + 1, pb, 10), &sum, None)), Some(ScanrtStatus::InvalidArgument));
+        assert_eq!(
+            status(ctx.scan_raw(&stream, &req(pa + 1, pb, 10), &sum, None)),
+            Some(ScanrtStatus::InvalidArgument)
+        );
     }
     assert!(b.iter().all(|&x| x == 7), "rejected calls must not write the output");
     // GPU-only operations report the wrong backend.

@@ -13,7 +13,10 @@ fn every_specialization_compiles_with_nvrtc() {
             }
             match compile_specialization(input, output, op, 90) {
                 Ok(bytes) => {
-                    assert!(bytes > 1000, "suspiciously small image for {input:?}->{output:?} {op:?}");
+                    assert!(
+                        bytes > 1000,
+                        "suspiciously small image for {input:?}->{output:?} {op:?}"
+                    );
                     compiled += 1;
                 }
                 Err(e) if e.message.contains("could not be loaded") => {

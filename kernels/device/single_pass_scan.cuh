@@ -21,11 +21,11 @@
 // slot valid and makes progress: no deadlock, whatever order the hardware schedules
 // blocks in, and however many blocks are resident.
 //
-// Hiding the wait. After publishing, a block takes its next ticket and issues that
-// tile's loads into registers before it starts the look-back; the memory system streams
-// the next tile while warp 0 waits. The prefetched tile's AGGREGATE is published only
-// after the current tile is done; that wait points to a smaller tile id, so the argument
-// above still holds.
+// Hiding the wait (PREFETCH, a tuning choice). After publishing, a block takes its next
+// ticket and issues that tile's loads into registers before it starts the look-back;
+// the memory system streams the next tile while warp 0 waits. The prefetched tile's
+// AGGREGATE is published only after the current tile is done; that wait points to a
+// smaller tile id, so the argument above still holds.
 //
 // Memory ordering. For 4-byte accumulators the flag and value share one 64-bit word,
 // written and read with single-copy-atomic relaxed gpu-scope accesses: a reader sees a
@@ -146,7 +146,7 @@ SCANRT_DEVICE typename Op::T look_back(const Status& status, long long tile, u32
     }
 }
 
-template <typename Op, typename In, int THREADS, int ITEMS, int SPIN_BEFORE_SLEEP, int SLEEP_NS>
+template <typename Op, typename In, int THREADS, int ITEMS, bool PREFETCH, int SPIN_BEFORE_SLEEP, int SLEEP_NS>
 SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long n, unsigned long long init_bits,
                                     unsigned flags, void* workspace, long long status_capacity) {
     typedef typename Op::T Acc;
@@ -188,7 +188,7 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
     __syncthreads();
     const u32 tag = tag_s;
     long long tile = next_tile_s;
-    if (tile < num_tiles) {
+    if (PREFETCH && tile < num_tiles) {
         const long long valid = min((long long)TILE, n - tile * TILE);
         regs.load(in + tile * TILE, valid, tile_mode(valid, TILE, vector_in), tid);
     }
@@ -196,19 +196,23 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
     while (tile < num_tiles) {
         const long long base = tile * TILE;
         const long long valid = min((long long)TILE, n - base);
+        if (!PREFETCH) regs.load(in + base, valid, tile_mode(valid, TILE, vector_in), tid);
         regs.template stage<Op>(shared.matrix, valid, tile_mode(valid, TILE, vector_in), tid);
         __syncthreads();
         scan.scan_rows(shared, inclusive, tid);
         if (tid == 0) {
             if (tile == 0) status.publish(0, SCANRT_STATUS_INCLUSIVE, Op::combine(init, scan.tile_aggregate), tag);
             else status.publish(tile, SCANRT_STATUS_AGGREGATE, scan.tile_aggregate, tag);
-            next_tile_s = atomicAdd(&header->ticket, 1u);
+            if (PREFETCH) next_tile_s = atomicAdd(&header->ticket, 1u);
         }
-        __syncthreads();
-        const long long next = next_tile_s;
-        if (next < num_tiles) {  // prefetch: the next tile streams in during the look-back
-            const long long next_valid = min((long long)TILE, n - next * TILE);
-            regs.load(in + next * TILE, next_valid, tile_mode(next_valid, TILE, vector_in), tid);
+        long long next = 0;
+        if (PREFETCH) {
+            __syncthreads();
+            next = next_tile_s;
+            if (next < num_tiles) {  // the next tile streams in during the look-back
+                const long long next_valid = min((long long)TILE, n - next * TILE);
+                regs.load(in + next * TILE, next_valid, tile_mode(next_valid, TILE, vector_in), tid);
+            }
         }
         if (warp == 0) {
             Acc prefix = init;
@@ -216,9 +220,13 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
                 prefix = look_back<Op, Status, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile, tag, lane);
                 if (lane == 0) status.publish(tile, SCANRT_STATUS_INCLUSIVE, Op::combine(prefix, scan.tile_aggregate), tag);
             }
-            if (lane == 0) tile_prefix_s = prefix;
+            if (lane == 0) {
+                tile_prefix_s = prefix;
+                if (!PREFETCH) next_tile_s = atomicAdd(&header->ticket, 1u);
+            }
         }
         __syncthreads();
+        if (!PREFETCH) next = next_tile_s;
         scan.finish_rows(shared, tile_prefix_s, tid);
         __syncthreads();
         store_tile(shared.matrix, out + base, valid, tile_mode(valid, TILE, vector_out), tid);

@@ -75,10 +75,7 @@ impl GpuDevice {
     pub fn open(ordinal: usize) -> Result<GpuDevice> {
         // SAFETY: only probes whether libcuda can be dlopen'ed.
         if !unsafe { sys::is_culib_present() } {
-            bail!(
-                NoDriver,
-                "no CUDA driver library (libcuda.so) could be loaded"
-            );
+            bail!(NoDriver, "no CUDA driver library (libcuda.so) could be loaded");
         }
         // SAFETY: the library is present; cuInit is idempotent.
         let init = unsafe { sys::cuInit(0) };
@@ -94,10 +91,7 @@ impl GpuDevice {
         }
         let mut previous: sys::CUcontext = std::ptr::null_mut();
         // SAFETY: out-pointer to a local.
-        check(
-            unsafe { sys::cuCtxGetCurrent(&mut previous) },
-            "cuCtxGetCurrent",
-        )?;
+        check(unsafe { sys::cuCtxGetCurrent(&mut previous) }, "cuCtxGetCurrent")?;
         let opened = CudaContext::new(ordinal);
         // CudaContext::new makes the primary context current; put the caller's back.
         // SAFETY: `previous` was current a moment ago (or NULL).
@@ -107,9 +101,7 @@ impl GpuDevice {
         // per-slice event tracking, which would add work to every call.
         unsafe { ctx.disable_event_tracking() };
         let (major, minor) = ctx.compute_capability()?;
-        let sm_count = ctx
-            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
-            as u32;
+        let sm_count = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
         Ok(GpuDevice {
             ctx,
             ordinal,
@@ -149,19 +141,11 @@ impl GpuDevice {
         let ptx = if target.cubin {
             cudarc::nvrtc::Ptx::from_binary(image)
         } else {
-            cudarc::nvrtc::Ptx::from_src(
-                String::from_utf8_lossy(&image)
-                    .trim_end_matches('\0')
-                    .to_string(),
-            )
+            cudarc::nvrtc::Ptx::from_src(String::from_utf8_lossy(&image).trim_end_matches('\0').to_string())
         };
         let module = self.ctx.load_module(ptx)?;
         let single_pass = module.load_function(jit::SINGLE_PASS)?;
-        let per_sm = single_pass.occupancy_max_active_blocks_per_multiprocessor(
-            spec.shape.threads,
-            0,
-            None,
-        )?;
+        let per_sm = single_pass.occupancy_max_active_blocks_per_multiprocessor(spec.shape.threads, 0, None)?;
         if per_sm == 0 {
             bail!(
                 CudaError,
@@ -183,12 +167,7 @@ impl GpuDevice {
     /// A zero-initialised look-back workspace for `stream` with at least `slots` status
     /// slots for accumulators of `acc_size` bytes; reused by every later call on the
     /// stream. The caller has entered this device's context.
-    pub fn workspace(
-        &self,
-        stream: CUstream,
-        acc_size: usize,
-        slots: u64,
-    ) -> Result<(CUdeviceptr, u64)> {
+    pub fn workspace(&self, stream: CUstream, acc_size: usize, slots: u64) -> Result<(CUdeviceptr, u64)> {
         let key = (stream as usize, acc_size);
         let mut pool = self.workspaces.lock();
         if let Some(ws) = pool.get(&key) {
@@ -208,14 +187,8 @@ impl GpuDevice {
             let mut ptr: CUdeviceptr = 0;
             // SAFETY: out-pointer to a local; `stream` belongs to this context (checked by the caller).
             unsafe {
-                check(
-                    sys::cuMemAllocAsync(&mut ptr, bytes, stream),
-                    "cuMemAllocAsync",
-                )?;
-                check(
-                    sys::cuMemsetD8Async(ptr, 0, bytes, stream),
-                    "cuMemsetD8Async",
-                )?;
+                check(sys::cuMemAllocAsync(&mut ptr, bytes, stream), "cuMemAllocAsync")?;
+                check(sys::cuMemsetD8Async(ptr, 0, bytes, stream), "cuMemsetD8Async")?;
             }
             ptr
         };
@@ -224,10 +197,7 @@ impl GpuDevice {
                 self.retired.lock().push(old.ptr);
             } else {
                 // SAFETY: stream-ordered after every earlier use of the old workspace on this stream.
-                check(
-                    unsafe { sys::cuMemFreeAsync(old.ptr, stream) },
-                    "cuMemFreeAsync",
-                )?;
+                check(unsafe { sys::cuMemFreeAsync(old.ptr, stream) }, "cuMemFreeAsync")?;
             }
         }
         Ok((ptr, capacity))
@@ -278,7 +248,9 @@ impl GpuDevice {
             let available = info.range_start + info.range_size as u64 - ptr;
             return Err(Error::new(
                 ScanrtStatus::BufferTooSmall,
-                format!("{what} needs {bytes} bytes at {ptr:#x} but its allocation has only {available} bytes from there"),
+                format!(
+                    "{what} needs {bytes} bytes at {ptr:#x} but its allocation has only {available} bytes from there"
+                ),
             ));
         }
         Ok(())

@@ -11,10 +11,7 @@ pub(crate) fn check(r: CUresult, call: &str) -> Result<()> {
     if r == CUresult::CUDA_SUCCESS {
         Ok(())
     } else {
-        Err(Error::new(
-            ScanrtStatus::CudaError,
-            format!("{call} failed: {r:?}"),
-        ))
+        Err(Error::new(ScanrtStatus::CudaError, format!("{call} failed: {r:?}")))
     }
 }
 
@@ -29,10 +26,7 @@ impl CurrentContext {
     pub fn enter(ctx: CUcontext) -> Result<Self> {
         let mut previous: CUcontext = std::ptr::null_mut();
         // SAFETY: out-pointer to a local; the driver library is loaded (a context exists).
-        check(
-            unsafe { sys::cuCtxGetCurrent(&mut previous) },
-            "cuCtxGetCurrent",
-        )?;
+        check(unsafe { sys::cuCtxGetCurrent(&mut previous) }, "cuCtxGetCurrent")?;
         let switched = previous != ctx;
         if switched {
             // SAFETY: `ctx` is a live context retained by the owning CudaContext.
@@ -94,10 +88,7 @@ pub(crate) fn pointer_info(ptr: CUdeviceptr) -> Result<PointerInfo> {
 pub(crate) fn stream_context(stream: CUstream) -> Result<CUcontext> {
     let mut ctx: CUcontext = std::ptr::null_mut();
     // SAFETY: out-pointer to a local; an invalid stream handle yields an error code.
-    check(
-        unsafe { sys::cuStreamGetCtx(stream, &mut ctx) },
-        "cuStreamGetCtx",
-    )?;
+    check(unsafe { sys::cuStreamGetCtx(stream, &mut ctx) }, "cuStreamGetCtx")?;
     Ok(ctx)
 }
 

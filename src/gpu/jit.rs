@@ -22,22 +22,13 @@ use crate::types::{DType, Op};
 
 /// The kernel sources, by include name. Order does not matter.
 pub(crate) const KERNEL_SOURCES: &[(&str, &str)] = &[
-    (
-        "util/types.cuh",
-        include_str!("../../kernels/util/types.cuh"),
-    ),
+    ("util/types.cuh", include_str!("../../kernels/util/types.cuh")),
     (
         "thread/thread_scan.cuh",
         include_str!("../../kernels/thread/thread_scan.cuh"),
     ),
-    (
-        "warp/warp_scan.cuh",
-        include_str!("../../kernels/warp/warp_scan.cuh"),
-    ),
-    (
-        "block/tile_io.cuh",
-        include_str!("../../kernels/block/tile_io.cuh"),
-    ),
+    ("warp/warp_scan.cuh", include_str!("../../kernels/warp/warp_scan.cuh")),
+    ("block/tile_io.cuh", include_str!("../../kernels/block/tile_io.cuh")),
     (
         "block/block_scan.cuh",
         include_str!("../../kernels/block/block_scan.cuh"),
@@ -78,14 +69,11 @@ impl Specialization {
         let TileShape {
             threads,
             items,
+            prefetch,
             spin_before_sleep,
             sleep_ns,
         } = self.shape;
-        let (i, o, op) = (
-            self.input.cuda_name(),
-            self.output.cuda_name(),
-            self.op as i32,
-        );
+        let (i, o, op) = (self.input.cuda_name(), self.output.cuda_name(), self.op as i32);
         format!(
             r#"#include "device/single_pass_scan.cuh"
 #include "device/matrix_scan.cuh"
@@ -93,7 +81,7 @@ typedef ScanOp<{op}, {o}> Op;
 typedef Op::T Acc;
 typedef {i} In;
 extern "C" __global__ void __launch_bounds__({threads}) {SINGLE_PASS}(const In* in, Acc* out, long long n, unsigned long long init_bits, unsigned flags, void* workspace, long long status_capacity) {{
-    single_pass_scan<Op, In, {threads}, {items}, {spin_before_sleep}, {sleep_ns}>(in, out, n, init_bits, flags, workspace, status_capacity);
+    single_pass_scan<Op, In, {threads}, {items}, {prefetch}, {spin_before_sleep}, {sleep_ns}>(in, out, n, init_bits, flags, workspace, status_capacity);
 }}
 extern "C" __global__ void __launch_bounds__({threads}) {MATRIX_REDUCE}(const In* in, long long n, Acc* tile_sums, unsigned flags) {{
     matrix_reduce<Op, In, {threads}, {items}>(in, n, tile_sums, flags);
@@ -165,13 +153,7 @@ impl Nvrtc {
                 cubin: true,
             });
         }
-        match self
-            .supported_archs
-            .iter()
-            .copied()
-            .filter(|&a| a <= device_arch)
-            .max()
-        {
+        match self.supported_archs.iter().copied().filter(|&a| a <= device_arch).max() {
             Some(arch) => Ok(Target { arch, cubin: false }),
             None => bail!(
                 CompileError,
@@ -185,14 +167,8 @@ impl Nvrtc {
     /// Compiles `spec` for `target`. Returns the CUBIN (or PTX, NUL-terminated) image.
     pub fn compile(&self, spec: &Specialization, target: Target) -> Result<Vec<u8>> {
         let source = CString::new(spec.source()).expect("generated source has no NUL");
-        let names: Vec<CString> = KERNEL_SOURCES
-            .iter()
-            .map(|(n, _)| CString::new(*n).unwrap())
-            .collect();
-        let bodies: Vec<CString> = KERNEL_SOURCES
-            .iter()
-            .map(|(_, s)| CString::new(*s).unwrap())
-            .collect();
+        let names: Vec<CString> = KERNEL_SOURCES.iter().map(|(n, _)| CString::new(*n).unwrap()).collect();
+        let bodies: Vec<CString> = KERNEL_SOURCES.iter().map(|(_, s)| CString::new(*s).unwrap()).collect();
         let name_ptrs: Vec<_> = names.iter().map(|c| c.as_ptr()).collect();
         let body_ptrs: Vec<_> = bodies.iter().map(|c| c.as_ptr()).collect();
         let options: Vec<CString> = compile_options(target)
@@ -220,27 +196,19 @@ impl Nvrtc {
         }
         let _destroy = ProgramGuard(prog);
         // SAFETY: `prog` is a valid program; options point at live CStrings.
-        let compiled = unsafe {
-            nvrtc::nvrtcCompileProgram(prog, option_ptrs.len() as i32, option_ptrs.as_ptr())
-        };
+        let compiled = unsafe { nvrtc::nvrtcCompileProgram(prog, option_ptrs.len() as i32, option_ptrs.as_ptr()) };
         if compiled != nvrtc::nvrtcResult::NVRTC_SUCCESS {
             let log = program_log(prog);
             return Err(Error::new(
                 crate::error::ScanrtStatus::CompileError,
-                format!(
-                    "NVRTC failed to compile {:?} for sm_{}:\n{log}",
-                    spec, target.arch
-                ),
+                format!("NVRTC failed to compile {:?} for sm_{}:\n{log}", spec, target.arch),
             ));
         }
         let mut size = 0usize;
         // SAFETY: the program compiled; the buffer is sized as NVRTC reports.
         unsafe {
             if target.cubin {
-                nvrtc_check(
-                    nvrtc::nvrtcGetCUBINSize(prog, &mut size),
-                    "nvrtcGetCUBINSize",
-                )?;
+                nvrtc_check(nvrtc::nvrtcGetCUBINSize(prog, &mut size), "nvrtcGetCUBINSize")?;
                 let mut image = vec![0u8; size];
                 nvrtc_check(
                     nvrtc::nvrtcGetCUBIN(prog, image.as_mut_ptr() as *mut _),
@@ -250,10 +218,7 @@ impl Nvrtc {
             } else {
                 nvrtc_check(nvrtc::nvrtcGetPTXSize(prog, &mut size), "nvrtcGetPTXSize")?;
                 let mut image = vec![0u8; size];
-                nvrtc_check(
-                    nvrtc::nvrtcGetPTX(prog, image.as_mut_ptr() as *mut _),
-                    "nvrtcGetPTX",
-                )?;
+                nvrtc_check(nvrtc::nvrtcGetPTX(prog, image.as_mut_ptr() as *mut _), "nvrtcGetPTX")?;
                 Ok(image)
             }
         }
@@ -262,12 +227,7 @@ impl Nvrtc {
     /// Disk-cached compile: returns the cached image when its key and checksum match.
     pub fn compile_cached(&self, spec: &Specialization, target: Target) -> Result<Vec<u8>> {
         let key = self.cache_key(spec, target);
-        let path = cache_dir().map(|d| {
-            d.join(format!(
-                "{key:016x}.{}",
-                if target.cubin { "cubin" } else { "ptx" }
-            ))
-        });
+        let path = cache_dir().map(|d| d.join(format!("{key:016x}.{}", if target.cubin { "cubin" } else { "ptx" })));
         if let Some(image) = path.as_ref().and_then(|p| read_cache_file(p, key)) {
             return Ok(image);
         }
@@ -332,19 +292,13 @@ fn program_log(prog: nvrtc::nvrtcProgram) -> String {
         }
         let mut log = vec![0u8; size];
         nvrtc::nvrtcGetProgramLog(prog, log.as_mut_ptr() as *mut _);
-        String::from_utf8_lossy(&log)
-            .trim_end_matches('\0')
-            .to_string()
+        String::from_utf8_lossy(&log).trim_end_matches('\0').to_string()
     }
 }
 
 pub(crate) fn cache_dir() -> Option<PathBuf> {
     if let Some(d) = std::env::var_os("SCANRT_CACHE_DIR") {
-        return if d.is_empty() {
-            None
-        } else {
-            Some(PathBuf::from(d))
-        };
+        return if d.is_empty() { None } else { Some(PathBuf::from(d)) };
     }
     if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
         return Some(PathBuf::from(d).join("scanrt"));
@@ -400,29 +354,14 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("scanrt-cache-test-{}", std::process::id()));
         let path = dir.join("x.cubin");
         write_cache_file(&path, 42, b"image bytes");
-        assert_eq!(
-            read_cache_file(&path, 42).as_deref(),
-            Some(&b"image bytes"[..])
-        );
-        assert_eq!(
-            read_cache_file(&path, 43),
-            None,
-            "stale key must be rejected"
-        );
+        assert_eq!(read_cache_file(&path, 42).as_deref(), Some(&b"image bytes"[..]));
+        assert_eq!(read_cache_file(&path, 43), None, "stale key must be rejected");
         let mut bytes = std::fs::read(&path).unwrap();
         *bytes.last_mut().unwrap() ^= 1;
         std::fs::write(&path, &bytes).unwrap();
-        assert_eq!(
-            read_cache_file(&path, 42),
-            None,
-            "corrupt payload must be rejected"
-        );
+        assert_eq!(read_cache_file(&path, 42), None, "corrupt payload must be rejected");
         std::fs::write(&path, b"SCAN").unwrap();
-        assert_eq!(
-            read_cache_file(&path, 42),
-            None,
-            "truncated file must be rejected"
-        );
+        assert_eq!(read_cache_file(&path, 42), None, "truncated file must be rejected");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

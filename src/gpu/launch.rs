@@ -163,18 +163,8 @@ impl Launch<'_> {
         let (n, tiles) = (self.req.n as i64, self.tiles as i64);
         let threads = self.module.shape.threads;
         let grid = self.tiles as u32;
-        let mut reduce = [
-            arg(&self.req.input),
-            arg(&n),
-            arg(&scratch),
-            arg(&self.flags),
-        ];
-        let mut scan_sums = [
-            arg(&scratch),
-            arg(&tiles),
-            arg(&self.init_bits),
-            arg(&self.flags),
-        ];
+        let mut reduce = [arg(&self.req.input), arg(&n), arg(&scratch), arg(&self.flags)];
+        let mut scan_sums = [arg(&scratch), arg(&tiles), arg(&self.init_bits), arg(&self.flags)];
         let mut scan_tiles = [
             arg(&self.req.input),
             arg(&self.req.output),

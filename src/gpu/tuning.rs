@@ -9,6 +9,8 @@ pub(crate) struct TileShape {
     pub threads: u32,
     /// Items per thread (one matrix row); a multiple of 16 bytes' worth of both types.
     pub items: u32,
+    /// Persistent blocks load their next tile before the current tile's look-back.
+    pub prefetch: bool,
     /// Look-back polls before the waiting warp starts sleeping between polls.
     pub spin_before_sleep: u32,
     /// Sleep between polls, in nanoseconds.
@@ -27,13 +29,37 @@ impl TileShape {
 /// 16 KiB of input per tile with 256 threads streams at copy speed. Other architectures
 /// use the same shapes until measured.
 pub(crate) fn tile_shape(_arch: i32, input: DType, output: DType) -> TileShape {
+    if let Some(shape) = *OVERRIDE {
+        return shape;
+    }
     // Items per thread: 64 bytes of accumulator per thread, but at least one 16-byte
     // vector of the input type.
     let items = (64 / output.size() as u32).max(16 / input.size() as u32);
     TileShape {
         threads: 256,
         items,
+        prefetch: false,
         spin_before_sleep: 8,
         sleep_ns: 32,
     }
 }
+
+/// For tuning experiments only: `SCANRT_TILE_OVERRIDE=threads:items:prefetch:spin:sleep_ns`
+/// replaces the table for every specialisation (items must suit every type pair used).
+static OVERRIDE: once_cell::sync::Lazy<Option<TileShape>> = once_cell::sync::Lazy::new(|| {
+    let v: Vec<u32> = std::env::var("SCANRT_TILE_OVERRIDE")
+        .ok()?
+        .split(':')
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    match v[..] {
+        [threads, items, prefetch, spin_before_sleep, sleep_ns] => Some(TileShape {
+            threads,
+            items,
+            prefetch: prefetch != 0,
+            spin_before_sleep,
+            sleep_ns,
+        }),
+        _ => None,
+    }
+});

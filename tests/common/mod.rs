@@ -30,8 +30,8 @@ fn int_bits(rng: &mut Rng, op: Op, bits: u32) -> u64 {
     let mask = if bits == 64 { !0 } else { (1u64 << bits) - 1 };
     let r = rng.next_u64();
     (match op {
-        Op::Product => r | 1,                          // odd: products stay nonzero
-        Op::BitAnd => !(1u64 << (r % bits as u64)),    // clears one bit at a time
+        Op::Product => r | 1,                                 // odd: products stay nonzero
+        Op::BitAnd => !(1u64 << (r % bits as u64)),           // clears one bit at a time
         Op::BitOr => 1u64 << (r % (bits as u64 * 4)).min(63), // sets a bit now and then
         _ => r,
     }) & mask
@@ -63,7 +63,7 @@ fn float_value(rng: &mut Rng, op: Op) -> f64 {
         Op::Sum => (rng.below(129) as f64 - 64.0) / 8.0,
         Op::Product => {
             let sign = if rng.below(2) == 0 { 1.0 } else { -1.0 };
-            sign * match rng.below(256) {
+            sign * match rng.below(4096) {
                 0 => 2.0,
                 1 => 0.5,
                 _ => 1.0,
@@ -111,14 +111,22 @@ macro_rules! int_output {
 }
 int_output!(i32, u32, i64, u64);
 impl TestOutput for f32 {
-    fn as_f64(self) -> f64 { self as f64 }
+    fn as_f64(self) -> f64 {
+        self as f64
+    }
     const UNIT_ROUNDOFF: Option<f64> = Some(f32::EPSILON as f64 / 2.0);
-    fn random_init(rng: &mut Rng, op: Op) -> Self { float_value(rng, op) as f32 }
+    fn random_init(rng: &mut Rng, op: Op) -> Self {
+        float_value(rng, op) as f32
+    }
 }
 impl TestOutput for f64 {
-    fn as_f64(self) -> f64 { self }
+    fn as_f64(self) -> f64 {
+        self
+    }
     const UNIT_ROUNDOFF: Option<f64> = Some(f64::EPSILON / 2.0);
-    fn random_init(rng: &mut Rng, op: Op) -> Self { float_value(rng, op) }
+    fn random_init(rng: &mut Rng, op: Op) -> Self {
+        float_value(rng, op)
+    }
 }
 
 pub fn random_vec<I: TestInput>(rng: &mut Rng, op: Op, n: usize) -> Vec<I> {
@@ -135,7 +143,12 @@ pub fn random_vec<I: TestInput>(rng: &mut Rng, op: Op, n: usize) -> Vec<I> {
 /// equality. Otherwise we allow gamma_h * S_i, with h = `depth` (the caller passes a
 /// bound on the backend's tree height). Float product of powers of two: exact while no
 /// prefix overflows, which our data guarantees for the sizes tested.
-pub fn compare<I: TestInput + Widen<O>, O: TestOutput>(input: &[I], desc: &ScanDesc, got: &[O], depth: f64) -> Result<(), String> {
+pub fn compare<I: TestInput + Widen<O>, O: TestOutput>(
+    input: &[I],
+    desc: &ScanDesc,
+    got: &[O],
+    depth: f64,
+) -> Result<(), String> {
     let want: Vec<O> = reference_scan::<I, O>(input, desc);
     assert_eq!(want.len(), got.len());
     let exact = match O::UNIT_ROUNDOFF {
@@ -194,7 +207,11 @@ macro_rules! with_pair {
 
 /// Builds a descriptor, drawing a typed random initial value when asked.
 pub fn make_desc<O: TestOutput>(rng: &mut Rng, op: Op, inclusive: bool, with_init: bool) -> ScanDesc {
-    let mut d = if inclusive { ScanDesc::inclusive(op) } else { ScanDesc::exclusive(op) };
+    let mut d = if inclusive {
+        ScanDesc::inclusive(op)
+    } else {
+        ScanDesc::exclusive(op)
+    };
     if with_init {
         d.init_bits = Some(O::random_init(rng, op).to_bits());
     }
