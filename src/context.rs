@@ -156,13 +156,14 @@ impl Context {
         let m = d.module(d.specialization(input, output, op))?;
         let s = m.shape;
         Ok(format!(
-            "{}x{} items ({} per tile), prefetch {}, look-back spin {} then sleep {} ns, {} resident blocks",
+            "{}x{} items ({} per tile), prefetch {}, look-back spin {} then sleep {} ns, min blocks/SM {}, {} resident blocks",
             s.threads,
             s.items,
             s.tile_elems(),
             s.prefetch,
             s.spin_before_sleep,
             s.sleep_ns,
+            s.min_blocks_per_sm,
             m.resident_blocks
         ))
     }

@@ -323,7 +323,9 @@ fn expect_status(r: scanrt::Result<scanrt::ScanInfo>, status: ScanrtStatus) {
 fn bad_input_is_rejected_without_writing_and_context_stays_usable() {
     let ctx = gpu_or_skip!();
     let stream = ctx.new_stream().unwrap();
-    let n = 10_000u64;
+    // Large enough that allocations have their own address ranges (the driver rounds
+    // small ones up, so a too-short allocation under ~2 MiB can go unnoticed).
+    let n = 1u64 << 22;
     let input: Vec<u32> = (0..n as u32).collect();
     let src = Buffer::from_slice(ctx, &stream, &input).unwrap();
     let mut dst = Buffer::new(ctx, DType::U32, n).unwrap();

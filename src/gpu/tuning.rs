@@ -15,6 +15,9 @@ pub(crate) struct TileShape {
     pub spin_before_sleep: u32,
     /// Sleep between polls, in nanoseconds.
     pub sleep_ns: u32,
+    /// Blocks per SM the compiler must fit (the second `__launch_bounds__` argument),
+    /// which caps registers per thread; 0 leaves the compiler free.
+    pub min_blocks_per_sm: u32,
 }
 
 impl TileShape {
@@ -41,10 +44,11 @@ pub(crate) fn tile_shape(_arch: i32, input: DType, output: DType) -> TileShape {
         prefetch: false,
         spin_before_sleep: 8,
         sleep_ns: 32,
+        min_blocks_per_sm: 0,
     }
 }
 
-/// For tuning experiments only: `SCANRT_TILE_OVERRIDE=threads:items:prefetch:spin:sleep_ns`
+/// For tuning experiments only: `SCANRT_TILE_OVERRIDE=threads:items:prefetch:spin:sleep_ns:min_blocks`
 /// replaces the table for every specialisation (items must suit every type pair used).
 static OVERRIDE: once_cell::sync::Lazy<Option<TileShape>> = once_cell::sync::Lazy::new(|| {
     let v: Vec<u32> = std::env::var("SCANRT_TILE_OVERRIDE")
@@ -53,12 +57,13 @@ static OVERRIDE: once_cell::sync::Lazy<Option<TileShape>> = once_cell::sync::Laz
         .map(|x| x.parse().ok())
         .collect::<Option<_>>()?;
     match v[..] {
-        [threads, items, prefetch, spin_before_sleep, sleep_ns] => Some(TileShape {
+        [threads, items, prefetch, spin_before_sleep, sleep_ns, min_blocks_per_sm] => Some(TileShape {
             threads,
             items,
             prefetch: prefetch != 0,
             spin_before_sleep,
             sleep_ns,
+            min_blocks_per_sm,
         }),
         _ => None,
     }
