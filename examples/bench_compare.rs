@@ -111,12 +111,24 @@ fn main() {
             });
             line += &format!("  2^{k}: {scan:.1}us {:.3}", copy / scan);
         }
-        let check: Vec<u32> = dst.download(&stream, 1000).unwrap();
+        println!("{line}");
+        if line.split_whitespace().next().unwrap_or("").ends_with(":1") {
+            return; // skip_lookback experiments compute wrong results on purpose
+        }
+        let n = (1u64 << 24) + 3;
+        let req = RawScan {
+            input: src.addr(),
+            input_dtype: DType::U32,
+            output: dst.addr(),
+            output_dtype: DType::U32,
+            n,
+        };
+        unsafe { ctx.scan_raw(&stream, &req, &ScanDesc::inclusive(Op::Sum), None) }.unwrap();
+        let check: Vec<u32> = dst.download(&stream, n as usize).unwrap();
         assert!(
             check.iter().enumerate().all(|(i, &v)| v == i as u32 + 1),
             "variant produced wrong results"
         );
-        println!("{line}");
         return;
     }
     let sizes = sizes(quick);

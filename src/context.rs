@@ -156,7 +156,7 @@ impl Context {
         let m = d.module(d.specialization(input, output, op))?;
         let s = m.shape;
         Ok(format!(
-            "{}x{} items ({} per tile), prefetch {}, look-back spin {} then sleep {} ns, min blocks/SM {}, {} resident blocks",
+            "{}x{} items ({} per tile), prefetch {}, look-back spin {} then sleep {} ns, min blocks/SM {}, persistent {}, {} resident blocks",
             s.threads,
             s.items,
             s.tile_elems(),
@@ -164,6 +164,7 @@ impl Context {
             s.spin_before_sleep,
             s.sleep_ns,
             s.min_blocks_per_sm,
+            s.persistent,
             m.resident_blocks
         ))
     }

@@ -216,7 +216,11 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
         }
         if (warp == 0) {
             Acc prefix = init;
+#ifdef SCANRT_DEBUG_SKIP_LOOKBACK
+            if (false) {
+#else
             if (tile > 0) {
+#endif
                 prefix = look_back<Op, Status, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile, tag, lane);
                 if (lane == 0) status.publish(tile, SCANRT_STATUS_INCLUSIVE, Op::combine(prefix, scan.tile_aggregate), tag);
             }

@@ -73,10 +73,17 @@ impl Specialization {
             spin_before_sleep,
             sleep_ns,
             min_blocks_per_sm,
+            skip_lookback,
+            ..
         } = self.shape;
+        let skip_lookback = if skip_lookback {
+            "#define SCANRT_DEBUG_SKIP_LOOKBACK 1\n"
+        } else {
+            ""
+        };
         let (i, o, op) = (self.input.cuda_name(), self.output.cuda_name(), self.op as i32);
         format!(
-            r#"#include "device/single_pass_scan.cuh"
+            r#"{skip_lookback}#include "device/single_pass_scan.cuh"
 #include "device/matrix_scan.cuh"
 typedef ScanOp<{op}, {o}> Op;
 typedef Op::T Acc;

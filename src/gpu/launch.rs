@@ -112,7 +112,14 @@ pub(crate) fn scan(
     };
     match algorithm {
         Algorithm::Matrix => launch.matrix(ws)?,
-        _ => launch.single_pass(ws, slots, tiles.min(module.resident_blocks as u64) as u32)?,
+        _ => {
+            let grid = if module.shape.persistent {
+                tiles.min(module.resident_blocks as u64)
+            } else {
+                tiles
+            };
+            launch.single_pass(ws, slots, grid as u32)?
+        }
     }
     Ok(algorithm)
 }

@@ -18,6 +18,12 @@ pub(crate) struct TileShape {
     /// Blocks per SM the compiler must fit (the second `__launch_bounds__` argument),
     /// which caps registers per thread; 0 leaves the compiler free.
     pub min_blocks_per_sm: u32,
+    /// Launch only as many single-pass blocks as fit on the device at once (each loops
+    /// over tiles); otherwise one block per tile.
+    pub persistent: bool,
+    /// Experiments only: every tile takes the initial value as its prefix (wrong
+    /// results), to measure the tile pipeline without the look-back.
+    pub skip_lookback: bool,
 }
 
 impl TileShape {
@@ -45,10 +51,12 @@ pub(crate) fn tile_shape(_arch: i32, input: DType, output: DType) -> TileShape {
         spin_before_sleep: 8,
         sleep_ns: 32,
         min_blocks_per_sm: 0,
+        persistent: true,
+        skip_lookback: false,
     }
 }
 
-/// For tuning experiments only: `SCANRT_TILE_OVERRIDE=threads:items:prefetch:spin:sleep_ns:min_blocks`
+/// For tuning experiments only: `SCANRT_TILE_OVERRIDE=threads:items:prefetch:spin:sleep_ns:min_blocks:persistent:skip_lookback`
 /// replaces the table for every specialisation (items must suit every type pair used).
 static OVERRIDE: once_cell::sync::Lazy<Option<TileShape>> = once_cell::sync::Lazy::new(|| {
     let v: Vec<u32> = std::env::var("SCANRT_TILE_OVERRIDE")
@@ -57,14 +65,18 @@ static OVERRIDE: once_cell::sync::Lazy<Option<TileShape>> = once_cell::sync::Laz
         .map(|x| x.parse().ok())
         .collect::<Option<_>>()?;
     match v[..] {
-        [threads, items, prefetch, spin_before_sleep, sleep_ns, min_blocks_per_sm] => Some(TileShape {
-            threads,
-            items,
-            prefetch: prefetch != 0,
-            spin_before_sleep,
-            sleep_ns,
-            min_blocks_per_sm,
-        }),
+        [threads, items, prefetch, spin_before_sleep, sleep_ns, min_blocks_per_sm, persistent, skip] => {
+            Some(TileShape {
+                threads,
+                items,
+                prefetch: prefetch != 0,
+                spin_before_sleep,
+                sleep_ns,
+                min_blocks_per_sm,
+                persistent: persistent != 0,
+                skip_lookback: skip != 0,
+            })
+        }
         _ => None,
     }
 });
