@@ -156,11 +156,10 @@ impl Context {
         let m = d.module(d.specialization(input, output, op))?;
         let s = m.shape;
         Ok(format!(
-            "{}x{} items ({} per tile), prefetch {}, look-back spin {} then sleep {} ns, min blocks/SM {}, persistent {}, {} resident blocks",
+            "{}x{} items ({} per tile), look-back spin {} then sleep {} ns, min blocks/SM {}, persistent {}, {} resident blocks",
             s.threads,
             s.items,
             s.tile_elems(),
-            s.prefetch,
             s.spin_before_sleep,
             s.sleep_ns,
             s.min_blocks_per_sm,

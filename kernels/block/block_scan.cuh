@@ -14,6 +14,13 @@
 #include "thread/thread_scan.cuh"
 #include "warp/warp_scan.cuh"
 
+// Barrier among the first THREADS threads of the block (the data threads), leaving any
+// further warps (the single-pass scan's look-back warp) free to run on.
+template <int THREADS>
+SCANRT_DEVICE void data_barrier() {
+    asm volatile("bar.sync 1, %0;" ::"n"(THREADS) : "memory");
+}
+
 template <typename Op, int THREADS, int ITEMS>
 struct BlockMatrixScan {
     typedef typename Op::T Acc;
@@ -30,7 +37,8 @@ struct BlockMatrixScan {
     Acc thread_prefix;   // everything in the tile before this thread's row
     Acc tile_aggregate;  // the whole tile, valid in every thread after scan_rows
 
-    // Requires the staged matrix to be visible (a barrier after staging).
+    // Requires the staged matrix to be visible (a barrier after staging). Only the first
+    // THREADS threads call it.
     SCANRT_DEVICE void scan_rows(Shared& s, bool inclusive, int tid) {
         const int lane = tid & 31, warp = tid >> 5;
 #pragma unroll
@@ -39,7 +47,7 @@ struct BlockMatrixScan {
         Acc column = warp_inclusive_scan<Op>(total, lane);
         Acc before_in_warp = shfl_up(column, 1);
         if (lane == 31) s.warp_total[warp] = column;
-        __syncthreads();
+        data_barrier<THREADS>();
         Acc before_warp = Op::identity();
         Acc all = Op::identity();
 #pragma unroll
@@ -79,7 +87,7 @@ SCANRT_DEVICE typename Op::T block_reduce_tile(const TileRegs<In, THREADS, ITEMS
     }
     acc = warp_reduce<Op>(acc, lane);
     if (lane == 0) warp_scratch[warp] = acc;
-    __syncthreads();
+    data_barrier<THREADS>();
     Acc all = Op::identity();
 #pragma unroll
     for (int w = 0; w < THREADS / 32; ++w) all = Op::combine(all, warp_scratch[w]);

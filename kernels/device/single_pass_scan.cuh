@@ -9,7 +9,7 @@
 // A block processing tile t:
 //   1. loads and scans its tile locally, then publishes AGGREGATE (tile 0 publishes
 //      INCLUSIVE = init . aggregate at once);
-//   2. its warp 0 walks back over the predecessors t-1, t-2, ... 32 at a time (one lane
+//   2. its look-back warp walks back over the predecessors t-1, t-2, ... 32 at a time (one lane
 //      per slot), waiting until all 32 slots of the window are valid, folding their
 //      values until it meets an INCLUSIVE slot: that fold is t's exclusive prefix;
 //   3. publishes INCLUSIVE = prefix . aggregate, and writes its outputs.
@@ -21,11 +21,13 @@
 // slot valid and makes progress: no deadlock, whatever order the hardware schedules
 // blocks in, and however many blocks are resident.
 //
-// Hiding the wait (PREFETCH, a tuning choice). After publishing, a block takes its next
-// ticket and issues that tile's loads into registers before it starts the look-back;
-// the memory system streams the next tile while warp 0 waits. The prefetched tile's
-// AGGREGATE is published only after the current tile is done; that wait points to a
-// smaller tile id, so the argument above still holds.
+// Hiding the wait. Each block has THREADS data threads plus one look-back warp. While
+// the look-back warp resolves tile t's prefix, the data threads already take the next
+// ticket u, load, scan and publish u's AGGREGATE; only then do they fold t's prefix in
+// and store t. So the memory system streams the next tile during the wait, and no
+// AGGREGATE ever waits for a look-back. A tile's AGGREGATE waits only for its block's
+// previous round, whose look-back concerns a smaller tile id, so every wait still points
+// to a smaller tile and the argument above holds.
 //
 // Memory ordering. For 4-byte accumulators the flag and value share one 64-bit word,
 // written and read with single-copy-atomic relaxed gpu-scope accesses: a reader sees a
@@ -146,7 +148,8 @@ SCANRT_DEVICE typename Op::T look_back(const Status& status, long long tile, u32
     }
 }
 
-template <typename Op, typename In, int THREADS, int ITEMS, bool PREFETCH, int SPIN_BEFORE_SLEEP, int SLEEP_NS>
+// Launched with THREADS data threads plus one look-back warp (blockDim.x = THREADS + 32).
+template <typename Op, typename In, int THREADS, int ITEMS, int SPIN_BEFORE_SLEEP, int SLEEP_NS>
 SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long n, unsigned long long init_bits,
                                     unsigned flags, void* workspace, long long status_capacity) {
     typedef typename Op::T Acc;
@@ -156,26 +159,41 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
     __shared__ typename Scan::Shared shared;
     __shared__ long long next_tile_s;
     __shared__ u32 tag_s;
-    __shared__ Acc tile_prefix_s;
+    __shared__ Acc lookback_aggregate_s;  // aggregate of the tile the look-back warp works on
+    __shared__ Acc tile_prefix_s;         // its exclusive prefix, the look-back's answer
     __shared__ bool last_block_s;
 
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int tid = threadIdx.x, lane = tid & 31;
+    const bool lookback_warp = tid >= THREADS;
     const bool inclusive = flags & SCANRT_FLAG_INCLUSIVE;
     const bool vector_in = flags & SCANRT_FLAG_VECTOR_IN, vector_out = flags & SCANRT_FLAG_VECTOR_OUT;
     const Acc init = initial_value<Op>(init_bits, flags);
     const long long num_tiles = (n + TILE - 1) / TILE;
     TileRegs<In, THREADS, ITEMS> regs;
-    Scan scan;
+    Scan current, next;
+
+    // Loads, stages and scans `tile` into `scan` (data threads only).
+    auto scan_tile = [&](Scan& scan, long long tile) {
+        const long long valid = min((long long)TILE, n - tile * TILE);
+        const int mode = tile_mode(valid, TILE, vector_in);
+        regs.load(in + tile * TILE, valid, mode, tid);
+        regs.template stage<Op>(shared.matrix, valid, mode, tid);
+        data_barrier<THREADS>();
+        scan.scan_rows(shared, inclusive, tid);
+    };
+    // Folds the prefix into `scan`'s rows and stores `tile` (data threads only).
+    auto finish_tile = [&](Scan& scan, long long tile, Acc prefix) {
+        const long long valid = min((long long)TILE, n - tile * TILE);
+        scan.finish_rows(shared, prefix, tid);
+        data_barrier<THREADS>();
+        store_tile(shared.matrix, out + tile * TILE, valid, tile_mode(valid, TILE, vector_out), tid);
+        data_barrier<THREADS>();  // the next stage overwrites the matrix
+    };
 
     if (num_tiles == 1) {  // the single-block path: no look-back, no workspace
-        const int mode_in = tile_mode(n, TILE, vector_in);
-        regs.load(in, n, mode_in, tid);
-        regs.template stage<Op>(shared.matrix, n, mode_in, tid);
-        __syncthreads();
-        scan.scan_rows(shared, inclusive, tid);
-        scan.finish_rows(shared, init, tid);
-        __syncthreads();
-        store_tile(shared.matrix, out, n, tile_mode(n, TILE, vector_out), tid);
+        if (lookback_warp) return;
+        scan_tile(current, 0);
+        finish_tile(current, 0, init);
         return;
     }
 
@@ -188,54 +206,46 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
     __syncthreads();
     const u32 tag = tag_s;
     long long tile = next_tile_s;
-    if (PREFETCH && tile < num_tiles) {
-        const long long valid = min((long long)TILE, n - tile * TILE);
-        regs.load(in + tile * TILE, valid, tile_mode(valid, TILE, vector_in), tid);
-    }
-
-    while (tile < num_tiles) {
-        const long long base = tile * TILE;
-        const long long valid = min((long long)TILE, n - base);
-        if (!PREFETCH) regs.load(in + base, valid, tile_mode(valid, TILE, vector_in), tid);
-        regs.template stage<Op>(shared.matrix, valid, tile_mode(valid, TILE, vector_in), tid);
-        __syncthreads();
-        scan.scan_rows(shared, inclusive, tid);
+    if (!lookback_warp && tile < num_tiles) {
+        scan_tile(current, tile);
         if (tid == 0) {
-            if (tile == 0) status.publish(0, SCANRT_STATUS_INCLUSIVE, Op::combine(init, scan.tile_aggregate), tag);
-            else status.publish(tile, SCANRT_STATUS_AGGREGATE, scan.tile_aggregate, tag);
-            if (PREFETCH) next_tile_s = atomicAdd(&header->ticket, 1u);
+            if (tile == 0) status.publish(0, SCANRT_STATUS_INCLUSIVE, Op::combine(init, current.tile_aggregate), tag);
+            else status.publish(tile, SCANRT_STATUS_AGGREGATE, current.tile_aggregate, tag);
+            lookback_aggregate_s = current.tile_aggregate;
         }
-        long long next = 0;
-        if (PREFETCH) {
-            __syncthreads();
-            next = next_tile_s;
-            if (next < num_tiles) {  // the next tile streams in during the look-back
-                const long long next_valid = min((long long)TILE, n - next * TILE);
-                regs.load(in + next * TILE, next_valid, tile_mode(next_valid, TILE, vector_in), tid);
-            }
-        }
-        if (warp == 0) {
+    }
+    __syncthreads();
+
+    // Each round overlaps the look-back of `tile` (look-back warp) with loading, scanning
+    // and publishing the AGGREGATE of the block's next tile (data threads).
+    while (tile < num_tiles) {
+        if (lookback_warp) {
             Acc prefix = init;
-#ifdef SCANRT_DEBUG_SKIP_LOOKBACK
-            if (false) {
-#else
+#ifndef SCANRT_DEBUG_SKIP_LOOKBACK
             if (tile > 0) {
-#endif
                 prefix = look_back<Op, Status, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile, tag, lane);
-                if (lane == 0) status.publish(tile, SCANRT_STATUS_INCLUSIVE, Op::combine(prefix, scan.tile_aggregate), tag);
+                if (lane == 0) status.publish(tile, SCANRT_STATUS_INCLUSIVE, Op::combine(prefix, lookback_aggregate_s), tag);
             }
-            if (lane == 0) {
-                tile_prefix_s = prefix;
-                if (!PREFETCH) next_tile_s = atomicAdd(&header->ticket, 1u);
+#endif
+            if (lane == 0) tile_prefix_s = prefix;
+        } else {
+            if (tid == 0) next_tile_s = atomicAdd(&header->ticket, 1u);
+            data_barrier<THREADS>();
+            const long long upcoming = next_tile_s;
+            if (upcoming < num_tiles) {
+                scan_tile(next, upcoming);
+                if (tid == 0) status.publish(upcoming, SCANRT_STATUS_AGGREGATE, next.tile_aggregate, tag);
             }
         }
-        __syncthreads();
-        if (!PREFETCH) next = next_tile_s;
-        scan.finish_rows(shared, tile_prefix_s, tid);
-        __syncthreads();
-        store_tile(shared.matrix, out + base, valid, tile_mode(valid, TILE, vector_out), tid);
-        __syncthreads();  // the next stage overwrites the matrix
-        tile = next;
+        __syncthreads();  // the prefix is known; the next tile is scanned
+        const long long upcoming = next_tile_s;
+        if (!lookback_warp) {
+            finish_tile(current, tile, tile_prefix_s);
+            current = next;
+            if (tid == 0) lookback_aggregate_s = next.tile_aggregate;
+        }
+        __syncthreads();  // the look-back warp may read the new aggregate
+        tile = upcoming;
     }
 
     // End of launch: the last block to finish resets the header for the next launch.
@@ -247,7 +257,7 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
     if (!last_block_s) return;
     const u32 next_generation = *(volatile u32*)&header->generation + 1u;
     if (next_generation % SCANRT_TAG_PERIOD == 0) {
-        status.clear(status_capacity, tid, THREADS);
+        status.clear(status_capacity, tid, blockDim.x);
         __syncthreads();
     }
     if (tid == 0) {

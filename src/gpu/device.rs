@@ -145,7 +145,8 @@ impl GpuDevice {
         };
         let module = self.ctx.load_module(ptx)?;
         let single_pass = module.load_function(jit::SINGLE_PASS)?;
-        let per_sm = single_pass.occupancy_max_active_blocks_per_multiprocessor(spec.shape.threads, 0, None)?;
+        let per_sm =
+            single_pass.occupancy_max_active_blocks_per_multiprocessor(spec.shape.single_pass_block(), 0, None)?;
         if per_sm == 0 {
             bail!(
                 CudaError,

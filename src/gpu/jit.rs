@@ -69,7 +69,6 @@ impl Specialization {
         let TileShape {
             threads,
             items,
-            prefetch,
             spin_before_sleep,
             sleep_ns,
             min_blocks_per_sm,
@@ -88,8 +87,8 @@ impl Specialization {
 typedef ScanOp<{op}, {o}> Op;
 typedef Op::T Acc;
 typedef {i} In;
-extern "C" __global__ void __launch_bounds__({threads}, {min_blocks_per_sm}) {SINGLE_PASS}(const In* in, Acc* out, long long n, unsigned long long init_bits, unsigned flags, void* workspace, long long status_capacity) {{
-    single_pass_scan<Op, In, {threads}, {items}, {prefetch}, {spin_before_sleep}, {sleep_ns}>(in, out, n, init_bits, flags, workspace, status_capacity);
+extern "C" __global__ void __launch_bounds__({threads} + 32, {min_blocks_per_sm}) {SINGLE_PASS}(const In* in, Acc* out, long long n, unsigned long long init_bits, unsigned flags, void* workspace, long long status_capacity) {{
+    single_pass_scan<Op, In, {threads}, {items}, {spin_before_sleep}, {sleep_ns}>(in, out, n, init_bits, flags, workspace, status_capacity);
 }}
 extern "C" __global__ void __launch_bounds__({threads}) {MATRIX_REDUCE}(const In* in, long long n, Acc* tile_sums, unsigned flags) {{
     matrix_reduce<Op, In, {threads}, {items}>(in, n, tile_sums, flags);

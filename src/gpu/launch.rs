@@ -156,7 +156,7 @@ impl Launch<'_> {
             driver::launch(
                 self.module.single_pass.cu_function(),
                 grid,
-                self.module.shape.threads,
+                self.module.shape.single_pass_block(),
                 self.stream,
                 &mut params,
             )

@@ -9,8 +9,6 @@ pub(crate) struct TileShape {
     pub threads: u32,
     /// Items per thread (one matrix row); a multiple of 16 bytes' worth of both types.
     pub items: u32,
-    /// Persistent blocks load their next tile before the current tile's look-back.
-    pub prefetch: bool,
     /// Look-back polls before the waiting warp starts sleeping between polls.
     pub spin_before_sleep: u32,
     /// Sleep between polls, in nanoseconds.
@@ -30,6 +28,11 @@ impl TileShape {
     pub fn tile_elems(&self) -> u64 {
         (self.threads * self.items) as u64
     }
+
+    /// Block size of the single-pass kernel: the data threads plus its look-back warp.
+    pub fn single_pass_block(&self) -> u32 {
+        self.threads + 32
+    }
 }
 
 /// The tile shape for a specialisation on a device of compute capability `arch` (e.g. 90).
@@ -47,7 +50,6 @@ pub(crate) fn tile_shape(_arch: i32, input: DType, output: DType) -> TileShape {
     TileShape {
         threads: 256,
         items,
-        prefetch: false,
         spin_before_sleep: 8,
         sleep_ns: 32,
         min_blocks_per_sm: 0,
@@ -56,7 +58,7 @@ pub(crate) fn tile_shape(_arch: i32, input: DType, output: DType) -> TileShape {
     }
 }
 
-/// For tuning experiments only: `SCANRT_TILE_OVERRIDE=threads:items:prefetch:spin:sleep_ns:min_blocks:persistent:skip_lookback`
+/// For tuning experiments only: `SCANRT_TILE_OVERRIDE=threads:items:spin:sleep_ns:min_blocks:persistent:skip_lookback`
 /// replaces the table for every specialisation (items must suit every type pair used).
 static OVERRIDE: once_cell::sync::Lazy<Option<TileShape>> = once_cell::sync::Lazy::new(|| {
     let v: Vec<u32> = std::env::var("SCANRT_TILE_OVERRIDE")
@@ -65,18 +67,15 @@ static OVERRIDE: once_cell::sync::Lazy<Option<TileShape>> = once_cell::sync::Laz
         .map(|x| x.parse().ok())
         .collect::<Option<_>>()?;
     match v[..] {
-        [threads, items, prefetch, spin_before_sleep, sleep_ns, min_blocks_per_sm, persistent, skip] => {
-            Some(TileShape {
-                threads,
-                items,
-                prefetch: prefetch != 0,
-                spin_before_sleep,
-                sleep_ns,
-                min_blocks_per_sm,
-                persistent: persistent != 0,
-                skip_lookback: skip != 0,
-            })
-        }
+        [threads, items, spin_before_sleep, sleep_ns, min_blocks_per_sm, persistent, skip] => Some(TileShape {
+            threads,
+            items,
+            spin_before_sleep,
+            sleep_ns,
+            min_blocks_per_sm,
+            persistent: persistent != 0,
+            skip_lookback: skip != 0,
+        }),
         _ => None,
     }
 });
