@@ -37,22 +37,25 @@ impl TileShape {
 
 /// The tile shape for a specialisation on a device of compute capability `arch` (e.g. 90).
 ///
-/// Hopper (sm_90) measurements (anchors.md): larger tiles amortise the look-back, and
-/// 16 KiB of input per tile with 256 threads streams at copy speed. Other architectures
-/// use the same shapes until measured.
+/// Measured on an H100 (u32 sum, bench_compare --variant, see docs/PERFORMANCE.md):
+/// 256 data threads x 16 items (16 KiB tiles) with the register cap for 3 blocks per SM
+/// ran at 0.81 of memcpy at 2^28; without the cap the compiler's ~110 registers allow
+/// one block per SM (0.59); a cap of 4 spills (0.78); wider rows (24, 32 items) spill
+/// under any useful cap. Other architectures use the same shapes until measured.
 pub(crate) fn tile_shape(_arch: i32, input: DType, output: DType) -> TileShape {
     if let Some(shape) = *OVERRIDE {
         return shape;
     }
-    // Items per thread: 64 bytes of accumulator per thread, but at least one 16-byte
-    // vector of the input type.
+    // 64 bytes of accumulator per thread, but at least one 16-byte vector of the input.
     let items = (64 / output.size() as u32).max(16 / input.size() as u32);
+    let row_bytes = items * output.size() as u32;
     TileShape {
         threads: 256,
         items,
         spin_before_sleep: 8,
         sleep_ns: 32,
-        min_blocks_per_sm: 0,
+        // The cap fits rows of 64 bytes; u8 -> 64-bit rows are twice that and would spill.
+        min_blocks_per_sm: if row_bytes <= 64 { 3 } else { 0 },
         persistent: true,
         skip_lookback: false,
     }
