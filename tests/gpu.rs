@@ -107,7 +107,9 @@ fn run_case<I: TestInput + Widen<O>, O: TestOutput>(
 }
 
 fn tile_for(input: DType, output: DType) -> usize {
-    256 * (64 / output.size()).max(16 / input.size())
+    let items = (64 / output.size()).max(16 / input.size());
+    let threads = if items * output.size() <= 64 { 256 } else { 128 };
+    threads * items
 }
 
 #[test]

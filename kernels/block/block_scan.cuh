@@ -60,6 +60,25 @@ struct BlockMatrixScan {
         tile_aggregate = all;
     }
 
+    // Writes the scanned rows (without any tile prefix) back to the matrix, so that a
+    // caller can park the tile in shared memory instead of registers.
+    SCANRT_DEVICE void park_rows(Shared& s, int tid) const {
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) s.matrix.cell[tid * Matrix::STRIDE + i] = row[i];
+    }
+
+    // Completes a parked tile: folds `tile_prefix` and the thread's in-tile prefix into
+    // its own row. Touches only the calling thread's row, so no barrier is needed after
+    // park_rows; the caller puts one before the store.
+    static SCANRT_DEVICE void finish_parked_rows(Shared& s, Acc tile_prefix, Acc thread_prefix, int tid) {
+        Acc prefix = Op::combine(tile_prefix, thread_prefix);
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) {
+            Acc& cell = s.matrix.cell[tid * Matrix::STRIDE + i];
+            cell = Op::combine(prefix, cell);
+        }
+    }
+
     // Folds the tile's exclusive prefix into the rows and writes them back to the matrix.
     // The caller puts a barrier between this and the store.
     SCANRT_DEVICE void finish_rows(Shared& s, Acc tile_prefix, int tid) {

@@ -156,7 +156,9 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
     typedef BlockMatrixScan<Op, THREADS, ITEMS> Scan;
     typedef TileStatus<Acc> Status;
     const int TILE = THREADS * ITEMS;
-    __shared__ typename Scan::Shared shared;
+    // Two shared tiles: the one waiting for its prefix stays parked in shared memory while
+    // the next one is staged and scanned in the other (registers hold one tile at most).
+    __shared__ typename Scan::Shared shared[2];
     __shared__ long long next_tile_s;
     __shared__ u32 tag_s;
     __shared__ Acc lookback_aggregate_s;  // aggregate of the tile the look-back warp works on
@@ -169,31 +171,36 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
     const bool vector_in = flags & SCANRT_FLAG_VECTOR_IN, vector_out = flags & SCANRT_FLAG_VECTOR_OUT;
     const Acc init = initial_value<Op>(init_bits, flags);
     const long long num_tiles = (n + TILE - 1) / TILE;
-    TileRegs<In, THREADS, ITEMS> regs;
-    Scan current, next;
 
-    // Loads, stages and scans `tile` into `scan` (data threads only).
-    auto scan_tile = [&](Scan& scan, long long tile) {
+    // What a data thread keeps of a scanned, parked tile.
+    struct Parked {
+        Acc thread_prefix;
+        Acc aggregate;
+    };
+    // Loads, stages, scans and parks `tile` in shared[buffer] (data threads only).
+    auto scan_tile = [&](int buffer, long long tile) -> Parked {
         const long long valid = min((long long)TILE, n - tile * TILE);
         const int mode = tile_mode(valid, TILE, vector_in);
+        TileRegs<In, THREADS, ITEMS> regs;
         regs.load(in + tile * TILE, valid, mode, tid);
-        regs.template stage<Op>(shared.matrix, valid, mode, tid);
+        regs.template stage<Op>(shared[buffer].matrix, valid, mode, tid);
         data_barrier<THREADS>();
-        scan.scan_rows(shared, inclusive, tid);
+        Scan scan;
+        scan.scan_rows(shared[buffer], inclusive, tid);
+        scan.park_rows(shared[buffer], tid);
+        return Parked{scan.thread_prefix, scan.tile_aggregate};
     };
-    // Folds the prefix into `scan`'s rows and stores `tile` (data threads only).
-    auto finish_tile = [&](Scan& scan, long long tile, Acc prefix) {
+    // Folds the prefix into the parked tile and stores it (data threads only).
+    auto finish_tile = [&](int buffer, long long tile, const Parked& parked, Acc prefix) {
         const long long valid = min((long long)TILE, n - tile * TILE);
-        scan.finish_rows(shared, prefix, tid);
+        Scan::finish_parked_rows(shared[buffer], prefix, parked.thread_prefix, tid);
         data_barrier<THREADS>();
-        store_tile(shared.matrix, out + tile * TILE, valid, tile_mode(valid, TILE, vector_out), tid);
-        data_barrier<THREADS>();  // the next stage overwrites the matrix
+        store_tile(shared[buffer].matrix, out + tile * TILE, valid, tile_mode(valid, TILE, vector_out), tid);
     };
 
     if (num_tiles == 1) {  // the single-block path: no look-back, no workspace
         if (lookback_warp) return;
-        scan_tile(current, 0);
-        finish_tile(current, 0, init);
+        finish_tile(0, 0, scan_tile(0, 0), init);
         return;
     }
 
@@ -206,12 +213,14 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
     __syncthreads();
     const u32 tag = tag_s;
     long long tile = next_tile_s;
+    int buffer = 0;
+    Parked current = {}, next = {};
     if (!lookback_warp && tile < num_tiles) {
-        scan_tile(current, tile);
+        current = scan_tile(buffer, tile);
         if (tid == 0) {
-            if (tile == 0) status.publish(0, SCANRT_STATUS_INCLUSIVE, Op::combine(init, current.tile_aggregate), tag);
-            else status.publish(tile, SCANRT_STATUS_AGGREGATE, current.tile_aggregate, tag);
-            lookback_aggregate_s = current.tile_aggregate;
+            if (tile == 0) status.publish(0, SCANRT_STATUS_INCLUSIVE, Op::combine(init, current.aggregate), tag);
+            else status.publish(tile, SCANRT_STATUS_AGGREGATE, current.aggregate, tag);
+            lookback_aggregate_s = current.aggregate;
         }
     }
     __syncthreads();
@@ -233,18 +242,19 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
             data_barrier<THREADS>();
             const long long upcoming = next_tile_s;
             if (upcoming < num_tiles) {
-                scan_tile(next, upcoming);
-                if (tid == 0) status.publish(upcoming, SCANRT_STATUS_AGGREGATE, next.tile_aggregate, tag);
+                next = scan_tile(buffer ^ 1, upcoming);
+                if (tid == 0) status.publish(upcoming, SCANRT_STATUS_AGGREGATE, next.aggregate, tag);
             }
         }
-        __syncthreads();  // the prefix is known; the next tile is scanned
+        __syncthreads();  // the prefix is known; the next tile is scanned and parked
         const long long upcoming = next_tile_s;
         if (!lookback_warp) {
-            finish_tile(current, tile, tile_prefix_s);
+            finish_tile(buffer, tile, current, tile_prefix_s);
             current = next;
-            if (tid == 0) lookback_aggregate_s = next.tile_aggregate;
+            if (tid == 0) lookback_aggregate_s = next.aggregate;
         }
-        __syncthreads();  // the look-back warp may read the new aggregate
+        __syncthreads();  // the look-back warp may read the new aggregate; the finished buffer is free
+        buffer ^= 1;
         tile = upcoming;
     }
 

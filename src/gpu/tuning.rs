@@ -50,11 +50,11 @@ pub(crate) fn tile_shape(_arch: i32, input: DType, output: DType) -> TileShape {
     let items = (64 / output.size() as u32).max(16 / input.size() as u32);
     let row_bytes = items * output.size() as u32;
     TileShape {
-        threads: 256,
+        // The single-pass kernel keeps two tiles in static shared memory (48 KiB at most).
+        threads: if row_bytes <= 64 { 256 } else { 128 },
         items,
         spin_before_sleep: 8,
         sleep_ns: 32,
-        // The cap fits rows of 64 bytes; u8 -> 64-bit rows are twice that and would spill.
         min_blocks_per_sm: if row_bytes <= 64 { 3 } else { 0 },
         persistent: true,
         skip_lookback: false,
