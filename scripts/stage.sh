@@ -20,4 +20,5 @@ crit=$(ls -t target/release/deps/scan-* | grep -v '\.d$' | head -1)
 cp "$crit" stage/bin/scan_criterion
 if [ -x scripts/install.sh ]; then SCANRT_SKIP_BUILD=1 scripts/install.sh "$PWD/stage/prefix" >/dev/null; fi
 strip stage/bin/* stage/tests/* 2>/dev/null || true
+strip --strip-debug stage/prefix/lib/*.a stage/prefix/lib/*.so 2>/dev/null || true
 du -sh stage

@@ -38,10 +38,10 @@ impl TileShape {
 /// The tile shape for a specialisation on a device of compute capability `arch` (e.g. 90).
 ///
 /// Measured on an H100 (u32 sum, bench_compare --variant, see docs/PERFORMANCE.md):
-/// 256 data threads x 16 items (16 KiB tiles) with the register cap for 3 blocks per SM
-/// ran at 0.81 of memcpy at 2^28; without the cap the compiler's ~110 registers allow
-/// one block per SM (0.59); a cap of 4 spills (0.78); wider rows (24, 32 items) spill
-/// under any useful cap. Other architectures use the same shapes until measured.
+/// 256 data threads x 16 items (16 KiB tiles) plus the look-back warp, with the register
+/// cap for 4 blocks per SM, ran at 0.87 of memcpy at 2^28 (cap 3: 0.84, cap 5: 0.80;
+/// without a cap the compiler's registers allow one block per SM). Other architectures
+/// use the same shapes until measured.
 pub(crate) fn tile_shape(_arch: i32, input: DType, output: DType) -> TileShape {
     if let Some(shape) = *OVERRIDE {
         return shape;
@@ -55,7 +55,7 @@ pub(crate) fn tile_shape(_arch: i32, input: DType, output: DType) -> TileShape {
         items,
         spin_before_sleep: 8,
         sleep_ns: 32,
-        min_blocks_per_sm: if row_bytes <= 64 { 3 } else { 0 },
+        min_blocks_per_sm: if row_bytes <= 64 { 4 } else { 0 },
         persistent: true,
         skip_lookback: false,
     }
