@@ -26,7 +26,9 @@ for step in $steps; do
       ;;
     sanitize)
       for tool in memcheck racecheck synccheck; do
-        run compute-sanitizer --tool $tool --error-exitcode 9 "$stage/tests/gpu" --test-threads=1 sanitizer_subset 2>&1 | tail -5
+        compute-sanitizer --tool $tool --error-exitcode 9 "$stage/tests/gpu" --test-threads=1 sanitizer_subset >"$out/sanitizer-$tool.log" 2>&1 \
+          || { echo "FAILED: compute-sanitizer $tool (see sanitizer-$tool.log)"; status=1; }
+        grep -E "SUMMARY" "$out/sanitizer-$tool.log" | sed "s/^/$tool: /"
       done
       ;;
     bench) run bench/run_gpu_bench.sh "$stage" "$out" ;;

@@ -6,12 +6,19 @@ use crate::error::{bail, Result};
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DType {
+    /// 8-bit unsigned integer (input only).
     U8 = 0,
+    /// 32-bit signed integer.
     I32 = 1,
+    /// 32-bit unsigned integer.
     U32 = 2,
+    /// 64-bit signed integer.
     I64 = 3,
+    /// 64-bit unsigned integer.
     U64 = 4,
+    /// IEEE-754 binary32.
     F32 = 5,
+    /// IEEE-754 binary64.
     F64 = 6,
 }
 
@@ -66,12 +73,19 @@ impl DType {
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Op {
+    /// Addition (integers wrap).
     Sum = 0,
+    /// Multiplication (integers wrap).
     Product = 1,
+    /// Minimum (keeps the earlier operand on ties and NaN).
     Min = 2,
+    /// Maximum (keeps the earlier operand on ties and NaN).
     Max = 3,
+    /// Bitwise and (integers only).
     BitAnd = 4,
+    /// Bitwise or (integers only).
     BitOr = 5,
+    /// Bitwise xor (integers only).
     BitXor = 6,
 }
 
@@ -135,7 +149,9 @@ impl Algorithm {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Direction {
     #[default]
+    /// From the first element to the last.
     Forward = 0,
+    /// From the last element to the first (not implemented yet: rejected).
     Backward = 1,
 }
 
