@@ -56,23 +56,37 @@ typedef enum scanrt_status {
 
 // Element types. Discriminants are the C ABI values.
 typedef enum scanrt_dtype {
+  // 8-bit unsigned integer (input only).
   SCANRT_DTYPE_U8 = 0,
+  // 32-bit signed integer.
   SCANRT_DTYPE_I32 = 1,
+  // 32-bit unsigned integer.
   SCANRT_DTYPE_U32 = 2,
+  // 64-bit signed integer.
   SCANRT_DTYPE_I64 = 3,
+  // 64-bit unsigned integer.
   SCANRT_DTYPE_U64 = 4,
+  // IEEE-754 binary32.
   SCANRT_DTYPE_F32 = 5,
+  // IEEE-754 binary64.
   SCANRT_DTYPE_F64 = 6,
 } scanrt_dtype;
 
 // Scan operators. Discriminants are the C ABI values and the kernels' `SCANRT_OP_*`.
 typedef enum scanrt_op {
+  // Addition (integers wrap).
   SCANRT_OP_SUM = 0,
+  // Multiplication (integers wrap).
   SCANRT_OP_PRODUCT = 1,
+  // Minimum (keeps the earlier operand on ties and NaN).
   SCANRT_OP_MIN = 2,
+  // Maximum (keeps the earlier operand on ties and NaN).
   SCANRT_OP_MAX = 3,
+  // Bitwise and (integers only).
   SCANRT_OP_BIT_AND = 4,
+  // Bitwise or (integers only).
   SCANRT_OP_BIT_OR = 5,
+  // Bitwise xor (integers only).
   SCANRT_OP_BIT_XOR = 6,
 } scanrt_op;
 
@@ -101,7 +115,9 @@ typedef enum scanrt_backend {
 // The order in which elements are combined. Only forward is implemented so far;
 // the field exists so that the descriptor keeps its layout when backward lands.
 typedef enum scanrt_direction {
+  // From the first element to the last.
   SCANRT_DIRECTION_FORWARD = 0,
+  // From the last element to the first (not implemented yet: rejected).
   SCANRT_DIRECTION_BACKWARD = 1,
 } scanrt_direction;
 
