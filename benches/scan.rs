@@ -16,6 +16,8 @@ fn gpu_scans(c: &mut Criterion) {
     };
     let stream = ctx.new_stream().unwrap();
     let raw = stream.raw() as sys::CUstream;
+    // The timing events below are made with the raw driver API, which needs a current context.
+    ctx.cuda_context().unwrap().bind_to_thread().unwrap();
     let (mut start, mut stop) = (std::ptr::null_mut(), std::ptr::null_mut());
     unsafe {
         sys::cuEventCreate(&mut start, 0);

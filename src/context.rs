@@ -470,6 +470,7 @@ impl Buffer {
 
     /// Raw byte copy between `host` and the buffer's start, synchronous on `stream`.
     pub(crate) fn copy_bytes(&self, stream: &Stream, host: *mut c_void, bytes: usize, to_buffer: bool) -> Result<()> {
+        self.ctx.check_stream_owner(stream)?;
         match &self.storage {
             Storage::Host(v) => {
                 let buf = v.as_ptr() as *mut u8;
@@ -485,7 +486,6 @@ impl Buffer {
             }
             Storage::Device { ptr, .. } => {
                 let d = self.ctx.gpu()?;
-                self.ctx.check_stream_owner(stream)?;
                 let _current = d.enter()?;
                 // SAFETY: the device range holds at least `bytes`; the host range is
                 // valid for `bytes` and we wait for the copy before returning.
