@@ -383,10 +383,12 @@ static scanrt_buffer *make_buffer(scanrt_context *ctx, int dt, uint64_t len) {
     return b;
 }
 
-/* Fills the whole buffer with the sentinel byte. */
+/* Fills the whole buffer with the sentinel byte (`dt` is ignored: the buffer's own
+ * element type decides its size). */
 static void fill_sentinel(scanrt_buffer *b, scanrt_stream *s, int dt) {
     uint64_t len = 0;
     EXPECT_OK(scanrt_buffer_length(b, &len));
+    EXPECT_OK(scanrt_buffer_dtype(b, &dt));
     size_t bytes = (size_t)len * dtype_size(dt);
     void *host = xmalloc(bytes);
     memset(host, SENTINEL, bytes);
@@ -398,6 +400,7 @@ static void fill_sentinel(scanrt_buffer *b, scanrt_stream *s, int dt) {
 static void check_sentinel_at(int line, const char *what, scanrt_buffer *b, scanrt_stream *s, int dt) {
     uint64_t len = 0;
     EXPECT_OK(scanrt_buffer_length(b, &len));
+    EXPECT_OK(scanrt_buffer_dtype(b, &dt));
     size_t bytes = (size_t)len * dtype_size(dt);
     void *host = xmalloc(bytes);
     memset(host, 0, bytes);
@@ -628,6 +631,11 @@ static void test_buffers(scanrt_context *ctx, int backend) {
     CHECK(host[0] == 0x11111111 && host[31] == 0x11111111, "a failed download wrote to host memory");
     EXPECT(scanrt_buffer_length(NULL, &len), SCANRT_STATUS_NULL_ARGUMENT);
     EXPECT(scanrt_buffer_length(buf, NULL), SCANRT_STATUS_NULL_ARGUMENT);
+    int32_t dtype = -1;
+    EXPECT(scanrt_buffer_dtype(NULL, &dtype), SCANRT_STATUS_NULL_ARGUMENT);
+    EXPECT(scanrt_buffer_dtype(buf, NULL), SCANRT_STATUS_NULL_ARGUMENT);
+    EXPECT_OK(scanrt_buffer_dtype(buf, &dtype));
+    CHECK(dtype == SCANRT_DTYPE_I32, "scanrt_buffer_dtype reported %d for an i32 buffer", dtype);
     EXPECT(scanrt_buffer_pointer(NULL, &ptr), SCANRT_STATUS_NULL_ARGUMENT);
     EXPECT(scanrt_buffer_pointer(buf, NULL), SCANRT_STATUS_NULL_ARGUMENT);
 

@@ -253,6 +253,9 @@ enum scanrt_status scanrt_buffer_download(const struct scanrt_buffer *buffer,
 // Writes the buffer's length in elements to `*out`.
 enum scanrt_status scanrt_buffer_length(const struct scanrt_buffer *buffer, uint64_t *out);
 
+// Writes the buffer's element type (a `scanrt_dtype` value) to `*out`.
+enum scanrt_status scanrt_buffer_dtype(const struct scanrt_buffer *buffer, int32_t *out);
+
 // Writes the buffer's element address to `*out`: a device pointer on a GPU context.
 enum scanrt_status scanrt_buffer_pointer(const struct scanrt_buffer *buffer, void **out);
 

@@ -424,6 +424,15 @@ pub unsafe extern "C" fn scanrt_buffer_length(buffer: *const scanrt_buffer, out:
     })
 }
 
+/// Writes the buffer's element type (a `scanrt_dtype` value) to `*out`.
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_buffer_dtype(buffer: *const scanrt_buffer, out: *mut i32) -> ScanrtStatus {
+    boundary(|| {
+        *non_null_mut(out, "out")? = non_null(buffer, "buffer")?.inner.dtype() as i32;
+        Ok(())
+    })
+}
+
 /// Writes the buffer's element address to `*out`: a device pointer on a GPU context.
 #[no_mangle]
 pub unsafe extern "C" fn scanrt_buffer_pointer(buffer: *const scanrt_buffer, out: *mut *mut c_void) -> ScanrtStatus {
