@@ -259,7 +259,8 @@ impl Context {
     }
 
     /// Scans cudarc slices directly (GPU contexts). The slices must live on this
-    /// context's device.
+    /// context's device. The scan runs on `stream`; order it after the slices' own
+    /// cudarc stream yourself (for example by passing that stream to `borrow_stream`).
     pub fn scan_cuda<I: Scalar + cudarc::driver::DeviceRepr, O: Scalar + cudarc::driver::DeviceRepr>(
         &self,
         stream: &Stream,
