@@ -87,27 +87,40 @@ fn main() {
         ctx.kernel_report(DType::U32, DType::U32, Op::Sum).unwrap()
     );
     if variant {
-        // Tuning experiments (SCANRT_TILE_OVERRIDE): u32 single-pass vs memcpy only.
+        // Tuning experiments (SCANRT_TILE_OVERRIDE): single-pass inclusive sum of ones vs
+        // memcpy, u32 (or u64 with SCANRT_VARIANT_U64=1).
+        let wide = std::env::var("SCANRT_VARIANT_U64").is_ok_and(|v| v == "1");
+        let (dtype, size) = if wide { (DType::U64, 8) } else { (DType::U32, 4) };
         let n_max = 1u64 << 28;
-        let src = Buffer::from_slice(&ctx, &stream, &vec![1u32; n_max as usize]).unwrap();
-        let dst = Buffer::new(&ctx, DType::U32, n_max).unwrap();
+        let src = if wide {
+            Buffer::from_slice(&ctx, &stream, &vec![1u64; n_max as usize]).unwrap()
+        } else {
+            Buffer::from_slice(&ctx, &stream, &vec![1u32; n_max as usize]).unwrap()
+        };
+        let dst = Buffer::new(&ctx, dtype, n_max).unwrap();
+        let req = |n| RawScan {
+            input: src.addr(),
+            input_dtype: dtype,
+            output: dst.addr(),
+            output_dtype: dtype,
+            n,
+        };
+        let desc = ScanDesc::inclusive(Op::Sum);
         let mut line = std::env::var("SCANRT_TILE_OVERRIDE").unwrap_or_else(|_| "default".into());
+        line += if wide { " u64" } else { " u32" };
         for k in [16u32, 20, 24, 28] {
             let n = 1u64 << k;
-            let req = RawScan {
-                input: src.addr(),
-                input_dtype: DType::U32,
-                output: dst.addr(),
-                output_dtype: DType::U32,
-                n,
-            };
-            let desc = ScanDesc::inclusive(Op::Sum);
             let reps = if k < 28 { 100 } else { 20 };
             let scan = timer.median_us(&stream, reps, || {
-                unsafe { ctx.scan_raw(&stream, &req, &desc, None) }.unwrap();
+                unsafe { ctx.scan_raw(&stream, &req(n), &desc, None) }.unwrap();
             });
             let copy = timer.median_us(&stream, reps, || unsafe {
-                sys::cuMemcpyDtoDAsync_v2(dst.addr(), src.addr(), (n * 4) as usize, stream.raw() as sys::CUstream);
+                sys::cuMemcpyDtoDAsync_v2(
+                    dst.addr(),
+                    src.addr(),
+                    (n * size) as usize,
+                    stream.raw() as sys::CUstream,
+                );
             });
             line += &format!("  2^{k}: {scan:.1}us {:.3}", copy / scan);
         }
@@ -116,19 +129,21 @@ fn main() {
             return; // skip_lookback experiments compute wrong results on purpose
         }
         let n = (1u64 << 24) + 3;
-        let req = RawScan {
-            input: src.addr(),
-            input_dtype: DType::U32,
-            output: dst.addr(),
-            output_dtype: DType::U32,
-            n,
+        unsafe { ctx.scan_raw(&stream, &req(n), &desc, None) }.unwrap();
+        let ok = if wide {
+            dst.download::<u64>(&stream, n as usize)
+                .unwrap()
+                .iter()
+                .enumerate()
+                .all(|(i, &v)| v == i as u64 + 1)
+        } else {
+            dst.download::<u32>(&stream, n as usize)
+                .unwrap()
+                .iter()
+                .enumerate()
+                .all(|(i, &v)| v == i as u32 + 1)
         };
-        unsafe { ctx.scan_raw(&stream, &req, &ScanDesc::inclusive(Op::Sum), None) }.unwrap();
-        let check: Vec<u32> = dst.download(&stream, n as usize).unwrap();
-        assert!(
-            check.iter().enumerate().all(|(i, &v)| v == i as u32 + 1),
-            "variant produced wrong results"
-        );
+        assert!(ok, "variant produced wrong results");
         return;
     }
     let sizes = sizes(quick);

@@ -5,7 +5,7 @@ use std::ffi::c_void;
 use cudarc::driver::sys::{CUdeviceptr, CUstream};
 
 use crate::error::{bail, Result};
-use crate::gpu::device::{lookback_slots, GpuDevice, ScanModule, LOOKBACK_HEADER_BYTES};
+use crate::gpu::device::{lookback_bytes, lookback_slots, GpuDevice, ScanModule, LOOKBACK_HEADER_BYTES};
 use crate::gpu::driver;
 use crate::scan::RawScan;
 use crate::types::{Algorithm, ScanDesc};
@@ -30,11 +30,11 @@ pub(crate) fn workspace_bytes(dev: &GpuDevice, req: &RawScan, desc: &ScanDesc) -
     if tiles <= 1 {
         0
     } else {
-        crate::gpu::device::lookback_bytes(req.output_dtype.size(), tiles)
+        lookback_bytes(req.output_dtype.size(), tiles)
     }
 }
 
-pub(crate) fn resolve_algorithm(desc: &ScanDesc) -> Algorithm {
+fn resolve_algorithm(desc: &ScanDesc) -> Algorithm {
     match desc.algorithm {
         Algorithm::Auto | Algorithm::Host => Algorithm::SinglePass,
         a => a,
@@ -102,7 +102,7 @@ pub(crate) fn scan(
                     BufferTooSmall,
                     "workspace of {} bytes holds {slots} tiles; this scan needs {} bytes",
                     ws.bytes,
-                    crate::gpu::device::lookback_bytes(acc_size, tiles)
+                    lookback_bytes(acc_size, tiles)
                 );
             }
             dev.check_device_range(ws.ptr, ws.bytes as u64, "workspace")?;
