@@ -65,7 +65,7 @@ pub(crate) struct GpuDevice {
     modules: Mutex<HashMap<Specialization, Arc<OnceCell<Arc<ScanModule>>>>>,
     /// Keyed by (stream handle, accumulator size): the two status layouts never share memory.
     workspaces: Mutex<HashMap<(usize, usize), Workspace>>,
-    /// Workspaces outgrown while a graph was being captured: freed with the device.
+    /// Outgrown workspaces: freed with the device.
     retired: Mutex<Vec<CUdeviceptr>>,
 }
 
@@ -194,12 +194,10 @@ impl GpuDevice {
             ptr
         };
         if let Some(old) = pool.insert(key, Workspace { ptr, bytes }) {
-            if capturing {
-                self.retired.lock().push(old.ptr);
-            } else {
-                // SAFETY: stream-ordered after every earlier use of the old workspace on this stream.
-                check(unsafe { sys::cuMemFreeAsync(old.ptr, stream) }, "cuMemFreeAsync")?;
-            }
+            // Another thread may have taken the old workspace for a launch on this stream
+            // that it has not enqueued yet, so it is not freed before the device is
+            // dropped. Capacities double, so retired memory stays below the live size.
+            self.retired.lock().push(old.ptr);
         }
         Ok((ptr, capacity))
     }
