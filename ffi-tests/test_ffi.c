@@ -59,8 +59,8 @@ static const char *status_name(scanrt_status s) {
         "OK",         "NULL_ARGUMENT", "INVALID_ARGUMENT", "UNSUPPORTED_COMBINATION",
         "BUFFER_TOO_SMALL", "PARTIAL_OVERLAP", "NOT_DEVICE_MEMORY", "CONTEXT_MISMATCH",
         "NO_DRIVER",  "NO_DEVICE",     "COMPILE_ERROR",    "CUDA_ERROR",
-        "LENGTH_OVERFLOW", "WRONG_BACKEND", "PANIC"};
-    return ((int)s >= 0 && (int)s < 15) ? names[s] : "<unknown status>";
+        "LENGTH_OVERFLOW", "WRONG_BACKEND", "PANIC", "OUT_OF_MEMORY"};
+    return ((int)s >= 0 && (int)s < 16) ? names[s] : "<unknown status>";
 }
 
 /* Checks a status and the thread's last error message: "" after success, a non-empty
@@ -423,7 +423,7 @@ static void test_version_and_strings(void) {
 
     g_phase = "status strings";
     const char *seen[15];
-    for (int s = SCANRT_STATUS_OK; s <= SCANRT_STATUS_PANIC; s++) {
+    for (int s = SCANRT_STATUS_OK; s <= SCANRT_STATUS_OUT_OF_MEMORY; s++) {
         const char *str = scanrt_status_string((scanrt_status)s);
         CHECK(str != NULL, "scanrt_status_string(%d) is NULL", s);
         seen[s] = str ? str : "";

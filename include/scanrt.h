@@ -52,6 +52,8 @@ typedef enum scanrt_status {
   SCANRT_STATUS_WRONG_BACKEND = 13,
   // A Rust panic was caught at the C boundary (a bug in scanrt; please report it).
   SCANRT_STATUS_PANIC = 14,
+  // Memory for a buffer could not be allocated.
+  SCANRT_STATUS_OUT_OF_MEMORY = 15,
 } scanrt_status;
 
 // Element types. Discriminants are the C ABI values.
@@ -164,10 +166,6 @@ typedef struct scanrt_scan_info {
   int32_t algorithm;
 } scanrt_scan_info;
 
-#define scanrt_dtype_ALL { scanrt_dtype_U8, scanrt_dtype_I32, scanrt_dtype_U32, scanrt_dtype_I64, scanrt_dtype_U64, scanrt_dtype_F32, scanrt_dtype_F64, }
-
-#define scanrt_op_ALL { scanrt_op_Sum, scanrt_op_Product, scanrt_op_Min, scanrt_op_Max, scanrt_op_BitAnd, scanrt_op_BitOr, scanrt_op_BitXor, }
-
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -176,8 +174,8 @@ extern "C" {
 // `SCANRT_VERSION_*` macros to detect a header/library mismatch.
 uint32_t scanrt_version(void);
 
-// A static, human-readable name for a status code.
-const char *scanrt_status_string(enum scanrt_status status);
+// A static, human-readable name for a status code ("unknown status" for other values).
+const char *scanrt_status_string(int32_t status);
 
 // The message of the last failed call on this thread ("" after a successful call).
 // Valid until the next scanrt call on this thread.

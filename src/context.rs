@@ -366,7 +366,15 @@ impl Buffer {
             Engine::Host => {
                 let words = usize::try_from(bytes.div_ceil(8))
                     .map_err(|_| Error::new(crate::ScanrtStatus::LengthOverflow, "buffer too large"))?;
-                Storage::Host(vec![0u64; words])
+                let mut v: Vec<u64> = Vec::new();
+                v.try_reserve_exact(words).map_err(|_| {
+                    Error::new(
+                        crate::ScanrtStatus::OutOfMemory,
+                        format!("host allocation of {bytes} bytes failed"),
+                    )
+                })?;
+                v.resize(words, 0);
+                Storage::Host(v)
             }
             Engine::Gpu(d) => {
                 let _current = d.enter()?;

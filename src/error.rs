@@ -38,6 +38,34 @@ pub enum ScanrtStatus {
     WrongBackend = 13,
     /// A Rust panic was caught at the C boundary (a bug in scanrt; please report it).
     Panic = 14,
+    /// Memory for a buffer could not be allocated.
+    OutOfMemory = 15,
+}
+
+impl ScanrtStatus {
+    pub(crate) fn from_raw(v: i32) -> Option<ScanrtStatus> {
+        use ScanrtStatus::*;
+        [
+            Ok,
+            NullArgument,
+            InvalidArgument,
+            UnsupportedCombination,
+            BufferTooSmall,
+            PartialOverlap,
+            NotDeviceMemory,
+            ContextMismatch,
+            NoDriver,
+            NoDevice,
+            CompileError,
+            CudaError,
+            LengthOverflow,
+            WrongBackend,
+            Panic,
+            OutOfMemory,
+        ]
+        .into_iter()
+        .find(|s| *s as i32 == v)
+    }
 }
 
 /// An error: a status code plus a human-readable message.

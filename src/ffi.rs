@@ -168,25 +168,27 @@ pub extern "C" fn scanrt_version() -> u32 {
     SCANRT_VERSION_MAJOR * 10000 + SCANRT_VERSION_MINOR * 100 + SCANRT_VERSION_PATCH
 }
 
-/// A static, human-readable name for a status code.
+/// A static, human-readable name for a status code ("unknown status" for other values).
 #[no_mangle]
-pub extern "C" fn scanrt_status_string(status: ScanrtStatus) -> *const c_char {
-    let s: &'static [u8] = match status {
-        ScanrtStatus::Ok => b"ok\0",
-        ScanrtStatus::NullArgument => b"null argument\0",
-        ScanrtStatus::InvalidArgument => b"invalid argument\0",
-        ScanrtStatus::UnsupportedCombination => b"unsupported operator/type combination\0",
-        ScanrtStatus::BufferTooSmall => b"buffer too small\0",
-        ScanrtStatus::PartialOverlap => b"input and output partially overlap\0",
-        ScanrtStatus::NotDeviceMemory => b"not device memory\0",
-        ScanrtStatus::ContextMismatch => b"object of another context\0",
-        ScanrtStatus::NoDriver => b"no CUDA driver\0",
-        ScanrtStatus::NoDevice => b"no CUDA device\0",
-        ScanrtStatus::CompileError => b"kernel compilation failed\0",
-        ScanrtStatus::CudaError => b"CUDA error\0",
-        ScanrtStatus::LengthOverflow => b"length overflow\0",
-        ScanrtStatus::WrongBackend => b"wrong backend\0",
-        ScanrtStatus::Panic => b"internal panic\0",
+pub extern "C" fn scanrt_status_string(status: i32) -> *const c_char {
+    let s: &'static [u8] = match ScanrtStatus::from_raw(status) {
+        Some(ScanrtStatus::Ok) => b"ok\0",
+        Some(ScanrtStatus::NullArgument) => b"null argument\0",
+        Some(ScanrtStatus::InvalidArgument) => b"invalid argument\0",
+        Some(ScanrtStatus::UnsupportedCombination) => b"unsupported operator/type combination\0",
+        Some(ScanrtStatus::BufferTooSmall) => b"buffer too small\0",
+        Some(ScanrtStatus::PartialOverlap) => b"input and output partially overlap\0",
+        Some(ScanrtStatus::NotDeviceMemory) => b"not device memory\0",
+        Some(ScanrtStatus::ContextMismatch) => b"object of another context\0",
+        Some(ScanrtStatus::NoDriver) => b"no CUDA driver\0",
+        Some(ScanrtStatus::NoDevice) => b"no CUDA device\0",
+        Some(ScanrtStatus::CompileError) => b"kernel compilation failed\0",
+        Some(ScanrtStatus::CudaError) => b"CUDA error\0",
+        Some(ScanrtStatus::LengthOverflow) => b"length overflow\0",
+        Some(ScanrtStatus::WrongBackend) => b"wrong backend\0",
+        Some(ScanrtStatus::Panic) => b"internal panic\0",
+        Some(ScanrtStatus::OutOfMemory) => b"out of memory\0",
+        None => b"unknown status\0",
     };
     s.as_ptr() as *const c_char
 }

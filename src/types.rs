@@ -23,6 +23,9 @@ pub enum DType {
 }
 
 impl DType {
+    /// Every element type.
+    ///
+    /// cbindgen:ignore
     pub const ALL: [DType; 7] = [
         DType::U8,
         DType::I32,
@@ -90,6 +93,9 @@ pub enum Op {
 }
 
 impl Op {
+    /// Every operator.
+    ///
+    /// cbindgen:ignore
     pub const ALL: [Op; 7] = [
         Op::Sum,
         Op::Product,

@@ -138,3 +138,20 @@ fn validation_rules() {
     let e = unsafe { ctx.borrow_stream(std::ptr::null_mut()) }.err().unwrap();
     assert_eq!(e.status, ScanrtStatus::WrongBackend);
 }
+
+#[test]
+fn huge_host_buffers_fail_with_a_status_instead_of_aborting() {
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let too_big = Buffer::new(&ctx, DType::U8, 1 << 62)
+        .err()
+        .expect("4 EiB cannot be allocated");
+    assert_eq!(too_big.status, ScanrtStatus::OutOfMemory, "{}", too_big.message);
+    let at_limit = Buffer::new(&ctx, DType::U8, (1u64 << 63) - 1)
+        .err()
+        .expect("isize::MAX bytes");
+    assert_eq!(at_limit.status, ScanrtStatus::OutOfMemory, "{}", at_limit.message);
+    let overflow = Buffer::new(&ctx, DType::U64, 1u64 << 62)
+        .err()
+        .expect("length overflow");
+    assert_eq!(overflow.status, ScanrtStatus::LengthOverflow, "{}", overflow.message);
+}
