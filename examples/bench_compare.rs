@@ -41,26 +41,18 @@ impl Timer {
     }
     /// Median microseconds of `reps` calls, each between its own event pair.
     fn median_us(&self, stream: &Stream, reps: usize, mut call: impl FnMut()) -> f64 {
-        let raw = stream.raw() as sys::CUstream;
         for _ in 0..3 {
             call();
         }
-        let mut t: Vec<f64> = (0..reps)
-            .map(|_| unsafe {
-                sys::cuEventRecord(self.start, raw);
-                call();
-                sys::cuEventRecord(self.stop, raw);
-                sys::cuEventSynchronize(self.stop);
-                let mut ms = 0f32;
-                sys::cuEventElapsedTime_v2(&mut ms, self.start, self.stop);
-                ms as f64 * 1000.0
-            })
-            .collect();
+        let mut t: Vec<f64> = (0..reps).map(|_| self.span_us(stream, &mut call)).collect();
         t.sort_by(f64::total_cmp);
         t[t.len() / 2]
     }
+
+    /// Microseconds of device time between events recorded before and after `call`.
     fn span_us(&self, stream: &Stream, call: impl FnOnce()) -> f64 {
         let raw = stream.raw() as sys::CUstream;
+        // SAFETY: both events and the stream belong to the current context.
         unsafe {
             sys::cuEventRecord(self.start, raw);
             call();
