@@ -38,6 +38,7 @@ fn gpu_scans(c: &mut Criterion) {
             output: dst.addr(),
             output_dtype: DType::U32,
             n,
+            segments: 0,
         };
         group.throughput(Throughput::Bytes(2 * n * 4));
         let mut timed = |name: &str, f: &dyn Fn()| {

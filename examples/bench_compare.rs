@@ -96,6 +96,7 @@ fn main() {
             output: dst.addr(),
             output_dtype: dtype,
             n,
+            segments: 0,
         };
         let desc = ScanDesc::inclusive(Op::Sum);
         let mut line = std::env::var("SCANRT_TILE_OVERRIDE").unwrap_or_else(|_| "default".into());
@@ -180,6 +181,7 @@ fn main() {
                 output: dst.addr(),
                 output_dtype: dtype,
                 n,
+                segments: 0,
             };
             for (label, algorithm) in [
                 ("scanrt_single_pass", Algorithm::SinglePass),
@@ -217,6 +219,7 @@ fn main() {
         output: dst.addr(),
         output_dtype: DType::U32,
         n,
+        segments: 0,
     };
     let desc = ScanDesc::inclusive(Op::Sum);
     let scan = || unsafe { ctx.scan_raw(&stream, &req, &desc, None) }.unwrap();

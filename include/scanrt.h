@@ -94,7 +94,7 @@ typedef enum scanrt_op {
 
 // Which algorithm runs a scan.
 typedef enum scanrt_algorithm {
-  // scanrt picks: the single-pass look-back on the GPU.
+  // scanrt picks; the scan reports what it picked and why (a choice reason).
   SCANRT_ALGORITHM_AUTO = 0,
   // Single-pass decoupled look-back (one launch, ~2n traffic).
   SCANRT_ALGORITHM_SINGLE_PASS = 1,
@@ -102,6 +102,9 @@ typedef enum scanrt_algorithm {
   SCANRT_ALGORITHM_MATRIX = 2,
   // The CPU backend (only reported, never requested on a GPU context).
   SCANRT_ALGORITHM_HOST = 3,
+  // Single-pass look-back whose association order is fixed (anchor tiles): bitwise
+  // reproducible float results at near single-pass speed.
+  SCANRT_ALGORITHM_DETERMINISTIC_SINGLE_PASS = 4,
 } scanrt_algorithm;
 
 // Where a context runs scans. Discriminants are the C ABI values.
@@ -114,14 +117,44 @@ typedef enum scanrt_backend {
   SCANRT_BACKEND_HOST = 2,
 } scanrt_backend;
 
-// The order in which elements are combined. Only forward is implemented so far;
-// the field exists so that the descriptor keeps its layout when backward lands.
+// The order in which elements are combined.
 typedef enum scanrt_direction {
   // From the first element to the last.
   SCANRT_DIRECTION_FORWARD = 0,
-  // From the last element to the first (not implemented yet: rejected).
+  // From the last element to the first: `out[i]` folds `in[n-1] .. in[i]`, in that
+  // order (operands keep traversal order).
   SCANRT_DIRECTION_BACKWARD = 1,
 } scanrt_direction;
+
+// Why a scan ran the algorithm it ran (reported with [`Algorithm`] after every call).
+typedef enum scanrt_choice_reason {
+  // The descriptor named the algorithm.
+  SCANRT_CHOICE_REASON_REQUESTED = 0,
+  // `Auto`: the single-pass look-back is the fastest path at every size.
+  SCANRT_CHOICE_REASON_FASTEST = 1,
+  // `Auto` with `deterministic`: the result does not depend on association order
+  // (integers, min, max, bitwise), so the regular single pass is already reproducible.
+  SCANRT_CHOICE_REASON_ORDER_INDEPENDENT = 2,
+  // `Auto` with `deterministic` on a float sum or product: the fixed-order single
+  // pass, faster than the matrix scan.
+  SCANRT_CHOICE_REASON_DETERMINISTIC = 3,
+  // The context runs on the host backend.
+  SCANRT_CHOICE_REASON_HOST_BACKEND = 4,
+} scanrt_choice_reason;
+
+// How a segmented scan finds its segments (`scanrt_scan_desc.segments`). The data at
+// `segment_data` is in memory order, one entry per element; segments are the same for
+// both directions (a backward scan treats a start flag as the end of its traversal).
+typedef enum scanrt_segments {
+  // An unsegmented scan (`segment_data` must be NULL).
+  SCANRT_SEGMENTS_NONE = 0,
+  // One byte per element; nonzero starts a segment.
+  SCANRT_SEGMENTS_BYTE_FLAGS = 1,
+  // Flags packed 32 to a `uint32_t` word: bit i of word w is element 32*w + i.
+  SCANRT_SEGMENTS_BIT_FLAGS = 2,
+  // Scan by key: runs of equal consecutive keys of type `key_dtype` (u32, i32, u64, i64).
+  SCANRT_SEGMENTS_KEYS = 3,
+} scanrt_segments;
 
 // A typed array: scanrt-owned memory or a view of an application's device pointer.
 typedef struct scanrt_buffer scanrt_buffer;
@@ -154,16 +187,29 @@ typedef struct scanrt_scan_desc {
   union scanrt_value init;
   // A `ScanrtAlgorithm` value (`SCANRT_ALGORITHM_AUTO` by default).
   int32_t algorithm;
-  // A `ScanrtDirection` value; only `SCANRT_DIRECTION_FORWARD` is implemented.
+  // A `scanrt_direction` value.
   int32_t direction;
+  // Nonzero: bitwise identical results on every run (same GPU architecture and
+  // library version). Free for integer, min, max and bitwise scans; float sums and
+  // products run `SCANRT_ALGORITHM_DETERMINISTIC_SINGLE_PASS` (or the matrix scan).
+  int32_t deterministic;
+  // A `scanrt_segments` value (`SCANRT_SEGMENTS_NONE` by default).
+  int32_t segments;
+  // The key type (a `scanrt_dtype`) when `segments` is `SCANRT_SEGMENTS_KEYS`.
+  int32_t key_dtype;
+  // Flags or keys of a segmented scan: device memory on a GPU context (host memory on
+  // the host backend), at least as many entries as the scan has elements.
+  const void *segment_data;
 } scanrt_scan_desc;
 
 // What a scan call did (optional out parameter of the scan functions).
 typedef struct scanrt_scan_info {
   // The `ScanrtBackend` that ran the scan (`SCANRT_BACKEND_GPU` or `SCANRT_BACKEND_HOST`).
   int32_t backend;
-  // The `ScanrtAlgorithm` that ran (single-pass, matrix, or host).
+  // The `scanrt_algorithm` that ran (single-pass, deterministic single-pass, matrix, or host).
   int32_t algorithm;
+  // Why that algorithm ran: a `scanrt_choice_reason`.
+  int32_t reason;
 } scanrt_scan_info;
 
 #ifdef __cplusplus
@@ -176,6 +222,10 @@ uint32_t scanrt_version(void);
 
 // A static, human-readable name for a status code ("unknown status" for other values).
 const char *scanrt_status_string(int32_t status);
+
+// A static, human-readable explanation of a `scanrt_choice_reason` ("unknown reason"
+// for other values).
+const char *scanrt_choice_reason_string(int32_t reason);
 
 // The message of the last failed call on this thread ("" after a successful call).
 // Valid until the next scanrt call on this thread.
@@ -261,7 +311,7 @@ enum scanrt_status scanrt_buffer_pointer(const struct scanrt_buffer *buffer, voi
 void scanrt_buffer_destroy(struct scanrt_buffer *buffer);
 
 // Fills `desc` with the defaults: inclusive sum, no initial value, automatic
-// algorithm, forward.
+// algorithm, forward, not required deterministic, unsegmented.
 enum scanrt_status scanrt_scan_desc_init(struct scanrt_scan_desc *desc);
 
 // Scans `input` into `output` (buffers of `ctx`) on `stream`, asynchronously on a GPU.

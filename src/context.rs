@@ -16,7 +16,7 @@ use crate::gpu::device::GpuDevice;
 use crate::gpu::driver::check;
 use crate::gpu::launch::{self, Workspace};
 use crate::scan::{validate, RawScan};
-use crate::types::{check_types, Algorithm, DType, Op, Scalar, ScanDesc};
+use crate::types::{check_types, Algorithm, ChoiceReason, DType, Op, Scalar, ScanDesc, Segments};
 
 /// Where a context runs scans. Discriminants are the C ABI values.
 #[repr(C)]
@@ -42,11 +42,12 @@ pub struct Context {
     engine: Arc<Engine>,
 }
 
-/// What a scan call did.
+/// What a scan call did: where it ran, which algorithm, and why that one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ScanInfo {
     pub backend: Backend,
     pub algorithm: Algorithm,
+    pub reason: ChoiceReason,
 }
 
 impl Context {
@@ -142,7 +143,7 @@ impl Context {
         check_types(input, output, op)?;
         if let Engine::Gpu(d) = &*self.engine {
             let _current = d.enter()?;
-            d.module(d.specialization(input, output, op))?;
+            d.module(d.specialization(input, output, &ScanDesc::inclusive(op)))?;
         }
         Ok(())
     }
@@ -153,7 +154,7 @@ impl Context {
         check_types(input, output, op)?;
         let d = self.gpu()?;
         let _current = d.enter()?;
-        let m = d.module(d.specialization(input, output, op))?;
+        let m = d.module(d.specialization(input, output, &ScanDesc::inclusive(op)))?;
         let s = m.shape;
         Ok(format!(
             "{}x{} items ({} per tile), look-back spin {} then sleep {} ns, min blocks/SM {}, persistent {}, {} resident blocks",
@@ -220,14 +221,16 @@ impl Context {
                 Ok(ScanInfo {
                     backend: Backend::Host,
                     algorithm: Algorithm::Host,
+                    reason: ChoiceReason::HostBackend,
                 })
             }
             Engine::Gpu(d) => {
                 let _current = d.enter()?;
-                let algorithm = launch::scan(d, stream.raw, req, desc, workspace)?;
+                let (algorithm, reason) = launch::scan(d, stream.raw, req, desc, workspace)?;
                 Ok(ScanInfo {
                     backend: Backend::Gpu,
                     algorithm,
+                    reason,
                 })
             }
         }
@@ -237,6 +240,54 @@ impl Context {
     /// twice to scan in place). The output is written through a shared reference because
     /// its memory is device memory ordered by the stream, not Rust-owned data.
     pub fn scan(&self, stream: &Stream, input: &Buffer, output: &Buffer, desc: &ScanDesc) -> Result<ScanInfo> {
+        let req = self.buffer_request(input, output, 0)?;
+        // SAFETY: both buffers are live allocations of this context of the checked lengths.
+        unsafe { self.scan_raw(stream, &req, desc, None) }
+    }
+
+    /// A segmented scan (`desc.segments` says how `segments` is read): byte flags in a
+    /// `U8` buffer, bit flags in a `U32` buffer, keys in a buffer of the key type.
+    pub fn scan_segmented(
+        &self,
+        stream: &Stream,
+        input: &Buffer,
+        segments: &Buffer,
+        output: &Buffer,
+        desc: &ScanDesc,
+    ) -> Result<ScanInfo> {
+        self.check_buffer_owner(segments)?;
+        let (want, needed) = match desc.segments {
+            Segments::None => bail!(
+                InvalidArgument,
+                "scan_segmented needs a descriptor with segments (ByteFlags, BitFlags or Keys)"
+            ),
+            Segments::ByteFlags => (DType::U8, input.len),
+            Segments::BitFlags => (DType::U32, input.len.div_ceil(32)),
+            Segments::Keys(k) => (k, input.len),
+        };
+        if segments.dtype != want {
+            bail!(
+                InvalidArgument,
+                "{:?} segments need a {want:?} buffer, not {:?}",
+                desc.segments,
+                segments.dtype
+            );
+        }
+        if segments.len < needed {
+            bail!(
+                BufferTooSmall,
+                "{:?} for {} elements need {needed} entries but the buffer holds {}",
+                desc.segments,
+                input.len,
+                segments.len
+            );
+        }
+        let req = self.buffer_request(input, output, segments.addr())?;
+        // SAFETY: all three buffers are live allocations of this context of checked lengths.
+        unsafe { self.scan_raw(stream, &req, desc, None) }
+    }
+
+    pub(crate) fn buffer_request(&self, input: &Buffer, output: &Buffer, segments: u64) -> Result<RawScan> {
         self.check_buffer_owner(input)?;
         self.check_buffer_owner(output)?;
         if output.len < input.len {
@@ -247,15 +298,10 @@ impl Context {
                 input.len
             );
         }
-        let req = RawScan {
-            input: input.addr(),
-            input_dtype: input.dtype,
-            output: output.addr(),
-            output_dtype: output.dtype,
-            n: input.len,
-        };
-        // SAFETY: both buffers are live allocations of this context of the checked lengths.
-        unsafe { self.scan_raw(stream, &req, desc, None) }
+        Ok(RawScan {
+            segments,
+            ..RawScan::new(input.addr(), input.dtype, output.addr(), output.dtype, input.len)
+        })
     }
 
     /// Scans cudarc slices directly (GPU contexts). The slices must live on this
@@ -285,6 +331,7 @@ impl Context {
             output: out_ptr,
             output_dtype: O::DTYPE,
             n: input.len() as u64,
+            segments: 0,
         };
         // SAFETY: the slices are live allocations (range-checked by the driver query).
         unsafe { self.scan_raw(stream, &req, desc, None) }

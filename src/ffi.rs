@@ -16,7 +16,7 @@ use crate::context::{Backend, Buffer, Context, ScanInfo, Stream};
 use crate::error::{bail, Error, Result, ScanrtStatus};
 use crate::gpu::launch::Workspace;
 use crate::scan::RawScan;
-use crate::types::{Algorithm, DType, Direction, Op, ScanDesc};
+use crate::types::{Algorithm, ChoiceReason, DType, Direction, Op, ScanDesc, Segments};
 
 /// Major version of the scanrt library this header belongs to.
 pub const SCANRT_VERSION_MAJOR: u32 = 0;
@@ -52,6 +52,22 @@ pub union scanrt_value {
     pub f64: f64,
 }
 
+/// How a segmented scan finds its segments (`scanrt_scan_desc.segments`). The data at
+/// `segment_data` is in memory order, one entry per element; segments are the same for
+/// both directions (a backward scan treats a start flag as the end of its traversal).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScanrtSegments {
+    /// An unsegmented scan (`segment_data` must be NULL).
+    None = 0,
+    /// One byte per element; nonzero starts a segment.
+    ByteFlags = 1,
+    /// Flags packed 32 to a `uint32_t` word: bit i of word w is element 32*w + i.
+    BitFlags = 2,
+    /// Scan by key: runs of equal consecutive keys of type `key_dtype` (u32, i32, u64, i64).
+    Keys = 3,
+}
+
 /// What a scan computes. Initialise with `scanrt_scan_desc_init`, then set fields.
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -66,8 +82,19 @@ pub struct scanrt_scan_desc {
     pub init: scanrt_value,
     /// A `ScanrtAlgorithm` value (`SCANRT_ALGORITHM_AUTO` by default).
     pub algorithm: i32,
-    /// A `ScanrtDirection` value; only `SCANRT_DIRECTION_FORWARD` is implemented.
+    /// A `scanrt_direction` value.
     pub direction: i32,
+    /// Nonzero: bitwise identical results on every run (same GPU architecture and
+    /// library version). Free for integer, min, max and bitwise scans; float sums and
+    /// products run `SCANRT_ALGORITHM_DETERMINISTIC_SINGLE_PASS` (or the matrix scan).
+    pub deterministic: i32,
+    /// A `scanrt_segments` value (`SCANRT_SEGMENTS_NONE` by default).
+    pub segments: i32,
+    /// The key type (a `scanrt_dtype`) when `segments` is `SCANRT_SEGMENTS_KEYS`.
+    pub key_dtype: i32,
+    /// Flags or keys of a segmented scan: device memory on a GPU context (host memory on
+    /// the host backend), at least as many entries as the scan has elements.
+    pub segment_data: *const c_void,
 }
 
 /// What a scan call did (optional out parameter of the scan functions).
@@ -76,8 +103,10 @@ pub struct scanrt_scan_desc {
 pub struct scanrt_scan_info {
     /// The `ScanrtBackend` that ran the scan (`SCANRT_BACKEND_GPU` or `SCANRT_BACKEND_HOST`).
     pub backend: i32,
-    /// The `ScanrtAlgorithm` that ran (single-pass, matrix, or host).
+    /// The `scanrt_algorithm` that ran (single-pass, deterministic single-pass, matrix, or host).
     pub algorithm: i32,
+    /// Why that algorithm ran: a `scanrt_choice_reason`.
+    pub reason: i32,
 }
 
 thread_local! {
@@ -137,6 +166,13 @@ fn desc_from_c(desc: &scanrt_scan_desc, output: DType) -> Result<ScanDesc> {
         1 => Direction::Backward,
         d => bail!(InvalidArgument, "unknown direction value {d}"),
     };
+    let segments = match desc.segments {
+        0 => Segments::None,
+        1 => Segments::ByteFlags,
+        2 => Segments::BitFlags,
+        3 => Segments::Keys(DType::from_raw(desc.key_dtype)?),
+        k => bail!(InvalidArgument, "unknown segments value {k}"),
+    };
     // SAFETY: every union member is plain old data; we read the one the output type names.
     let init_bits = (desc.has_init != 0).then(|| unsafe {
         match output {
@@ -150,6 +186,8 @@ fn desc_from_c(desc: &scanrt_scan_desc, output: DType) -> Result<ScanDesc> {
         init_bits,
         algorithm,
         direction,
+        deterministic: desc.deterministic != 0,
+        segments,
     })
 }
 
@@ -158,6 +196,7 @@ fn write_info(info: *mut scanrt_scan_info, result: ScanInfo) {
     if let Some(info) = unsafe { info.as_mut() } {
         info.backend = result.backend as i32;
         info.algorithm = result.algorithm as i32;
+        info.reason = result.reason as i32;
     }
 }
 
@@ -189,6 +228,25 @@ pub extern "C" fn scanrt_status_string(status: i32) -> *const c_char {
         Some(ScanrtStatus::Panic) => b"internal panic\0",
         Some(ScanrtStatus::OutOfMemory) => b"out of memory\0",
         None => b"unknown status\0",
+    };
+    s.as_ptr() as *const c_char
+}
+
+/// A static, human-readable explanation of a `scanrt_choice_reason` ("unknown reason"
+/// for other values).
+#[no_mangle]
+pub extern "C" fn scanrt_choice_reason_string(reason: i32) -> *const c_char {
+    let s: &'static [u8] = match reason {
+        r if r == ChoiceReason::Requested as i32 => b"the descriptor named the algorithm\0",
+        r if r == ChoiceReason::Fastest as i32 => b"auto: the single-pass look-back is the fastest path\0",
+        r if r == ChoiceReason::OrderIndependent as i32 => {
+            b"auto, deterministic: the operator does not depend on association order, so the single pass is reproducible as it is\0"
+        }
+        r if r == ChoiceReason::Deterministic as i32 => {
+            b"auto, deterministic: fixed-order single pass (anchor tiles), faster than the matrix scan\0"
+        }
+        r if r == ChoiceReason::HostBackend as i32 => b"the context runs on the host backend\0",
+        _ => b"unknown reason\0",
     };
     s.as_ptr() as *const c_char
 }
@@ -453,7 +511,7 @@ pub unsafe extern "C" fn scanrt_buffer_destroy(buffer: *mut scanrt_buffer) {
 }
 
 /// Fills `desc` with the defaults: inclusive sum, no initial value, automatic
-/// algorithm, forward.
+/// algorithm, forward, not required deterministic, unsegmented.
 #[no_mangle]
 pub unsafe extern "C" fn scanrt_scan_desc_init(desc: *mut scanrt_scan_desc) -> ScanrtStatus {
     boundary(|| {
@@ -464,6 +522,10 @@ pub unsafe extern "C" fn scanrt_scan_desc_init(desc: *mut scanrt_scan_desc) -> S
             init: scanrt_value { u64: 0 },
             algorithm: Algorithm::Auto as i32,
             direction: Direction::Forward as i32,
+            deterministic: 0,
+            segments: ScanrtSegments::None as i32,
+            key_dtype: DType::U32 as i32,
+            segment_data: std::ptr::null(),
         };
         Ok(())
     })
@@ -485,8 +547,13 @@ pub unsafe extern "C" fn scanrt_scan(
         let stream = &non_null(stream, "stream")?.inner;
         let input = &non_null(input, "input")?.inner;
         let output = &non_null(output as *const scanrt_buffer, "output")?.inner;
-        let desc = desc_from_c(non_null(desc, "desc")?, output.dtype())?;
-        write_info(info, ctx.scan(stream, input, output, &desc)?);
+        let c_desc = non_null(desc, "desc")?;
+        let desc = desc_from_c(c_desc, output.dtype())?;
+        let req = ctx.buffer_request(input, output, c_desc.segment_data as u64)?;
+        // SAFETY: the buffers are live allocations of `ctx` of the checked lengths; the
+        // segment data is range-checked against its allocation by the GPU path, and is
+        // host memory the caller vouches for on the host backend (as for scanrt_scan_device).
+        write_info(info, ctx.scan_raw(stream, &req, &desc, None)?);
         Ok(())
     })
 }
@@ -506,13 +573,17 @@ unsafe fn scan_device(
 ) -> Result<()> {
     let ctx = &non_null(ctx, "ctx")?.inner;
     let output_dtype = DType::from_raw(output_dtype)?;
-    let desc = desc_from_c(non_null(desc, "desc")?, output_dtype)?;
+    let c_desc = non_null(desc, "desc")?;
+    let desc = desc_from_c(c_desc, output_dtype)?;
     let req = RawScan {
-        input: input as u64,
-        input_dtype: DType::from_raw(input_dtype)?,
-        output: output as u64,
-        output_dtype,
-        n,
+        segments: c_desc.segment_data as u64,
+        ..RawScan::new(
+            input as u64,
+            DType::from_raw(input_dtype)?,
+            output as u64,
+            output_dtype,
+            n,
+        )
     };
     let stream = Stream::borrowed(ctx, cuda_stream)?;
     write_info(info, ctx.scan_raw(&stream, &req, &desc, workspace)?);
@@ -569,11 +640,8 @@ pub unsafe extern "C" fn scanrt_scan_workspace_size(
         let desc = desc_from_c(non_null(desc, "desc")?, output_dtype)?;
         // Placeholder addresses: the size depends only on types and n.
         let req = RawScan {
-            input: 16,
-            input_dtype: DType::from_raw(input_dtype)?,
-            output: 1 << 40,
-            output_dtype,
-            n,
+            segments: if desc.segments == Segments::None { 0 } else { 1 << 44 },
+            ..RawScan::new(16, DType::from_raw(input_dtype)?, 1 << 40, output_dtype, n)
         };
         *non_null_mut(bytes, "bytes")? = ctx.workspace_size(&req, &desc)?;
         Ok(())

@@ -28,9 +28,9 @@ pub use context::{Backend, Buffer, Context, ScanInfo, Stream};
 pub use error::{Error, Result, ScanrtStatus};
 pub use gpu::launch::Workspace;
 pub use ops::{Accumulator, Widen};
-pub use reference::reference_scan;
+pub use reference::{reference_scan, reference_scan_segmented};
 pub use scan::RawScan;
-pub use types::{check_types, Algorithm, DType, Direction, Op, Scalar, ScanDesc};
+pub use types::{check_types, Algorithm, ChoiceReason, DType, Direction, Op, Scalar, ScanDesc, Segments};
 
 /// Every (input, output) type pair scanrt accepts.
 pub const TYPE_PAIRS: [(DType, DType); 14] = {
@@ -53,17 +53,19 @@ pub const TYPE_PAIRS: [(DType, DType); 14] = {
     ]
 };
 
-/// Compiles the kernel specialisation for `(input, output, op)` with NVRTC for
-/// `sm_<arch>` without a GPU, returning the image size. Used by CI to check that every
-/// specialisation compiles.
-pub fn compile_specialization(input: DType, output: DType, op: Op, arch: i32) -> Result<usize> {
-    check_types(input, output, op)?;
+/// Compiles the kernel specialisation that scans `input` into `output` as `desc` says
+/// (operator, direction, segmented or not) with NVRTC for `sm_<arch>`, without a GPU,
+/// returning the image size. Used by CI to check that every specialisation compiles.
+pub fn compile_specialization(input: DType, output: DType, desc: &ScanDesc, arch: i32) -> Result<usize> {
+    check_types(input, output, desc.op)?;
     let nvrtc = gpu::jit::Nvrtc::load()?;
     let target = nvrtc.target_for(arch)?;
     let spec = gpu::jit::Specialization {
         input,
         output,
-        op,
+        op: desc.op,
+        direction: desc.direction,
+        segmented: desc.segments != Segments::None,
         shape: gpu::tuning::tile_shape(arch, input, output),
     };
     Ok(nvrtc.compile(&spec, target)?.len())

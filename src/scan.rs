@@ -1,7 +1,7 @@
 //! The backend-independent part of a scan call: the request and its validation.
 
 use crate::error::{bail, Result};
-use crate::types::{check_types, DType, Direction, ScanDesc};
+use crate::types::{check_types, DType, ScanDesc, Segments};
 
 /// One scan over raw addresses: host addresses on the host backend, device addresses on
 /// a GPU. `output` may equal `input` (in place) when both types have the same size.
@@ -12,14 +12,31 @@ pub struct RawScan {
     pub output: u64,
     pub output_dtype: DType,
     pub n: u64,
+    /// The segment flags or keys of a segmented scan (see [`ScanDesc::segments`]); 0 otherwise.
+    pub segments: u64,
 }
 
 impl RawScan {
+    /// An unsegmented scan of `n` elements.
+    pub fn new(input: u64, input_dtype: DType, output: u64, output_dtype: DType, n: u64) -> RawScan {
+        RawScan {
+            input,
+            input_dtype,
+            output,
+            output_dtype,
+            n,
+            segments: 0,
+        }
+    }
     pub fn input_bytes(&self) -> u64 {
         self.n * self.input_dtype.size() as u64
     }
     pub fn output_bytes(&self) -> u64 {
         self.n * self.output_dtype.size() as u64
+    }
+    /// Bytes of segment data this scan reads (0 when unsegmented).
+    pub fn segment_bytes(&self, desc: &ScanDesc) -> u64 {
+        desc.segments.data_bytes(self.n).unwrap_or(0)
     }
 }
 
@@ -27,8 +44,12 @@ impl RawScan {
 /// safe to hand to a backend (lengths do not overflow, ranges do not partially overlap).
 pub(crate) fn validate(req: &RawScan, desc: &ScanDesc) -> Result<()> {
     check_types(req.input_dtype, req.output_dtype, desc.op)?;
-    if desc.direction != Direction::Forward {
-        bail!(InvalidArgument, "backward scans are not implemented yet");
+    desc.segments.check()?;
+    if desc.segments == Segments::None && req.segments != 0 {
+        bail!(
+            InvalidArgument,
+            "segment data was passed but the descriptor asks for an unsegmented scan"
+        );
     }
     if req.n == 0 {
         return Ok(());
@@ -59,12 +80,39 @@ pub(crate) fn validate(req: &RawScan, desc: &ScanDesc) -> Result<()> {
         bail!(InvalidArgument, "pointers must be aligned to their element size");
     }
     let exact_in_place = req.input == req.output && in_bytes == out_bytes;
-    let disjoint = req.input + in_bytes <= req.output || req.output + out_bytes <= req.input;
-    if !exact_in_place && !disjoint {
+    if !exact_in_place && overlaps(req.input, in_bytes, req.output, out_bytes) {
         bail!(
             PartialOverlap,
             "input and output overlap without being the same range (only exact in-place scans are allowed)"
         );
     }
+    if desc.segments != Segments::None {
+        if req.segments == 0 {
+            bail!(
+                NullArgument,
+                "a segmented scan needs its segment flags or keys (NULL given)"
+            );
+        }
+        let seg_bytes = desc.segments.data_bytes(req.n).filter(|&b| b <= max_bytes);
+        let Some(seg_bytes) = seg_bytes.filter(|&b| req.segments.checked_add(b).is_some()) else {
+            bail!(LengthOverflow, "segment data for n = {} elements overflows", req.n);
+        };
+        if req.segments % desc.segments.alignment() != 0 {
+            bail!(
+                InvalidArgument,
+                "segment data must be aligned to {} bytes for {:?}",
+                desc.segments.alignment(),
+                desc.segments
+            );
+        }
+        // The scan reads flags (or neighbouring keys) after other tiles were written.
+        if overlaps(req.segments, seg_bytes, req.output, out_bytes) {
+            bail!(PartialOverlap, "the segment flags or keys overlap the output");
+        }
+    }
     Ok(())
+}
+
+fn overlaps(a: u64, a_bytes: u64, b: u64, b_bytes: u64) -> bool {
+    a < b + b_bytes && b < a + a_bytes
 }

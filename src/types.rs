@@ -126,7 +126,7 @@ impl Op {
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Algorithm {
-    /// scanrt picks: the single-pass look-back on the GPU.
+    /// scanrt picks; the scan reports what it picked and why (a choice reason).
     #[default]
     Auto = 0,
     /// Single-pass decoupled look-back (one launch, ~2n traffic).
@@ -135,6 +135,9 @@ pub enum Algorithm {
     Matrix = 2,
     /// The CPU backend (only reported, never requested on a GPU context).
     Host = 3,
+    /// Single-pass look-back whose association order is fixed (anchor tiles): bitwise
+    /// reproducible float results at near single-pass speed.
+    DeterministicSinglePass = 4,
 }
 
 impl Algorithm {
@@ -144,26 +147,95 @@ impl Algorithm {
             1 => Algorithm::SinglePass,
             2 => Algorithm::Matrix,
             3 => Algorithm::Host,
+            4 => Algorithm::DeterministicSinglePass,
             _ => bail!(InvalidArgument, "unknown algorithm value {v}"),
         })
     }
 }
 
-/// The order in which elements are combined. Only forward is implemented so far;
-/// the field exists so that the descriptor keeps its layout when backward lands.
+/// Why a scan ran the algorithm it ran (reported with [`Algorithm`] after every call).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ChoiceReason {
+    /// The descriptor named the algorithm.
+    Requested = 0,
+    /// `Auto`: the single-pass look-back is the fastest path at every size.
+    Fastest = 1,
+    /// `Auto` with `deterministic`: the result does not depend on association order
+    /// (integers, min, max, bitwise), so the regular single pass is already reproducible.
+    OrderIndependent = 2,
+    /// `Auto` with `deterministic` on a float sum or product: the fixed-order single
+    /// pass, faster than the matrix scan.
+    Deterministic = 3,
+    /// The context runs on the host backend.
+    HostBackend = 4,
+}
+
+/// The order in which elements are combined.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Direction {
     #[default]
     /// From the first element to the last.
     Forward = 0,
-    /// From the last element to the first (not implemented yet: rejected).
+    /// From the last element to the first: `out[i]` folds `in[n-1] .. in[i]`, in that
+    /// order (operands keep traversal order).
     Backward = 1,
+}
+
+/// How a segmented scan is told where segments start. The data (flags or keys, one
+/// entry per element, in memory order) travels beside the input: [`RawScan::segments`].
+/// A backward scan uses the same segments, traversed from their ends: a start flag
+/// marks where its backward traversal stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Segments {
+    /// One scan over the whole input.
+    #[default]
+    None,
+    /// One byte per element; nonzero starts a segment.
+    ByteFlags,
+    /// Flags packed 32 to a `u32` word: bit i of word w is element 32·w + i.
+    BitFlags,
+    /// Scan by key: runs of equal consecutive keys of this type (u32, i32, u64, i64).
+    Keys(DType),
+}
+
+impl Segments {
+    /// Bytes of segment data for `n` elements (None when it overflows).
+    pub fn data_bytes(self, n: u64) -> Option<u64> {
+        match self {
+            Segments::None => Some(0),
+            Segments::ByteFlags => Some(n),
+            Segments::BitFlags => n.div_ceil(32).checked_mul(4),
+            Segments::Keys(k) => n.checked_mul(k.size() as u64),
+        }
+    }
+    pub(crate) fn check(self) -> Result<()> {
+        if let Segments::Keys(k) = self {
+            if !matches!(k, DType::I32 | DType::U32 | DType::I64 | DType::U64) {
+                bail!(
+                    UnsupportedCombination,
+                    "keys of type {k:?} are not supported; use u32, i32, u64 or i64 keys"
+                );
+            }
+        }
+        Ok(())
+    }
+    /// Required alignment of the segment data, in bytes.
+    pub fn alignment(self) -> u64 {
+        match self {
+            Segments::None | Segments::ByteFlags => 1,
+            Segments::BitFlags => 4,
+            Segments::Keys(k) => k.size() as u64,
+        }
+    }
 }
 
 /// What to compute: `out[i] = init . in[0] . ... . in[i]` (inclusive) or
 /// `out[i] = init . in[0] . ... . in[i-1]` (exclusive, `out[0] = init`), where `.` is
-/// `op` in the output type and `init` defaults to the operator's identity.
+/// `op` in the output type and `init` defaults to the operator's identity. Backward
+/// scans run the same recurrence from the last element; segmented scans run it within
+/// each segment, every segment starting from `init`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ScanDesc {
     pub op: Op,
@@ -172,6 +244,11 @@ pub struct ScanDesc {
     pub init_bits: Option<u64>,
     pub algorithm: Algorithm,
     pub direction: Direction,
+    /// Bitwise identical results on every run (same GPU architecture and library
+    /// version), whatever the scheduling. Costs nothing where the operator does not
+    /// depend on association order.
+    pub deterministic: bool,
+    pub segments: Segments,
 }
 
 impl Default for ScanDesc {
@@ -182,6 +259,8 @@ impl Default for ScanDesc {
             init_bits: None,
             algorithm: Algorithm::Auto,
             direction: Direction::Forward,
+            deterministic: false,
+            segments: Segments::None,
         }
     }
 }
@@ -207,6 +286,22 @@ impl ScanDesc {
     pub fn with_algorithm(mut self, algorithm: Algorithm) -> Self {
         self.algorithm = algorithm;
         self
+    }
+    pub fn backward(mut self) -> Self {
+        self.direction = Direction::Backward;
+        self
+    }
+    pub fn deterministic(mut self) -> Self {
+        self.deterministic = true;
+        self
+    }
+    pub fn segmented(mut self, segments: Segments) -> Self {
+        self.segments = segments;
+        self
+    }
+    /// Whether the result can depend on the association order: float sums and products.
+    pub fn order_sensitive(&self, output: DType) -> bool {
+        output.is_float() && matches!(self.op, Op::Sum | Op::Product)
     }
 }
 

@@ -303,6 +303,7 @@ fn zero_length_is_a_no_op() {
                 output: 0,
                 output_dtype: DType::U32,
                 n: 0,
+                segments: 0,
             },
             &ScanDesc::default(),
             None,
@@ -339,6 +340,7 @@ fn bad_input_is_rejected_without_writing_and_context_stays_usable() {
         output,
         output_dtype: DType::U32,
         n,
+        segments: 0,
     };
     let sum = ScanDesc::inclusive(Op::Sum);
     unsafe {
@@ -378,6 +380,7 @@ fn bad_input_is_rejected_without_writing_and_context_stays_usable() {
             output: dst.addr(),
             output_dtype: DType::F32,
             n,
+            segments: 0,
         };
         expect_status(
             ctx.scan_raw(&stream, &f, &ScanDesc::inclusive(Op::BitXor), None),
@@ -389,6 +392,7 @@ fn bad_input_is_rejected_without_writing_and_context_stays_usable() {
             output: dst.addr(),
             output_dtype: DType::U32,
             n: n / 2,
+            segments: 0,
         };
         expect_status(
             ctx.scan_raw(&stream, &narrowing, &sum, None),
@@ -574,6 +578,7 @@ fn caller_workspace_back_to_back() {
         output: dst.addr(),
         output_dtype: DType::U32,
         n: n as u64,
+        segments: 0,
     };
     let src0 = Buffer::new(ctx, DType::U32, n as u64).unwrap();
     let bytes = ctx

@@ -80,6 +80,7 @@ fn validation_rules() {
         output: o,
         output_dtype: DType::U32,
         n,
+        segments: 0,
     };
     let (pa, pb) = (a.as_ptr() as u64, b.as_mut_ptr() as u64);
     let sum = ScanDesc::default();
@@ -104,6 +105,7 @@ fn validation_rules() {
             output: pb,
             output_dtype: DType::F32,
             n: 10,
+            segments: 0,
         };
         assert_eq!(
             status(ctx.scan_raw(&stream, &f, &ScanDesc::inclusive(Op::BitXor), None)),
@@ -115,6 +117,7 @@ fn validation_rules() {
             output: pb,
             output_dtype: DType::U32,
             n: 10,
+            segments: 0,
         };
         assert_eq!(
             status(ctx.scan_raw(&stream, &wide_to_narrow, &sum, None)),

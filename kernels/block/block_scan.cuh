@@ -8,6 +8,7 @@
 // (the look-back) between computing the block aggregate and finishing the rows:
 // `scan_rows` leaves each thread with its scanned row and its in-tile prefix;
 // `finish_rows` folds in the tile prefix and writes the rows back.
+// Segmented scans run the same levels on (value, head) pairs; rows restart at heads.
 // The association order depends only on the tile shape: deterministic.
 #pragma once
 #include "block/tile_io.cuh"
@@ -21,42 +22,65 @@ SCANRT_DEVICE void data_barrier() {
     asm volatile("bar.sync 1, %0;" ::"n"(THREADS) : "memory");
 }
 
-template <typename Op, int THREADS, int ITEMS>
+// What rows, warps and tiles pass between them: the accumulator itself, or for a
+// segmented scan the (value, head) pair under the flag-pair operator.
+template <typename Op, bool SEGMENTED> struct CarryOf { typedef Op Op_; };
+template <typename Op> struct CarryOf<Op, true> { typedef SegmentedOp<Op> Op_; };
+
+template <typename Op, int THREADS, int ITEMS, bool SEGMENTED = false>
 struct BlockMatrixScan {
     typedef typename Op::T Acc;
+    typedef typename CarryOf<Op, SEGMENTED>::Op_ CarryOp;
+    typedef typename CarryOp::T Carry;
     typedef TileMatrix<Acc, THREADS, ITEMS> Matrix;
     static const int WARPS = THREADS / 32;
     static_assert(THREADS % 32 == 0 && WARPS <= 32, "THREADS must be a multiple of 32, at most 1024");
 
     struct Shared {
         Matrix matrix;
-        Acc warp_total[WARPS];
+        Carry warp_total[WARPS];
     };
 
+    // The value a carry contributes to the elements it reaches.
+    static SCANRT_DEVICE Acc carried_value(Carry c) {
+        if constexpr (SEGMENTED) return c.value;
+        else return c;
+    }
+
     Acc row[ITEMS];
-    Acc thread_prefix;   // everything in the tile before this thread's row
-    Acc tile_aggregate;  // the whole tile, valid in every thread after scan_rows
+    Carry thread_prefix;   // everything in the tile before this thread's row
+    Carry tile_aggregate;  // the whole tile, valid in every thread after scan_rows
+    int open;              // leading row elements before its first head (segmented only)
 
     // Requires the staged matrix to be visible (a barrier after staging). Only the first
-    // THREADS threads call it.
-    SCANRT_DEVICE void scan_rows(Shared& s, bool inclusive, int tid) {
+    // THREADS threads call it. Segmented scans pass the row's heads and the initial value
+    // every segment starts from; unsegmented scans ignore both.
+    SCANRT_DEVICE void scan_rows(Shared& s, bool inclusive, int tid, u32 heads = 0, Acc init = Acc()) {
         const int lane = tid & 31, warp = tid >> 5;
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) row[i] = s.matrix.cell[tid * Matrix::STRIDE + i];
-        Acc total = inclusive ? thread_inclusive_scan<Op>(row) : thread_exclusive_scan<Op>(row);
-        Acc column = warp_inclusive_scan<Op>(total, lane);
-        Acc before_in_warp = shfl_up(column, 1);
+        Carry total;
+        if constexpr (SEGMENTED) {
+            total = inclusive ? thread_segmented_inclusive_scan<Op>(row, heads, init)
+                              : thread_segmented_exclusive_scan<Op>(row, heads, init);
+            open = heads ? __ffs(heads) - 1 : ITEMS;
+        } else {
+            total = inclusive ? thread_inclusive_scan<Op>(row) : thread_exclusive_scan<Op>(row);
+            open = ITEMS;
+        }
+        Carry column = warp_inclusive_scan<CarryOp>(total, lane);
+        Carry before_in_warp = shfl_up(column, 1);
         if (lane == 31) s.warp_total[warp] = column;
         data_barrier<THREADS>();
-        Acc before_warp = Op::identity();
-        Acc all = Op::identity();
+        Carry before_warp = CarryOp::identity();
+        Carry all = CarryOp::identity();
 #pragma unroll
         for (int w = 0; w < WARPS; ++w) {
-            Acc t = s.warp_total[w];
+            Carry t = s.warp_total[w];
             if (w == warp) before_warp = all;
-            all = Op::combine(all, t);
+            all = CarryOp::combine(all, t);
         }
-        thread_prefix = lane == 0 ? before_warp : Op::combine(before_warp, before_in_warp);
+        thread_prefix = lane == 0 ? before_warp : CarryOp::combine(before_warp, before_in_warp);
         tile_aggregate = all;
     }
 
@@ -68,23 +92,25 @@ struct BlockMatrixScan {
     }
 
     // Completes a parked tile: folds `tile_prefix` and the thread's in-tile prefix into
-    // its own row. Touches only the calling thread's row, so no barrier is needed after
-    // park_rows; the caller puts one before the store.
-    static SCANRT_DEVICE void finish_parked_rows(Shared& s, Acc tile_prefix, Acc thread_prefix, int tid) {
-        Acc prefix = Op::combine(tile_prefix, thread_prefix);
+    // its own row (into the row's open elements only, for a segmented scan: a head stops
+    // everything before it). Touches only the calling thread's row, so no barrier is
+    // needed after park_rows; the caller puts one before the store.
+    static SCANRT_DEVICE void finish_parked_rows(Shared& s, Carry tile_prefix, Carry thread_prefix, int open, int tid) {
+        const Acc prefix = carried_value(CarryOp::combine(tile_prefix, thread_prefix));
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) {
             Acc& cell = s.matrix.cell[tid * Matrix::STRIDE + i];
-            cell = Op::combine(prefix, cell);
+            if (!SEGMENTED || i < open) cell = Op::combine(prefix, cell);
         }
     }
 
     // Folds the tile's exclusive prefix into the rows and writes them back to the matrix.
     // The caller puts a barrier between this and the store.
-    SCANRT_DEVICE void finish_rows(Shared& s, Acc tile_prefix, int tid) {
-        Acc prefix = Op::combine(tile_prefix, thread_prefix);
+    SCANRT_DEVICE void finish_rows(Shared& s, Carry tile_prefix, int tid) {
+        const Acc prefix = carried_value(CarryOp::combine(tile_prefix, thread_prefix));
 #pragma unroll
-        for (int i = 0; i < ITEMS; ++i) s.matrix.cell[tid * Matrix::STRIDE + i] = Op::combine(prefix, row[i]);
+        for (int i = 0; i < ITEMS; ++i)
+            s.matrix.cell[tid * Matrix::STRIDE + i] = (!SEGMENTED || i < open) ? Op::combine(prefix, row[i]) : row[i];
     }
 };
 

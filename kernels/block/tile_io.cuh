@@ -11,12 +11,29 @@
 // consume them later; `stage` then converts them to the accumulator type and writes
 // them into shared memory, where each row is padded by one element so that the threads
 // of a warp reading their rows hit distinct banks.
+//
+// Backward scans (REVERSE) traverse the data from its end without copying it: global
+// accesses stay ascending and coalesced over the tile's physical span, and only the
+// shared-memory index is mirrored, so logical element e of a tile of `valid` elements is
+// physical element valid - 1 - e. `tile_span` gives that physical span.
 #pragma once
 #include "util/types.cuh"
 
 #define SCANRT_MODE_VECTOR  0
 #define SCANRT_MODE_SCALAR  1
 #define SCANRT_MODE_PARTIAL 2
+
+// Physical start of logical tile `tile` (of TILE elements; the last one holds `valid`).
+template <bool REVERSE>
+SCANRT_DEVICE long long tile_start(long long tile, int TILE, long long valid, long long n) {
+    return REVERSE ? n - tile * TILE - valid : tile * TILE;
+}
+
+// Shared-matrix slot of the element at physical offset p of a tile of `valid` elements.
+template <bool REVERSE>
+SCANRT_DEVICE int logical_index(int p, long long valid) {
+    return REVERSE ? (int)valid - 1 - p : p;
+}
 
 template <typename Acc, int THREADS, int ITEMS>
 struct TileMatrix {
@@ -60,31 +77,33 @@ struct TileRegs {
         }
     }
 
-    // Writes the loaded elements, converted to Acc, into the shared matrix; elements past
-    // `valid` become the identity so that row scans need no bounds checks.
-    template <typename Op>
+    // Writes the loaded elements, converted to Acc, into the shared matrix at their logical
+    // positions; slots past `valid` become the identity so that row scans need no bounds
+    // checks (the physical offsets >= valid are exactly the logical ones, either way).
+    template <typename Op, bool REVERSE = false>
     SCANRT_DEVICE void stage(TileMatrix<typename Op::T, THREADS, ITEMS>& m, long long valid, int mode, int tid) const {
         typedef typename Op::T Acc;
         typedef TileMatrix<Acc, THREADS, ITEMS> M;
         if (mode == SCANRT_MODE_VECTOR) {
 #pragma unroll
             for (int r = 0; r < ITEMS / VEC; ++r) {
-                int e = (r * THREADS + tid) * VEC;
+                int p = (r * THREADS + tid) * VEC;
 #pragma unroll
-                for (int j = 0; j < VEC; ++j) m.cell[M::index(e + j)] = Acc(raw[r * VEC + j]);
+                for (int j = 0; j < VEC; ++j) m.cell[M::index(logical_index<REVERSE>(p + j, TILE))] = Acc(raw[r * VEC + j]);
             }
         } else {
 #pragma unroll
             for (int r = 0; r < ITEMS; ++r) {
-                int e = r * THREADS + tid;
-                m.cell[M::index(e)] = (e < valid) ? Acc(raw[r]) : Op::identity();
+                int p = r * THREADS + tid;
+                if (p < valid) m.cell[M::index(logical_index<REVERSE>(p, valid))] = Acc(raw[r]);
+                else m.cell[M::index(p)] = Op::identity();
             }
         }
     }
 };
 
-// Stores tile elements [0, valid) from the shared matrix to `dst`.
-template <typename Acc, int THREADS, int ITEMS>
+// Stores tile elements [0, valid) from the shared matrix to the tile's physical span `dst`.
+template <bool REVERSE = false, typename Acc, int THREADS, int ITEMS>
 SCANRT_DEVICE void store_tile(const TileMatrix<Acc, THREADS, ITEMS>& m, Acc* dst, long long valid, int mode, int tid) {
     typedef TileMatrix<Acc, THREADS, ITEMS> M;
     const int VEC = 16 / sizeof(Acc);
@@ -92,18 +111,18 @@ SCANRT_DEVICE void store_tile(const TileMatrix<Acc, THREADS, ITEMS>& m, Acc* dst
     if (mode == SCANRT_MODE_VECTOR) {
 #pragma unroll
         for (int r = 0; r < ITEMS / VEC; ++r) {
-            int e = (r * THREADS + tid) * VEC;
+            int p = (r * THREADS + tid) * VEC;
             uint4 w;
             Acc* parts = reinterpret_cast<Acc*>(&w);
 #pragma unroll
-            for (int j = 0; j < VEC; ++j) parts[j] = m.cell[M::index(e + j)];
-            store16_streaming(dst + e, w);
+            for (int j = 0; j < VEC; ++j) parts[j] = m.cell[M::index(logical_index<REVERSE>(p + j, M::TILE))];
+            store16_streaming(dst + p, w);
         }
     } else {
 #pragma unroll
         for (int r = 0; r < ITEMS; ++r) {
-            int e = r * THREADS + tid;
-            if (mode == SCANRT_MODE_SCALAR || e < valid) dst[e] = m.cell[M::index(e)];
+            int p = r * THREADS + tid;
+            if (mode == SCANRT_MODE_SCALAR || p < valid) dst[p] = m.cell[M::index(logical_index<REVERSE>(p, valid))];
         }
     }
 }

@@ -29,7 +29,7 @@
 // previous round, whose look-back concerns a smaller tile id, so every wait still points
 // to a smaller tile and the argument above holds.
 //
-// Memory ordering. For 4-byte accumulators the flag and value share one 64-bit word,
+// Memory ordering. For 4-byte values the flag and value share one 64-bit word,
 // written and read with single-copy-atomic relaxed gpu-scope accesses: a reader sees a
 // flag only together with its value. For 8-byte accumulators the value is written
 // first (relaxed), then the flag with release semantics; a reader loads the flag with
@@ -42,9 +42,26 @@
 // reaches gridDim.x) resets the ticket and the count and advances the generation. No
 // block reads the header after that, so all blocks of a launch agree on the tag, and
 // the next launch in stream order (or the next replay of a captured graph) starts
-// clean. Tags have 30 bits; once per 2^30 - 1 launches the last block also clears every
+// clean. Tags have 29 bits; once per 2^29 - 1 launches the last block also clears every
 // slot before the tags repeat, so no stale slot can ever match. The workspace must be
 // zero-filled once, when it is created.
+//
+// Deterministic mode (SCANRT_FLAG_DETERMINISTIC). The fold above depends on which
+// predecessors happened to be INCLUSIVE when the warp looked, so float sums can differ
+// in their last bits between runs. In this mode only anchor tiles (multiples of 32)
+// publish INCLUSIVE, and tile t's prefix is always
+//     INCLUSIVE(a) . AGGREGATE(a+1) . ... . AGGREGATE(t-1),   a = 32 * floor((t-1)/32),
+// reduced over one warp in lane order: a fixed expression of (n, tile shape), whatever the
+// timing. Every wait still points to a smaller tile (an anchor's INCLUSIVE waits only on
+// the previous anchor's), so the progress argument holds unchanged.
+//
+// Segmented scans carry (value, head) pairs (SegmentedOp): a slot whose value holds a
+// head is as good as INCLUSIVE, so the look-back stops at the tile that holds the
+// segment's head, and such a tile publishes INCLUSIVE at once, without waiting. The head
+// bit travels in the status word next to the flag.
+//
+// Backward scans number tiles from the end of the data (tile_io.cuh); the protocol does
+// not change.
 //
 // Inputs of one tile skip all of this: one block, no status, no ticket.
 // =======================================================================
@@ -55,7 +72,10 @@
 #define SCANRT_STATUS_INVALID   0u
 #define SCANRT_STATUS_AGGREGATE 1u
 #define SCANRT_STATUS_INCLUSIVE 2u
-#define SCANRT_TAG_PERIOD       0x3fffffffu  // tags run 1..2^30-1; 0 never matches
+#define SCANRT_HEAD_BIT         4u           // the carried pair holds a segment head
+#define SCANRT_TAG_SHIFT        3            // status word: [tag:29 | head:1 | status:2]
+#define SCANRT_TAG_PERIOD       0x1fffffffu  // tags run 1..2^29-1; 0 never matches
+#define SCANRT_ANCHOR_STRIDE    32           // deterministic mode: tiles that publish INCLUSIVE
 
 struct LookbackHeader {
     u32 generation;
@@ -69,51 +89,68 @@ SCANRT_DEVICE void st_relaxed(u64* p, u64 v) { asm volatile("st.relaxed.gpu.glob
 SCANRT_DEVICE u32 ld_acquire(const u32* p) { u32 v; asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory"); return v; }
 SCANRT_DEVICE void st_release(u32* p, u32 v) { asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory"); }
 
-// Tile status slots; the layout depends on the accumulator's size.
-template <typename Acc, int SIZE = sizeof(Acc)> struct TileStatus;
+// How a carry travels through a status slot: the bits of its value and its head bit.
+template <typename T> struct SlotCodec {
+    typedef typename Bits<T>::W W;
+    static SCANRT_DEVICE W value_bits(T v) { return Bits<T>::to(v); }
+    static SCANRT_DEVICE u32 head(T) { return 0; }
+    static SCANRT_DEVICE T make(W w, u32) { return Bits<T>::from(w); }
+};
+template <typename T> struct SlotCodec<Seg<T> > {
+    typedef typename Bits<T>::W W;
+    static SCANRT_DEVICE W value_bits(Seg<T> v) { return Bits<T>::to(v.value); }
+    static SCANRT_DEVICE u32 head(Seg<T> v) { return v.head; }
+    static SCANRT_DEVICE Seg<T> make(W w, u32 head) { return Seg<T>{Bits<T>::from(w), head}; }
+};
 
-// 4-byte accumulator: one 64-bit word per tile, [tag:30 | flag:2 | value:32].
-template <typename Acc> struct TileStatus<Acc, 4> {
+SCANRT_DEVICE u32 status_word(u32 tag, u32 flag, u32 head) { return (tag << SCANRT_TAG_SHIFT) | (head ? SCANRT_HEAD_BIT : 0u) | flag; }
+SCANRT_DEVICE u32 status_flag(u32 word, u32 tag) { return (word >> SCANRT_TAG_SHIFT) == tag ? (word & 3u) : SCANRT_STATUS_INVALID; }
+
+// Tile status slots; the layout depends on the size of the carried value.
+template <typename Carry, int SIZE = sizeof(typename SlotCodec<Carry>::W)> struct TileStatus;
+
+// 4-byte values: one 64-bit word per tile, [status word:32 | value:32].
+template <typename Carry> struct TileStatus<Carry, 4> {
+    typedef SlotCodec<Carry> Codec;
     u64* word;
-    static SCANRT_DEVICE long long bytes(long long slots) { return slots * 8; }
-    SCANRT_DEVICE explicit TileStatus(void* slots) : word((u64*)slots) {}
-    SCANRT_DEVICE void publish(long long tile, u32 flag, Acc value, u32 tag) {
-        st_relaxed(word + tile, ((u64)((tag << 2) | flag) << 32) | Bits<Acc>::to(value));
+    SCANRT_DEVICE TileStatus(void* slots, long long) : word((u64*)slots) {}
+    SCANRT_DEVICE void publish(long long tile, u32 flag, Carry value, u32 tag) const {
+        st_relaxed(word + tile, ((u64)status_word(tag, flag, Codec::head(value)) << 32) | Codec::value_bits(value));
     }
-    SCANRT_DEVICE u32 poll(long long tile, u32 tag, Acc& value) const {
+    SCANRT_DEVICE u32 poll(long long tile, u32 tag, Carry& value) const {
         u64 w = ld_relaxed(word + tile);
         u32 high = (u32)(w >> 32);
-        value = Bits<Acc>::from((u32)w);
-        return (high >> 2) == tag ? (high & 3u) : SCANRT_STATUS_INVALID;
+        value = Codec::make((u32)w, high & SCANRT_HEAD_BIT);
+        return status_flag(high, tag);
     }
     SCANRT_DEVICE void clear(long long slots, int tid, int threads) {
         for (long long i = tid; i < slots; i += threads) word[i] = 0;
     }
 };
 
-// 8-byte accumulator: a flag word plus one value array per flag kind, so a value is
-// never overwritten while a reader may hold the flag that announced it.
-template <typename Acc> struct TileStatus<Acc, 8> {
+// 8-byte values: a status word plus one value array per flag kind, so a value is never
+// overwritten while a reader may hold the flag that announced it.
+template <typename Carry> struct TileStatus<Carry, 8> {
+    typedef SlotCodec<Carry> Codec;
     u32* flag_word;
     u64* aggregate;
     u64* inclusive;
     long long slots;
-    static SCANRT_DEVICE long long bytes(long long slots) { return slots * 20 + 8; }
     SCANRT_DEVICE TileStatus(void* base, long long slots_) : slots(slots_) {
         aggregate = (u64*)base;
         inclusive = aggregate + slots;
         flag_word = (u32*)(inclusive + slots);
     }
-    SCANRT_DEVICE void publish(long long tile, u32 flag, Acc value, u32 tag) {
+    SCANRT_DEVICE void publish(long long tile, u32 flag, Carry value, u32 tag) const {
         u64* dst = flag == SCANRT_STATUS_INCLUSIVE ? inclusive : aggregate;
-        st_relaxed(dst + tile, Bits<Acc>::to(value));
-        st_release(flag_word + tile, (tag << 2) | flag);
+        st_relaxed(dst + tile, Codec::value_bits(value));
+        st_release(flag_word + tile, status_word(tag, flag, Codec::head(value)));
     }
-    SCANRT_DEVICE u32 poll(long long tile, u32 tag, Acc& value) const {
-        u32 f = ld_acquire(flag_word + tile);
-        u32 flag = (f >> 2) == tag ? (f & 3u) : SCANRT_STATUS_INVALID;
+    SCANRT_DEVICE u32 poll(long long tile, u32 tag, Carry& value) const {
+        u32 w = ld_acquire(flag_word + tile);
+        u32 flag = status_flag(w, tag);
         if (flag != SCANRT_STATUS_INVALID)
-            value = Bits<Acc>::from(ld_relaxed((flag == SCANRT_STATUS_INCLUSIVE ? inclusive : aggregate) + tile));
+            value = Codec::make(ld_relaxed((flag == SCANRT_STATUS_INCLUSIVE ? inclusive : aggregate) + tile), w & SCANRT_HEAD_BIT);
         return flag;
     }
     SCANRT_DEVICE void clear(long long, int tid, int threads) {
@@ -121,91 +158,134 @@ template <typename Acc> struct TileStatus<Acc, 8> {
     }
 };
 
-template <typename Acc> SCANRT_DEVICE TileStatus<Acc, 4> make_status(void* slots, long long, TileStatus<Acc, 4>*) { return TileStatus<Acc, 4>(slots); }
-template <typename Acc> SCANRT_DEVICE TileStatus<Acc, 8> make_status(void* slots, long long cap, TileStatus<Acc, 8>*) { return TileStatus<Acc, 8>(slots, cap); }
+// A slot that ends a look-back: INCLUSIVE, or any published pair that holds a segment head.
+template <typename Carry>
+SCANRT_DEVICE bool closes_lookback(u32 flag, Carry value) {
+    return flag == SCANRT_STATUS_INCLUSIVE || (flag != SCANRT_STATUS_INVALID && SlotCodec<Carry>::head(value));
+}
 
-// Warp 0's look-back for `tile` (> 0): returns the fold of all predecessors, which
-// includes init through tile 0's INCLUSIVE value. All 32 lanes call it.
-template <typename Op, typename Status, int SPIN_BEFORE_SLEEP, int SLEEP_NS>
-SCANRT_DEVICE typename Op::T look_back(const Status& status, long long tile, u32 tag, int lane) {
-    typedef typename Op::T Acc;
-    Acc running = Op::identity();
-    for (long long window_end = tile - 1;; window_end -= 32) {
-        const long long slot = window_end - 31 + lane;  // lane 31 holds the nearest predecessor
-        Acc value = Op::identity();
-        // Slots before tile 0 count as an empty inclusive prefix.
-        u32 flag = slot < 0 ? SCANRT_STATUS_INCLUSIVE : SCANRT_STATUS_INVALID;
-        for (int spins = 0;; ++spins) {
-            if (flag == SCANRT_STATUS_INVALID) flag = status.poll(slot, tag, value);
-            if (__all_sync(SCANRT_FULL_MASK, flag != SCANRT_STATUS_INVALID)) break;
-            if (spins >= SPIN_BEFORE_SLEEP) __nanosleep(SLEEP_NS);
-        }
-        const u32 inclusive_lanes = __ballot_sync(SCANRT_FULL_MASK, flag == SCANRT_STATUS_INCLUSIVE);
-        const int first = inclusive_lanes ? 31 - __clz(inclusive_lanes) : 0;
-        const Acc window = warp_reduce<Op>(lane >= first ? value : Op::identity(), lane);
-        running = Op::combine(window, running);
-        if (inclusive_lanes) return running;
+// The look-back warp's wait for one window of slots: every lane polls its slot until
+// `ready` holds for all lanes, sleeping between polls after SPIN_BEFORE_SLEEP rounds.
+template <typename Status, typename Carry, int SPIN_BEFORE_SLEEP, int SLEEP_NS, typename Ready>
+SCANRT_DEVICE u32 wait_window(const Status& status, long long slot, bool in_window, u32 tag, Carry& value, Ready ready) {
+    u32 flag = SCANRT_STATUS_INVALID;
+    for (int spins = 0;; ++spins) {
+        if (in_window && !ready(flag)) flag = status.poll(slot, tag, value);
+        if (__all_sync(SCANRT_FULL_MASK, !in_window || ready(flag))) return flag;
+        if (spins >= SPIN_BEFORE_SLEEP) __nanosleep(SLEEP_NS);
     }
 }
 
+// The look-back for `tile` (> 0): the fold of all its predecessors, including the carry
+// into tile 0. Walks back 32 slots at a time (lane 31 holds the nearest predecessor)
+// until a window holds a slot that closes the look-back. All 32 lanes call it.
+template <typename CarryOp, typename Status, int SPIN_BEFORE_SLEEP, int SLEEP_NS>
+SCANRT_DEVICE typename CarryOp::T look_back(const Status& status, long long tile, u32 tag, int lane) {
+    typedef typename CarryOp::T Carry;
+    Carry running = CarryOp::identity();
+    for (long long window_end = tile - 1;; window_end -= 32) {
+        const long long slot = window_end - 31 + lane;
+        Carry value = CarryOp::identity();  // slots before tile 0 add nothing
+        const u32 flag = wait_window<Status, Carry, SPIN_BEFORE_SLEEP, SLEEP_NS>(
+            status, slot, slot >= 0, tag, value, [](u32 f) { return f != SCANRT_STATUS_INVALID; });
+        const u32 closing = __ballot_sync(SCANRT_FULL_MASK, slot < 0 || closes_lookback(flag, value));
+        const int first = closing ? 31 - __clz(closing) : 0;
+        const Carry window = warp_reduce<CarryOp>(lane >= first ? value : CarryOp::identity(), lane);
+        running = CarryOp::combine(window, running);
+        if (closing) return running;
+    }
+}
+
+// Deterministic look-back for `tile` (> 0): INCLUSIVE of the anchor at or below tile - 1,
+// then the AGGREGATEs up to tile - 1, reduced in lane order (see the protocol above).
+template <typename CarryOp, typename Status, int SPIN_BEFORE_SLEEP, int SLEEP_NS>
+SCANRT_DEVICE typename CarryOp::T look_back_deterministic(const Status& status, long long tile, u32 tag, int lane) {
+    typedef typename CarryOp::T Carry;
+    const long long anchor = (tile - 1) / SCANRT_ANCHOR_STRIDE * SCANRT_ANCHOR_STRIDE;
+    const long long slot = anchor + lane;
+    Carry value = CarryOp::identity();
+    wait_window<Status, Carry, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, slot, slot < tile, tag, value, [lane](u32 f) {
+        return lane == 0 ? f == SCANRT_STATUS_INCLUSIVE : f != SCANRT_STATUS_INVALID;
+    });
+    return warp_reduce<CarryOp>(slot < tile ? value : CarryOp::identity(), lane);
+}
+
 // Launched with THREADS data threads plus one look-back warp (blockDim.x = THREADS + 32).
-template <typename Op, typename In, int THREADS, int ITEMS, int SPIN_BEFORE_SLEEP, int SLEEP_NS>
+template <typename Op, typename In, int THREADS, int ITEMS, int SPIN_BEFORE_SLEEP, int SLEEP_NS, bool REVERSE,
+          bool SEGMENTED>
 SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long n, unsigned long long init_bits,
-                                    unsigned flags, void* workspace, long long status_capacity) {
+                                    unsigned flags, const void* heads, void* workspace, long long status_capacity) {
     typedef typename Op::T Acc;
-    typedef BlockMatrixScan<Op, THREADS, ITEMS> Scan;
-    typedef TileStatus<Acc> Status;
+    typedef BlockMatrixScan<Op, THREADS, ITEMS, SEGMENTED> Scan;
+    typedef typename Scan::CarryOp CarryOp;
+    typedef typename Scan::Carry Carry;
+    typedef TileStatus<Carry> Status;
     const int TILE = THREADS * ITEMS;
     // Two shared tiles: the one waiting for its prefix stays parked in shared memory while
     // the next one is staged and scanned in the other (registers hold one tile at most).
     __shared__ typename Scan::Shared shared[2];
     __shared__ long long next_tile_s;
     __shared__ u32 tag_s;
-    __shared__ Acc lookback_aggregate_s;  // aggregate of the tile the look-back warp works on
-    __shared__ Acc tile_prefix_s;         // its exclusive prefix, the look-back's answer
+    __shared__ Carry lookback_aggregate_s;  // aggregate of the tile the look-back warp works on
+    __shared__ Carry tile_prefix_s;         // its exclusive prefix, the look-back's answer
     __shared__ bool last_block_s;
 
     const int tid = threadIdx.x, lane = tid & 31;
     const bool lookback_warp = tid >= THREADS;
     const bool inclusive = flags & SCANRT_FLAG_INCLUSIVE;
+    const bool deterministic = flags & SCANRT_FLAG_DETERMINISTIC;
     const bool vector_in = flags & SCANRT_FLAG_VECTOR_IN, vector_out = flags & SCANRT_FLAG_VECTOR_OUT;
     const Acc init = initial_value<Op>(init_bits, flags);
+    const Carry carry_in = first_carry<Op, SEGMENTED>(init);
+    const HeadSource head_src = head_source(heads, n, flags);
     const long long num_tiles = (n + TILE - 1) / TILE;
 
     // What a data thread keeps of a scanned, parked tile.
     struct Parked {
-        Acc thread_prefix;
-        Acc aggregate;
+        Carry thread_prefix;
+        Carry aggregate;
+        int open;
     };
     // Loads, stages, scans and parks `tile` in shared[buffer] (data threads only).
     auto scan_tile = [&](int buffer, long long tile) -> Parked {
         const long long valid = min((long long)TILE, n - tile * TILE);
+        const long long start = tile_start<REVERSE>(tile, TILE, valid, n);
         const int mode = tile_mode(valid, TILE, vector_in);
         TileRegs<In, THREADS, ITEMS> regs;
-        regs.load(in + tile * TILE, valid, mode, tid);
-        regs.template stage<Op>(shared[buffer].matrix, valid, mode, tid);
+        regs.load(in + start, valid, mode, tid);
+        u32 row = 0;
+        if constexpr (SEGMENTED) row = row_heads<THREADS, ITEMS, REVERSE>(head_src, start, valid, tid);
+        regs.template stage<Op, REVERSE>(shared[buffer].matrix, valid, mode, tid);
         data_barrier<THREADS>();
         Scan scan;
-        scan.scan_rows(shared[buffer], inclusive, tid);
+        scan.scan_rows(shared[buffer], inclusive, tid, row, init);
         scan.park_rows(shared[buffer], tid);
-        return Parked{scan.thread_prefix, scan.tile_aggregate};
+        return Parked{scan.thread_prefix, scan.tile_aggregate, scan.open};
     };
     // Folds the prefix into the parked tile and stores it (data threads only).
-    auto finish_tile = [&](int buffer, long long tile, const Parked& parked, Acc prefix) {
+    auto finish_tile = [&](int buffer, long long tile, const Parked& parked, Carry prefix) {
         const long long valid = min((long long)TILE, n - tile * TILE);
-        Scan::finish_parked_rows(shared[buffer], prefix, parked.thread_prefix, tid);
+        const long long start = tile_start<REVERSE>(tile, TILE, valid, n);
+        Scan::finish_parked_rows(shared[buffer], prefix, parked.thread_prefix, parked.open, tid);
         data_barrier<THREADS>();
-        store_tile(shared[buffer].matrix, out + tile * TILE, valid, tile_mode(valid, TILE, vector_out), tid);
+        store_tile<REVERSE>(shared[buffer].matrix, out + start, valid, tile_mode(valid, TILE, vector_out), tid);
+    };
+    // A tile's first publication: INCLUSIVE when nothing before it can matter (tile 0, or
+    // a segment head inside it), else AGGREGATE for the look-backs of later tiles.
+    auto publish_scanned = [&](const Status& status, long long tile, Carry aggregate, u32 tag) {
+        if (tile == 0) status.publish(0, SCANRT_STATUS_INCLUSIVE, CarryOp::combine(carry_in, aggregate), tag);
+        else if (SlotCodec<Carry>::head(aggregate)) status.publish(tile, SCANRT_STATUS_INCLUSIVE, aggregate, tag);
+        else status.publish(tile, SCANRT_STATUS_AGGREGATE, aggregate, tag);
     };
 
     if (num_tiles == 1) {  // the single-block path: no look-back, no workspace
         if (lookback_warp) return;
-        finish_tile(0, 0, scan_tile(0, 0), init);
+        finish_tile(0, 0, scan_tile(0, 0), carry_in);
         return;
     }
 
     LookbackHeader* header = (LookbackHeader*)workspace;
-    Status status = make_status<Acc>(header + 1, status_capacity, (Status*)0);
+    Status status(header + 1, status_capacity);
     if (tid == 0) {
         tag_s = 1u + (*(volatile u32*)&header->generation) % SCANRT_TAG_PERIOD;
         next_tile_s = atomicAdd(&header->ticket, 1u);
@@ -218,8 +298,7 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
     if (!lookback_warp && tile < num_tiles) {
         current = scan_tile(buffer, tile);
         if (tid == 0) {
-            if (tile == 0) status.publish(0, SCANRT_STATUS_INCLUSIVE, Op::combine(init, current.aggregate), tag);
-            else status.publish(tile, SCANRT_STATUS_AGGREGATE, current.aggregate, tag);
+            publish_scanned(status, tile, current.aggregate, tag);
             lookback_aggregate_s = current.aggregate;
         }
     }
@@ -229,11 +308,20 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
     // and publishing the AGGREGATE of the block's next tile (data threads).
     while (tile < num_tiles) {
         if (lookback_warp) {
-            Acc prefix = init;
+            Carry prefix = carry_in;
 #ifndef SCANRT_DEBUG_SKIP_LOOKBACK
             if (tile > 0) {
-                prefix = look_back<Op, Status, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile, tag, lane);
-                if (lane == 0) status.publish(tile, SCANRT_STATUS_INCLUSIVE, Op::combine(prefix, lookback_aggregate_s), tag);
+                const Carry aggregate = lookback_aggregate_s;
+                const bool published = SlotCodec<Carry>::head(aggregate);  // INCLUSIVE already
+                if (deterministic) {
+                    prefix = look_back_deterministic<CarryOp, Status, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile, tag, lane);
+                    if (lane == 0 && !published && tile % SCANRT_ANCHOR_STRIDE == 0)
+                        status.publish(tile, SCANRT_STATUS_INCLUSIVE, CarryOp::combine(prefix, aggregate), tag);
+                } else {
+                    prefix = look_back<CarryOp, Status, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile, tag, lane);
+                    if (lane == 0 && !published)
+                        status.publish(tile, SCANRT_STATUS_INCLUSIVE, CarryOp::combine(prefix, aggregate), tag);
+                }
             }
 #endif
             if (lane == 0) tile_prefix_s = prefix;
@@ -243,7 +331,7 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
             const long long upcoming = next_tile_s;
             if (upcoming < num_tiles) {
                 next = scan_tile(buffer ^ 1, upcoming);
-                if (tid == 0) status.publish(upcoming, SCANRT_STATUS_AGGREGATE, next.aggregate, tag);
+                if (tid == 0) publish_scanned(status, upcoming, next.aggregate, tag);
             }
         }
         __syncthreads();  // the prefix is known; the next tile is scanned and parked

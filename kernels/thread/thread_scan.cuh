@@ -35,3 +35,36 @@ SCANRT_DEVICE typename Op::T thread_exclusive_scan(typename Op::T (&row)[ITEMS])
     }
     return running;
 }
+
+// Segmented row scans (seed 004, figure 5). Bit i of `heads` marks element i as a segment
+// head, where the running value restarts from `init` (every segment starts from the
+// initial value). Elements before the row's first head are left relative to the row
+// start; the block level folds the carried-in prefix into them. Returns the row's pair:
+// the value after its last element and whether it holds a head.
+template <typename Op, int ITEMS>
+SCANRT_DEVICE Seg<typename Op::T> thread_segmented_inclusive_scan(typename Op::T (&row)[ITEMS], u32 heads,
+                                                                  typename Op::T init) {
+    typename Op::T running = (heads & 1u) ? Op::combine(init, row[0]) : row[0];
+    row[0] = running;
+#pragma unroll
+    for (int i = 1; i < ITEMS; ++i) {
+        running = ((heads >> i) & 1u) ? Op::combine(init, row[i]) : Op::combine(running, row[i]);
+        row[i] = running;
+    }
+    return Seg<typename Op::T>{running, heads != 0u};
+}
+
+// Exclusive: a head's own output is `init`.
+template <typename Op, int ITEMS>
+SCANRT_DEVICE Seg<typename Op::T> thread_segmented_exclusive_scan(typename Op::T (&row)[ITEMS], u32 heads,
+                                                                  typename Op::T init) {
+    typename Op::T running = Op::identity();
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) {
+        if ((heads >> i) & 1u) running = init;
+        typename Op::T x = row[i];
+        row[i] = running;
+        running = Op::combine(running, x);
+    }
+    return Seg<typename Op::T>{running, heads != 0u};
+}

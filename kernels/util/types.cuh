@@ -90,5 +90,23 @@ template <> struct Bits<i64>   { typedef u64 W; static SCANRT_DEVICE W to(i64 v)
 template <> struct Bits<u64>   { typedef u64 W; static SCANRT_DEVICE W to(u64 v) { return v; } static SCANRT_DEVICE u64 from(W w) { return w; } };
 template <> struct Bits<double>{ typedef u64 W; static SCANRT_DEVICE W to(double v) { return (u64)__double_as_longlong(v); } static SCANRT_DEVICE double from(W w) { return __longlong_as_double((i64)w); } };
 
+// A segmented scan's accumulator (the (flag, data) pairs of seed 002): `value` summarises
+// a run of elements from its last segment head on, `head` says whether a head lies in
+// the run. Rows, warps, tiles and the look-back combine these pairs with SegmentedOp.
+template <typename T> struct Seg {
+    T value;
+    u32 head;
+};
+
+// The flag-pair operator: a right operand that holds a head discards the left value.
+// Associative whenever Op is, and never commutative, so every level keeps operand order.
+template <typename Op> struct SegmentedOp {
+    typedef Seg<typename Op::T> T;
+    static SCANRT_DEVICE T identity() { return T{Op::identity(), 0u}; }
+    static SCANRT_DEVICE T combine(T a, T b) {
+        return T{b.head ? b.value : Op::combine(a.value, b.value), a.head | b.head};
+    }
+};
+
 // A 16-byte-or-smaller vector of N elements, for vectorised global accesses.
 template <typename T, int N> struct alignas(sizeof(T) * N) Vec { T v[N]; };

@@ -32,6 +32,16 @@ SCANRT_DEVICE T shfl_idx(T v, int src) {
     }
 }
 
+// Segment pairs travel as their value and their head bit.
+template <typename T>
+SCANRT_DEVICE Seg<T> shfl_up(Seg<T> v, int delta) {
+    return Seg<T>{shfl_up(v.value, delta), __shfl_up_sync(SCANRT_FULL_MASK, v.head, delta)};
+}
+template <typename T>
+SCANRT_DEVICE Seg<T> shfl_idx(Seg<T> v, int src) {
+    return Seg<T>{shfl_idx(v.value, src), __shfl_sync(SCANRT_FULL_MASK, v.head, src)};
+}
+
 // Inclusive scan across the 32 lanes; all lanes must call it.
 template <typename Op>
 SCANRT_DEVICE typename Op::T warp_inclusive_scan(typename Op::T v, int lane) {

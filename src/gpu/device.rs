@@ -19,7 +19,7 @@ use crate::error::{bail, Error, Result, ScanrtStatus};
 use crate::gpu::driver::{self, check, CurrentContext};
 use crate::gpu::jit::{self, Nvrtc, Specialization};
 use crate::gpu::tuning::{tile_shape, TileShape};
-use crate::types::{DType, Op};
+use crate::types::{DType, ScanDesc, Segments};
 
 /// Every kernel of one specialisation, loaded in this device's context.
 pub(crate) struct ScanModule {
@@ -118,17 +118,17 @@ impl GpuDevice {
         CurrentContext::enter(self.ctx.cu_ctx())
     }
 
-    pub fn specialization(&self, input: DType, output: DType, op: Op) -> Specialization {
+    pub fn specialization(&self, input: DType, output: DType, desc: &ScanDesc) -> Specialization {
         Specialization {
             input,
             output,
-            op,
+            op: desc.op,
+            direction: desc.direction,
+            segmented: desc.segments != Segments::None,
             shape: tile_shape(self.arch, input, output),
         }
     }
 
-    /// The loaded module for `spec`, compiling it (once, process-wide) on first use.
-    /// The caller has entered this device's context.
     pub fn module(&self, spec: Specialization) -> Result<Arc<ScanModule>> {
         let cell = self.modules.lock().entry(spec).or_default().clone();
         cell.get_or_try_init(|| self.build_module(spec)).cloned()

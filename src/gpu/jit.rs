@@ -18,7 +18,7 @@ use cudarc::nvrtc::sys as nvrtc;
 
 use crate::error::{bail, Error, Result};
 use crate::gpu::tuning::TileShape;
-use crate::types::{DType, Op};
+use crate::types::{DType, Direction, Op};
 
 /// The kernel sources, by include name. Order does not matter.
 pub(crate) const KERNEL_SOURCES: &[(&str, &str)] = &[
@@ -32,6 +32,10 @@ pub(crate) const KERNEL_SOURCES: &[(&str, &str)] = &[
     (
         "block/block_scan.cuh",
         include_str!("../../kernels/block/block_scan.cuh"),
+    ),
+    (
+        "block/tile_heads.cuh",
+        include_str!("../../kernels/block/tile_heads.cuh"),
     ),
     (
         "device/scan_params.cuh",
@@ -53,12 +57,16 @@ pub(crate) const MATRIX_REDUCE: &str = "scanrt_matrix_reduce";
 pub(crate) const MATRIX_SCAN_SUMS: &str = "scanrt_matrix_scan_sums";
 pub(crate) const MATRIX_SCAN_TILES: &str = "scanrt_matrix_scan_tiles";
 
-/// One compiled module: all kernels for an (input type, output type, operator, tile shape).
+/// One compiled module: all kernels for an (input type, output type, operator,
+/// direction, segmented or not, tile shape). Everything else (inclusive, initial value,
+/// alignment, determinism, the kind of segment data) is a launch flag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct Specialization {
     pub input: DType,
     pub output: DType,
     pub op: Op,
+    pub direction: Direction,
+    pub segmented: bool,
     pub shape: TileShape,
 }
 
@@ -81,23 +89,29 @@ impl Specialization {
             ""
         };
         let (i, o, op) = (self.input.cuda_name(), self.output.cuda_name(), self.op as i32);
+        let reverse = self.direction == Direction::Backward;
+        let segmented = self.segmented;
+        // Tile sums are scanned in rows short enough for 16-byte segment pairs to fit in
+        // static shared memory.
+        let sum_items = if segmented { 4 } else { items };
         format!(
             r#"{skip_lookback}#include "device/single_pass_scan.cuh"
 #include "device/matrix_scan.cuh"
 typedef ScanOp<{op}, {o}> Op;
 typedef Op::T Acc;
 typedef {i} In;
-extern "C" __global__ void __launch_bounds__({threads} + 32, {min_blocks_per_sm}) {SINGLE_PASS}(const In* in, Acc* out, long long n, unsigned long long init_bits, unsigned flags, void* workspace, long long status_capacity) {{
-    single_pass_scan<Op, In, {threads}, {items}, {spin_before_sleep}, {sleep_ns}>(in, out, n, init_bits, flags, workspace, status_capacity);
+typedef CarryOf<Op, {segmented}>::Op_::T Carry;
+extern "C" __global__ void __launch_bounds__({threads} + 32, {min_blocks_per_sm}) {SINGLE_PASS}(const In* in, Acc* out, long long n, unsigned long long init_bits, unsigned flags, const void* heads, void* workspace, long long status_capacity) {{
+    single_pass_scan<Op, In, {threads}, {items}, {spin_before_sleep}, {sleep_ns}, {reverse}, {segmented}>(in, out, n, init_bits, flags, heads, workspace, status_capacity);
 }}
-extern "C" __global__ void __launch_bounds__({threads}) {MATRIX_REDUCE}(const In* in, long long n, Acc* tile_sums, unsigned flags) {{
-    matrix_reduce<Op, In, {threads}, {items}>(in, n, tile_sums, flags);
+extern "C" __global__ void __launch_bounds__({threads}) {MATRIX_REDUCE}(const In* in, long long n, Carry* tile_sums, unsigned long long init_bits, unsigned flags, const void* heads) {{
+    matrix_reduce<Op, In, {threads}, {items}, {reverse}, {segmented}>(in, n, tile_sums, init_bits, flags, heads);
 }}
-extern "C" __global__ void __launch_bounds__({threads}) {MATRIX_SCAN_SUMS}(Acc* tile_sums, long long num_tiles, unsigned long long init_bits, unsigned flags) {{
-    matrix_scan_sums<Op, {threads}, {items}>(tile_sums, num_tiles, init_bits, flags);
+extern "C" __global__ void __launch_bounds__({threads}) {MATRIX_SCAN_SUMS}(Carry* tile_sums, long long num_tiles, unsigned long long init_bits, unsigned flags) {{
+    matrix_scan_sums<Op, {threads}, {sum_items}, {segmented}>(tile_sums, num_tiles, init_bits, flags);
 }}
-extern "C" __global__ void __launch_bounds__({threads}) {MATRIX_SCAN_TILES}(const In* in, Acc* out, long long n, Acc* tile_prefix, unsigned flags) {{
-    matrix_scan_tiles<Op, In, {threads}, {items}>(in, out, n, tile_prefix, flags);
+extern "C" __global__ void __launch_bounds__({threads}) {MATRIX_SCAN_TILES}(const In* in, Acc* out, long long n, Carry* tile_prefix, unsigned long long init_bits, unsigned flags, const void* heads) {{
+    matrix_scan_tiles<Op, In, {threads}, {items}, {reverse}, {segmented}>(in, out, n, tile_prefix, init_bits, flags, heads);
 }}
 "#
         )

@@ -8,13 +8,21 @@ use crate::error::{bail, Result};
 use crate::gpu::device::{lookback_bytes, lookback_slots, GpuDevice, ScanModule, LOOKBACK_HEADER_BYTES};
 use crate::gpu::driver;
 use crate::scan::RawScan;
-use crate::types::{Algorithm, ScanDesc};
+use crate::types::{Algorithm, ChoiceReason, DType, Direction, ScanDesc, Segments};
 
-// Launch flags; the kernels' SCANRT_FLAG_* (kernels/device/scan_params.cuh).
+// Launch flags; the kernels' SCANRT_FLAG_* and SCANRT_HEADS_* (kernels/device/scan_params.cuh,
+// kernels/block/tile_heads.cuh).
 const FLAG_INCLUSIVE: u32 = 1;
 const FLAG_HAS_INIT: u32 = 2;
 const FLAG_VECTOR_IN: u32 = 4;
 const FLAG_VECTOR_OUT: u32 = 8;
+const FLAG_DETERMINISTIC: u32 = 16;
+const FLAG_VECTOR_HEADS: u32 = 32;
+const HEADS_KIND_SHIFT: u32 = 6;
+const HEADS_BYTES: u32 = 0;
+const HEADS_BITS: u32 = 1;
+const HEADS_KEYS4: u32 = 2;
+const HEADS_KEYS8: u32 = 3;
 
 /// A caller-provided workspace (zero-filled before its first use).
 #[derive(Debug, Clone, Copy)]
@@ -25,7 +33,7 @@ pub struct Workspace {
 
 /// Bytes of workspace a scan of `n` elements needs (0 when it fits in one tile).
 pub(crate) fn workspace_bytes(dev: &GpuDevice, req: &RawScan, desc: &ScanDesc) -> usize {
-    let spec = dev.specialization(req.input_dtype, req.output_dtype, desc.op);
+    let spec = dev.specialization(req.input_dtype, req.output_dtype, desc);
     let tiles = req.n.div_ceil(spec.shape.tile_elems());
     if tiles <= 1 {
         0
@@ -34,11 +42,59 @@ pub(crate) fn workspace_bytes(dev: &GpuDevice, req: &RawScan, desc: &ScanDesc) -
     }
 }
 
-fn resolve_algorithm(desc: &ScanDesc) -> Algorithm {
+/// The algorithm a GPU scan runs, and why.
+pub(crate) fn choose_algorithm(desc: &ScanDesc, output: DType) -> (Algorithm, ChoiceReason) {
+    let fixed_order_needed = desc.deterministic && desc.order_sensitive(output);
     match desc.algorithm {
-        Algorithm::Auto | Algorithm::Host => Algorithm::SinglePass,
-        a => a,
+        Algorithm::SinglePass if fixed_order_needed => {
+            (Algorithm::DeterministicSinglePass, ChoiceReason::Deterministic)
+        }
+        Algorithm::Auto | Algorithm::Host if fixed_order_needed => {
+            (Algorithm::DeterministicSinglePass, ChoiceReason::Deterministic)
+        }
+        Algorithm::Auto | Algorithm::Host if desc.deterministic => {
+            (Algorithm::SinglePass, ChoiceReason::OrderIndependent)
+        }
+        Algorithm::Auto | Algorithm::Host => (Algorithm::SinglePass, ChoiceReason::Fastest),
+        requested => (requested, ChoiceReason::Requested),
     }
+}
+
+/// Launch flags for a validated request.
+fn launch_flags(req: &RawScan, desc: &ScanDesc, algorithm: Algorithm) -> u32 {
+    let mut flags = 0;
+    if desc.inclusive {
+        flags |= FLAG_INCLUSIVE;
+    }
+    if desc.init_bits.is_some() {
+        flags |= FLAG_HAS_INIT;
+    }
+    if algorithm == Algorithm::DeterministicSinglePass {
+        flags |= FLAG_DETERMINISTIC;
+    }
+    // Whole tiles are 16-byte aligned when the array's start (forward) or end (backward:
+    // tiles are counted from the end) is.
+    let aligned = |ptr: u64, elem_bytes: u64| match desc.direction {
+        Direction::Forward => ptr % 16 == 0,
+        Direction::Backward => (ptr + req.n * elem_bytes) % 16 == 0,
+    };
+    if aligned(req.input, req.input_dtype.size() as u64) {
+        flags |= FLAG_VECTOR_IN;
+    }
+    if aligned(req.output, req.output_dtype.size() as u64) {
+        flags |= FLAG_VECTOR_OUT;
+    }
+    let kind = match desc.segments {
+        Segments::None | Segments::ByteFlags => HEADS_BYTES,
+        Segments::BitFlags => HEADS_BITS,
+        Segments::Keys(k) if k.size() == 4 => HEADS_KEYS4,
+        Segments::Keys(_) => HEADS_KEYS8,
+    };
+    flags |= kind << HEADS_KIND_SHIFT;
+    if desc.segments == Segments::ByteFlags && aligned(req.segments, 1) {
+        flags |= FLAG_VECTOR_HEADS;
+    }
+    flags
 }
 
 /// Runs a validated request on `stream`. The caller has entered the device's context.
@@ -48,16 +104,19 @@ pub(crate) fn scan(
     req: &RawScan,
     desc: &ScanDesc,
     workspace: Option<Workspace>,
-) -> Result<Algorithm> {
-    let algorithm = resolve_algorithm(desc);
+) -> Result<(Algorithm, ChoiceReason)> {
+    let (algorithm, reason) = choose_algorithm(desc, req.output_dtype);
     if req.n == 0 {
-        return Ok(algorithm);
+        return Ok((algorithm, reason));
     }
     dev.check_stream(stream)?;
     dev.check_device_range(req.input, req.input_bytes(), "input")?;
     dev.check_device_range(req.output, req.output_bytes(), "output")?;
+    if desc.segments != Segments::None {
+        dev.check_device_range(req.segments, req.segment_bytes(desc), "segment data")?;
+    }
 
-    let module = dev.module(dev.specialization(req.input_dtype, req.output_dtype, desc.op))?;
+    let module = dev.module(dev.specialization(req.input_dtype, req.output_dtype, desc))?;
     let tiles = req.n.div_ceil(module.shape.tile_elems());
     if tiles > i32::MAX as u64 {
         bail!(
@@ -66,32 +125,18 @@ pub(crate) fn scan(
             req.n
         );
     }
-    let mut flags = 0;
-    if desc.inclusive {
-        flags |= FLAG_INCLUSIVE;
-    }
-    if desc.init_bits.is_some() {
-        flags |= FLAG_HAS_INIT;
-    }
-    if req.input % 16 == 0 {
-        flags |= FLAG_VECTOR_IN;
-    }
-    if req.output % 16 == 0 {
-        flags |= FLAG_VECTOR_OUT;
-    }
-    let init_bits = desc.init_bits.unwrap_or(0);
     let launch = Launch {
         module: &module,
         stream,
         req,
-        flags,
-        init_bits,
+        flags: launch_flags(req, desc, algorithm),
+        init_bits: desc.init_bits.unwrap_or(0),
         tiles,
     };
 
     if tiles == 1 {
-        launch.single_pass(0, 0, 1)?; // one block, no look-back state: the same for both algorithms
-        return Ok(algorithm);
+        launch.single_pass(0, 0, 1)?; // one block, no look-back state: the same for every algorithm
+        return Ok((algorithm, reason));
     }
     let acc_size = req.output_dtype.size();
     let (ws, slots) = match workspace {
@@ -121,7 +166,7 @@ pub(crate) fn scan(
             launch.single_pass(ws, slots, grid as u32)?
         }
     }
-    Ok(algorithm)
+    Ok((algorithm, reason))
 }
 
 struct Launch<'a> {
@@ -147,6 +192,7 @@ impl Launch<'_> {
             arg(&n),
             arg(&self.init_bits),
             arg(&self.flags),
+            arg(&self.req.segments),
             arg(&workspace),
             arg(&slots),
         ];
@@ -163,21 +209,32 @@ impl Launch<'_> {
         }
     }
 
-    /// Reduce, scan the tile sums, scan the tiles. The tile sums live in the look-back
-    /// workspace's slot area, which the last kernel zeroes again.
+    /// Reduce, scan the tile sums, scan the tiles. The tile sums (accumulators, or
+    /// (value, head) pairs of at most 16 bytes for a segmented scan) live in the look-back
+    /// workspace's slot area (at least 8 bytes per tile for 4-byte accumulators, 20 for
+    /// 8-byte ones), which the last kernel zeroes again.
     fn matrix(&self, workspace: CUdeviceptr) -> Result<()> {
         let scratch: CUdeviceptr = workspace + LOOKBACK_HEADER_BYTES as u64;
         let (n, tiles) = (self.req.n as i64, self.tiles as i64);
         let threads = self.module.shape.threads;
         let grid = self.tiles as u32;
-        let mut reduce = [arg(&self.req.input), arg(&n), arg(&scratch), arg(&self.flags)];
+        let mut reduce = [
+            arg(&self.req.input),
+            arg(&n),
+            arg(&scratch),
+            arg(&self.init_bits),
+            arg(&self.flags),
+            arg(&self.req.segments),
+        ];
         let mut scan_sums = [arg(&scratch), arg(&tiles), arg(&self.init_bits), arg(&self.flags)];
         let mut scan_tiles = [
             arg(&self.req.input),
             arg(&self.req.output),
             arg(&n),
             arg(&scratch),
+            arg(&self.init_bits),
             arg(&self.flags),
+            arg(&self.req.segments),
         ];
         // SAFETY: parameter lists match the matrix kernels' signatures (jit.rs); the
         // scratch area holds at least `tiles` accumulators (checked by the caller).
