@@ -11,8 +11,8 @@ use common::*;
 use cudarc::driver::sys;
 use once_cell::sync::Lazy;
 use scanrt::{
-    check_types, Algorithm, Backend, Buffer, Context, DType, Op, RawScan, ScanDesc, ScanrtStatus, Stream, Widen,
-    TYPE_PAIRS,
+    check_types, Algorithm, Backend, Buffer, ChoiceReason, Context, DType, Direction, Op, RawScan, ScanDesc,
+    ScanrtStatus, Segments, Stream, Widen, TYPE_PAIRS,
 };
 
 static GPU: Lazy<Option<Context>> = Lazy::new(|| match Context::new(Backend::Gpu, 0) {
@@ -54,6 +54,27 @@ struct Case {
     in_offset: u64,
     out_offset: u64,
     in_place: bool,
+    direction: Direction,
+    segments: Segments,
+    pattern: SegmentPattern,
+}
+
+impl Case {
+    fn plain(op: Op, algorithm: Algorithm, n: usize) -> Case {
+        Case {
+            op,
+            inclusive: true,
+            with_init: false,
+            algorithm,
+            n,
+            in_offset: 0,
+            out_offset: 0,
+            in_place: false,
+            direction: Direction::Forward,
+            segments: Segments::None,
+            pattern: SegmentPattern::NoneSet,
+        }
+    }
 }
 
 /// Runs one case; the output buffer has a guard element after the result that must
@@ -67,14 +88,31 @@ fn run_case<I: TestInput + Widen<O>, O: TestOutput>(
     let input: Vec<I> = random_vec(rng, c.op, c.n);
     let mut desc = make_desc::<O>(rng, c.op, c.inclusive, c.with_init);
     desc.algorithm = c.algorithm;
+    desc.direction = c.direction;
+    desc.segments = c.segments;
     let n = c.n as u64;
+    let starts = (c.segments != Segments::None).then(|| segment_starts(rng, c.pattern, c.n));
+    let seg_bytes = starts
+        .as_ref()
+        .map(|s| encode_segments(rng, c.segments, s))
+        .unwrap_or_default();
+    let seg_buf = Buffer::from_slice(ctx, stream, &seg_bytes).unwrap();
+    let segments = if seg_bytes.is_empty() { 0 } else { seg_buf.addr() };
     let poison = O::from_bits(0xA5A5_A5A5_A5A5_A5A5);
+    let run = |input: &Buffer, output: &Buffer| {
+        let req = RawScan {
+            segments,
+            ..RawScan::new(input.addr(), I::DTYPE, output.addr(), O::DTYPE, n)
+        };
+        // SAFETY: the views and the segment buffer are live and long enough.
+        unsafe { ctx.scan_raw(stream, &req, &desc, None) }.map_err(|e| e.to_string())
+    };
     let got: Vec<O> = if c.in_place {
         assert_eq!(I::DTYPE, O::DTYPE);
         let base = Buffer::new(ctx, I::DTYPE, n + c.in_offset).unwrap();
         let mut data = view(ctx, &base, I::DTYPE, c.in_offset, n);
         data.upload(stream, &input).unwrap();
-        ctx.scan(stream, &data, &data, &desc).map_err(|e| e.to_string())?;
+        run(&data, &data)?;
         data.download(stream, c.n).unwrap()
     } else {
         let in_base = Buffer::new(ctx, I::DTYPE, n + c.in_offset).unwrap();
@@ -85,16 +123,12 @@ fn run_case<I: TestInput + Widen<O>, O: TestOutput>(
             .upload(stream, &vec![poison; c.n + c.out_offset as usize + 1])
             .unwrap();
         let out_view = view(ctx, &out_base, O::DTYPE, c.out_offset, n);
-        let info = ctx
-            .scan(stream, &in_view, &out_view, &desc)
-            .map_err(|e| e.to_string())?;
-        let expected = if c.algorithm == Algorithm::Matrix {
-            Algorithm::Matrix
-        } else {
-            Algorithm::SinglePass
-        };
-        if info.algorithm != expected {
-            return Err(format!("ran {:?}, asked {:?}", info.algorithm, c.algorithm));
+        let info = run(&in_view, &out_view)?;
+        if info.algorithm != c.algorithm || info.reason != ChoiceReason::Requested {
+            return Err(format!(
+                "ran {:?} ({:?}), asked {:?}",
+                info.algorithm, info.reason, c.algorithm
+            ));
         }
         let all: Vec<O> = out_base.download(stream, c.n + c.out_offset as usize + 1).unwrap();
         let guard = all[c.n + c.out_offset as usize];
@@ -103,7 +137,7 @@ fn run_case<I: TestInput + Widen<O>, O: TestOutput>(
         }
         all[c.out_offset as usize..c.out_offset as usize + c.n].to_vec()
     };
-    compare(&input, &desc, &got, gpu_depth(c.n))
+    compare_segmented(&input, starts.as_deref(), &desc, &got, gpu_depth(c.n))
 }
 
 fn tile_for(input: DType, output: DType) -> usize {
@@ -156,6 +190,9 @@ fn randomized_every_pair_operator_mode_and_algorithm() {
                                 in_offset: 0,
                                 out_offset: 0,
                                 in_place: false,
+                                direction: Direction::Forward,
+                                segments: Segments::None,
+                                pattern: SegmentPattern::NoneSet,
                             };
                             cases += 1;
                             if let Err(e) = with_pair!(pair, run_case(ctx, &stream, &mut rng, c)) {
@@ -207,6 +244,9 @@ fn random_sizes_misaligned_and_in_place() {
             in_offset: rng.below(4),
             out_offset: rng.below(4),
             in_place,
+            direction: Direction::Forward,
+            segments: Segments::None,
+            pattern: SegmentPattern::NoneSet,
         };
         cases += 1;
         if let Err(e) = with_pair!(pair, run_case(ctx, &stream, &mut rng, c)) {
@@ -243,6 +283,9 @@ fn large_inputs_up_to_2_pow_28() {
                 in_offset: 0,
                 out_offset: 0,
                 in_place: false,
+                direction: Direction::Forward,
+                segments: Segments::None,
+                pattern: SegmentPattern::NoneSet,
             };
             with_pair!(pair, run_case(ctx, &stream, &mut rng, c)).unwrap_or_else(|e| panic!("{pair:?} {c:?}: {e}"));
             eprintln!("large: {pair:?} n={n} {algorithm:?} ok");
@@ -665,9 +708,457 @@ fn sanitizer_subset() {
                     in_offset: off,
                     out_offset: off,
                     in_place,
+                    direction: Direction::Forward,
+                    segments: Segments::None,
+                    pattern: SegmentPattern::NoneSet,
                 };
                 with_pair!(pair, run_case(ctx, &stream, &mut rng, c)).unwrap_or_else(|e| panic!("{pair:?} {c:?}: {e}"));
             }
         }
     }
+}
+
+/// The segment layouts the issue asks for: none set, every one set, random densities
+/// (first element flagged or not), segments spanning many tiles, and segments that end
+/// exactly on tile boundaries (or one element off).
+fn patterns(tile: u64) -> Vec<SegmentPattern> {
+    vec![
+        SegmentPattern::NoneSet,
+        SegmentPattern::AllSet,
+        SegmentPattern::Random { mean_len: 3 },
+        SegmentPattern::Random { mean_len: 100 },
+        SegmentPattern::Random { mean_len: 5 * tile },
+        SegmentPattern::Every { len: tile, offset: 0 },
+        SegmentPattern::Every { len: tile, offset: 1 },
+        SegmentPattern::Every {
+            len: 3 * tile - 1,
+            offset: 7,
+        },
+        SegmentPattern::Every {
+            len: 2 * tile + 1,
+            offset: tile,
+        },
+    ]
+}
+
+/// Backward, segmented (byte flags, bit flags, keys of every key type) and deterministic
+/// scans of every pair and operator through every algorithm, with misaligned and
+/// in-place buffers, against the sequential reference.
+#[test]
+fn randomized_backward_segmented_and_deterministic() {
+    let ctx = gpu_or_skip!();
+    let stream = ctx.new_stream().unwrap();
+    let mut rng = Rng(0xBAC5);
+    let (mut cases, mut failures) = (0, Vec::new());
+    let kinds = [
+        Segments::None,
+        Segments::ByteFlags,
+        Segments::BitFlags,
+        Segments::Keys(DType::U32),
+        Segments::Keys(DType::I32),
+        Segments::Keys(DType::U64),
+        Segments::Keys(DType::I64),
+    ];
+    for pair in TYPE_PAIRS {
+        let tile = tile_for(pair.0, pair.1);
+        let sizes = [
+            1,
+            2,
+            33,
+            tile - 1,
+            tile,
+            tile + 1,
+            2 * tile + 1,
+            (1 << 16) - 1,
+            (1 << 16) + 1,
+            (1 << 20) + 1,
+            3 * (1 << 19) + 1,
+        ];
+        let patterns = patterns(tile as u64);
+        for op in Op::ALL {
+            if check_types(pair.0, pair.1, op).is_err() {
+                continue;
+            }
+            for algorithm in [
+                Algorithm::SinglePass,
+                Algorithm::DeterministicSinglePass,
+                Algorithm::Matrix,
+            ] {
+                for direction in [Direction::Forward, Direction::Backward] {
+                    for segments in kinds {
+                        if direction == Direction::Forward && segments == Segments::None {
+                            continue; // the plain forward scans have their own test
+                        }
+                        // Keys of the narrow types on a sample of the combinations only.
+                        if matches!(segments, Segments::Keys(DType::I32 | DType::I64)) && rng.below(3) != 0 {
+                            continue;
+                        }
+                        for _ in 0..2 {
+                            let in_place = pair.0 == pair.1 && rng.below(4) == 0;
+                            let c = Case {
+                                op,
+                                inclusive: rng.below(2) == 0,
+                                with_init: rng.below(2) == 0,
+                                algorithm,
+                                n: sizes[rng.below(sizes.len() as u64) as usize],
+                                in_offset: if rng.below(3) == 0 { rng.below(4) } else { 0 },
+                                out_offset: if rng.below(3) == 0 { rng.below(4) } else { 0 },
+                                in_place,
+                                direction,
+                                segments,
+                                pattern: patterns[rng.below(patterns.len() as u64) as usize],
+                            };
+                            cases += 1;
+                            if let Err(e) = with_pair!(pair, run_case(ctx, &stream, &mut rng, c)) {
+                                failures.push(format!("{pair:?} {c:?}: {e}"));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    eprintln!(
+        "backward/segmented/deterministic: {cases} cases, {} failures",
+        failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {cases} cases failed:\n{}",
+        failures.len(),
+        failures.iter().take(30).cloned().collect::<Vec<_>>().join("\n")
+    );
+}
+
+/// Large segmented and backward scans: 2^28 u32 elements with byte flags (segments much
+/// longer than a tile, and short ones), 2^27+1 backward f64, u64 by key.
+#[test]
+fn large_backward_and_segmented() {
+    let ctx = gpu_or_skip!();
+    let stream = ctx.new_stream().unwrap();
+    let mut rng = Rng(0x1A7);
+    for algorithm in [Algorithm::SinglePass, Algorithm::Matrix] {
+        for (pair, n, direction, segments, pattern) in [
+            (
+                (DType::U32, DType::U32),
+                1usize << 28,
+                Direction::Forward,
+                Segments::ByteFlags,
+                SegmentPattern::Random { mean_len: 1 << 20 },
+            ),
+            (
+                (DType::U32, DType::U32),
+                (1 << 28) - 1,
+                Direction::Backward,
+                Segments::ByteFlags,
+                SegmentPattern::Random { mean_len: 1000 },
+            ),
+            (
+                (DType::F64, DType::F64),
+                (1 << 27) + 1,
+                Direction::Backward,
+                Segments::None,
+                SegmentPattern::NoneSet,
+            ),
+            (
+                (DType::U64, DType::U64),
+                (1 << 26) + 5,
+                Direction::Backward,
+                Segments::Keys(DType::U64),
+                SegmentPattern::Random { mean_len: 50_000 },
+            ),
+        ] {
+            let c = Case {
+                with_init: true,
+                direction,
+                segments,
+                pattern,
+                ..Case::plain(Op::Sum, algorithm, n)
+            };
+            with_pair!(pair, run_case(ctx, &stream, &mut rng, c)).unwrap_or_else(|e| panic!("{pair:?} {c:?}: {e}"));
+            eprintln!("large: {pair:?} n={n} {direction:?} {segments:?} {algorithm:?} ok");
+        }
+    }
+}
+
+/// The worked examples of seeds 001, 002 and 004, exactly, through the typed segmented
+/// API (byte and bit flags) on every GPU algorithm.
+#[test]
+fn seed_examples_on_the_gpu() {
+    let ctx = gpu_or_skip!();
+    let stream = ctx.new_stream().unwrap();
+    for algorithm in [
+        Algorithm::SinglePass,
+        Algorithm::DeterministicSinglePass,
+        Algorithm::Matrix,
+    ] {
+        for example in seed_examples() {
+            let desc = example.desc.with_algorithm(algorithm);
+            let input = Buffer::from_slice(ctx, &stream, &example.input).unwrap();
+            let output = Buffer::new(ctx, DType::I32, example.input.len() as u64).unwrap();
+            match &example.flags {
+                None => {
+                    ctx.scan(&stream, &input, &output, &desc).unwrap();
+                }
+                Some(flags) => {
+                    let bytes = Buffer::from_slice(ctx, &stream, flags).unwrap();
+                    let bits = Buffer::from_slice(ctx, &stream, &pack_bits(flags)).unwrap();
+                    for (kind, data) in [(Segments::ByteFlags, &bytes), (Segments::BitFlags, &bits)] {
+                        ctx.scan_segmented(&stream, &input, data, &output, &desc.segmented(kind))
+                            .unwrap();
+                        let got: Vec<i32> = output.download(&stream, example.input.len()).unwrap();
+                        assert_eq!(got, example.expected, "{} ({kind:?}, {algorithm:?})", example.name);
+                    }
+                    continue;
+                }
+            }
+            let got: Vec<i32> = output.download(&stream, example.input.len()).unwrap();
+            assert_eq!(got, example.expected, "{} ({algorithm:?})", example.name);
+            eprintln!("seed example ok: {} ({algorithm:?})", example.name);
+        }
+    }
+}
+
+/// Mixed magnitudes and signs: association order changes the last bits of sums and
+/// products.
+fn mixed_magnitudes(rng: &mut Rng, op: Op, n: usize) -> Vec<f64> {
+    (0..n)
+        .map(|_| {
+            let unit = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64; // [0, 1)
+            let sign = if rng.below(2) == 0 { 1.0 } else { -1.0 };
+            match op {
+                Op::Product => sign * (1.0 + (unit - 0.5) * 2e-3),
+                _ => sign * unit * 10f64.powi(rng.below(13) as i32 - 6),
+            }
+        })
+        .collect()
+}
+
+/// 50 runs of deterministic f32 and f64 sum and product are bitwise identical, up to
+/// n = 2^28; the non-deterministic single pass is shown to differ where it can.
+#[test]
+fn deterministic_float_scans_are_bitwise_reproducible() {
+    let ctx = gpu_or_skip!();
+    let stream = ctx.new_stream().unwrap();
+    let mut rng = Rng(0xDE7E);
+    let runs = 50;
+    let cases: [(DType, Op, usize); 7] = [
+        (DType::F32, Op::Sum, (1 << 20) + 1),
+        (DType::F32, Op::Sum, (1 << 24) + 3),
+        (DType::F32, Op::Sum, 1 << 28),
+        (DType::F32, Op::Product, (1 << 24) + 3),
+        (DType::F64, Op::Sum, (1 << 20) + 1),
+        (DType::F64, Op::Sum, (1 << 26) + 7),
+        (DType::F64, Op::Product, (1 << 24) + 3),
+    ];
+    for (dtype, op, n) in cases {
+        let data = mixed_magnitudes(&mut rng, op, n);
+        let input = match dtype {
+            DType::F32 => Buffer::from_slice(ctx, &stream, &data.iter().map(|&x| x as f32).collect::<Vec<_>>()),
+            _ => Buffer::from_slice(ctx, &stream, &data),
+        }
+        .unwrap();
+        let output = Buffer::new(ctx, dtype, n as u64).unwrap();
+        // A 64-bit fingerprint of the output's bits (FNV-1a over the words).
+        let fingerprint = |output: &Buffer| -> u64 {
+            let words: Vec<u64> = match dtype {
+                DType::F32 => output
+                    .download::<f32>(&stream, n)
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.to_bits() as u64)
+                    .collect(),
+                _ => output
+                    .download::<f64>(&stream, n)
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.to_bits())
+                    .collect(),
+            };
+            words
+                .iter()
+                .fold(0xcbf29ce484222325u64, |h, &w| (h ^ w).wrapping_mul(0x100000001b3))
+        };
+        let mut report = String::new();
+        for (label, desc) in [
+            ("deterministic", ScanDesc::inclusive(op).deterministic()),
+            ("non-deterministic", ScanDesc::inclusive(op)),
+        ] {
+            let mut first: Option<u64> = None;
+            let mut differing = 0;
+            for _ in 0..runs {
+                let info = ctx.scan(&stream, &input, &output, &desc).unwrap();
+                let expected = if desc.deterministic {
+                    (Algorithm::DeterministicSinglePass, ChoiceReason::Deterministic)
+                } else {
+                    (Algorithm::SinglePass, ChoiceReason::Fastest)
+                };
+                assert_eq!((info.algorithm, info.reason), expected);
+                let got = fingerprint(&output);
+                match first {
+                    None => first = Some(got),
+                    Some(f) => differing += (f != got) as usize,
+                }
+            }
+            if desc.deterministic {
+                assert_eq!(differing, 0, "{dtype:?} {op:?} n={n}: deterministic runs differ");
+                // The fixed order is still a correct scan.
+                let got: Vec<f64> = match dtype {
+                    DType::F32 => output
+                        .download::<f32>(&stream, n)
+                        .unwrap()
+                        .iter()
+                        .map(|&x| x as f64)
+                        .collect(),
+                    _ => output.download::<f64>(&stream, n).unwrap(),
+                };
+                let mut running = if op == Op::Product { 1.0 } else { 0.0 };
+                let mut abs = 0.0;
+                for (i, &x) in data.iter().enumerate() {
+                    let x = if dtype == DType::F32 { x as f32 as f64 } else { x };
+                    running = if op == Op::Product { running * x } else { running + x };
+                    abs += x.abs();
+                    // Bounds far above rounding (a product of k terms is off by ~sqrt(k) ulps)
+                    // and far below what a wrong association would cost.
+                    let tolerance = if op == Op::Product {
+                        running.abs() * if dtype == DType::F32 { 1e-2 } else { 1e-9 }
+                    } else {
+                        abs * if dtype == DType::F32 { 1e-4 } else { 1e-12 }
+                    };
+                    assert!(
+                        (got[i] - running).abs() <= tolerance,
+                        "{dtype:?} {op:?} n={n}: element {i} is {} but the exact prefix is {running}",
+                        got[i]
+                    );
+                }
+            }
+            report += &format!(
+                "  {label}: {differing} of {} repeat runs differ from the first",
+                runs - 1
+            );
+        }
+        eprintln!("determinism {dtype:?} {op:?} n={n}:{report}");
+    }
+}
+
+/// Segment data that is missing, short, misaligned, of the wrong kind, or overlapping the
+/// output is rejected with a specific status and nothing is written.
+#[test]
+fn bad_segment_input_is_rejected_without_writing() {
+    let ctx = gpu_or_skip!();
+    let stream = ctx.new_stream().unwrap();
+    let n = 100_000u64;
+    let src = Buffer::from_slice(ctx, &stream, &vec![1u32; n as usize]).unwrap();
+    let mut dst = Buffer::new(ctx, DType::U32, n).unwrap();
+    dst.upload(&stream, &vec![7u32; n as usize]).unwrap();
+    let flags = Buffer::from_slice(ctx, &stream, &vec![0u8; n as usize]).unwrap();
+    let short_flags = Buffer::from_slice(ctx, &stream, &vec![0u8; (n / 2) as usize]).unwrap();
+    let big_short = Buffer::new(ctx, DType::U8, 4 << 20).unwrap(); // range checks need > 2 MiB allocations
+    let desc = ScanDesc::inclusive(Op::Sum).segmented(Segments::ByteFlags);
+    let raw = |segments: u64, desc: &ScanDesc, n: u64| {
+        let req = RawScan {
+            segments,
+            ..RawScan::new(src.addr(), DType::U32, dst.addr(), DType::U32, n)
+        };
+        unsafe { ctx.scan_raw(&stream, &req, desc, None) }
+    };
+    expect_status(raw(0, &desc, n), ScanrtStatus::NullArgument);
+    expect_status(
+        ctx.scan_segmented(&stream, &src, &short_flags, &dst, &desc),
+        ScanrtStatus::BufferTooSmall,
+    );
+    // A raw pointer whose allocation ends before n flags: the driver-reported extent.
+    let big_n = 5u64 << 20;
+    let big_src = Buffer::new(ctx, DType::U32, big_n).unwrap();
+    let big_dst = Buffer::new(ctx, DType::U32, big_n).unwrap();
+    let req = RawScan {
+        segments: big_short.addr(),
+        ..RawScan::new(big_src.addr(), DType::U32, big_dst.addr(), DType::U32, big_n)
+    };
+    expect_status(
+        unsafe { ctx.scan_raw(&stream, &req, &desc, None) },
+        ScanrtStatus::BufferTooSmall,
+    );
+    // The wrong buffer type for the format, a format without data, data without a format.
+    expect_status(
+        ctx.scan_segmented(&stream, &src, &flags, &dst, &desc.segmented(Segments::BitFlags)),
+        ScanrtStatus::InvalidArgument,
+    );
+    expect_status(
+        ctx.scan_segmented(&stream, &src, &flags, &dst, &ScanDesc::inclusive(Op::Sum)),
+        ScanrtStatus::InvalidArgument,
+    );
+    expect_status(
+        raw(flags.addr(), &ScanDesc::inclusive(Op::Sum), n),
+        ScanrtStatus::InvalidArgument,
+    );
+    // Float keys, misaligned bit words, host memory, flags overlapping the output.
+    expect_status(
+        raw(flags.addr(), &desc.segmented(Segments::Keys(DType::F32)), n),
+        ScanrtStatus::UnsupportedCombination,
+    );
+    expect_status(
+        raw(flags.addr() + 2, &desc.segmented(Segments::BitFlags), n),
+        ScanrtStatus::InvalidArgument,
+    );
+    let host_flags = vec![0u8; n as usize];
+    expect_status(raw(host_flags.as_ptr() as u64, &desc, n), ScanrtStatus::NotDeviceMemory);
+    expect_status(raw(dst.addr() + 16, &desc, n), ScanrtStatus::PartialOverlap);
+    let got: Vec<u32> = dst.download(&stream, n as usize).unwrap();
+    assert!(got.iter().all(|&v| v == 7), "a rejected call wrote to the output");
+    // The context still works.
+    let info = ctx.scan_segmented(&stream, &src, &flags, &dst, &desc).unwrap();
+    assert_eq!(info.algorithm, Algorithm::SinglePass);
+    let got: Vec<u32> = dst.download(&stream, n as usize).unwrap();
+    assert!(got.iter().enumerate().all(|(i, &v)| v == i as u32 + 1));
+}
+
+/// Backward and segmented scans captured in a CUDA graph and replayed, deterministic too.
+#[test]
+fn graph_replay_of_backward_segmented_scans() {
+    let ctx = gpu_or_skip!();
+    let cuda = ctx.cuda_context().unwrap();
+    let cu_stream = cuda.new_stream().unwrap();
+    // SAFETY: the stream outlives `stream`.
+    let stream = unsafe { ctx.borrow_stream(cu_stream.cu_stream() as *mut _) }.unwrap();
+    let n = (1usize << 20) + 33;
+    let mut rng = Rng(0x9AF);
+    let starts = segment_starts(&mut rng, SegmentPattern::Random { mean_len: 5000 }, n);
+    let flags = Buffer::from_slice(ctx, &stream, &encode_segments(&mut rng, Segments::ByteFlags, &starts)).unwrap();
+    let mut src = Buffer::new(ctx, DType::F32, n as u64).unwrap();
+    let dst = Buffer::new(ctx, DType::F32, n as u64).unwrap();
+    let desc = ScanDesc::exclusive(Op::Sum)
+        .with_init(0.5f32)
+        .backward()
+        .deterministic()
+        .segmented(Segments::ByteFlags);
+    src.upload(&stream, &random_vec::<f32>(&mut rng, Op::Sum, n)).unwrap();
+    ctx.scan_segmented(&stream, &src, &flags, &dst, &desc).unwrap();
+    stream.synchronize().unwrap();
+    cu_stream
+        .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        .unwrap();
+    for _ in 0..3 {
+        ctx.scan_segmented(&stream, &src, &flags, &dst, &desc).unwrap();
+    }
+    let graph = cu_stream
+        .end_capture(sys::CUgraphInstantiate_flags_enum::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
+        .unwrap()
+        .expect("a graph");
+    let mut mismatches = 0;
+    for replay in 0..200 {
+        graph.launch().unwrap();
+        if replay % 40 == 0 {
+            let input: Vec<f32> = random_vec(&mut rng, Op::Sum, n);
+            src.upload(&stream, &input).unwrap();
+            graph.launch().unwrap();
+            let got: Vec<f32> = dst.download(&stream, n).unwrap();
+            if compare_segmented(&input, Some(&starts), &desc, &got, gpu_depth(n)).is_err() {
+                mismatches += 1;
+            }
+        }
+    }
+    stream.synchronize().unwrap();
+    eprintln!("graph (backward segmented deterministic): 200 replays, {mismatches} mismatches in 5 checks");
+    assert_eq!(mismatches, 0);
 }

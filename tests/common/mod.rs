@@ -3,7 +3,7 @@
 //! and products).
 #![allow(dead_code)]
 
-use scanrt::{reference_scan, Accumulator, Op, Scalar, ScanDesc, Widen};
+use scanrt::{reference_scan_segmented, Accumulator, DType, Direction, Op, Scalar, ScanDesc, Segments, Widen};
 
 /// A small deterministic PRNG (splitmix64), so failures reproduce from the printed seed.
 pub struct Rng(pub u64);
@@ -133,7 +133,18 @@ pub fn random_vec<I: TestInput>(rng: &mut Rng, op: Op, n: usize) -> Vec<I> {
     (0..n).map(|_| I::random(rng, op)).collect()
 }
 
-/// Compares a backend's result with the sequential reference.
+/// Compares a backend's result with the sequential reference (unsegmented).
+pub fn compare<I: TestInput + Widen<O>, O: TestOutput>(
+    input: &[I],
+    desc: &ScanDesc,
+    got: &[O],
+    depth: f64,
+) -> Result<(), String> {
+    compare_segmented(input, None, desc, got, depth)
+}
+
+/// Compares a backend's result with the sequential reference; `starts[p]` says whether
+/// element p starts a segment (memory order), for segmented scans.
 ///
 /// Integers, min and max: exact. Float sum: any summation order of the same terms has
 /// error at most gamma_h * sum|x_j| (Higham, Accuracy and Stability, 4.2), h the height
@@ -141,15 +152,17 @@ pub fn random_vec<I: TestInput>(rng: &mut Rng, op: Op, n: usize) -> Vec<I> {
 /// any order is a sum of a contiguous run, bounded by 2 * max_i |prefix_i|, so when that
 /// stays below 2^20 (f32: 2^20 * 8 < 2^24) every order is exact and we require bitwise
 /// equality. Otherwise we allow gamma_h * S_i, with h = `depth` (the caller passes a
-/// bound on the backend's tree height). Float product of powers of two: exact while no
-/// prefix overflows, which our data guarantees for the sizes tested.
-pub fn compare<I: TestInput + Widen<O>, O: TestOutput>(
+/// bound on the backend's tree height) and S_i the absolute sum of everything traversed
+/// so far. Float product of powers of two: exact while no prefix overflows, which our
+/// data guarantees for the sizes tested.
+pub fn compare_segmented<I: TestInput + Widen<O>, O: TestOutput>(
     input: &[I],
+    starts: Option<&[bool]>,
     desc: &ScanDesc,
     got: &[O],
     depth: f64,
 ) -> Result<(), String> {
-    let want: Vec<O> = reference_scan::<I, O>(input, desc);
+    let want: Vec<O> = reference_scan_segmented::<I, O>(input, starts, desc);
     assert_eq!(want.len(), got.len());
     let exact = match O::UNIT_ROUNDOFF {
         None => true,
@@ -163,7 +176,13 @@ pub fn compare<I: TestInput + Widen<O>, O: TestOutput>(
     let gamma = depth * u / (1.0 - depth * u);
     let init_abs = desc.init_bits.map(|b| O::from_bits(b).as_f64().abs()).unwrap_or(0.0);
     let mut abs_sum = init_abs;
-    for i in 0..want.len() {
+    let n = want.len();
+    for step in 0..n {
+        let i = if desc.direction == Direction::Backward {
+            n - 1 - step
+        } else {
+            step
+        };
         let (w, g) = (want[i], got[i]);
         let ok = if exact {
             w.to_bits() == g.to_bits() || (w.as_f64() == g.as_f64()) // +0 == -0
@@ -173,11 +192,68 @@ pub fn compare<I: TestInput + Widen<O>, O: TestOutput>(
             (w.as_f64() - g.as_f64()).abs() <= bound
         };
         if !ok {
-            return Err(format!("mismatch at {i} of {}: want {w:?}, got {g:?}", want.len()));
+            return Err(format!("mismatch at {i} of {n}: want {w:?}, got {g:?}"));
         }
         abs_sum += input[i].as_f64().abs();
     }
     Ok(())
+}
+
+/// How the segments of a randomized case are laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SegmentPattern {
+    /// Each element starts a segment with probability 1/`mean_len`.
+    Random { mean_len: u64 },
+    /// No element starts a segment (one segment over everything).
+    NoneSet,
+    /// Every element starts a segment.
+    AllSet,
+    /// Segments of exactly `len` elements, starting at `offset` (tile-boundary cases).
+    Every { len: u64, offset: u64 },
+}
+
+/// Start flags for `n` elements.
+pub fn segment_starts(rng: &mut Rng, pattern: SegmentPattern, n: usize) -> Vec<bool> {
+    (0..n as u64)
+        .map(|p| match pattern {
+            SegmentPattern::Random { mean_len } => rng.below(mean_len) == 0,
+            SegmentPattern::NoneSet => false,
+            SegmentPattern::AllSet => true,
+            SegmentPattern::Every { len, offset } => p >= offset && (p - offset) % len == 0,
+        })
+        .collect()
+}
+
+/// The bytes a segmented scan reads for start flags `starts` in the form `kind` asks
+/// for: byte flags (nonzero values other than 1 too), packed bit words, or keys whose
+/// runs change exactly at the starts (as little-endian bytes of the key type).
+pub fn encode_segments(rng: &mut Rng, kind: Segments, starts: &[bool]) -> Vec<u8> {
+    match kind {
+        Segments::None => Vec::new(),
+        Segments::ByteFlags => starts
+            .iter()
+            .map(|&s| if s { 1 + rng.below(255) as u8 } else { 0 })
+            .collect(),
+        Segments::BitFlags => {
+            let flags: Vec<u8> = starts.iter().map(|&s| s as u8).collect();
+            pack_bits(&flags).iter().flat_map(|w| w.to_le_bytes()).collect()
+        }
+        Segments::Keys(k) => {
+            let mut key = rng.next_u64();
+            let mut bytes = Vec::with_capacity(starts.len() * k.size());
+            for &s in starts {
+                if s {
+                    // A different key; for 8-byte keys vary the high half too now and then.
+                    key = key.wrapping_add(1 + rng.below(3) * (1 << 32) + rng.below(5));
+                }
+                match k {
+                    DType::U32 | DType::I32 => bytes.extend((key as u32).to_le_bytes()),
+                    _ => bytes.extend(key.to_le_bytes()),
+                }
+            }
+            bytes
+        }
+    }
 }
 
 /// Calls `$f::<I, O>($args)` for the Rust types of a dtype pair.
@@ -222,4 +298,77 @@ pub fn make_desc<O: TestOutput>(rng: &mut Rng, op: Op, inclusive: bool, with_ini
 /// block and tile levels, plus one link per tile in the look-back chain), for `compare`.
 pub fn gpu_depth(n: usize) -> f64 {
     (64 + 8 * n.div_ceil(2048)) as f64
+}
+
+/// A worked example from the seeds, with its exact expected output (in memory order).
+pub struct SeedExample {
+    pub name: &'static str,
+    pub input: Vec<i32>,
+    /// Byte head flags (1 = starts a segment), for segmented examples.
+    pub flags: Option<Vec<u8>>,
+    /// Direction and inclusive/exclusive; the segment kind is set by the caller.
+    pub desc: ScanDesc,
+    pub expected: Vec<i32>,
+}
+
+/// Seeds 001, 002 and 004. Seed 004 prints backward results in traversal order (from the
+/// last element to the first); they are reversed here into memory order.
+pub fn seed_examples() -> Vec<SeedExample> {
+    let a = vec![1, 7, -4, 2, 2, -1, 5];
+    let reversed = |v: &[i32]| v.iter().rev().copied().collect::<Vec<_>>();
+    vec![
+        SeedExample {
+            name: "seed 001: segmented inclusive +-scan of 16 values",
+            input: vec![1, 2, 3, 4, 5, 6, 7, 1, 3, 9, 10, 12, 1, 1, 1, 2],
+            flags: Some(vec![0, 0, 0, 1, 0, 0, 0, 1, 0, 1, 1, 0, 0, 0, 1, 0]),
+            desc: ScanDesc::inclusive(Op::Sum),
+            expected: vec![1, 3, 6, 4, 9, 15, 22, 1, 4, 9, 10, 22, 23, 24, 1, 3],
+        },
+        SeedExample {
+            name: "seed 002: exclusive segmented scan",
+            input: vec![4, 2, 1, 3, 0, 2, 1, 5],
+            flags: Some(vec![1, 0, 0, 1, 0, 0, 1, 0]),
+            desc: ScanDesc::exclusive(Op::Sum),
+            expected: vec![0, 4, 6, 0, 3, 3, 0, 1],
+        },
+        SeedExample {
+            name: "seed 004: B, exclusive forward",
+            input: a.clone(),
+            flags: None,
+            desc: ScanDesc::exclusive(Op::Sum),
+            expected: vec![0, 1, 8, 4, 6, 8, 7],
+        },
+        SeedExample {
+            name: "seed 004: C, exclusive backward",
+            input: a.clone(),
+            flags: None,
+            desc: ScanDesc::exclusive(Op::Sum).backward(),
+            expected: reversed(&[0, 5, 4, 6, 8, 4, 11]),
+        },
+        SeedExample {
+            name: "seed 004: segmented B, exclusive forward",
+            input: a.clone(),
+            flags: Some(vec![1, 0, 1, 1, 0, 0, 0]),
+            desc: ScanDesc::exclusive(Op::Sum),
+            expected: vec![0, 1, 0, 0, 2, 4, 3],
+        },
+        SeedExample {
+            name: "seed 004: segmented C, exclusive backward",
+            input: a,
+            flags: Some(vec![1, 0, 1, 1, 0, 0, 0]),
+            desc: ScanDesc::exclusive(Op::Sum).backward(),
+            expected: reversed(&[0, 5, 4, 6, 0, 0, 7]),
+        },
+    ]
+}
+
+/// Byte flags packed 32 to a word (bit i of word w = element 32w + i).
+pub fn pack_bits(flags: &[u8]) -> Vec<u32> {
+    let mut words = vec![0u32; flags.len().div_ceil(32)];
+    for (p, &f) in flags.iter().enumerate() {
+        if f != 0 {
+            words[p / 32] |= 1 << (p % 32);
+        }
+    }
+    words
 }
