@@ -5,6 +5,7 @@
 // and, at n = 2^16, back-to-back and graph-replay per-call costs.
 #include <cub/device/device_scan.cuh>
 #include <cuda_runtime.h>
+#include <cuda/std/functional>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -103,6 +104,40 @@ static void bench_type(const char* name, const std::vector<size_t>& sizes, cudaS
     CHECK(cudaFree(out));
 }
 
+template <typename T>
+__global__ void fill_keys(T* p, size_t n, size_t segment) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        p[i] = (T)(i / segment);
+}
+
+// InclusiveSumByKey over u32 values with u32 keys in runs of 1024 (scanrt's segmented
+// benchmark uses the same segments), at 2^20, 2^24 and 2^28.
+static void bench_by_key(cudaStream_t s) {
+    const size_t max_n = size_t(1) << 28;
+    unsigned *keys, *in, *out;
+    CHECK(cudaMalloc(&keys, max_n * 4));
+    CHECK(cudaMalloc(&in, max_n * 4));
+    CHECK(cudaMalloc(&out, max_n * 4));
+    fill<<<1024, 256, 0, s>>>(in, max_n);
+    fill_keys<<<1024, 256, 0, s>>>(keys, max_n, 1024);
+    size_t temp_bytes = 0;
+    CHECK(cub::DeviceScan::InclusiveSumByKey(nullptr, temp_bytes, keys, in, out, max_n, cuda::std::equal_to<>{}, s));
+    void* temp;
+    CHECK(cudaMalloc(&temp, temp_bytes));
+    for (size_t n : {size_t(1) << 20, size_t(1) << 24, size_t(1) << 28}) {
+        int reps = n <= (1u << 22) ? 200 : (n <= (1u << 27) ? 30 : 10);
+        double us = median_us([&] {
+            size_t tb = temp_bytes;
+            CHECK(cub::DeviceScan::InclusiveSumByKey(temp, tb, keys, in, out, n, cuda::std::equal_to<>{}, s));
+        }, reps, s);
+        std::printf("cub_by_key,u32,%zu,%.3f\n", n, us);
+    }
+    CHECK(cudaFree(temp));
+    CHECK(cudaFree(keys));
+    CHECK(cudaFree(in));
+    CHECK(cudaFree(out));
+}
+
 int main(int argc, char** argv) {
     // argv: dtype list and sizes, e.g. "u32,f32,u64,f64" "1024,1048576"
     if (argc < 3) { std::fprintf(stderr, "usage: cub_bench DTYPES SIZES\n"); return 2; }
@@ -115,5 +150,6 @@ int main(int argc, char** argv) {
     if (types.find("f32") != std::string::npos) bench_type<float>("f32", sizes, s);
     if (types.find("u64") != std::string::npos) bench_type<unsigned long long>("u64", sizes, s);
     if (types.find("f64") != std::string::npos) bench_type<double>("f64", sizes, s);
+    bench_by_key(s);
     return 0;
 }

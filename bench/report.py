@@ -21,6 +21,45 @@ def load(path):
     return rows
 
 
+def features(rows):
+    """Backward, deterministic and segmented scans: throughput counting every byte moved,
+    its ratio to memcpy throughput, and the comparison each issue target names."""
+    print(f"{'impl':28} {'dtype':5} {'n':>10} {'time us':>9} {'GB/s':>7} {'/memcpy':>8}  comparison")
+    for (impl, dtype, n), us in sorted(rows.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
+        if not (impl.startswith("scanrt_backward") or impl.startswith("scanrt_deterministic")
+                or impl.startswith("scanrt_seg") or impl.startswith("scanrt_by_key") or impl == "cub_by_key"):
+            continue
+        size = SIZE[dtype]
+        if impl.startswith("scanrt_seg_bits"):
+            moved = 2 * n * size + n / 8
+        elif impl.startswith("scanrt_seg"):
+            moved = 2 * n * size + n  # values in and out, one flag byte each
+        elif "by_key" in impl:
+            moved = 3 * n * size  # keys, values in and out
+        else:
+            moved = 2 * n * size
+        memcpy = rows.get(("scanrt_memcpy", dtype, n)) or rows.get(("memcpy", dtype, n))
+        ratio = (moved / us) / (2 * n * size / memcpy) if memcpy else float("nan")
+        note = ""
+        if impl.startswith("scanrt_backward"):
+            forward = rows.get((impl.replace("backward_", ""), dtype, n))
+            if forward:
+                note = f"backward/forward throughput {forward / us:.3f}"
+        elif impl == "scanrt_deterministic":
+            fast = rows.get(("scanrt_single_pass", dtype, n))
+            if fast:
+                note = f"of non-deterministic single pass {fast / us:.3f}"
+        elif impl == "scanrt_seg_bytes_backward":
+            fwd = rows.get(("scanrt_seg_bytes", dtype, n))
+            if fwd:
+                note = f"backward/forward throughput {fwd / us:.3f}"
+        if impl.startswith("scanrt_seg") or impl == "scanrt_by_key":
+            cub = rows.get(("cub_by_key", dtype, n))
+            if cub:
+                note += ("; " if note else "") + f"CUB InclusiveSumByKey / scanrt time {cub / us:.2f}"
+        print(f"{impl:28} {dtype:5} {n:>10} {us:9.1f} {moved / us / 1e3:7.1f} {ratio:8.3f}  {note}")
+
+
 def main():
     rows = load(sys.argv[1])
     rows.update(load(sys.argv[2]))
@@ -41,6 +80,8 @@ def main():
     for dtype, n, impl, us, gbs, rm, rc in table:
         if impl in ("scanrt_single_pass", "scanrt_matrix", "cub_inclusive", "scanrt_memcpy"):
             print(f"{dtype:5} {n:>11} {impl:20} {us:10.2f} {gbs:8.1f} {rm:8.3f} {rc:6.2f}")
+    print()
+    features(rows)
     print()
     for key in ("back_to_back", "graph", "host_time"):
         for (impl, dtype, n), us in rows.items():

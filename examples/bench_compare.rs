@@ -4,11 +4,16 @@
 //! timed like the CUB harness: the median of CUDA-event pairs around single calls.
 //!
 //!     bench_compare [--quick]
+//!
+//! After the inclusive-sum sweep it measures the other scans at n = 2^20, 2^24, 2^28:
+//! backward (both algorithms), deterministic float sums, and segmented u32 sums (byte
+//! flags forward and backward, bit flags, u32 keys, and the matrix algorithm), with
+//! segments of 1024 elements like the CUB InclusiveSumByKey runs of bench/cub_bench.cu.
 
 use std::time::Instant;
 
 use cudarc::driver::sys;
-use scanrt::{Algorithm, Backend, Buffer, Context, DType, Op, RawScan, ScanDesc, Stream};
+use scanrt::{Algorithm, Backend, Buffer, Context, DType, Op, RawScan, ScanDesc, Segments, Stream};
 
 fn sizes(quick: bool) -> Vec<u64> {
     let mut v: Vec<u64> = (10..=30).map(|k| 1u64 << k).collect();
@@ -152,21 +157,7 @@ fn main() {
         }
         let src = Buffer::new(&ctx, dtype, max_n).unwrap();
         let dst = Buffer::new(&ctx, dtype, max_n).unwrap();
-        // Small integers (as the type) so float sums stay finite; uploaded in chunks.
-        let chunk: Vec<u8> = (0..(1u64 << 24))
-            .flat_map(|i| match dtype {
-                DType::U32 => ((i * 2654435761) as u32 >> 28).to_le_bytes().to_vec(),
-                DType::F32 => (((i * 2654435761) as u32 >> 28) as f32).to_le_bytes().to_vec(),
-                DType::U64 => (((i * 2654435761) as u32 >> 28) as u64).to_le_bytes().to_vec(),
-                _ => (((i * 2654435761) as u32 >> 28) as f64).to_le_bytes().to_vec(),
-            })
-            .collect();
-        let mut off = 0u64;
-        while off < max_n * dtype.size() as u64 {
-            let bytes = (chunk.len() as u64).min(max_n * dtype.size() as u64 - off);
-            unsafe { sys::cuMemcpyHtoD_v2(src.addr() + off, chunk.as_ptr() as *const _, bytes as usize) };
-            off += bytes;
-        }
+        fill(&src, dtype, max_n);
         for &n in &sizes {
             let reps = if n <= 1 << 22 {
                 200
@@ -208,6 +199,8 @@ fn main() {
             println!("scanrt_memcpy,{name},{n},{us:.3}");
         }
     }
+
+    features(&ctx, &stream, &timer);
 
     // Small inputs: n = 2^16 u32, back to back, in a replayed graph, and host time.
     let n = 1u64 << 16;
@@ -265,4 +258,121 @@ fn main() {
     }
     host.sort_by(f64::total_cmp);
     println!("scanrt_host_time,u32,{n},{:.3}", host[host.len() / 2]);
+}
+
+/// Fills a device buffer with small integers of `dtype` (float sums stay exact enough).
+fn fill(src: &Buffer, dtype: DType, n: u64) {
+    let chunk: Vec<u8> = (0..(1u64 << 24))
+        .flat_map(|i| {
+            let v = (i * 2654435761) as u32 >> 28;
+            match dtype {
+                DType::U32 => v.to_le_bytes().to_vec(),
+                DType::F32 => (v as f32).to_le_bytes().to_vec(),
+                DType::U64 => (v as u64).to_le_bytes().to_vec(),
+                _ => (v as f64).to_le_bytes().to_vec(),
+            }
+        })
+        .collect();
+    let total = n * dtype.size() as u64;
+    let mut off = 0u64;
+    while off < total {
+        let bytes = (chunk.len() as u64).min(total - off);
+        unsafe { sys::cuMemcpyHtoD_v2(src.addr() + off, chunk.as_ptr() as *const _, bytes as usize) };
+        off += bytes;
+    }
+}
+
+/// Backward, deterministic and segmented scans (CSV lines as in the sweep; the
+/// algorithm Auto picked goes to stderr).
+fn features(ctx: &Context, stream: &Stream, timer: &Timer) {
+    let sizes = [1u64 << 20, 1 << 24, 1 << 28];
+    let max_n = 1u64 << 28;
+    let reps = |n: u64| {
+        if n <= 1 << 22 {
+            200
+        } else if n <= 1 << 27 {
+            30
+        } else {
+            10
+        }
+    };
+    let time = |label: &str, name: &str, n: u64, req: &RawScan, desc: &ScanDesc| {
+        let mut info = None;
+        let us = timer.median_us(stream, reps(n), || {
+            info = Some(unsafe { ctx.scan_raw(stream, req, desc, None) }.unwrap());
+        });
+        println!("{label},{name},{n},{us:.3}");
+        if n == max_n {
+            let info = info.unwrap();
+            eprintln!("{label} {name} n={n}: ran {:?} ({:?})", info.algorithm, info.reason);
+        }
+    };
+    for (name, dtype) in [
+        ("u32", DType::U32),
+        ("f32", DType::F32),
+        ("u64", DType::U64),
+        ("f64", DType::F64),
+    ] {
+        let src = Buffer::new(ctx, dtype, max_n).unwrap();
+        let dst = Buffer::new(ctx, dtype, max_n).unwrap();
+        fill(&src, dtype, max_n);
+        for &n in &sizes {
+            let req = RawScan::new(src.addr(), dtype, dst.addr(), dtype, n);
+            for (label, algorithm) in [
+                ("scanrt_backward_single_pass", Algorithm::SinglePass),
+                ("scanrt_backward_matrix", Algorithm::Matrix),
+            ] {
+                time(
+                    label,
+                    name,
+                    n,
+                    &req,
+                    &ScanDesc::inclusive(Op::Sum).backward().with_algorithm(algorithm),
+                );
+            }
+            if dtype.is_float() {
+                time(
+                    "scanrt_deterministic",
+                    name,
+                    n,
+                    &req,
+                    &ScanDesc::inclusive(Op::Sum).deterministic(),
+                );
+            }
+        }
+    }
+    // Segmented u32 sums: segments of 1024 elements as flags, packed bits and keys.
+    let src = Buffer::new(ctx, DType::U32, max_n).unwrap();
+    let dst = Buffer::new(ctx, DType::U32, max_n).unwrap();
+    fill(&src, DType::U32, max_n);
+    let flags: Vec<u8> = (0..max_n).map(|i| (i % 1024 == 0) as u8).collect();
+    let bits: Vec<u32> = (0..max_n.div_ceil(32)).map(|w| (w % 32 == 0) as u32).collect();
+    let keys: Vec<u32> = (0..max_n).map(|i| (i / 1024) as u32).collect();
+    let flags = Buffer::from_slice(ctx, stream, &flags).unwrap();
+    let bits = Buffer::from_slice(ctx, stream, &bits).unwrap();
+    let keys = Buffer::from_slice(ctx, stream, &keys).unwrap();
+    for &n in &sizes {
+        let seg = |data: &Buffer| RawScan {
+            segments: data.addr(),
+            ..RawScan::new(src.addr(), DType::U32, dst.addr(), DType::U32, n)
+        };
+        let sum = ScanDesc::inclusive(Op::Sum);
+        for (label, data, desc) in [
+            ("scanrt_seg_bytes", &flags, sum.segmented(Segments::ByteFlags)),
+            (
+                "scanrt_seg_bytes_backward",
+                &flags,
+                sum.segmented(Segments::ByteFlags).backward(),
+            ),
+            (
+                "scanrt_seg_bytes_matrix",
+                &flags,
+                sum.segmented(Segments::ByteFlags).with_algorithm(Algorithm::Matrix),
+            ),
+            ("scanrt_seg_bits", &bits, sum.segmented(Segments::BitFlags)),
+            ("scanrt_by_key", &keys, sum.segmented(Segments::Keys(DType::U32))),
+        ] {
+            time(label, "u32", n, &seg(data), &desc);
+        }
+    }
 }
