@@ -48,12 +48,14 @@
 //
 // Deterministic mode (SCANRT_FLAG_DETERMINISTIC). The fold above depends on which
 // predecessors happened to be INCLUSIVE when the warp looked, so float sums can differ
-// in their last bits between runs. In this mode only anchor tiles (multiples of 32)
-// publish INCLUSIVE, and tile t's prefix is always
-//     INCLUSIVE(a) . AGGREGATE(a+1) . ... . AGGREGATE(t-1),   a = 32 * floor((t-1)/32),
-// reduced over one warp in lane order: a fixed expression of (n, tile shape), whatever the
-// timing. Every wait still points to a smaller tile (an anchor's INCLUSIVE waits only on
-// the previous anchor's), so the progress argument holds unchanged.
+// in their last bits between runs. In this mode only anchor tiles (multiples of
+// S = SCANRT_ANCHOR_STRIDE = 128) publish INCLUSIVE, and tile t's prefix is always
+//     INCLUSIVE(a) . AGGREGATE(a+1) . ... . AGGREGATE(t-1),   a = S * floor((t-1)/S),
+// folded four slots per lane and then across the warp in lane order: a fixed expression
+// of (n, tile shape), whatever the timing. Every wait still points to a smaller tile (an
+// anchor's INCLUSIVE waits only on the previous anchor's), so the progress argument holds
+// unchanged. The anchors form a serial chain of n / (S * tile) hops; S = 128 keeps one
+// hop (~1 us) shorter than the time the memory system needs to stream S tiles.
 //
 // Segmented scans carry (value, head) pairs (SegmentedOp): a slot whose value holds a
 // head is as good as INCLUSIVE, so the look-back stops at the tile that holds the
@@ -75,7 +77,8 @@
 #define SCANRT_HEAD_BIT         4u           // the carried pair holds a segment head
 #define SCANRT_TAG_SHIFT        3            // status word: [tag:29 | head:1 | status:2]
 #define SCANRT_TAG_PERIOD       0x1fffffffu  // tags run 1..2^29-1; 0 never matches
-#define SCANRT_ANCHOR_STRIDE    32           // deterministic mode: tiles that publish INCLUSIVE
+#define SCANRT_ANCHOR_SLOTS_PER_LANE 4       // deterministic mode: look-back slots per lane
+#define SCANRT_ANCHOR_STRIDE    (32 * SCANRT_ANCHOR_SLOTS_PER_LANE)  // tiles that publish INCLUSIVE
 
 struct LookbackHeader {
     u32 generation;
@@ -164,18 +167,6 @@ SCANRT_DEVICE bool closes_lookback(u32 flag, Carry value) {
     return flag == SCANRT_STATUS_INCLUSIVE || (flag != SCANRT_STATUS_INVALID && SlotCodec<Carry>::head(value));
 }
 
-// The look-back warp's wait for one window of slots: every lane polls its slot until
-// `ready` holds for all lanes, sleeping between polls after SPIN_BEFORE_SLEEP rounds.
-template <typename Status, typename Carry, int SPIN_BEFORE_SLEEP, int SLEEP_NS, typename Ready>
-SCANRT_DEVICE u32 wait_window(const Status& status, long long slot, bool in_window, u32 tag, Carry& value, Ready ready) {
-    u32 flag = SCANRT_STATUS_INVALID;
-    for (int spins = 0;; ++spins) {
-        if (in_window && !ready(flag)) flag = status.poll(slot, tag, value);
-        if (__all_sync(SCANRT_FULL_MASK, !in_window || ready(flag))) return flag;
-        if (spins >= SPIN_BEFORE_SLEEP) __nanosleep(SLEEP_NS);
-    }
-}
-
 // The look-back for `tile` (> 0): the fold of all its predecessors, including the carry
 // into tile 0. Walks back 32 slots at a time (lane 31 holds the nearest predecessor)
 // until a window holds a slot that closes the look-back. All 32 lanes call it.
@@ -186,8 +177,12 @@ SCANRT_DEVICE typename CarryOp::T look_back(const Status& status, long long tile
     for (long long window_end = tile - 1;; window_end -= 32) {
         const long long slot = window_end - 31 + lane;
         Carry value = CarryOp::identity();  // slots before tile 0 add nothing
-        const u32 flag = wait_window<Status, Carry, SPIN_BEFORE_SLEEP, SLEEP_NS>(
-            status, slot, slot >= 0, tag, value, [](u32 f) { return f != SCANRT_STATUS_INVALID; });
+        u32 flag = SCANRT_STATUS_INVALID;
+        for (int spins = 0;; ++spins) {
+            if (slot >= 0 && flag == SCANRT_STATUS_INVALID) flag = status.poll(slot, tag, value);
+            if (__all_sync(SCANRT_FULL_MASK, slot < 0 || flag != SCANRT_STATUS_INVALID)) break;
+            if (spins >= SPIN_BEFORE_SLEEP) __nanosleep(SLEEP_NS);
+        }
         const u32 closing = __ballot_sync(SCANRT_FULL_MASK, slot < 0 || closes_lookback(flag, value));
         const int first = closing ? 31 - __clz(closing) : 0;
         const Carry window = warp_reduce<CarryOp>(lane >= first ? value : CarryOp::identity(), lane);
@@ -197,17 +192,43 @@ SCANRT_DEVICE typename CarryOp::T look_back(const Status& status, long long tile
 }
 
 // Deterministic look-back for `tile` (> 0): INCLUSIVE of the anchor at or below tile - 1,
-// then the AGGREGATEs up to tile - 1, reduced in lane order (see the protocol above).
+// then the AGGREGATEs up to tile - 1 (see the protocol above). Lane l holds the
+// ANCHOR_SLOTS_PER_LANE consecutive slots from anchor + l * ANCHOR_SLOTS_PER_LANE and folds
+// them in order; the warp then reduces the lane results in lane order. Both orders are
+// fixed, so the result is a function of the tile index alone.
 template <typename CarryOp, typename Status, int SPIN_BEFORE_SLEEP, int SLEEP_NS>
 SCANRT_DEVICE typename CarryOp::T look_back_deterministic(const Status& status, long long tile, u32 tag, int lane) {
     typedef typename CarryOp::T Carry;
+    const int K = SCANRT_ANCHOR_SLOTS_PER_LANE;
     const long long anchor = (tile - 1) / SCANRT_ANCHOR_STRIDE * SCANRT_ANCHOR_STRIDE;
-    const long long slot = anchor + lane;
-    Carry value = CarryOp::identity();
-    wait_window<Status, Carry, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, slot, slot < tile, tag, value, [lane](u32 f) {
-        return lane == 0 ? f == SCANRT_STATUS_INCLUSIVE : f != SCANRT_STATUS_INVALID;
-    });
-    return warp_reduce<CarryOp>(slot < tile ? value : CarryOp::identity(), lane);
+    const long long first_slot = anchor + (long long)lane * K;
+    Carry value[K];
+    u32 flag[K];
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+        value[j] = CarryOp::identity();
+        flag[j] = SCANRT_STATUS_INVALID;
+    }
+    // The anchor's slot needs its INCLUSIVE value, every other slot any published value.
+    auto ready = [&](int j) {
+        if (first_slot + j >= tile) return true;
+        return lane == 0 && j == 0 ? flag[j] == SCANRT_STATUS_INCLUSIVE : flag[j] != SCANRT_STATUS_INVALID;
+    };
+    for (int spins = 0;; ++spins) {
+        bool all_ready = true;
+#pragma unroll
+        for (int j = 0; j < K; ++j) {
+            if (!ready(j)) flag[j] = status.poll(first_slot + j, tag, value[j]);
+            all_ready &= ready(j);
+        }
+        if (__all_sync(SCANRT_FULL_MASK, all_ready)) break;
+        if (spins >= SPIN_BEFORE_SLEEP) __nanosleep(SLEEP_NS);
+    }
+    Carry lane_fold = CarryOp::identity();
+#pragma unroll
+    for (int j = 0; j < K; ++j)
+        if (first_slot + j < tile) lane_fold = CarryOp::combine(lane_fold, value[j]);
+    return warp_reduce<CarryOp>(lane_fold, lane);
 }
 
 // Launched with THREADS data threads plus one look-back warp (blockDim.x = THREADS + 32).
