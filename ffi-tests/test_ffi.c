@@ -449,6 +449,9 @@ static void test_desc_init(void) {
     CHECK(d.has_init == 0, "default has_init %d", d.has_init);
     CHECK(d.algorithm == SCANRT_ALGORITHM_AUTO, "default algorithm %d", d.algorithm);
     CHECK(d.direction == SCANRT_DIRECTION_FORWARD, "default direction %d", d.direction);
+    CHECK(d.deterministic == 0, "default deterministic %d", d.deterministic);
+    CHECK(d.segments == SCANRT_SEGMENTS_NONE, "default segments %d", d.segments);
+    CHECK(d.segment_data == NULL, "default segment_data is not NULL");
     EXPECT(scanrt_scan_desc_init(NULL), SCANRT_STATUS_NULL_ARGUMENT);
 }
 
@@ -695,7 +698,7 @@ static void run_one(sweep_t *sw, int idt, int odt, uint64_t n, const scanrt_scan
              d->has_init ? " +init" : "", (unsigned long long)n, d->algorithm);
     size_t osz = dtype_size(odt);
     reference_scan(sw->in_host, idt, sw->want, odt, (size_t)n, d);
-    scanrt_scan_info info = {-1, -1};
+    scanrt_scan_info info = {-1, -1, -1};
 
     if (in_place) {
         scanrt_buffer *b = make_buffer(sw->ctx, idt, n);
@@ -788,7 +791,7 @@ static void expect_scan_error_at(int line, const char *what, scanrt_context *ctx
                                  scanrt_status want) {
     scanrt_stream *home = g_home_stream ? g_home_stream : s;
     fill_sentinel(out, home, odt);
-    scanrt_scan_info info = {-7, -7};
+    scanrt_scan_info info = {-7, -7, -7};
     expect_status_at(line, what, scanrt_scan(ctx, s, in, out, d, &info), want);
     CHECK(info.backend == -7 && info.algorithm == -7, "%s: a failed scan wrote its info", what);
     check_sentinel_at(line, what, out, home, odt);
@@ -841,14 +844,14 @@ static void test_scan_errors(scanrt_context *ctx, int backend) {
         b.op = bad_ops[i];
         EXPECT_SCAN_ERROR("unknown op", ctx, s, in, out, SCANRT_DTYPE_U32, &b, SCANRT_STATUS_INVALID_ARGUMENT);
     }
-    int bad_algs[] = {SCANRT_ALGORITHM_HOST /* reported, never requested */, 4, -1, 1000};
+    int bad_algs[] = {SCANRT_ALGORITHM_HOST /* reported, never requested */, 5, -1, 1000};
     for (unsigned i = 0; i < sizeof bad_algs / sizeof bad_algs[0]; i++) {
         scanrt_scan_desc b = d;
         b.algorithm = bad_algs[i];
         EXPECT_SCAN_ERROR("unknown algorithm", ctx, s, in, out, SCANRT_DTYPE_U32, &b,
                           SCANRT_STATUS_INVALID_ARGUMENT);
     }
-    int bad_dirs[] = {SCANRT_DIRECTION_BACKWARD /* not implemented */, 2, -1};
+    int bad_dirs[] = {2, -1};
     for (unsigned i = 0; i < sizeof bad_dirs / sizeof bad_dirs[0]; i++) {
         scanrt_scan_desc b = d;
         b.direction = bad_dirs[i];
@@ -856,13 +859,13 @@ static void test_scan_errors(scanrt_context *ctx, int backend) {
     }
     {
         scanrt_scan_desc b = d;
-        b.direction = SCANRT_DIRECTION_BACKWARD;
+        b.segments = SCANRT_SEGMENTS_BYTE_FLAGS; /* and no segment data */
         b.inclusive = 0;
         b.op = SCANRT_OP_MAX;
         /* In place: the input (= output) must be unchanged as well. */
         fill_sentinel(out, s, SCANRT_DTYPE_U32);
-        EXPECT(scanrt_scan(ctx, s, out, out, &b, NULL), SCANRT_STATUS_INVALID_ARGUMENT);
-        CHECK_SENTINEL("in-place backward scan", out, s, SCANRT_DTYPE_U32);
+        EXPECT(scanrt_scan(ctx, s, out, out, &b, NULL), SCANRT_STATUS_NULL_ARGUMENT);
+        CHECK_SENTINEL("in-place segmented scan without flags", out, s, SCANRT_DTYPE_U32);
     }
 
     /* Unsupported combinations. */
@@ -939,7 +942,7 @@ static void test_raw_on_host(scanrt_context *ctx) {
     fill_sentinel(out, s, SCANRT_DTYPE_U32);
     scanrt_scan_desc d;
     EXPECT_OK(scanrt_scan_desc_init(&d));
-    scanrt_scan_info info = {-7, -7};
+    scanrt_scan_info info = {-7, -7, -7};
     uint8_t ws[256];
     memset(ws, SENTINEL, sizeof ws);
 
@@ -1048,7 +1051,7 @@ static void raw_scan_case(gpu_t *g, int idt, int odt, uint64_t n, const scanrt_s
     if (!in || !out) goto done;
     EXPECT_OK(scanrt_buffer_upload(in, g->s, hin, n));
     void *pin = buffer_ptr(in), *pout = buffer_ptr(out);
-    scanrt_scan_info info = {-1, -1};
+    scanrt_scan_info info = {-1, -1, -1};
     if (!with_workspace) {
         if (!expect_status_at(__LINE__, what,
                               scanrt_scan_device(g->ctx, NULL, pin, idt, pout, odt, n, d, &info), SCANRT_STATUS_OK))
@@ -1105,7 +1108,7 @@ done:
 static void raw_error_at(int line, const char *what, gpu_t *g, const void *in, int idt, void *out_ptr, int odt,
                          uint64_t n, const scanrt_scan_desc *d, scanrt_status want, scanrt_buffer *out_buf) {
     if (out_buf) fill_sentinel(out_buf, g->s, SCANRT_DTYPE_U8);
-    scanrt_scan_info info = {-7, -7};
+    scanrt_scan_info info = {-7, -7, -7};
     expect_status_at(line, what, scanrt_scan_device(g->ctx, NULL, in, idt, out_ptr, odt, n, d, &info), want);
     if (want != SCANRT_STATUS_OK)
         CHECK(info.backend == -7 && info.algorithm == -7, "%s: a failed raw scan wrote its info", what);
@@ -1222,7 +1225,7 @@ static void test_raw_on_gpu(scanrt_context *ctx) {
         EXPECT(scanrt_workspace_init(ctx, NULL, phalf, (n / 2) * 4 + 1), SCANRT_STATUS_BUFFER_TOO_SMALL);
         CHECK(all_sentinel(malloced, n * 4), "a refused workspace init wrote host memory");
         fill_sentinel(out, g.s, SCANRT_DTYPE_U32);
-        scanrt_scan_info info = {-7, -7};
+        scanrt_scan_info info = {-7, -7, -7};
         EXPECT(scanrt_scan_device_with_workspace(ctx, NULL, pin, SCANRT_DTYPE_U32, pout, SCANRT_DTYPE_U32, n, &d,
                                                  NULL, 0, &info),
                SCANRT_STATUS_BUFFER_TOO_SMALL);
@@ -1337,6 +1340,184 @@ static void test_threads(scanrt_context *ctx) {
 
 /* ------------------------------------------------------------------------------------ */
 
+/* ------------------------------------------------------------------------------------ */
+/* Backward, segmented and deterministic scans through the buffer API                    */
+
+/* Sequential reference of a segmented (or plain) i64 sum over i32 values: forward or
+ * backward, inclusive or exclusive, every segment starting from `init`. `starts[p]`
+ * (NULL = unsegmented) says element p starts a segment in memory order; a backward scan
+ * restarts at p == n-1 or where starts[p+1] is set. */
+static void reference_segmented(const int32_t *in, const uint8_t *starts, size_t n, int backward, int inclusive,
+                                int32_t init, int32_t *out) {
+    int32_t run = init;
+    for (size_t i = 0; i < n; i++) {
+        size_t p = backward ? n - 1 - i : i;
+        if (starts && (backward ? (p == n - 1 || starts[p + 1]) : (p == 0 || starts[p]))) run = init;
+        int32_t next = (int32_t)((uint32_t)run + (uint32_t)in[p]);
+        out[p] = inclusive ? next : run;
+        run = next;
+    }
+}
+
+/* Runs one i32 sum through scanrt_scan; `data` is the segment buffer (or NULL). */
+static void segmented_case(scanrt_context *ctx, scanrt_stream *s, int backend, const char *what, const int32_t *values,
+                           size_t n, const uint8_t *starts, scanrt_buffer *data, int segments, int key_dtype,
+                           int backward, int inclusive, int32_t init) {
+    int32_t *want = xmalloc(n * 4), *got = xmalloc(n * 4);
+    reference_segmented(values, segments == SCANRT_SEGMENTS_NONE ? NULL : starts, n, backward, inclusive, init, want);
+    scanrt_buffer *in = make_buffer(ctx, SCANRT_DTYPE_I32, n), *out = make_buffer(ctx, SCANRT_DTYPE_I32, n);
+    scanrt_scan_desc d;
+    EXPECT_OK(scanrt_scan_desc_init(&d));
+    d.inclusive = inclusive;
+    d.has_init = 1;
+    d.init.i32 = init;
+    d.direction = backward ? SCANRT_DIRECTION_BACKWARD : SCANRT_DIRECTION_FORWARD;
+    d.segments = segments;
+    d.key_dtype = key_dtype;
+    if (data) EXPECT_OK(scanrt_buffer_pointer(data, (void **)&d.segment_data));
+    scanrt_scan_info info = {-1, -1, -1};
+    EXPECT_OK(scanrt_buffer_upload(in, s, values, n));
+    if (expect_status_at(__LINE__, what, scanrt_scan(ctx, s, in, out, &d, &info), SCANRT_STATUS_OK)) {
+        check_info(__LINE__, what, &info, backend, SCANRT_ALGORITHM_AUTO);
+        CHECK(info.reason == (backend == SCANRT_BACKEND_HOST ? SCANRT_CHOICE_REASON_HOST_BACKEND
+                                                             : SCANRT_CHOICE_REASON_FASTEST),
+              "%s: reason %d", what, info.reason);
+        EXPECT_OK(scanrt_buffer_download(out, s, got, n));
+        CHECK_ARRAY(got, want, SCANRT_DTYPE_I32, n, "%s", what);
+    }
+    scanrt_buffer_destroy(in);
+    scanrt_buffer_destroy(out);
+    free(want);
+    free(got);
+}
+
+static void test_segmented_backward_deterministic(scanrt_context *ctx, int backend) {
+    g_phase = "backward/segmented/deterministic";
+    scanrt_stream *s = NULL;
+    EXPECT_OK(scanrt_stream_create(ctx, &s));
+    if (!s) return;
+
+    /* Seed 004: A with head flags; its backward outputs are printed in traversal order. */
+    const int32_t a[7] = {1, 7, -4, 2, 2, -1, 5};
+    const uint8_t flags[7] = {1, 0, 1, 1, 0, 0, 0};
+    const int32_t seg_fwd[7] = {0, 1, 0, 0, 2, 4, 3}, seg_bwd_traversal[7] = {0, 5, 4, 6, 0, 0, 7};
+    const int32_t bwd_traversal[7] = {0, 5, 4, 6, 8, 4, 11};
+    int32_t expect_seg_bwd[7], expect_bwd[7], want[7];
+    for (int i = 0; i < 7; i++) expect_seg_bwd[i] = seg_bwd_traversal[6 - i], expect_bwd[i] = bwd_traversal[6 - i];
+    reference_segmented(a, flags, 7, 0, 0, 0, want);
+    CHECK(memcmp(want, seg_fwd, sizeof want) == 0, "reference differs from seed 004's segmented B");
+    reference_segmented(a, flags, 7, 1, 0, 0, want);
+    CHECK(memcmp(want, expect_seg_bwd, sizeof want) == 0, "reference differs from seed 004's segmented C");
+    reference_segmented(a, NULL, 7, 1, 0, 0, want);
+    CHECK(memcmp(want, expect_bwd, sizeof want) == 0, "reference differs from seed 004's C");
+
+    /* Random values and segments in every form: byte flags, bit flags, u32 and i64 keys. */
+    const size_t n = 100003;
+    int32_t *values = xmalloc(n * 4);
+    uint8_t *starts = xmalloc(n);
+    uint32_t *bits = calloc((n + 31) / 32, 4);
+    uint32_t *keys32 = xmalloc(n * 4);
+    int64_t *keys64 = xmalloc(n * 8);
+    uint64_t rng = 42;
+    uint32_t key = 7;
+    for (size_t i = 0; i < n; i++) {
+        values[i] = (int32_t)(splitmix64(&rng) % 2001) - 1000;
+        starts[i] = splitmix64(&rng) % 500 == 0 || i % 4096 == 1;
+        if (starts[i]) bits[i / 32] |= 1u << (i % 32), key += 1 + (uint32_t)(splitmix64(&rng) % 3);
+        keys32[i] = key;
+        keys64[i] = -(int64_t)key * 1000003;
+    }
+    scanrt_buffer *byte_buf = make_buffer(ctx, SCANRT_DTYPE_U8, n), *bit_buf = make_buffer(ctx, SCANRT_DTYPE_U32, (n + 31) / 32);
+    scanrt_buffer *k32 = make_buffer(ctx, SCANRT_DTYPE_U32, n), *k64 = make_buffer(ctx, SCANRT_DTYPE_I64, n);
+    EXPECT_OK(scanrt_buffer_upload(byte_buf, s, starts, n));
+    EXPECT_OK(scanrt_buffer_upload(bit_buf, s, bits, (n + 31) / 32));
+    EXPECT_OK(scanrt_buffer_upload(k32, s, keys32, n));
+    EXPECT_OK(scanrt_buffer_upload(k64, s, keys64, n));
+    struct {
+        const char *name;
+        scanrt_buffer *data;
+        int segments, key_dtype;
+    } forms[] = {
+        {"unsegmented", NULL, SCANRT_SEGMENTS_NONE, 0},
+        {"byte flags", byte_buf, SCANRT_SEGMENTS_BYTE_FLAGS, 0},
+        {"bit flags", bit_buf, SCANRT_SEGMENTS_BIT_FLAGS, 0},
+        {"u32 keys", k32, SCANRT_SEGMENTS_KEYS, SCANRT_DTYPE_U32},
+        {"i64 keys", k64, SCANRT_SEGMENTS_KEYS, SCANRT_DTYPE_I64},
+    };
+    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++)
+        for (int backward = 0; backward < 2; backward++)
+            for (int inclusive = 0; inclusive < 2; inclusive++) {
+                char what[96];
+                snprintf(what, sizeof what, "%s %s %s", forms[f].name, backward ? "backward" : "forward",
+                         inclusive ? "inclusive" : "exclusive");
+                segmented_case(ctx, s, backend, what, values, n, starts, forms[f].data, forms[f].segments,
+                               forms[f].key_dtype, backward, inclusive, 3);
+            }
+    scanrt_buffer *seed_flags = make_buffer(ctx, SCANRT_DTYPE_U8, 7);
+    EXPECT_OK(scanrt_buffer_upload(seed_flags, s, flags, 7));
+    segmented_case(ctx, s, backend, "seed 004 C", a, 7, flags, NULL, SCANRT_SEGMENTS_NONE, 0, 1, 0, 0);
+    segmented_case(ctx, s, backend, "seed 004 segmented C", a, 7, flags, seed_flags, SCANRT_SEGMENTS_BYTE_FLAGS, 0, 1, 0, 0);
+    scanrt_buffer_destroy(seed_flags);
+
+    /* Bad segment descriptions: a specific status, nothing written. */
+    scanrt_buffer *in = make_buffer(ctx, SCANRT_DTYPE_I32, n), *out = make_buffer(ctx, SCANRT_DTYPE_I32, n);
+    EXPECT_OK(scanrt_buffer_upload(in, s, values, n));
+    scanrt_scan_desc d;
+    EXPECT_OK(scanrt_scan_desc_init(&d));
+    d.segments = 7;
+    EXPECT_SCAN_ERROR("unknown segments value", ctx, s, in, out, SCANRT_DTYPE_I32, &d, SCANRT_STATUS_INVALID_ARGUMENT);
+    d.segments = SCANRT_SEGMENTS_BYTE_FLAGS;
+    EXPECT_SCAN_ERROR("flags without data", ctx, s, in, out, SCANRT_DTYPE_I32, &d, SCANRT_STATUS_NULL_ARGUMENT);
+    EXPECT_OK(scanrt_buffer_pointer(k32, (void **)&d.segment_data));
+    d.segments = SCANRT_SEGMENTS_KEYS;
+    d.key_dtype = SCANRT_DTYPE_F32;
+    EXPECT_SCAN_ERROR("float keys", ctx, s, in, out, SCANRT_DTYPE_I32, &d, SCANRT_STATUS_UNSUPPORTED_COMBINATION);
+    d.key_dtype = 99;
+    EXPECT_SCAN_ERROR("unknown key type", ctx, s, in, out, SCANRT_DTYPE_I32, &d, SCANRT_STATUS_INVALID_ARGUMENT);
+    d.segments = SCANRT_SEGMENTS_NONE;
+    EXPECT_SCAN_ERROR("data without segments", ctx, s, in, out, SCANRT_DTYPE_I32, &d, SCANRT_STATUS_INVALID_ARGUMENT);
+    d.segments = SCANRT_SEGMENTS_BIT_FLAGS;
+    d.segment_data = (const char *)d.segment_data + 2;
+    EXPECT_SCAN_ERROR("misaligned bit words", ctx, s, in, out, SCANRT_DTYPE_I32, &d, SCANRT_STATUS_INVALID_ARGUMENT);
+    EXPECT_OK(scanrt_buffer_pointer(out, (void **)&d.segment_data));
+    EXPECT_SCAN_ERROR("flags overlapping the output", ctx, s, in, out, SCANRT_DTYPE_I32, &d,
+                      SCANRT_STATUS_PARTIAL_OVERLAP);
+    EXPECT_OK(scanrt_scan_desc_init(&d));
+    d.direction = 2;
+    EXPECT_SCAN_ERROR("unknown direction", ctx, s, in, out, SCANRT_DTYPE_I32, &d, SCANRT_STATUS_INVALID_ARGUMENT);
+
+    /* Deterministic f32 sums: the algorithm and reason are reported, and two runs agree bit for bit. */
+    float *fv = xmalloc(n * 4), *r1 = xmalloc(n * 4), *r2 = xmalloc(n * 4);
+    for (size_t i = 0; i < n; i++) fv[i] = (float)((double)(splitmix64(&rng) % 2000001) / 1000.0 - 1000.0);
+    scanrt_buffer *fin = make_buffer(ctx, SCANRT_DTYPE_F32, n), *fout = make_buffer(ctx, SCANRT_DTYPE_F32, n);
+    EXPECT_OK(scanrt_buffer_upload(fin, s, fv, n));
+    EXPECT_OK(scanrt_scan_desc_init(&d));
+    d.deterministic = 1;
+    for (int run = 0; run < 2; run++) {
+        scanrt_scan_info info = {-1, -1, -1};
+        EXPECT_OK(scanrt_scan(ctx, s, fin, fout, &d, &info));
+        int want_alg = backend == SCANRT_BACKEND_HOST ? SCANRT_ALGORITHM_HOST : SCANRT_ALGORITHM_DETERMINISTIC_SINGLE_PASS;
+        int want_reason = backend == SCANRT_BACKEND_HOST ? SCANRT_CHOICE_REASON_HOST_BACKEND : SCANRT_CHOICE_REASON_DETERMINISTIC;
+        CHECK(info.algorithm == want_alg && info.reason == want_reason, "deterministic: ran %d for %d", info.algorithm,
+              info.reason);
+        EXPECT_OK(scanrt_buffer_download(fout, s, run ? r2 : r1, n));
+    }
+    CHECK(memcmp(r1, r2, n * 4) == 0, "deterministic f32 sums differ between runs");
+    /* An integer sum is reproducible anyway: no fixed-order pass needed. */
+    if (backend == SCANRT_BACKEND_GPU) {
+        scanrt_scan_info info = {-1, -1, -1};
+        EXPECT_OK(scanrt_scan(ctx, s, in, out, &d, &info));
+        CHECK(info.algorithm == SCANRT_ALGORITHM_SINGLE_PASS && info.reason == SCANRT_CHOICE_REASON_ORDER_INDEPENDENT,
+              "deterministic integer sum ran %d for %d", info.algorithm, info.reason);
+    }
+    for (int r = -1; r <= 5; r++) CHECK(scanrt_choice_reason_string(r)[0] != '\0', "empty reason string for %d", r);
+
+    scanrt_buffer *all[] = {byte_buf, bit_buf, k32, k64, in, out, fin, fout};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) scanrt_buffer_destroy(all[i]);
+    free(values), free(starts), free(bits), free(keys32), free(keys64), free(fv), free(r1), free(r2);
+    scanrt_stream_destroy(s);
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     test_version_and_strings();
@@ -1352,6 +1533,7 @@ int main(void) {
     test_buffers(ctx, backend);
     test_scan_errors(ctx, backend);
     sweep(ctx, backend, bname);
+    test_segmented_backward_deterministic(ctx, backend);
     test_threads(ctx);
 
     if (backend == SCANRT_BACKEND_GPU) {
@@ -1365,6 +1547,7 @@ int main(void) {
             test_scan_errors(host, SCANRT_BACKEND_HOST);
             test_raw_on_host(host);
             sweep(host, SCANRT_BACKEND_HOST, "host");
+            test_segmented_backward_deterministic(host, SCANRT_BACKEND_HOST);
             scanrt_context_destroy(host);
         }
     } else {
