@@ -140,6 +140,36 @@ fn run_case<I: TestInput + Widen<O>, O: TestOutput>(
     compare_segmented(&input, starts.as_deref(), &desc, &got, gpu_depth(c.n))
 }
 
+/// The sizes every randomized test draws from: 1, 2, 33, around one and two tiles, around
+/// 2^16, past 2^20 (up to 384 tiles, fewer than the resident blocks: the multi-round
+/// path is exercised by the large tests).
+fn edge_sizes(tile: usize) -> [usize; 11] {
+    [
+        1,
+        2,
+        33,
+        tile - 1,
+        tile,
+        tile + 1,
+        2 * tile + 1,
+        (1 << 16) - 1,
+        (1 << 16) + 1,
+        (1 << 20) + 1,
+        3 * (1 << 19) + 1,
+    ]
+}
+
+/// Prints the case count and fails with the first 30 failures, if any.
+fn assert_no_failures(label: &str, cases: usize, failures: &[String]) {
+    eprintln!("{label}: {cases} cases, {} failures", failures.len());
+    assert!(
+        failures.is_empty(),
+        "{} of {cases} cases failed:\n{}",
+        failures.len(),
+        failures.iter().take(30).cloned().collect::<Vec<_>>().join("\n")
+    );
+}
+
 fn tile_for(input: DType, output: DType) -> usize {
     let items = (64 / output.size()).max(16 / input.size());
     let threads = if items * output.size() <= 64 { 256 } else { 128 };
@@ -154,19 +184,7 @@ fn randomized_every_pair_operator_mode_and_algorithm() {
     let (mut cases, mut failures) = (0, Vec::new());
     for pair in TYPE_PAIRS {
         let tile = tile_for(pair.0, pair.1);
-        let sizes = [
-            1,
-            2,
-            33,
-            tile - 1,
-            tile,
-            tile + 1,
-            2 * tile + 1,
-            (1 << 16) - 1,
-            (1 << 16) + 1,
-            (1 << 20) + 1,
-            3 * (1 << 19) + 1,
-        ];
+        let sizes = edge_sizes(tile);
         for op in Op::ALL {
             if check_types(pair.0, pair.1, op).is_err() {
                 continue;
@@ -208,13 +226,7 @@ fn randomized_every_pair_operator_mode_and_algorithm() {
             }
         }
     }
-    eprintln!("randomized: {cases} cases, {} failures", failures.len());
-    assert!(
-        failures.is_empty(),
-        "{} of {cases} cases failed:\n{}",
-        failures.len(),
-        failures.iter().take(30).cloned().collect::<Vec<_>>().join("\n")
-    );
+    assert_no_failures("randomized", cases, &failures);
 }
 
 #[test]
@@ -257,12 +269,7 @@ fn random_sizes_misaligned_and_in_place() {
             failures.push(format!("{pair:?} {c:?}: {e}"));
         }
     }
-    eprintln!("misaligned/in-place: {cases} cases, {} failures", failures.len());
-    assert!(
-        failures.is_empty(),
-        "{}",
-        failures.iter().take(30).cloned().collect::<Vec<_>>().join("\n")
-    );
+    assert_no_failures("misaligned/in-place", cases, &failures);
 }
 
 #[test]
@@ -772,19 +779,7 @@ fn randomized_backward_segmented_and_deterministic() {
     ];
     for pair in TYPE_PAIRS {
         let tile = tile_for(pair.0, pair.1);
-        let sizes = [
-            1,
-            2,
-            33,
-            tile - 1,
-            tile,
-            tile + 1,
-            2 * tile + 1,
-            (1 << 16) - 1,
-            (1 << 16) + 1,
-            (1 << 20) + 1,
-            3 * (1 << 19) + 1,
-        ];
+        let sizes = edge_sizes(tile);
         let patterns = patterns(tile as u64);
         for op in Op::ALL {
             if check_types(pair.0, pair.1, op).is_err() {
@@ -829,16 +824,7 @@ fn randomized_backward_segmented_and_deterministic() {
             }
         }
     }
-    eprintln!(
-        "backward/segmented/deterministic: {cases} cases, {} failures",
-        failures.len()
-    );
-    assert!(
-        failures.is_empty(),
-        "{} of {cases} cases failed:\n{}",
-        failures.len(),
-        failures.iter().take(30).cloned().collect::<Vec<_>>().join("\n")
-    );
+    assert_no_failures("backward/segmented/deterministic", cases, &failures);
 }
 
 /// Large segmented and backward scans: 2^28 u32 elements with byte flags (segments much
