@@ -46,10 +46,8 @@ pub(crate) fn workspace_bytes(dev: &GpuDevice, req: &RawScan, desc: &ScanDesc) -
 pub(crate) fn choose_algorithm(desc: &ScanDesc, output: DType) -> (Algorithm, ChoiceReason) {
     let fixed_order_needed = desc.deterministic && desc.order_sensitive(output);
     match desc.algorithm {
-        Algorithm::SinglePass if fixed_order_needed => {
-            (Algorithm::DeterministicSinglePass, ChoiceReason::Deterministic)
-        }
-        Algorithm::Auto | Algorithm::Host if fixed_order_needed => {
+        // An explicit single pass with `deterministic` still has to keep its promise.
+        Algorithm::SinglePass | Algorithm::Auto | Algorithm::Host if fixed_order_needed => {
             (Algorithm::DeterministicSinglePass, ChoiceReason::Deterministic)
         }
         Algorithm::Auto | Algorithm::Host if desc.deterministic => {
