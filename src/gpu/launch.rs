@@ -261,3 +261,91 @@ impl Launch<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::Op;
+
+    #[test]
+    fn algorithm_choice_and_reason() {
+        let sum = ScanDesc::inclusive(Op::Sum);
+        use Algorithm::*;
+        use ChoiceReason::*;
+        assert_eq!(choose_algorithm(&sum, DType::F32), (SinglePass, Fastest));
+        assert_eq!(
+            choose_algorithm(&sum.deterministic(), DType::F32),
+            (DeterministicSinglePass, Deterministic)
+        );
+        assert_eq!(
+            choose_algorithm(&ScanDesc::inclusive(Op::Product).deterministic(), DType::F64),
+            (DeterministicSinglePass, Deterministic)
+        );
+        // Order-independent operators and types keep the regular single pass.
+        for (op, dtype) in [(Op::Sum, DType::U32), (Op::Max, DType::F32), (Op::BitXor, DType::I64)] {
+            let desc = ScanDesc::inclusive(op).deterministic();
+            assert_eq!(choose_algorithm(&desc, dtype), (SinglePass, OrderIndependent));
+        }
+        // A named algorithm runs as named, unless it would break a determinism promise.
+        assert_eq!(
+            choose_algorithm(&sum.with_algorithm(Matrix), DType::F32),
+            (Matrix, Requested)
+        );
+        assert_eq!(
+            choose_algorithm(&sum.with_algorithm(Matrix).deterministic(), DType::F32),
+            (Matrix, Requested)
+        );
+        assert_eq!(
+            choose_algorithm(&sum.with_algorithm(SinglePass).deterministic(), DType::F32),
+            (DeterministicSinglePass, Deterministic)
+        );
+        assert_eq!(
+            choose_algorithm(&sum.with_algorithm(DeterministicSinglePass), DType::U32),
+            (DeterministicSinglePass, Requested)
+        );
+    }
+
+    #[test]
+    fn vector_flags_follow_the_traversal() {
+        let req = |input: u64, output: u64, segments: u64, n: u64| RawScan {
+            segments,
+            ..RawScan::new(input, DType::U32, output, DType::U32, n)
+        };
+        let forward = ScanDesc::inclusive(Op::Sum);
+        let backward = forward.backward();
+        let vec = FLAG_VECTOR_IN | FLAG_VECTOR_OUT;
+        // Forward tiles start at the array start; backward tiles end at the array end.
+        assert_eq!(
+            launch_flags(&req(0x1000, 0x2000, 0, 6), &forward, Algorithm::SinglePass) & vec,
+            vec
+        );
+        assert_eq!(
+            launch_flags(&req(0x1000, 0x2000, 0, 6), &backward, Algorithm::SinglePass) & vec,
+            0
+        );
+        assert_eq!(
+            launch_flags(&req(0x1008, 0x2008, 0, 6), &backward, Algorithm::SinglePass) & vec,
+            vec
+        );
+        // Byte flags: aligned like the tiles, and their kind in bits 6-7.
+        let bytes = forward.segmented(Segments::ByteFlags);
+        let f = launch_flags(&req(0x1000, 0x2000, 0x3000, 6), &bytes, Algorithm::SinglePass);
+        assert_ne!(f & FLAG_VECTOR_HEADS, 0);
+        assert_eq!(f >> HEADS_KIND_SHIFT & 3, HEADS_BYTES);
+        let f = launch_flags(
+            &req(0x1000, 0x2000, 0x3000, 6),
+            &bytes.backward(),
+            Algorithm::SinglePass,
+        );
+        assert_eq!(f & FLAG_VECTOR_HEADS, 0);
+        let keys = forward.segmented(Segments::Keys(DType::I64));
+        let f = launch_flags(
+            &req(0x1000, 0x2000, 0x3000, 6),
+            &keys,
+            Algorithm::DeterministicSinglePass,
+        );
+        assert_eq!(f >> HEADS_KIND_SHIFT & 3, HEADS_KEYS8);
+        assert_ne!(f & FLAG_DETERMINISTIC, 0);
+        assert_eq!(f & FLAG_VECTOR_HEADS, 0);
+    }
+}
