@@ -13,7 +13,7 @@
 #define SCANRT_VERSION_MAJOR 0
 
 // Minor version of the scanrt library this header belongs to.
-#define SCANRT_VERSION_MINOR 1
+#define SCANRT_VERSION_MINOR 2
 
 // Patch version of the scanrt library this header belongs to.
 #define SCANRT_VERSION_PATCH 0
@@ -135,8 +135,8 @@ typedef enum scanrt_choice_reason {
   // `Auto` with `deterministic`: the result does not depend on association order
   // (integers, min, max, bitwise), so the regular single pass is already reproducible.
   SCANRT_CHOICE_REASON_ORDER_INDEPENDENT = 2,
-  // `Auto` with `deterministic` on a float sum or product: the fixed-order single
-  // pass, faster than the matrix scan.
+  // `deterministic` on a float sum or product (with `Auto`, or `SinglePass`, which
+  // cannot keep the promise): the fixed-order single pass, faster than the matrix scan.
   SCANRT_CHOICE_REASON_DETERMINISTIC = 3,
   // The context runs on the host backend.
   SCANRT_CHOICE_REASON_HOST_BACKEND = 4,

@@ -3,7 +3,7 @@
 #
 #   PREFIX/include/scanrt.h
 #   PREFIX/lib/libscanrt.a
-#   PREFIX/lib/libscanrt.so -> libscanrt.so.0 -> libscanrt.so.0.1.0   (SONAME libscanrt.so.0)
+#   PREFIX/lib/libscanrt.so -> libscanrt.so.0 -> libscanrt.so.0.2.0   (SONAME libscanrt.so.0)
 #   PREFIX/lib/cmake/scanrt/scanrtConfig.cmake, scanrtConfigVersion.cmake
 #   PREFIX/lib/pkgconfig/scanrt.pc
 #

@@ -21,7 +21,7 @@ use crate::types::{Algorithm, ChoiceReason, DType, Direction, Op, ScanDesc, Segm
 /// Major version of the scanrt library this header belongs to.
 pub const SCANRT_VERSION_MAJOR: u32 = 0;
 /// Minor version of the scanrt library this header belongs to.
-pub const SCANRT_VERSION_MINOR: u32 = 1;
+pub const SCANRT_VERSION_MINOR: u32 = 2;
 /// Patch version of the scanrt library this header belongs to.
 pub const SCANRT_VERSION_PATCH: u32 = 0;
 

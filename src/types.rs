@@ -164,8 +164,8 @@ pub enum ChoiceReason {
     /// `Auto` with `deterministic`: the result does not depend on association order
     /// (integers, min, max, bitwise), so the regular single pass is already reproducible.
     OrderIndependent = 2,
-    /// `Auto` with `deterministic` on a float sum or product: the fixed-order single
-    /// pass, faster than the matrix scan.
+    /// `deterministic` on a float sum or product (with `Auto`, or `SinglePass`, which
+    /// cannot keep the promise): the fixed-order single pass, faster than the matrix scan.
     Deterministic = 3,
     /// The context runs on the host backend.
     HostBackend = 4,
