@@ -243,7 +243,7 @@ pub extern "C" fn scanrt_choice_reason_string(reason: i32) -> *const c_char {
             b"auto, deterministic: the operator does not depend on association order, so the single pass is reproducible as it is\0"
         }
         r if r == ChoiceReason::Deterministic as i32 => {
-            b"auto, deterministic: fixed-order single pass (anchor tiles), faster than the matrix scan\0"
+            b"deterministic float sum or product: the fixed-order single pass (anchor tiles), faster than the matrix scan\0"
         }
         r if r == ChoiceReason::HostBackend as i32 => b"the context runs on the host backend\0",
         _ => b"unknown reason\0",

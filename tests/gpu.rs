@@ -204,17 +204,9 @@ fn randomized_every_pair_operator_mode_and_algorithm() {
                         };
                         for n in picks {
                             let c = Case {
-                                op,
                                 inclusive,
                                 with_init,
-                                algorithm,
-                                n,
-                                in_offset: 0,
-                                out_offset: 0,
-                                in_place: false,
-                                direction: Direction::Forward,
-                                segments: Segments::None,
-                                pattern: SegmentPattern::NoneSet,
+                                ..Case::plain(op, algorithm, n)
                             };
                             cases += 1;
                             if let Err(e) = with_pair!(pair, run_case(ctx, &stream, &mut rng, c)) {
@@ -293,17 +285,8 @@ fn large_inputs_up_to_2_pow_28() {
             ((DType::F64, DType::F64), (1 << 26) + 1, Op::Product),
         ] {
             let c = Case {
-                op,
-                inclusive: true,
                 with_init: true,
-                algorithm,
-                n,
-                in_offset: 0,
-                out_offset: 0,
-                in_place: false,
-                direction: Direction::Forward,
-                segments: Segments::None,
-                pattern: SegmentPattern::NoneSet,
+                ..Case::plain(op, algorithm, n)
             };
             with_pair!(pair, run_case(ctx, &stream, &mut rng, c)).unwrap_or_else(|e| panic!("{pair:?} {c:?}: {e}"));
             eprintln!("large: {pair:?} n={n} {op:?} {algorithm:?} ok");
@@ -718,17 +701,12 @@ fn sanitizer_subset() {
                 (40_000, 0, pair.0 == pair.1),
             ] {
                 let c = Case {
-                    op: Op::Sum,
                     inclusive: n % 2 == 0,
                     with_init: true,
-                    algorithm,
-                    n,
                     in_offset: off,
                     out_offset: off,
                     in_place,
-                    direction: Direction::Forward,
-                    segments: Segments::None,
-                    pattern: SegmentPattern::NoneSet,
+                    ..Case::plain(Op::Sum, algorithm, n)
                 };
                 with_pair!(pair, run_case(ctx, &stream, &mut rng, c)).unwrap_or_else(|e| panic!("{pair:?} {c:?}: {e}"));
             }
