@@ -357,7 +357,8 @@ enum scanrt_status scanrt_workspace_init(const struct scanrt_context *ctx,
 
 // `scanrt_scan_device` with a caller-provided workspace (see
 // `scanrt_scan_workspace_size` and `scanrt_workspace_init`): no allocation at all,
-// for CUDA-graph capture and memory-constrained applications.
+// for CUDA-graph capture and memory-constrained applications. The workspace must be
+// 16-byte aligned (as `cudaMalloc` returns it).
 enum scanrt_status scanrt_scan_device_with_workspace(const struct scanrt_context *ctx,
                                                      void *cuda_stream,
                                                      const void *input,

@@ -7,7 +7,10 @@ stage=$(cd "$1" && pwd); out=$2; shift 2
 steps=${*:-tests ffi bench}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+# A kernel cache staged beside the binaries (scripts/stage.sh) saves compiling here.
 export SCANRT_CACHE_DIR=${SCANRT_CACHE_DIR:-/tmp/scanrt-cache}
+mkdir -p "$SCANRT_CACHE_DIR"
+if [ -f "$stage/kernel-cache.tar.xz" ]; then tar -C "$SCANRT_CACHE_DIR" -xJf "$stage/kernel-cache.tar.xz"; fi
 status=0
 run() { echo "=== $*"; "$@" || { echo "FAILED: $*"; status=1; }; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader

@@ -21,4 +21,14 @@ cp "$crit" stage/bin/scan_criterion
 if [ -x scripts/install.sh ]; then SCANRT_SKIP_BUILD=1 scripts/install.sh "$PWD/stage/prefix" >/dev/null; fi
 strip stage/bin/* stage/tests/* 2>/dev/null || true
 strip --strip-debug stage/prefix/lib/*.a stage/prefix/lib/*.so 2>/dev/null || true
+# With SCANRT_STAGE_NVRTC=<dir holding the GPU machine's libnvrtc.so (same major.minor)>,
+# fill stage/kernel-cache with every sm_90 specialisation, so the GPU machine loads them
+# instead of compiling them (scripts/gpu-suite.sh uses it).
+# Compiled once per version of the kernel sources and tuning, in build/.
+if [ -n "${SCANRT_STAGE_NVRTC:-}" ]; then
+  sources=$(cat kernels/*/*.cuh src/gpu/jit.rs src/gpu/tuning.rs Cargo.toml | sha1sum | cut -c1-12)
+  cache=$PWD/build/kernel-cache-sm90-$sources
+  LD_LIBRARY_PATH="$SCANRT_STAGE_NVRTC" SCANRT_CACHE_DIR="$cache" stage/tests/kernels_compile --nocapture
+  tar -C "$cache" -cJf stage/kernel-cache.tar.xz .  # ~50 MB of CUBINs compress to ~3 MB
+fi
 du -sh stage

@@ -675,7 +675,8 @@ pub unsafe extern "C" fn scanrt_workspace_init(
 
 /// `scanrt_scan_device` with a caller-provided workspace (see
 /// `scanrt_scan_workspace_size` and `scanrt_workspace_init`): no allocation at all,
-/// for CUDA-graph capture and memory-constrained applications.
+/// for CUDA-graph capture and memory-constrained applications. The workspace must be
+/// 16-byte aligned (as `cudaMalloc` returns it).
 #[no_mangle]
 pub unsafe extern "C" fn scanrt_scan_device_with_workspace(
     ctx: *const scanrt_context,

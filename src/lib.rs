@@ -56,6 +56,8 @@ pub const TYPE_PAIRS: [(DType, DType); 14] = {
 /// Compiles the kernel specialisation that scans `input` into `output` as `desc` says
 /// (operator, direction, segmented or not) with NVRTC for `sm_<arch>`, without a GPU,
 /// returning the image size. Used by CI to check that every specialisation compiles.
+/// Goes through the disk cache, so a run with the GPU machine's NVRTC version fills a
+/// cache directory that machine can use (`scripts/stage.sh`).
 pub fn compile_specialization(input: DType, output: DType, desc: &ScanDesc, arch: i32) -> Result<usize> {
     check_types(input, output, desc.op)?;
     let nvrtc = gpu::jit::Nvrtc::load()?;
@@ -68,5 +70,5 @@ pub fn compile_specialization(input: DType, output: DType, desc: &ScanDesc, arch
         segmented: desc.segments != Segments::None,
         shape: gpu::tuning::tile_shape(arch, input, output),
     };
-    Ok(nvrtc.compile(&spec, target)?.len())
+    Ok(nvrtc.compile_cached(&spec, target)?.len())
 }

@@ -96,8 +96,20 @@ fn run_case<I: TestInput + Widen<O>, O: TestOutput>(
         .as_ref()
         .map(|s| encode_segments(rng, c.segments, s))
         .unwrap_or_default();
-    let seg_buf = Buffer::from_slice(ctx, stream, &seg_bytes).unwrap();
-    let segments = if seg_bytes.is_empty() { 0 } else { seg_buf.addr() };
+    // Misaligned cases misalign the segment data too, by one unit of its format.
+    let seg_shift = match c.segments {
+        _ if c.in_offset == 0 => 0,
+        Segments::None => 0,
+        Segments::ByteFlags => 1,
+        Segments::BitFlags => 4,
+        Segments::Keys(k) => k.size(),
+    };
+    let seg_buf = Buffer::from_slice(ctx, stream, &[vec![0u8; seg_shift], seg_bytes.clone()].concat()).unwrap();
+    let segments = if seg_bytes.is_empty() {
+        0
+    } else {
+        seg_buf.addr() + seg_shift as u64
+    };
     let poison = O::from_bits(0xA5A5_A5A5_A5A5_A5A5);
     let run = |input: &Buffer, output: &Buffer| {
         let req = RawScan {
@@ -635,6 +647,15 @@ fn caller_workspace_back_to_back() {
         bytes,
     };
     ctx.init_workspace(&stream, ws).unwrap();
+    // Status slots are read as 16-byte words: a workspace off that alignment is refused.
+    let misaligned = scanrt::Workspace {
+        ptr: ws.ptr + 8,
+        bytes: ws.bytes - 8,
+    };
+    expect_status(
+        unsafe { ctx.scan_raw(&stream, &req_for(&src0, &src0), &ScanDesc::default(), Some(misaligned)) },
+        ScanrtStatus::InvalidArgument,
+    );
     for round in 0..50 {
         let input: Vec<u32> = random_vec(&mut rng, Op::Sum, n);
         let src = Buffer::from_slice(ctx, &stream, &input).unwrap();
@@ -648,6 +669,55 @@ fn caller_workspace_back_to_back() {
         let got: Vec<u32> = dst.download(&stream, n).unwrap();
         compare(&input, &desc, &got, 0.0).unwrap_or_else(|e| panic!("round {round}: {e}"));
     }
+}
+
+/// The look-back tags slots with a 29-bit tag derived from the workspace header's
+/// generation (kernels/device/single_pass_scan.cuh). Tags repeat every 2^29 - 1
+/// launches; the launch before they repeat clears every slot. This test sets the
+/// generation directly to cross that point: a large scan leaves slots tagged 5, the
+/// clearing launch runs, and a scan whose tag is 5 again must not see the stale slots
+/// (without the clear, its look-back would fold the first scan's values).
+#[test]
+fn tag_wraparound_clears_stale_slots() {
+    const TAG_PERIOD: u64 = (1 << 29) - 1;
+    let ctx = gpu_or_skip!();
+    let stream = ctx.new_stream().unwrap();
+    let n = 5_000_003usize;
+    let desc = ScanDesc::inclusive(Op::Sum).with_algorithm(Algorithm::SinglePass);
+    let src0 = Buffer::new(ctx, DType::U32, n as u64).unwrap();
+    let bytes = ctx
+        .workspace_size(
+            &RawScan::new(src0.addr(), DType::U32, src0.addr(), DType::U32, n as u64),
+            &desc,
+        )
+        .unwrap();
+    let ws_buf = Buffer::new(ctx, DType::U8, bytes as u64).unwrap();
+    let ws = scanrt::Workspace {
+        ptr: ws_buf.addr(),
+        bytes,
+    };
+    ctx.init_workspace(&stream, ws).unwrap();
+    // The header's first word: [generation:32 | ticket:32].
+    let mut header = view(ctx, &ws_buf, DType::U64, 0, 1);
+    let mut scan_with_generation = |generation: u64, n: usize, fill: u32| {
+        header.upload(&stream, &[generation << 32]).unwrap();
+        let input = vec![fill; n];
+        let src = Buffer::from_slice(ctx, &stream, &input).unwrap();
+        let dst = Buffer::new(ctx, DType::U32, n as u64).unwrap();
+        let req = RawScan::new(src.addr(), DType::U32, dst.addr(), DType::U32, n as u64);
+        unsafe { ctx.scan_raw(&stream, &req, &desc, Some(ws)) }.unwrap();
+        let got: Vec<u32> = dst.download(&stream, n).unwrap();
+        compare(&input, &desc, &got, 0.0).unwrap_or_else(|e| panic!("generation {generation}: {e}"));
+        let after: Vec<u64> = header.download(&stream, 1).unwrap();
+        assert_eq!(
+            after[0],
+            (generation + 1) << 32,
+            "the header after generation {generation}"
+        );
+    };
+    scan_with_generation(4, n, 7); // tag 5 in every slot of the first 5M / tile tiles
+    scan_with_generation(TAG_PERIOD - 1, 2 * tile_for(DType::U32, DType::U32) + 1, 1); // clears
+    scan_with_generation(TAG_PERIOD + 4, n, 3); // tag 5 again
 }
 
 /// The matrix scan fixes its association order: float results are bitwise identical

@@ -10,8 +10,14 @@
 // i.e. a backward scan treats a start flag as the end of its segment (seed 004, 4.2.1).
 // The block level wants, per data thread, a mask of the heads in its row of ITEMS logical
 // elements (bit i = element tid * ITEMS + i of the tile).
+//
+// In whole tiles a thread reads its row's segment data at once: 16 byte flags as one
+// vector, bit flags as one 64-bit window of packed words, keys as 16-byte vectors; the
+// one flag or key it needs from the neighbouring row comes from the neighbouring lane by
+// a shuffle. The last, partial tile asks per element.
 #pragma once
 #include "block/tile_io.cuh"
+#include "warp/warp_scan.cuh"
 
 #define SCANRT_HEADS_BYTES 0
 #define SCANRT_HEADS_BITS  1
@@ -22,7 +28,7 @@ struct HeadSource {
     const void* data;
     long long n;
     unsigned kind;   // SCANRT_HEADS_*
-    bool vector_ok;  // byte flags whose rows may be read as one aligned vector (set by the host)
+    bool vector_ok;  // byte flags or keys whose rows may be read as aligned vectors (set by the host)
 
     SCANRT_DEVICE bool starts(long long p) const {
         switch (kind) {
@@ -57,27 +63,93 @@ SCANRT_DEVICE u32 load_byte_flags(const u8* p) {
     }
 }
 
+// Start flags of the ITEMS elements from physical q (bit j = s(q + j)) and, in bit
+// ITEMS, s(q + ITEMS): a 64-bit window of the packed words.
+SCANRT_DEVICE u32 load_bit_flags(const u32* words, long long n, long long q) {
+    const long long w = q >> 5;
+    const u32 low = __ldg(words + w);
+    const u32 high = (w + 1) * 32 < n ? __ldg(words + w + 1) : 0u;
+    return __funnelshift_r(low, high, (u32)(q & 31));
+}
+
+// Row masks from physical start flags. `own` holds s(q + j) in bit j for the row's
+// physical span [q, q + ITEMS). Forward, logical element i is physical q + i, a head iff
+// s(q + i) (or q + i == 0). Backward, logical element i is physical q + ITEMS - 1 - i, a
+// head iff s(q + ITEMS - i); i >= 1 reverses bits 1.. of `own`, and i = 0 needs `after`,
+// the flag s(q + ITEMS) of the next physical row (or the end of the array).
+template <int ITEMS>
+SCANRT_DEVICE u32 forward_row_mask(u32 own, long long q) {
+    return (own & ((1u << ITEMS) - 1u)) | (q == 0 ? 1u : 0u);
+}
+template <int ITEMS>
+SCANRT_DEVICE u32 backward_row_mask(u32 own, bool after) {
+    const u32 reversed = __brev(own) >> (32 - ITEMS);  // bit i = s(q + ITEMS - 1 - i)
+    return ((reversed << 1) & ((1u << ITEMS) - 1u)) | (after ? 1u : 0u);
+}
+
+// Start flags of the row at physical q from keys (bit j, j >= 1: key j differs from key
+// j - 1), plus the neighbouring row's flag the direction needs: forward s(q) in bit 0,
+// backward s(q + ITEMS) in *after. The keys come as 16-byte vectors when aligned; the
+// neighbouring row's boundary key comes from the neighbouring lane.
+template <typename K, int ITEMS, bool REVERSE>
+SCANRT_DEVICE u32 key_row_flags(const K* keys, bool vector_ok, long long n, long long q, bool* after) {
+    K k[ITEMS];
+    constexpr int VEC = 16 / sizeof(K);
+    if ((ITEMS % VEC) == 0 && vector_ok) {
+#pragma unroll
+        for (int r = 0; r < ITEMS / VEC; ++r) {
+            const uint4 v = __ldg(reinterpret_cast<const uint4*>(keys + q) + r);
+            const K* parts = reinterpret_cast<const K*>(&v);
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) k[r * VEC + j] = parts[j];
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < ITEMS; ++j) k[j] = __ldg(keys + q + j);
+    }
+    u32 own = 0;
+#pragma unroll
+    for (int j = 1; j < ITEMS; ++j) own |= (k[j] != k[j - 1] ? 1u : 0u) << j;
+    const bool first_lane = (threadIdx.x & 31) == 0;
+    if (!REVERSE) {  // the previous physical row is the previous lane's
+        K before = shfl_up(k[ITEMS - 1], 1);
+        if (first_lane && q > 0) before = __ldg(keys + q - 1);
+        return own | (q > 0 && before != k[0] ? 1u : 0u);
+    }
+    K next = shfl_up(k[0], 1);  // backward, the next physical row is the previous lane's
+    if (first_lane && q + ITEMS < n) next = __ldg(keys + q + ITEMS);
+    *after = q + ITEMS >= n || next != k[ITEMS - 1];
+    return own;
+}
+
 // Heads of this thread's row in the tile whose physical span starts at `start`. All data
-// threads call it (the backward byte path shuffles within the warp).
+// threads call it (whole tiles shuffle within the warp).
 template <int THREADS, int ITEMS, bool REVERSE>
 SCANRT_DEVICE u32 row_heads(const HeadSource& src, long long start, long long valid, int tid) {
+    static_assert(ITEMS < 32, "a row's heads and its neighbour's flag fit in 32 bits");
     const int TILE = THREADS * ITEMS;
     constexpr bool ROW_IS_A_VECTOR = ITEMS == 16 || ITEMS == 8;
-    if (ROW_IS_A_VECTOR && src.kind == SCANRT_HEADS_BYTES && src.vector_ok && valid == TILE) {
-        const u8* flags = (const u8*)src.data;
-        if (!REVERSE) {
-            const long long q = start + tid * ITEMS;  // the row's physical span, ascending
-            return load_byte_flags<ROW_IS_A_VECTOR ? ITEMS : 16>(flags + q) | (q == 0 ? 1u : 0u);
+    // The row's physical span [q, q + ITEMS): forward rows ascend, backward rows descend.
+    const long long q = REVERSE ? start + TILE - (long long)(tid + 1) * ITEMS : start + (long long)tid * ITEMS;
+    const bool whole_rows = src.kind != SCANRT_HEADS_BYTES || (ROW_IS_A_VECTOR && src.vector_ok);
+    if (valid == TILE && whole_rows) {
+        u32 own = 0;
+        bool after = false;  // backward only: s(q + ITEMS)
+        if (src.kind == SCANRT_HEADS_BITS) {
+            own = load_bit_flags((const u32*)src.data, src.n, q);
+            after = q + ITEMS >= src.n || ((own >> ITEMS) & 1u);
+        } else if (src.kind == SCANRT_HEADS_KEYS4) {
+            own = key_row_flags<u32, ITEMS, REVERSE>((const u32*)src.data, src.vector_ok, src.n, q, &after);
+        } else if (src.kind == SCANRT_HEADS_KEYS8) {
+            own = key_row_flags<u64, ITEMS, REVERSE>((const u64*)src.data, src.vector_ok, src.n, q, &after);
+        } else {  // aligned byte flags
+            own = load_byte_flags<ROW_IS_A_VECTOR ? ITEMS : 16>((const u8*)src.data + q);
+            if (REVERSE) {  // s(q + ITEMS) is the first byte of the previous lane's row
+                after = __shfl_up_sync(SCANRT_FULL_MASK, own & 1u, 1);
+                if ((tid & 31) == 0) after = q + ITEMS >= src.n || ((const u8*)src.data)[q + ITEMS] != 0;
+            }
         }
-        // Backward: logical element i of the row is physical q + ITEMS - 1 - i, whose head
-        // flag is s(q + ITEMS - i). Bits 1.. come from this row's own bytes, reversed; bit 0
-        // needs s(q + ITEMS), the first byte of the previous thread's row.
-        const long long q = start + TILE - (long long)(tid + 1) * ITEMS;
-        const u32 own = load_byte_flags<ROW_IS_A_VECTOR ? ITEMS : 16>(flags + q);
-        u32 next = __shfl_up_sync(0xffffffffu, own & 1u, 1);
-        if ((tid & 31) == 0) next = q + ITEMS < src.n ? (flags[q + ITEMS] != 0) : 1u;
-        const u32 reversed = __brev(own) >> (32 - ITEMS);  // bit i = s(q + ITEMS - 1 - i)
-        return ((reversed << 1) & ((1u << ITEMS) - 1u)) | next;
+        return REVERSE ? backward_row_mask<ITEMS>(own, after) : forward_row_mask<ITEMS>(own, q);
     }
     u32 mask = 0;
 #pragma unroll

@@ -10,7 +10,7 @@
 #define SCANRT_FLAG_VECTOR_IN     4u   // input tiles are 16-byte aligned (forward: the pointer; backward: its end)
 #define SCANRT_FLAG_VECTOR_OUT    8u   // output tiles likewise
 #define SCANRT_FLAG_DETERMINISTIC 16u  // single-pass: timing-independent look-back (anchor tiles)
-#define SCANRT_FLAG_VECTOR_HEADS  32u  // byte head flags aligned like the tiles (see HeadSource)
+#define SCANRT_FLAG_VECTOR_HEADS  32u  // byte flags or keys aligned like the tiles (see HeadSource)
 #define SCANRT_HEADS_KIND_SHIFT   6    // bits 6-7: the SCANRT_HEADS_* kind of a segmented scan
 
 template <typename Op>

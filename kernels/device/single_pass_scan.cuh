@@ -9,9 +9,9 @@
 // A block processing tile t:
 //   1. loads and scans its tile locally, then publishes AGGREGATE (tile 0 publishes
 //      INCLUSIVE = init . aggregate at once);
-//   2. its look-back warp walks back over the predecessors t-1, t-2, ... 32 at a time (one lane
-//      per slot), waiting until all 32 slots of the window are valid, folding their
-//      values until it meets an INCLUSIVE slot: that fold is t's exclusive prefix;
+//   2. its look-back warp walks back over the predecessors t-1, t-2, ... in windows of
+//      32 * K slots (K per lane, tuning data), folding the published values until it
+//      meets an INCLUSIVE slot: that fold is t's exclusive prefix;
 //   3. publishes INCLUSIVE = prefix . aggregate, and writes its outputs.
 //
 // Dynamic tile ids. Blocks are persistent: each takes tile ids from an atomic ticket,
@@ -29,22 +29,24 @@
 // previous round, whose look-back concerns a smaller tile id, so every wait still points
 // to a smaller tile and the argument above holds.
 //
-// Memory ordering. For 4-byte values the flag and value share one 64-bit word,
-// written and read with single-copy-atomic relaxed gpu-scope accesses: a reader sees a
-// flag only together with its value. For 8-byte accumulators the value is written
-// first (relaxed), then the flag with release semantics; a reader loads the flag with
-// acquire semantics before it loads the value, so a valid flag implies a visible value.
+// Memory ordering. A slot's flag and value are published together and read together:
+// for 4-byte values in one 64-bit word, written and read with single-copy-atomic relaxed
+// gpu-scope accesses; for 8-byte values in a 16-byte slot whose two 64-bit words each
+// repeat the status word, so a reader detects a torn read (TileStatus<Carry, 8>). A
+// reader therefore never sees a flag without its value, and nothing else is ordered
+// through the slots, so relaxed accesses suffice.
 //
 // One launch, no per-call memset. Slots are tagged with the launch's generation; a
-// slot whose tag differs is INVALID. The workspace header holds the generation, the
-// ticket and a count of finished blocks. Every block reads the generation when it
-// starts; the last block to finish (the one whose increment of the finished count
-// reaches gridDim.x) resets the ticket and the count and advances the generation. No
-// block reads the header after that, so all blocks of a launch agree on the tag, and
-// the next launch in stream order (or the next replay of a captured graph) starts
-// clean. Tags have 29 bits; once per 2^29 - 1 launches the last block also clears every
-// slot before the tags repeat, so no stale slot can ever match. The workspace must be
-// zero-filled once, when it is created.
+// slot whose tag differs is INVALID. The ticket and the generation share one 64-bit
+// header word, [generation:32 | ticket:32], so a block's first atomicAdd returns its
+// first tile id and the launch's tag together. Every block draws tickets until one
+// passes the last tile, so a launch draws exactly num_tiles + gridDim.x tickets; the
+// block that draws the last of them knows every block of the launch has drawn (and so
+// knows the tag), and swaps in [generation + 1 | 0] for the next launch in stream order
+// (or the next replay of a captured graph). No block waits for the others at the end.
+// Tags have 29 bits; in the one launch per 2^29 - 1 before the tags repeat, every block
+// also counts itself out at the end and the last one clears every slot, so no stale
+// slot can ever match. The workspace must be zero-filled once, when it is created.
 //
 // Deterministic mode (SCANRT_FLAG_DETERMINISTIC). The fold above depends on which
 // predecessors happened to be INCLUSIVE when the warp looked, so float sums can differ
@@ -81,16 +83,13 @@
 #define SCANRT_ANCHOR_STRIDE    (32 * SCANRT_ANCHOR_SLOTS_PER_LANE)  // tiles that publish INCLUSIVE
 
 struct LookbackHeader {
-    u32 generation;
-    u32 finished_blocks;
-    u32 ticket;
+    unsigned long long ticket;  // [generation:32 | next tile id:32]
+    u32 finished_blocks;        // counted only in the launch before the tags repeat
     u32 reserved;
 };
 
 SCANRT_DEVICE u64 ld_relaxed(const u64* p) { u64 v; asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory"); return v; }
 SCANRT_DEVICE void st_relaxed(u64* p, u64 v) { asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory"); }
-SCANRT_DEVICE u32 ld_acquire(const u32* p) { u32 v; asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory"); return v; }
-SCANRT_DEVICE void st_release(u32* p, u32 v) { asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory"); }
 
 // How a carry travels through a status slot: the bits of its value and its head bit.
 template <typename T> struct SlotCodec {
@@ -131,33 +130,33 @@ template <typename Carry> struct TileStatus<Carry, 4> {
     }
 };
 
-// 8-byte values: a status word plus one value array per flag kind, so a value is never
-// overwritten while a reader may hold the flag that announced it.
+// 8-byte values: a 16-byte slot of two 64-bit words, [status word:32 | low half:32] and
+// [status word:32 | high half:32], written by one 16-byte store and read by one 16-byte
+// load. The memory model promises single-copy atomicity for each 64-bit word only, so a
+// reader accepts the slot only when both words carry the same status word. A slot holds
+// at most one publication per (tag, flag) (one AGGREGATE, one INCLUSIVE per launch), so
+// matching words come from the same publication; a torn read looks INVALID and is
+// simply polled again.
 template <typename Carry> struct TileStatus<Carry, 8> {
     typedef SlotCodec<Carry> Codec;
-    u32* flag_word;
-    u64* aggregate;
-    u64* inclusive;
-    long long slots;
-    SCANRT_DEVICE TileStatus(void* base, long long slots_) : slots(slots_) {
-        aggregate = (u64*)base;
-        inclusive = aggregate + slots;
-        flag_word = (u32*)(inclusive + slots);
-    }
+    u64* word;  // two per slot
+    SCANRT_DEVICE TileStatus(void* slots, long long) : word((u64*)slots) {}
     SCANRT_DEVICE void publish(long long tile, u32 flag, Carry value, u32 tag) const {
-        u64* dst = flag == SCANRT_STATUS_INCLUSIVE ? inclusive : aggregate;
-        st_relaxed(dst + tile, Codec::value_bits(value));
-        st_release(flag_word + tile, status_word(tag, flag, Codec::head(value)));
+        const u64 status = (u64)status_word(tag, flag, Codec::head(value)) << 32;
+        const u64 bits = Codec::value_bits(value);
+        asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};"
+                     :: "l"(word + 2 * tile), "l"(status | (bits & 0xffffffffu)), "l"(status | (bits >> 32)) : "memory");
     }
     SCANRT_DEVICE u32 poll(long long tile, u32 tag, Carry& value) const {
-        u32 w = ld_acquire(flag_word + tile);
-        u32 flag = status_flag(w, tag);
-        if (flag != SCANRT_STATUS_INVALID)
-            value = Codec::make(ld_relaxed((flag == SCANRT_STATUS_INCLUSIVE ? inclusive : aggregate) + tile), w & SCANRT_HEAD_BIT);
-        return flag;
+        u64 low, high;
+        asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(low), "=l"(high) : "l"(word + 2 * tile) : "memory");
+        const u32 status = (u32)(low >> 32);
+        if (status != (u32)(high >> 32)) return SCANRT_STATUS_INVALID;  // torn: two publications
+        value = Codec::make((high << 32) | (low & 0xffffffffu), status & SCANRT_HEAD_BIT);
+        return status_flag(status, tag);
     }
-    SCANRT_DEVICE void clear(long long, int tid, int threads) {
-        for (long long i = tid; i < slots; i += threads) flag_word[i] = 0;
+    SCANRT_DEVICE void clear(long long slots, int tid, int threads) {
+        for (long long i = tid; i < 2 * slots; i += threads) word[i] = 0;
     }
 };
 
@@ -168,26 +167,60 @@ SCANRT_DEVICE bool closes_lookback(u32 flag, Carry value) {
 }
 
 // The look-back for `tile` (> 0): the fold of all its predecessors, including the carry
-// into tile 0. Walks back 32 slots at a time (lane 31 holds the nearest predecessor)
-// until a window holds a slot that closes the look-back. All 32 lanes call it.
-template <typename CarryOp, typename Status, int SPIN_BEFORE_SLEEP, int SLEEP_NS>
+// into tile 0. Walks back over windows of 32 * K slots (lane l holds K consecutive slots,
+// lane 31 the nearest ones), all polled at once, so one round trip to L2 covers 32 * K
+// predecessors: the resolved (INCLUSIVE) frontier advances by up to 32 * K tiles per
+// round trip, which is what bounds the scan's throughput. A window is done as soon as
+// every slot above its nearest closing slot is published (slots below it do not matter),
+// or, with no closing slot, when all are published; then the walk goes on below it.
+template <typename CarryOp, typename Status, int K, int SPIN_BEFORE_SLEEP, int SLEEP_NS>
 SCANRT_DEVICE typename CarryOp::T look_back(const Status& status, long long tile, u32 tag, int lane) {
     typedef typename CarryOp::T Carry;
     Carry running = CarryOp::identity();
-    for (long long window_end = tile - 1;; window_end -= 32) {
-        const long long slot = window_end - 31 + lane;
-        Carry value = CarryOp::identity();  // slots before tile 0 add nothing
-        u32 flag = SCANRT_STATUS_INVALID;
+    for (long long window_end = tile - 1;; window_end -= 32 * K) {
+        const long long first_slot = window_end - (32 * K - 1) + (long long)lane * K;
+        Carry value[K];
+        u32 flag[K];
+#pragma unroll
+        for (int j = 0; j < K; ++j) {
+            value[j] = CarryOp::identity();
+            // Slots before tile 0 add nothing and close the walk.
+            flag[j] = first_slot + j < 0 ? SCANRT_STATUS_INCLUSIVE : SCANRT_STATUS_INVALID;
+        }
+        int nearest_closing;  // this lane's nearest slot that closes the look-back, or -1
+        int closing_lane;     // the nearest lane holding one, or -1
         for (int spins = 0;; ++spins) {
-            if (slot >= 0 && flag == SCANRT_STATUS_INVALID) flag = status.poll(slot, tag, value);
-            if (__all_sync(SCANRT_FULL_MASK, slot < 0 || flag != SCANRT_STATUS_INVALID)) break;
+            // Issue every outstanding poll before looking at any result: one round trip.
+#pragma unroll
+            for (int j = 0; j < K; ++j)
+                if (flag[j] == SCANRT_STATUS_INVALID) flag[j] = status.poll(first_slot + j, tag, value[j]);
+            bool all_published = true, published_above_closing = true;
+            nearest_closing = -1;
+#pragma unroll
+            for (int j = 0; j < K; ++j) {
+                if (flag[j] == SCANRT_STATUS_INVALID) {
+                    all_published = published_above_closing = false;
+                } else if (closes_lookback(flag[j], value[j])) {
+                    nearest_closing = j;
+                    published_above_closing = true;
+                }
+            }
+            const u32 closing_lanes = __ballot_sync(SCANRT_FULL_MASK, nearest_closing >= 0);
+            closing_lane = closing_lanes ? 31 - __clz(closing_lanes) : -1;
+            const bool lane_ready = lane > closing_lane    ? all_published
+                                    : lane == closing_lane ? published_above_closing
+                                                           : true;
+            if (__all_sync(SCANRT_FULL_MASK, lane_ready)) break;
             if (spins >= SPIN_BEFORE_SLEEP) __nanosleep(SLEEP_NS);
         }
-        const u32 closing = __ballot_sync(SCANRT_FULL_MASK, slot < 0 || closes_lookback(flag, value));
-        const int first = closing ? 31 - __clz(closing) : 0;
-        const Carry window = warp_reduce<CarryOp>(lane >= first ? value : CarryOp::identity(), lane);
-        running = CarryOp::combine(window, running);
-        if (closing) return running;
+        // Fold the window in slot order from its nearest closing slot on.
+        const int from = lane > closing_lane ? 0 : lane == closing_lane ? nearest_closing : K;
+        Carry lane_fold = CarryOp::identity();
+#pragma unroll
+        for (int j = 0; j < K; ++j)
+            if (j >= from) lane_fold = CarryOp::combine(lane_fold, value[j]);
+        running = CarryOp::combine(warp_reduce<CarryOp>(lane_fold, lane), running);
+        if (closing_lane >= 0) return running;
     }
 }
 
@@ -232,8 +265,8 @@ SCANRT_DEVICE typename CarryOp::T look_back_deterministic(const Status& status, 
 }
 
 // Launched with THREADS data threads plus one look-back warp (blockDim.x = THREADS + 32).
-template <typename Op, typename In, int THREADS, int ITEMS, int SPIN_BEFORE_SLEEP, int SLEEP_NS, bool REVERSE,
-          bool SEGMENTED>
+template <typename Op, typename In, int THREADS, int ITEMS, int LOOKBACK_SLOTS_PER_LANE, int SPIN_BEFORE_SLEEP,
+          int SLEEP_NS, bool REVERSE, bool SEGMENTED>
 SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long n, unsigned long long init_bits,
                                     unsigned flags, const void* heads, void* workspace, long long status_capacity) {
     typedef typename Op::T Acc;
@@ -246,7 +279,7 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
     // the next one is staged and scanned in the other (registers hold one tile at most).
     __shared__ typename Scan::Shared shared[2];
     __shared__ long long next_tile_s;
-    __shared__ u32 tag_s;
+    __shared__ u32 generation_s;
     __shared__ Carry lookback_aggregate_s;  // aggregate of the tile the look-back warp works on
     __shared__ Carry tile_prefix_s;         // its exclusive prefix, the look-back's answer
     __shared__ bool last_block_s;
@@ -267,21 +300,29 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
         Carry aggregate;
         int open;
     };
-    // Loads, stages, scans and parks `tile` in shared[buffer] (data threads only).
-    auto scan_tile = [&](int buffer, long long tile) -> Parked {
+    typedef TileRegs<In, THREADS, ITEMS> Regs;
+    // Issues the loads of `tile` into registers (data threads only).
+    auto load_tile = [&](long long tile, Regs& regs) {
+        const long long valid = min((long long)TILE, n - tile * TILE);
+        regs.load(in + tile_start<REVERSE>(tile, TILE, valid, n), valid, tile_mode(valid, TILE, vector_in), tid);
+    };
+    // Stages, scans and parks the loaded `tile` in shared[buffer] (data threads only).
+    auto scan_loaded = [&](int buffer, long long tile, const Regs& regs) -> Parked {
         const long long valid = min((long long)TILE, n - tile * TILE);
         const long long start = tile_start<REVERSE>(tile, TILE, valid, n);
-        const int mode = tile_mode(valid, TILE, vector_in);
-        TileRegs<In, THREADS, ITEMS> regs;
-        regs.load(in + start, valid, mode, tid);
         u32 row = 0;
         if constexpr (SEGMENTED) row = row_heads<THREADS, ITEMS, REVERSE>(head_src, start, valid, tid);
-        regs.template stage<Op, REVERSE>(shared[buffer].matrix, valid, mode, tid);
+        regs.template stage<Op, REVERSE>(shared[buffer].matrix, valid, tile_mode(valid, TILE, vector_in), tid);
         data_barrier<THREADS>();
         Scan scan;
         scan.scan_rows(shared[buffer], inclusive, tid, row, init);
         scan.park_rows(shared[buffer], tid);
         return Parked{scan.thread_prefix, scan.tile_aggregate, scan.open};
+    };
+    auto scan_tile = [&](int buffer, long long tile) -> Parked {
+        Regs regs;
+        load_tile(tile, regs);
+        return scan_loaded(buffer, tile, regs);
     };
     // Folds the prefix into the parked tile and stores it (data threads only).
     auto finish_tile = [&](int buffer, long long tile, const Parked& parked, Carry prefix) {
@@ -307,17 +348,33 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
 
     LookbackHeader* header = (LookbackHeader*)workspace;
     Status status(header + 1, status_capacity);
+    const unsigned long long last_ticket = (unsigned long long)num_tiles + gridDim.x - 1;
+    // Draws a ticket: [generation | tile id]. The block that draws the launch's last
+    // ticket hands the header to the next launch (see the protocol). Thread 0 only.
+    auto draw_ticket = [&]() -> unsigned long long {
+        const unsigned long long drawn = atomicAdd(&header->ticket, 1ull);
+        if ((u32)drawn == last_ticket) atomicExch(&header->ticket, (unsigned long long)((u32)(drawn >> 32) + 1u) << 32);
+        return drawn;
+    };
+    // Blocks mostly draw their first tickets in launch order, so each starts loading tile
+    // blockIdx.x (< num_tiles) while its first ticket is in flight, and loads again only
+    // if it drew another: small scans do not wait for the atomic before their loads.
+    Regs first_regs;
+    if (!lookback_warp) load_tile(blockIdx.x, first_regs);
     if (tid == 0) {
-        tag_s = 1u + (*(volatile u32*)&header->generation) % SCANRT_TAG_PERIOD;
-        next_tile_s = atomicAdd(&header->ticket, 1u);
+        const unsigned long long drawn = draw_ticket();
+        generation_s = (u32)(drawn >> 32);
+        next_tile_s = (u32)drawn;
     }
     __syncthreads();
-    const u32 tag = tag_s;
+    const u32 generation = generation_s;
+    const u32 tag = 1u + generation % SCANRT_TAG_PERIOD;
     long long tile = next_tile_s;
     int buffer = 0;
     Parked current = {}, next = {};
     if (!lookback_warp && tile < num_tiles) {
-        current = scan_tile(buffer, tile);
+        if (tile != blockIdx.x) load_tile(tile, first_regs);
+        current = scan_loaded(buffer, tile, first_regs);
         if (tid == 0) {
             publish_scanned(status, tile, current.aggregate, tag);
             lookback_aggregate_s = current.aggregate;
@@ -339,7 +396,8 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
                     if (lane == 0 && !published && tile % SCANRT_ANCHOR_STRIDE == 0)
                         status.publish(tile, SCANRT_STATUS_INCLUSIVE, CarryOp::combine(prefix, aggregate), tag);
                 } else {
-                    prefix = look_back<CarryOp, Status, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile, tag, lane);
+                    prefix = look_back<CarryOp, Status, LOOKBACK_SLOTS_PER_LANE, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile,
+                                                                                                    tag, lane);
                     if (lane == 0 && !published)
                         status.publish(tile, SCANRT_STATUS_INCLUSIVE, CarryOp::combine(prefix, aggregate), tag);
                 }
@@ -347,7 +405,7 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
 #endif
             if (lane == 0) tile_prefix_s = prefix;
         } else {
-            if (tid == 0) next_tile_s = atomicAdd(&header->ticket, 1u);
+            if (tid == 0) next_tile_s = (u32)draw_ticket();
             data_barrier<THREADS>();
             const long long upcoming = next_tile_s;
             if (upcoming < num_tiles) {
@@ -367,22 +425,14 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
         tile = upcoming;
     }
 
-    // End of launch: the last block to finish resets the header for the next launch.
+    // Before the tags repeat, the last block to finish clears every slot (see the protocol).
+    if ((generation + 1u) % SCANRT_TAG_PERIOD != 0) return;
     if (tid == 0) {
         __threadfence();
         last_block_s = atomicAdd(&header->finished_blocks, 1u) == gridDim.x - 1;
     }
     __syncthreads();
     if (!last_block_s) return;
-    const u32 next_generation = *(volatile u32*)&header->generation + 1u;
-    if (next_generation % SCANRT_TAG_PERIOD == 0) {
-        status.clear(status_capacity, tid, blockDim.x);
-        __syncthreads();
-    }
-    if (tid == 0) {
-        header->ticket = 0;
-        header->finished_blocks = 0;
-        __threadfence();
-        *(volatile u32*)&header->generation = next_generation;
-    }
+    status.clear(status_capacity, tid, blockDim.x);
+    if (tid == 0) header->finished_blocks = 0;
 }

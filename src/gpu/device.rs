@@ -40,7 +40,7 @@ struct Workspace {
     bytes: usize,
 }
 
-/// Size of the look-back header (generation, finished blocks, ticket, reserved).
+/// Size of the look-back header ([generation | ticket], finished blocks, reserved).
 pub(crate) const LOOKBACK_HEADER_BYTES: usize = 16;
 /// Workspaces are never smaller than this many status slots (2^28 4-byte elements).
 const MIN_WORKSPACE_SLOTS: u64 = 1 << 16;
@@ -48,12 +48,22 @@ const MIN_WORKSPACE_SLOTS: u64 = 1 << 16;
 /// Bytes of look-back state for `slots` tiles with an accumulator of `acc_size` bytes
 /// (see TileStatus in kernels/device/single_pass_scan.cuh).
 pub(crate) fn lookback_bytes(acc_size: usize, slots: u64) -> usize {
-    LOOKBACK_HEADER_BYTES + slots as usize * if acc_size == 4 { 8 } else { 20 }
+    LOOKBACK_HEADER_BYTES + slots as usize * slot_bytes(acc_size)
+}
+
+/// A status slot packs the status word with the value: 8 bytes for 4-byte values, 16
+/// (the status word twice) for 8-byte ones.
+fn slot_bytes(acc_size: usize) -> usize {
+    if acc_size == 4 {
+        8
+    } else {
+        16
+    }
 }
 
 /// How many status slots fit into a workspace of `bytes`.
 pub(crate) fn lookback_slots(acc_size: usize, bytes: usize) -> u64 {
-    (bytes.saturating_sub(LOOKBACK_HEADER_BYTES) / if acc_size == 4 { 8 } else { 20 }) as u64
+    (bytes.saturating_sub(LOOKBACK_HEADER_BYTES) / slot_bytes(acc_size)) as u64
 }
 
 pub(crate) struct GpuDevice {

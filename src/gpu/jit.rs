@@ -77,6 +77,7 @@ impl Specialization {
         let TileShape {
             threads,
             items,
+            lookback_slots_per_lane,
             spin_before_sleep,
             sleep_ns,
             min_blocks_per_sm,
@@ -102,7 +103,7 @@ typedef Op::T Acc;
 typedef {i} In;
 typedef CarryOf<Op, {segmented}>::Op_::T Carry;
 extern "C" __global__ void __launch_bounds__({threads} + 32, {min_blocks_per_sm}) {SINGLE_PASS}(const In* in, Acc* out, long long n, unsigned long long init_bits, unsigned flags, const void* heads, void* workspace, long long status_capacity) {{
-    single_pass_scan<Op, In, {threads}, {items}, {spin_before_sleep}, {sleep_ns}, {reverse}, {segmented}>(in, out, n, init_bits, flags, heads, workspace, status_capacity);
+    single_pass_scan<Op, In, {threads}, {items}, {lookback_slots_per_lane}, {spin_before_sleep}, {sleep_ns}, {reverse}, {segmented}>(in, out, n, init_bits, flags, heads, workspace, status_capacity);
 }}
 extern "C" __global__ void __launch_bounds__({threads}) {MATRIX_REDUCE}(const In* in, long long n, Carry* tile_sums, unsigned long long init_bits, unsigned flags, const void* heads) {{
     matrix_reduce<Op, In, {threads}, {items}, {reverse}, {segmented}>(in, n, tile_sums, init_bits, flags, heads);

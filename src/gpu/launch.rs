@@ -24,7 +24,7 @@ const HEADS_BITS: u32 = 1;
 const HEADS_KEYS4: u32 = 2;
 const HEADS_KEYS8: u32 = 3;
 
-/// A caller-provided workspace (zero-filled before its first use).
+/// A caller-provided workspace: 16-byte aligned, zero-filled before its first use.
 #[derive(Debug, Clone, Copy)]
 pub struct Workspace {
     pub ptr: u64,
@@ -89,7 +89,13 @@ fn launch_flags(req: &RawScan, desc: &ScanDesc, algorithm: Algorithm) -> u32 {
         Segments::Keys(_) => HEADS_KEYS8,
     };
     flags |= kind << HEADS_KIND_SHIFT;
-    if desc.segments == Segments::ByteFlags && aligned(req.segments, 1) {
+    // Rows of byte flags or keys are read as 16-byte vectors when the tiles' spans are aligned.
+    let vector_heads = match desc.segments {
+        Segments::ByteFlags => aligned(req.segments, 1),
+        Segments::Keys(k) => aligned(req.segments, k.size() as u64),
+        Segments::None | Segments::BitFlags => false,
+    };
+    if vector_heads {
         flags |= FLAG_VECTOR_HEADS;
     }
     flags
@@ -139,6 +145,12 @@ pub(crate) fn scan(
     let acc_size = req.output_dtype.size();
     let (ws, slots) = match workspace {
         Some(ws) => {
+            if ws.ptr % 16 != 0 {
+                bail!(
+                    InvalidArgument,
+                    "the workspace must be 16-byte aligned (status slots are read as 16-byte words)"
+                );
+            }
             let slots = lookback_slots(acc_size, ws.bytes);
             if slots < tiles {
                 bail!(
@@ -209,7 +221,7 @@ impl Launch<'_> {
 
     /// Reduce, scan the tile sums, scan the tiles. The tile sums (accumulators, or
     /// (value, head) pairs of at most 16 bytes for a segmented scan) live in the look-back
-    /// workspace's slot area (at least 8 bytes per tile for 4-byte accumulators, 20 for
+    /// workspace's slot area (at least 8 bytes per tile for 4-byte accumulators, 16 for
     /// 8-byte ones), which the last kernel zeroes again.
     fn matrix(&self, workspace: CUdeviceptr) -> Result<()> {
         let scratch: CUdeviceptr = workspace + LOOKBACK_HEADER_BYTES as u64;
@@ -346,6 +358,11 @@ mod tests {
         );
         assert_eq!(f >> HEADS_KIND_SHIFT & 3, HEADS_KEYS8);
         assert_ne!(f & FLAG_DETERMINISTIC, 0);
+        assert_ne!(f & FLAG_VECTOR_HEADS, 0);
+        // Backward keys: aligned when the end of the key array is (7 * 8 bytes from 0x3008).
+        let f = launch_flags(&req(0x1000, 0x2000, 0x3008, 7), &keys.backward(), Algorithm::SinglePass);
+        assert_ne!(f & FLAG_VECTOR_HEADS, 0);
+        let f = launch_flags(&req(0x1000, 0x2000, 0x3008, 7), &keys, Algorithm::SinglePass);
         assert_eq!(f & FLAG_VECTOR_HEADS, 0);
     }
 }

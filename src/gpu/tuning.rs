@@ -9,6 +9,9 @@ pub(crate) struct TileShape {
     pub threads: u32,
     /// Items per thread (one matrix row); a multiple of 16 bytes' worth of both types.
     pub items: u32,
+    /// Status slots each lane of the look-back warp polls at once: one round trip to L2
+    /// covers 32 times this many predecessors.
+    pub lookback_slots_per_lane: u32,
     /// Look-back polls before the waiting warp starts sleeping between polls.
     pub spin_before_sleep: u32,
     /// Sleep between polls, in nanoseconds.
@@ -53,6 +56,7 @@ pub(crate) fn tile_shape(_arch: i32, input: DType, output: DType) -> TileShape {
         // The single-pass kernel keeps two tiles in static shared memory (48 KiB at most).
         threads: if row_bytes <= 64 { 256 } else { 128 },
         items,
+        lookback_slots_per_lane: 4,
         spin_before_sleep: 8,
         sleep_ns: 32,
         min_blocks_per_sm: if row_bytes <= 64 { 4 } else { 0 },
@@ -61,7 +65,8 @@ pub(crate) fn tile_shape(_arch: i32, input: DType, output: DType) -> TileShape {
     }
 }
 
-/// For tuning experiments only: `SCANRT_TILE_OVERRIDE=threads:items:spin:sleep_ns:min_blocks:persistent:skip_lookback`
+/// For tuning experiments only:
+/// `SCANRT_TILE_OVERRIDE=threads:items:lookback_slots_per_lane:spin:sleep_ns:min_blocks:persistent:skip_lookback`
 /// replaces the table for every specialisation (items must suit every type pair used).
 static OVERRIDE: once_cell::sync::Lazy<Option<TileShape>> = once_cell::sync::Lazy::new(|| {
     let v: Vec<u32> = std::env::var("SCANRT_TILE_OVERRIDE")
@@ -70,15 +75,18 @@ static OVERRIDE: once_cell::sync::Lazy<Option<TileShape>> = once_cell::sync::Laz
         .map(|x| x.parse().ok())
         .collect::<Option<_>>()?;
     match v[..] {
-        [threads, items, spin_before_sleep, sleep_ns, min_blocks_per_sm, persistent, skip] => Some(TileShape {
-            threads,
-            items,
-            spin_before_sleep,
-            sleep_ns,
-            min_blocks_per_sm,
-            persistent: persistent != 0,
-            skip_lookback: skip != 0,
-        }),
+        [threads, items, lookback_slots_per_lane, spin_before_sleep, sleep_ns, min_blocks_per_sm, persistent, skip] => {
+            Some(TileShape {
+                threads,
+                items,
+                lookback_slots_per_lane,
+                spin_before_sleep,
+                sleep_ns,
+                min_blocks_per_sm,
+                persistent: persistent != 0,
+                skip_lookback: skip != 0,
+            })
+        }
         _ => None,
     }
 });
