@@ -123,6 +123,7 @@ fn main() {
             line += &format!("  2^{k}: {scan:.1}us {:.3}", copy / scan);
         }
         println!("{line}");
+        println!("  {}", ctx.kernel_report(dtype, dtype, Op::Sum).unwrap());
         if line.split_whitespace().next().unwrap_or("").ends_with(":1") {
             return; // skip_lookback experiments compute wrong results on purpose
         }

@@ -156,16 +156,22 @@ impl Context {
         let _current = d.enter()?;
         let m = d.module(d.specialization(input, output, &ScanDesc::inclusive(op)))?;
         let s = m.shape;
+        let f = &m.single_pass;
         Ok(format!(
-            "{}x{} items ({} per tile), look-back spin {} then sleep {} ns, min blocks/SM {}, persistent {}, {} resident blocks",
+            "{}x{} items ({} per tile), look-back {} slots per lane, spin {} then sleep {} ns, min blocks/SM {}, \
+             persistent {}, {} resident blocks; single pass {} registers, {} B local (spills), {} B shared",
             s.threads,
             s.items,
             s.tile_elems(),
+            s.lookback_slots_per_lane,
             s.spin_before_sleep,
             s.sleep_ns,
             s.min_blocks_per_sm,
             s.persistent,
-            m.resident_blocks
+            m.resident_blocks,
+            f.num_regs()?,
+            f.local_size_bytes()?,
+            f.shared_size_bytes()?
         ))
     }
 

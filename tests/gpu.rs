@@ -751,8 +751,8 @@ fn matrix_scan_is_run_to_run_deterministic() {
 }
 
 /// A small representative set for compute-sanitizer (memcheck, racecheck, synccheck):
-/// both algorithms, 4- and 8-byte accumulators, multi-tile, partial tiles, misaligned
-/// and in-place.
+/// every algorithm, 4- and 8-byte accumulators, multi-tile, partial tiles, misaligned
+/// and in-place, backward, and every segment format.
 #[test]
 fn sanitizer_subset() {
     let ctx = gpu_or_skip!();
@@ -763,7 +763,11 @@ fn sanitizer_subset() {
         (DType::F64, DType::F64),
         (DType::U8, DType::U64),
     ] {
-        for algorithm in [Algorithm::SinglePass, Algorithm::Matrix] {
+        for algorithm in [
+            Algorithm::SinglePass,
+            Algorithm::DeterministicSinglePass,
+            Algorithm::Matrix,
+        ] {
             for (n, off, in_place) in [
                 (1usize, 0u64, false),
                 (5000, 0, false),
@@ -777,6 +781,35 @@ fn sanitizer_subset() {
                     out_offset: off,
                     in_place,
                     ..Case::plain(Op::Sum, algorithm, n)
+                };
+                with_pair!(pair, run_case(ctx, &stream, &mut rng, c)).unwrap_or_else(|e| panic!("{pair:?} {c:?}: {e}"));
+            }
+        }
+    }
+    // Backward and segmented: every segment format, whole and partial tiles, misaligned.
+    for pair in [(DType::U32, DType::U32), (DType::F64, DType::F64)] {
+        for (segments, direction) in [
+            (Segments::None, Direction::Backward),
+            (Segments::ByteFlags, Direction::Forward),
+            (Segments::ByteFlags, Direction::Backward),
+            (Segments::BitFlags, Direction::Backward),
+            (Segments::Keys(DType::U32), Direction::Forward),
+            (Segments::Keys(DType::U64), Direction::Backward),
+        ] {
+            for algorithm in [
+                Algorithm::SinglePass,
+                Algorithm::DeterministicSinglePass,
+                Algorithm::Matrix,
+            ] {
+                // Aligned (vector rows of flags and keys) for the single pass, misaligned otherwise.
+                let off = (algorithm != Algorithm::SinglePass) as u64;
+                let c = Case {
+                    in_offset: off,
+                    out_offset: off,
+                    direction,
+                    segments,
+                    pattern: SegmentPattern::Random { mean_len: 100 },
+                    ..Case::plain(Op::Sum, algorithm, 70_001)
                 };
                 with_pair!(pair, run_case(ctx, &stream, &mut rng, c)).unwrap_or_else(|e| panic!("{pair:?} {c:?}: {e}"));
             }

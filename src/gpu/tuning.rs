@@ -40,11 +40,14 @@ impl TileShape {
 
 /// The tile shape for a specialisation on a device of compute capability `arch` (e.g. 90).
 ///
-/// Measured on an H100 (u32 sum, bench_compare --variant, see docs/PERFORMANCE.md):
-/// 256 data threads x 16 items (16 KiB tiles) plus the look-back warp, with the register
-/// cap for 4 blocks per SM, ran at 0.87 of memcpy at 2^28 (cap 3: 0.84, cap 5: 0.80;
-/// without a cap the compiler's registers allow one block per SM). Other architectures
-/// use the same shapes until measured.
+/// Measured on an H100 (inclusive sum, bench_compare --variant, see docs/PERFORMANCE.md):
+/// 256 data threads x 16 items (16 KiB tiles of u32) plus the look-back warp, with the
+/// register cap for 4 blocks per SM, ran at 0.87 of memcpy at 2^28 (cap 3: 0.80-0.84,
+/// cap 5: 0.80; without a cap the compiler's registers allow one block per SM). One
+/// look-back slot per lane beat wider windows (2: 0.856, 4: 0.832, 8: 0.740): the
+/// look-back rarely walks far, and wider polls cost L2 traffic. 8-byte values: 256 x 8
+/// at 0.893 (128 x 16: 0.894; K = 2: 0.873). Other architectures use the same shapes
+/// until measured.
 pub(crate) fn tile_shape(_arch: i32, input: DType, output: DType) -> TileShape {
     if let Some(shape) = *OVERRIDE {
         return shape;
@@ -56,7 +59,7 @@ pub(crate) fn tile_shape(_arch: i32, input: DType, output: DType) -> TileShape {
         // The single-pass kernel keeps two tiles in static shared memory (48 KiB at most).
         threads: if row_bytes <= 64 { 256 } else { 128 },
         items,
-        lookback_slots_per_lane: 4,
+        lookback_slots_per_lane: 1,
         spin_before_sleep: 8,
         sleep_ns: 32,
         min_blocks_per_sm: if row_bytes <= 64 { 4 } else { 0 },
