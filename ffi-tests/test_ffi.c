@@ -422,7 +422,7 @@ static void test_version_and_strings(void) {
           (unsigned)SCANRT_VERSION_MINOR, (unsigned)SCANRT_VERSION_PATCH);
 
     g_phase = "status strings";
-    const char *seen[15];
+    const char *seen[SCANRT_STATUS_OUT_OF_MEMORY + 1];
     for (int s = SCANRT_STATUS_OK; s <= SCANRT_STATUS_OUT_OF_MEMORY; s++) {
         const char *str = scanrt_status_string((scanrt_status)s);
         CHECK(str != NULL, "scanrt_status_string(%d) is NULL", s);

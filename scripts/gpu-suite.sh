@@ -23,8 +23,8 @@ for step in $steps; do
       run "$stage/bin/scanrt-demo" $((1 << 28))
       ;;
     ffi)
-      run cmake -S ffi-tests -B /tmp/ffi-build -DCMAKE_PREFIX_PATH="$stage/prefix" -DCMAKE_BUILD_TYPE=Release
-      run cmake --build /tmp/ffi-build -j 8
+      run cmake -S ffi-tests -B /tmp/ffi-build -DCMAKE_PREFIX_PATH="$stage/prefix" -DCMAKE_BUILD_TYPE=Release >"$out/ffi-build.log" 2>&1
+      run cmake --build /tmp/ffi-build -j 8 >>"$out/ffi-build.log" 2>&1
       run ctest --test-dir /tmp/ffi-build --output-on-failure
       ;;
     sanitize)

@@ -289,12 +289,17 @@ fn compile_options(target: Target) -> Vec<String> {
     };
     // No FMA contraction: scan operators never multiply-add, and this keeps float
     // results independent of compiler heuristics.
-    vec![
+    let mut options = vec![
         arch,
         "--std=c++17".into(),
         "--fmad=false".into(),
         "-default-device".into(),
-    ]
+    ];
+    // For compute-sanitizer and profiler reports with source lines.
+    if std::env::var_os("SCANRT_NVRTC_LINEINFO").is_some_and(|v| v == "1") {
+        options.push("--generate-line-info".into());
+    }
+    options
 }
 
 struct ProgramGuard(nvrtc::nvrtcProgram);
