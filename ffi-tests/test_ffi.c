@@ -1200,8 +1200,8 @@ static void test_raw_on_gpu(scanrt_context *ctx) {
                   SCANRT_STATUS_UNSUPPORTED_COMBINATION, f);
         scanrt_buffer_destroy(f);
         b = d;
-        b.direction = SCANRT_DIRECTION_BACKWARD;
-        RAW_ERROR("backward", &g, pin, SCANRT_DTYPE_U32, pout, SCANRT_DTYPE_U32, n, &b,
+        b.direction = 7;
+        RAW_ERROR("unknown direction", &g, pin, SCANRT_DTYPE_U32, pout, SCANRT_DTYPE_U32, n, &b,
                   SCANRT_STATUS_INVALID_ARGUMENT, out);
         b = d;
         b.op = 99;
