@@ -223,6 +223,7 @@ impl Context {
         validate(req, desc)?;
         match &*self.engine {
             Engine::Host => {
+                crate::scan::check_overlaps(req, desc)?;
                 crate::host::scan(req, desc)?;
                 Ok(ScanInfo {
                     backend: Backend::Host,

@@ -40,8 +40,9 @@ impl RawScan {
     }
 }
 
-/// Everything that can be checked without touching a device. On success the request is
-/// safe to hand to a backend (lengths do not overflow, ranges do not partially overlap).
+/// Everything that can be checked without touching a device, except the overlap rules
+/// ([`check_overlaps`], which backends apply after their own range checks). On success
+/// lengths do not overflow and pointers are aligned.
 pub(crate) fn validate(req: &RawScan, desc: &ScanDesc) -> Result<()> {
     check_types(req.input_dtype, req.output_dtype, desc.op)?;
     desc.segments.check()?;
@@ -79,13 +80,6 @@ pub(crate) fn validate(req: &RawScan, desc: &ScanDesc) -> Result<()> {
     if req.input % req.input_dtype.size() as u64 != 0 || req.output % req.output_dtype.size() as u64 != 0 {
         bail!(InvalidArgument, "pointers must be aligned to their element size");
     }
-    let exact_in_place = req.input == req.output && in_bytes == out_bytes;
-    if !exact_in_place && overlaps(req.input, in_bytes, req.output, out_bytes) {
-        bail!(
-            PartialOverlap,
-            "input and output overlap without being the same range (only exact in-place scans are allowed)"
-        );
-    }
     if desc.segments != Segments::None {
         if req.segments == 0 {
             bail!(
@@ -94,9 +88,9 @@ pub(crate) fn validate(req: &RawScan, desc: &ScanDesc) -> Result<()> {
             );
         }
         let seg_bytes = desc.segments.data_bytes(req.n).filter(|&b| b <= max_bytes);
-        let Some(seg_bytes) = seg_bytes.filter(|&b| req.segments.checked_add(b).is_some()) else {
+        if !seg_bytes.is_some_and(|b| req.segments.checked_add(b).is_some()) {
             bail!(LengthOverflow, "segment data for n = {} elements overflows", req.n);
-        };
+        }
         if req.segments % desc.segments.alignment() != 0 {
             bail!(
                 InvalidArgument,
@@ -105,10 +99,26 @@ pub(crate) fn validate(req: &RawScan, desc: &ScanDesc) -> Result<()> {
                 desc.segments
             );
         }
-        // The scan reads flags (or neighbouring keys) after other tiles were written.
-        if overlaps(req.segments, seg_bytes, req.output, out_bytes) {
-            bail!(PartialOverlap, "the segment flags or keys overlap the output");
-        }
+    }
+    Ok(())
+}
+
+/// The overlap rules of a request that passed [`validate`]: input and output are the same
+/// range or disjoint, and segment data never overlaps the output. Checked after the
+/// backend's own range checks, so that an output shorter than `n` elements is reported
+/// as too small, not as overlapping whatever the allocator placed behind it.
+pub(crate) fn check_overlaps(req: &RawScan, desc: &ScanDesc) -> Result<()> {
+    let (in_bytes, out_bytes) = (req.input_bytes(), req.output_bytes());
+    let exact_in_place = req.input == req.output && in_bytes == out_bytes;
+    if !exact_in_place && overlaps(req.input, in_bytes, req.output, out_bytes) {
+        bail!(
+            PartialOverlap,
+            "input and output overlap without being the same range (only exact in-place scans are allowed)"
+        );
+    }
+    // The scan reads flags (or neighbouring keys) after other tiles were written.
+    if desc.segments != Segments::None && overlaps(req.segments, req.segment_bytes(desc), req.output, out_bytes) {
+        bail!(PartialOverlap, "the segment flags or keys overlap the output");
     }
     Ok(())
 }

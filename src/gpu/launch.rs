@@ -119,6 +119,7 @@ pub(crate) fn scan(
     if desc.segments != Segments::None {
         dev.check_device_range(req.segments, req.segment_bytes(desc), "segment data")?;
     }
+    crate::scan::check_overlaps(req, desc)?;
 
     let module = dev.module(dev.specialization(req.input_dtype, req.output_dtype, desc))?;
     let tiles = req.n.div_ceil(module.shape.tile_elems());
