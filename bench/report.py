@@ -100,11 +100,16 @@ def main():
         for d, n, impl, us, gbs, _, _ in table:
             if d == dtype and (n & (n - 1)) == 0:
                 series[impl].append((n, gbs))
-        for impl, pts in sorted(series.items()):
+        # One colour per implementation across the panels; CUB dashed, memcpy black.
+        colours = plt.get_cmap("tab20").colors
+        for i, (impl, pts) in enumerate(sorted(series.items())):
             if impl in ("scanrt_auto", "cub_exclusive"):
                 continue
             pts.sort()
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=impl)
+            style = dict(color="black", lw=2) if impl == "scanrt_memcpy" else dict(color=colours[i % len(colours)])
+            if impl.startswith("cub"):
+                style["ls"] = "--"
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=impl, **style)
         ax.set_xscale("log", base=2)
         ax.set_title(f"{dtype} inclusive sum")
         ax.set_ylabel("GB/s (2 n sizeof(T) / t)")

@@ -106,7 +106,7 @@ fn main() {
         let desc = ScanDesc::inclusive(Op::Sum);
         let mut line = std::env::var("SCANRT_TILE_OVERRIDE").unwrap_or_else(|_| "default".into());
         line += if wide { " u64" } else { " u32" };
-        for k in [16u32, 20, 24, 28] {
+        for k in [16u32, 20, 22, 24, 28] {
             let n = 1u64 << k;
             let reps = if k < 28 { 100 } else { 20 };
             let scan = timer.median_us(&stream, reps, || {
