@@ -169,8 +169,9 @@ SCANRT_DEVICE bool closes_lookback(u32 flag, Carry value) {
 // The look-back for `tile` (> 0): the fold of all its predecessors, including the carry
 // into tile 0. Walks back over windows of 32 * K slots (lane l holds K consecutive slots,
 // lane 31 the nearest ones), all polled at once, so one round trip to L2 covers 32 * K
-// predecessors: the resolved (INCLUSIVE) frontier advances by up to 32 * K tiles per
-// round trip, which is what bounds the scan's throughput. A window is done as soon as
+// predecessors. (On an H100 K = 1 is fastest: look-backs rarely walk far; what they wait
+// for is predecessors that have drawn their ticket but not yet published, and wider
+// polls only add L2 traffic. See docs/PERFORMANCE.md.) A window is done as soon as
 // every slot above its nearest closing slot is published (slots below it do not matter),
 // or, with no closing slot, when all are published; then the walk goes on below it.
 template <typename CarryOp, typename Status, int K, int SPIN_BEFORE_SLEEP, int SLEEP_NS>
