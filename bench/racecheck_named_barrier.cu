@@ -1,0 +1,110 @@
+// Does compute-sanitizer racecheck model partial named barriers? The single-pass kernel's
+// data threads sync among themselves with `bar.sync 1, THREADS` while its look-back warp
+// never joins that barrier; both meet at __syncthreads(). racecheck reports hazards
+// between thread 0's store to a shared variable and the look-back warp's load of it
+// after such a __syncthreads(). These kernels reproduce that hand-over with nothing
+// else around it; every one is race-free by the PTX barrier semantics:
+//   with_named_barrier    data threads use bar.sync 1 before the store (as scanrt does)
+//   without_named_barrier the same hand-over with no named barrier
+//   rounds [spin|named]   the kernel's round structure around the hand-overs
+// Run:
+//   nvcc -arch=sm_90 -lineinfo -o rc bench/racecheck_named_barrier.cu
+//   compute-sanitizer --tool racecheck ./rc [spin+named|named|spin|none]
+// Observed on an H100 (CUDA 13.0, 2026-11-23): racecheck reports hazards on the
+// hand-overs of `with_named_barrier` (in some runs, not all) and of `rounds` (every run,
+// whether or not the loop itself uses the named barrier or the look-back warp spins),
+// and never on `without_named_barrier`. So a named barrier that only some warps execute
+// is enough for racecheck to report hand-overs that __syncthreads() orders, the pattern
+// of its reports on scanrt_single_pass.
+#include <cstdio>
+#include <cstring>
+
+constexpr int DATA_THREADS = 256;
+
+__global__ void with_named_barrier(int* out) {
+    __shared__ int scratch[DATA_THREADS];
+    __shared__ int handed_over;
+    const int tid = threadIdx.x;
+    if (tid < DATA_THREADS) {
+        scratch[tid] = tid;
+        asm volatile("bar.sync 1, %0;" ::"n"(DATA_THREADS) : "memory");
+        const int s = scratch[(tid + 1) % DATA_THREADS];
+        asm volatile("bar.sync 1, %0;" ::"n"(DATA_THREADS) : "memory");
+        if (tid == 0) handed_over = s + 1;
+    }
+    __syncthreads();
+    if (tid >= DATA_THREADS) out[blockIdx.x * 32 + tid - DATA_THREADS] = handed_over;
+}
+
+__global__ void without_named_barrier(int* out) {
+    __shared__ int handed_over;
+    const int tid = threadIdx.x;
+    if (tid == 0) handed_over = blockIdx.x + 2;
+    __syncthreads();
+    if (tid >= DATA_THREADS) out[blockIdx.x * 32 + tid - DATA_THREADS] = handed_over;
+}
+
+// The single-pass kernel's round structure: a prologue hand-over, then rounds in which
+// the look-back warp spins (ballots, __nanosleep) while the data threads work behind named
+// barriers, and the two sides exchange values across __syncthreads().
+__global__ void rounds(int* out, int num_rounds, bool spin, bool named) {
+    __shared__ int scratch[DATA_THREADS];
+    __shared__ int aggregate_s, prefix_s;
+    const int tid = threadIdx.x, lane = tid & 31;
+    const bool lookback_warp = tid >= DATA_THREADS;
+    if (!lookback_warp) {
+        scratch[tid] = tid;
+        asm volatile("bar.sync 1, %0;" ::"n"(DATA_THREADS) : "memory");
+        if (tid == 0) aggregate_s = scratch[5];
+    }
+    __syncthreads();
+    int total = 0;
+    for (int round = 0; round < num_rounds; ++round) {
+        if (lookback_warp) {
+            const int aggregate = aggregate_s;
+            for (int spins = 0; spin && spins < 3 + round % 4; ++spins) {
+                if (__all_sync(0xffffffffu, spins > 100)) break;
+                __nanosleep(32);
+            }
+            if (lane == 0) prefix_s = aggregate + round;
+        } else {
+            if (named) {
+                scratch[tid] = tid + round;
+                asm volatile("bar.sync 1, %0;" ::"n"(DATA_THREADS) : "memory");
+                total += scratch[(tid + round) % DATA_THREADS];
+                asm volatile("bar.sync 1, %0;" ::"n"(DATA_THREADS) : "memory");
+            }
+        }
+        __syncthreads();
+        if (!lookback_warp) {
+            total += prefix_s;
+            if (tid == 0) aggregate_s = total;
+        }
+        __syncthreads();
+    }
+    if (!lookback_warp) out[blockIdx.x * DATA_THREADS + tid] = total;
+}
+
+int main(int argc, char** argv) {
+    const int blocks = 4;
+    int* out;
+    cudaMalloc(&out, blocks * 32 * sizeof(int));
+    with_named_barrier<<<blocks, DATA_THREADS + 32>>>(out);
+    cudaDeviceSynchronize();
+    int host[blocks * 32];
+    cudaMemcpy(host, out, sizeof host, cudaMemcpyDeviceToHost);
+    printf("with_named_barrier: look-back warp read %d (expect 2)\n", host[0]);
+    without_named_barrier<<<blocks, DATA_THREADS + 32>>>(out);
+    cudaMemcpy(host, out, sizeof host, cudaMemcpyDeviceToHost);
+    printf("without_named_barrier: look-back warp read %d (expect 2)\n", host[0]);
+    int* totals;
+    cudaMalloc(&totals, blocks * DATA_THREADS * sizeof(int));
+    const char* which = argc > 1 ? argv[1] : "spin+named";
+    const bool spin = strstr(which, "spin") != nullptr, named = strstr(which, "named") != nullptr;
+    rounds<<<blocks, DATA_THREADS + 32>>>(totals, 8, spin, named);
+    cudaDeviceSynchronize();
+    printf("rounds (%s): done\n", which);
+    cudaFree(totals);
+    cudaFree(out);
+    return 0;
+}
