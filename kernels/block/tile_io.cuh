@@ -41,6 +41,19 @@ struct TileMatrix {
     static const int STRIDE = ITEMS + 1; // padded row length, in elements
     Acc cell[THREADS * STRIDE];
     static SCANRT_DEVICE int index(int e) { return e + e / ITEMS; }
+
+    // The slots of one 16-byte vector of VEC elements at physical offset p of a whole
+    // tile (p a multiple of VEC) are vector_slot(p) + j * vector_step(): a vector never
+    // crosses a row (VEC divides ITEMS), so one index per vector suffices, and the
+    // vectors of one thread differ by constants (THREADS * VEC is a whole number of
+    // rows). Writing it this way keeps the compiler from holding a register per element.
+    template <bool REVERSE, int VEC>
+    static SCANRT_DEVICE int vector_slot(int first_p, int r) {
+        static_assert((THREADS * VEC) % ITEMS == 0, "a block-wide step of vectors must be whole rows");
+        const int step = THREADS * VEC / ITEMS * STRIDE;  // slots between vector r and r + 1
+        return REVERSE ? index(TILE - 1 - first_p) - r * step : index(first_p) + r * step;
+    }
+    template <bool REVERSE> static SCANRT_DEVICE int vector_step() { return REVERSE ? -1 : 1; }
 };
 
 // 16-byte streaming (evict-first) accesses: the scan touches every byte exactly once.
@@ -87,9 +100,9 @@ struct TileRegs {
         if (mode == SCANRT_MODE_VECTOR) {
 #pragma unroll
             for (int r = 0; r < ITEMS / VEC; ++r) {
-                int p = (r * THREADS + tid) * VEC;
+                const int slot = M::template vector_slot<REVERSE, VEC>(tid * VEC, r);
 #pragma unroll
-                for (int j = 0; j < VEC; ++j) m.cell[M::index(logical_index<REVERSE>(p + j, TILE))] = Acc(raw[r * VEC + j]);
+                for (int j = 0; j < VEC; ++j) m.cell[slot + j * M::template vector_step<REVERSE>()] = Acc(raw[r * VEC + j]);
             }
         } else {
 #pragma unroll
@@ -111,11 +124,12 @@ SCANRT_DEVICE void store_tile(const TileMatrix<Acc, THREADS, ITEMS>& m, Acc* dst
     if (mode == SCANRT_MODE_VECTOR) {
 #pragma unroll
         for (int r = 0; r < ITEMS / VEC; ++r) {
-            int p = (r * THREADS + tid) * VEC;
+            const int p = (r * THREADS + tid) * VEC;
+            const int slot = M::template vector_slot<REVERSE, VEC>(tid * VEC, r);
             uint4 w;
             Acc* parts = reinterpret_cast<Acc*>(&w);
 #pragma unroll
-            for (int j = 0; j < VEC; ++j) parts[j] = m.cell[M::index(logical_index<REVERSE>(p + j, M::TILE))];
+            for (int j = 0; j < VEC; ++j) parts[j] = m.cell[slot + j * M::template vector_step<REVERSE>()];
             store16_streaming(dst + p, w);
         }
     } else {

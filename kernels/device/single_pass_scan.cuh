@@ -279,9 +279,9 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
     // Two shared tiles: the one waiting for its prefix stays parked in shared memory while
     // the next one is staged and scanned in the other (registers hold one tile at most).
     __shared__ typename Scan::Shared shared[2];
-    __shared__ long long next_tile_s;
+    __shared__ u32 next_tile_s;
     __shared__ u32 generation_s;
-    __shared__ Carry lookback_aggregate_s;  // aggregate of the tile the look-back warp works on
+    __shared__ Carry aggregate_s[2];  // aggregate_s[b]: the aggregate of the tile in shared[b]
     __shared__ Carry tile_prefix_s;         // its exclusive prefix, the look-back's answer
     __shared__ bool last_block_s;
 
@@ -293,12 +293,14 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
     const Acc init = initial_value<Op>(init_bits, flags);
     const Carry carry_in = first_carry<Op, SEGMENTED>(init);
     const HeadSource head_src = head_source(heads, n, flags);
-    const long long num_tiles = (n + TILE - 1) / TILE;
+    // Tile ids are 32-bit, like the ticket (the host launches at most 2^31 - 1 tiles);
+    // element offsets are 64-bit.
+    const u32 num_tiles = (u32)((n + TILE - 1) / TILE);
 
-    // What a data thread keeps of a scanned, parked tile.
+    // What a data thread keeps of a scanned, parked tile (registers are the scarce
+    // resource here: the tile's aggregate goes to shared memory instead).
     struct Parked {
         Carry thread_prefix;
-        Carry aggregate;
         int open;
     };
     typedef TileRegs<In, THREADS, ITEMS> Regs;
@@ -307,8 +309,9 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
         const long long valid = min((long long)TILE, n - tile * TILE);
         regs.load(in + tile_start<REVERSE>(tile, TILE, valid, n), valid, tile_mode(valid, TILE, vector_in), tid);
     };
-    // Stages, scans and parks the loaded `tile` in shared[buffer] (data threads only).
-    auto scan_loaded = [&](int buffer, long long tile, const Regs& regs) -> Parked {
+    // Stages, scans and parks the loaded `tile` in shared[buffer] (data threads only);
+    // the tile's aggregate comes back in `aggregate` for the caller to publish at once.
+    auto scan_loaded = [&](int buffer, long long tile, const Regs& regs, Carry& aggregate) -> Parked {
         const long long valid = min((long long)TILE, n - tile * TILE);
         const long long start = tile_start<REVERSE>(tile, TILE, valid, n);
         u32 row = 0;
@@ -318,12 +321,8 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
         Scan scan;
         scan.scan_rows(shared[buffer], inclusive, tid, row, init);
         scan.park_rows(shared[buffer], tid);
-        return Parked{scan.thread_prefix, scan.tile_aggregate, scan.open};
-    };
-    auto scan_tile = [&](int buffer, long long tile) -> Parked {
-        Regs regs;
-        load_tile(tile, regs);
-        return scan_loaded(buffer, tile, regs);
+        aggregate = scan.tile_aggregate;
+        return Parked{scan.thread_prefix, scan.open};
     };
     // Folds the prefix into the parked tile and stores it (data threads only).
     auto finish_tile = [&](int buffer, long long tile, const Parked& parked, Carry prefix) {
@@ -333,23 +332,28 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
         data_barrier<THREADS>();
         store_tile<REVERSE>(shared[buffer].matrix, out + start, valid, tile_mode(valid, TILE, vector_out), tid);
     };
-    // A tile's first publication: INCLUSIVE when nothing before it can matter (tile 0, or
-    // a segment head inside it), else AGGREGATE for the look-backs of later tiles.
-    auto publish_scanned = [&](const Status& status, long long tile, Carry aggregate, u32 tag) {
-        if (tile == 0) status.publish(0, SCANRT_STATUS_INCLUSIVE, CarryOp::combine(carry_in, aggregate), tag);
-        else if (SlotCodec<Carry>::head(aggregate)) status.publish(tile, SCANRT_STATUS_INCLUSIVE, aggregate, tag);
-        else status.publish(tile, SCANRT_STATUS_AGGREGATE, aggregate, tag);
-    };
-
     if (num_tiles == 1) {  // the single-block path: no look-back, no workspace
         if (lookback_warp) return;
-        finish_tile(0, 0, scan_tile(0, 0), carry_in);
+        Regs regs;
+        load_tile(0, regs);
+        Carry aggregate;
+        finish_tile(0, 0, scan_loaded(0, 0, regs, aggregate), carry_in);
         return;
     }
 
     LookbackHeader* header = (LookbackHeader*)workspace;
     Status status(header + 1, status_capacity);
-    const unsigned long long last_ticket = (unsigned long long)num_tiles + gridDim.x - 1;
+    const u32 last_ticket = num_tiles + gridDim.x - 1;
+    // A tile's first publication, from thread 0 as soon as the tile is scanned: INCLUSIVE
+    // when nothing before it can matter (tile 0, or a segment head inside it), else
+    // AGGREGATE for the look-backs of later tiles. The look-back warp finds the aggregate
+    // in aggregate_s[buffer].
+    auto publish_scanned = [&](int buffer, u32 tile, Carry aggregate, u32 tag) {
+        if (tile == 0) status.publish(0, SCANRT_STATUS_INCLUSIVE, CarryOp::combine(carry_in, aggregate), tag);
+        else if (SlotCodec<Carry>::head(aggregate)) status.publish(tile, SCANRT_STATUS_INCLUSIVE, aggregate, tag);
+        else status.publish(tile, SCANRT_STATUS_AGGREGATE, aggregate, tag);
+        aggregate_s[buffer] = aggregate;
+    };
     // Draws a ticket: [generation | tile id]. The block that draws the launch's last
     // ticket hands the header to the next launch (see the protocol). Thread 0 only.
     auto draw_ticket = [&]() -> unsigned long long {
@@ -370,16 +374,14 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
     __syncthreads();
     const u32 generation = generation_s;
     const u32 tag = 1u + generation % SCANRT_TAG_PERIOD;
-    long long tile = next_tile_s;
+    u32 tile = next_tile_s;
     int buffer = 0;
     Parked current = {}, next = {};
     if (!lookback_warp && tile < num_tiles) {
         if (tile != blockIdx.x) load_tile(tile, first_regs);
-        current = scan_loaded(buffer, tile, first_regs);
-        if (tid == 0) {
-            publish_scanned(status, tile, current.aggregate, tag);
-            lookback_aggregate_s = current.aggregate;
-        }
+        Carry aggregate;
+        current = scan_loaded(buffer, tile, first_regs, aggregate);
+        if (tid == 0) publish_scanned(buffer, tile, aggregate, tag);
     }
     __syncthreads();
 
@@ -390,7 +392,7 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
             Carry prefix = carry_in;
 #ifndef SCANRT_DEBUG_SKIP_LOOKBACK
             if (tile > 0) {
-                const Carry aggregate = lookback_aggregate_s;
+                const Carry aggregate = aggregate_s[buffer];
                 const bool published = SlotCodec<Carry>::head(aggregate);  // INCLUSIVE already
                 if (deterministic) {
                     prefix = look_back_deterministic<CarryOp, Status, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile, tag, lane);
@@ -408,20 +410,22 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
         } else {
             if (tid == 0) next_tile_s = (u32)draw_ticket();
             data_barrier<THREADS>();
-            const long long upcoming = next_tile_s;
+            const u32 upcoming = next_tile_s;
             if (upcoming < num_tiles) {
-                next = scan_tile(buffer ^ 1, upcoming);
-                if (tid == 0) publish_scanned(status, upcoming, next.aggregate, tag);
+                Regs regs;
+                load_tile(upcoming, regs);
+                Carry aggregate;
+                next = scan_loaded(buffer ^ 1, upcoming, regs, aggregate);
+                if (tid == 0) publish_scanned(buffer ^ 1, upcoming, aggregate, tag);
             }
         }
         __syncthreads();  // the prefix is known; the next tile is scanned and parked
-        const long long upcoming = next_tile_s;
+        const u32 upcoming = next_tile_s;
         if (!lookback_warp) {
             finish_tile(buffer, tile, current, tile_prefix_s);
             current = next;
-            if (tid == 0) lookback_aggregate_s = next.aggregate;
         }
-        __syncthreads();  // the look-back warp may read the new aggregate; the finished buffer is free
+        __syncthreads();  // the finished buffer is free; next_tile_s may be drawn again
         buffer ^= 1;
         tile = upcoming;
     }
