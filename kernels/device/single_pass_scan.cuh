@@ -314,9 +314,14 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
     auto scan_loaded = [&](int buffer, long long tile, const Regs& regs, Carry& aggregate) -> Parked {
         const long long valid = min((long long)TILE, n - tile * TILE);
         const long long start = tile_start<REVERSE>(tile, TILE, valid, n);
+        // Flags are read while the tile's loads are in flight; keys (a row of them per
+        // thread) only once the loaded values are staged, so the two never hold
+        // registers at the same time.
+        const bool keys = head_src.kind >= SCANRT_HEADS_KEYS4;
         u32 row = 0;
-        if constexpr (SEGMENTED) row = row_heads<THREADS, ITEMS, REVERSE>(head_src, start, valid, tid);
+        if constexpr (SEGMENTED) if (!keys) row = row_heads<THREADS, ITEMS, REVERSE>(head_src, start, valid, tid);
         regs.template stage<Op, REVERSE>(shared[buffer].matrix, valid, tile_mode(valid, TILE, vector_in), tid);
+        if constexpr (SEGMENTED) if (keys) row = row_heads<THREADS, ITEMS, REVERSE>(head_src, start, valid, tid);
         data_barrier<THREADS>();
         Scan scan;
         scan.scan_rows(shared[buffer], inclusive, tid, row, init);
