@@ -42,12 +42,12 @@ impl TileShape {
 ///
 /// Measured on an H100 (inclusive sum, bench_compare --variant, see docs/PERFORMANCE.md):
 /// 256 data threads x 16 items (16 KiB tiles of u32) plus the look-back warp, with the
-/// register cap for 4 blocks per SM, ran at 0.87 of memcpy at 2^28 (cap 3: 0.80-0.84,
-/// cap 5: 0.80; without a cap the compiler's registers allow one block per SM). One
-/// look-back slot per lane beat wider windows (2: 0.856, 4: 0.832, 8: 0.740): the
-/// look-back rarely walks far, and wider polls cost L2 traffic. 8-byte values: 256 x 8
-/// at 0.893 (128 x 16: 0.894; K = 2: 0.873). Other architectures use the same shapes
-/// until measured.
+/// register cap for 4 blocks per SM (56 registers, no spills), ran at 0.88 of memcpy at
+/// 2^28 and at 1.00 with the look-back skipped (cap 3: 0.84; 128 x 16 with 8 blocks per
+/// SM: 0.85). One look-back slot per lane beat wider windows (2: 0.86, 4: 0.84): wider
+/// polls cost L2 traffic and the wait is for late predecessors, not walk depth. 8-byte
+/// values: 256 x 8 at 0.91 (K = 2: 0.89). Other architectures use the same shapes until
+/// measured.
 pub(crate) fn tile_shape(_arch: i32, input: DType, output: DType) -> TileShape {
     if let Some(shape) = *OVERRIDE {
         return shape;
