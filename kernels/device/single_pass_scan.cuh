@@ -282,7 +282,7 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
     __shared__ u32 next_tile_s;
     __shared__ u32 generation_s;
     __shared__ Carry aggregate_s[2];  // aggregate_s[b]: the aggregate of the tile in shared[b]
-    __shared__ Carry tile_prefix_s;         // its exclusive prefix, the look-back's answer
+    __shared__ Carry tile_prefix_s;   // the parked tile's exclusive prefix, the look-back's answer
     __shared__ bool last_block_s;
 
     const int tid = threadIdx.x, lane = tid & 31;
