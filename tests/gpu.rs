@@ -171,15 +171,32 @@ fn edge_sizes(tile: usize) -> [usize; 11] {
     ]
 }
 
-/// Prints the case count and fails with the first 30 failures, if any.
-fn assert_no_failures(label: &str, cases: usize, failures: &[String]) {
-    eprintln!("{label}: {cases} cases, {} failures", failures.len());
-    assert!(
-        failures.is_empty(),
-        "{} of {cases} cases failed:\n{}",
-        failures.len(),
-        failures.iter().take(30).cloned().collect::<Vec<_>>().join("\n")
-    );
+/// Counts the cases of a randomised test and keeps the failures, so one run reports all of them.
+#[derive(Default)]
+struct Tally {
+    cases: usize,
+    failures: Vec<String>,
+}
+
+impl Tally {
+    fn record(&mut self, result: Result<(), String>, case: impl FnOnce() -> String) {
+        self.cases += 1;
+        if let Err(e) = result {
+            self.failures.push(format!("{}: {e}", case()));
+        }
+    }
+
+    /// Prints the case count and fails with the first 30 failures, if any.
+    fn assert_no_failures(&self, label: &str) {
+        let (cases, failures) = (self.cases, &self.failures);
+        eprintln!("{label}: {cases} cases, {} failures", failures.len());
+        assert!(
+            failures.is_empty(),
+            "{} of {cases} cases failed:\n{}",
+            failures.len(),
+            failures.iter().take(30).cloned().collect::<Vec<_>>().join("\n")
+        );
+    }
 }
 
 fn tile_for(input: DType, output: DType) -> usize {
@@ -193,7 +210,7 @@ fn randomized_every_pair_operator_mode_and_algorithm() {
     let ctx = gpu_or_skip!();
     let stream = ctx.new_stream().unwrap();
     let mut rng = Rng(0x5CA9);
-    let (mut cases, mut failures) = (0, Vec::new());
+    let mut tally = Tally::default();
     for pair in TYPE_PAIRS {
         let tile = tile_for(pair.0, pair.1);
         let sizes = edge_sizes(tile);
@@ -220,17 +237,16 @@ fn randomized_every_pair_operator_mode_and_algorithm() {
                                 with_init,
                                 ..Case::plain(op, algorithm, n)
                             };
-                            cases += 1;
-                            if let Err(e) = with_pair!(pair, run_case(ctx, &stream, &mut rng, c)) {
-                                failures.push(format!("{pair:?} {c:?}: {e}"));
-                            }
+                            tally.record(with_pair!(pair, run_case(ctx, &stream, &mut rng, c)), || {
+                                format!("{pair:?} {c:?}")
+                            });
                         }
                     }
                 }
             }
         }
     }
-    assert_no_failures("randomized", cases, &failures);
+    tally.assert_no_failures("randomized");
 }
 
 #[test]
@@ -238,7 +254,7 @@ fn random_sizes_misaligned_and_in_place() {
     let ctx = gpu_or_skip!();
     let stream = ctx.new_stream().unwrap();
     let mut rng = Rng(0xA11E);
-    let (mut cases, mut failures) = (0, Vec::new());
+    let mut tally = Tally::default();
     for round in 0..600 {
         let pair = TYPE_PAIRS[rng.below(TYPE_PAIRS.len() as u64) as usize];
         let op = Op::ALL[rng.below(7) as usize];
@@ -268,12 +284,11 @@ fn random_sizes_misaligned_and_in_place() {
             segments: Segments::None,
             pattern: SegmentPattern::NoneSet,
         };
-        cases += 1;
-        if let Err(e) = with_pair!(pair, run_case(ctx, &stream, &mut rng, c)) {
-            failures.push(format!("{pair:?} {c:?}: {e}"));
-        }
+        tally.record(with_pair!(pair, run_case(ctx, &stream, &mut rng, c)), || {
+            format!("{pair:?} {c:?}")
+        });
     }
-    assert_no_failures("misaligned/in-place", cases, &failures);
+    tally.assert_no_failures("misaligned/in-place");
 }
 
 #[test]
@@ -848,7 +863,7 @@ fn randomized_backward_segmented_and_deterministic() {
     let ctx = gpu_or_skip!();
     let stream = ctx.new_stream().unwrap();
     let mut rng = Rng(0xBAC5);
-    let (mut cases, mut failures) = (0, Vec::new());
+    let mut tally = Tally::default();
     let kinds = [
         Segments::None,
         Segments::ByteFlags,
@@ -895,17 +910,16 @@ fn randomized_backward_segmented_and_deterministic() {
                                 segments,
                                 pattern: patterns[rng.below(patterns.len() as u64) as usize],
                             };
-                            cases += 1;
-                            if let Err(e) = with_pair!(pair, run_case(ctx, &stream, &mut rng, c)) {
-                                failures.push(format!("{pair:?} {c:?}: {e}"));
-                            }
+                            tally.record(with_pair!(pair, run_case(ctx, &stream, &mut rng, c)), || {
+                                format!("{pair:?} {c:?}")
+                            });
                         }
                     }
                 }
             }
         }
     }
-    assert_no_failures("backward/segmented/deterministic", cases, &failures);
+    tally.assert_no_failures("backward/segmented/deterministic");
 }
 
 /// Large segmented and backward scans: 2^28 u32 elements with byte flags (segments much
