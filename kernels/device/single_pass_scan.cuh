@@ -352,7 +352,9 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
     // A tile's first publication, from thread 0 as soon as the tile is scanned: INCLUSIVE
     // when nothing before it can matter (tile 0, or a segment head inside it), else
     // AGGREGATE for the look-backs of later tiles. The look-back warp finds the aggregate
-    // in aggregate_s[buffer].
+    // in aggregate_s[buffer]. (The __syncthreads() after the call orders that hand-over;
+    // the data threads' own barrier in between costs little and keeps compute-sanitizer
+    // racecheck from misreporting it: see bench/racecheck_named_barrier.cu.)
     auto publish_scanned = [&](int buffer, u32 tile, Carry aggregate, u32 tag) {
         if (tile == 0) status.publish(0, SCANRT_STATUS_INCLUSIVE, CarryOp::combine(carry_in, aggregate), tag);
         else if (SlotCodec<Carry>::head(aggregate)) status.publish(tile, SCANRT_STATUS_INCLUSIVE, aggregate, tag);
@@ -387,6 +389,7 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
         Carry aggregate;
         current = scan_loaded(buffer, tile, first_regs, aggregate);
         if (tid == 0) publish_scanned(buffer, tile, aggregate, tag);
+        data_barrier<THREADS>();  // see publish_scanned
     }
     __syncthreads();
 
@@ -423,6 +426,7 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
                 next = scan_loaded(buffer ^ 1, upcoming, regs, aggregate);
                 if (tid == 0) publish_scanned(buffer ^ 1, upcoming, aggregate, tag);
             }
+            data_barrier<THREADS>();  // see publish_scanned
         }
         __syncthreads();  // the prefix is known; the next tile is scanned and parked
         const u32 upcoming = next_tile_s;
