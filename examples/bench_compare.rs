@@ -5,6 +5,10 @@
 //!
 //!     bench_compare [--quick]
 //!
+//! At n = 2^16 it measures back-to-back calls, calls in a replayed graph and host time
+//! per call, and the same for launches of an empty kernel (the driver's floor for one
+//! launch; every scanrt call is one).
+//!
 //! After the inclusive-sum sweep it measures the other scans at n = 2^20, 2^24, 2^28:
 //! backward (both algorithms), deterministic float sums, and segmented u32 sums (byte
 //! flags forward and backward, bit flags, u32 keys, and the matrix algorithm), with
@@ -227,38 +231,83 @@ fn main() {
     });
     println!("scanrt_back_to_back,u32,{n},{:.3}", us / calls as f64);
 
-    cu_stream
-        .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-        .unwrap();
-    for _ in 0..100 {
-        scan();
-    }
-    let graph = cu_stream
-        .end_capture(sys::CUgraphInstantiate_flags_enum::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
-        .unwrap()
-        .unwrap();
-    graph.launch().unwrap();
-    stream.synchronize().unwrap();
-    let us = timer.span_us(&stream, || {
-        for _ in 0..10 {
-            graph.launch().unwrap();
+    // Beside scanrt, the driver's own floor for one launch: an empty kernel.
+    let ptx = cudarc::nvrtc::compile_ptx(r#"extern "C" __global__ void empty(int* p) { if (p) *p = 0; }"#).unwrap();
+    let empty = cuda.load_module(ptx).unwrap().load_function("empty").unwrap();
+    let launch_empty = || {
+        let mut p: u64 = 0;
+        let mut params = [&mut p as *mut u64 as *mut std::ffi::c_void];
+        // SAFETY: `empty` takes one pointer (null here); the stream belongs to this context.
+        unsafe {
+            sys::cuLaunchKernel(
+                empty.cu_function(),
+                1,
+                1,
+                1,
+                32,
+                1,
+                1,
+                0,
+                stream.raw() as sys::CUstream,
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        };
+    };
+    let graph_us = |call: &dyn Fn()| {
+        cu_stream
+            .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            .unwrap();
+        for _ in 0..100 {
+            call();
         }
-    });
-    println!("scanrt_graph,u32,{n},{:.3}", us / 1000.0);
+        let graph = cu_stream
+            .end_capture(sys::CUgraphInstantiate_flags_enum::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
+            .unwrap()
+            .unwrap();
+        graph.launch().unwrap();
+        stream.synchronize().unwrap();
+        let us = timer.span_us(&stream, || {
+            for _ in 0..10 {
+                graph.launch().unwrap();
+            }
+        });
+        us / 1000.0
+    };
+    println!(
+        "scanrt_graph,u32,{n},{:.3}",
+        graph_us(&|| {
+            scan();
+        })
+    );
+    println!("empty_kernel_graph,u32,{n},{:.3}", graph_us(&launch_empty));
+    // Host time inside scanrt per call, and the same for the empty launch.
+    println!(
+        "scanrt_host_time,u32,{n},{:.3}",
+        host_time_us(&stream, || {
+            scan();
+        })
+    );
+    println!(
+        "empty_launch_host_time,u32,{n},{:.3}",
+        host_time_us(&stream, launch_empty)
+    );
+}
 
-    // Host time inside scanrt per call (the GPU drains between batches so the launch
-    // queue never blocks the caller).
+/// Median host microseconds of `call` (the GPU drains between batches of 100 so the
+/// launch queue never blocks the caller).
+fn host_time_us(stream: &Stream, mut call: impl FnMut()) -> f64 {
     let mut host = Vec::with_capacity(1000);
     for _ in 0..10 {
         for _ in 0..100 {
             let t = Instant::now();
-            scan();
+            call();
             host.push(t.elapsed().as_secs_f64() * 1e6);
         }
         stream.synchronize().unwrap();
     }
     host.sort_by(f64::total_cmp);
-    println!("scanrt_host_time,u32,{n},{:.3}", host[host.len() / 2]);
+    host[host.len() / 2]
 }
 
 /// Fills a device buffer with small integers of `dtype` (float sums stay exact enough).
