@@ -6,8 +6,8 @@
 //!     bench_compare [--quick]
 //!
 //! At n = 2^16 it measures back-to-back calls, calls in a replayed graph and host time
-//! per call, and the same for launches of an empty kernel (the driver's floor for one
-//! launch; every scanrt call is one).
+//! per call; for the last two also an empty kernel's launch (the driver's floor: every
+//! scanrt call is one launch).
 //!
 //! After the inclusive-sum sweep it measures the other scans at n = 2^20, 2^24, 2^28:
 //! backward (both algorithms), deterministic float sums, and segmented u32 sums (byte
