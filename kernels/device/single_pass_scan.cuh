@@ -349,17 +349,24 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
     LookbackHeader* header = (LookbackHeader*)workspace;
     Status status(header + 1, status_capacity);
     const u32 last_ticket = num_tiles + gridDim.x - 1;
-    // A tile's first publication, from thread 0 as soon as the tile is scanned: INCLUSIVE
-    // when nothing before it can matter (tile 0, or a segment head inside it), else
-    // AGGREGATE for the look-backs of later tiles. The look-back warp finds the aggregate
-    // in aggregate_s[buffer]. (The __syncthreads() after the call orders that hand-over;
-    // the data threads' own barrier in between costs little and keeps compute-sanitizer
-    // racecheck from misreporting it: see bench/racecheck_named_barrier.cu.)
-    auto publish_scanned = [&](int buffer, u32 tile, Carry aggregate, u32 tag) {
-        if (tile == 0) status.publish(0, SCANRT_STATUS_INCLUSIVE, CarryOp::combine(carry_in, aggregate), tag);
-        else if (SlotCodec<Carry>::head(aggregate)) status.publish(tile, SCANRT_STATUS_INCLUSIVE, aggregate, tag);
-        else status.publish(tile, SCANRT_STATUS_AGGREGATE, aggregate, tag);
-        aggregate_s[buffer] = aggregate;
+    // Scans the loaded `tile` into shared[buffer] (data threads only) and publishes its
+    // first status from thread 0 at once: INCLUSIVE when nothing before it can matter
+    // (tile 0, or a segment head inside it), else AGGREGATE for the look-backs of later
+    // tiles. The look-back warp finds the aggregate in aggregate_s[buffer]. (The caller's
+    // __syncthreads() orders that hand-over; the data threads' own barrier before it costs
+    // little and keeps compute-sanitizer racecheck from misreporting it: see
+    // bench/racecheck_named_barrier.cu.)
+    auto scan_and_publish = [&](int buffer, u32 tile, const Regs& regs, u32 tag) -> Parked {
+        Carry aggregate;
+        const Parked parked = scan_loaded(buffer, tile, regs, aggregate);
+        if (tid == 0) {
+            if (tile == 0) status.publish(0, SCANRT_STATUS_INCLUSIVE, CarryOp::combine(carry_in, aggregate), tag);
+            else if (SlotCodec<Carry>::head(aggregate)) status.publish(tile, SCANRT_STATUS_INCLUSIVE, aggregate, tag);
+            else status.publish(tile, SCANRT_STATUS_AGGREGATE, aggregate, tag);
+            aggregate_s[buffer] = aggregate;
+        }
+        data_barrier<THREADS>();
+        return parked;
     };
     // Draws a ticket: [generation | tile id]. The block that draws the launch's last
     // ticket hands the header to the next launch (see the protocol). Thread 0 only.
@@ -386,10 +393,7 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
     Parked current = {}, next = {};
     if (!lookback_warp && tile < num_tiles) {
         if (tile != blockIdx.x) load_tile(tile, first_regs);
-        Carry aggregate;
-        current = scan_loaded(buffer, tile, first_regs, aggregate);
-        if (tid == 0) publish_scanned(buffer, tile, aggregate, tag);
-        data_barrier<THREADS>();  // see publish_scanned
+        current = scan_and_publish(buffer, tile, first_regs, tag);
     }
     __syncthreads();
 
@@ -422,11 +426,8 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
             if (upcoming < num_tiles) {
                 Regs regs;
                 load_tile(upcoming, regs);
-                Carry aggregate;
-                next = scan_loaded(buffer ^ 1, upcoming, regs, aggregate);
-                if (tid == 0) publish_scanned(buffer ^ 1, upcoming, aggregate, tag);
+                next = scan_and_publish(buffer ^ 1, upcoming, regs, tag);
             }
-            data_barrier<THREADS>();  // see publish_scanned
         }
         __syncthreads();  // the prefix is known; the next tile is scanned and parked
         const u32 upcoming = next_tile_s;
