@@ -12,7 +12,7 @@ use cudarc::driver::sys::{self, CUstream};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 
 use crate::error::{bail, Error, Result};
-use crate::gpu::device::GpuDevice;
+use crate::gpu::device::{GpuDevice, SinglePassKernel};
 use crate::gpu::driver::check;
 use crate::gpu::launch::{self, Workspace};
 use crate::scan::{validate, RawScan};
@@ -156,10 +156,29 @@ impl Context {
         let _current = d.enter()?;
         let m = d.module(d.specialization(input, output, &ScanDesc::inclusive(op)))?;
         let s = m.shape;
-        let f = &m.single_pass;
+        let describe = |k: &SinglePassKernel| -> Result<String> {
+            let f = &k.function;
+            Ok(format!(
+                "{} resident blocks, {} registers, {} B local (spills), {} B static + {} B dynamic shared",
+                k.resident_blocks,
+                f.num_regs()?,
+                f.local_size_bytes()?,
+                f.shared_size_bytes()?,
+                k.shared_bytes
+            ))
+        };
+        let bulk = match &m.single_pass_bulk {
+            Some(k) => format!(
+                "; bulk-copy single pass from {} tiles ({} buffers): {}",
+                s.bulk_min_tiles,
+                s.bulk_buffers,
+                describe(k)?
+            ),
+            None => String::new(),
+        };
         Ok(format!(
             "{}x{} items ({} per tile), look-back {} slots per lane, spin {} then sleep {} ns, min blocks/SM {}, \
-             persistent {}, {} resident blocks; single pass {} registers, {} B local (spills), {} B shared",
+             persistent {}; single pass: {}{bulk}",
             s.threads,
             s.items,
             s.tile_elems(),
@@ -168,10 +187,7 @@ impl Context {
             s.sleep_ns,
             s.min_blocks_per_sm,
             s.persistent,
-            m.resident_blocks,
-            f.num_regs()?,
-            f.local_size_bytes()?,
-            f.shared_size_bytes()?
+            describe(&m.single_pass)?
         ))
     }
 

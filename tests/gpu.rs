@@ -291,6 +291,44 @@ fn random_sizes_misaligned_and_in_place() {
     tally.assert_no_failures("misaligned/in-place");
 }
 
+/// The bulk-copy single pass (sm_90+, input type = output type, no segments) serves only
+/// scans of at least `bulk_min_tiles` tiles (4096). This test reruns the suites that reach
+/// it in a child process with `SCANRT_BULK_MIN_TILES=2`, so that it also meets every edge
+/// size, partial and misaligned tile, in-place buffer, backward and deterministic scan,
+/// graph replay, caller workspace and tag wrap-around.
+#[test]
+fn bulk_copy_single_pass_at_every_size() {
+    let ctx = gpu_or_skip!();
+    if std::env::var_os("SCANRT_BULK_MIN_TILES").is_some() {
+        return; // this is the child (or the caller forces the kernel already)
+    }
+    let report = ctx.kernel_report(DType::U32, DType::U32, Op::Sum).unwrap();
+    if !report.contains("bulk-copy") {
+        eprintln!("skipped: no bulk-copy kernel on this device ({report})");
+        return;
+    }
+    let suites = [
+        "randomized_every_pair_operator_mode_and_algorithm",
+        "random_sizes_misaligned_and_in_place",
+        "randomized_backward_segmented_and_deterministic",
+        "deterministic_float_scans_are_bitwise_reproducible",
+        "large_inputs_up_to_2_pow_28",
+        "more_than_2_pow_32_elements",
+        "stress_threads_and_streams",
+        "graph_capture_and_replay",
+        "caller_workspace_back_to_back",
+        "tag_wraparound_clears_stale_slots",
+        "seed_examples_on_the_gpu",
+    ];
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "--test-threads=1"])
+        .args(suites)
+        .env("SCANRT_BULK_MIN_TILES", "2")
+        .status()
+        .unwrap();
+    assert!(status.success(), "the suites failed with the bulk-copy kernel at every size");
+}
+
 #[test]
 fn large_inputs_up_to_2_pow_28() {
     let ctx = gpu_or_skip!();

@@ -56,9 +56,16 @@ struct BlockMatrixScan {
     // THREADS threads call it. Segmented scans pass the row's heads and the initial value
     // every segment starts from; unsegmented scans ignore both.
     SCANRT_DEVICE void scan_rows(Shared& s, bool inclusive, int tid, u32 heads = 0, Acc init = Acc()) {
-        const int lane = tid & 31, warp = tid >> 5;
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) row[i] = s.matrix.cell[tid * Matrix::STRIDE + i];
+        scan_row_registers(s.warp_total, inclusive, tid, heads, init);
+    }
+
+    // The same, for a row already in `row`; `warp_total` is shared scratch of one carry
+    // per warp.
+    SCANRT_DEVICE void scan_row_registers(Carry (&warp_total)[WARPS], bool inclusive, int tid, u32 heads = 0,
+                                          Acc init = Acc()) {
+        const int lane = tid & 31, warp = tid >> 5;
         Carry total;
         if constexpr (SEGMENTED) {
             total = inclusive ? thread_segmented_inclusive_scan<Op>(row, heads, init)
@@ -70,13 +77,13 @@ struct BlockMatrixScan {
         }
         Carry column = warp_inclusive_scan<CarryOp>(total, lane);
         Carry before_in_warp = shfl_up(column, 1);
-        if (lane == 31) s.warp_total[warp] = column;
+        if (lane == 31) warp_total[warp] = column;
         data_barrier<THREADS>();
         Carry before_warp = CarryOp::identity();
         Carry all = CarryOp::identity();
 #pragma unroll
         for (int w = 0; w < WARPS; ++w) {
-            Carry t = s.warp_total[w];
+            Carry t = warp_total[w];
             if (w == warp) before_warp = all;
             all = CarryOp::combine(all, t);
         }

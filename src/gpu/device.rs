@@ -24,14 +24,23 @@ use crate::types::{DType, ScanDesc, Segments};
 /// Every kernel of one specialisation, loaded in this device's context.
 pub(crate) struct ScanModule {
     pub shape: TileShape,
-    pub single_pass: CudaFunction,
+    /// The register-staged single pass (every scan).
+    pub single_pass: SinglePassKernel,
+    /// The bulk-copy single pass, where the specialisation has one.
+    pub single_pass_bulk: Option<SinglePassKernel>,
     pub matrix_reduce: CudaFunction,
     pub matrix_scan_sums: CudaFunction,
     pub matrix_scan_tiles: CudaFunction,
-    /// Blocks of the single-pass kernel resident on the whole device at once: its
-    /// persistent grid size.
-    pub resident_blocks: u32,
     _module: Arc<CudaModule>,
+}
+
+/// A single-pass kernel and how it is launched.
+pub(crate) struct SinglePassKernel {
+    pub function: CudaFunction,
+    /// Blocks resident on the whole device at once: the persistent grid size.
+    pub resident_blocks: u32,
+    /// Dynamic shared memory per block.
+    pub shared_bytes: u32,
 }
 
 /// A device allocation holding a look-back header and status slots (zero-filled once).
@@ -154,25 +163,58 @@ impl GpuDevice {
             cudarc::nvrtc::Ptx::from_src(String::from_utf8_lossy(&image).trim_end_matches('\0').to_string())
         };
         let module = self.ctx.load_module(ptx)?;
-        let single_pass = module.load_function(jit::SINGLE_PASS)?;
-        let per_sm =
-            single_pass.occupancy_max_active_blocks_per_multiprocessor(spec.shape.single_pass_block(), 0, None)?;
-        if per_sm == 0 {
-            bail!(
-                CudaError,
-                "the single-pass kernel for {spec:?} cannot be resident on sm_{}",
-                self.arch
-            );
-        }
+        let single_pass = self.single_pass_kernel(&module, jit::SINGLE_PASS, &spec, 0)?;
+        let single_pass_bulk = if spec.has_bulk_kernel() {
+            let shared_bytes = spec.shape.bulk_shared_bytes(spec.output.size());
+            Some(self.single_pass_kernel(&module, jit::SINGLE_PASS_BULK, &spec, shared_bytes)?)
+        } else {
+            None
+        };
         Ok(Arc::new(ScanModule {
             shape: spec.shape,
+            single_pass,
+            single_pass_bulk,
             matrix_reduce: module.load_function(jit::MATRIX_REDUCE)?,
             matrix_scan_sums: module.load_function(jit::MATRIX_SCAN_SUMS)?,
             matrix_scan_tiles: module.load_function(jit::MATRIX_SCAN_TILES)?,
-            resident_blocks: per_sm * self.sm_count,
-            single_pass,
             _module: module,
         }))
+    }
+
+    /// Loads a single-pass kernel with `shared_bytes` of dynamic shared memory and sizes
+    /// its persistent grid.
+    fn single_pass_kernel(
+        &self,
+        module: &Arc<CudaModule>,
+        name: &str,
+        spec: &Specialization,
+        shared_bytes: u32,
+    ) -> Result<SinglePassKernel> {
+        let function = module.load_function(name)?;
+        if shared_bytes > 0 {
+            // Above 48 KiB a kernel must opt in to its dynamic shared memory.
+            function.set_attribute(
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                shared_bytes as i32,
+            )?;
+        }
+        let per_sm = function.occupancy_max_active_blocks_per_multiprocessor(
+            spec.shape.single_pass_block(),
+            shared_bytes as usize,
+            None,
+        )?;
+        if per_sm == 0 {
+            bail!(
+                CudaError,
+                "the single-pass kernel {name} for {spec:?} cannot be resident on sm_{}",
+                self.arch
+            );
+        }
+        Ok(SinglePassKernel {
+            function,
+            resident_blocks: per_sm * self.sm_count,
+            shared_bytes,
+        })
     }
 
     /// A zero-initialised look-back workspace for `stream` with at least `slots` status

@@ -117,7 +117,7 @@ pub(crate) fn with_relaxed_capture<T>(f: impl FnOnce() -> Result<T>) -> Result<T
     out
 }
 
-/// Launches `f` with raw kernel parameters.
+/// Launches `f` with raw kernel parameters and `shared_bytes` of dynamic shared memory.
 ///
 /// # Safety
 /// `params` must match the kernel's parameter list in number, order and types, and every
@@ -126,6 +126,7 @@ pub(crate) unsafe fn launch(
     f: sys::CUfunction,
     grid: u32,
     block: u32,
+    shared_bytes: u32,
     stream: CUstream,
     params: &mut [*mut c_void],
 ) -> Result<()> {
@@ -138,7 +139,7 @@ pub(crate) unsafe fn launch(
             block,
             1,
             1,
-            0,
+            shared_bytes,
             stream,
             params.as_mut_ptr(),
             std::ptr::null_mut(),

@@ -49,10 +49,17 @@ pub(crate) const KERNEL_SOURCES: &[(&str, &str)] = &[
         "device/single_pass_scan.cuh",
         include_str!("../../kernels/device/single_pass_scan.cuh"),
     ),
+    ("util/bulk_copy.cuh", include_str!("../../kernels/util/bulk_copy.cuh")),
+    (
+        "device/single_pass_bulk.cuh",
+        include_str!("../../kernels/device/single_pass_bulk.cuh"),
+    ),
 ];
 
 /// Entry points of every compiled module (see `Specialization::source`).
 pub(crate) const SINGLE_PASS: &str = "scanrt_single_pass";
+/// Only in modules where `Specialization::has_bulk_kernel`; same parameters as SINGLE_PASS.
+pub(crate) const SINGLE_PASS_BULK: &str = "scanrt_single_pass_bulk";
 pub(crate) const MATRIX_REDUCE: &str = "scanrt_matrix_reduce";
 pub(crate) const MATRIX_SCAN_SUMS: &str = "scanrt_matrix_scan_sums";
 pub(crate) const MATRIX_SCAN_TILES: &str = "scanrt_matrix_scan_tiles";
@@ -71,6 +78,11 @@ pub(crate) struct Specialization {
 }
 
 impl Specialization {
+    /// Whether the module also holds the bulk-copy single pass.
+    pub fn has_bulk_kernel(&self) -> bool {
+        self.shape.bulk_buffers > 0 && !self.segmented && self.input == self.output
+    }
+
     /// The translation unit NVRTC compiles: the layered headers instantiated with
     /// extern "C" entry points, so names need no mangling lookup.
     pub fn source(&self) -> String {
@@ -82,6 +94,8 @@ impl Specialization {
             sleep_ns,
             min_blocks_per_sm,
             skip_lookback,
+            bulk_buffers,
+            bulk_min_blocks_per_sm,
             ..
         } = self.shape;
         let skip_lookback = if skip_lookback {
@@ -95,8 +109,19 @@ impl Specialization {
         // Tile sums are scanned in rows short enough for 16-byte segment pairs to fit in
         // static shared memory.
         let sum_items = if segmented { 4 } else { items };
+        let bulk = if self.has_bulk_kernel() {
+            format!(
+                r#"extern "C" __global__ void __launch_bounds__({threads} + 32, {bulk_min_blocks_per_sm}) {SINGLE_PASS_BULK}(const In* in, Acc* out, long long n, unsigned long long init_bits, unsigned flags, const void*, void* workspace, long long status_capacity) {{
+    single_pass_scan_bulk<Op, In, {threads}, {items}, {bulk_buffers}, {lookback_slots_per_lane}, {spin_before_sleep}, {sleep_ns}, {reverse}>(in, out, n, init_bits, flags, workspace, status_capacity);
+}}
+"#
+            )
+        } else {
+            String::new()
+        };
         format!(
             r#"{skip_lookback}#include "device/single_pass_scan.cuh"
+#include "device/single_pass_bulk.cuh"
 #include "device/matrix_scan.cuh"
 typedef ScanOp<{op}, {o}> Op;
 typedef Op::T Acc;
@@ -114,7 +139,7 @@ extern "C" __global__ void __launch_bounds__({threads}) {MATRIX_SCAN_SUMS}(Carry
 extern "C" __global__ void __launch_bounds__({threads}) {MATRIX_SCAN_TILES}(const In* in, Acc* out, long long n, Carry* tile_prefix, unsigned long long init_bits, unsigned flags, const void* heads) {{
     matrix_scan_tiles<Op, In, {threads}, {items}, {reverse}, {segmented}>(in, out, n, tile_prefix, init_bits, flags, heads);
 }}
-"#
+{bulk}"#
         )
     }
 }

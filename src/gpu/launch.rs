@@ -5,7 +5,9 @@ use std::ffi::c_void;
 use cudarc::driver::sys::{CUdeviceptr, CUstream};
 
 use crate::error::{bail, Result};
-use crate::gpu::device::{lookback_bytes, lookback_slots, GpuDevice, ScanModule, LOOKBACK_HEADER_BYTES};
+use crate::gpu::device::{
+    lookback_bytes, lookback_slots, GpuDevice, ScanModule, SinglePassKernel, LOOKBACK_HEADER_BYTES,
+};
 use crate::gpu::driver;
 use crate::scan::RawScan;
 use crate::types::{Algorithm, ChoiceReason, DType, Direction, ScanDesc, Segments};
@@ -140,7 +142,8 @@ pub(crate) fn scan(
     };
 
     if tiles == 1 {
-        launch.single_pass(0, 0, 1)?; // one block, no look-back state: the same for every algorithm
+        // One block, no look-back state: the same for every algorithm.
+        launch.single_pass(&module.single_pass, 0, 0, 1)?;
         return Ok((algorithm, reason));
     }
     let acc_size = req.output_dtype.size();
@@ -169,12 +172,17 @@ pub(crate) fn scan(
     match algorithm {
         Algorithm::Matrix => launch.matrix(ws)?,
         _ => {
+            // Large scans stream through the bulk-copy kernel where there is one.
+            let kernel = match &module.single_pass_bulk {
+                Some(bulk) if tiles >= module.shape.bulk_min_tiles => bulk,
+                _ => &module.single_pass,
+            };
             let grid = if module.shape.persistent {
-                tiles.min(module.resident_blocks as u64)
+                tiles.min(kernel.resident_blocks as u64)
             } else {
                 tiles
             };
-            launch.single_pass(ws, slots, grid as u32)?
+            launch.single_pass(kernel, ws, slots, grid as u32)?
         }
     }
     Ok((algorithm, reason))
@@ -195,7 +203,7 @@ fn arg<T>(v: &T) -> *mut c_void {
 }
 
 impl Launch<'_> {
-    fn single_pass(&self, workspace: CUdeviceptr, slots: u64, grid: u32) -> Result<()> {
+    fn single_pass(&self, kernel: &SinglePassKernel, workspace: CUdeviceptr, slots: u64, grid: u32) -> Result<()> {
         let (n, slots) = (self.req.n as i64, slots as i64);
         let mut params = [
             arg(&self.req.input),
@@ -207,13 +215,14 @@ impl Launch<'_> {
             arg(&workspace),
             arg(&slots),
         ];
-        // SAFETY: the parameters match scanrt_single_pass's signature (jit.rs) in order
-        // and type; pointers were range-checked against their allocations above.
+        // SAFETY: the parameters match the single-pass kernels' signature (jit.rs) in
+        // order and type; pointers were range-checked against their allocations above.
         unsafe {
             driver::launch(
-                self.module.single_pass.cu_function(),
+                kernel.function.cu_function(),
                 grid,
                 self.module.shape.single_pass_block(),
+                kernel.shared_bytes,
                 self.stream,
                 &mut params,
             )
@@ -254,6 +263,7 @@ impl Launch<'_> {
                 self.module.matrix_reduce.cu_function(),
                 grid,
                 threads,
+                0,
                 self.stream,
                 &mut reduce,
             )?;
@@ -261,6 +271,7 @@ impl Launch<'_> {
                 self.module.matrix_scan_sums.cu_function(),
                 1,
                 threads,
+                0,
                 self.stream,
                 &mut scan_sums,
             )?;
@@ -268,6 +279,7 @@ impl Launch<'_> {
                 self.module.matrix_scan_tiles.cu_function(),
                 grid,
                 threads,
+                0,
                 self.stream,
                 &mut scan_tiles,
             )

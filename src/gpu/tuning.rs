@@ -25,6 +25,13 @@ pub(crate) struct TileShape {
     /// Experiments only: every tile takes the initial value as its prefix (wrong
     /// results), to measure the tile pipeline without the look-back.
     pub skip_lookback: bool,
+    /// Tile buffers of the bulk-copy single pass (kernels/device/single_pass_bulk.cuh:
+    /// sm_90+, input type = output type, no segments); 0: no bulk-copy kernel.
+    pub bulk_buffers: u32,
+    /// Blocks per SM the bulk-copy kernel is built for (its shared memory sets the rest).
+    pub bulk_min_blocks_per_sm: u32,
+    /// Scans of at least this many tiles take the bulk-copy kernel when there is one.
+    pub bulk_min_tiles: u64,
 }
 
 impl TileShape {
@@ -35,6 +42,12 @@ impl TileShape {
     /// Block size of the single-pass kernel: the data threads plus its look-back warp.
     pub fn single_pass_block(&self) -> u32 {
         self.threads + 32
+    }
+
+    /// Dynamic shared memory of the bulk-copy kernel: its tile buffers of `acc_size`-byte
+    /// accumulators.
+    pub fn bulk_shared_bytes(&self, acc_size: usize) -> u32 {
+        self.bulk_buffers * self.threads * self.items * acc_size as u32
     }
 }
 
@@ -48,10 +61,11 @@ impl TileShape {
 /// polls cost L2 traffic and the wait is for late predecessors, not walk depth. 8-byte
 /// values: 256 x 8 at 0.91 (K = 2: 0.89). Other architectures use the same shapes until
 /// measured.
-pub(crate) fn tile_shape(_arch: i32, input: DType, output: DType) -> TileShape {
+pub(crate) fn tile_shape(arch: i32, input: DType, output: DType) -> TileShape {
     if let Some(shape) = *OVERRIDE {
         return shape;
     }
+
     // 64 bytes of accumulator per thread, but at least one 16-byte vector of the input.
     let items = (64 / output.size() as u32).max(16 / input.size() as u32);
     let row_bytes = items * output.size() as u32;
@@ -65,11 +79,25 @@ pub(crate) fn tile_shape(_arch: i32, input: DType, output: DType) -> TileShape {
         min_blocks_per_sm: if row_bytes <= 64 { 4 } else { 0 },
         persistent: true,
         skip_lookback: false,
+        // Bulk copies exist from sm_90 on, and copy bits: the input must be the output type.
+        bulk_buffers: if arch >= 90 && input == output { 4 } else { 0 },
+        bulk_min_blocks_per_sm: 3,
+        bulk_min_tiles: *BULK_MIN_TILES,
     }
 }
 
+/// Below 4096 tiles (2^24 4-byte elements) the register-staged kernel is as fast or
+/// faster: it loads its first tile before its ticket returns. Tests set
+/// `SCANRT_BULK_MIN_TILES=2` to run the bulk-copy kernel at every multi-tile size.
+static BULK_MIN_TILES: once_cell::sync::Lazy<u64> = once_cell::sync::Lazy::new(|| {
+    std::env::var("SCANRT_BULK_MIN_TILES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(4096)
+});
+
 /// For tuning experiments only:
-/// `SCANRT_TILE_OVERRIDE=threads:items:lookback_slots_per_lane:spin:sleep_ns:min_blocks:persistent:skip_lookback`
+/// `SCANRT_TILE_OVERRIDE=threads:items:lookback_slots_per_lane:spin:sleep_ns:min_blocks:persistent:skip_lookback[:bulk_buffers]`
 /// replaces the table for every specialisation (items must suit every type pair used).
 static OVERRIDE: once_cell::sync::Lazy<Option<TileShape>> = once_cell::sync::Lazy::new(|| {
     let v: Vec<u32> = std::env::var("SCANRT_TILE_OVERRIDE")
@@ -77,7 +105,11 @@ static OVERRIDE: once_cell::sync::Lazy<Option<TileShape>> = once_cell::sync::Laz
         .split(':')
         .map(|x| x.parse().ok())
         .collect::<Option<_>>()?;
-    match v[..] {
+    let (fields, bulk_buffers) = match v[..] {
+        [ref first @ .., bulk] if v.len() == 9 => (first, bulk),
+        _ => (&v[..], 0),
+    };
+    match *fields {
         [threads, items, lookback_slots_per_lane, spin_before_sleep, sleep_ns, min_blocks_per_sm, persistent, skip] => {
             Some(TileShape {
                 threads,
@@ -88,6 +120,9 @@ static OVERRIDE: once_cell::sync::Lazy<Option<TileShape>> = once_cell::sync::Laz
                 min_blocks_per_sm,
                 persistent: persistent != 0,
                 skip_lookback: skip != 0,
+                bulk_buffers,
+                bulk_min_blocks_per_sm: min_blocks_per_sm,
+                bulk_min_tiles: *BULK_MIN_TILES,
             })
         }
         _ => None,

@@ -1,0 +1,319 @@
+// scanrt kernels, level 4: the single pass fed by bulk copies (sm_90+), for large scans
+// without segments.
+//
+// Same protocol as single_pass_scan.cuh (tickets, generation tags, status slots, the
+// look-back warp, and the same workspace, so the two kernels can follow each other on
+// one stream); only the tile pipeline differs. Tiles live in a ring of BUFFERS
+// shared-memory buffers in plain row order (row r = elements [r * ITEMS, (r+1) * ITEMS)),
+// and move between global and shared memory as bulk copies that thread 0 issues:
+//
+//   the block's seq-th tile, in buffer seq % BUFFERS, LAG = BUFFERS - 2:
+//     round seq - 1  thread 0 draws its ticket and issues the bulk load
+//     round seq      rows scanned in registers and parked back; AGGREGATE published
+//     round seq + 1  handed to the look-back warp
+//     round seq+LAG  prefix folded in, bulk store issued; the store's shared-memory reads
+//                    drain during the next round's scan, then the buffer takes seq + BUFFERS
+//
+// Why this shape. The register-staged kernel holds a tile's loads in registers and L1,
+// so it can afford two buffers only (more shared memory starves L1 of the lines its loads
+// are in flight in). Bulk loads land in the buffers themselves, so a block keeps the next
+// load in flight while it folds and stores, and four 16 KiB buffers at three blocks per SM
+// still stream at memcpy speed with the look-back skipped (H100, docs/PERFORMANCE.md).
+// The extra buffers give the look-back slack: a tile reaches the look-back warp one round
+// after its publication, when its predecessors have mostly published too, so the warp
+// polls less (starting look-backs earlier, or running two look-back warps, measured
+// slower), and its prefix is needed only LAG rounds after publication.
+//
+// Progress. Every wait still points to a smaller tile held by a running block: a drawn
+// tile is loaded and published by its block's next round, which waits only for the prefix
+// of an older tile of the same block, so the argument of single_pass_scan.cuh holds.
+//
+// Tiles that are not whole, or whose global span is not 16-byte aligned, or whose input
+// type differs from the accumulator, are copied by the data threads instead (same
+// buffers, same rows). Small scans use the register-staged kernel, which starts its
+// first loads before its ticket returns; the host picks by size (src/gpu/tuning.rs).
+#pragma once
+#include "device/single_pass_scan.cuh"
+#include "util/bulk_copy.cuh"
+
+template <typename A, typename B> struct SameType { static const bool value = false; };
+template <typename A> struct SameType<A, A> { static const bool value = true; };
+
+// Named barriers (0 is __syncthreads(), 1 the data threads' data_barrier). The data threads
+// and the look-back warp meet only through these, one pair per buffer, used as producer
+// and consumer (bar.arrive / bar.sync, THREADS + 32 threads):
+//   handoff(b): the tile in buffer b is published (or the block has no more tiles);
+//   prefix(b):  its exclusive prefix is in prefix_s[b].
+// A buffer is reused only after both sides are done with it, so no barrier ever collects
+// arrivals of two uses at once.
+template <int BUFFERS> struct PipelineBarriers {
+    static_assert(2 + 2 * BUFFERS <= 16, "a block has 16 named barriers");
+    static SCANRT_DEVICE int handoff(int buffer) { return 2 + buffer; }
+    static SCANRT_DEVICE int prefix(int buffer) { return 2 + BUFFERS + buffer; }
+};
+SCANRT_DEVICE void named_barrier_arrive(int id, int threads) {
+    asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+SCANRT_DEVICE void named_barrier_sync(int id, int threads) {
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+// One row of a tile buffer in registers, in logical order. Backward tiles are physical
+// spans read from their end: logical row r is physical row THREADS - 1 - r, reversed.
+template <typename Acc, int THREADS, int ITEMS, bool REVERSE>
+struct BufferRow {
+    static const int VECTORS = ITEMS * sizeof(Acc) / 16;
+    static_assert(ITEMS * sizeof(Acc) % 16 == 0, "a row must be whole 16-byte vectors");
+    static SCANRT_DEVICE const uint4* at(const Acc* buffer, int tid) {
+        return reinterpret_cast<const uint4*>(buffer + (REVERSE ? THREADS - 1 - tid : tid) * ITEMS);
+    }
+    static SCANRT_DEVICE void read(const Acc* buffer, int tid, Acc (&row)[ITEMS]) {
+        const uint4* src = at(buffer, tid);
+#pragma unroll
+        for (int v = 0; v < VECTORS; ++v) {
+            const uint4 w = src[v];
+            const Acc* parts = reinterpret_cast<const Acc*>(&w);
+#pragma unroll
+            for (int k = 0; k < 16 / (int)sizeof(Acc); ++k) {
+                const int i = v * (16 / sizeof(Acc)) + k;
+                row[REVERSE ? ITEMS - 1 - i : i] = parts[k];
+            }
+        }
+    }
+    static SCANRT_DEVICE void write(Acc* buffer, int tid, const Acc (&row)[ITEMS]) {
+        uint4* dst = const_cast<uint4*>(at(buffer, tid));
+#pragma unroll
+        for (int v = 0; v < VECTORS; ++v) {
+            uint4 w;
+            Acc* parts = reinterpret_cast<Acc*>(&w);
+#pragma unroll
+            for (int k = 0; k < 16 / (int)sizeof(Acc); ++k) {
+                const int i = v * (16 / sizeof(Acc)) + k;
+                parts[k] = row[REVERSE ? ITEMS - 1 - i : i];
+            }
+            dst[v] = w;
+        }
+    }
+};
+
+// Launched with THREADS data threads plus one look-back warp (blockDim.x = THREADS + 32)
+// and BUFFERS * THREADS * ITEMS accumulators of dynamic shared memory.
+template <typename Op, typename In, int THREADS, int ITEMS, int BUFFERS, int LOOKBACK_SLOTS_PER_LANE, int SPIN_BEFORE_SLEEP, int SLEEP_NS, bool REVERSE>
+SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long long n, unsigned long long init_bits,
+                                         unsigned flags, void* workspace, long long status_capacity) {
+    typedef typename Op::T Acc;
+    typedef BlockMatrixScan<Op, THREADS, ITEMS, false> Scan;
+    typedef Acc Carry;
+    typedef TileStatus<Carry> Status;
+    typedef PipelineBarriers<BUFFERS> Barriers;
+    typedef BufferRow<Acc, THREADS, ITEMS, REVERSE> Row;
+    static_assert(BUFFERS >= 3, "one buffer loads, one is scanned, one drains its store");
+
+    const int TILE = THREADS * ITEMS, PIPELINE = THREADS + 32, LAG = BUFFERS - 2;
+    const u32 TILE_BYTES = TILE * sizeof(Acc);
+    const bool BULK_IN_TYPE = SameType<In, Acc>::value;  // a bulk load copies bits, it does not convert
+
+    extern __shared__ __align__(128) unsigned char dynamic_shared[];
+    Acc* const buffers = reinterpret_cast<Acc*>(dynamic_shared);
+    if (dynamic_shared_bytes() < BUFFERS * TILE_BYTES) return;  // launched wrongly: write nothing
+    __shared__ __align__(8) u64 loaded[BUFFERS];  // mbarrier: buffer b holds its tile's input
+    __shared__ u32 tile_s[BUFFERS];               // the tile in buffer b (>= num_tiles: none, stop)
+    __shared__ Carry aggregate_s[BUFFERS];
+    __shared__ Carry prefix_s[BUFFERS];
+    __shared__ Carry warp_total[2][THREADS / 32];  // by seq parity: one round's reads vs the next's writes
+    __shared__ u32 generation_s;
+    __shared__ bool last_block_s;
+
+    const int tid = threadIdx.x, lane = tid & 31;
+    const bool lookback_warp = tid >= THREADS;  // one of the look-back warps
+    const bool inclusive = flags & SCANRT_FLAG_INCLUSIVE;
+    const bool deterministic = flags & SCANRT_FLAG_DETERMINISTIC;
+    const bool vector_in = (flags & SCANRT_FLAG_VECTOR_IN) && BULK_IN_TYPE, vector_out = flags & SCANRT_FLAG_VECTOR_OUT;
+    const Carry carry_in = initial_value<Op>(init_bits, flags);
+    const u32 num_tiles = (u32)((n + TILE - 1) / TILE);
+    auto buffer_of = [&](u32 seq) { return buffers + (seq % BUFFERS) * TILE; };
+    auto valid_of = [&](u32 tile) { return min((long long)TILE, n - (long long)tile * TILE); };
+    auto bulk_loads = [&](u32 tile) { return vector_in && valid_of(tile) == TILE; };
+
+    // Thread 0: brings `tile` into the buffer of `seq`, as one bulk load when it can.
+    auto issue_load = [&](u32 seq, u32 tile) {
+        const int b = seq % BUFFERS;
+        tile_s[b] = tile;
+        if (tile < num_tiles && bulk_loads(tile)) {
+            mbarrier_arrive_expect_bytes(&loaded[b], TILE_BYTES);
+            bulk_load(buffer_of(seq), in + tile_start<REVERSE>(tile, TILE, TILE, n), TILE_BYTES, &loaded[b]);
+        } else {
+            mbarrier_arrive(&loaded[b]);  // the data threads copy it (or there is nothing)
+        }
+    };
+    // Data threads: the element copy for tiles the bulk load does not take. Slot s of the
+    // buffer holds physical element s (forward) or s - (TILE - valid) (backward), so rows
+    // read the same way for whole and partial tiles; slots without an element hold the
+    // identity.
+    auto copy_in = [&](Acc* buffer, u32 tile) {
+        const long long valid = valid_of(tile), start = tile_start<REVERSE>(tile, TILE, valid, n);
+        const int shift = REVERSE ? TILE - (int)valid : 0;
+        for (int s = tid; s < TILE; s += THREADS) {
+            const int p = s - shift;
+            buffer[s] = p >= 0 && p < valid ? Acc(in[start + p]) : Op::identity();
+        }
+    };
+    auto copy_out = [&](const Acc* buffer, u32 tile) {
+        const long long valid = valid_of(tile), start = tile_start<REVERSE>(tile, TILE, valid, n);
+        const int shift = REVERSE ? TILE - (int)valid : 0;
+        for (int s = tid; s < TILE; s += THREADS) {
+            const int p = s - shift;
+            if (p >= 0 && p < valid) out[start + p] = buffer[s];
+        }
+    };
+    // Data threads: scans the loaded tile of `seq` in its buffer (copying it in first when
+    // no bulk load brought it) and parks the rows there without the tile prefix. Returns
+    // the thread's in-tile prefix.
+    auto scan_tile = [&](u32 seq, u32 tile, bool bulk_loaded, Carry& aggregate) -> Carry {
+        Acc* buffer = buffer_of(seq);
+        if (!bulk_loaded) {
+            copy_in(buffer, tile);
+            data_barrier<THREADS>();
+        }
+        Scan scan;
+        Row::read(buffer, tid, scan.row);
+        scan.scan_row_registers(warp_total[seq & 1], inclusive, tid);
+        Row::write(buffer, tid, scan.row);
+        aggregate = scan.tile_aggregate;
+        return scan.thread_prefix;
+    };
+    // Data threads: folds the prefix into the parked tile of `seq` and stores it.
+    auto finish_tile = [&](u32 seq, u32 tile, Carry thread_prefix, Carry tile_prefix) {
+        Acc* buffer = buffer_of(seq);
+        Acc row[ITEMS];
+        Row::read(buffer, tid, row);
+        const Acc prefix = Op::combine(tile_prefix, thread_prefix);
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) row[i] = Op::combine(prefix, row[i]);
+        Row::write(buffer, tid, row);
+        const long long valid = valid_of(tile);
+        if (valid == TILE && vector_out) {
+            fence_proxy_async();
+            data_barrier<THREADS>();
+            if (tid == 0) bulk_store(out + tile_start<REVERSE>(tile, TILE, valid, n), buffer, TILE_BYTES);
+        } else {
+            data_barrier<THREADS>();
+            copy_out(buffer, tile);
+        }
+    };
+
+    if (num_tiles == 1) {  // one tile: no look-back, no workspace
+        if (lookback_warp) return;
+        Carry aggregate;
+        const Carry thread_prefix = scan_tile(0, 0, false, aggregate);
+        finish_tile(0, 0, thread_prefix, carry_in);
+        if (tid == 0) bulk_stores_done();
+        return;
+    }
+
+    LookbackHeader* header = (LookbackHeader*)workspace;
+    Status status(header + 1, status_capacity);
+    const u32 last_ticket = num_tiles + gridDim.x - 1;
+    auto draw_ticket = [&]() -> unsigned long long {  // thread 0 (see single_pass_scan)
+        const unsigned long long drawn = atomicAdd(&header->ticket, 1ull);
+        if ((u32)drawn == last_ticket) atomicExch(&header->ticket, (unsigned long long)((u32)(drawn >> 32) + 1u) << 32);
+        return drawn;
+    };
+    if (tid == 0) {
+        for (int b = 0; b < BUFFERS; ++b) mbarrier_init(&loaded[b], 1);
+        mbarrier_init_fence();
+        const unsigned long long drawn = draw_ticket();
+        generation_s = (u32)(drawn >> 32);
+        issue_load(0, (u32)drawn);
+    }
+    __syncthreads();
+    const u32 generation = generation_s;
+    const u32 tag = 1u + generation % SCANRT_TAG_PERIOD;
+
+    if (lookback_warp) {
+        // Resolves the block's tiles in the order they were scanned.
+        for (u32 seq = 0;; ++seq) {
+            const int b = seq % BUFFERS;
+            named_barrier_sync(Barriers::handoff(b), PIPELINE);
+            const u32 tile = tile_s[b];
+            if (tile >= num_tiles) break;
+            Carry prefix = carry_in;
+#ifndef SCANRT_DEBUG_SKIP_LOOKBACK
+            if (tile > 0) {
+                const Carry aggregate = aggregate_s[b];
+                if (deterministic) {
+                    prefix = look_back_deterministic<Op, Status, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile, tag, lane);
+                    if (lane == 0 && tile % SCANRT_ANCHOR_STRIDE == 0)
+                        status.publish(tile, SCANRT_STATUS_INCLUSIVE, Op::combine(prefix, aggregate), tag);
+                } else {
+                    prefix = look_back<Op, Status, LOOKBACK_SLOTS_PER_LANE, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile,
+                                                                                                  tag, lane);
+                    if (lane == 0) status.publish(tile, SCANRT_STATUS_INCLUSIVE, Op::combine(prefix, aggregate), tag);
+                }
+            }
+#endif
+            if (lane == 0) prefix_s[b] = prefix;
+            named_barrier_arrive(Barriers::prefix(b), PIPELINE);
+        }
+    } else {
+        // Thread prefixes of the parked tiles: at the start of round seq, parked[LAG - k]
+        // belongs to seq - k. Each round shifts them down by one (finishing parked[0]).
+        Carry parked[LAG];
+        auto shift_parked = [&]() {
+#pragma unroll
+            for (int i = 0; i + 1 < LAG; ++i) parked[i] = parked[i + 1];
+        };
+        auto finish_parked = [&](int seq) {
+            if (seq >= 0) {
+                const int b = seq % BUFFERS;
+                named_barrier_sync(Barriers::prefix(b), PIPELINE);
+                finish_tile(seq, tile_s[b], parked[0], prefix_s[b]);
+            }
+            shift_parked();
+        };
+        u32 seq = 0;
+        for (;; ++seq) {
+            const int b = seq % BUFFERS;
+            unsigned long long drawn = 0;
+            mbarrier_wait(&loaded[b], (seq / BUFFERS) & 1);
+            const u32 tile = tile_s[b];
+            if (tile >= num_tiles) {
+                if (seq > 0) named_barrier_arrive(Barriers::handoff((seq - 1) % BUFFERS), PIPELINE);
+                named_barrier_arrive(Barriers::handoff(b), PIPELINE);  // tile_s[b]: no more tiles
+                break;
+            }
+            if (tid == 0) drawn = draw_ticket();  // used after the scan: its latency hides behind it
+            Carry aggregate;
+            const Carry thread_prefix = scan_tile(seq, tile, bulk_loads(tile), aggregate);
+            if (tid == 0) {
+                if (tile == 0) status.publish(0, SCANRT_STATUS_INCLUSIVE, Op::combine(carry_in, aggregate), tag);
+                else status.publish(tile, SCANRT_STATUS_AGGREGATE, aggregate, tag);
+                aggregate_s[b] = aggregate;
+            }
+            // The previous tile goes to the look-back warp only now, one round after its
+            // publication (see the top of the file).
+            if (seq > 0) named_barrier_arrive(Barriers::handoff((seq - 1) % BUFFERS), PIPELINE);
+            if (tid == 0) {
+                bulk_stores_read();  // the buffer of seq + 1 was stored from in the last round
+                issue_load(seq + 1, (u32)drawn);
+            }
+            finish_parked((int)seq - LAG);
+            parked[LAG - 1] = thread_prefix;
+        }
+        // No more tickets: finish what is parked.
+        for (int f = (int)seq - LAG; f < (int)seq; ++f) finish_parked(f);
+        if (tid == 0) bulk_stores_done();
+    }
+
+    // Before the tags repeat, the last block to finish clears every slot (see the protocol).
+    if ((generation + 1u) % SCANRT_TAG_PERIOD != 0) return;
+    __syncthreads();
+    if (tid == 0) {
+        __threadfence();
+        last_block_s = atomicAdd(&header->finished_blocks, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last_block_s) return;
+    status.clear(status_capacity, tid, blockDim.x);
+    if (tid == 0) header->finished_blocks = 0;
+}
