@@ -1,5 +1,4 @@
-// scanrt kernels, level 4: the single pass fed by bulk copies (sm_90+), for large scans
-// without segments.
+// scanrt kernels, level 4: the single pass fed by bulk copies (sm_90+), for large scans.
 //
 // Same protocol as single_pass_scan.cuh (tickets, generation tags, status slots, the
 // look-back warp, and the same workspace, so the two kernels can follow each other on
@@ -27,6 +26,9 @@
 // Progress. Every wait still points to a smaller tile held by a running block: a drawn
 // tile is loaded and published by its block's next round, which waits only for the prefix
 // of an older tile of the same block, so the argument of single_pass_scan.cuh holds.
+//
+// Segment heads (flags or keys) are read per row with ordinary loads, as in the
+// register-staged kernel (tile_heads.cuh); only the values travel by bulk copy.
 //
 // Tiles that are not whole, or whose global span is not 16-byte aligned, or whose input
 // type differs from the accumulator, are copied by the data threads instead (same
@@ -98,12 +100,15 @@ struct BufferRow {
 
 // Launched with THREADS data threads plus one look-back warp (blockDim.x = THREADS + 32)
 // and BUFFERS * THREADS * ITEMS accumulators of dynamic shared memory.
-template <typename Op, typename In, int THREADS, int ITEMS, int BUFFERS, int LOOKBACK_SLOTS_PER_LANE, int SPIN_BEFORE_SLEEP, int SLEEP_NS, bool REVERSE>
+template <typename Op, typename In, int THREADS, int ITEMS, int BUFFERS, int LOOKBACK_SLOTS_PER_LANE,
+          int SPIN_BEFORE_SLEEP, int SLEEP_NS, bool REVERSE, bool SEGMENTED>
 SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long long n, unsigned long long init_bits,
-                                         unsigned flags, void* workspace, long long status_capacity) {
+                                         unsigned flags, const void* heads, void* workspace,
+                                         long long status_capacity) {
     typedef typename Op::T Acc;
-    typedef BlockMatrixScan<Op, THREADS, ITEMS, false> Scan;
-    typedef Acc Carry;
+    typedef BlockMatrixScan<Op, THREADS, ITEMS, SEGMENTED> Scan;
+    typedef typename Scan::CarryOp CarryOp;
+    typedef typename Scan::Carry Carry;
     typedef TileStatus<Carry> Status;
     typedef PipelineBarriers<BUFFERS> Barriers;
     typedef BufferRow<Acc, THREADS, ITEMS, REVERSE> Row;
@@ -129,7 +134,9 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
     const bool inclusive = flags & SCANRT_FLAG_INCLUSIVE;
     const bool deterministic = flags & SCANRT_FLAG_DETERMINISTIC;
     const bool vector_in = (flags & SCANRT_FLAG_VECTOR_IN) && BULK_IN_TYPE, vector_out = flags & SCANRT_FLAG_VECTOR_OUT;
-    const Carry carry_in = initial_value<Op>(init_bits, flags);
+    const Acc init = initial_value<Op>(init_bits, flags);
+    const Carry carry_in = first_carry<Op, SEGMENTED>(init);
+    const HeadSource head_src = head_source(heads, n, flags);
     const u32 num_tiles = (u32)((n + TILE - 1) / TILE);
     auto buffer_of = [&](u32 seq) { return buffers + (seq % BUFFERS) * TILE; };
     auto valid_of = [&](u32 tile) { return min((long long)TILE, n - (long long)tile * TILE); };
@@ -166,30 +173,42 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
             if (p >= 0 && p < valid) out[start + p] = buffer[s];
         }
     };
+    // What a data thread keeps of a parked tile: its in-tile prefix and, for a segmented
+    // scan, how many leading row elements lie before the row's first head.
+    struct Parked {
+        Carry thread_prefix;
+        int open;
+    };
     // Data threads: scans the loaded tile of `seq` in its buffer (copying it in first when
-    // no bulk load brought it) and parks the rows there without the tile prefix. Returns
-    // the thread's in-tile prefix.
-    auto scan_tile = [&](u32 seq, u32 tile, bool bulk_loaded, Carry& aggregate) -> Carry {
+    // no bulk load brought it) and parks the rows there without the tile prefix.
+    auto scan_tile = [&](u32 seq, u32 tile, bool bulk_loaded, Carry& aggregate) -> Parked {
         Acc* buffer = buffer_of(seq);
+        u32 row_head_bits = 0;
+        if constexpr (SEGMENTED) {
+            const long long valid = valid_of(tile);
+            row_head_bits = row_heads<THREADS, ITEMS, REVERSE>(head_src, tile_start<REVERSE>(tile, TILE, valid, n), valid, tid);
+        }
         if (!bulk_loaded) {
             copy_in(buffer, tile);
             data_barrier<THREADS>();
         }
         Scan scan;
         Row::read(buffer, tid, scan.row);
-        scan.scan_row_registers(warp_total[seq & 1], inclusive, tid);
+        scan.scan_row_registers(warp_total[seq & 1], inclusive, tid, row_head_bits, init);
         Row::write(buffer, tid, scan.row);
         aggregate = scan.tile_aggregate;
-        return scan.thread_prefix;
+        return Parked{scan.thread_prefix, scan.open};
     };
-    // Data threads: folds the prefix into the parked tile of `seq` and stores it.
-    auto finish_tile = [&](u32 seq, u32 tile, Carry thread_prefix, Carry tile_prefix) {
+    // Data threads: folds the prefix into the parked tile of `seq` (into the row's open
+    // elements only, for a segmented scan) and stores it.
+    auto finish_tile = [&](u32 seq, u32 tile, Parked parked, Carry tile_prefix) {
         Acc* buffer = buffer_of(seq);
         Acc row[ITEMS];
         Row::read(buffer, tid, row);
-        const Acc prefix = Op::combine(tile_prefix, thread_prefix);
+        const Acc prefix = Scan::carried_value(CarryOp::combine(tile_prefix, parked.thread_prefix));
 #pragma unroll
-        for (int i = 0; i < ITEMS; ++i) row[i] = Op::combine(prefix, row[i]);
+        for (int i = 0; i < ITEMS; ++i)
+            if (!SEGMENTED || i < parked.open) row[i] = Op::combine(prefix, row[i]);
         Row::write(buffer, tid, row);
         const long long valid = valid_of(tile);
         if (valid == TILE && vector_out) {
@@ -205,8 +224,7 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
     if (num_tiles == 1) {  // one tile: no look-back, no workspace
         if (lookback_warp) return;
         Carry aggregate;
-        const Carry thread_prefix = scan_tile(0, 0, false, aggregate);
-        finish_tile(0, 0, thread_prefix, carry_in);
+        finish_tile(0, 0, scan_tile(0, 0, false, aggregate), carry_in);
         if (tid == 0) bulk_stores_done();
         return;
     }
@@ -241,14 +259,16 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
 #ifndef SCANRT_DEBUG_SKIP_LOOKBACK
             if (tile > 0) {
                 const Carry aggregate = aggregate_s[b];
+                const bool published = SlotCodec<Carry>::head(aggregate);  // INCLUSIVE already
                 if (deterministic) {
-                    prefix = look_back_deterministic<Op, Status, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile, tag, lane);
-                    if (lane == 0 && tile % SCANRT_ANCHOR_STRIDE == 0)
-                        status.publish(tile, SCANRT_STATUS_INCLUSIVE, Op::combine(prefix, aggregate), tag);
+                    prefix = look_back_deterministic<CarryOp, Status, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile, tag, lane);
+                    if (lane == 0 && !published && tile % SCANRT_ANCHOR_STRIDE == 0)
+                        status.publish(tile, SCANRT_STATUS_INCLUSIVE, CarryOp::combine(prefix, aggregate), tag);
                 } else {
-                    prefix = look_back<Op, Status, LOOKBACK_SLOTS_PER_LANE, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile,
-                                                                                                  tag, lane);
-                    if (lane == 0) status.publish(tile, SCANRT_STATUS_INCLUSIVE, Op::combine(prefix, aggregate), tag);
+                    prefix = look_back<CarryOp, Status, LOOKBACK_SLOTS_PER_LANE, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile,
+                                                                                                       tag, lane);
+                    if (lane == 0 && !published)
+                        status.publish(tile, SCANRT_STATUS_INCLUSIVE, CarryOp::combine(prefix, aggregate), tag);
                 }
             }
 #endif
@@ -256,9 +276,9 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
             named_barrier_arrive(Barriers::prefix(b), PIPELINE);
         }
     } else {
-        // Thread prefixes of the parked tiles: at the start of round seq, parked[LAG - k]
-        // belongs to seq - k. Each round shifts them down by one (finishing parked[0]).
-        Carry parked[LAG];
+        // The parked tiles: at the start of round seq, parked[LAG - k] belongs to seq - k.
+        // Each round shifts them down by one (finishing parked[0]).
+        Parked parked[LAG];
         auto shift_parked = [&]() {
 #pragma unroll
             for (int i = 0; i + 1 < LAG; ++i) parked[i] = parked[i + 1];
@@ -284,9 +304,10 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
             }
             if (tid == 0) drawn = draw_ticket();  // used after the scan: its latency hides behind it
             Carry aggregate;
-            const Carry thread_prefix = scan_tile(seq, tile, bulk_loads(tile), aggregate);
-            if (tid == 0) {
-                if (tile == 0) status.publish(0, SCANRT_STATUS_INCLUSIVE, Op::combine(carry_in, aggregate), tag);
+            const Parked scanned = scan_tile(seq, tile, bulk_loads(tile), aggregate);
+            if (tid == 0) {  // INCLUSIVE when nothing before the tile matters, else AGGREGATE
+                if (tile == 0) status.publish(0, SCANRT_STATUS_INCLUSIVE, CarryOp::combine(carry_in, aggregate), tag);
+                else if (SlotCodec<Carry>::head(aggregate)) status.publish(tile, SCANRT_STATUS_INCLUSIVE, aggregate, tag);
                 else status.publish(tile, SCANRT_STATUS_AGGREGATE, aggregate, tag);
                 aggregate_s[b] = aggregate;
             }
@@ -298,7 +319,7 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
                 issue_load(seq + 1, (u32)drawn);
             }
             finish_parked((int)seq - LAG);
-            parked[LAG - 1] = thread_prefix;
+            parked[LAG - 1] = scanned;
         }
         // No more tickets: finish what is parked.
         for (int f = (int)seq - LAG; f < (int)seq; ++f) finish_parked(f);

@@ -80,7 +80,7 @@ pub(crate) struct Specialization {
 impl Specialization {
     /// Whether the module also holds the bulk-copy single pass.
     pub fn has_bulk_kernel(&self) -> bool {
-        self.shape.bulk_buffers > 0 && !self.segmented && self.input == self.output
+        self.shape.bulk_buffers > 0 && self.input == self.output
     }
 
     /// The translation unit NVRTC compiles: the layered headers instantiated with
@@ -111,8 +111,8 @@ impl Specialization {
         let sum_items = if segmented { 4 } else { items };
         let bulk = if self.has_bulk_kernel() {
             format!(
-                r#"extern "C" __global__ void __launch_bounds__({threads} + 32, {bulk_min_blocks_per_sm}) {SINGLE_PASS_BULK}(const In* in, Acc* out, long long n, unsigned long long init_bits, unsigned flags, const void*, void* workspace, long long status_capacity) {{
-    single_pass_scan_bulk<Op, In, {threads}, {items}, {bulk_buffers}, {lookback_slots_per_lane}, {spin_before_sleep}, {sleep_ns}, {reverse}>(in, out, n, init_bits, flags, workspace, status_capacity);
+                r#"extern "C" __global__ void __launch_bounds__({threads} + 32, {bulk_min_blocks_per_sm}) {SINGLE_PASS_BULK}(const In* in, Acc* out, long long n, unsigned long long init_bits, unsigned flags, const void* heads, void* workspace, long long status_capacity) {{
+    single_pass_scan_bulk<Op, In, {threads}, {items}, {bulk_buffers}, {lookback_slots_per_lane}, {spin_before_sleep}, {sleep_ns}, {reverse}, {segmented}>(in, out, n, init_bits, flags, heads, workspace, status_capacity);
 }}
 "#
             )
