@@ -326,7 +326,10 @@ fn bulk_copy_single_pass_at_every_size() {
         .env("SCANRT_BULK_MIN_TILES", "2")
         .status()
         .unwrap();
-    assert!(status.success(), "the suites failed with the bulk-copy kernel at every size");
+    assert!(
+        status.success(),
+        "the suites failed with the bulk-copy kernel at every size"
+    );
 }
 
 #[test]
