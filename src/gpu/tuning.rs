@@ -59,8 +59,10 @@ impl TileShape {
 /// 2^28 and at 1.00 with the look-back skipped (cap 3: 0.84; 128 x 16 with 8 blocks per
 /// SM: 0.85). One look-back slot per lane beat wider windows (2: 0.86, 4: 0.84): wider
 /// polls cost L2 traffic and the wait is for late predecessors, not walk depth. 8-byte
-/// values: 256 x 8 at 0.91 (K = 2: 0.89). Other architectures use the same shapes until
-/// measured.
+/// values: 256 x 8 at 0.91 (K = 2: 0.89). On sm_90+ scans of at least `bulk_min_tiles`
+/// tiles take the bulk-copy kernel with four tile buffers at three blocks per SM (u32 at
+/// 2^28: 0.92; 3 buffers at 4 blocks/SM and 5 at 2 blocks/SM were slower). Other
+/// architectures use the same shapes until measured.
 pub(crate) fn tile_shape(arch: i32, input: DType, output: DType) -> TileShape {
     if let Some(shape) = *OVERRIDE {
         return shape;
