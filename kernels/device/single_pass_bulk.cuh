@@ -130,7 +130,7 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
     __shared__ bool last_block_s;
 
     const int tid = threadIdx.x, lane = tid & 31;
-    const bool lookback_warp = tid >= THREADS;  // one of the look-back warps
+    const bool lookback_warp = tid >= THREADS;
     const bool inclusive = flags & SCANRT_FLAG_INCLUSIVE;
     const bool deterministic = flags & SCANRT_FLAG_DETERMINISTIC;
     const bool vector_in = (flags & SCANRT_FLAG_VECTOR_IN) && BULK_IN_TYPE, vector_out = flags & SCANRT_FLAG_VECTOR_OUT;
