@@ -78,7 +78,8 @@ pub(crate) struct Specialization {
 }
 
 impl Specialization {
-    /// Whether the module also holds the bulk-copy single pass.
+    /// Whether the module also holds the bulk-copy single pass (a bulk copy moves bits, so
+    /// the input must already be the output type).
     pub fn has_bulk_kernel(&self) -> bool {
         self.shape.bulk_buffers > 0 && self.input == self.output
     }

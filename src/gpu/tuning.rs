@@ -81,8 +81,8 @@ pub(crate) fn tile_shape(arch: i32, input: DType, output: DType) -> TileShape {
         min_blocks_per_sm: if row_bytes <= 64 { 4 } else { 0 },
         persistent: true,
         skip_lookback: false,
-        // Bulk copies exist from sm_90 on, and copy bits: the input must be the output type.
-        bulk_buffers: if arch >= 90 && input == output { 4 } else { 0 },
+        // Bulk copies exist from sm_90 on (which type pairs may use them: Specialization).
+        bulk_buffers: if arch >= 90 { 4 } else { 0 },
         bulk_min_blocks_per_sm: 3,
         bulk_min_tiles: *BULK_MIN_TILES,
     }
