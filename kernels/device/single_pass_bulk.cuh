@@ -127,7 +127,6 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
     __shared__ Carry prefix_s[BUFFERS];
     __shared__ Carry warp_total[2][THREADS / 32];  // by seq parity: one round's reads vs the next's writes
     __shared__ u32 generation_s;
-    __shared__ bool last_block_s;
 
     const int tid = threadIdx.x, lane = tid & 31;
     const bool lookback_warp = tid >= THREADS;
@@ -232,15 +231,10 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
     LookbackHeader* header = (LookbackHeader*)workspace;
     Status status(header + 1, status_capacity);
     const u32 last_ticket = num_tiles + gridDim.x - 1;
-    auto draw_ticket = [&]() -> unsigned long long {  // thread 0 (see single_pass_scan)
-        const unsigned long long drawn = atomicAdd(&header->ticket, 1ull);
-        if ((u32)drawn == last_ticket) atomicExch(&header->ticket, (unsigned long long)((u32)(drawn >> 32) + 1u) << 32);
-        return drawn;
-    };
     if (tid == 0) {
         for (int b = 0; b < BUFFERS; ++b) mbarrier_init(&loaded[b], 1);
         mbarrier_init_fence();
-        const unsigned long long drawn = draw_ticket();
+        const unsigned long long drawn = draw_ticket(header, last_ticket);
         generation_s = (u32)(drawn >> 32);
         issue_load(0, (u32)drawn);
     }
@@ -255,23 +249,8 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
             named_barrier_sync(Barriers::handoff(b), PIPELINE);
             const u32 tile = tile_s[b];
             if (tile >= num_tiles) break;
-            Carry prefix = carry_in;
-#ifndef SCANRT_DEBUG_SKIP_LOOKBACK
-            if (tile > 0) {
-                const Carry aggregate = aggregate_s[b];
-                const bool published = SlotCodec<Carry>::head(aggregate);  // INCLUSIVE already
-                if (deterministic) {
-                    prefix = look_back_deterministic<CarryOp, Status, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile, tag, lane);
-                    if (lane == 0 && !published && tile % SCANRT_ANCHOR_STRIDE == 0)
-                        status.publish(tile, SCANRT_STATUS_INCLUSIVE, CarryOp::combine(prefix, aggregate), tag);
-                } else {
-                    prefix = look_back<CarryOp, Status, LOOKBACK_SLOTS_PER_LANE, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile,
-                                                                                                       tag, lane);
-                    if (lane == 0 && !published)
-                        status.publish(tile, SCANRT_STATUS_INCLUSIVE, CarryOp::combine(prefix, aggregate), tag);
-                }
-            }
-#endif
+            const Carry prefix = resolve_prefix<CarryOp, Status, LOOKBACK_SLOTS_PER_LANE, SPIN_BEFORE_SLEEP, SLEEP_NS>(
+                status, tile, aggregate_s[b], carry_in, tag, lane, deterministic);
             if (lane == 0) prefix_s[b] = prefix;
             named_barrier_arrive(Barriers::prefix(b), PIPELINE);
         }
@@ -302,13 +281,11 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
                 named_barrier_arrive(Barriers::handoff(b), PIPELINE);  // tile_s[b]: no more tiles
                 break;
             }
-            if (tid == 0) drawn = draw_ticket();  // used after the scan: its latency hides behind it
+            if (tid == 0) drawn = draw_ticket(header, last_ticket);  // used after the scan: its latency hides behind it
             Carry aggregate;
             const Parked scanned = scan_tile(seq, tile, bulk_loads(tile), aggregate);
-            if (tid == 0) {  // INCLUSIVE when nothing before the tile matters, else AGGREGATE
-                if (tile == 0) status.publish(0, SCANRT_STATUS_INCLUSIVE, CarryOp::combine(carry_in, aggregate), tag);
-                else if (SlotCodec<Carry>::head(aggregate)) status.publish(tile, SCANRT_STATUS_INCLUSIVE, aggregate, tag);
-                else status.publish(tile, SCANRT_STATUS_AGGREGATE, aggregate, tag);
+            if (tid == 0) {
+                publish_scanned<CarryOp>(status, tile, aggregate, carry_in, tag);
                 aggregate_s[b] = aggregate;
             }
             // The previous tile goes to the look-back warp only now, one round after its
@@ -326,15 +303,5 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
         if (tid == 0) bulk_stores_done();
     }
 
-    // Before the tags repeat, the last block to finish clears every slot (see the protocol).
-    if ((generation + 1u) % SCANRT_TAG_PERIOD != 0) return;
-    __syncthreads();
-    if (tid == 0) {
-        __threadfence();
-        last_block_s = atomicAdd(&header->finished_blocks, 1u) == gridDim.x - 1;
-    }
-    __syncthreads();
-    if (!last_block_s) return;
-    status.clear(status_capacity, tid, blockDim.x);
-    if (tid == 0) header->finished_blocks = 0;
+    clear_before_tags_repeat(header, status, status_capacity, generation, tid);
 }

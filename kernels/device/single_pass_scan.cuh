@@ -265,6 +265,72 @@ SCANRT_DEVICE typename CarryOp::T look_back_deterministic(const Status& status, 
     return warp_reduce<CarryOp>(lane_fold, lane);
 }
 
+// The protocol's steps, shared by both single-pass kernels.
+
+// Draws a ticket, [generation | tile id]. The block that draws the launch's last ticket
+// (num_tiles + gridDim.x - 1) hands the header to the next launch. Thread 0 only.
+SCANRT_DEVICE unsigned long long draw_ticket(LookbackHeader* header, u32 last_ticket) {
+    const unsigned long long drawn = atomicAdd(&header->ticket, 1ull);
+    if ((u32)drawn == last_ticket) atomicExch(&header->ticket, (unsigned long long)((u32)(drawn >> 32) + 1u) << 32);
+    return drawn;
+}
+
+// A scanned tile's first publication (thread 0): INCLUSIVE when nothing before it can
+// matter (tile 0, or a segment head inside it), else AGGREGATE for later look-backs.
+template <typename CarryOp, typename Status>
+SCANRT_DEVICE void publish_scanned(const Status& status, u32 tile, typename CarryOp::T aggregate,
+                                   typename CarryOp::T carry_in, u32 tag) {
+    typedef typename CarryOp::T Carry;
+    if (tile == 0) status.publish(0, SCANRT_STATUS_INCLUSIVE, CarryOp::combine(carry_in, aggregate), tag);
+    else if (SlotCodec<Carry>::head(aggregate)) status.publish(tile, SCANRT_STATUS_INCLUSIVE, aggregate, tag);
+    else status.publish(tile, SCANRT_STATUS_AGGREGATE, aggregate, tag);
+}
+
+// The look-back warp's work for one published tile: its exclusive prefix (the whole warp
+// returns it) and, from lane 0, its INCLUSIVE publication unless publish_scanned already
+// made one (in deterministic mode only anchor tiles publish INCLUSIVE).
+template <typename CarryOp, typename Status, int K, int SPIN_BEFORE_SLEEP, int SLEEP_NS>
+SCANRT_DEVICE typename CarryOp::T resolve_prefix(const Status& status, u32 tile, typename CarryOp::T aggregate,
+                                                 typename CarryOp::T carry_in, u32 tag, int lane, bool deterministic) {
+    typedef typename CarryOp::T Carry;
+#ifdef SCANRT_DEBUG_SKIP_LOOKBACK
+    const bool skip = true;  // experiments: measure the pipeline alone (wrong results)
+#else
+    const bool skip = false;
+#endif
+    if (tile == 0 || skip) return carry_in;
+    const bool published = SlotCodec<Carry>::head(aggregate);  // INCLUSIVE already
+    if (deterministic) {
+        const Carry prefix = look_back_deterministic<CarryOp, Status, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile, tag, lane);
+        if (lane == 0 && !published && tile % SCANRT_ANCHOR_STRIDE == 0)
+            status.publish(tile, SCANRT_STATUS_INCLUSIVE, CarryOp::combine(prefix, aggregate), tag);
+        return prefix;
+    }
+    const Carry prefix = look_back<CarryOp, Status, K, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile, tag, lane);
+    if (lane == 0 && !published) status.publish(tile, SCANRT_STATUS_INCLUSIVE, CarryOp::combine(prefix, aggregate), tag);
+    return prefix;
+}
+
+// The end of a launch (every thread of the block): in the one launch per 2^29 - 1 before
+// the tags repeat, the last block to finish clears every slot (see the protocol). Not
+// inlined: inlined, it changed the register allocation of the kernels' main loops (the
+// bulk-copy kernel: 57 -> 61 registers, and a 4-byte spill for segmented 8-byte values).
+template <typename Status>
+__device__ __noinline__ void clear_before_tags_repeat(LookbackHeader* header, Status status, long long status_capacity,
+                                            u32 generation, int tid) {
+    __shared__ bool last_block;
+    if ((generation + 1u) % SCANRT_TAG_PERIOD != 0) return;
+    __syncthreads();  // the block's publications come before its count
+    if (tid == 0) {
+        __threadfence();
+        last_block = atomicAdd(&header->finished_blocks, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last_block) return;
+    status.clear(status_capacity, tid, blockDim.x);
+    if (tid == 0) header->finished_blocks = 0;
+}
+
 // Launched with THREADS data threads plus one look-back warp (blockDim.x = THREADS + 32).
 template <typename Op, typename In, int THREADS, int ITEMS, int LOOKBACK_SLOTS_PER_LANE, int SPIN_BEFORE_SLEEP,
           int SLEEP_NS, bool REVERSE, bool SEGMENTED>
@@ -283,7 +349,6 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
     __shared__ u32 generation_s;
     __shared__ Carry aggregate_s[2];  // aggregate_s[b]: the aggregate of the tile in shared[b]
     __shared__ Carry tile_prefix_s;   // the parked tile's exclusive prefix, the look-back's answer
-    __shared__ bool last_block_s;
 
     const int tid = threadIdx.x, lane = tid & 31;
     const bool lookback_warp = tid >= THREADS;
@@ -360,20 +425,11 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
         Carry aggregate;
         const Parked parked = scan_loaded(buffer, tile, regs, aggregate);
         if (tid == 0) {
-            if (tile == 0) status.publish(0, SCANRT_STATUS_INCLUSIVE, CarryOp::combine(carry_in, aggregate), tag);
-            else if (SlotCodec<Carry>::head(aggregate)) status.publish(tile, SCANRT_STATUS_INCLUSIVE, aggregate, tag);
-            else status.publish(tile, SCANRT_STATUS_AGGREGATE, aggregate, tag);
+            publish_scanned<CarryOp>(status, tile, aggregate, carry_in, tag);
             aggregate_s[buffer] = aggregate;
         }
         data_barrier<THREADS>();
         return parked;
-    };
-    // Draws a ticket: [generation | tile id]. The block that draws the launch's last
-    // ticket hands the header to the next launch (see the protocol). Thread 0 only.
-    auto draw_ticket = [&]() -> unsigned long long {
-        const unsigned long long drawn = atomicAdd(&header->ticket, 1ull);
-        if ((u32)drawn == last_ticket) atomicExch(&header->ticket, (unsigned long long)((u32)(drawn >> 32) + 1u) << 32);
-        return drawn;
     };
     // Blocks mostly draw their first tickets in launch order, so each starts loading tile
     // blockIdx.x (< num_tiles) while its first ticket is in flight, and loads again only
@@ -381,7 +437,7 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
     Regs first_regs;
     if (!lookback_warp) load_tile(blockIdx.x, first_regs);
     if (tid == 0) {
-        const unsigned long long drawn = draw_ticket();
+        const unsigned long long drawn = draw_ticket(header, last_ticket);
         generation_s = (u32)(drawn >> 32);
         next_tile_s = (u32)drawn;
     }
@@ -401,26 +457,11 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
     // and publishing the AGGREGATE of the block's next tile (data threads).
     while (tile < num_tiles) {
         if (lookback_warp) {
-            Carry prefix = carry_in;
-#ifndef SCANRT_DEBUG_SKIP_LOOKBACK
-            if (tile > 0) {
-                const Carry aggregate = aggregate_s[buffer];
-                const bool published = SlotCodec<Carry>::head(aggregate);  // INCLUSIVE already
-                if (deterministic) {
-                    prefix = look_back_deterministic<CarryOp, Status, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile, tag, lane);
-                    if (lane == 0 && !published && tile % SCANRT_ANCHOR_STRIDE == 0)
-                        status.publish(tile, SCANRT_STATUS_INCLUSIVE, CarryOp::combine(prefix, aggregate), tag);
-                } else {
-                    prefix = look_back<CarryOp, Status, LOOKBACK_SLOTS_PER_LANE, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile,
-                                                                                                    tag, lane);
-                    if (lane == 0 && !published)
-                        status.publish(tile, SCANRT_STATUS_INCLUSIVE, CarryOp::combine(prefix, aggregate), tag);
-                }
-            }
-#endif
+            const Carry prefix = resolve_prefix<CarryOp, Status, LOOKBACK_SLOTS_PER_LANE, SPIN_BEFORE_SLEEP, SLEEP_NS>(
+                status, tile, aggregate_s[buffer], carry_in, tag, lane, deterministic);
             if (lane == 0) tile_prefix_s = prefix;
         } else {
-            if (tid == 0) next_tile_s = (u32)draw_ticket();
+            if (tid == 0) next_tile_s = (u32)draw_ticket(header, last_ticket);
             data_barrier<THREADS>();
             const u32 upcoming = next_tile_s;
             if (upcoming < num_tiles) {
@@ -440,14 +481,5 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
         tile = upcoming;
     }
 
-    // Before the tags repeat, the last block to finish clears every slot (see the protocol).
-    if ((generation + 1u) % SCANRT_TAG_PERIOD != 0) return;
-    if (tid == 0) {
-        __threadfence();
-        last_block_s = atomicAdd(&header->finished_blocks, 1u) == gridDim.x - 1;
-    }
-    __syncthreads();
-    if (!last_block_s) return;
-    status.clear(status_capacity, tid, blockDim.x);
-    if (tid == 0) header->finished_blocks = 0;
+    clear_before_tags_repeat(header, status, status_capacity, generation, tid);
 }
