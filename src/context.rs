@@ -169,9 +169,10 @@ impl Context {
         };
         let bulk = match &m.single_pass_bulk {
             Some(k) => format!(
-                "; bulk-copy single pass from {} tiles ({} buffers): {}",
+                "; bulk-copy single pass from {} tiles ({} buffers of {} items): {}",
                 s.bulk_min_tiles,
                 s.bulk_buffers,
+                s.bulk_tile_elems(),
                 describe(k)?
             ),
             None => String::new(),

@@ -68,7 +68,7 @@ pub fn compile_specialization(input: DType, output: DType, desc: &ScanDesc, arch
         op: desc.op,
         direction: desc.direction,
         segmented: desc.segments != Segments::None,
-        shape: gpu::tuning::tile_shape(arch, input, output),
+        shape: gpu::tuning::tile_shape(arch, input, output, desc.segments != Segments::None),
     };
     Ok(nvrtc.compile_cached(&spec, target)?.len())
 }

@@ -152,10 +152,12 @@ fn run_case<I: TestInput + Widen<O>, O: TestOutput>(
     compare_segmented(&input, starts.as_deref(), &desc, &got, gpu_depth(c.n))
 }
 
-/// The sizes every randomized test draws from: 1, 2, 33, around one and two tiles, around
-/// 2^16, past 2^20 (up to 384 tiles, fewer than the resident blocks: the multi-round
-/// path is exercised by the large tests).
-fn edge_sizes(tile: usize) -> [usize; 11] {
+/// The sizes every randomized test draws from: 1, 2, 33, around one tile of the
+/// register-staged kernel and one of the bulk-copy kernel (`bulk_tile`, the sizes where
+/// its first tile ends when it runs at every size), around 2^16, and past 2^20 (up to 384
+/// tiles, fewer than the resident blocks: the multi-round path is exercised by the large
+/// tests).
+fn edge_sizes(tile: usize, bulk_tile: usize) -> [usize; 11] {
     [
         1,
         2,
@@ -163,10 +165,10 @@ fn edge_sizes(tile: usize) -> [usize; 11] {
         tile - 1,
         tile,
         tile + 1,
-        2 * tile + 1,
+        bulk_tile - 1,
+        bulk_tile + 1,
         (1 << 16) - 1,
         (1 << 16) + 1,
-        (1 << 20) + 1,
         3 * (1 << 19) + 1,
     ]
 }
@@ -199,10 +201,17 @@ impl Tally {
     }
 }
 
+/// Elements per tile of the register-staged kernel (src/gpu/tuning.rs).
 fn tile_for(input: DType, output: DType) -> usize {
     let items = (64 / output.size()).max(16 / input.size());
     let threads = if items * output.size() <= 64 { 256 } else { 128 };
     threads * items
+}
+
+/// Elements per tile of the bulk-copy kernel for plain scans (256 rows of 112 bytes;
+/// segmented scans use `tile_for`'s tiles in both kernels).
+fn bulk_tile_for(output: DType) -> usize {
+    256 * 112 / output.size()
 }
 
 #[test]
@@ -213,7 +222,7 @@ fn randomized_every_pair_operator_mode_and_algorithm() {
     let mut tally = Tally::default();
     for pair in TYPE_PAIRS {
         let tile = tile_for(pair.0, pair.1);
-        let sizes = edge_sizes(tile);
+        let sizes = edge_sizes(tile, bulk_tile_for(pair.1));
         for op in Op::ALL {
             if check_types(pair.0, pair.1, op).is_err() {
                 continue;
@@ -291,8 +300,8 @@ fn random_sizes_misaligned_and_in_place() {
     tally.assert_no_failures("misaligned/in-place");
 }
 
-/// The bulk-copy single pass (sm_90+, input type = output type, no segments) serves only
-/// scans of at least `bulk_min_tiles` tiles (4096). This test reruns the suites that reach
+/// The bulk-copy single pass (sm_90+, input type = output type) serves only scans of at
+/// least `bulk_min_tiles` tiles (4096). This test reruns the suites that reach
 /// it in a child process with `SCANRT_BULK_MIN_TILES=2`, so that it also meets every edge
 /// size, partial and misaligned tile, in-place buffer, backward and deterministic scan,
 /// graph replay, caller workspace and tag wrap-around.
@@ -916,7 +925,7 @@ fn randomized_backward_segmented_and_deterministic() {
     ];
     for pair in TYPE_PAIRS {
         let tile = tile_for(pair.0, pair.1);
-        let sizes = edge_sizes(tile);
+        let sizes = edge_sizes(tile, bulk_tile_for(pair.1));
         let patterns = patterns(tile as u64);
         for op in Op::ALL {
             if check_types(pair.0, pair.1, op).is_err() {

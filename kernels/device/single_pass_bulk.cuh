@@ -115,6 +115,9 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
     static_assert(BUFFERS >= 3, "one buffer loads, one is scanned, one drains its store");
 
     const int TILE = THREADS * ITEMS, PIPELINE = THREADS + 32, LAG = BUFFERS - 2;
+    // The look-back warp gets one round per tile: the hand-over comes HANDOFF_DELAY rounds
+    // after the tile's publication, its prefix is needed LAG rounds after it.
+    const int HANDOFF_DELAY = LAG - 1;
     const u32 TILE_BYTES = TILE * sizeof(Acc);
     const bool BULK_IN_TYPE = SameType<In, Acc>::value;  // a bulk load copies bits, it does not convert
 
@@ -277,7 +280,8 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
             mbarrier_wait(&loaded[b], (seq / BUFFERS) & 1);
             const u32 tile = tile_s[b];
             if (tile >= num_tiles) {
-                if (seq > 0) named_barrier_arrive(Barriers::handoff((seq - 1) % BUFFERS), PIPELINE);
+                for (int h = (int)seq - HANDOFF_DELAY; h < (int)seq; ++h)
+                    if (h >= 0) named_barrier_arrive(Barriers::handoff(h % BUFFERS), PIPELINE);
                 named_barrier_arrive(Barriers::handoff(b), PIPELINE);  // tile_s[b]: no more tiles
                 break;
             }
@@ -288,9 +292,10 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
                 publish_scanned<CarryOp>(status, tile, aggregate, carry_in, tag);
                 aggregate_s[b] = aggregate;
             }
-            // The previous tile goes to the look-back warp only now, one round after its
+            // A tile goes to the look-back warp only HANDOFF_DELAY rounds after its
             // publication (see the top of the file).
-            if (seq > 0) named_barrier_arrive(Barriers::handoff((seq - 1) % BUFFERS), PIPELINE);
+            if ((int)seq >= HANDOFF_DELAY)
+                named_barrier_arrive(Barriers::handoff((seq - HANDOFF_DELAY) % BUFFERS), PIPELINE);
             if (tid == 0) {
                 bulk_stores_read();  // the buffer of seq + 1 was stored from in the last round
                 issue_load(seq + 1, (u32)drawn);

@@ -144,7 +144,7 @@ impl GpuDevice {
             op: desc.op,
             direction: desc.direction,
             segmented: desc.segments != Segments::None,
-            shape: tile_shape(self.arch, input, output),
+            shape: tile_shape(self.arch, input, output, desc.segments != Segments::None),
         }
     }
 

@@ -96,6 +96,7 @@ impl Specialization {
             min_blocks_per_sm,
             skip_lookback,
             bulk_buffers,
+            bulk_items,
             bulk_min_blocks_per_sm,
             ..
         } = self.shape;
@@ -113,7 +114,7 @@ impl Specialization {
         let bulk = if self.has_bulk_kernel() {
             format!(
                 r#"extern "C" __global__ void __launch_bounds__({threads} + 32, {bulk_min_blocks_per_sm}) {SINGLE_PASS_BULK}(const In* in, Acc* out, long long n, unsigned long long init_bits, unsigned flags, const void* heads, void* workspace, long long status_capacity) {{
-    single_pass_scan_bulk<Op, In, {threads}, {items}, {bulk_buffers}, {lookback_slots_per_lane}, {spin_before_sleep}, {sleep_ns}, {reverse}, {segmented}>(in, out, n, init_bits, flags, heads, workspace, status_capacity);
+    single_pass_scan_bulk<Op, In, {threads}, {bulk_items}, {bulk_buffers}, {lookback_slots_per_lane}, {spin_before_sleep}, {sleep_ns}, {reverse}, {segmented}>(in, out, n, init_bits, flags, heads, workspace, status_capacity);
 }}
 "#
             )

@@ -172,15 +172,18 @@ pub(crate) fn scan(
     match algorithm {
         Algorithm::Matrix => launch.matrix(ws)?,
         _ => {
-            // Large scans stream through the bulk-copy kernel where there is one.
-            let kernel = match &module.single_pass_bulk {
-                Some(bulk) if tiles >= module.shape.bulk_min_tiles => bulk,
-                _ => &module.single_pass,
+            // Large scans stream through the bulk-copy kernel where there is one. Its
+            // tiles are at least as large, so the workspace's slots cover them too.
+            let (kernel, kernel_tiles) = match &module.single_pass_bulk {
+                Some(bulk) if tiles >= module.shape.bulk_min_tiles => {
+                    (bulk, req.n.div_ceil(module.shape.bulk_tile_elems()))
+                }
+                _ => (&module.single_pass, tiles),
             };
             let grid = if module.shape.persistent {
-                tiles.min(kernel.resident_blocks as u64)
+                kernel_tiles.min(kernel.resident_blocks as u64)
             } else {
-                tiles
+                kernel_tiles
             };
             launch.single_pass(kernel, ws, slots, grid as u32)?
         }

@@ -28,6 +28,9 @@ pub(crate) struct TileShape {
     /// Tile buffers of the bulk-copy single pass (kernels/device/single_pass_bulk.cuh:
     /// sm_90+, input type = output type, no segments); 0: no bulk-copy kernel.
     pub bulk_buffers: u32,
+    /// Items per thread of the bulk-copy kernel's tiles (at least `items`, so a workspace
+    /// sized for the register-staged kernel's tiles holds the bulk kernel's too).
+    pub bulk_items: u32,
     /// Blocks per SM the bulk-copy kernel is built for (its shared memory sets the rest).
     pub bulk_min_blocks_per_sm: u32,
     /// Scans of at least this many tiles take the bulk-copy kernel when there is one.
@@ -44,10 +47,15 @@ impl TileShape {
         self.threads + 32
     }
 
+    /// Elements per tile of the bulk-copy kernel.
+    pub fn bulk_tile_elems(&self) -> u64 {
+        (self.threads * self.bulk_items) as u64
+    }
+
     /// Dynamic shared memory of the bulk-copy kernel: its tile buffers of `acc_size`-byte
     /// accumulators.
     pub fn bulk_shared_bytes(&self, acc_size: usize) -> u32 {
-        self.bulk_buffers * self.threads * self.items * acc_size as u32
+        self.bulk_buffers * self.threads * self.bulk_items * acc_size as u32
     }
 }
 
@@ -59,13 +67,21 @@ impl TileShape {
 /// 2^28 and at 1.00 with the look-back skipped (cap 3: 0.84; 128 x 16 with 8 blocks per
 /// SM: 0.85). One look-back slot per lane beat wider windows (2: 0.86, 4: 0.84): wider
 /// polls cost L2 traffic and the wait is for late predecessors, not walk depth. 8-byte
-/// values: 256 x 8 at 0.91 (K = 2: 0.89). On sm_90+ scans of at least `bulk_min_tiles`
-/// tiles take the bulk-copy kernel with four tile buffers at three blocks per SM (u32 at
-/// 2^28: 0.92; 3 buffers at 4 blocks/SM and 5 at 2 blocks/SM were slower). Other
-/// architectures use the same shapes until measured.
-pub(crate) fn tile_shape(arch: i32, input: DType, output: DType) -> TileShape {
+/// values: 256 x 8 at 0.91 (K = 2: 0.89).
+///
+/// On sm_90+ scans of at least `bulk_min_tiles` tiles take the bulk-copy kernel: four
+/// buffers of 256 rows of 112 bytes (28 KiB tiles: 7168 u32, 3584 u64) at two blocks per
+/// SM ran u32 at 0.96 of memcpy at 2^28 and u64 at 0.97-0.98 (16 KiB tiles at three
+/// blocks per SM: 0.92 / 0.94; 20 and 24 KiB: 0.93 / 0.94; three buffers of any size
+/// were slower, 32 KiB ones far slower). Larger tiles mean fewer look-backs per byte: the
+/// look-back warp was busy 86% of the time with 16 KiB tiles, and its data threads
+/// waited for prefixes a quarter of theirs. Segmented scans keep their 16-item rows (the
+/// row heads come in 8- or 16-byte flag vectors), with 16 KiB buffers at three blocks per
+/// SM. Other architectures use the same shapes until measured.
+pub(crate) fn tile_shape(arch: i32, input: DType, output: DType, segmented: bool) -> TileShape {
     if let Some(shape) = *OVERRIDE {
-        return shape;
+        let bulk_items = if segmented { shape.items } else { shape.bulk_items };
+        return TileShape { bulk_items, ..shape };
     }
 
     // 64 bytes of accumulator per thread, but at least one 16-byte vector of the input.
@@ -83,10 +99,20 @@ pub(crate) fn tile_shape(arch: i32, input: DType, output: DType) -> TileShape {
         skip_lookback: false,
         // Bulk copies exist from sm_90 on (which type pairs may use them: Specialization).
         bulk_buffers: if arch >= 90 { 4 } else { 0 },
-        bulk_min_blocks_per_sm: 3,
+        bulk_items: if segmented {
+            items
+        } else {
+            BULK_ROW_BYTES / output.size() as u32
+        },
+        bulk_min_blocks_per_sm: if segmented { 3 } else { 2 },
         bulk_min_tiles: *BULK_MIN_TILES,
     }
 }
+
+/// Row bytes of the bulk-copy kernel's tiles (plain scans): a multiple of 16 bytes, and
+/// of every element size, that keeps a tile at least as long as the register-staged
+/// kernel's (so one workspace serves both).
+const BULK_ROW_BYTES: u32 = 112;
 
 /// Below 4096 tiles (2^24 4-byte elements) the register-staged kernel is as fast or
 /// faster: it loads its first tile before its ticket returns. Tests set
@@ -99,7 +125,7 @@ static BULK_MIN_TILES: once_cell::sync::Lazy<u64> = once_cell::sync::Lazy::new(|
 });
 
 /// For tuning experiments only:
-/// `SCANRT_TILE_OVERRIDE=threads:items:lookback_slots_per_lane:spin:sleep_ns:min_blocks:persistent:skip_lookback[:bulk_buffers]`
+/// `SCANRT_TILE_OVERRIDE=threads:items:lookback_slots_per_lane:spin:sleep_ns:min_blocks:persistent:skip_lookback[:bulk_buffers[:bulk_items:bulk_min_blocks]]`
 /// replaces the table for every specialisation (items must suit every type pair used).
 static OVERRIDE: once_cell::sync::Lazy<Option<TileShape>> = once_cell::sync::Lazy::new(|| {
     let v: Vec<u32> = std::env::var("SCANRT_TILE_OVERRIDE")
@@ -107,10 +133,7 @@ static OVERRIDE: once_cell::sync::Lazy<Option<TileShape>> = once_cell::sync::Laz
         .split(':')
         .map(|x| x.parse().ok())
         .collect::<Option<_>>()?;
-    let (fields, bulk_buffers) = match v[..] {
-        [ref first @ .., bulk] if v.len() == 9 => (first, bulk),
-        _ => (&v[..], 0),
-    };
+    let (fields, bulk) = v.split_at(v.len().min(8));
     match *fields {
         [threads, items, lookback_slots_per_lane, spin_before_sleep, sleep_ns, min_blocks_per_sm, persistent, skip] => {
             Some(TileShape {
@@ -122,8 +145,9 @@ static OVERRIDE: once_cell::sync::Lazy<Option<TileShape>> = once_cell::sync::Laz
                 min_blocks_per_sm,
                 persistent: persistent != 0,
                 skip_lookback: skip != 0,
-                bulk_buffers,
-                bulk_min_blocks_per_sm: min_blocks_per_sm,
+                bulk_buffers: bulk.first().copied().unwrap_or(0),
+                bulk_items: bulk.get(1).copied().unwrap_or(items).max(items),
+                bulk_min_blocks_per_sm: bulk.get(2).copied().unwrap_or(min_blocks_per_sm),
                 bulk_min_tiles: *BULK_MIN_TILES,
             })
         }
