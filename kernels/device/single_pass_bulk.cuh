@@ -7,21 +7,24 @@
 // and move between global and shared memory as bulk copies that thread 0 issues:
 //
 //   the block's seq-th tile, in buffer seq % BUFFERS, LAG = BUFFERS - 2:
-//     round seq - 1  thread 0 draws its ticket and issues the bulk load
-//     round seq      rows scanned in registers and parked back; AGGREGATE published
-//     round seq + 1  handed to the look-back warp
-//     round seq+LAG  prefix folded in, bulk store issued; the store's shared-memory reads
-//                    drain during the next round's scan, then the buffer takes seq + BUFFERS
+//     round seq - 1    thread 0 draws its ticket and issues the bulk load
+//     round seq        rows scanned in registers and parked back; AGGREGATE published
+//     round seq+LAG-1  handed to the look-back warp (the round after publication, with
+//                      the four buffers the host uses)
+//     round seq+LAG    prefix folded in, bulk store issued; the store's shared-memory reads
+//                      drain during the next round's scan, then the buffer takes seq + BUFFERS
 //
 // Why this shape. The register-staged kernel holds a tile's loads in registers and L1,
 // so it can afford two buffers only (more shared memory starves L1 of the lines its loads
 // are in flight in). Bulk loads land in the buffers themselves, so a block keeps the next
-// load in flight while it folds and stores, and four 16 KiB buffers at three blocks per SM
-// still stream at memcpy speed with the look-back skipped (H100, docs/PERFORMANCE.md).
-// The extra buffers give the look-back slack: a tile reaches the look-back warp one round
-// after its publication, when its predecessors have mostly published too, so the warp
-// polls less (starting look-backs earlier, or running two look-back warps, measured
-// slower), and its prefix is needed only LAG rounds after publication.
+// load in flight while it folds and stores, and four buffers still stream at memcpy speed
+// with the look-back skipped (H100, docs/PERFORMANCE.md). The extra buffers give the
+// look-back slack: a tile reaches the look-back warp one round after its publication,
+// when its predecessors have mostly published too, so the warp polls less (starting
+// look-backs earlier, or running two look-back warps, measured slower), and its prefix
+// is needed only one round later. A look-back costs a few polls of L2 that queue behind
+// the streaming loads (about a round of a 16 KiB tile), so the host gives this kernel
+// larger tiles than the register-staged one: fewer look-backs per byte (tuning.rs).
 //
 // Progress. Every wait still points to a smaller tile held by a running block: a drawn
 // tile is loaded and published by its block's next round, which waits only for the prefix
