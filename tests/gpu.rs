@@ -301,7 +301,7 @@ fn random_sizes_misaligned_and_in_place() {
 }
 
 /// The bulk-copy single pass (sm_90+, input type = output type) serves only scans of at
-/// least `bulk_min_tiles` tiles (4096). This test reruns the suites that reach
+/// least `bulk_min_tiles` tiles (512, segmented 4096). This test reruns the suites that reach
 /// it in a child process with `SCANRT_BULK_MIN_TILES=2`, so that it also meets every edge
 /// size, partial and misaligned tile, in-place buffer, backward and deterministic scan,
 /// graph replay, caller workspace and tag wrap-around.

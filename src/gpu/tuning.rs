@@ -81,7 +81,12 @@ impl TileShape {
 pub(crate) fn tile_shape(arch: i32, input: DType, output: DType, segmented: bool) -> TileShape {
     if let Some(shape) = *OVERRIDE {
         let bulk_items = if segmented { shape.items } else { shape.bulk_items };
-        return TileShape { bulk_items, ..shape };
+        let bulk_min_tiles = bulk_min_tiles(segmented);
+        return TileShape {
+            bulk_items,
+            bulk_min_tiles,
+            ..shape
+        };
     }
 
     // 64 bytes of accumulator per thread, but at least one 16-byte vector of the input.
@@ -105,7 +110,7 @@ pub(crate) fn tile_shape(arch: i32, input: DType, output: DType, segmented: bool
             BULK_ROW_BYTES / output.size() as u32
         },
         bulk_min_blocks_per_sm: if segmented { 3 } else { 2 },
-        bulk_min_tiles: *BULK_MIN_TILES,
+        bulk_min_tiles: bulk_min_tiles(segmented),
     }
 }
 
@@ -114,15 +119,18 @@ pub(crate) fn tile_shape(arch: i32, input: DType, output: DType, segmented: bool
 /// kernel's (so one workspace serves both).
 const BULK_ROW_BYTES: u32 = 112;
 
-/// Below 4096 tiles (2^24 4-byte elements) the register-staged kernel is as fast or
-/// faster: it loads its first tile before its ticket returns. Tests set
-/// `SCANRT_BULK_MIN_TILES=2` to run the bulk-copy kernel at every multi-tile size.
-static BULK_MIN_TILES: once_cell::sync::Lazy<u64> = once_cell::sync::Lazy::new(|| {
-    std::env::var("SCANRT_BULK_MIN_TILES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(4096)
-});
+/// The smallest scans (in tiles of the register-staged kernel) that take the bulk-copy
+/// kernel. The register-staged kernel loads its first tile before its ticket returns,
+/// which wins for small scans. Measured on an H100: with 28 KiB bulk tiles the bulk
+/// kernel was faster from 512 tiles on (u64 at 2^20: 13.6-14.5 against 14.5-16.3 µs;
+/// u32 at 2^22: 17.8-18.3 against 18.5-22.3 µs; about even for u32 at 2^20, slower at
+/// 2^16). Segmented scans, in 16 KiB bulk tiles, from 4096 (the sixth session's measure).
+/// Tests set `SCANRT_BULK_MIN_TILES=2` to run the bulk-copy kernel at every multi-tile size.
+fn bulk_min_tiles(segmented: bool) -> u64 {
+    static FROM_ENV: once_cell::sync::Lazy<Option<u64>> =
+        once_cell::sync::Lazy::new(|| std::env::var("SCANRT_BULK_MIN_TILES").ok()?.parse().ok());
+    FROM_ENV.unwrap_or(if segmented { 4096 } else { 512 })
+}
 
 /// For tuning experiments only:
 /// `SCANRT_TILE_OVERRIDE=threads:items:lookback_slots_per_lane:spin:sleep_ns:min_blocks:persistent:skip_lookback[:bulk_buffers[:bulk_items:bulk_min_blocks]]`
@@ -148,7 +156,7 @@ static OVERRIDE: once_cell::sync::Lazy<Option<TileShape>> = once_cell::sync::Laz
                 bulk_buffers: bulk.first().copied().unwrap_or(0),
                 bulk_items: bulk.get(1).copied().unwrap_or(items).max(items),
                 bulk_min_blocks_per_sm: bulk.get(2).copied().unwrap_or(min_blocks_per_sm),
-                bulk_min_tiles: *BULK_MIN_TILES,
+                bulk_min_tiles: bulk_min_tiles(false), // per specialisation in tile_shape
             })
         }
         _ => None,
