@@ -6,8 +6,9 @@
 // else around it; every one is race-free by the PTX barrier semantics:
 //   with_named_barrier    data threads use bar.sync 1 before the store (as scanrt does)
 //   without_named_barrier the same hand-over with no named barrier
-//   pipeline[+mbarrier]   the bulk-copy kernel's ring of hand-overs, through named
-//                         barriers (bar.arrive / bar.sync) or mbarriers
+//   pipeline[+mbarrier][+atomics]  the bulk-copy kernel's ring of hand-overs, through
+//                         named barriers (bar.arrive / bar.sync) or mbarriers, the values
+//                         stored and loaded plainly or with shared-memory atomics
 //   rounds [spin|named|fenced]  the kernel's round structure around the hand-overs
 //                         (fenced: the data threads pass bar.sync 1 between their store
 //                         and the __syncthreads() that hands it over)
@@ -113,7 +114,10 @@ __device__ __forceinline__ void mb_wait(unsigned long long* b, unsigned parity) 
     asm volatile("{\n\t.reg .pred done;\nW:\n\tmbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t@!done bra W;\n}"
                  ::"r"(smem(b)), "r"(parity) : "memory");
 }
-__global__ void pipeline(int* out, int num_rounds, bool mbarrier) {
+// `atomics`: the handed-over values are written with atomicExch and read with atomicAdd(p, 0).
+__device__ __forceinline__ void put(int* p, int v, bool atomics) { if (atomics) atomicExch(p, v); else *p = v; }
+__device__ __forceinline__ int get(int* p, bool atomics) { return atomics ? atomicAdd(p, 0) : *p; }
+__global__ void pipeline(int* out, int num_rounds, bool mbarrier, bool atomics) {
     __shared__ int value_s[BUFFERS], prefix_s[BUFFERS];
     __shared__ unsigned long long handoff[BUFFERS], prefix_ready[BUFFERS];
     const int tid = threadIdx.x, lane = tid & 31, threads = DATA_THREADS + 32;
@@ -127,8 +131,8 @@ __global__ void pipeline(int* out, int num_rounds, bool mbarrier) {
             const int b = seq % BUFFERS;
             if (mbarrier) mb_wait(&handoff[b], (seq / BUFFERS) & 1);
             else asm volatile("bar.sync %0, %1;" ::"r"(2 + b), "r"(threads) : "memory");
-            const int v = value_s[b];
-            if (lane == 0) prefix_s[b] = v + 1;
+            const int v = get(&value_s[b], atomics);
+            if (lane == 0) put(&prefix_s[b], v + 1, atomics);
             if (!mbarrier) asm volatile("bar.arrive %0, %1;" ::"r"(2 + BUFFERS + b), "r"(threads) : "memory");
             else if (lane == 0) mb_arrive(&prefix_ready[b]);
         }
@@ -137,7 +141,7 @@ __global__ void pipeline(int* out, int num_rounds, bool mbarrier) {
         for (int seq = 0; seq < num_rounds + LAG; ++seq) {
             const int b = seq % BUFFERS;
             if (seq < num_rounds) {
-                if (tid == 0) value_s[b] = seq;
+                if (tid == 0) put(&value_s[b], seq, atomics);
                 if (mbarrier) { if (tid == 0) mb_arrive(&handoff[b]); }
                 else asm volatile("bar.arrive %0, %1;" ::"r"(2 + b), "r"(threads) : "memory");
             }
@@ -146,7 +150,7 @@ __global__ void pipeline(int* out, int num_rounds, bool mbarrier) {
                 const int fb = f % BUFFERS;
                 if (mbarrier) mb_wait(&prefix_ready[fb], (f / BUFFERS) & 1);
                 else asm volatile("bar.sync %0, %1;" ::"r"(2 + BUFFERS + fb), "r"(threads) : "memory");
-                total += prefix_s[fb];
+                total += get(&prefix_s[fb], atomics);
             }
             // The data threads' own barrier of each round (the tile scan's), which keeps
             // them within one round of thread 0.
@@ -186,8 +190,8 @@ int main(int argc, char** argv) {
     if (all || strncmp(which, "pipeline", 8) == 0) {
         int* totals;
         cudaMalloc(&totals, blocks * DATA_THREADS * sizeof(int));
-        const bool mbarrier = strstr(which, "mbarrier") != nullptr;
-        pipeline<<<blocks, DATA_THREADS + 32>>>(totals, 64, mbarrier);
+        const bool mbarrier = strstr(which, "mbarrier") != nullptr, atomics = strstr(which, "atomics") != nullptr;
+        pipeline<<<blocks, DATA_THREADS + 32>>>(totals, 64, mbarrier, atomics);
         int first = 0;
         cudaMemcpy(&first, totals, sizeof first, cudaMemcpyDeviceToHost);
         printf("pipeline (%s): total %d (expect %d)\n", mbarrier ? "mbarrier" : "named barriers", first, 64 * 65 / 2);

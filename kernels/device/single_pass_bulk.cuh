@@ -63,6 +63,33 @@ SCANRT_DEVICE void named_barrier_sync(int id, int threads) {
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// A value handed between the data threads and the look-back warp (a tile id, an
+// aggregate, a prefix) travels through shared memory one 32-bit word at a time, by
+// shared-memory atomics. The named barriers above order every hand-over; the atomics only
+// let compute-sanitizer racecheck see that. It does not follow bar.arrive / bar.sync
+// hand-overs between warps, but accepts atomic accesses
+// (bench/racecheck_named_barrier.cu: `pipeline` against `pipeline+atomics`).
+template <typename V> struct Handover {
+    static_assert(sizeof(V) % 4 == 0, "handed-over values are whole 32-bit words");
+    static const int WORDS = sizeof(V) / 4;
+    static SCANRT_DEVICE void store(V* slot, const V& value) {
+        const u32* words = reinterpret_cast<const u32*>(&value);
+#pragma unroll
+        for (int i = 0; i < WORDS; ++i) atomicExch(reinterpret_cast<u32*>(slot) + i, words[i]);
+    }
+    // Warp-collective: lane 0 loads, every lane of the warp gets the value.
+    static SCANRT_DEVICE V load(V* slot, int lane) {
+        V value;
+        u32* words = reinterpret_cast<u32*>(&value);
+#pragma unroll
+        for (int i = 0; i < WORDS; ++i) {
+            const u32 word = lane == 0 ? atomicAdd(reinterpret_cast<u32*>(slot) + i, 0u) : 0u;
+            words[i] = __shfl_sync(SCANRT_FULL_MASK, word, 0);
+        }
+        return value;
+    }
+};
+
 // One row of a tile buffer in registers, in logical order. Backward tiles are physical
 // spans read from their end: logical row r is physical row THREADS - 1 - r, reversed.
 template <typename Acc, int THREADS, int ITEMS, bool REVERSE>
@@ -128,7 +155,9 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
     Acc* const buffers = reinterpret_cast<Acc*>(dynamic_shared);
     if (dynamic_shared_bytes() < BUFFERS * TILE_BYTES) return;  // launched wrongly: write nothing
     __shared__ __align__(8) u64 loaded[BUFFERS];  // mbarrier: buffer b holds its tile's input
-    __shared__ u32 tile_s[BUFFERS];               // the tile in buffer b (>= num_tiles: none, stop)
+    // Handed over (Handover): the tile in buffer b (>= num_tiles: none, stop), its
+    // aggregate, its exclusive prefix.
+    __shared__ u32 tile_s[BUFFERS];
     __shared__ Carry aggregate_s[BUFFERS];
     __shared__ Carry prefix_s[BUFFERS];
     __shared__ Carry warp_total[2][THREADS / 32];  // by seq parity: one round's reads vs the next's writes
@@ -150,7 +179,7 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
     // Thread 0: brings `tile` into the buffer of `seq`, as one bulk load when it can.
     auto issue_load = [&](u32 seq, u32 tile) {
         const int b = seq % BUFFERS;
-        tile_s[b] = tile;
+        Handover<u32>::store(&tile_s[b], tile);
         if (tile < num_tiles && bulk_loads(tile)) {
             mbarrier_arrive_expect_bytes(&loaded[b], TILE_BYTES);
             bulk_load(buffer_of(seq), in + tile_start<REVERSE>(tile, TILE, TILE, n), TILE_BYTES, &loaded[b]);
@@ -253,11 +282,11 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
         for (u32 seq = 0;; ++seq) {
             const int b = seq % BUFFERS;
             named_barrier_sync(Barriers::handoff(b), PIPELINE);
-            const u32 tile = tile_s[b];
+            const u32 tile = Handover<u32>::load(&tile_s[b], lane);
             if (tile >= num_tiles) break;
             const Carry prefix = resolve_prefix<CarryOp, Status, LOOKBACK_SLOTS_PER_LANE, SPIN_BEFORE_SLEEP, SLEEP_NS>(
-                status, tile, aggregate_s[b], carry_in, tag, lane, deterministic);
-            if (lane == 0) prefix_s[b] = prefix;
+                status, tile, Handover<Carry>::load(&aggregate_s[b], lane), carry_in, tag, lane, deterministic);
+            if (lane == 0) Handover<Carry>::store(&prefix_s[b], prefix);
             named_barrier_arrive(Barriers::prefix(b), PIPELINE);
         }
     } else {
@@ -272,7 +301,8 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
             if (seq >= 0) {
                 const int b = seq % BUFFERS;
                 named_barrier_sync(Barriers::prefix(b), PIPELINE);
-                finish_tile(seq, tile_s[b], parked[0], prefix_s[b]);
+                finish_tile(seq, Handover<u32>::load(&tile_s[b], lane), parked[0],
+                            Handover<Carry>::load(&prefix_s[b], lane));
             }
             shift_parked();
         };
@@ -281,7 +311,7 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
             const int b = seq % BUFFERS;
             unsigned long long drawn = 0;
             mbarrier_wait(&loaded[b], (seq / BUFFERS) & 1);
-            const u32 tile = tile_s[b];
+            const u32 tile = Handover<u32>::load(&tile_s[b], lane);
             if (tile >= num_tiles) {
                 for (int h = (int)seq - HANDOFF_DELAY; h < (int)seq; ++h)
                     if (h >= 0) named_barrier_arrive(Barriers::handoff(h % BUFFERS), PIPELINE);
@@ -293,7 +323,7 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
             const Parked scanned = scan_tile(seq, tile, bulk_loads(tile), aggregate);
             if (tid == 0) {
                 publish_scanned<CarryOp>(status, tile, aggregate, carry_in, tag);
-                aggregate_s[b] = aggregate;
+                Handover<Carry>::store(&aggregate_s[b], aggregate);
             }
             // A tile goes to the look-back warp only HANDOFF_DELAY rounds after its
             // publication (see the top of the file).
