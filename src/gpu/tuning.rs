@@ -26,7 +26,7 @@ pub(crate) struct TileShape {
     /// results), to measure the tile pipeline without the look-back.
     pub skip_lookback: bool,
     /// Tile buffers of the bulk-copy single pass (kernels/device/single_pass_bulk.cuh:
-    /// sm_90+, input type = output type, no segments); 0: no bulk-copy kernel.
+    /// sm_90+, input type = output type); 0: no bulk-copy kernel.
     pub bulk_buffers: u32,
     /// Items per thread of the bulk-copy kernel's tiles (at least `items`, so a workspace
     /// sized for the register-staged kernel's tiles holds the bulk kernel's too).
@@ -107,7 +107,7 @@ pub(crate) fn tile_shape(arch: i32, input: DType, output: DType, segmented: bool
         bulk_items: if segmented {
             items
         } else {
-            BULK_ROW_BYTES / output.size() as u32
+            (BULK_ROW_BYTES / output.size() as u32).max(items)
         },
         bulk_min_blocks_per_sm: if segmented { 3 } else { 2 },
         bulk_min_tiles: bulk_min_tiles(segmented),
@@ -162,3 +162,29 @@ static OVERRIDE: once_cell::sync::Lazy<Option<TileShape>> = once_cell::sync::Laz
         _ => None,
     }
 });
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bulk_tiles_cover_the_workspace_and_whole_vectors() {
+        for input in DType::ALL {
+            for output in DType::ALL {
+                for segmented in [false, true] {
+                    let s = tile_shape(90, input, output, segmented);
+                    // One workspace, sized by the register-staged kernel's tiles, serves both.
+                    assert!(s.bulk_items >= s.items, "{input:?} -> {output:?}: {s:?}");
+                    // Bulk-copy rows are read as 16-byte vectors (when input = output).
+                    assert_eq!(s.bulk_items * output.size() as u32 % 16, 0, "{input:?} -> {output:?}");
+                    if segmented {
+                        assert_eq!(s.bulk_items, s.items, "segment heads come per 8 or 16 items");
+                    }
+                }
+            }
+        }
+        let u32_shape = tile_shape(90, DType::U32, DType::U32, false);
+        assert_eq!(u32_shape.bulk_tile_elems(), 7168);
+        assert_eq!(u32_shape.bulk_shared_bytes(4), 4 * 28 * 1024);
+    }
+}
