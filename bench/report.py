@@ -87,6 +87,12 @@ def main():
         for (impl, dtype, n), us in rows.items():
             if key in impl:
                 print(f"{impl:24} n={n}: {us:.2f} us per call")
+    # scanrt's own host time: its call minus the driver's launch of an empty kernel.
+    own = [(n, us - rows[("empty_launch_host_time", dtype, n)])
+           for (impl, dtype, n), us in rows.items()
+           if impl == "scanrt_host_time" and ("empty_launch_host_time", dtype, n) in rows]
+    for n, us in own:
+        print(f"{'scanrt_own_host_time':24} n={n}: {us:.2f} us per call (host time less an empty launch)")
     try:
         import matplotlib
         matplotlib.use("Agg")
