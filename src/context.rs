@@ -14,6 +14,7 @@ use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use crate::error::{bail, Error, Result};
 use crate::gpu::device::{GpuDevice, SinglePassKernel};
 use crate::gpu::driver::check;
+use crate::gpu::jit::Specialization;
 use crate::gpu::launch::{self, Workspace};
 use crate::scan::{validate, RawScan};
 use crate::types::{check_types, Algorithm, ChoiceReason, DType, Op, Scalar, ScanDesc, Segments};
@@ -143,7 +144,10 @@ impl Context {
         check_types(input, output, op)?;
         if let Engine::Gpu(d) = &*self.engine {
             let _current = d.enter()?;
-            d.module(d.specialization(input, output, &ScanDesc::inclusive(op)))?;
+            let (regular, small) = Specialization::all_for(d.arch, input, output, &ScanDesc::inclusive(op));
+            for spec in std::iter::once(regular).chain(small) {
+                d.module(spec)?;
+            }
         }
         Ok(())
     }
@@ -154,7 +158,7 @@ impl Context {
         check_types(input, output, op)?;
         let d = self.gpu()?;
         let _current = d.enter()?;
-        let m = d.module(d.specialization(input, output, &ScanDesc::inclusive(op)))?;
+        let m = d.module(d.specialization(input, output, &ScanDesc::inclusive(op), u64::MAX))?;
         let s = m.shape;
         let describe = |k: &SinglePassKernel| -> Result<String> {
             let f = &k.function;

@@ -53,22 +53,20 @@ pub const TYPE_PAIRS: [(DType, DType); 14] = {
     ]
 };
 
-/// Compiles the kernel specialisation that scans `input` into `output` as `desc` says
-/// (operator, direction, segmented or not) with NVRTC for `sm_<arch>`, without a GPU,
-/// returning the image size. Used by CI to check that every specialisation compiles.
+/// Compiles the kernel specialisations that scan `input` into `output` as `desc` says
+/// (operator, direction, segmented or not; the regular tile shape and, where there is one,
+/// the small-scan shape) with NVRTC for `sm_<arch>`, without a GPU, returning the images'
+/// total size. Used by CI to check that every specialisation compiles.
 /// Goes through the disk cache, so a run with the GPU machine's NVRTC version fills a
 /// cache directory that machine can use (`scripts/stage.sh`).
 pub fn compile_specialization(input: DType, output: DType, desc: &ScanDesc, arch: i32) -> Result<usize> {
     check_types(input, output, desc.op)?;
     let nvrtc = gpu::jit::Nvrtc::load()?;
     let target = nvrtc.target_for(arch)?;
-    let spec = gpu::jit::Specialization {
-        input,
-        output,
-        op: desc.op,
-        direction: desc.direction,
-        segmented: desc.segments != Segments::None,
-        shape: gpu::tuning::tile_shape(arch, input, output, desc.segments != Segments::None),
-    };
-    Ok(nvrtc.compile_cached(&spec, target)?.len())
+    let (regular, small) = gpu::jit::Specialization::all_for(arch, input, output, desc);
+    let mut bytes = 0;
+    for spec in std::iter::once(regular).chain(small) {
+        bytes += nvrtc.compile_cached(&spec, target)?.len();
+    }
+    Ok(bytes)
 }

@@ -18,8 +18,8 @@ use parking_lot::Mutex;
 use crate::error::{bail, Error, Result, ScanrtStatus};
 use crate::gpu::driver::{self, check, CurrentContext};
 use crate::gpu::jit::{self, Nvrtc, Specialization};
-use crate::gpu::tuning::{tile_shape, TileShape};
-use crate::types::{DType, ScanDesc, Segments};
+use crate::gpu::tuning::TileShape;
+use crate::types::{DType, ScanDesc};
 
 /// Every kernel of one specialisation, loaded in this device's context.
 pub(crate) struct ScanModule {
@@ -137,15 +137,9 @@ impl GpuDevice {
         CurrentContext::enter(self.ctx.cu_ctx())
     }
 
-    pub fn specialization(&self, input: DType, output: DType, desc: &ScanDesc) -> Specialization {
-        Specialization {
-            input,
-            output,
-            op: desc.op,
-            direction: desc.direction,
-            segmented: desc.segments != Segments::None,
-            shape: tile_shape(self.arch, input, output, desc.segments != Segments::None),
-        }
+    /// The module a scan of `n` elements runs.
+    pub fn specialization(&self, input: DType, output: DType, desc: &ScanDesc, n: u64) -> Specialization {
+        Specialization::for_scan(self.arch, input, output, desc, n)
     }
 
     pub fn module(&self, spec: Specialization) -> Result<Arc<ScanModule>> {

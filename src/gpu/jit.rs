@@ -17,8 +17,8 @@ use std::path::PathBuf;
 use cudarc::nvrtc::sys as nvrtc;
 
 use crate::error::{bail, Error, Result};
-use crate::gpu::tuning::TileShape;
-use crate::types::{DType, Direction, Op};
+use crate::gpu::tuning::{small_scan_shape, takes_small_shape, tile_shape, TileShape};
+use crate::types::{DType, Direction, Op, ScanDesc, Segments};
 
 /// The kernel sources, by include name. Order does not matter.
 pub(crate) const KERNEL_SOURCES: &[(&str, &str)] = &[
@@ -78,6 +78,36 @@ pub(crate) struct Specialization {
 }
 
 impl Specialization {
+    /// The module a scan of `n` elements runs on a device of compute capability `arch`.
+    pub fn for_scan(arch: i32, input: DType, output: DType, desc: &ScanDesc, n: u64) -> Specialization {
+        let (regular, small) = Self::all_for(arch, input, output, desc);
+        match small {
+            Some(small) if takes_small_shape(&regular.shape, &small.shape, n) => small,
+            _ => regular,
+        }
+    }
+
+    /// Every module scans of this kind may run: the regular tile shape and, where there is
+    /// one, the small-scan shape (tuning.rs).
+    pub fn all_for(
+        arch: i32,
+        input: DType,
+        output: DType,
+        desc: &ScanDesc,
+    ) -> (Specialization, Option<Specialization>) {
+        let segmented = desc.segments != Segments::None;
+        let regular = tile_shape(arch, input, output, segmented);
+        let spec = |shape| Specialization {
+            input,
+            output,
+            op: desc.op,
+            direction: desc.direction,
+            segmented,
+            shape,
+        };
+        (spec(regular), small_scan_shape(&regular, input, segmented).map(spec))
+    }
+
     /// Whether the module also holds the bulk-copy single pass (a bulk copy moves bits, so
     /// the input must already be the output type).
     pub fn has_bulk_kernel(&self) -> bool {

@@ -35,7 +35,7 @@ pub struct Workspace {
 
 /// Bytes of workspace a scan of `n` elements needs (0 when it fits in one tile).
 pub(crate) fn workspace_bytes(dev: &GpuDevice, req: &RawScan, desc: &ScanDesc) -> usize {
-    let spec = dev.specialization(req.input_dtype, req.output_dtype, desc);
+    let spec = dev.specialization(req.input_dtype, req.output_dtype, desc, req.n);
     let tiles = req.n.div_ceil(spec.shape.tile_elems());
     if tiles <= 1 {
         0
@@ -123,7 +123,7 @@ pub(crate) fn scan(
     }
     crate::scan::check_overlaps(req, desc)?;
 
-    let module = dev.module(dev.specialization(req.input_dtype, req.output_dtype, desc))?;
+    let module = dev.module(dev.specialization(req.input_dtype, req.output_dtype, desc, req.n))?;
     let tiles = req.n.div_ceil(module.shape.tile_elems());
     if tiles > i32::MAX as u64 {
         bail!(

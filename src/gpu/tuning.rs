@@ -114,6 +114,35 @@ pub(crate) fn tile_shape(arch: i32, input: DType, output: DType, segmented: bool
     }
 }
 
+/// The tile shape for small plain scans: rows of half the length (2048-element tiles for
+/// 4-byte types), so that a scan of at most one look-back window of such tiles runs with
+/// twice the blocks and no walk beyond its first window. None where the rows cannot be
+/// shorter (one 16-byte vector of the input) or for segmented scans (whose row heads come
+/// in 8- or 16-byte flag vectors).
+///
+/// Measured on an H100 at n = 2^16 u32 (`build/exp/run36.sh`): per scan in a replayed
+/// graph 2.97 µs against 3.54 with 4096-element tiles, back to back 4.0-4.2 against
+/// 4.75-4.85 µs (256 x 4 items: 3.26 µs in the graph; 128 x 8: 3.23; 128 x 16: 2.95). At
+/// 2^20 smaller tiles were no faster (docs/PERFORMANCE.md, fifth session).
+pub(crate) fn small_scan_shape(regular: &TileShape, input: DType, segmented: bool) -> Option<TileShape> {
+    if segmented || OVERRIDE.is_some() {
+        return None;
+    }
+    let items = (regular.items / 2).max(16 / input.size() as u32);
+    (items < regular.items).then_some(TileShape {
+        items,
+        bulk_buffers: 0,
+        ..*regular
+    })
+}
+
+/// Whether a scan of `n` elements takes the small shape: it spans more than one regular
+/// tile (one tile takes the single-block path in either shape) and at most one look-back
+/// window (32 tiles) of small ones.
+pub(crate) fn takes_small_shape(regular: &TileShape, small: &TileShape, n: u64) -> bool {
+    n > regular.tile_elems() && n <= 32 * small.tile_elems()
+}
+
 /// Row bytes of the bulk-copy kernel's tiles (plain scans): a multiple of 16 bytes, and
 /// of every element size, that keeps a tile at least as long as the register-staged
 /// kernel's (so one workspace serves both).
@@ -168,7 +197,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bulk_tiles_cover_the_workspace_and_whole_vectors() {
+    fn bulk_and_small_shapes_keep_their_invariants() {
         for input in DType::ALL {
             for output in DType::ALL {
                 for segmented in [false, true] {
@@ -183,6 +212,25 @@ mod tests {
                 }
             }
         }
+        // Small-scan shapes: shorter rows that still hold whole 16-byte vectors of both types.
+        for input in DType::ALL {
+            for output in DType::ALL {
+                let regular = tile_shape(90, input, output, false);
+                if let Some(small) = small_scan_shape(&regular, input, false) {
+                    assert!(small.items < regular.items && small.bulk_buffers == 0);
+                    assert_eq!(small.items * input.size() as u32 % 16, 0, "{input:?} -> {output:?}");
+                    assert_eq!(small.items * output.size() as u32 % 16, 0, "{input:?} -> {output:?}");
+                }
+                assert!(small_scan_shape(&regular, input, true).is_none());
+            }
+        }
+        let u32_small = small_scan_shape(&tile_shape(90, DType::U32, DType::U32, false), DType::U32, false).unwrap();
+        assert_eq!(u32_small.tile_elems(), 2048);
+        let u32_regular = tile_shape(90, DType::U32, DType::U32, false);
+        assert!(!takes_small_shape(&u32_regular, &u32_small, 4096)); // one regular tile
+        assert!(takes_small_shape(&u32_regular, &u32_small, 4097));
+        assert!(takes_small_shape(&u32_regular, &u32_small, 1 << 16));
+        assert!(!takes_small_shape(&u32_regular, &u32_small, (1 << 16) + 1));
         let u32_shape = tile_shape(90, DType::U32, DType::U32, false);
         assert_eq!(u32_shape.bulk_tile_elems(), 7168);
         assert_eq!(u32_shape.bulk_shared_bytes(4), 4 * 28 * 1024);
