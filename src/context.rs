@@ -158,7 +158,8 @@ impl Context {
         check_types(input, output, op)?;
         let d = self.gpu()?;
         let _current = d.enter()?;
-        let m = d.module(d.specialization(input, output, &ScanDesc::inclusive(op), u64::MAX))?;
+        let (regular, _) = Specialization::all_for(d.arch, input, output, &ScanDesc::inclusive(op));
+        let m = d.module(regular)?;
         let s = m.shape;
         let describe = |k: &SinglePassKernel| -> Result<String> {
             let f = &k.function;
