@@ -4,6 +4,7 @@
 //! timed like the CUB harness: the median of CUDA-event pairs around single calls.
 //!
 //!     bench_compare [--quick]
+//!     bench_compare --latency   (where the time of small scans goes; see `latency`)
 //!
 //! At n = 2^16 it measures back-to-back calls, calls in a replayed graph and host time
 //! per call; for the last two also an empty kernel's launch (the driver's floor: every
@@ -14,9 +15,10 @@
 //! flags forward and backward, bit flags, u32 keys, and the matrix algorithm), with
 //! segments of 1024 elements like the CUB InclusiveSumByKey runs of bench/cub_bench.cu.
 
+use std::sync::Arc;
 use std::time::Instant;
 
-use cudarc::driver::sys;
+use cudarc::driver::{sys, CudaContext, CudaFunction};
 use scanrt::{Algorithm, Backend, Buffer, Context, DType, Op, RawScan, ScanDesc, Segments, Stream};
 
 fn sizes(quick: bool) -> Vec<u64> {
@@ -87,6 +89,10 @@ fn main() {
         "u32 sum kernels: {}",
         ctx.kernel_report(DType::U32, DType::U32, Op::Sum).unwrap()
     );
+    if std::env::args().any(|a| a == "--latency") {
+        latency(&ctx, &cuda, &stream, &timer);
+        return;
+    }
     if variant {
         // Tuning experiments (SCANRT_TILE_OVERRIDE): single-pass inclusive sum of ones vs
         // memcpy, u32 (or u64 with SCANRT_VARIANT_U64=1).
@@ -232,28 +238,8 @@ fn main() {
     println!("scanrt_back_to_back,u32,{n},{:.3}", us / calls as f64);
 
     // Beside scanrt, the driver's own floor for one launch: an empty kernel.
-    let ptx = cudarc::nvrtc::compile_ptx(r#"extern "C" __global__ void empty(int* p) { if (p) *p = 0; }"#).unwrap();
-    let empty = cuda.load_module(ptx).unwrap().load_function("empty").unwrap();
-    let launch_empty = || {
-        let mut p: u64 = 0;
-        let mut params = [&mut p as *mut u64 as *mut std::ffi::c_void];
-        // SAFETY: `empty` takes one pointer (null here); the stream belongs to this context.
-        unsafe {
-            sys::cuLaunchKernel(
-                empty.cu_function(),
-                1,
-                1,
-                1,
-                32,
-                1,
-                1,
-                0,
-                stream.raw() as sys::CUstream,
-                params.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        };
-    };
+    let helpers = HelperKernels::new(&cuda);
+    let launch_empty = || helpers.launch_empty(&stream);
     let graph_us = |call: &dyn Fn()| {
         cu_stream
             .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
@@ -292,6 +278,115 @@ fn main() {
         "empty_launch_host_time,u32,{n},{:.3}",
         host_time_us(&stream, launch_empty)
     );
+}
+
+/// `--latency`: where the time of small scans goes. An event pair around one call (the
+/// sweep's and the anchors' method) times the host's launch too: the start event fires
+/// at once on an idle stream, the kernel only once the host has submitted it. Queued
+/// behind a 50 µs spin kernel instead, the same call is already submitted when the start
+/// event fires, so the pair times the device's work alone. Prints, per size, both times
+/// for scanrt, memcpy and an empty kernel, and their host time per call.
+fn latency(ctx: &Context, cuda: &Arc<CudaContext>, stream: &Stream, timer: &Timer) {
+    let helpers = HelperKernels::new(cuda);
+    let raw = stream.raw() as sys::CUstream;
+    let reps = 200;
+    let device_us = |call: &mut dyn FnMut()| {
+        let mut t: Vec<f64> = (0..reps)
+            .map(|_| {
+                helpers.launch_spin(stream, 50_000);
+                timer.span_us(stream, &mut *call)
+            })
+            .collect();
+        t.sort_by(f64::total_cmp);
+        t[t.len() / 2]
+    };
+    println!("what,dtype,n,event_pair_us,device_only_us,host_us");
+    for (name, dtype) in [("u32", DType::U32), ("u64", DType::U64)] {
+        let n_max = 1u64 << 22;
+        let input = Buffer::new(ctx, dtype, n_max).unwrap();
+        let output = Buffer::new(ctx, dtype, n_max).unwrap();
+        fill(&input, dtype, n_max);
+        for k in [16u32, 18, 20, 22] {
+            let n = 1u64 << k;
+            let req = RawScan::new(input.addr(), dtype, output.addr(), dtype, n);
+            let desc = ScanDesc::inclusive(Op::Sum);
+            let bytes = (n * dtype.size() as u64) as usize;
+            let mut calls: [(&str, Box<dyn FnMut()>); 3] = [
+                (
+                    "scanrt",
+                    Box::new(|| {
+                        unsafe { ctx.scan_raw(stream, &req, &desc, None) }.unwrap();
+                    }),
+                ),
+                (
+                    "memcpy",
+                    Box::new(|| unsafe {
+                        sys::cuMemcpyDtoDAsync_v2(output.addr(), input.addr(), bytes, raw);
+                    }),
+                ),
+                ("empty_kernel", Box::new(|| helpers.launch_empty(stream))),
+            ];
+            for (what, call) in calls.iter_mut() {
+                let pair = timer.median_us(stream, reps, &mut **call);
+                let device = device_us(&mut **call);
+                let host = host_time_us(stream, &mut **call);
+                println!("{what},{name},{n},{pair:.2},{device:.2},{host:.2}");
+            }
+        }
+    }
+}
+
+/// One-warp kernels beside the scans: an empty one (the driver's floor for a launch) and
+/// one that spins for a given time (to queue calls behind).
+struct HelperKernels {
+    empty: CudaFunction,
+    spin: CudaFunction,
+}
+
+impl HelperKernels {
+    fn new(cuda: &Arc<CudaContext>) -> HelperKernels {
+        let src = r#"
+extern "C" __global__ void empty(unsigned long long) {}
+extern "C" __global__ void spin(unsigned long long ns) {
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now - start < ns);
+}"#;
+        let module = cuda.load_module(cudarc::nvrtc::compile_ptx(src).unwrap()).unwrap();
+        HelperKernels {
+            empty: module.load_function("empty").unwrap(),
+            spin: module.load_function("spin").unwrap(),
+        }
+    }
+
+    fn launch_empty(&self, stream: &Stream) {
+        Self::launch(&self.empty, stream, 0);
+    }
+
+    fn launch_spin(&self, stream: &Stream, ns: u64) {
+        Self::launch(&self.spin, stream, ns);
+    }
+
+    fn launch(f: &CudaFunction, stream: &Stream, mut arg: u64) {
+        let mut params = [&mut arg as *mut u64 as *mut std::ffi::c_void];
+        // SAFETY: both kernels take one 8-byte argument; the stream belongs to the
+        // context the module was loaded into.
+        unsafe {
+            sys::cuLaunchKernel(
+                f.cu_function(),
+                1,
+                1,
+                1,
+                32,
+                1,
+                1,
+                0,
+                stream.raw() as sys::CUstream,
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        };
+    }
 }
 
 /// Median host microseconds of `call` (the GPU drains between batches of 100 so the

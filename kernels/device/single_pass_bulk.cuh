@@ -269,7 +269,8 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
     if (tid == 0) {
         for (int b = 0; b < BUFFERS; ++b) mbarrier_init(&loaded[b], 1);
         mbarrier_init_fence();
-        const unsigned long long drawn = draw_ticket(header, last_ticket);
+        const unsigned long long drawn = draw_ticket(header);
+        pass_on_header(header, drawn, last_ticket);
         generation_s = (u32)(drawn >> 32);
         issue_load(0, (u32)drawn);
     }
@@ -318,7 +319,7 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
                 named_barrier_arrive(Barriers::handoff(b), PIPELINE);  // tile_s[b]: no more tiles
                 break;
             }
-            if (tid == 0) drawn = draw_ticket(header, last_ticket);  // used after the scan: its latency hides behind it
+            if (tid == 0) drawn = draw_ticket(header);  // read after the scan: its latency hides behind it
             Carry aggregate;
             const Parked scanned = scan_tile(seq, tile, bulk_loads(tile), aggregate);
             if (tid == 0) {
@@ -330,6 +331,7 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
             if ((int)seq >= HANDOFF_DELAY)
                 named_barrier_arrive(Barriers::handoff((seq - HANDOFF_DELAY) % BUFFERS), PIPELINE);
             if (tid == 0) {
+                pass_on_header(header, drawn, last_ticket);
                 bulk_stores_read();  // the buffer of seq + 1 was stored from in the last round
                 issue_load(seq + 1, (u32)drawn);
             }

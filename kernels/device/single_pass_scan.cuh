@@ -267,12 +267,15 @@ SCANRT_DEVICE typename CarryOp::T look_back_deterministic(const Status& status, 
 
 // The protocol's steps, shared by both single-pass kernels.
 
-// Draws a ticket, [generation | tile id]. The block that draws the launch's last ticket
-// (num_tiles + gridDim.x - 1) hands the header to the next launch. Thread 0 only.
-SCANRT_DEVICE unsigned long long draw_ticket(LookbackHeader* header, u32 last_ticket) {
-    const unsigned long long drawn = atomicAdd(&header->ticket, 1ull);
+// Draws a ticket, [generation | tile id] (thread 0). Nothing waits for the atomic until
+// its result is read, so a caller that draws early and reads late hides the round trip,
+// which queues behind the memory system's traffic, behind its other work.
+SCANRT_DEVICE unsigned long long draw_ticket(LookbackHeader* header) { return atomicAdd(&header->ticket, 1ull); }
+
+// The block that drew the launch's last ticket (num_tiles + gridDim.x - 1) hands the
+// header to the next launch (thread 0). This reads the ticket, so it waits for it.
+SCANRT_DEVICE void pass_on_header(LookbackHeader* header, unsigned long long drawn, u32 last_ticket) {
     if ((u32)drawn == last_ticket) atomicExch(&header->ticket, (unsigned long long)((u32)(drawn >> 32) + 1u) << 32);
-    return drawn;
 }
 
 // A scanned tile's first publication (thread 0): INCLUSIVE when nothing before it can
@@ -437,7 +440,8 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
     Regs first_regs;
     if (!lookback_warp) load_tile(blockIdx.x, first_regs);
     if (tid == 0) {
-        const unsigned long long drawn = draw_ticket(header, last_ticket);
+        const unsigned long long drawn = draw_ticket(header);
+        pass_on_header(header, drawn, last_ticket);
         generation_s = (u32)(drawn >> 32);
         next_tile_s = (u32)drawn;
     }
@@ -461,7 +465,11 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
                 status, tile, aggregate_s[buffer], carry_in, tag, lane, deterministic);
             if (lane == 0) tile_prefix_s = prefix;
         } else {
-            if (tid == 0) next_tile_s = (u32)draw_ticket(header, last_ticket);
+            if (tid == 0) {
+                const unsigned long long drawn = draw_ticket(header);
+                pass_on_header(header, drawn, last_ticket);
+                next_tile_s = (u32)drawn;
+            }
             data_barrier<THREADS>();
             const u32 upcoming = next_tile_s;
             if (upcoming < num_tiles) {
