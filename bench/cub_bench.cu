@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 #include <cuda/std/functional>
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -36,6 +37,26 @@ static double median_us(F&& call, int reps, cudaStream_t s) {
     CHECK(cudaEventDestroy(b));
     return t[t.size() / 2];
 }
+
+// Median host microseconds per call, measured as bench_compare's host_time_us does: 10
+// batches of 100 calls, the stream drained between batches so the launch queue never
+// blocks the caller.
+template <typename F>
+static double host_us(F&& call, cudaStream_t s) {
+    std::vector<double> t;
+    for (int batch = 0; batch < 10; ++batch) {
+        for (int i = 0; i < 100; ++i) {
+            auto start = std::chrono::steady_clock::now();
+            call();
+            t.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+        }
+        CHECK(cudaStreamSynchronize(s));
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
+
+__global__ void empty_kernel(unsigned long long) {}
 
 template <typename T>
 __global__ void fill(T* p, size_t n) {
@@ -98,6 +119,16 @@ static void bench_type(const char* name, const std::vector<size_t>& sizes, cudaS
         CHECK(cudaEventSynchronize(b));
         CHECK(cudaEventElapsedTime(&ms, a, b));
         std::printf("cub_graph,u32,%zu,%.3f\n", n, ms * 1000.0 / 1000);
+        // Host time per call: CUB's (two launches), and the runtime's launch of an empty
+        // kernel, the floor of any call that launches one (compare bench_compare's
+        // empty_launch_host_time, the same floor through the driver API).
+        std::printf("cub_host_time,u32,%zu,%.3f\n", n, host_us([&] {
+            CHECK(cub::DeviceScan::InclusiveSum(temp, tb, in, out, n, s));
+        }, s));
+        std::printf("runtime_empty_launch_host_time,u32,%zu,%.3f\n", n, host_us([&] {
+            empty_kernel<<<1, 32, 0, s>>>(0);
+        }, s));
+        CHECK(cudaGetLastError());
     }
     CHECK(cudaFree(temp));
     CHECK(cudaFree(in));

@@ -306,7 +306,7 @@ fn latency(ctx: &Context, cuda: &Arc<CudaContext>, stream: &Stream, timer: &Time
         let input = Buffer::new(ctx, dtype, n_max).unwrap();
         let output = Buffer::new(ctx, dtype, n_max).unwrap();
         fill(&input, dtype, n_max);
-        for k in [16u32, 18, 20, 22] {
+        for k in [16u32, 18, 20, 21, 22] {
             let n = 1u64 << k;
             let req = RawScan::new(input.addr(), dtype, output.addr(), dtype, n);
             let desc = ScanDesc::inclusive(Op::Sum);

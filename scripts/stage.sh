@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rm -rf stage && mkdir -p stage/bin stage/tests
-cargo build --release --bins --examples --benches
+cargo build --release --lib --bins --examples --benches
 cargo test --release --no-run --message-format=json 2>/dev/null \
   | python3 -c '
 import json, sys, shutil

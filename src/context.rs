@@ -182,9 +182,18 @@ impl Context {
             ),
             None => String::new(),
         };
+        let wave = match &m.single_pass_wave {
+            Some(k) => format!(
+                "; one-wave single pass ({} per tile, look-back {} slots per lane): {}",
+                s.wave_tile_elems(),
+                s.wave_lookback_slots_per_lane,
+                describe(k)?
+            ),
+            None => String::new(),
+        };
         Ok(format!(
             "{}x{} items ({} per tile), look-back {} slots per lane, spin {} then sleep {} ns, min blocks/SM {}, \
-             persistent {}; single pass: {}{bulk}",
+             persistent {}; single pass: {}{bulk}{wave}",
             s.threads,
             s.items,
             s.tile_elems(),

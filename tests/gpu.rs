@@ -300,44 +300,89 @@ fn random_sizes_misaligned_and_in_place() {
     tally.assert_no_failures("misaligned/in-place");
 }
 
+/// The suites that reach the single-pass kernels at every size, alignment, direction and
+/// mode, rerun in a child process by the tests that force one kernel everywhere.
+const SINGLE_PASS_SUITES: [&str; 11] = [
+    "randomized_every_pair_operator_mode_and_algorithm",
+    "random_sizes_misaligned_and_in_place",
+    "randomized_backward_segmented_and_deterministic",
+    "deterministic_float_scans_are_bitwise_reproducible",
+    "large_inputs_up_to_2_pow_28",
+    "more_than_2_pow_32_elements",
+    "stress_threads_and_streams",
+    "graph_capture_and_replay",
+    "caller_workspace_back_to_back",
+    "tag_wraparound_clears_stale_slots",
+    "seed_examples_on_the_gpu",
+];
+
+/// Reruns `suites` with `env` set, each in a child process of its own, all at once (the
+/// longest suite, not their sum, sets the time).
+fn rerun_suites(suites: &[&str], env: &[(&str, &str)], what: &str) {
+    let children: Vec<_> = suites
+        .iter()
+        .map(|suite| {
+            let child = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", "--test-threads=1", suite])
+                .envs(env.iter().copied())
+                .spawn()
+                .unwrap();
+            (suite, child)
+        })
+        .collect();
+    let failed: Vec<_> = children
+        .into_iter()
+        .filter_map(|(suite, mut child)| (!child.wait().unwrap().success()).then_some(*suite))
+        .collect();
+    assert!(failed.is_empty(), "with {what}, these suites failed: {failed:?}");
+}
+
 /// The bulk-copy single pass (sm_90+, input type = output type) serves only scans of at
-/// least `bulk_min_tiles` tiles (512, segmented 4096). This test reruns the suites that reach
-/// it in a child process with `SCANRT_BULK_MIN_TILES=2`, so that it also meets every edge
-/// size, partial and misaligned tile, in-place buffer, backward and deterministic scan,
-/// graph replay, caller workspace and tag wrap-around.
+/// least `bulk_min_tiles` tiles (512, segmented 4096) that the one-wave kernel does not
+/// take. This test reruns the suites that reach it in a child process with
+/// `SCANRT_BULK_MIN_TILES=2` (and the one-wave kernel off), so that it also meets every
+/// edge size, partial and misaligned tile, in-place buffer, backward and deterministic
+/// scan, graph replay, caller workspace and tag wrap-around.
 #[test]
 fn bulk_copy_single_pass_at_every_size() {
     let ctx = gpu_or_skip!();
-    if std::env::var_os("SCANRT_BULK_MIN_TILES").is_some() {
-        return; // this is the child (or the caller forces the kernel already)
+    if std::env::var_os("SCANRT_BULK_MIN_TILES").is_some() || std::env::var_os("SCANRT_WAVE_MAX_TILES").is_some() {
+        return; // this is a child (or the caller forces a kernel already)
     }
     let report = ctx.kernel_report(DType::U32, DType::U32, Op::Sum).unwrap();
     if !report.contains("bulk-copy") {
         eprintln!("skipped: no bulk-copy kernel on this device ({report})");
         return;
     }
-    let suites = [
-        "randomized_every_pair_operator_mode_and_algorithm",
-        "random_sizes_misaligned_and_in_place",
-        "randomized_backward_segmented_and_deterministic",
-        "deterministic_float_scans_are_bitwise_reproducible",
-        "large_inputs_up_to_2_pow_28",
-        "more_than_2_pow_32_elements",
-        "stress_threads_and_streams",
-        "graph_capture_and_replay",
-        "caller_workspace_back_to_back",
-        "tag_wraparound_clears_stale_slots",
-        "seed_examples_on_the_gpu",
-    ];
-    let status = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "--test-threads=1"])
-        .args(suites)
-        .env("SCANRT_BULK_MIN_TILES", "2")
-        .status()
-        .unwrap();
-    assert!(
-        status.success(),
-        "the suites failed with the bulk-copy kernel at every size"
+    rerun_suites(
+        &SINGLE_PASS_SUITES,
+        &[("SCANRT_BULK_MIN_TILES", "2"), ("SCANRT_WAVE_MAX_TILES", "0")],
+        "the bulk-copy kernel at every size",
+    );
+}
+
+/// The one-wave single pass (plain scans, both pointers aligned for the direction) serves
+/// only scans whose tiles are all resident at once. This test reruns the suites in a child
+/// process with `SCANRT_WAVE_MAX_TILES` unbounded (and the bulk-copy kernel off), so it
+/// also meets every size up to more than 2^32 elements, many blocks per SM, graph replay,
+/// caller workspaces and tag wrap-around. (Tickets keep it correct beyond one wave.)
+/// Deterministic float scans never take it (see `one_wave_kernel_keeps_deterministic_scans_alignment_independent`),
+/// so their suite is left out.
+#[test]
+fn one_wave_single_pass_at_every_size() {
+    let _ctx = gpu_or_skip!();
+    if std::env::var_os("SCANRT_BULK_MIN_TILES").is_some() || std::env::var_os("SCANRT_WAVE_MAX_TILES").is_some() {
+        return; // this is a child (or the caller forces a kernel already)
+    }
+    let max = u64::MAX.to_string();
+    let suites: Vec<&str> = SINGLE_PASS_SUITES
+        .into_iter()
+        .filter(|s| *s != "deterministic_float_scans_are_bitwise_reproducible")
+        .collect();
+    rerun_suites(
+        &suites,
+        &[("SCANRT_WAVE_MAX_TILES", &max), ("SCANRT_BULK_MIN_TILES", &max)],
+        "the one-wave kernel at every size",
     );
 }
 
@@ -838,6 +883,7 @@ fn sanitizer_subset() {
                 (5000, 0, false),
                 (70_001, 1, false),
                 (40_000, 0, pair.0 == pair.1),
+                (300_001, 0, false), // aligned, beyond the small shape: the one-wave kernel
             ] {
                 let c = Case {
                     inclusive: n % 2 == 0,
@@ -1209,6 +1255,56 @@ fn deterministic_float_scans_are_bitwise_reproducible() {
         eprintln!("determinism {dtype:?} {op:?} n={n}:{report}");
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A deterministic scan's bits depend on n, not on where its buffers start: the one-wave
+/// kernel (other tiles, so another association order) serves only aligned buffers, so
+/// deterministic scans must stay out of it. Same data, aligned and one element off.
+#[test]
+fn one_wave_kernel_keeps_deterministic_scans_alignment_independent() {
+    let ctx = gpu_or_skip!();
+    let stream = ctx.new_stream().unwrap();
+    let mut rng = Rng(0xA119);
+    for n in [(1usize << 20) + 1, 3 << 18] {
+        let data: Vec<f32> = mixed_magnitudes(&mut rng, Op::Sum, n)
+            .iter()
+            .map(|&x| x as f32)
+            .collect();
+        let shifted: Vec<f32> = std::iter::once(0.0).chain(data.iter().copied()).collect();
+        let (aligned_in, shifted_in) = (
+            Buffer::from_slice(ctx, &stream, &data).unwrap(),
+            Buffer::from_slice(ctx, &stream, &shifted).unwrap(),
+        );
+        let (aligned_out, shifted_out) = (
+            Buffer::new(ctx, DType::F32, n as u64).unwrap(),
+            Buffer::new(ctx, DType::F32, n as u64 + 1).unwrap(),
+        );
+        let bits = |input: u64, output: &Buffer, offset: usize, desc: &ScanDesc| -> Vec<u32> {
+            let req = RawScan::new(
+                input,
+                DType::F32,
+                output.addr() + 4 * offset as u64,
+                DType::F32,
+                n as u64,
+            );
+            // SAFETY: both buffers hold offset + n elements and outlive the synchronous download.
+            unsafe { ctx.scan_raw(&stream, &req, desc, None) }.unwrap();
+            let all = output.download::<f32>(&stream, offset + n).unwrap();
+            all[offset..].iter().map(|x| x.to_bits()).collect()
+        };
+        for desc in [
+            ScanDesc::inclusive(Op::Sum).deterministic(),
+            ScanDesc::exclusive(Op::Sum).deterministic(),
+        ] {
+            let a = bits(aligned_in.addr(), &aligned_out, 0, &desc);
+            let b = bits(shifted_in.addr() + 4, &shifted_out, 1, &desc);
+            let differing = a.iter().zip(&b).filter(|(x, y)| x != y).count();
+            assert_eq!(
+                differing, 0,
+                "n={n} {desc:?}: aligned and misaligned deterministic scans differ"
+            );
+        }
+    }
 }
 
 /// Segment data that is missing, short, misaligned, of the wrong kind, or overlapping the

@@ -68,6 +68,11 @@
 // not change.
 //
 // Inputs of one tile skip all of this: one block, no status, no ticket.
+//
+// Three kernels run this protocol on the same workspace, so they may follow each other
+// on one stream: the register-staged persistent kernel below, the bulk-copy one for
+// large scans (single_pass_bulk.cuh) and the one-wave kernel, one block per tile, for
+// scans whose tiles all fit on the device at once (single_pass_wave.cuh).
 // =======================================================================
 #pragma once
 #include "block/block_scan.cuh"
@@ -167,61 +172,64 @@ SCANRT_DEVICE bool closes_lookback(u32 flag, Carry value) {
 }
 
 // The look-back for `tile` (> 0): the fold of all its predecessors, including the carry
-// into tile 0. Walks back over windows of 32 * K slots (lane l holds K consecutive slots,
-// lane 31 the nearest ones), all polled at once, so one round trip to L2 covers 32 * K
-// predecessors. (On an H100 K = 1 is fastest: look-backs rarely walk far; what they wait
-// for is predecessors that have drawn their ticket but not yet published, and wider
-// polls only add L2 traffic. See docs/PERFORMANCE.md.) A window is done as soon as
-// every slot above its nearest closing slot is published (slots below it do not matter),
-// or, with no closing slot, when all are published; then the walk goes on below it.
+// into tile 0. Walks back over windows of 32 * K slots, all polled at once, so one round
+// trip to L2 covers 32 * K predecessors: row j of a window holds the 32 slots
+// window_start + 32 j + lane (row K - 1 the nearest), so every poll instruction reads 32
+// adjacent slots. (The persistent kernels run K = 1: their look-backs rarely walk far;
+// what they wait for is predecessors that have drawn their ticket but not yet published,
+// and wider polls only add L2 traffic. The one-wave kernel, whose tiles all publish at
+// about the same time, reaches further per round trip. See docs/PERFORMANCE.md.) Only
+// slots still INVALID are polled again. A window is done as soon as every slot above its
+// nearest closing slot is published (slots below it do not matter), or, with no closing
+// slot, when all are published; then the walk goes on below it.
 template <typename CarryOp, typename Status, int K, int SPIN_BEFORE_SLEEP, int SLEEP_NS>
 SCANRT_DEVICE typename CarryOp::T look_back(const Status& status, long long tile, u32 tag, int lane) {
     typedef typename CarryOp::T Carry;
     Carry running = CarryOp::identity();
     for (long long window_end = tile - 1;; window_end -= 32 * K) {
-        const long long first_slot = window_end - (32 * K - 1) + (long long)lane * K;
+        const long long window_start = window_end - (32 * K - 1);
         Carry value[K];
         u32 flag[K];
 #pragma unroll
         for (int j = 0; j < K; ++j) {
             value[j] = CarryOp::identity();
             // Slots before tile 0 add nothing and close the walk.
-            flag[j] = first_slot + j < 0 ? SCANRT_STATUS_INCLUSIVE : SCANRT_STATUS_INVALID;
+            flag[j] = window_start + 32 * j + lane < 0 ? SCANRT_STATUS_INCLUSIVE : SCANRT_STATUS_INVALID;
         }
-        int nearest_closing;  // this lane's nearest slot that closes the look-back, or -1
-        int closing_lane;     // the nearest lane holding one, or -1
+        int closing_row, closing_lane;  // the nearest closing slot, or -1
         for (int spins = 0;; ++spins) {
             // Issue every outstanding poll before looking at any result: one round trip.
 #pragma unroll
             for (int j = 0; j < K; ++j)
-                if (flag[j] == SCANRT_STATUS_INVALID) flag[j] = status.poll(first_slot + j, tag, value[j]);
-            bool all_published = true, published_above_closing = true;
-            nearest_closing = -1;
+                if (flag[j] == SCANRT_STATUS_INVALID) flag[j] = status.poll(window_start + 32 * j + lane, tag, value[j]);
+            bool ready = true;
+            closing_row = closing_lane = -1;
 #pragma unroll
-            for (int j = 0; j < K; ++j) {
-                if (flag[j] == SCANRT_STATUS_INVALID) {
-                    all_published = published_above_closing = false;
-                } else if (closes_lookback(flag[j], value[j])) {
-                    nearest_closing = j;
-                    published_above_closing = true;
+            for (int j = K - 1; j >= 0; --j) {
+                const u32 closing = __ballot_sync(SCANRT_FULL_MASK, closes_lookback(flag[j], value[j]));
+                const u32 invalid = __ballot_sync(SCANRT_FULL_MASK, flag[j] == SCANRT_STATUS_INVALID);
+                if (closing_row >= 0) continue;  // below the closing slot: does not matter
+                if (closing) {
+                    closing_row = j;
+                    closing_lane = 31 - __clz(closing);
+                    ready = ready && (invalid >> closing_lane >> 1) == 0;  // lanes above it
+                } else {
+                    ready = ready && invalid == 0;
                 }
             }
-            const u32 closing_lanes = __ballot_sync(SCANRT_FULL_MASK, nearest_closing >= 0);
-            closing_lane = closing_lanes ? 31 - __clz(closing_lanes) : -1;
-            const bool lane_ready = lane > closing_lane    ? all_published
-                                    : lane == closing_lane ? published_above_closing
-                                                           : true;
-            if (__all_sync(SCANRT_FULL_MASK, lane_ready)) break;
+            if (ready) break;
             if (spins >= SPIN_BEFORE_SLEEP) __nanosleep(SLEEP_NS);
         }
-        // Fold the window in slot order from its nearest closing slot on.
-        const int from = lane > closing_lane ? 0 : lane == closing_lane ? nearest_closing : K;
-        Carry lane_fold = CarryOp::identity();
+        // Fold the window in slot order from its nearest closing slot on: row by row, each
+        // row in lane order.
+        Carry window = CarryOp::identity();
 #pragma unroll
-        for (int j = 0; j < K; ++j)
-            if (j >= from) lane_fold = CarryOp::combine(lane_fold, value[j]);
-        running = CarryOp::combine(warp_reduce<CarryOp>(lane_fold, lane), running);
-        if (closing_lane >= 0) return running;
+        for (int j = 0; j < K; ++j) {
+            const bool counts = j > closing_row || (j == closing_row && lane >= closing_lane);
+            window = CarryOp::combine(window, warp_reduce<CarryOp>(counts ? value[j] : CarryOp::identity(), lane));
+        }
+        running = CarryOp::combine(window, running);
+        if (closing_row >= 0) return running;
     }
 }
 

@@ -28,6 +28,8 @@ pub(crate) struct ScanModule {
     pub single_pass: SinglePassKernel,
     /// The bulk-copy single pass, where the specialisation has one.
     pub single_pass_bulk: Option<SinglePassKernel>,
+    /// The one-wave single pass (one block per tile), where the specialisation has one.
+    pub single_pass_wave: Option<SinglePassKernel>,
     pub matrix_reduce: CudaFunction,
     pub matrix_scan_sums: CudaFunction,
     pub matrix_scan_tiles: CudaFunction,
@@ -37,6 +39,8 @@ pub(crate) struct ScanModule {
 /// A single-pass kernel and how it is launched.
 pub(crate) struct SinglePassKernel {
     pub function: CudaFunction,
+    /// Threads per block.
+    pub block: u32,
     /// Blocks resident on the whole device at once: the persistent grid size.
     pub resident_blocks: u32,
     /// Dynamic shared memory per block.
@@ -157,10 +161,16 @@ impl GpuDevice {
             cudarc::nvrtc::Ptx::from_src(String::from_utf8_lossy(&image).trim_end_matches('\0').to_string())
         };
         let module = self.ctx.load_module(ptx)?;
-        let single_pass = self.single_pass_kernel(&module, jit::SINGLE_PASS, &spec, 0)?;
+        let block = spec.shape.single_pass_block();
+        let single_pass = self.single_pass_kernel(&module, jit::SINGLE_PASS, &spec, block, 0)?;
         let single_pass_bulk = if spec.has_bulk_kernel() {
             let shared_bytes = spec.shape.bulk_shared_bytes(spec.output.size());
-            Some(self.single_pass_kernel(&module, jit::SINGLE_PASS_BULK, &spec, shared_bytes)?)
+            Some(self.single_pass_kernel(&module, jit::SINGLE_PASS_BULK, &spec, block, shared_bytes)?)
+        } else {
+            None
+        };
+        let single_pass_wave = if spec.has_wave_kernel() {
+            Some(self.single_pass_kernel(&module, jit::SINGLE_PASS_WAVE, &spec, spec.shape.wave_threads, 0)?)
         } else {
             None
         };
@@ -168,6 +178,7 @@ impl GpuDevice {
             shape: spec.shape,
             single_pass,
             single_pass_bulk,
+            single_pass_wave,
             matrix_reduce: module.load_function(jit::MATRIX_REDUCE)?,
             matrix_scan_sums: module.load_function(jit::MATRIX_SCAN_SUMS)?,
             matrix_scan_tiles: module.load_function(jit::MATRIX_SCAN_TILES)?,
@@ -175,13 +186,14 @@ impl GpuDevice {
         }))
     }
 
-    /// Loads a single-pass kernel with `shared_bytes` of dynamic shared memory and sizes
-    /// its persistent grid.
+    /// Loads a single-pass kernel of `block` threads with `shared_bytes` of dynamic shared
+    /// memory and counts its resident blocks.
     fn single_pass_kernel(
         &self,
         module: &Arc<CudaModule>,
         name: &str,
         spec: &Specialization,
+        block: u32,
         shared_bytes: u32,
     ) -> Result<SinglePassKernel> {
         let function = module.load_function(name)?;
@@ -192,11 +204,7 @@ impl GpuDevice {
                 shared_bytes as i32,
             )?;
         }
-        let per_sm = function.occupancy_max_active_blocks_per_multiprocessor(
-            spec.shape.single_pass_block(),
-            shared_bytes as usize,
-            None,
-        )?;
+        let per_sm = function.occupancy_max_active_blocks_per_multiprocessor(block, shared_bytes as usize, None)?;
         if per_sm == 0 {
             bail!(
                 CudaError,
@@ -206,6 +214,7 @@ impl GpuDevice {
         }
         Ok(SinglePassKernel {
             function,
+            block,
             resident_blocks: per_sm * self.sm_count,
             shared_bytes,
         })

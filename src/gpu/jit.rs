@@ -54,12 +54,22 @@ pub(crate) const KERNEL_SOURCES: &[(&str, &str)] = &[
         "device/single_pass_bulk.cuh",
         include_str!("../../kernels/device/single_pass_bulk.cuh"),
     ),
+    (
+        "block/striped_tile.cuh",
+        include_str!("../../kernels/block/striped_tile.cuh"),
+    ),
+    (
+        "device/single_pass_wave.cuh",
+        include_str!("../../kernels/device/single_pass_wave.cuh"),
+    ),
 ];
 
 /// Entry points of every compiled module (see `Specialization::source`).
 pub(crate) const SINGLE_PASS: &str = "scanrt_single_pass";
 /// Only in modules where `Specialization::has_bulk_kernel`; same parameters as SINGLE_PASS.
 pub(crate) const SINGLE_PASS_BULK: &str = "scanrt_single_pass_bulk";
+/// Only in modules where `Specialization::has_wave_kernel`; same parameters as SINGLE_PASS.
+pub(crate) const SINGLE_PASS_WAVE: &str = "scanrt_single_pass_wave";
 pub(crate) const MATRIX_REDUCE: &str = "scanrt_matrix_reduce";
 pub(crate) const MATRIX_SCAN_SUMS: &str = "scanrt_matrix_scan_sums";
 pub(crate) const MATRIX_SCAN_TILES: &str = "scanrt_matrix_scan_tiles";
@@ -114,6 +124,11 @@ impl Specialization {
         self.shape.bulk_buffers > 0 && self.input == self.output
     }
 
+    /// Whether the module also holds the one-wave single pass (plain scans only).
+    pub fn has_wave_kernel(&self) -> bool {
+        self.shape.wave_threads > 0 && !self.segmented
+    }
+
     /// The translation unit NVRTC compiles: the layered headers instantiated with
     /// extern "C" entry points, so names need no mangling lookup.
     pub fn source(&self) -> String {
@@ -128,6 +143,9 @@ impl Specialization {
             bulk_buffers,
             bulk_items,
             bulk_min_blocks_per_sm,
+            wave_threads,
+            wave_lookback_slots_per_lane,
+            wave_min_blocks_per_sm,
             ..
         } = self.shape;
         let skip_lookback = if skip_lookback {
@@ -151,9 +169,20 @@ impl Specialization {
         } else {
             String::new()
         };
+        let wave = if self.has_wave_kernel() {
+            format!(
+                r#"extern "C" __global__ void __launch_bounds__({wave_threads}, {wave_min_blocks_per_sm}) {SINGLE_PASS_WAVE}(const In* in, Acc* out, long long n, unsigned long long init_bits, unsigned flags, const void*, void* workspace, long long status_capacity) {{
+    single_pass_scan_wave<Op, In, {wave_threads}, {items}, {wave_lookback_slots_per_lane}, {spin_before_sleep}, {sleep_ns}, {reverse}>(in, out, n, init_bits, flags, workspace, status_capacity);
+}}
+"#
+            )
+        } else {
+            String::new()
+        };
         format!(
             r#"{skip_lookback}#include "device/single_pass_scan.cuh"
 #include "device/single_pass_bulk.cuh"
+#include "device/single_pass_wave.cuh"
 #include "device/matrix_scan.cuh"
 typedef ScanOp<{op}, {o}> Op;
 typedef Op::T Acc;
@@ -171,7 +200,7 @@ extern "C" __global__ void __launch_bounds__({threads}) {MATRIX_SCAN_SUMS}(Carry
 extern "C" __global__ void __launch_bounds__({threads}) {MATRIX_SCAN_TILES}(const In* in, Acc* out, long long n, Carry* tile_prefix, unsigned long long init_bits, unsigned flags, const void* heads) {{
     matrix_scan_tiles<Op, In, {threads}, {items}, {reverse}, {segmented}>(in, out, n, tile_prefix, init_bits, flags, heads);
 }}
-{bulk}"#
+{bulk}{wave}"#
         )
     }
 }

@@ -9,6 +9,7 @@ use crate::gpu::device::{
     lookback_bytes, lookback_slots, GpuDevice, ScanModule, SinglePassKernel, LOOKBACK_HEADER_BYTES,
 };
 use crate::gpu::driver;
+use crate::gpu::tuning::wave_max_tiles;
 use crate::scan::RawScan;
 use crate::types::{Algorithm, ChoiceReason, DType, Direction, ScanDesc, Segments};
 
@@ -172,15 +173,29 @@ pub(crate) fn scan(
     match algorithm {
         Algorithm::Matrix => launch.matrix(ws)?,
         _ => {
-            // Large scans stream through the bulk-copy kernel where there is one. Its
-            // tiles are at least as large, so the workspace's slots cover them too.
-            let (kernel, kernel_tiles) = match &module.single_pass_bulk {
-                Some(bulk) if tiles >= module.shape.bulk_min_tiles => {
-                    (bulk, req.n.div_ceil(module.shape.bulk_tile_elems()))
+            let flags = launch.flags;
+            let aligned = flags & FLAG_VECTOR_IN != 0 && flags & FLAG_VECTOR_OUT != 0;
+            // A deterministic scan's association order is the tile shape's, so its kernel
+            // may depend on n alone, not on alignment or on the SM count that decides what
+            // fits in one wave.
+            let deterministic = flags & FLAG_DETERMINISTIC != 0;
+            let wave_tiles = req.n.div_ceil(module.shape.wave_tile_elems().max(1));
+            // Scans whose tiles all fit on the device at once take the one-wave kernel (one
+            // block per tile); large ones stream through the bulk-copy kernel where there
+            // is one. Both kernels' tiles are at least as large as the register-staged
+            // kernel's, so the workspace's slots cover them too.
+            let (kernel, kernel_tiles, persistent) = match (&module.single_pass_wave, &module.single_pass_bulk) {
+                (Some(wave), _) if aligned && !deterministic && wave_tiles <= wave_max_tiles(wave.resident_blocks) => {
+                    (wave, wave_tiles, false)
                 }
-                _ => (&module.single_pass, tiles),
+                (_, Some(bulk)) if tiles >= module.shape.bulk_min_tiles => (
+                    bulk,
+                    req.n.div_ceil(module.shape.bulk_tile_elems()),
+                    module.shape.persistent,
+                ),
+                _ => (&module.single_pass, tiles, module.shape.persistent),
             };
-            let grid = if module.shape.persistent {
+            let grid = if persistent {
                 kernel_tiles.min(kernel.resident_blocks as u64)
             } else {
                 kernel_tiles
@@ -224,7 +239,7 @@ impl Launch<'_> {
             driver::launch(
                 kernel.function.cu_function(),
                 grid,
-                self.module.shape.single_pass_block(),
+                kernel.block,
                 kernel.shared_bytes,
                 self.stream,
                 &mut params,

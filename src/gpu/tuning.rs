@@ -35,6 +35,13 @@ pub(crate) struct TileShape {
     pub bulk_min_blocks_per_sm: u32,
     /// Scans of at least this many tiles take the bulk-copy kernel when there is one.
     pub bulk_min_tiles: u64,
+    /// Threads of the one-wave kernel (kernels/device/single_pass_wave.cuh: plain scans
+    /// whose tiles of `wave_threads x items` all fit on the device at once); 0: none.
+    pub wave_threads: u32,
+    /// Look-back slots per lane of the one-wave kernel.
+    pub wave_lookback_slots_per_lane: u32,
+    /// Blocks per SM the one-wave kernel is built for.
+    pub wave_min_blocks_per_sm: u32,
 }
 
 impl TileShape {
@@ -45,6 +52,11 @@ impl TileShape {
     /// Block size of the single-pass kernel: the data threads plus its look-back warp.
     pub fn single_pass_block(&self) -> u32 {
         self.threads + 32
+    }
+
+    /// Elements per tile of the one-wave kernel.
+    pub fn wave_tile_elems(&self) -> u64 {
+        (self.wave_threads * self.items) as u64
     }
 
     /// Elements per tile of the bulk-copy kernel.
@@ -111,6 +123,9 @@ pub(crate) fn tile_shape(arch: i32, input: DType, output: DType, segmented: bool
         },
         bulk_min_blocks_per_sm: if segmented { 3 } else { 2 },
         bulk_min_tiles: bulk_min_tiles(segmented),
+        wave_threads: if segmented { 0 } else { 512 },
+        wave_lookback_slots_per_lane: 4,
+        wave_min_blocks_per_sm: 2,
     }
 }
 
@@ -132,6 +147,7 @@ pub(crate) fn small_scan_shape(regular: &TileShape, input: DType, segmented: boo
     (items < regular.items).then_some(TileShape {
         items,
         bulk_buffers: 0,
+        wave_threads: 0,
         ..*regular
     })
 }
@@ -161,6 +177,18 @@ fn bulk_min_tiles(segmented: bool) -> u64 {
     FROM_ENV.unwrap_or(if segmented { 4096 } else { 512 })
 }
 
+/// The most tiles a plain scan may have to take the one-wave kernel, whose grid holds
+/// one block per tile: as many as are resident at once (`resident_blocks`). Measured on
+/// an H100 (u32, 512 x 16 tiles, 4 look-back slots per lane; docs/PERFORMANCE.md, ninth
+/// session): at 2^20 the device time fell from 8.7 to about 6.4 µs. Tests set
+/// `SCANRT_WAVE_MAX_TILES` to run it at every size (it stays correct beyond one wave,
+/// since tickets order the tiles) or to 0 to keep it out.
+pub(crate) fn wave_max_tiles(resident_blocks: u32) -> u64 {
+    static FROM_ENV: once_cell::sync::Lazy<Option<u64>> =
+        once_cell::sync::Lazy::new(|| std::env::var("SCANRT_WAVE_MAX_TILES").ok()?.parse().ok());
+    FROM_ENV.unwrap_or(resident_blocks as u64)
+}
+
 /// For tuning experiments only:
 /// `SCANRT_TILE_OVERRIDE=threads:items:lookback_slots_per_lane:spin:sleep_ns:min_blocks:persistent:skip_lookback[:bulk_buffers[:bulk_items:bulk_min_blocks]]`
 /// replaces the table for every specialisation (items must suit every type pair used).
@@ -186,6 +214,9 @@ static OVERRIDE: once_cell::sync::Lazy<Option<TileShape>> = once_cell::sync::Laz
                 bulk_items: bulk.get(1).copied().unwrap_or(items).max(items),
                 bulk_min_blocks_per_sm: bulk.get(2).copied().unwrap_or(min_blocks_per_sm),
                 bulk_min_tiles: bulk_min_tiles(false), // per specialisation in tile_shape
+                wave_threads: 0,
+                wave_lookback_slots_per_lane: 1,
+                wave_min_blocks_per_sm: 0,
             })
         }
         _ => None,
@@ -208,6 +239,10 @@ mod tests {
                     assert_eq!(s.bulk_items * output.size() as u32 % 16, 0, "{input:?} -> {output:?}");
                     if segmented {
                         assert_eq!(s.bulk_items, s.items, "segment heads come per 8 or 16 items");
+                        assert_eq!(s.wave_threads, 0, "the one-wave kernel scans plain tiles only");
+                    } else {
+                        // Whole warps, and tiles no smaller than the register-staged kernel's.
+                        assert!(s.wave_threads % 32 == 0 && s.wave_threads >= s.threads, "{s:?}");
                     }
                 }
             }

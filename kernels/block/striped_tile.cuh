@@ -1,0 +1,131 @@
+// scanrt kernels, level 3c: a tile scanned in registers, without shared-memory staging
+// (the one-wave single pass, device/single_pass_wave.cuh).
+//
+// Layout ("warp-striped groups"). Warp w owns the tile's elements
+// [w * 32 * ITEMS, (w + 1) * 32 * ITEMS). Within it, each of CHUNKS = ITEMS / G chunks
+// is 32 * G consecutive elements, and lane l holds the group of G consecutive elements
+// at l * G in every chunk. G is one 16-byte vector of the narrower of the two types, so
+// every warp load and store instruction covers one contiguous span (coalesced) and no
+// element ever passes through shared memory.
+//
+// The scan is the matrix scan on that layout, reduce-then-scan within the registers:
+//   1. each lane reduces its groups sequentially (thread level);
+//   2. the warp scans each chunk's 32 group totals, chunks in order (warp level);
+//   3. the block folds the warp totals before each warp (block level, `fold_warps`);
+//   4. once the tile's prefix is known, each lane scans its groups sequentially from
+//      their offsets and stores them.
+// Every combine keeps sequence order (the earlier value on the left), so non-commutative
+// operators and the association order of float sums depend on the tile shape alone.
+//
+// Backward scans (REVERSE) mirror the element index, as tile_io.cuh does: logical
+// element e of a tile of `valid` elements is physical element valid - 1 - e of the tile's
+// span, so a group's G logical elements are G physical ones read back to front.
+#pragma once
+#include "block/tile_io.cuh"
+#include "warp/warp_scan.cuh"
+
+template <typename Op, typename In, int THREADS, int ITEMS, bool REVERSE>
+struct StripedTile {
+    typedef typename Op::T Acc;
+    static const int G = 16 / (sizeof(In) < sizeof(Acc) ? sizeof(In) : sizeof(Acc));  // elements per group
+    static const int CHUNKS = ITEMS / G;
+    static const int WARPS = THREADS / 32;
+    static const int TILE = THREADS * ITEMS;
+    static_assert(ITEMS % G == 0, "ITEMS must hold whole 16-byte vectors of both types");
+
+    In raw[ITEMS];           // raw[c * G + k]: logical element k of this lane's group in chunk c
+    Acc offset[CHUNKS];      // everything in the warp's span before each group
+    Acc warp_total;
+
+    // Logical tile offset of element k of this lane's group in chunk c.
+    static SCANRT_DEVICE int logical(int warp, int lane, int c, int k) { return warp * 32 * ITEMS + (c * 32 + lane) * G + k; }
+
+    // Loads the tile whose physical span starts at `span` (valid elements). Vector mode:
+    // whole tile, span 16-byte aligned; otherwise per element, identity-free (elements
+    // past `valid` are never combined: see reduce and store).
+    SCANRT_DEVICE void load(const In* span, int valid, bool vector, int warp, int lane) {
+#pragma unroll
+        for (int c = 0; c < CHUNKS; ++c) {
+            const int first = logical(warp, lane, c, 0);
+            if (vector) {
+                // The group's physical span: [first, first + G) forward, mirrored backward.
+                const In* p = span + (REVERSE ? TILE - first - G : first);
+                alignas(16) In group[G];
+#pragma unroll
+                for (int v = 0; v < G * (int)sizeof(In) / 16; ++v)
+                    reinterpret_cast<uint4*>(group)[v] = reinterpret_cast<const uint4*>(p)[v];
+#pragma unroll
+                for (int k = 0; k < G; ++k) raw[c * G + k] = group[REVERSE ? G - 1 - k : k];
+            } else {
+#pragma unroll
+                for (int k = 0; k < G; ++k)
+                    if (first + k < valid) raw[c * G + k] = span[logical_index<REVERSE>(first + k, valid)];
+            }
+        }
+    }
+
+    // Steps 1 and 2: each group's offset within the warp's span, and the warp's total
+    // (WHOLE: the tile holds all its elements, so nothing needs a bounds check).
+    template <bool WHOLE>
+    SCANRT_DEVICE void reduce(int valid, int warp, int lane) {
+        Acc group_incl[CHUNKS];
+#pragma unroll
+        for (int c = 0; c < CHUNKS; ++c) {
+            Acc total = Op::identity();
+#pragma unroll
+            for (int k = 0; k < G; ++k)
+                if (WHOLE || logical(warp, lane, c, k) < valid) total = Op::combine(total, Acc(raw[c * G + k]));
+            group_incl[c] = warp_inclusive_scan<Op>(total, lane);
+        }
+        warp_total = Op::identity();
+#pragma unroll
+        for (int c = 0; c < CHUNKS; ++c) {
+            const Acc before_lane = shfl_up(group_incl[c], 1);
+            offset[c] = lane == 0 ? warp_total : Op::combine(warp_total, before_lane);
+            warp_total = Op::combine(warp_total, shfl_idx(group_incl[c], 31));
+        }
+    }
+
+    // Step 4: scans each group from `prefix` (everything before the warp's span) and
+    // stores it into the tile's physical span `span`.
+    SCANRT_DEVICE void store(Acc* span, int valid, bool vector, bool inclusive, Acc prefix, int warp, int lane) const {
+#pragma unroll
+        for (int c = 0; c < CHUNKS; ++c) {
+            const int first = logical(warp, lane, c, 0);
+            Acc running = Op::combine(prefix, offset[c]);
+            Acc group[G];
+#pragma unroll
+            for (int k = 0; k < G; ++k) {
+                const Acc next = Op::combine(running, Acc(raw[c * G + k]));
+                group[k] = inclusive ? next : running;
+                running = next;
+            }
+            if (vector) {
+                Acc* p = span + (REVERSE ? TILE - first - G : first);
+                alignas(16) Acc ordered[G];
+#pragma unroll
+                for (int k = 0; k < G; ++k) ordered[k] = group[REVERSE ? G - 1 - k : k];
+#pragma unroll
+                for (int v = 0; v < G * (int)sizeof(Acc) / 16; ++v)
+                    reinterpret_cast<uint4*>(p)[v] = reinterpret_cast<const uint4*>(ordered)[v];
+            } else {
+#pragma unroll
+                for (int k = 0; k < G; ++k)
+                    if (first + k < valid) span[logical_index<REVERSE>(first + k, valid)] = group[k];
+            }
+        }
+    }
+};
+
+// Step 3 (every thread of the block): from the warp totals in shared memory, in warp
+// order, everything before warp `warp` and the whole tile.
+template <typename Op, int WARPS>
+SCANRT_DEVICE void fold_warps(const typename Op::T* warp_total, int warp, typename Op::T& before_warp,
+                              typename Op::T& aggregate) {
+    before_warp = aggregate = Op::identity();
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) {
+        if (w == warp) before_warp = aggregate;
+        aggregate = Op::combine(aggregate, warp_total[w]);
+    }
+}

@@ -1,0 +1,82 @@
+// scanrt kernels, level 4: the one-wave single pass, for scans whose tiles all fit on
+// the device at once (plain scans, both pointers 16-byte aligned for the direction).
+//
+// Same protocol as single_pass_scan.cuh (tickets, generation tags, status slots, the
+// look-back and its progress argument, the same workspace), but the host launches one
+// block per tile, so nothing is worth overlapping with a look-back: there is no next
+// tile. What such a scan waits for is latency, and this kernel removes what the
+// persistent kernels spend on their pipeline:
+//   * no shared-memory staging: the tile stays in registers in warp-striped groups
+//     (block/striped_tile.cuh), loaded and stored by coalesced 16-byte accesses;
+//   * no dedicated look-back warp: warp 0 looks back once the tile is published, while
+//     the other warps wait at the barrier that hands them the prefix;
+//   * one ticket per block: a launch draws exactly gridDim.x = num_tiles tickets, so the
+//     block that draws ticket num_tiles - 1 hands the header on;
+//   * larger tiles (THREADS x ITEMS, tuning.rs `wave_threads`) and LOOKBACK_SLOTS_PER_LANE
+//     slots per lane: every tile publishes at about the same time, so a look-back that
+//     reaches further in one round trip resolves sooner.
+// Its loads wait for the ticket: a block's first ticket hardly ever equals its blockIdx.x
+// (measured: 0-4 of 256 blocks on an H100), so loading blockIdx.x's tile while the ticket
+// is in flight only adds traffic (docs/PERFORMANCE.md, ninth session).
+//
+// Progress: a block publishes its tile's AGGREGATE before it waits for anything, and it
+// waits only for smaller tiles, whose blocks drew their tickets earlier and so are
+// running; the argument of single_pass_scan.cuh holds whether or not the whole grid is
+// resident.
+#pragma once
+#include "block/striped_tile.cuh"
+#include "device/single_pass_scan.cuh"
+
+template <typename Op, typename In, int THREADS, int ITEMS, int LOOKBACK_SLOTS_PER_LANE, int SPIN_BEFORE_SLEEP,
+          int SLEEP_NS, bool REVERSE>
+SCANRT_DEVICE void single_pass_scan_wave(const In* in, typename Op::T* out, long long n, unsigned long long init_bits,
+                                         unsigned flags, void* workspace, long long status_capacity) {
+    typedef typename Op::T Acc;
+    typedef StripedTile<Op, In, THREADS, ITEMS, REVERSE> Tile;
+    typedef TileStatus<Acc> Status;
+    const int TILE = Tile::TILE, WARPS = Tile::WARPS;
+    __shared__ Acc warp_total_s[WARPS];
+    __shared__ Acc prefix_s;
+    __shared__ u32 tile_s, generation_s;
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const bool inclusive = flags & SCANRT_FLAG_INCLUSIVE;
+    const bool deterministic = flags & SCANRT_FLAG_DETERMINISTIC;
+    const Acc carry_in = initial_value<Op>(init_bits, flags);
+    LookbackHeader* header = (LookbackHeader*)workspace;
+    Status status(header + 1, status_capacity);
+
+    if (tid == 0) {
+        const unsigned long long drawn = draw_ticket(header);
+        pass_on_header(header, drawn, gridDim.x - 1);
+        generation_s = (u32)(drawn >> 32);
+        tile_s = (u32)drawn;
+    }
+    __syncthreads();
+    const u32 generation = generation_s, tile = tile_s;
+    const u32 tag = 1u + generation % SCANRT_TAG_PERIOD;
+    const long long valid_ll = min((long long)TILE, n - (long long)tile * TILE);
+    const int valid = (int)valid_ll;
+    const long long start = tile_start<REVERSE>(tile, TILE, valid_ll, n);
+    const bool whole = valid == TILE;
+
+    Tile t;
+    t.load(in + start, valid, whole && (flags & SCANRT_FLAG_VECTOR_IN), warp, lane);
+    if (whole) t.template reduce<true>(valid, warp, lane);
+    else t.template reduce<false>(valid, warp, lane);
+    if (lane == 31) warp_total_s[warp] = t.warp_total;
+    __syncthreads();
+    Acc before_warp, aggregate;
+    fold_warps<Op, WARPS>(warp_total_s, warp, before_warp, aggregate);
+    if (tid == 0) publish_scanned<Op>(status, tile, aggregate, carry_in, tag);
+    if (warp == 0) {
+        const Acc prefix = resolve_prefix<Op, Status, LOOKBACK_SLOTS_PER_LANE, SPIN_BEFORE_SLEEP, SLEEP_NS>(
+            status, tile, aggregate, carry_in, tag, lane, deterministic);
+        if (lane == 0) prefix_s = prefix;
+    }
+    __syncthreads();
+    t.store(out + start, valid, whole && (flags & SCANRT_FLAG_VECTOR_OUT), inclusive, Op::combine(prefix_s, before_warp),
+            warp, lane);
+
+    clear_before_tags_repeat(header, status, status_capacity, generation, tid);
+}

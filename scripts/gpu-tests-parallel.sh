@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Runs the GPU tests of a staged build (scripts/stage.sh) on the GPU machine, one process
+# per test, JOBS at a time, and prints one line per test (name, exit status, seconds);
+# exits non-zero when any failed. Logs go to LOG_DIR/<test>.log.
+#   scripts/gpu-tests-parallel.sh STAGE_DIR LOG_DIR JOBS [TEST...]   (no TEST: all of them)
+# The environment passes through, so SCANRT_BULK_MIN_TILES / SCANRT_WAVE_MAX_TILES can
+# force one single-pass kernel onto every size (see tests/gpu.rs).
+set -uo pipefail
+stage=$(cd "$1" && pwd); logs=$2; jobs=$3; shift 3
+mkdir -p "$logs"
+bin=$stage/tests/gpu
+tests=${*:-$("$bin" --list 2>/dev/null | sed -n 's/: test$//p')}
+printf '%s\n' $tests | xargs -P "$jobs" -I{} bash -c '
+  start=$SECONDS; "$0" --exact "$1" --test-threads=1 --nocapture >"$2/$1.log" 2>&1
+  echo "$1 rc=$? $((SECONDS - start))s"' "$bin" {} "$logs" | sort | tee "$logs/summary.txt"
+! grep -q ' rc=[1-9]' "$logs/summary.txt"
