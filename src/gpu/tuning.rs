@@ -104,7 +104,7 @@ pub(crate) fn tile_shape(arch: i32, input: DType, output: DType, segmented: bool
     // 64 bytes of accumulator per thread, but at least one 16-byte vector of the input.
     let items = (64 / output.size() as u32).max(16 / input.size() as u32);
     let row_bytes = items * output.size() as u32;
-    TileShape {
+    let shape = TileShape {
         // The single-pass kernel keeps two tiles in static shared memory (48 KiB at most).
         threads: if row_bytes <= 64 { 256 } else { 128 },
         items,
@@ -126,6 +126,10 @@ pub(crate) fn tile_shape(arch: i32, input: DType, output: DType, segmented: bool
         wave_threads: if segmented { 0 } else { 512 },
         wave_lookback_slots_per_lane: 4,
         wave_min_blocks_per_sm: 2,
+    };
+    match &*WAVE_OVERRIDE {
+        Some(fields) if !segmented => with_wave_override(shape, fields),
+        _ => shape,
     }
 }
 
@@ -187,6 +191,26 @@ pub(crate) fn wave_max_tiles(resident_blocks: u32) -> u64 {
     static FROM_ENV: once_cell::sync::Lazy<Option<u64>> =
         once_cell::sync::Lazy::new(|| std::env::var("SCANRT_WAVE_MAX_TILES").ok()?.parse().ok());
     FROM_ENV.unwrap_or(resident_blocks as u64)
+}
+
+/// For tuning experiments only: `SCANRT_WAVE_OVERRIDE=threads:slots_per_lane:min_blocks[:spin:sleep_ns]`
+/// replaces the one-wave kernel's shape in every plain specialisation (and, where given,
+/// the look-back backoff of all its kernels).
+static WAVE_OVERRIDE: once_cell::sync::Lazy<Option<Vec<u32>>> = once_cell::sync::Lazy::new(|| {
+    let v = std::env::var("SCANRT_WAVE_OVERRIDE").ok()?;
+    v.split(':').map(|x| x.parse().ok()).collect()
+});
+
+fn with_wave_override(shape: TileShape, fields: &[u32]) -> TileShape {
+    let field = |i: usize, default: u32| fields.get(i).copied().unwrap_or(default);
+    TileShape {
+        wave_threads: field(0, shape.wave_threads),
+        wave_lookback_slots_per_lane: field(1, shape.wave_lookback_slots_per_lane),
+        wave_min_blocks_per_sm: field(2, shape.wave_min_blocks_per_sm),
+        spin_before_sleep: field(3, shape.spin_before_sleep),
+        sleep_ns: field(4, shape.sleep_ns),
+        ..shape
+    }
 }
 
 /// For tuning experiments only:
