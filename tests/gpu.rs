@@ -154,10 +154,11 @@ fn run_case<I: TestInput + Widen<O>, O: TestOutput>(
 
 /// The sizes every randomized test draws from: 1, 2, 33, around one tile of the
 /// register-staged kernel and one of the bulk-copy kernel (`bulk_tile`, the sizes where
-/// its first tile ends when it runs at every size), around 2^16, and past 2^20 (up to 384
-/// tiles, fewer than the resident blocks: the multi-round path is exercised by the large
-/// tests).
-fn edge_sizes(tile: usize, bulk_tile: usize) -> [usize; 11] {
+/// its first tile ends when it runs at every size), around 2^16 (2^16 + 1 also leaves the
+/// one-wave kernel a last tile of one element), nine one-wave tiles less one (a last
+/// tile one element short), and past 2^20 (up to 384 tiles, fewer than the resident
+/// blocks: the multi-round path is exercised by the large tests).
+fn edge_sizes(tile: usize, bulk_tile: usize, wave_tile: usize) -> [usize; 12] {
     [
         1,
         2,
@@ -169,6 +170,7 @@ fn edge_sizes(tile: usize, bulk_tile: usize) -> [usize; 11] {
         bulk_tile + 1,
         (1 << 16) - 1,
         (1 << 16) + 1,
+        9 * wave_tile - 1,
         3 * (1 << 19) + 1,
     ]
 }
@@ -201,11 +203,21 @@ impl Tally {
     }
 }
 
-/// Elements per tile of the register-staged kernel (src/gpu/tuning.rs).
+/// Items per thread (one row) of the register-staged and one-wave kernels (src/gpu/tuning.rs).
+fn items_for(input: DType, output: DType) -> usize {
+    (64 / output.size()).max(16 / input.size())
+}
+
+/// Elements per tile of the register-staged kernel.
 fn tile_for(input: DType, output: DType) -> usize {
-    let items = (64 / output.size()).max(16 / input.size());
+    let items = items_for(input, output);
     let threads = if items * output.size() <= 64 { 256 } else { 128 };
     threads * items
+}
+
+/// Elements per tile of the one-wave kernel (512 threads).
+fn wave_tile_for(input: DType, output: DType) -> usize {
+    512 * items_for(input, output)
 }
 
 /// Elements per tile of the bulk-copy kernel for plain scans (256 rows of 112 bytes;
@@ -222,7 +234,7 @@ fn randomized_every_pair_operator_mode_and_algorithm() {
     let mut tally = Tally::default();
     for pair in TYPE_PAIRS {
         let tile = tile_for(pair.0, pair.1);
-        let sizes = edge_sizes(tile, bulk_tile_for(pair.1));
+        let sizes = edge_sizes(tile, bulk_tile_for(pair.1), wave_tile_for(pair.0, pair.1));
         for op in Op::ALL {
             if check_types(pair.0, pair.1, op).is_err() {
                 continue;
@@ -971,7 +983,7 @@ fn randomized_backward_segmented_and_deterministic() {
     ];
     for pair in TYPE_PAIRS {
         let tile = tile_for(pair.0, pair.1);
-        let sizes = edge_sizes(tile, bulk_tile_for(pair.1));
+        let sizes = edge_sizes(tile, bulk_tile_for(pair.1), wave_tile_for(pair.0, pair.1));
         let patterns = patterns(tile as u64);
         for op in Op::ALL {
             if check_types(pair.0, pair.1, op).is_err() {

@@ -292,6 +292,7 @@ mod tests {
         assert!(!takes_small_shape(&u32_regular, &u32_small, (1 << 16) + 1));
         let u32_shape = tile_shape(90, DType::U32, DType::U32, false);
         assert_eq!(u32_shape.bulk_tile_elems(), 7168);
+        assert_eq!(u32_shape.wave_tile_elems(), 8192); // tests/gpu.rs wave_tile_for
         assert_eq!(u32_shape.bulk_shared_bytes(4), 4 * 28 * 1024);
     }
 }
