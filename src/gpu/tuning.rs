@@ -184,7 +184,8 @@ fn bulk_min_tiles(segmented: bool) -> u64 {
 /// The most tiles a plain scan may have to take the one-wave kernel, whose grid holds
 /// one block per tile: as many as are resident at once (`resident_blocks`). Measured on
 /// an H100 (u32, 512 x 16 tiles, 4 look-back slots per lane; docs/PERFORMANCE.md, ninth
-/// session): at 2^20 the device time fell from 8.7 to about 6.4 µs. Tests set
+/// session): at 2^20 the device time fell from 8.6 to 6.5-6.6 µs; 256- and 1024-thread
+/// tiles and 2 or 8 slots per lane were slower there. Tests set
 /// `SCANRT_WAVE_MAX_TILES` to run it at every size (it stays correct beyond one wave,
 /// since tickets order the tiles) or to 0 to keep it out.
 pub(crate) fn wave_max_tiles(resident_blocks: u32) -> u64 {
