@@ -328,6 +328,12 @@ const SINGLE_PASS_SUITES: [&str; 11] = [
     "seed_examples_on_the_gpu",
 ];
 
+/// Whether this process already forces one single-pass kernel (a child of the tests
+/// below, or a caller who set the variables), so those tests must not rerun the suites.
+fn forcing_a_kernel() -> bool {
+    std::env::var_os("SCANRT_BULK_MIN_TILES").is_some() || std::env::var_os("SCANRT_WAVE_MAX_TILES").is_some()
+}
+
 /// Reruns `suites` with `env` set, each in a child process of its own, all at once (the
 /// longest suite, not their sum, sets the time).
 fn rerun_suites(suites: &[&str], env: &[(&str, &str)], what: &str) {
@@ -358,7 +364,7 @@ fn rerun_suites(suites: &[&str], env: &[(&str, &str)], what: &str) {
 #[test]
 fn bulk_copy_single_pass_at_every_size() {
     let ctx = gpu_or_skip!();
-    if std::env::var_os("SCANRT_BULK_MIN_TILES").is_some() || std::env::var_os("SCANRT_WAVE_MAX_TILES").is_some() {
+    if forcing_a_kernel() {
         return; // this is a child (or the caller forces a kernel already)
     }
     let report = ctx.kernel_report(DType::U32, DType::U32, Op::Sum).unwrap();
@@ -383,7 +389,7 @@ fn bulk_copy_single_pass_at_every_size() {
 #[test]
 fn one_wave_single_pass_at_every_size() {
     let _ctx = gpu_or_skip!();
-    if std::env::var_os("SCANRT_BULK_MIN_TILES").is_some() || std::env::var_os("SCANRT_WAVE_MAX_TILES").is_some() {
+    if forcing_a_kernel() {
         return; // this is a child (or the caller forces a kernel already)
     }
     let max = u64::MAX.to_string();

@@ -124,9 +124,10 @@ impl Specialization {
         self.shape.bulk_buffers > 0 && self.input == self.output
     }
 
-    /// Whether the module also holds the one-wave single pass (plain scans only).
+    /// Whether the module also holds the one-wave single pass (tuning gives it to plain
+    /// scans only).
     pub fn has_wave_kernel(&self) -> bool {
-        self.shape.wave_threads > 0 && !self.segmented
+        self.shape.wave_threads > 0
     }
 
     /// The translation unit NVRTC compiles: the layered headers instantiated with
