@@ -54,6 +54,12 @@ typedef enum scanrt_status {
   SCANRT_STATUS_PANIC = 14,
   // Memory for a buffer could not be allocated.
   SCANRT_STATUS_OUT_OF_MEMORY = 15,
+  // A kernel refused a look-back workspace (never initialised, initialised for a
+  // smaller scan, or poisoned by an earlier fault; it wrote no output), or a
+  // look-back gave up waiting after 1 s (a workspace used by two scans at once or
+  // corrupted; that scan's output is undefined). Returned by the context's next call;
+  // the message names the workspace.
+  SCANRT_STATUS_WORKSPACE_FAULT = 16,
 } scanrt_status;
 
 // Element types. Discriminants are the C ABI values.
@@ -253,6 +259,17 @@ enum scanrt_status scanrt_context_prepare(const struct scanrt_context *ctx,
                                           int32_t output_dtype,
                                           int32_t op);
 
+// Releases the look-back workspaces the context keeps per stream that no call is using
+// right now, and those of streams that were destroyed (waiting for the device when there
+// are any). Graphs keep their own workspaces. The pool never holds more than 32
+// streams' workspaces; this returns them all.
+enum scanrt_status scanrt_context_trim(const struct scanrt_context *ctx);
+
+// Returns `SCANRT_STATUS_WORKSPACE_FAULT` when a kernel of this context refused its
+// workspace or gave up a look-back since the last call (the message names the
+// workspace), else `SCANRT_STATUS_OK`. Every scan call checks this first.
+enum scanrt_status scanrt_context_check_faults(const struct scanrt_context *ctx);
+
 // Creates a stream owned by scanrt (a no-op stream on the host backend).
 enum scanrt_status scanrt_stream_create(const struct scanrt_context *ctx,
                                         struct scanrt_stream **out);
@@ -376,3 +393,19 @@ enum scanrt_status scanrt_scan_device_with_workspace(const struct scanrt_context
 #endif  // __cplusplus
 
 #endif  /* SCANRT_H */
+
+/* Streams: NULL is the legacy default stream, as in the CUDA driver API. A translation
+ * unit built with `nvcc --default-stream per-thread` (which defines
+ * CUDA_API_PER_THREAD_DEFAULT_STREAM) means its thread's default stream by NULL, so there
+ * the macros below pass cudaStreamPerThread (0x2) for NULL, as the CUDA runtime does.
+ * Define SCANRT_NO_PER_THREAD_DEFAULT_STREAM to keep NULL as the legacy stream. */
+#if defined(CUDA_API_PER_THREAD_DEFAULT_STREAM) && !defined(SCANRT_NO_PER_THREAD_DEFAULT_STREAM) && !defined(SCANRT_PER_THREAD_DEFAULT_STREAM_MACROS)
+#define SCANRT_PER_THREAD_DEFAULT_STREAM_MACROS
+static inline void *scanrt_per_thread_default_stream(void *stream) {
+  return stream ? stream : (void *)0x2;
+}
+#define scanrt_stream_wrap(ctx, stream, ...) scanrt_stream_wrap(ctx, scanrt_per_thread_default_stream((void *)(stream)), __VA_ARGS__)
+#define scanrt_scan_device(ctx, stream, ...) scanrt_scan_device(ctx, scanrt_per_thread_default_stream((void *)(stream)), __VA_ARGS__)
+#define scanrt_scan_device_with_workspace(ctx, stream, ...) scanrt_scan_device_with_workspace(ctx, scanrt_per_thread_default_stream((void *)(stream)), __VA_ARGS__)
+#define scanrt_workspace_init(ctx, stream, ...) scanrt_workspace_init(ctx, scanrt_per_thread_default_stream((void *)(stream)), __VA_ARGS__)
+#endif

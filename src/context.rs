@@ -103,7 +103,7 @@ impl Context {
 
     /// The underlying cudarc context (GPU contexts only), for Rust users mixing APIs.
     pub fn cuda_context(&self) -> Result<&Arc<cudarc::driver::CudaContext>> {
-        Ok(&self.gpu()?.ctx)
+        Ok(&*self.gpu()?.ctx)
     }
 
     /// A new stream owned by scanrt (a no-op stream on the host backend).
@@ -215,17 +215,58 @@ impl Context {
         })
     }
 
-    /// Zero-fills a caller-provided workspace on `stream`; required once before its first use.
+    /// Initialises a caller-provided workspace on `stream` (zero-fills it and writes its
+    /// sealed header). Required before its first use, and again after a `WorkspaceFault`
+    /// names it; a kernel refuses a workspace that was not initialised, or was
+    /// initialised for fewer tiles than its scan needs.
     pub fn init_workspace(&self, stream: &Stream, workspace: Workspace) -> Result<()> {
         let d = self.gpu()?;
         self.check_stream_owner(stream)?;
+        if workspace.ptr % 16 != 0 {
+            bail!(InvalidArgument, "the workspace must be 16-byte aligned");
+        }
+        if workspace.bytes < crate::gpu::workspace::LOOKBACK_HEADER_BYTES {
+            bail!(
+                BufferTooSmall,
+                "a workspace of {} bytes has no room for its {}-byte header",
+                workspace.bytes,
+                crate::gpu::workspace::LOOKBACK_HEADER_BYTES
+            );
+        }
         let _current = d.enter()?;
         d.check_device_range(workspace.ptr, workspace.bytes as u64, "workspace")?;
-        // SAFETY: the range was just checked to be device memory of this device.
-        check(
-            unsafe { sys::cuMemsetD8Async(workspace.ptr, 0, workspace.bytes, stream.raw) },
-            "cuMemsetD8Async",
-        )
+        // SAFETY: the range was just checked to be device memory of this device, aligned
+        // and long enough for the header.
+        unsafe { crate::gpu::workspace::initialise(workspace.ptr, workspace.bytes, stream.raw) }
+    }
+
+    /// Releases the look-back workspaces of the per-stream pool that no call is using,
+    /// and those of destroyed streams (which waits for the device when there are any).
+    /// Graphs keep their own workspaces. A no-op on the host backend.
+    pub fn trim(&self) -> Result<()> {
+        if let Engine::Gpu(d) = &*self.engine {
+            let _current = d.enter()?;
+            d.workspaces.trim()?;
+        }
+        Ok(())
+    }
+
+    /// The number of streams whose look-back workspace the pool holds (0 on the host).
+    pub fn pooled_workspaces(&self) -> usize {
+        match &*self.engine {
+            Engine::Host => 0,
+            Engine::Gpu(d) => d.workspaces.len(),
+        }
+    }
+
+    /// Returns, as an error, a fault a kernel of this context reported since the last
+    /// call (a refused workspace or an expired look-back: `WorkspaceFault`). Scan calls
+    /// check this first; call it to learn of a fault without scanning.
+    pub fn check_faults(&self) -> Result<()> {
+        match &*self.engine {
+            Engine::Host => Ok(()),
+            Engine::Gpu(d) => d.take_fault(),
+        }
     }
 
     fn check_stream_owner(&self, stream: &Stream) -> Result<()> {
@@ -393,6 +434,17 @@ pub struct Stream {
 // SAFETY: a CUstream handle may be used from any thread; the owned wrapper is Send+Sync.
 unsafe impl Send for Stream {}
 unsafe impl Sync for Stream {}
+
+impl Drop for Stream {
+    /// Destroys an owned stream (work queued on it still completes) and leaves the
+    /// thread's current context as it was (cudarc's drop binds the stream's context).
+    fn drop(&mut self) {
+        if let Some(owned) = self._owned.take() {
+            let _restore = crate::gpu::driver::PreserveCurrent::new();
+            drop(owned);
+        }
+    }
+}
 
 impl Stream {
     /// A borrowed stream without the ownership check; the scan path checks the stream

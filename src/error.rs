@@ -40,6 +40,12 @@ pub enum ScanrtStatus {
     Panic = 14,
     /// Memory for a buffer could not be allocated.
     OutOfMemory = 15,
+    /// A kernel refused a look-back workspace (never initialised, initialised for a
+    /// smaller scan, or poisoned by an earlier fault; it wrote no output), or a
+    /// look-back gave up waiting after 1 s (a workspace used by two scans at once or
+    /// corrupted; that scan's output is undefined). Returned by the context's next call;
+    /// the message names the workspace.
+    WorkspaceFault = 16,
 }
 
 impl ScanrtStatus {
@@ -62,6 +68,7 @@ impl ScanrtStatus {
             WrongBackend,
             Panic,
             OutOfMemory,
+            WorkspaceFault,
         ]
         .into_iter()
         .find(|s| *s as i32 == v)

@@ -227,6 +227,7 @@ pub extern "C" fn scanrt_status_string(status: i32) -> *const c_char {
         Some(ScanrtStatus::WrongBackend) => b"wrong backend\0",
         Some(ScanrtStatus::Panic) => b"internal panic\0",
         Some(ScanrtStatus::OutOfMemory) => b"out of memory\0",
+        Some(ScanrtStatus::WorkspaceFault) => b"workspace fault\0",
         None => b"unknown status\0",
     };
     s.as_ptr() as *const c_char
@@ -324,6 +325,23 @@ pub unsafe extern "C" fn scanrt_context_prepare(
             Op::from_raw(op)?,
         )
     })
+}
+
+/// Releases the look-back workspaces the context keeps per stream that no call is using
+/// right now, and those of streams that were destroyed (waiting for the device when there
+/// are any). Graphs keep their own workspaces. The pool never holds more than 32
+/// streams' workspaces; this returns them all.
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_context_trim(ctx: *const scanrt_context) -> ScanrtStatus {
+    boundary(|| non_null(ctx, "ctx")?.inner.trim())
+}
+
+/// Returns `SCANRT_STATUS_WORKSPACE_FAULT` when a kernel of this context refused its
+/// workspace or gave up a look-back since the last call (the message names the
+/// workspace), else `SCANRT_STATUS_OK`. Every scan call checks this first.
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_context_check_faults(ctx: *const scanrt_context) -> ScanrtStatus {
+    boundary(|| non_null(ctx, "ctx")?.inner.check_faults())
 }
 
 /// Creates a stream owned by scanrt (a no-op stream on the host backend).

@@ -134,7 +134,7 @@ template <typename Op, typename In, int THREADS, int ITEMS, int BUFFERS, int LOO
           int SPIN_BEFORE_SLEEP, int SLEEP_NS, bool REVERSE, bool SEGMENTED>
 SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long long n, unsigned long long init_bits,
                                          unsigned flags, const void* heads, void* workspace,
-                                         long long status_capacity) {
+                                         long long status_capacity, FaultReport* report) {
     typedef typename Op::T Acc;
     typedef BlockMatrixScan<Op, THREADS, ITEMS, SEGMENTED> Scan;
     typedef typename Scan::CarryOp CarryOp;
@@ -269,12 +269,13 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
     if (tid == 0) {
         for (int b = 0; b < BUFFERS; ++b) mbarrier_init(&loaded[b], 1);
         mbarrier_init_fence();
-        const unsigned long long drawn = draw_ticket(header);
+        const unsigned long long drawn = first_ticket<Status>(header, report, num_tiles, status_capacity);
         pass_on_header(header, drawn, last_ticket);
         generation_s = (u32)(drawn >> 32);
-        issue_load(0, (u32)drawn);
+        issue_load(0, (u32)drawn);  // a refused ticket names no tile: the block ends at once
     }
     __syncthreads();
+    Watchdog dog{header, report, 0};
     const u32 generation = generation_s;
     const u32 tag = 1u + generation % SCANRT_TAG_PERIOD;
 
@@ -286,7 +287,7 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
             const u32 tile = Handover<u32>::load(&tile_s[b], lane);
             if (tile >= num_tiles) break;
             const Carry prefix = resolve_prefix<CarryOp, Status, LOOKBACK_SLOTS_PER_LANE, SPIN_BEFORE_SLEEP, SLEEP_NS>(
-                status, tile, Handover<Carry>::load(&aggregate_s[b], lane), carry_in, tag, lane, deterministic);
+                status, tile, Handover<Carry>::load(&aggregate_s[b], lane), carry_in, tag, lane, deterministic, dog);
             if (lane == 0) Handover<Carry>::store(&prefix_s[b], prefix);
             named_barrier_arrive(Barriers::prefix(b), PIPELINE);
         }

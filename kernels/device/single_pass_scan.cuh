@@ -87,14 +87,72 @@
 #define SCANRT_ANCHOR_SLOTS_PER_LANE 4       // deterministic mode: look-back slots per lane
 #define SCANRT_ANCHOR_STRIDE    (32 * SCANRT_ANCHOR_SLOTS_PER_LANE)  // tiles that publish INCLUSIVE
 
+// The workspace header (32 bytes; the status slots follow it). src/gpu/workspace.rs
+// writes the same layout when it initialises a workspace.
 struct LookbackHeader {
     unsigned long long ticket;  // [generation:32 | next tile id:32]
     u32 finished_blocks;        // counted only in the launch before the tags repeat
+    u32 fault;                  // nonzero: a launch found the protocol broken; refused until re-initialised
+    unsigned long long area_bytes;  // bytes of status slots initialised after the header
+    unsigned long long seal;        // scanrt_workspace_seal(area_bytes): the header was written by scanrt
+};
+
+// Where kernels report a refused workspace or an expired look-back to the host: mapped
+// pinned host memory the host reads at its next call (src/gpu/workspace.rs, FaultReport).
+struct FaultReport {
+    unsigned long long workspace;  // the workspace concerned
+    u32 code;                      // SCANRT_FAULT_*; 0 = nothing to report
     u32 reserved;
 };
+#define SCANRT_FAULT_UNINITIALISED 1u  // no valid seal: never initialised, or overwritten
+#define SCANRT_FAULT_TOO_SMALL     2u  // initialised for fewer slots than this scan needs
+#define SCANRT_FAULT_POISONED      3u  // an earlier launch on it faulted; initialise it again
+#define SCANRT_FAULT_WATCHDOG      4u  // a look-back waited past SCANRT_WATCHDOG_NS
+#define SCANRT_WORKSPACE_MAGIC     0x7363616e72743032ull  // "scanrt02": the header layout above
+// Longest a look-back waits for a predecessor. A healthy wait lasts microseconds (one
+// tile's loads); only a broken protocol state (a workspace shared by two running scans,
+// or corrupted) waits longer, and then the kernel gives up instead of hanging the GPU.
+#define SCANRT_WATCHDOG_NS         1000000000ull
+
+SCANRT_DEVICE unsigned long long scanrt_workspace_seal(unsigned long long area_bytes) {
+    return SCANRT_WORKSPACE_MAGIC ^ (area_bytes * 0x9e3779b97f4a7c15ull);
+}
 
 SCANRT_DEVICE u64 ld_relaxed(const u64* p) { u64 v; asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory"); return v; }
 SCANRT_DEVICE void st_relaxed(u64* p, u64 v) { asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory"); }
+
+// Thread 0 of a block that refuses its workspace or gives up a wait: marks the workspace
+// poisoned and tells the host which one and why.
+SCANRT_DEVICE void report_fault(LookbackHeader* header, FaultReport* report, u32 code) {
+    atomicExch(&header->fault, code);
+    *(volatile unsigned long long*)&report->workspace = (unsigned long long)header;
+    __threadfence_system();
+    *(volatile u32*)&report->code = code;
+}
+
+// Bounds the look-back's waits (SCANRT_WATCHDOG_NS). Called by the whole warp once per
+// poll round; lane 0 looks at the clock (every 1024 rounds, so healthy waits pay one
+// compare) and the warp leaves together.
+struct Watchdog {
+    LookbackHeader* header;
+    FaultReport* report;
+    unsigned long long started;
+    SCANRT_DEVICE bool expired(int spins, int lane) {
+        if ((spins & 1023) != 1023) return false;
+        bool give_up = false;
+        if (lane == 0) {
+            unsigned long long now;
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+            if (*(volatile u32*)&header->fault != 0) give_up = true;  // another block gave up
+            else if (started == 0) started = now;
+            else if (now - started > SCANRT_WATCHDOG_NS) {
+                report_fault(header, report, SCANRT_FAULT_WATCHDOG);
+                give_up = true;
+            }
+        }
+        return __shfl_sync(SCANRT_FULL_MASK, give_up, 0);
+    }
+};
 
 // How a carry travels through a status slot: the bits of its value and its head bit.
 template <typename T> struct SlotCodec {
@@ -119,6 +177,7 @@ template <typename Carry, int SIZE = sizeof(typename SlotCodec<Carry>::W)> struc
 // 4-byte values: one 64-bit word per tile, [status word:32 | value:32].
 template <typename Carry> struct TileStatus<Carry, 4> {
     typedef SlotCodec<Carry> Codec;
+    static const int SLOT_BYTES = 8;
     u64* word;
     SCANRT_DEVICE TileStatus(void* slots, long long) : word((u64*)slots) {}
     SCANRT_DEVICE void publish(long long tile, u32 flag, Carry value, u32 tag) const {
@@ -144,6 +203,7 @@ template <typename Carry> struct TileStatus<Carry, 4> {
 // simply polled again.
 template <typename Carry> struct TileStatus<Carry, 8> {
     typedef SlotCodec<Carry> Codec;
+    static const int SLOT_BYTES = 16;
     u64* word;  // two per slot
     SCANRT_DEVICE TileStatus(void* slots, long long) : word((u64*)slots) {}
     SCANRT_DEVICE void publish(long long tile, u32 flag, Carry value, u32 tag) const {
@@ -183,7 +243,7 @@ SCANRT_DEVICE bool closes_lookback(u32 flag, Carry value) {
 // nearest closing slot is published (slots below it do not matter), or, with no closing
 // slot, when all are published; then the walk goes on below it.
 template <typename CarryOp, typename Status, int K, int SPIN_BEFORE_SLEEP, int SLEEP_NS>
-SCANRT_DEVICE typename CarryOp::T look_back(const Status& status, long long tile, u32 tag, int lane) {
+SCANRT_DEVICE typename CarryOp::T look_back(const Status& status, long long tile, u32 tag, int lane, Watchdog& dog) {
     typedef typename CarryOp::T Carry;
     Carry running = CarryOp::identity();
     for (long long window_end = tile - 1;; window_end -= 32 * K) {
@@ -218,6 +278,7 @@ SCANRT_DEVICE typename CarryOp::T look_back(const Status& status, long long tile
                 }
             }
             if (ready) break;
+            if (dog.expired(spins, lane)) return running;  // the output is undefined; the host hears of it
             if (spins >= SPIN_BEFORE_SLEEP) __nanosleep(SLEEP_NS);
         }
         // Fold the window in slot order from its nearest closing slot on: row by row, each
@@ -239,7 +300,8 @@ SCANRT_DEVICE typename CarryOp::T look_back(const Status& status, long long tile
 // them in order; the warp then reduces the lane results in lane order. Both orders are
 // fixed, so the result is a function of the tile index alone.
 template <typename CarryOp, typename Status, int SPIN_BEFORE_SLEEP, int SLEEP_NS>
-SCANRT_DEVICE typename CarryOp::T look_back_deterministic(const Status& status, long long tile, u32 tag, int lane) {
+SCANRT_DEVICE typename CarryOp::T look_back_deterministic(const Status& status, long long tile, u32 tag, int lane,
+                                                          Watchdog& dog) {
     typedef typename CarryOp::T Carry;
     const int K = SCANRT_ANCHOR_SLOTS_PER_LANE;
     const long long anchor = (tile - 1) / SCANRT_ANCHOR_STRIDE * SCANRT_ANCHOR_STRIDE;
@@ -264,6 +326,7 @@ SCANRT_DEVICE typename CarryOp::T look_back_deterministic(const Status& status, 
             all_ready &= ready(j);
         }
         if (__all_sync(SCANRT_FULL_MASK, all_ready)) break;
+        if (dog.expired(spins, lane)) break;
         if (spins >= SPIN_BEFORE_SLEEP) __nanosleep(SLEEP_NS);
     }
     Carry lane_fold = CarryOp::identity();
@@ -279,6 +342,30 @@ SCANRT_DEVICE typename CarryOp::T look_back_deterministic(const Status& status, 
 // its result is read, so a caller that draws early and reads late hides the round trip,
 // which queues behind the memory system's traffic, behind its other work.
 SCANRT_DEVICE unsigned long long draw_ticket(LookbackHeader* header) { return atomicAdd(&header->ticket, 1ull); }
+
+// A block's first ticket (thread 0), or REFUSED_TICKET when the workspace cannot be
+// trusted: its seal is not scanrt's, it was poisoned by an earlier fault, or it was
+// initialised for fewer slots than the launch's `num_tiles` (or more than the host
+// checked: `host_slots`). The header is read while the ticket is in flight. A refusal is
+// reported to the host and poisons the workspace (the refused draw moved its ticket).
+// Refused blocks publish nothing and write no output.
+#define SCANRT_REFUSED_TICKET 0xffffffffull  // [generation 0 | no tile]
+template <typename Status>
+SCANRT_DEVICE unsigned long long first_ticket(LookbackHeader* header, FaultReport* report, u32 num_tiles,
+                                              long long host_slots) {
+    const unsigned long long area = *(volatile unsigned long long*)&header->area_bytes;
+    const unsigned long long seal = *(volatile unsigned long long*)&header->seal;
+    const u32 fault = *(volatile u32*)&header->fault;
+    const unsigned long long drawn = draw_ticket(header);
+    const long long slots = (long long)(area / Status::SLOT_BYTES);
+    u32 code = 0;
+    if (seal != scanrt_workspace_seal(area)) code = SCANRT_FAULT_UNINITIALISED;
+    else if (fault != 0) code = SCANRT_FAULT_POISONED;
+    else if (slots < (long long)num_tiles || slots > host_slots) code = SCANRT_FAULT_TOO_SMALL;
+    if (code == 0) return drawn;
+    report_fault(header, report, code);
+    return SCANRT_REFUSED_TICKET;
+}
 
 // The block that drew the launch's last ticket (num_tiles + gridDim.x - 1) hands the
 // header to the next launch (thread 0). This reads the ticket, so it waits for it.
@@ -302,7 +389,8 @@ SCANRT_DEVICE void publish_scanned(const Status& status, u32 tile, typename Carr
 // made one (in deterministic mode only anchor tiles publish INCLUSIVE).
 template <typename CarryOp, typename Status, int K, int SPIN_BEFORE_SLEEP, int SLEEP_NS>
 SCANRT_DEVICE typename CarryOp::T resolve_prefix(const Status& status, u32 tile, typename CarryOp::T aggregate,
-                                                 typename CarryOp::T carry_in, u32 tag, int lane, bool deterministic) {
+                                                 typename CarryOp::T carry_in, u32 tag, int lane, bool deterministic,
+                                                 Watchdog& dog) {
     typedef typename CarryOp::T Carry;
 #ifdef SCANRT_DEBUG_SKIP_LOOKBACK
     const bool skip = true;  // experiments: measure the pipeline alone (wrong results)
@@ -312,12 +400,12 @@ SCANRT_DEVICE typename CarryOp::T resolve_prefix(const Status& status, u32 tile,
     if (tile == 0 || skip) return carry_in;
     const bool published = SlotCodec<Carry>::head(aggregate);  // INCLUSIVE already
     if (deterministic) {
-        const Carry prefix = look_back_deterministic<CarryOp, Status, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile, tag, lane);
+        const Carry prefix = look_back_deterministic<CarryOp, Status, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile, tag, lane, dog);
         if (lane == 0 && !published && tile % SCANRT_ANCHOR_STRIDE == 0)
             status.publish(tile, SCANRT_STATUS_INCLUSIVE, CarryOp::combine(prefix, aggregate), tag);
         return prefix;
     }
-    const Carry prefix = look_back<CarryOp, Status, K, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile, tag, lane);
+    const Carry prefix = look_back<CarryOp, Status, K, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile, tag, lane, dog);
     if (lane == 0 && !published) status.publish(tile, SCANRT_STATUS_INCLUSIVE, CarryOp::combine(prefix, aggregate), tag);
     return prefix;
 }
@@ -346,7 +434,8 @@ __device__ __noinline__ void clear_before_tags_repeat(LookbackHeader* header, St
 template <typename Op, typename In, int THREADS, int ITEMS, int LOOKBACK_SLOTS_PER_LANE, int SPIN_BEFORE_SLEEP,
           int SLEEP_NS, bool REVERSE, bool SEGMENTED>
 SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long n, unsigned long long init_bits,
-                                    unsigned flags, const void* heads, void* workspace, long long status_capacity) {
+                                    unsigned flags, const void* heads, void* workspace, long long status_capacity,
+                                    FaultReport* report) {
     typedef typename Op::T Acc;
     typedef BlockMatrixScan<Op, THREADS, ITEMS, SEGMENTED> Scan;
     typedef typename Scan::CarryOp CarryOp;
@@ -448,12 +537,13 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
     Regs first_regs;
     if (!lookback_warp) load_tile(blockIdx.x, first_regs);
     if (tid == 0) {
-        const unsigned long long drawn = draw_ticket(header);
+        const unsigned long long drawn = first_ticket<Status>(header, report, num_tiles, status_capacity);
         pass_on_header(header, drawn, last_ticket);
         generation_s = (u32)(drawn >> 32);
         next_tile_s = (u32)drawn;
     }
     __syncthreads();
+    Watchdog dog{header, report, 0};
     const u32 generation = generation_s;
     const u32 tag = 1u + generation % SCANRT_TAG_PERIOD;
     u32 tile = next_tile_s;
@@ -470,7 +560,7 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
     while (tile < num_tiles) {
         if (lookback_warp) {
             const Carry prefix = resolve_prefix<CarryOp, Status, LOOKBACK_SLOTS_PER_LANE, SPIN_BEFORE_SLEEP, SLEEP_NS>(
-                status, tile, aggregate_s[buffer], carry_in, tag, lane, deterministic);
+                status, tile, aggregate_s[buffer], carry_in, tag, lane, deterministic, dog);
             if (lane == 0) tile_prefix_s = prefix;
         } else {
             if (tid == 0) {

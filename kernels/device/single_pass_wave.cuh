@@ -32,7 +32,8 @@
 template <typename Op, typename In, int THREADS, int ITEMS, int LOOKBACK_SLOTS_PER_LANE, int SPIN_BEFORE_SLEEP,
           int SLEEP_NS, bool REVERSE>
 SCANRT_DEVICE void single_pass_scan_wave(const In* in, typename Op::T* out, long long n, unsigned long long init_bits,
-                                         unsigned flags, void* workspace, long long status_capacity) {
+                                         unsigned flags, void* workspace, long long status_capacity,
+                                         FaultReport* report) {
     typedef typename Op::T Acc;
     typedef StripedTile<Op, In, THREADS, ITEMS, REVERSE> Tile;
     typedef TileStatus<Acc> Status;
@@ -49,13 +50,15 @@ SCANRT_DEVICE void single_pass_scan_wave(const In* in, typename Op::T* out, long
     Status status(header + 1, status_capacity);
 
     if (tid == 0) {
-        const unsigned long long drawn = draw_ticket(header);
+        const unsigned long long drawn = first_ticket<Status>(header, report, gridDim.x, status_capacity);
         pass_on_header(header, drawn, gridDim.x - 1);
         generation_s = (u32)(drawn >> 32);
         tile_s = (u32)drawn;
     }
     __syncthreads();
     const u32 generation = generation_s, tile = tile_s;
+    if (tile >= gridDim.x) return;  // refused workspace
+    Watchdog dog{header, report, 0};
     const u32 tag = 1u + generation % SCANRT_TAG_PERIOD;
     const long long valid_ll = min((long long)TILE, n - (long long)tile * TILE);
     const int valid = (int)valid_ll;
@@ -73,7 +76,7 @@ SCANRT_DEVICE void single_pass_scan_wave(const In* in, typename Op::T* out, long
     if (tid == 0) publish_scanned<Op>(status, tile, aggregate, carry_in, tag);
     if (warp == 0) {
         const Acc prefix = resolve_prefix<Op, Status, LOOKBACK_SLOTS_PER_LANE, SPIN_BEFORE_SLEEP, SLEEP_NS>(
-            status, tile, aggregate, carry_in, tag, lane, deterministic);
+            status, tile, aggregate, carry_in, tag, lane, deterministic, dog);
         if (lane == 0) prefix_s = prefix;
     }
     __syncthreads();

@@ -16,7 +16,8 @@ use once_cell::sync::OnceCell;
 use parking_lot::Mutex;
 
 use crate::error::{bail, Error, Result, ScanrtStatus};
-use crate::gpu::driver::{self, check, CurrentContext};
+use crate::gpu::driver::{self, check, CurrentContext, SharedContext};
+use crate::gpu::workspace::{fault_error, FaultReport, WorkspacePool};
 use crate::gpu::jit::{self, Nvrtc, Specialization};
 use crate::gpu::tuning::TileShape;
 use crate::types::{DType, ScanDesc};
@@ -47,49 +48,17 @@ pub(crate) struct SinglePassKernel {
     pub shared_bytes: u32,
 }
 
-/// A device allocation holding a look-back header and status slots (zero-filled once).
-struct Workspace {
-    ptr: CUdeviceptr,
-    bytes: usize,
-}
-
-/// Size of the look-back header ([generation | ticket], finished blocks, reserved).
-pub(crate) const LOOKBACK_HEADER_BYTES: usize = 16;
-/// Workspaces are never smaller than this many status slots (2^28 4-byte elements).
-const MIN_WORKSPACE_SLOTS: u64 = 1 << 16;
-
-/// Bytes of look-back state for `slots` tiles with an accumulator of `acc_size` bytes
-/// (see TileStatus in kernels/device/single_pass_scan.cuh).
-pub(crate) fn lookback_bytes(acc_size: usize, slots: u64) -> usize {
-    LOOKBACK_HEADER_BYTES + slots as usize * slot_bytes(acc_size)
-}
-
-/// A status slot packs the status word with the value: 8 bytes for 4-byte values, 16
-/// (the status word twice) for 8-byte ones.
-fn slot_bytes(acc_size: usize) -> usize {
-    if acc_size == 4 {
-        8
-    } else {
-        16
-    }
-}
-
-/// How many status slots fit into a workspace of `bytes`.
-pub(crate) fn lookback_slots(acc_size: usize, bytes: usize) -> u64 {
-    (bytes.saturating_sub(LOOKBACK_HEADER_BYTES) / slot_bytes(acc_size)) as u64
-}
-
 pub(crate) struct GpuDevice {
-    pub ctx: Arc<CudaContext>,
+    pub ctx: SharedContext,
     pub ordinal: usize,
     pub arch: i32,
     pub sm_count: u32,
     nvrtc: OnceCell<Nvrtc>,
     modules: Mutex<HashMap<Specialization, Arc<OnceCell<Arc<ScanModule>>>>>,
-    /// Keyed by (stream handle, accumulator size): the two status layouts never share memory.
-    workspaces: Mutex<HashMap<(usize, usize), Workspace>>,
-    /// Outgrown workspaces: freed with the device.
-    retired: Mutex<Vec<CUdeviceptr>>,
+    /// One look-back workspace per stream (by the driver's stream id).
+    pub workspaces: WorkspacePool,
+    /// Where kernels report refused workspaces and expired look-backs.
+    pub faults: Arc<FaultReport>,
 }
 
 impl GpuDevice {
@@ -119,10 +88,14 @@ impl GpuDevice {
         // CudaContext::new makes the primary context current; put the caller's back.
         // SAFETY: `previous` was current a moment ago (or NULL).
         unsafe { sys::cuCtxSetCurrent(previous) };
-        let ctx = opened?;
+        let ctx = SharedContext::new(opened?);
         // SAFETY: scanrt orders its own work by streams and never relies on cudarc's
         // per-slice event tracking, which would add work to every call.
         unsafe { ctx.disable_event_tracking() };
+        let faults = {
+            let _current = CurrentContext::enter(ctx.cu_ctx())?;
+            FaultReport::new(ctx.clone())?
+        };
         let (major, minor) = ctx.compute_capability()?;
         let sm_count = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
         Ok(GpuDevice {
@@ -132,8 +105,8 @@ impl GpuDevice {
             sm_count,
             nvrtc: OnceCell::new(),
             modules: Mutex::new(HashMap::new()),
-            workspaces: Mutex::new(HashMap::new()),
-            retired: Mutex::new(Vec::new()),
+            workspaces: WorkspacePool::new(),
+            faults,
         })
     }
 
@@ -220,63 +193,13 @@ impl GpuDevice {
         })
     }
 
-    /// A zero-initialised look-back workspace for `stream` with at least `slots` status
-    /// slots for accumulators of `acc_size` bytes; reused by every later call on the
-    /// stream. The caller has entered this device's context.
-    pub fn workspace(&self, stream: CUstream, acc_size: usize, slots: u64) -> Result<(CUdeviceptr, u64)> {
-        let key = (stream as usize, acc_size);
-        let mut pool = self.workspaces.lock();
-        if let Some(ws) = pool.get(&key) {
-            let capacity = lookback_slots(acc_size, ws.bytes);
-            if capacity >= slots {
-                return Ok((ws.ptr, capacity));
-            }
+    /// Returns the fault a kernel reported since the last call, as an error, and drops
+    /// the pooled workspace it concerns (the stream gets a fresh one at its next scan).
+    pub fn take_fault(&self) -> Result<()> {
+        match self.faults.take() {
+            None => Ok(()),
+            Some(fault) => Err(fault_error(fault, self.workspaces.discard(fault.workspace))),
         }
-        let capacity = slots.max(MIN_WORKSPACE_SLOTS).next_power_of_two();
-        let bytes = lookback_bytes(acc_size, capacity);
-        let capturing = driver::is_capturing(stream)?;
-        let ptr = if capturing {
-            // Inside a capture, stream-ordered allocation would become part of the graph;
-            // allocate outside it instead (the workspace outlives the capture).
-            driver::with_relaxed_capture(|| self.alloc_zeroed_now(bytes))?
-        } else {
-            let mut ptr: CUdeviceptr = 0;
-            // SAFETY: out-pointer to a local; `stream` belongs to this context (checked by the caller).
-            unsafe {
-                check(sys::cuMemAllocAsync(&mut ptr, bytes, stream), "cuMemAllocAsync")?;
-                check(sys::cuMemsetD8Async(ptr, 0, bytes, stream), "cuMemsetD8Async")?;
-            }
-            ptr
-        };
-        if let Some(old) = pool.insert(key, Workspace { ptr, bytes }) {
-            // Another thread may have taken the old workspace for a launch on this stream
-            // that it has not enqueued yet, so it is not freed before the device is
-            // dropped. Capacities double, so retired memory stays below the live size.
-            self.retired.lock().push(old.ptr);
-        }
-        Ok((ptr, capacity))
-    }
-
-    fn alloc_zeroed_now(&self, bytes: usize) -> Result<CUdeviceptr> {
-        let mut ptr: CUdeviceptr = 0;
-        // SAFETY: out-pointer to a local; the memset runs on a private stream that is
-        // synchronised before the pointer is handed out.
-        unsafe {
-            check(sys::cuMemAlloc_v2(&mut ptr, bytes), "cuMemAlloc")?;
-            let mut s: CUstream = std::ptr::null_mut();
-            check(
-                sys::cuStreamCreate(&mut s, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32),
-                "cuStreamCreate",
-            )?;
-            let r = check(sys::cuMemsetD8Async(ptr, 0, bytes, s), "cuMemsetD8Async")
-                .and_then(|_| check(sys::cuStreamSynchronize(s), "cuStreamSynchronize"));
-            sys::cuStreamDestroy_v2(s);
-            if let Err(e) = r {
-                sys::cuMemFree_v2(ptr);
-                return Err(e);
-            }
-        }
-        Ok(ptr)
     }
 
     /// Checks that `[ptr, ptr + bytes)` is device memory of this device.
@@ -298,8 +221,9 @@ impl GpuDevice {
                 self.ordinal
             );
         }
-        if info.range_size > 0 && ptr + bytes > info.range_start + info.range_size as u64 {
-            let available = info.range_start + info.range_size as u64 - ptr;
+        let range_end = info.range_start.saturating_add(info.range_size as u64);
+        if info.range_size > 0 && ptr.checked_add(bytes).is_none_or(|end| end > range_end) {
+            let available = range_end.saturating_sub(ptr);
             return Err(Error::new(
                 ScanrtStatus::BufferTooSmall,
                 format!(
@@ -328,13 +252,9 @@ impl Drop for GpuDevice {
         let Ok(_current) = self.enter() else { return };
         // Outstanding scans may still use the workspaces; wait for them before freeing.
         let _ = self.ctx.synchronize();
-        for ws in self.workspaces.lock().drain() {
-            // SAFETY: the device is idle; each pointer was allocated by this device and is freed once.
-            unsafe { sys::cuMemFree_v2(ws.1.ptr) };
-        }
-        for ptr in self.retired.lock().drain(..) {
-            // SAFETY: as above.
-            unsafe { sys::cuMemFree_v2(ptr) };
-        }
+        self.workspaces.release_all();
+        // Modules unload here, with the context entered (cudarc binds it and would not
+        // restore the caller's); `ctx` and `faults` restore it themselves.
+        self.modules.lock().clear();
     }
 }

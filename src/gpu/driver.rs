@@ -2,8 +2,10 @@
 //! cudarc's safe layer (context switching, pointer queries, capture state, launches).
 
 use std::ffi::c_void;
+use std::sync::Arc;
 
 use cudarc::driver::sys::{self, CUcontext, CUdeviceptr, CUresult, CUstream};
+use cudarc::driver::CudaContext;
 
 use crate::error::{Error, Result, ScanrtStatus};
 
@@ -92,14 +94,87 @@ pub(crate) fn stream_context(stream: CUstream) -> Result<CUcontext> {
     Ok(ctx)
 }
 
-pub(crate) fn is_capturing(stream: CUstream) -> Result<bool> {
+/// The graph `stream` is being captured into, if it is. A stream whose capture was
+/// invalidated is an error (the capture has failed already).
+pub(crate) fn capture_graph(stream: CUstream) -> Result<Option<sys::CUgraph>> {
     let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-    // SAFETY: out-pointer to a local.
+    let mut graph: sys::CUgraph = std::ptr::null_mut();
+    // SAFETY: out-pointers to locals; the optional outputs may be NULL.
     check(
-        unsafe { sys::cuStreamIsCapturing(stream, &mut status) },
-        "cuStreamIsCapturing",
+        unsafe {
+            sys::cuStreamGetCaptureInfo_v3(
+                stream,
+                &mut status,
+                std::ptr::null_mut(),
+                &mut graph,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        },
+        "cuStreamGetCaptureInfo",
     )?;
-    Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+    match status {
+        sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE => Ok(None),
+        sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE => Ok(Some(graph)),
+        _ => Err(Error::new(
+            ScanrtStatus::CudaError,
+            "the stream's capture was invalidated by an earlier call",
+        )),
+    }
+}
+
+/// An `Arc<CudaContext>` whose release leaves the thread's current context as it was:
+/// cudarc's drop makes the context current and does not restore the caller's.
+pub(crate) struct SharedContext(std::mem::ManuallyDrop<Arc<CudaContext>>);
+
+impl SharedContext {
+    pub fn new(ctx: Arc<CudaContext>) -> SharedContext {
+        SharedContext(std::mem::ManuallyDrop::new(ctx))
+    }
+}
+
+impl Clone for SharedContext {
+    fn clone(&self) -> Self {
+        SharedContext::new(Arc::clone(&self.0))
+    }
+}
+
+impl std::ops::Deref for SharedContext {
+    type Target = Arc<CudaContext>;
+    fn deref(&self) -> &Arc<CudaContext> {
+        &self.0
+    }
+}
+
+impl Drop for SharedContext {
+    fn drop(&mut self) {
+        let _restore = PreserveCurrent::new();
+        // SAFETY: dropped once, here.
+        unsafe { std::mem::ManuallyDrop::drop(&mut self.0) };
+    }
+}
+
+/// Puts the thread's current context back on drop, whatever happened in between (for
+/// cudarc drops, which bind their own context).
+pub(crate) struct PreserveCurrent(Option<CUcontext>);
+
+impl PreserveCurrent {
+    pub fn new() -> PreserveCurrent {
+        let mut previous: CUcontext = std::ptr::null_mut();
+        // SAFETY: out-pointer to a local.
+        let ok = unsafe { sys::cuCtxGetCurrent(&mut previous) } == CUresult::CUDA_SUCCESS;
+        PreserveCurrent(ok.then_some(previous))
+    }
+}
+
+impl Drop for PreserveCurrent {
+    fn drop(&mut self) {
+        if let Some(previous) = self.0 {
+            // SAFETY: restores the handle that was current (NULL allowed).
+            unsafe { sys::cuCtxSetCurrent(previous) };
+        }
+    }
 }
 
 /// Runs `f` with this thread's stream-capture mode relaxed, so that one-time setup

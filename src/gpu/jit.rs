@@ -162,8 +162,8 @@ impl Specialization {
         let sum_items = if segmented { 4 } else { items };
         let bulk = if self.has_bulk_kernel() {
             format!(
-                r#"extern "C" __global__ void __launch_bounds__({threads} + 32, {bulk_min_blocks_per_sm}) {SINGLE_PASS_BULK}(const In* in, Acc* out, long long n, unsigned long long init_bits, unsigned flags, const void* heads, void* workspace, long long status_capacity) {{
-    single_pass_scan_bulk<Op, In, {threads}, {bulk_items}, {bulk_buffers}, {lookback_slots_per_lane}, {spin_before_sleep}, {sleep_ns}, {reverse}, {segmented}>(in, out, n, init_bits, flags, heads, workspace, status_capacity);
+                r#"extern "C" __global__ void __launch_bounds__({threads} + 32, {bulk_min_blocks_per_sm}) {SINGLE_PASS_BULK}(const In* in, Acc* out, long long n, unsigned long long init_bits, unsigned flags, const void* heads, void* workspace, long long status_capacity, FaultReport* report) {{
+    single_pass_scan_bulk<Op, In, {threads}, {bulk_items}, {bulk_buffers}, {lookback_slots_per_lane}, {spin_before_sleep}, {sleep_ns}, {reverse}, {segmented}>(in, out, n, init_bits, flags, heads, workspace, status_capacity, report);
 }}
 "#
             )
@@ -172,8 +172,8 @@ impl Specialization {
         };
         let wave = if self.has_wave_kernel() {
             format!(
-                r#"extern "C" __global__ void __launch_bounds__({wave_threads}, {wave_min_blocks_per_sm}) {SINGLE_PASS_WAVE}(const In* in, Acc* out, long long n, unsigned long long init_bits, unsigned flags, const void*, void* workspace, long long status_capacity) {{
-    single_pass_scan_wave<Op, In, {wave_threads}, {items}, {wave_lookback_slots_per_lane}, {spin_before_sleep}, {sleep_ns}, {reverse}>(in, out, n, init_bits, flags, workspace, status_capacity);
+                r#"extern "C" __global__ void __launch_bounds__({wave_threads}, {wave_min_blocks_per_sm}) {SINGLE_PASS_WAVE}(const In* in, Acc* out, long long n, unsigned long long init_bits, unsigned flags, const void*, void* workspace, long long status_capacity, FaultReport* report) {{
+    single_pass_scan_wave<Op, In, {wave_threads}, {items}, {wave_lookback_slots_per_lane}, {spin_before_sleep}, {sleep_ns}, {reverse}>(in, out, n, init_bits, flags, workspace, status_capacity, report);
 }}
 "#
             )
@@ -189,8 +189,8 @@ typedef ScanOp<{op}, {o}> Op;
 typedef Op::T Acc;
 typedef {i} In;
 typedef CarryOf<Op, {segmented}>::Op_::T Carry;
-extern "C" __global__ void __launch_bounds__({threads} + 32, {min_blocks_per_sm}) {SINGLE_PASS}(const In* in, Acc* out, long long n, unsigned long long init_bits, unsigned flags, const void* heads, void* workspace, long long status_capacity) {{
-    single_pass_scan<Op, In, {threads}, {items}, {lookback_slots_per_lane}, {spin_before_sleep}, {sleep_ns}, {reverse}, {segmented}>(in, out, n, init_bits, flags, heads, workspace, status_capacity);
+extern "C" __global__ void __launch_bounds__({threads} + 32, {min_blocks_per_sm}) {SINGLE_PASS}(const In* in, Acc* out, long long n, unsigned long long init_bits, unsigned flags, const void* heads, void* workspace, long long status_capacity, FaultReport* report) {{
+    single_pass_scan<Op, In, {threads}, {items}, {lookback_slots_per_lane}, {spin_before_sleep}, {sleep_ns}, {reverse}, {segmented}>(in, out, n, init_bits, flags, heads, workspace, status_capacity, report);
 }}
 extern "C" __global__ void __launch_bounds__({threads}) {MATRIX_REDUCE}(const In* in, long long n, Carry* tile_sums, unsigned long long init_bits, unsigned flags, const void* heads) {{
     matrix_reduce<Op, In, {threads}, {items}, {reverse}, {segmented}>(in, n, tile_sums, init_bits, flags, heads);

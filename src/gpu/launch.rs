@@ -5,10 +5,9 @@ use std::ffi::c_void;
 use cudarc::driver::sys::{CUdeviceptr, CUstream};
 
 use crate::error::{bail, Result};
-use crate::gpu::device::{
-    lookback_bytes, lookback_slots, GpuDevice, ScanModule, SinglePassKernel, LOOKBACK_HEADER_BYTES,
-};
+use crate::gpu::device::{GpuDevice, ScanModule, SinglePassKernel};
 use crate::gpu::driver;
+use crate::gpu::workspace::{self, lookback_bytes, lookback_slots, LOOKBACK_HEADER_BYTES};
 use crate::gpu::tuning::wave_max_tiles;
 use crate::scan::RawScan;
 use crate::types::{Algorithm, ChoiceReason, DType, Direction, ScanDesc, Segments};
@@ -27,7 +26,8 @@ const HEADS_BITS: u32 = 1;
 const HEADS_KEYS4: u32 = 2;
 const HEADS_KEYS8: u32 = 3;
 
-/// A caller-provided workspace: 16-byte aligned, zero-filled before its first use.
+/// A caller-provided workspace: 16-byte aligned, initialised by `Context::init_workspace`
+/// before its first use, used by one scan at a time.
 #[derive(Debug, Clone, Copy)]
 pub struct Workspace {
     pub ptr: u64,
@@ -112,6 +112,7 @@ pub(crate) fn scan(
     desc: &ScanDesc,
     workspace: Option<Workspace>,
 ) -> Result<(Algorithm, ChoiceReason)> {
+    dev.take_fault()?;
     let (algorithm, reason) = choose_algorithm(desc, req.output_dtype);
     if req.n == 0 {
         return Ok((algorithm, reason));
@@ -144,11 +145,12 @@ pub(crate) fn scan(
 
     if tiles == 1 {
         // One block, no look-back state: the same for every algorithm.
-        launch.single_pass(&module.single_pass, 0, 0, 1)?;
+        launch.single_pass(&module.single_pass, 0, 0, 0, 1)?;
         return Ok((algorithm, reason));
     }
     let acc_size = req.output_dtype.size();
-    let (ws, slots) = match workspace {
+    // `_pooled` keeps a pooled workspace from being freed until the launch is queued.
+    let (ws, slots, _pooled) = match workspace {
         Some(ws) => {
             if ws.ptr % 16 != 0 {
                 bail!(
@@ -166,10 +168,23 @@ pub(crate) fn scan(
                 );
             }
             dev.check_device_range(ws.ptr, ws.bytes as u64, "workspace")?;
-            (ws.ptr, slots)
+            (ws.ptr, slots, None)
         }
-        None => dev.workspace(stream, acc_size, tiles)?,
+        None => match driver::capture_graph(stream)? {
+            // A captured scan gets a workspace of its own that the graph keeps alive, so
+            // that replays never share one with plain calls or with each other's graphs.
+            Some(graph) => {
+                let bytes = lookback_bytes(acc_size, tiles);
+                let ptr = workspace::for_graph(graph, bytes, module.clone(), dev.faults.clone(), dev.ctx.clone())?;
+                (ptr, tiles, None)
+            }
+            None => {
+                let pooled = dev.workspaces.for_stream(stream, acc_size, tiles)?;
+                (pooled.ptr, lookback_slots(acc_size, pooled.bytes), Some(pooled))
+            }
+        },
     };
+    let report = dev.faults.device;
     match algorithm {
         Algorithm::Matrix => launch.matrix(ws)?,
         _ => {
@@ -200,7 +215,7 @@ pub(crate) fn scan(
             } else {
                 kernel_tiles
             };
-            launch.single_pass(kernel, ws, slots, grid as u32)?
+            launch.single_pass(kernel, ws, slots, report, grid as u32)?
         }
     }
     Ok((algorithm, reason))
@@ -221,7 +236,14 @@ fn arg<T>(v: &T) -> *mut c_void {
 }
 
 impl Launch<'_> {
-    fn single_pass(&self, kernel: &SinglePassKernel, workspace: CUdeviceptr, slots: u64, grid: u32) -> Result<()> {
+    fn single_pass(
+        &self,
+        kernel: &SinglePassKernel,
+        workspace: CUdeviceptr,
+        slots: u64,
+        report: CUdeviceptr,
+        grid: u32,
+    ) -> Result<()> {
         let (n, slots) = (self.req.n as i64, slots as i64);
         let mut params = [
             arg(&self.req.input),
@@ -232,6 +254,7 @@ impl Launch<'_> {
             arg(&self.req.segments),
             arg(&workspace),
             arg(&slots),
+            arg(&report),
         ];
         // SAFETY: the parameters match the single-pass kernels' signature (jit.rs) in
         // order and type; pointers were range-checked against their allocations above.

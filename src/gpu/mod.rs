@@ -4,3 +4,4 @@ pub(crate) mod driver;
 pub(crate) mod jit;
 pub(crate) mod launch;
 pub(crate) mod tuning;
+pub(crate) mod workspace;

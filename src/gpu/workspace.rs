@@ -1,0 +1,527 @@
+//! Look-back workspaces: their header (the layout of `LookbackHeader` in
+//! kernels/device/single_pass_scan.cuh), the per-stream pool, the workspaces that
+//! captured graphs own, and the fault report through which kernels tell the host that
+//! they refused a workspace or gave up a wait.
+//!
+//! Why each piece exists:
+//! - A workspace holds the tile tickets of the scans queued on one stream, so two streams
+//!   must never share one. The pool is keyed by the driver's unique stream id
+//!   (`cuStreamGetId`), not by the handle: per-thread default streams share the handle
+//!   value 0x2, and a destroyed stream's handle is handed out again while its scans may
+//!   still be queued.
+//! - The pool is bounded (`POOL_STREAMS` entries, least recently used evicted) and
+//!   `trim` empties it. A workspace is freed stream-ordered on its own stream while that
+//!   stream lives; the workspace of a destroyed stream waits in the graveyard until the
+//!   device is synchronised (at `trim`, when the graveyard is full, and at drop).
+//! - A scan captured into a graph gets a workspace of its own, which the graph keeps,
+//!   with the kernel module and the CUDA context, through a CUDA user object: the graph
+//!   can be replayed on any stream, beside plain calls, after `trim`, and after the
+//!   scanrt context is gone.
+//! - Every workspace starts with a sealed header; kernels refuse one whose seal, size or
+//!   fault word is wrong, and bound every look-back wait. Either way they write the
+//!   workspace address and a code to the mapped `FaultReport`, which the next call on the
+//!   context returns as `WorkspaceFault`.
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use cudarc::driver::sys::{self, CUdeviceptr, CUstream};
+use parking_lot::Mutex;
+
+use crate::error::{bail, Error, Result, ScanrtStatus};
+use crate::gpu::device::ScanModule;
+use crate::gpu::driver::{self, check, CurrentContext, SharedContext};
+
+/// Bytes of the header before the status slots.
+pub(crate) const LOOKBACK_HEADER_BYTES: usize = 32;
+/// `SCANRT_WORKSPACE_MAGIC`: names the header layout.
+const WORKSPACE_MAGIC: u64 = 0x7363_616e_7274_3032;
+/// Byte offsets of the header's `area_bytes` and `seal` words.
+const AREA_OFFSET: u64 = 16;
+/// Pooled workspaces hold at least this many 16-byte slots, so that a stream's workspace
+/// rarely has to grow.
+const MIN_POOLED_SLOTS: u64 = 1 << 14;
+/// Streams whose workspaces the pool keeps; the least recently used one goes first.
+pub(crate) const POOL_STREAMS: usize = 32;
+
+/// `scanrt_workspace_seal`: what an initialised header holds beside its area size.
+pub(crate) fn seal(area_bytes: u64) -> u64 {
+    WORKSPACE_MAGIC ^ area_bytes.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+/// A status slot: 8 bytes for 4-byte accumulators, 16 for 8-byte ones
+/// (`TileStatus::SLOT_BYTES`).
+fn slot_bytes(acc_size: usize) -> usize {
+    if acc_size == 4 {
+        8
+    } else {
+        16
+    }
+}
+
+/// Bytes of workspace for `slots` tiles with accumulators of `acc_size` bytes.
+pub(crate) fn lookback_bytes(acc_size: usize, slots: u64) -> usize {
+    LOOKBACK_HEADER_BYTES + slots as usize * slot_bytes(acc_size)
+}
+
+/// How many status slots fit into a workspace of `bytes`.
+pub(crate) fn lookback_slots(acc_size: usize, bytes: usize) -> u64 {
+    (bytes.saturating_sub(LOOKBACK_HEADER_BYTES) / slot_bytes(acc_size)) as u64
+}
+
+/// Zero-fills `[ptr, ptr + bytes)` and writes a sealed header, stream-ordered on
+/// `stream` (memsets only, so it may be captured too).
+///
+/// # Safety
+/// The range must be device memory of the current context, 16-byte aligned, at least
+/// `LOOKBACK_HEADER_BYTES` long, and not in use by a queued scan.
+pub(crate) unsafe fn initialise(ptr: CUdeviceptr, bytes: usize, stream: CUstream) -> Result<()> {
+    // Slots are 16-byte words at most: the area is a whole number of them.
+    let area = ((bytes - LOOKBACK_HEADER_BYTES) & !15) as u64;
+    let sealed = seal(area);
+    check(sys::cuMemsetD8Async(ptr, 0, bytes, stream), "cuMemsetD8Async")?;
+    for (i, word) in [area as u32, (area >> 32) as u32, sealed as u32, (sealed >> 32) as u32]
+        .into_iter()
+        .enumerate()
+    {
+        check(
+            sys::cuMemsetD32Async(ptr + AREA_OFFSET + 4 * i as u64, word, 1, stream),
+            "cuMemsetD32Async",
+        )?;
+    }
+    Ok(())
+}
+
+/// Allocates and initialises a workspace now, outside any stream order (a private stream,
+/// synchronised), for use inside a capture.
+fn allocate_initialised_now(bytes: usize) -> Result<CUdeviceptr> {
+    let mut ptr: CUdeviceptr = 0;
+    // SAFETY: out-pointers to locals; the memsets run on a private stream that is
+    // synchronised before the pointer is handed out, and everything is freed on error.
+    unsafe {
+        check(sys::cuMemAlloc_v2(&mut ptr, bytes), "cuMemAlloc")?;
+        let mut s: CUstream = std::ptr::null_mut();
+        let r = check(
+            sys::cuStreamCreate(&mut s, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32),
+            "cuStreamCreate",
+        )
+        .and_then(|_| {
+            let r = initialise(ptr, bytes, s).and_then(|_| check(sys::cuStreamSynchronize(s), "cuStreamSynchronize"));
+            sys::cuStreamDestroy_v2(s);
+            r
+        });
+        if let Err(e) = r {
+            sys::cuMemFree_v2(ptr);
+            return Err(e);
+        }
+    }
+    Ok(ptr)
+}
+
+/// The words a kernel writes when it refuses a workspace or gives up a wait
+/// (`FaultReport` in single_pass_scan.cuh).
+#[repr(C)]
+struct ReportWords {
+    workspace: u64,
+    code: u32,
+    reserved: u32,
+}
+
+/// Mapped pinned host memory the kernels report faults to. Shared by the device and by
+/// every graph that captured a scan, so a replay after the context is gone still writes
+/// to live memory.
+pub(crate) struct FaultReport {
+    host: *mut ReportWords,
+    /// The same memory as the kernels address it.
+    pub device: CUdeviceptr,
+    ctx: SharedContext,
+}
+
+// SAFETY: the host words are only read and written with volatile accesses; the pointer
+// stays valid until drop.
+unsafe impl Send for FaultReport {}
+unsafe impl Sync for FaultReport {}
+
+/// A fault a kernel reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fault {
+    pub workspace: CUdeviceptr,
+    pub code: u32,
+}
+
+impl FaultReport {
+    /// The caller has entered `ctx`.
+    pub fn new(ctx: SharedContext) -> Result<Arc<FaultReport>> {
+        let mut host: *mut c_void = std::ptr::null_mut();
+        let mut device: CUdeviceptr = 0;
+        // SAFETY: out-pointers to locals; the allocation is freed if the second call fails.
+        unsafe {
+            check(
+                sys::cuMemHostAlloc(
+                    &mut host,
+                    std::mem::size_of::<ReportWords>(),
+                    sys::CU_MEMHOSTALLOC_DEVICEMAP | sys::CU_MEMHOSTALLOC_PORTABLE,
+                ),
+                "cuMemHostAlloc",
+            )?;
+            std::ptr::write_volatile(
+                host as *mut ReportWords,
+                ReportWords {
+                    workspace: 0,
+                    code: 0,
+                    reserved: 0,
+                },
+            );
+            if let Err(e) = check(sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0), "cuMemHostGetDevicePointer") {
+                sys::cuMemFreeHost(host);
+                return Err(e);
+            }
+        }
+        Ok(Arc::new(FaultReport {
+            host: host as *mut ReportWords,
+            device,
+            ctx,
+        }))
+    }
+
+    /// Takes the pending fault, if any (the code is written last by the kernel).
+    pub fn take(&self) -> Option<Fault> {
+        // SAFETY: `host` is live mapped memory of the right layout (see new).
+        unsafe {
+            let code = std::ptr::read_volatile(std::ptr::addr_of!((*self.host).code));
+            if code == 0 {
+                return None;
+            }
+            let workspace = std::ptr::read_volatile(std::ptr::addr_of!((*self.host).workspace));
+            std::ptr::write_volatile(std::ptr::addr_of_mut!((*self.host).code), 0);
+            Some(Fault { workspace, code })
+        }
+    }
+}
+
+impl Drop for FaultReport {
+    fn drop(&mut self) {
+        if let Ok(_current) = CurrentContext::enter(self.ctx.cu_ctx()) {
+            // SAFETY: allocated by cuMemHostAlloc in `new`, freed once; nothing refers to
+            // it any more (the device and every graph holding it are gone).
+            unsafe { sys::cuMemFreeHost(self.host as *mut c_void) };
+        }
+    }
+}
+
+/// The error a reported fault becomes.
+pub(crate) fn fault_error(fault: Fault, pooled: bool) -> Error {
+    let Fault { workspace, code } = fault;
+    let what = if pooled {
+        "a scan on this context found its stream's pooled workspace"
+    } else {
+        "a scan on this context found the workspace"
+    };
+    let after = if pooled {
+        "scanrt replaced the stream's workspace"
+    } else {
+        "initialise it again with scanrt_workspace_init before reusing it"
+    };
+    let message = match code {
+        1 => format!("{what} at {workspace:#x} uninitialised (never initialised, or overwritten) and wrote no output; {after}"),
+        2 => format!("{what} at {workspace:#x} initialised for fewer tiles than the scan needed and wrote no output; {after}"),
+        3 => format!("{what} at {workspace:#x} poisoned by an earlier fault and wrote no output; {after}"),
+        4 => format!(
+            "{what} at {workspace:#x} broken: a look-back waited more than 1 s for a predecessor tile (two scans running on one workspace at once, or a corrupted one) and gave up, so that scan's output is undefined; {after}"
+        ),
+        c => format!("{what} at {workspace:#x} faulty (code {c}); {after}"),
+    };
+    Error::new(ScanrtStatus::WorkspaceFault, message)
+}
+
+/// The unique id the driver gives a stream (also the legacy and per-thread default
+/// streams, and per thread for the latter).
+pub(crate) fn stream_id(stream: CUstream) -> Result<u64> {
+    let mut id: std::ffi::c_ulonglong = 0;
+    // SAFETY: out-pointer to a local; an invalid handle yields an error code.
+    check(unsafe { sys::cuStreamGetId(stream, &mut id) }, "cuStreamGetId")?;
+    Ok(id)
+}
+
+/// A pooled workspace, owned by one stream (by id).
+pub(crate) struct StreamWorkspace {
+    pub ptr: CUdeviceptr,
+    pub bytes: usize,
+    stream: usize,
+    stream_id: u64,
+    graveyard: Arc<Mutex<Vec<CUdeviceptr>>>,
+}
+
+impl Drop for StreamWorkspace {
+    /// Frees the workspace after the work queued on its stream when the stream still
+    /// exists and is not being captured; else the graveyard keeps it until the device is
+    /// synchronised. Runs with the device's context current (inside a scanrt call, or
+    /// the device's drop).
+    fn drop(&mut self) {
+        let stream = self.stream as CUstream;
+        let alive = stream_id(stream).is_ok_and(|id| id == self.stream_id);
+        // SAFETY: the stream is the live stream that queued every use of the workspace,
+        // so a stream-ordered free comes after all of them.
+        if alive
+            && !driver::capture_graph(stream).is_ok_and(|g| g.is_some())
+            && unsafe { sys::cuMemFreeAsync(self.ptr, stream) } == sys::CUresult::CUDA_SUCCESS
+        {
+            return;
+        }
+        self.graveyard.lock().push(self.ptr);
+    }
+}
+
+struct PoolEntry {
+    workspace: Arc<StreamWorkspace>,
+    last_use: u64,
+}
+
+/// The per-stream workspaces of one device.
+pub(crate) struct WorkspacePool {
+    entries: Mutex<(HashMap<u64, PoolEntry>, u64)>,
+    graveyard: Arc<Mutex<Vec<CUdeviceptr>>>,
+}
+
+impl WorkspacePool {
+    pub fn new() -> WorkspacePool {
+        WorkspacePool {
+            entries: Mutex::new((HashMap::new(), 0)),
+            graveyard: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    /// The workspace of `stream` (not capturing), with at least `slots` slots for
+    /// `acc_size`-byte accumulators, created or grown stream-ordered on the stream. The
+    /// caller has entered the device's context and keeps the returned handle until its
+    /// launch is queued.
+    pub fn for_stream(&self, stream: CUstream, acc_size: usize, slots: u64) -> Result<Arc<StreamWorkspace>> {
+        let id = stream_id(stream)?;
+        let mut evicted = Vec::new();
+        let workspace = {
+            let mut guard = self.entries.lock();
+            let (entries, clock) = &mut *guard;
+            *clock += 1;
+            if let Some(entry) = entries.get_mut(&id) {
+                if lookback_slots(acc_size, entry.workspace.bytes) >= slots {
+                    entry.last_use = *clock;
+                    return Ok(entry.workspace.clone());
+                }
+            }
+            // New, or grown: 16-byte slots make it fit either accumulator size.
+            let bytes = lookback_bytes(16, slots.max(MIN_POOLED_SLOTS).next_power_of_two());
+            let mut ptr: CUdeviceptr = 0;
+            // SAFETY: out-pointer to a local; the stream belongs to the current context
+            // (checked by the caller); the new memory is initialised before any scan on
+            // the stream can use it.
+            unsafe {
+                check(sys::cuMemAllocAsync(&mut ptr, bytes, stream), "cuMemAllocAsync")?;
+                if let Err(e) = initialise(ptr, bytes, stream) {
+                    sys::cuMemFreeAsync(ptr, stream);
+                    return Err(e);
+                }
+            }
+            let workspace = Arc::new(StreamWorkspace {
+                ptr,
+                bytes,
+                stream: stream as usize,
+                stream_id: id,
+                graveyard: self.graveyard.clone(),
+            });
+            let entry = PoolEntry {
+                workspace: workspace.clone(),
+                last_use: *clock,
+            };
+            // A replaced (outgrown) workspace may still be held by a launch of another
+            // thread on this stream; it is freed when the last holder lets go.
+            evicted.extend(entries.insert(id, entry).map(|e| e.workspace));
+            while entries.len() > POOL_STREAMS {
+                let Some(victim) = entries
+                    .iter()
+                    .filter(|(k, e)| **k != id && Arc::strong_count(&e.workspace) == 1)
+                    .min_by_key(|(_, e)| e.last_use)
+                    .map(|(k, _)| *k)
+                else {
+                    break;
+                };
+                evicted.extend(entries.remove(&victim).map(|e| e.workspace));
+            }
+            workspace
+        };
+        drop(evicted);
+        if self.graveyard.lock().len() >= POOL_STREAMS {
+            self.bury()?;
+        }
+        Ok(workspace)
+    }
+
+    /// Forgets the pooled workspace at `ptr` (a kernel reported it faulty); true when
+    /// there was one.
+    pub fn discard(&self, ptr: CUdeviceptr) -> bool {
+        let removed = {
+            let mut guard = self.entries.lock();
+            let id = guard.0.iter().find(|(_, e)| e.workspace.ptr == ptr).map(|(k, _)| *k);
+            id.and_then(|id| guard.0.remove(&id))
+        };
+        removed.is_some()
+    }
+
+    /// Frees every pooled workspace no call is using right now, then the graveyard
+    /// (which synchronises the device when it holds anything). The caller has entered the
+    /// device's context.
+    pub fn trim(&self) -> Result<()> {
+        let released: Vec<_> = {
+            let mut guard = self.entries.lock();
+            let idle: Vec<u64> = guard
+                .0
+                .iter()
+                .filter(|(_, e)| Arc::strong_count(&e.workspace) == 1)
+                .map(|(k, _)| *k)
+                .collect();
+            idle.into_iter().filter_map(|k| guard.0.remove(&k)).collect()
+        };
+        drop(released);
+        self.bury()
+    }
+
+    /// The number of streams with a pooled workspace.
+    pub fn len(&self) -> usize {
+        self.entries.lock().0.len()
+    }
+
+    /// Frees the graveyard: workspaces of destroyed (or capturing) streams, whose last
+    /// scans are known to be done only once the whole device is.
+    fn bury(&self) -> Result<()> {
+        let dead: Vec<CUdeviceptr> = std::mem::take(&mut *self.graveyard.lock());
+        if dead.is_empty() {
+            return Ok(());
+        }
+        driver::with_relaxed_capture(|| {
+            // SAFETY: once the context is synchronised no queued scan uses these; each
+            // pointer was allocated by this pool and is freed once.
+            unsafe {
+                let synced = check(sys::cuCtxSynchronize(), "cuCtxSynchronize");
+                if synced.is_err() {
+                    self.graveyard.lock().extend(&dead);
+                    return synced;
+                }
+                for ptr in dead {
+                    sys::cuMemFree_v2(ptr);
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Frees everything; the device is idle (the caller synchronised it).
+    pub fn release_all(&self) {
+        let all: Vec<_> = self.entries.lock().0.drain().collect();
+        drop(all);
+        let _ = self.bury();
+    }
+}
+
+/// What a captured graph keeps alive for its scans: the workspace, the kernel module and
+/// the context, released on a thread of scanrt's when the graph is destroyed.
+struct GraphKeepAlive {
+    workspace: CUdeviceptr,
+    _module: Arc<ScanModule>,
+    _report: Arc<FaultReport>,
+    ctx: SharedContext,
+}
+
+impl Drop for GraphKeepAlive {
+    fn drop(&mut self) {
+        if let Ok(_current) = CurrentContext::enter(self.ctx.cu_ctx()) {
+            // SAFETY: the graph and its executions are done (CUDA released its user
+            // object); allocated by allocate_initialised_now, freed once.
+            unsafe { sys::cuMemFree_v2(self.workspace) };
+        }
+    }
+}
+
+/// The user object's destructor. CUDA forbids driver calls in it, so the release runs on
+/// a new thread; should none start, the resources are leaked rather than freed here.
+unsafe extern "C" fn release_graph_resources(keep: *mut c_void) {
+    let _ = std::panic::catch_unwind(|| {
+        // SAFETY: `keep` is the Box leaked in `for_graph`, handed to CUDA exactly once.
+        // ManuallyDrop: a failed spawn drops the closure here, which must not free.
+        let keep = std::mem::ManuallyDrop::new(unsafe { Box::from_raw(keep as *mut GraphKeepAlive) });
+        let _ = std::thread::Builder::new()
+            .name("scanrt-graph-release".into())
+            .spawn(move || drop(std::mem::ManuallyDrop::into_inner(keep)));
+    });
+}
+
+/// A workspace of `bytes` for one scan being captured into `graph`, owned by the graph.
+/// The caller has entered the device's context.
+pub(crate) fn for_graph(
+    graph: sys::CUgraph,
+    bytes: usize,
+    module: Arc<ScanModule>,
+    report: Arc<FaultReport>,
+    ctx: SharedContext,
+) -> Result<CUdeviceptr> {
+    if bytes < LOOKBACK_HEADER_BYTES {
+        bail!(InvalidArgument, "a graph workspace of {bytes} bytes has no room for its header");
+    }
+    let workspace = driver::with_relaxed_capture(|| allocate_initialised_now(bytes))?;
+    let keep = Box::into_raw(Box::new(GraphKeepAlive {
+        workspace,
+        _module: module,
+        _report: report,
+        ctx,
+    }));
+    let mut object: sys::CUuserObject = std::ptr::null_mut();
+    // SAFETY: `keep` is a live Box that CUDA hands back to release_graph_resources once;
+    // on failure here it is reclaimed instead. The graph is the one being captured.
+    unsafe {
+        let created = check(
+            sys::cuUserObjectCreate(
+                &mut object,
+                keep as *mut c_void,
+                Some(release_graph_resources),
+                1,
+                sys::CUuserObject_flags_enum::CU_USER_OBJECT_NO_DESTRUCTOR_SYNC as u32,
+            ),
+            "cuUserObjectCreate",
+        );
+        if let Err(e) = created {
+            drop(Box::from_raw(keep));
+            return Err(e);
+        }
+        // Moves our reference to the graph: the object lives as long as the graph and
+        // every executable graph instantiated from it.
+        check(
+            sys::cuGraphRetainUserObject(
+                graph,
+                object,
+                1,
+                sys::CUuserObjectRetain_flags_enum::CU_GRAPH_USER_OBJECT_MOVE as u32,
+            ),
+            "cuGraphRetainUserObject",
+        )
+        .inspect_err(|_| {
+            sys::cuUserObjectRelease(object, 1);
+        })?;
+    }
+    Ok(workspace)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The host's copy of the header constants must match the kernels'.
+    #[test]
+    fn header_constants_match_the_kernels() {
+        let source = include_str!("../../kernels/device/single_pass_scan.cuh");
+        assert!(source.contains(&format!("#define SCANRT_WORKSPACE_MAGIC     {WORKSPACE_MAGIC:#018x}ull")));
+        assert!(source.contains("area_bytes * 0x9e3779b97f4a7c15ull"));
+        assert_eq!(seal(0), WORKSPACE_MAGIC);
+        assert_eq!(lookback_slots(4, lookback_bytes(4, 100)), 100);
+        assert_eq!(lookback_slots(8, lookback_bytes(8, 100)), 100);
+        assert_eq!(lookback_bytes(8, 1) - LOOKBACK_HEADER_BYTES, 16);
+    }
+}
