@@ -17,9 +17,9 @@ use parking_lot::Mutex;
 
 use crate::error::{bail, Error, Result, ScanrtStatus};
 use crate::gpu::driver::{self, check, CurrentContext, SharedContext};
-use crate::gpu::workspace::{fault_error, FaultReport, WorkspacePool};
 use crate::gpu::jit::{self, Nvrtc, Specialization};
 use crate::gpu::tuning::TileShape;
+use crate::gpu::workspace::{fault_error, FaultReport, WorkspacePool};
 use crate::types::{DType, ScanDesc};
 
 /// Every kernel of one specialisation, loaded in this device's context.

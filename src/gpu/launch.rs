@@ -7,8 +7,8 @@ use cudarc::driver::sys::{CUdeviceptr, CUstream};
 use crate::error::{bail, Result};
 use crate::gpu::device::{GpuDevice, ScanModule, SinglePassKernel};
 use crate::gpu::driver;
-use crate::gpu::workspace::{self, lookback_bytes, lookback_slots, LOOKBACK_HEADER_BYTES};
 use crate::gpu::tuning::wave_max_tiles;
+use crate::gpu::workspace::{self, lookback_bytes, lookback_slots, LOOKBACK_HEADER_BYTES};
 use crate::scan::RawScan;
 use crate::types::{Algorithm, ChoiceReason, DType, Direction, ScanDesc, Segments};
 

@@ -173,7 +173,10 @@ impl FaultReport {
                     reserved: 0,
                 },
             );
-            if let Err(e) = check(sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0), "cuMemHostGetDevicePointer") {
+            if let Err(e) = check(
+                sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0),
+                "cuMemHostGetDevicePointer",
+            ) {
                 sys::cuMemFreeHost(host);
                 return Err(e);
             }
@@ -464,7 +467,10 @@ pub(crate) fn for_graph(
     ctx: SharedContext,
 ) -> Result<CUdeviceptr> {
     if bytes < LOOKBACK_HEADER_BYTES {
-        bail!(InvalidArgument, "a graph workspace of {bytes} bytes has no room for its header");
+        bail!(
+            InvalidArgument,
+            "a graph workspace of {bytes} bytes has no room for its header"
+        );
     }
     let workspace = driver::with_relaxed_capture(|| allocate_initialised_now(bytes))?;
     let keep = Box::into_raw(Box::new(GraphKeepAlive {
@@ -517,7 +523,9 @@ mod tests {
     #[test]
     fn header_constants_match_the_kernels() {
         let source = include_str!("../../kernels/device/single_pass_scan.cuh");
-        assert!(source.contains(&format!("#define SCANRT_WORKSPACE_MAGIC     {WORKSPACE_MAGIC:#018x}ull")));
+        assert!(source.contains(&format!(
+            "#define SCANRT_WORKSPACE_MAGIC     {WORKSPACE_MAGIC:#018x}ull"
+        )));
         assert!(source.contains("area_bytes * 0x9e3779b97f4a7c15ull"));
         assert_eq!(seal(0), WORKSPACE_MAGIC);
         assert_eq!(lookback_slots(4, lookback_bytes(4, 100)), 100);
