@@ -18,6 +18,11 @@
 // Patch version of the scanrt library this header belongs to.
 #define SCANRT_VERSION_PATCH 0
 
+// Streams whose workspaces the pool keeps; the least recently used one goes first.
+// Evicting costs a device synchronisation per `GRAVEYARD_LIMIT` evictions, so this is
+// far above the number of streams an application keeps busy at once.
+#define POOL_STREAMS 256
+
 // Status codes of the C ABI; `Ok` is 0 and every error has its own value.
 // Values are stable across releases: new codes are only ever appended.
 typedef enum scanrt_status {
@@ -261,7 +266,7 @@ enum scanrt_status scanrt_context_prepare(const struct scanrt_context *ctx,
 
 // Releases the look-back workspaces the context keeps per stream that no call is using
 // right now, and those of streams that were destroyed (waiting for the device when there
-// are any). Graphs keep their own workspaces. The pool never holds more than 32
+// are any). Graphs keep their own workspaces. The pool never holds more than 256
 // streams' workspaces; this returns them all.
 enum scanrt_status scanrt_context_trim(const struct scanrt_context *ctx);
 

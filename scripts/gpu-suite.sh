@@ -7,9 +7,10 @@ stage=$(cd "$1" && pwd); out=$2; shift 2
 steps=${*:-tests ffi bench}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-# A kernel cache staged beside the binaries (scripts/stage.sh) saves compiling here.
-export SCANRT_CACHE_DIR=${SCANRT_CACHE_DIR:-/tmp/scanrt-cache}
-mkdir -p "$SCANRT_CACHE_DIR"
+# A kernel cache staged beside the binaries (scripts/stage.sh) saves compiling here. It
+# goes into a directory private to this run (mode 0700), never a shared path.
+export SCANRT_CACHE_DIR=${SCANRT_CACHE_DIR:-$(mktemp -d)}
+mkdir -p -m 0700 "$SCANRT_CACHE_DIR"
 if [ -f "$stage/kernel-cache.tar.xz" ]; then tar -C "$SCANRT_CACHE_DIR" -xJf "$stage/kernel-cache.tar.xz"; fi
 status=0
 run() { echo "=== $*"; "$@" || { echo "FAILED: $*"; status=1; }; }
@@ -20,6 +21,7 @@ for step in $steps; do
       run "$stage/tests/kernels_compile" --nocapture
       run "$stage/tests/host"
       run "$stage/tests/gpu" --test-threads=1 --nocapture
+      run timeout 600 "$stage/tests/embedding" --test-threads=1 --nocapture
       run "$stage/bin/scanrt-demo" $((1 << 28))
       ;;
     ffi)
@@ -33,6 +35,10 @@ for step in $steps; do
           || { echo "FAILED: compute-sanitizer $tool (see sanitizer-$tool.log)"; status=1; }
         grep -E "SUMMARY" "$out/sanitizer-$tool.log" | sed "s/^/$tool: /"
       done
+      # Bad caller workspaces: refused or ended by the watchdog, never a write outside.
+      compute-sanitizer --tool memcheck --error-exitcode 9 "$stage/tests/embedding" --test-threads=1 garbage_stale >"$out/sanitizer-workspaces.log" 2>&1 \
+        || { echo "FAILED: compute-sanitizer memcheck on bad workspaces (see sanitizer-workspaces.log)"; status=1; }
+      grep -E "SUMMARY" "$out/sanitizer-workspaces.log" | sed "s/^/memcheck (bad workspaces): /"
       ;;
     bench) run bench/run_gpu_bench.sh "$stage" "$out" ;;
     quickbench) run bench/run_gpu_bench.sh "$stage" "$out" --quick ;;

@@ -329,7 +329,7 @@ pub unsafe extern "C" fn scanrt_context_prepare(
 
 /// Releases the look-back workspaces the context keeps per stream that no call is using
 /// right now, and those of streams that were destroyed (waiting for the device when there
-/// are any). Graphs keep their own workspaces. The pool never holds more than 32
+/// are any). Graphs keep their own workspaces. The pool never holds more than 256
 /// streams' workspaces; this returns them all.
 #[no_mangle]
 pub unsafe extern "C" fn scanrt_context_trim(ctx: *const scanrt_context) -> ScanrtStatus {

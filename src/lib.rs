@@ -27,6 +27,8 @@ mod types;
 pub use context::{Backend, Buffer, Context, ScanInfo, Stream};
 pub use error::{Error, Result, ScanrtStatus};
 pub use gpu::launch::Workspace;
+/// The most streams whose look-back workspaces a context keeps (least recently used go first).
+pub use gpu::workspace::POOL_STREAMS as MAX_POOLED_STREAMS;
 pub use ops::{Accumulator, Widen};
 pub use reference::{reference_scan, reference_scan_segmented};
 pub use scan::RawScan;

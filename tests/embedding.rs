@@ -16,7 +16,9 @@ use std::sync::Arc;
 
 use cudarc::driver::{sys, CudaContext};
 use once_cell::sync::Lazy;
-use scanrt::{Backend, Buffer, Context, DType, Op, RawScan, ScanDesc, ScanrtStatus, Stream, Workspace};
+use scanrt::{
+    Backend, Buffer, Context, DType, Op, RawScan, ScanDesc, ScanrtStatus, Stream, Workspace, MAX_POOLED_STREAMS,
+};
 
 static GPU: Lazy<Option<Context>> = Lazy::new(|| Context::new(Backend::Gpu, 0).ok());
 
@@ -304,7 +306,7 @@ fn graph_replays_on_other_streams_after_trim_and_after_the_context() {
     });
 }
 
-/// The pool keeps at most 32 streams' workspaces, whatever number of streams an
+/// The pool keeps at most MAX_POOLED_STREAMS streams' workspaces, whatever number of streams an
 /// application uses, and `trim` releases them all.
 #[test]
 fn the_workspace_pool_is_bounded_and_trimmed() {
@@ -317,17 +319,17 @@ fn the_workspace_pool_is_bounded_and_trimmed() {
         let n = 1usize << 20;
         let input: Vec<u32> = (0..n as u32).map(|i| i % 7).collect();
         let desc = ScanDesc::inclusive(Op::Sum);
-        for round in 0..100 {
+        for round in 0..MAX_POOLED_STREAMS + 40 {
             let stream = ctx.new_stream().unwrap();
             let src = Buffer::from_slice(&ctx, &stream, &input).unwrap();
             let dst = Buffer::new(&ctx, DType::U32, n as u64).unwrap();
             ctx.scan(&stream, &src, &dst, &desc).unwrap();
-            if round % 10 == 0 {
+            if round % 16 == 0 {
                 let got: Vec<u32> = dst.download(&stream, n).unwrap();
                 compare(&input, &desc, &got, 0.0).unwrap();
             }
             assert!(
-                ctx.pooled_workspaces() <= 32,
+                ctx.pooled_workspaces() <= MAX_POOLED_STREAMS,
                 "round {round}: {} pooled",
                 ctx.pooled_workspaces()
             );

@@ -106,8 +106,8 @@ struct FaultReport {
 };
 #define SCANRT_FAULT_UNINITIALISED 1u  // no valid seal: never initialised, or overwritten
 #define SCANRT_FAULT_TOO_SMALL     2u  // initialised for fewer slots than this scan needs
-#define SCANRT_FAULT_POISONED      3u  // an earlier launch on it faulted; initialise it again
-#define SCANRT_FAULT_WATCHDOG      4u  // a look-back waited past SCANRT_WATCHDOG_NS
+#define SCANRT_FAULT_WATCHDOG      3u  // a look-back waited past SCANRT_WATCHDOG_NS
+#define SCANRT_FAULT_POISONED      8u  // flag: refused for the earlier fault in the low bits
 #define SCANRT_WORKSPACE_MAGIC     0x7363616e72743032ull  // "scanrt02": the header layout above
 // Longest a look-back waits for a predecessor. A healthy wait lasts microseconds (one
 // tile's loads); only a broken protocol state (a workspace shared by two running scans,
@@ -121,10 +121,8 @@ SCANRT_DEVICE unsigned long long scanrt_workspace_seal(unsigned long long area_b
 SCANRT_DEVICE u64 ld_relaxed(const u64* p) { u64 v; asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory"); return v; }
 SCANRT_DEVICE void st_relaxed(u64* p, u64 v) { asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory"); }
 
-// Thread 0 of a block that refuses its workspace or gives up a wait: marks the workspace
-// poisoned and tells the host which one and why.
-SCANRT_DEVICE void report_fault(LookbackHeader* header, FaultReport* report, u32 code) {
-    atomicExch(&header->fault, code);
+// Tells the host which workspace faulted and why (the code is written last).
+SCANRT_DEVICE void tell_host(FaultReport* report, const LookbackHeader* header, u32 code) {
     *(volatile unsigned long long*)&report->workspace = (unsigned long long)header;
     __threadfence_system();
     *(volatile u32*)&report->code = code;
@@ -146,7 +144,9 @@ struct Watchdog {
             if (*(volatile u32*)&header->fault != 0) give_up = true;  // another block gave up
             else if (started == 0) started = now;
             else if (now - started > SCANRT_WATCHDOG_NS) {
-                report_fault(header, report, SCANRT_FAULT_WATCHDOG);
+                // The first to give up poisons the workspace and reports; the others follow.
+                if (atomicCAS(&header->fault, 0u, SCANRT_FAULT_WATCHDOG) == 0u)
+                    tell_host(report, header, SCANRT_FAULT_WATCHDOG);
                 give_up = true;
             }
         }
@@ -347,8 +347,10 @@ SCANRT_DEVICE unsigned long long draw_ticket(LookbackHeader* header) { return at
 // trusted: its seal is not scanrt's, it was poisoned by an earlier fault, or it was
 // initialised for fewer slots than the launch's `num_tiles` (or more than the host
 // checked: `host_slots`). The header is read while the ticket is in flight. A refusal is
-// reported to the host and poisons the workspace (the refused draw moved its ticket).
-// Refused blocks publish nothing and write no output.
+// reported to the host and poisons the workspace (the refused draw moved its ticket);
+// the blocks that see the poison report the first fault with SCANRT_FAULT_POISONED, so
+// the host learns the cause whichever block reports last. Refused blocks publish
+// nothing and write no output.
 #define SCANRT_REFUSED_TICKET 0xffffffffull  // [generation 0 | no tile]
 template <typename Status>
 SCANRT_DEVICE unsigned long long first_ticket(LookbackHeader* header, FaultReport* report, u32 num_tiles,
@@ -360,10 +362,11 @@ SCANRT_DEVICE unsigned long long first_ticket(LookbackHeader* header, FaultRepor
     const long long slots = (long long)(area / Status::SLOT_BYTES);
     u32 code = 0;
     if (seal != scanrt_workspace_seal(area)) code = SCANRT_FAULT_UNINITIALISED;
-    else if (fault != 0) code = SCANRT_FAULT_POISONED;
+    else if (fault != 0) code = SCANRT_FAULT_POISONED | (fault & (SCANRT_FAULT_POISONED - 1));
     else if (slots < (long long)num_tiles || slots > host_slots) code = SCANRT_FAULT_TOO_SMALL;
     if (code == 0) return drawn;
-    report_fault(header, report, code);
+    if (code != SCANRT_FAULT_UNINITIALISED) atomicCAS(&header->fault, 0u, code);
+    tell_host(report, header, code);
     return SCANRT_REFUSED_TICKET;
 }
 

@@ -10,9 +10,11 @@
 //!   value 0x2, and a destroyed stream's handle is handed out again while its scans may
 //!   still be queued.
 //! - The pool is bounded (`POOL_STREAMS` entries, least recently used evicted) and
-//!   `trim` empties it. A workspace is freed stream-ordered on its own stream while that
-//!   stream lives; the workspace of a destroyed stream waits in the graveyard until the
-//!   device is synchronised (at `trim`, when the graveyard is full, and at drop).
+//!   `trim` empties it. An outgrown workspace is freed stream-ordered on the calling
+//!   thread's stream. Any other workspace let go of (evicted, trimmed, faulty) may still
+//!   serve scans queued on a stream that may have been destroyed (the driver must never
+//!   see a destroyed handle), so it waits in the graveyard until the device is
+//!   synchronised: at `trim`, once `GRAVEYARD_LIMIT` wait, and at drop.
 //! - A scan captured into a graph gets a workspace of its own, which the graph keeps,
 //!   with the kernel module and the CUDA context, through a CUDA user object: the graph
 //!   can be replayed on any stream, beside plain calls, after `trim`, and after the
@@ -43,7 +45,11 @@ const AREA_OFFSET: u64 = 16;
 /// rarely has to grow.
 const MIN_POOLED_SLOTS: u64 = 1 << 14;
 /// Streams whose workspaces the pool keeps; the least recently used one goes first.
-pub(crate) const POOL_STREAMS: usize = 32;
+/// Evicting costs a device synchronisation per `GRAVEYARD_LIMIT` evictions, so this is
+/// far above the number of streams an application keeps busy at once.
+pub const POOL_STREAMS: usize = 256;
+/// Workspaces let go of that wait for a device synchronisation before they are freed.
+const GRAVEYARD_LIMIT: usize = 32;
 
 /// `scanrt_workspace_seal`: what an initialised header holds beside its area size.
 pub(crate) fn seal(area_bytes: u64) -> u64 {
@@ -77,8 +83,9 @@ pub(crate) fn lookback_slots(acc_size: usize, bytes: usize) -> u64 {
 /// The range must be device memory of the current context, 16-byte aligned, at least
 /// `LOOKBACK_HEADER_BYTES` long, and not in use by a queued scan.
 pub(crate) unsafe fn initialise(ptr: CUdeviceptr, bytes: usize, stream: CUstream) -> Result<()> {
-    // Slots are 16-byte words at most: the area is a whole number of them.
-    let area = ((bytes - LOOKBACK_HEADER_BYTES) & !15) as u64;
+    // Kernels count the slots of their own size in it (a workspace sized for 4-byte
+    // accumulators may hold an odd number of 8-byte slots).
+    let area = (bytes - LOOKBACK_HEADER_BYTES) as u64;
     let sealed = seal(area);
     check(sys::cuMemsetD8Async(ptr, 0, bytes, stream), "cuMemsetD8Async")?;
     for (i, word) in [area as u32, (area >> 32) as u32, sealed as u32, (sealed >> 32) as u32]
@@ -226,14 +233,24 @@ pub(crate) fn fault_error(fault: Fault, pooled: bool) -> Error {
     } else {
         "initialise it again with scanrt_workspace_init before reusing it"
     };
-    let message = match code {
-        1 => format!("{what} at {workspace:#x} uninitialised (never initialised, or overwritten) and wrote no output; {after}"),
-        2 => format!("{what} at {workspace:#x} initialised for fewer tiles than the scan needed and wrote no output; {after}"),
-        3 => format!("{what} at {workspace:#x} poisoned by an earlier fault and wrote no output; {after}"),
-        4 => format!(
-            "{what} at {workspace:#x} broken: a look-back waited more than 1 s for a predecessor tile (two scans running on one workspace at once, or a corrupted one) and gave up, so that scan's output is undefined; {after}"
-        ),
-        c => format!("{what} at {workspace:#x} faulty (code {c}); {after}"),
+    // SCANRT_FAULT_* (single_pass_scan.cuh).
+    let cause = |code: u32| {
+        match code {
+        1 => "uninitialised (never initialised, or overwritten)".to_string(),
+        2 => "initialised for fewer tiles than the scan needed".to_string(),
+        3 => "broken: a look-back waited more than 1 s for a predecessor tile and gave up (two scans running on one workspace at once, or a corrupted one), so that scan's output is undefined".to_string(),
+        c => format!("faulty (code {c})"),
+    }
+    };
+    let message = if code & 8 != 0 {
+        format!(
+            "{what} at {workspace:#x} poisoned by an earlier fault (it was {}) and wrote no output; {after}",
+            cause(code & 7)
+        )
+    } else if code == 3 {
+        format!("{what} at {workspace:#x} {}; {after}", cause(code))
+    } else {
+        format!("{what} at {workspace:#x} {} and wrote no output; {after}", cause(code))
     };
     Error::new(ScanrtStatus::WorkspaceFault, message)
 }
@@ -252,27 +269,29 @@ pub(crate) struct StreamWorkspace {
     pub ptr: CUdeviceptr,
     pub bytes: usize,
     stream: usize,
-    stream_id: u64,
     graveyard: Arc<Mutex<Vec<CUdeviceptr>>>,
 }
 
-impl Drop for StreamWorkspace {
-    /// Frees the workspace after the work queued on its stream when the stream still
-    /// exists and is not being captured; else the graveyard keeps it until the device is
-    /// synchronised. Runs with the device's context current (inside a scanrt call, or
-    /// the device's drop).
-    fn drop(&mut self) {
-        let stream = self.stream as CUstream;
-        let alive = stream_id(stream).is_ok_and(|id| id == self.stream_id);
-        // SAFETY: the stream is the live stream that queued every use of the workspace,
-        // so a stream-ordered free comes after all of them.
-        if alive
-            && !driver::capture_graph(stream).is_ok_and(|g| g.is_some())
-            && unsafe { sys::cuMemFreeAsync(self.ptr, stream) } == sys::CUresult::CUDA_SUCCESS
-        {
-            return;
+impl StreamWorkspace {
+    /// Frees the workspace after the work queued on its stream. Only for the calling
+    /// thread's own stream, which is alive while the call runs: the handle of another
+    /// stream may belong to a destroyed stream, and the driver must never see it.
+    fn free_on_own_stream(mut self) {
+        // SAFETY: every use of the workspace was queued on this live stream before.
+        if unsafe { sys::cuMemFreeAsync(self.ptr, self.stream as CUstream) } == sys::CUresult::CUDA_SUCCESS {
+            self.ptr = 0;
         }
-        self.graveyard.lock().push(self.ptr);
+    }
+}
+
+impl Drop for StreamWorkspace {
+    /// A workspace let go of anywhere else (evicted, trimmed, found faulty) may still be
+    /// in use by scans queued on a stream scanrt cannot ask about, so the graveyard keeps
+    /// it until the device is synchronised.
+    fn drop(&mut self) {
+        if self.ptr != 0 {
+            self.graveyard.lock().push(self.ptr);
+        }
     }
 }
 
@@ -329,16 +348,20 @@ impl WorkspacePool {
                 ptr,
                 bytes,
                 stream: stream as usize,
-                stream_id: id,
                 graveyard: self.graveyard.clone(),
             });
             let entry = PoolEntry {
                 workspace: workspace.clone(),
                 last_use: *clock,
             };
-            // A replaced (outgrown) workspace may still be held by a launch of another
-            // thread on this stream; it is freed when the last holder lets go.
-            evicted.extend(entries.insert(id, entry).map(|e| e.workspace));
+            // An outgrown workspace is freed on its (this) stream, unless a launch of
+            // another thread on the stream still holds it: then the graveyard takes it.
+            if let Some(outgrown) = entries.insert(id, entry) {
+                match Arc::try_unwrap(outgrown.workspace) {
+                    Ok(alone) => alone.free_on_own_stream(),
+                    Err(shared) => evicted.push(shared),
+                }
+            }
             while entries.len() > POOL_STREAMS {
                 let Some(victim) = entries
                     .iter()
@@ -353,7 +376,7 @@ impl WorkspacePool {
             workspace
         };
         drop(evicted);
-        if self.graveyard.lock().len() >= POOL_STREAMS {
+        if self.graveyard.lock().len() >= GRAVEYARD_LIMIT {
             self.bury()?;
         }
         Ok(workspace)
@@ -393,8 +416,8 @@ impl WorkspacePool {
         self.entries.lock().0.len()
     }
 
-    /// Frees the graveyard: workspaces of destroyed (or capturing) streams, whose last
-    /// scans are known to be done only once the whole device is.
+    /// Frees the graveyard: workspaces whose last scans are known to be done only once
+    /// the whole device is.
     fn bury(&self) -> Result<()> {
         let dead: Vec<CUdeviceptr> = std::mem::take(&mut *self.graveyard.lock());
         if dead.is_empty() {
