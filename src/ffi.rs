@@ -16,7 +16,7 @@ use crate::context::{Backend, Buffer, Context, ScanInfo, Stream};
 use crate::error::{bail, Error, Result, ScanrtStatus};
 use crate::gpu::launch::Workspace;
 use crate::scan::RawScan;
-use crate::types::{Algorithm, ChoiceReason, DType, Direction, Op, ScanDesc, Segments};
+use crate::types::{Algorithm, ChoiceReason, DType, Direction, InitValue, Op, ScanDesc, Segments};
 
 /// Major version of the scanrt library this header belongs to.
 pub const SCANRT_VERSION_MAJOR: u32 = 0;
@@ -174,16 +174,19 @@ fn desc_from_c(desc: &scanrt_scan_desc, output: DType) -> Result<ScanDesc> {
         k => bail!(InvalidArgument, "unknown segments value {k}"),
     };
     // SAFETY: every union member is plain old data; we read the one the output type names.
-    let init_bits = (desc.has_init != 0).then(|| unsafe {
-        match output {
-            DType::I32 | DType::U32 | DType::F32 | DType::U8 => desc.init.u32 as u64,
-            DType::I64 | DType::U64 | DType::F64 => desc.init.u64,
-        }
+    let init = (desc.has_init != 0).then(|| unsafe {
+        InitValue::from_bits(
+            output,
+            match output {
+                DType::I32 | DType::U32 | DType::F32 | DType::U8 => desc.init.u32 as u64,
+                DType::I64 | DType::U64 | DType::F64 => desc.init.u64,
+            },
+        )
     });
     Ok(ScanDesc {
         op,
         inclusive: desc.inclusive != 0,
-        init_bits,
+        init,
         algorithm,
         direction,
         deterministic: desc.deterministic != 0,

@@ -1,17 +1,35 @@
-//! The host backend: the same scans on the CPU, as a parallel reduce-then-scan over
-//! std threads (chunk reductions, a sequential scan of the chunk totals, chunk scans
-//! seeded with their carry). Used when there is no CUDA driver or device, or on request.
+//! The host backend: the same scans on the CPU, at memory speed.
 //!
-//! Chunks are runs of the traversal (logical) order; for a segmented scan a chunk's
-//! total is a (head seen, value) pair, the flag-pair operator of the GPU kernels.
+//! The traversal (logical order: forward, or from the last element) is cut into chunks
+//! of `CHUNK` elements. Workers of rayon's pool draw chunks in order from a ticket; for
+//! each chunk a worker folds it from the identity (its aggregate, read from memory),
+//! waits for the previous chunk's inclusive value, publishes its own (prefix . aggregate)
+//! and scans the chunk from its prefix while the chunk is still in its cache. Memory sees
+//! one read and one write per element, as on the GPU, and the chain between chunks costs
+//! one operation per chunk. A chunk's ticket is only drawn by a running worker after it
+//! finished its previous chunk, so every wait points to a chunk already being worked on:
+//! no deadlock, however busy the pool.
+//!
+//! Association order: within a chunk left to right from its prefix, across chunks the
+//! fixed chain above. It depends on n and CHUNK alone, never on the number of threads or
+//! their timing, so float results are the same on every run and every machine; integer,
+//! min, max and bitwise results do not depend on the order at all, so a lone thread runs
+//! those as one plain loop.
+//!
+//! Operators are dispatched once per call: every inner loop is monomorphised for its
+//! (input, output, operator, direction, inclusive) combination.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::error::Result;
 use crate::ops::{dispatch_pair, Accumulator, Widen};
 use crate::scan::RawScan;
-use crate::types::{DType, Direction, Op, ScanDesc, Segments};
+use crate::types::{DType, Direction, Op, Scalar, ScanDesc, Segments};
 
-/// Below this many elements a single thread is faster than spawning workers.
-const PARALLEL_THRESHOLD: u64 = 1 << 16;
+/// Elements per chunk: the unit of parallel work and of the association order. Input and
+/// output of a chunk (at most 2 x 8 x 2^15 bytes) stay in a core's L2 between its two
+/// passes.
+const CHUNK: usize = 1 << 15;
 
 /// Runs a validated request whose pointers are host addresses.
 ///
@@ -24,6 +42,7 @@ pub(crate) unsafe fn scan(req: &RawScan, desc: &ScanDesc) -> Result<()> {
     if req.n == 0 {
         return Ok(());
     }
+    let init_bits = desc.init_bits(req.output_dtype)?;
     let walk = Walk {
         n: req.n as usize,
         backward: desc.direction == Direction::Backward,
@@ -32,10 +51,68 @@ pub(crate) unsafe fn scan(req: &RawScan, desc: &ScanDesc) -> Result<()> {
             kind: desc.segments,
         },
     };
+    let inclusive = desc.inclusive;
     dispatch_pair!(req.input_dtype, req.output_dtype, |I, O| {
-        scan_typed::<I, O>(req.input as *const I, req.output as *mut O, walk, desc)
+        dispatch_op!(desc.op, |K| {
+            let init = init_bits
+                .map(<O as Scalar>::from_bits)
+                .unwrap_or_else(|| O::identity(op_of(K)));
+            let arrays = Arrays(req.input as *const I, req.output as *mut O);
+            match (walk.backward, inclusive) {
+                (false, true) => run::<I, O, K, false, true>(arrays, walk, init),
+                (false, false) => run::<I, O, K, false, false>(arrays, walk, init),
+                (true, true) => run::<I, O, K, true, true>(arrays, walk, init),
+                (true, false) => run::<I, O, K, true, false>(arrays, walk, init),
+            }
+        })
     });
     Ok(())
+}
+
+/// Calls `$body` with the const `$K` bound to the operator's index in `Op::ALL`.
+macro_rules! dispatch_op {
+    ($op:expr, |$K:ident| $body:expr) => {
+        match $op {
+            Op::Sum => {
+                const $K: usize = 0;
+                $body
+            }
+            Op::Product => {
+                const $K: usize = 1;
+                $body
+            }
+            Op::Min => {
+                const $K: usize = 2;
+                $body
+            }
+            Op::Max => {
+                const $K: usize = 3;
+                $body
+            }
+            Op::BitAnd => {
+                const $K: usize = 4;
+                $body
+            }
+            Op::BitOr => {
+                const $K: usize = 5;
+                $body
+            }
+            Op::BitXor => {
+                const $K: usize = 6;
+                $body
+            }
+        }
+    };
+}
+use dispatch_op;
+
+const fn op_of(k: usize) -> Op {
+    Op::ALL[k]
+}
+
+#[inline(always)]
+fn combine<O: Accumulator, const K: usize>(a: O, b: O) -> O {
+    O::combine(op_of(K), a, b)
 }
 
 /// Segment data in host memory: where segments start, in memory order.
@@ -74,20 +151,13 @@ struct Walk {
 }
 
 impl Walk {
-    fn physical(&self, i: usize) -> usize {
-        if self.backward {
-            self.n - 1 - i
-        } else {
-            i
-        }
+    fn segmented(&self) -> bool {
+        self.heads.kind != Segments::None
     }
-    /// Whether logical element i restarts the running value (always false unsegmented).
-    unsafe fn head(&self, i: usize) -> bool {
-        if self.heads.kind == Segments::None {
-            return false;
-        }
-        let p = self.physical(i);
-        if self.backward {
+    /// Whether logical element i (physical p) restarts the running value.
+    #[inline]
+    unsafe fn head<const BACKWARD: bool>(&self, p: usize) -> bool {
+        if BACKWARD {
             p == self.n - 1 || self.heads.starts(p + 1)
         } else {
             p == 0 || self.heads.starts(p)
@@ -95,95 +165,154 @@ impl Walk {
     }
 }
 
-/// Raw pointers moved into worker threads; each worker touches a disjoint index range.
+/// The raw arrays, shared by the workers; each output element has one writer.
 #[derive(Clone, Copy)]
-struct Shared<I, O>(*const I, *mut O);
-// SAFETY: workers access disjoint ranges of the arrays (see scan_typed).
-unsafe impl<I, O> Send for Shared<I, O> {}
-unsafe impl<I, O> Sync for Shared<I, O> {}
+struct Arrays<I, O>(*const I, *mut O);
+// SAFETY: workers read the input and write disjoint chunks of the output (see `run`).
+unsafe impl<I, O> Send for Arrays<I, O> {}
+unsafe impl<I, O> Sync for Arrays<I, O> {}
 
-unsafe fn scan_typed<I: Widen<O> + Copy + Send + Sync, O: Accumulator>(
-    input: *const I,
-    output: *mut O,
-    walk: Walk,
-    desc: &ScanDesc,
-) {
-    let n = walk.n;
-    let init = desc.init_bits.map(O::from_bits).unwrap_or_else(|| O::identity(desc.op));
-    let workers = std::thread::available_parallelism().map_or(1, |p| p.get()).min(64);
-    if (n as u64) < PARALLEL_THRESHOLD || workers == 1 {
-        scan_chunk(input, output, 0..n, init, init, walk, desc);
-        return;
+/// The physical index range of logical chunk c, in increasing physical order.
+fn chunk_range<const BACKWARD: bool>(n: usize, c: usize) -> std::ops::Range<usize> {
+    let (lo, hi) = (c * CHUNK, ((c + 1) * CHUNK).min(n));
+    if BACKWARD {
+        n - hi..n - lo
+    } else {
+        lo..hi
     }
-    let chunk = n.div_ceil(workers);
-    let ranges: Vec<_> = (0..workers)
-        .map(|w| (w * chunk).min(n)..((w + 1) * chunk).min(n))
-        .collect();
-    let shared = Shared(input, output);
-    let op = desc.op;
-    // Phase 1: reduce each chunk to (head seen, value after its last element).
-    let totals: Vec<(bool, O)> = std::thread::scope(|s| {
-        let handles: Vec<_> = ranges
-            .iter()
-            .cloned()
-            .map(|r| {
-                s.spawn(move || {
-                    let sh = shared;
-                    // SAFETY: reads only, within [0, n).
-                    r.fold((false, O::identity(op)), |(seen, acc), i| unsafe {
-                        let x = (*sh.0.add(walk.physical(i))).widen();
-                        if walk.head(i) {
-                            (true, O::combine(op, init, x))
-                        } else {
-                            (seen, O::combine(op, acc, x))
-                        }
-                    })
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("host scan worker panicked"))
-            .collect()
-    });
-    // Phase 2: carries; Phase 3: scan each chunk with its carry.
-    let mut carries = Vec::with_capacity(workers);
-    let mut running = init;
-    for (seen, value) in totals {
-        carries.push(running);
-        running = if seen { value } else { O::combine(op, running, value) };
-    }
-    std::thread::scope(|s| {
-        for (r, carry) in ranges.into_iter().zip(carries) {
-            s.spawn(move || {
-                let sh = shared;
-                // SAFETY: the chunks are disjoint, so each output element has one writer,
-                // and element i is read before it is written (in-place is fine).
-                unsafe { scan_chunk(sh.0, sh.1, r, carry, init, walk, desc) }
-            });
-        }
-    });
 }
 
-#[allow(clippy::too_many_arguments)]
-unsafe fn scan_chunk<I: Widen<O> + Copy, O: Accumulator>(
-    input: *const I,
-    output: *mut O,
+/// A chunk's fold from the identity: (whether it holds a segment head, the value since
+/// its last head, or since its start).
+#[inline]
+unsafe fn reduce<I: Widen<O> + Copy, O: Accumulator, const K: usize, const BACKWARD: bool>(
+    a: Arrays<I, O>,
+    walk: &Walk,
+    range: std::ops::Range<usize>,
+    init: O,
+) -> (bool, O) {
+    let mut acc = O::identity(op_of(K));
+    if !walk.segmented() {
+        if BACKWARD {
+            for p in range.rev() {
+                acc = combine::<O, K>(acc, (*a.0.add(p)).widen());
+            }
+        } else {
+            for p in range {
+                acc = combine::<O, K>(acc, (*a.0.add(p)).widen());
+            }
+        }
+        return (false, acc);
+    }
+    let mut seen = false;
+    let mut visit = |p: usize| {
+        if walk.head::<BACKWARD>(p) {
+            seen = true;
+            acc = init;
+        }
+        acc = combine::<O, K>(acc, (*a.0.add(p)).widen());
+    };
+    if BACKWARD {
+        range.rev().for_each(&mut visit);
+    } else {
+        range.for_each(&mut visit);
+    }
+    (seen, acc)
+}
+
+/// Scans a chunk from `carry`; returns the running value after it.
+#[inline]
+unsafe fn scan_chunk<
+    I: Widen<O> + Copy,
+    O: Accumulator,
+    const K: usize,
+    const BACKWARD: bool,
+    const INCLUSIVE: bool,
+>(
+    a: Arrays<I, O>,
+    walk: &Walk,
     range: std::ops::Range<usize>,
     carry: O,
     init: O,
-    walk: Walk,
-    desc: &ScanDesc,
-) {
-    let op: Op = desc.op;
+) -> O {
     let mut running = carry;
-    for i in range {
-        if walk.head(i) {
+    let segmented = walk.segmented();
+    let mut visit = |p: usize| {
+        if segmented && walk.head::<BACKWARD>(p) {
             running = init;
         }
-        let p = walk.physical(i);
-        let next = O::combine(op, running, (*input.add(p)).widen());
-        *output.add(p) = if desc.inclusive { next } else { running };
+        let next = combine::<O, K>(running, (*a.0.add(p)).widen());
+        *a.1.add(p) = if INCLUSIVE { next } else { running };
         running = next;
+    };
+    if BACKWARD {
+        range.rev().for_each(&mut visit);
+    } else {
+        range.for_each(&mut visit);
+    }
+    running
+}
+
+/// Chunk states for the chain: 0 until the chunk's inclusive value is published, then 1
+/// (the value sits beside it).
+struct Published<O> {
+    ready: Vec<AtomicU64>,
+    value: Vec<std::cell::UnsafeCell<O>>,
+}
+// SAFETY: value[c] is written once, before ready[c] is released, and read only after
+// ready[c] is acquired.
+unsafe impl<O: Send> Sync for Published<O> {}
+
+unsafe fn run<I, O, const K: usize, const BACKWARD: bool, const INCLUSIVE: bool>(a: Arrays<I, O>, walk: Walk, init: O)
+where
+    I: Widen<O> + Copy + Send + Sync,
+    O: Accumulator,
+{
+    let n = walk.n;
+    let chunks = n.div_ceil(CHUNK);
+    let threads = rayon::current_num_threads().min(chunks);
+    let order_free = !(O::DTYPE.is_float() && matches!(op_of(K), Op::Sum | Op::Product));
+    if chunks == 1 || (threads == 1 && order_free) {
+        scan_chunk::<I, O, K, BACKWARD, INCLUSIVE>(a, &walk, 0..n, init, init);
+        return;
+    }
+    let published = Published {
+        ready: (0..chunks).map(|_| AtomicU64::new(0)).collect(),
+        value: (0..chunks).map(|_| std::cell::UnsafeCell::new(init)).collect(),
+    };
+    let published = &published; // shared whole: its Sync covers the cells
+    let ticket = AtomicUsize::new(0);
+    let work = || loop {
+        let c = ticket.fetch_add(1, Ordering::Relaxed);
+        if c >= chunks {
+            return;
+        }
+        let range = chunk_range::<BACKWARD>(n, c);
+        let (seen, aggregate) = reduce::<I, O, K, BACKWARD>(a, &walk, range.clone(), init);
+        let prefix = if c == 0 {
+            init
+        } else {
+            while published.ready[c - 1].load(Ordering::Acquire) == 0 {
+                std::hint::spin_loop();
+            }
+            // SAFETY: published before ready[c - 1] was released.
+            *published.value[c - 1].get()
+        };
+        let inclusive = if seen {
+            aggregate
+        } else {
+            combine::<O, K>(prefix, aggregate)
+        };
+        // SAFETY: only this worker holds chunk c; readers wait for ready[c].
+        *published.value[c].get() = inclusive;
+        published.ready[c].store(1, Ordering::Release);
+        scan_chunk::<I, O, K, BACKWARD, INCLUSIVE>(a, &walk, range, prefix, init);
+    };
+    if threads == 1 {
+        work();
+    } else {
+        // Every worker of the pool joins; the caller's thread waits (or joins, when it is
+        // one of them).
+        rayon::broadcast(|_| work());
     }
 }

@@ -32,7 +32,7 @@ pub use gpu::workspace::POOL_STREAMS as MAX_POOLED_STREAMS;
 pub use ops::{Accumulator, Widen};
 pub use reference::{reference_scan, reference_scan_segmented};
 pub use scan::RawScan;
-pub use types::{check_types, Algorithm, ChoiceReason, DType, Direction, Op, Scalar, ScanDesc, Segments};
+pub use types::{check_types, Algorithm, ChoiceReason, DType, Direction, InitValue, Op, Scalar, ScanDesc, Segments};
 
 /// Every (input, output) type pair scanrt accepts.
 pub const TYPE_PAIRS: [(DType, DType); 14] = {

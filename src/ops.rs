@@ -1,7 +1,7 @@
 //! Operator semantics on the host, shared by the host backend and the reference scan.
 //! They define what every backend computes (kernels/util/types.cuh mirrors them):
 //! integer sum/product wrap, min/max keep the earlier operand on ties and NaN
-//! (`b < a ? b : a`), identities are 0, 1, the type's max/min (+-inf for floats),
+//! (`b < a ? b : a`), identities are 0 (-0.0 for floats), 1, the type's max/min (+-inf for floats),
 //! all-ones and 0.
 
 use crate::types::{Op, Scalar};
@@ -15,6 +15,7 @@ pub trait Accumulator: Scalar {
 macro_rules! int_acc {
     ($($t:ty),*) => {$(
         impl Accumulator for $t {
+            #[inline(always)]
             fn identity(op: Op) -> Self {
                 match op {
                     Op::Sum | Op::BitOr | Op::BitXor => 0,
@@ -24,6 +25,7 @@ macro_rules! int_acc {
                     Op::BitAnd => !0,
                 }
             }
+            #[inline(always)]
             fn combine(op: Op, a: Self, b: Self) -> Self {
                 match op {
                     Op::Sum => a.wrapping_add(b),
@@ -43,15 +45,17 @@ int_acc!(i32, u32, i64, u64);
 macro_rules! float_acc {
     ($($t:ty),*) => {$(
         impl Accumulator for $t {
+            #[inline(always)]
             fn identity(op: Op) -> Self {
                 match op {
-                    Op::Sum => 0.0,
+                    Op::Sum => -0.0, // the identity of IEEE addition: -0 + x = x for every x, -0 too
                     Op::Product => 1.0,
                     Op::Min => <$t>::INFINITY,
                     Op::Max => <$t>::NEG_INFINITY,
                     _ => unreachable!("bitwise operators on floats are rejected by check_types"),
                 }
             }
+            #[inline(always)]
             fn combine(op: Op, a: Self, b: Self) -> Self {
                 match op {
                     Op::Sum => a + b,
@@ -73,6 +77,7 @@ pub trait Widen<O> {
 macro_rules! widen {
     ($($i:ty => $($o:ty),+);* $(;)?) => {$($(
         impl Widen<$o> for $i {
+            #[inline(always)]
             fn widen(self) -> $o { self as $o }
         }
     )+)*};

@@ -20,7 +20,11 @@ pub fn reference_scan_segmented<I: Widen<O> + Copy, O: Accumulator>(
     desc: &ScanDesc,
 ) -> Vec<O> {
     let n = input.len();
-    let init = desc.init_bits.map(O::from_bits).unwrap_or_else(|| O::identity(desc.op));
+    let init = desc
+        .init_bits(O::DTYPE)
+        .expect("the initial value has the output type")
+        .map(O::from_bits)
+        .unwrap_or_else(|| O::identity(desc.op));
     let backward = desc.direction == Direction::Backward;
     let mut out = vec![init; n];
     let mut running = init;

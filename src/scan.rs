@@ -45,6 +45,7 @@ impl RawScan {
 /// lengths do not overflow and pointers are aligned.
 pub(crate) fn validate(req: &RawScan, desc: &ScanDesc) -> Result<()> {
     check_types(req.input_dtype, req.output_dtype, desc.op)?;
+    desc.init_bits(req.output_dtype)?;
     desc.segments.check()?;
     if desc.segments == Segments::None && req.segments != 0 {
         bail!(
@@ -94,9 +95,9 @@ pub(crate) fn validate(req: &RawScan, desc: &ScanDesc) -> Result<()> {
         if req.segments % desc.segments.alignment() != 0 {
             bail!(
                 InvalidArgument,
-                "segment data must be aligned to {} bytes for {:?}",
+                "segment data must be aligned to {} bytes for {}",
                 desc.segments.alignment(),
-                desc.segments
+                desc.segments.c_name()
             );
         }
     }

@@ -58,6 +58,18 @@ impl DType {
             DType::F64 => "double",
         }
     }
+    /// The C enum constant's name (`SCANRT_DTYPE_F32`), as error messages spell it.
+    pub fn c_name(self) -> &'static str {
+        match self {
+            DType::U8 => "SCANRT_DTYPE_U8",
+            DType::I32 => "SCANRT_DTYPE_I32",
+            DType::U32 => "SCANRT_DTYPE_U32",
+            DType::I64 => "SCANRT_DTYPE_I64",
+            DType::U64 => "SCANRT_DTYPE_U64",
+            DType::F32 => "SCANRT_DTYPE_F32",
+            DType::F64 => "SCANRT_DTYPE_F64",
+        }
+    }
     pub(crate) fn from_raw(v: i32) -> Result<DType> {
         Ok(match v {
             0 => DType::U8,
@@ -107,6 +119,18 @@ impl Op {
     ];
     pub fn is_bitwise(self) -> bool {
         matches!(self, Op::BitAnd | Op::BitOr | Op::BitXor)
+    }
+    /// The C enum constant's name (`SCANRT_OP_BIT_XOR`), as error messages spell it.
+    pub fn c_name(self) -> &'static str {
+        match self {
+            Op::Sum => "SCANRT_OP_SUM",
+            Op::Product => "SCANRT_OP_PRODUCT",
+            Op::Min => "SCANRT_OP_MIN",
+            Op::Max => "SCANRT_OP_MAX",
+            Op::BitAnd => "SCANRT_OP_BIT_AND",
+            Op::BitOr => "SCANRT_OP_BIT_OR",
+            Op::BitXor => "SCANRT_OP_BIT_XOR",
+        }
     }
     pub(crate) fn from_raw(v: i32) -> Result<Op> {
         Ok(match v {
@@ -215,11 +239,21 @@ impl Segments {
             if !matches!(k, DType::I32 | DType::U32 | DType::I64 | DType::U64) {
                 bail!(
                     UnsupportedCombination,
-                    "keys of type {k:?} are not supported; use u32, i32, u64 or i64 keys"
+                    "keys of type {} are not supported; use u32, i32, u64 or i64 keys",
+                    k.c_name()
                 );
             }
         }
         Ok(())
+    }
+    /// The C enum constant's name, as error messages spell it (keys name their type).
+    pub fn c_name(self) -> String {
+        match self {
+            Segments::None => "SCANRT_SEGMENTS_NONE".into(),
+            Segments::ByteFlags => "SCANRT_SEGMENTS_BYTE_FLAGS".into(),
+            Segments::BitFlags => "SCANRT_SEGMENTS_BIT_FLAGS".into(),
+            Segments::Keys(k) => format!("SCANRT_SEGMENTS_KEYS of {}", k.c_name()),
+        }
     }
     /// Required alignment of the segment data, in bytes.
     pub fn alignment(self) -> u64 {
@@ -240,8 +274,9 @@ impl Segments {
 pub struct ScanDesc {
     pub op: Op,
     pub inclusive: bool,
-    /// Initial value as the output type's bits (see [`Scalar::to_bits`]); `None` = identity.
-    pub init_bits: Option<u64>,
+    /// The initial value; `None` = the operator's identity. Its type must be the output
+    /// type (checked when the scan is validated).
+    pub init: Option<InitValue>,
     pub algorithm: Algorithm,
     pub direction: Direction,
     /// Bitwise identical results on every run (same GPU architecture and library
@@ -256,7 +291,7 @@ impl Default for ScanDesc {
         ScanDesc {
             op: Op::Sum,
             inclusive: true,
-            init_bits: None,
+            init: None,
             algorithm: Algorithm::Auto,
             direction: Direction::Forward,
             deterministic: false,
@@ -279,9 +314,24 @@ impl ScanDesc {
             ..Default::default()
         }
     }
+    /// Starts the scan (every segment of a segmented scan) from `init`, a value of the
+    /// scan's output type: a scan whose output type differs fails with `InvalidArgument`.
     pub fn with_init<T: Scalar>(mut self, init: T) -> Self {
-        self.init_bits = Some(init.to_bits());
+        self.init = Some(InitValue::of(init));
         self
+    }
+    /// The initial value's bits as the output type, checked against it.
+    pub(crate) fn init_bits(&self, output: DType) -> Result<Option<u64>> {
+        match self.init {
+            None => Ok(None),
+            Some(v) if v.dtype == output => Ok(Some(v.bits)),
+            Some(v) => bail!(
+                InvalidArgument,
+                "the initial value is a {} but the scan's output type is {}",
+                v.dtype.c_name(),
+                output.c_name()
+            ),
+        }
     }
     pub fn with_algorithm(mut self, algorithm: Algorithm) -> Self {
         self.algorithm = algorithm;
@@ -313,13 +363,15 @@ pub fn check_types(input: DType, output: DType, op: Op) -> Result<()> {
     if output == U8 {
         bail!(
             UnsupportedCombination,
-            "u8 is an input type only; accumulate it into u32, u64, i32 or i64"
+            "SCANRT_DTYPE_U8 is an input type only; accumulate it into SCANRT_DTYPE_U32, _U64, _I32 or _I64"
         );
     }
     if op.is_bitwise() && output.is_float() {
         bail!(
             UnsupportedCombination,
-            "operator {op:?} is not defined on floating-point type {output:?}"
+            "operator {} is not defined on floating-point type {}",
+            op.c_name(),
+            output.c_name()
         );
     }
     let ok = input == output
@@ -330,21 +382,61 @@ pub fn check_types(input: DType, output: DType, op: Op) -> Result<()> {
     if !ok {
         bail!(
             UnsupportedCombination,
-            "input type {input:?} cannot be accumulated in output type {output:?}"
+            "input type {} cannot be accumulated in output type {}",
+            input.c_name(),
+            output.c_name()
         );
     }
     Ok(())
 }
 
-/// Rust element types usable with the typed API.
-pub trait Scalar: Copy + Send + Sync + PartialEq + std::fmt::Debug + 'static {
+/// A typed initial value: a value of one element type, kept as its bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InitValue {
+    dtype: DType,
+    bits: u64,
+}
+
+impl InitValue {
+    /// The initial value `v`.
+    pub fn of<T: Scalar>(v: T) -> InitValue {
+        InitValue {
+            dtype: T::DTYPE,
+            bits: v.to_bits(),
+        }
+    }
+    /// A value of `dtype` given as its bits (the low bytes for 4-byte types).
+    pub(crate) fn from_bits(dtype: DType, bits: u64) -> InitValue {
+        InitValue { dtype, bits }
+    }
+    /// The value's element type.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+    /// The value as `T`, when it is a `T`.
+    pub fn value<T: Scalar>(&self) -> Option<T> {
+        (T::DTYPE == self.dtype).then(|| T::from_bits(self.bits))
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// Rust element types usable with the typed API: exactly the types of [`DType`]. Sealed,
+/// because buffer copies trust `DTYPE` to give the size of `Self`.
+pub trait Scalar: sealed::Sealed + Copy + Send + Sync + PartialEq + std::fmt::Debug + 'static {
+    /// The element type `Self` is.
     const DTYPE: DType;
+    /// The value's bits, zero-extended to 64.
     fn to_bits(self) -> u64;
+    /// The value whose bits are the low bits of `bits`.
     fn from_bits(bits: u64) -> Self;
 }
 
 macro_rules! scalar {
     ($t:ty, $d:ident, $to:expr, $from:expr) => {
+        impl sealed::Sealed for $t {}
         impl Scalar for $t {
             const DTYPE: DType = DType::$d;
             fn to_bits(self) -> u64 {
@@ -365,3 +457,8 @@ scalar!(f32, F32, |v: f32| v.to_bits() as u64, |b: u64| {
     f32::from_bits(b as u32)
 });
 scalar!(f64, F64, |v: f64| v.to_bits(), f64::from_bits);
+
+// Every size of element the typed API copies is the size its dtype names.
+const _: () = {
+    assert!(std::mem::size_of::<u8>() == 1 && std::mem::size_of::<i32>() == 4 && std::mem::size_of::<f64>() == 8);
+};

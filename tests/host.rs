@@ -73,7 +73,7 @@ fn host_segmented_case<I: TestInput + Widen<O>, O: TestOutput>(
     let input: Vec<I> = random_vec(rng, desc.op, n);
     let mut desc = desc;
     let with_init = rng.below(2) == 0;
-    desc.init_bits = make_desc::<O>(rng, desc.op, desc.inclusive, with_init).init_bits;
+    desc.init = make_desc::<O>(rng, desc.op, desc.inclusive, with_init).init;
     let starts = (desc.segments != Segments::None).then(|| segment_starts(rng, pattern, n));
     let seg = Buffer::from_slice(
         ctx,

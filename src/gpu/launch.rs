@@ -67,7 +67,7 @@ fn launch_flags(req: &RawScan, desc: &ScanDesc, algorithm: Algorithm) -> u32 {
     if desc.inclusive {
         flags |= FLAG_INCLUSIVE;
     }
-    if desc.init_bits.is_some() {
+    if desc.init.is_some() {
         flags |= FLAG_HAS_INIT;
     }
     if algorithm == Algorithm::DeterministicSinglePass {
@@ -139,7 +139,7 @@ pub(crate) fn scan(
         stream,
         req,
         flags: launch_flags(req, desc, algorithm),
-        init_bits: desc.init_bits.unwrap_or(0),
+        init_bits: desc.init_bits(req.output_dtype)?.unwrap_or(0),
         tiles,
     };
 

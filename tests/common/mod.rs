@@ -174,7 +174,11 @@ pub fn compare_segmented<I: TestInput + Widen<O>, O: TestOutput>(
     };
     let u = O::UNIT_ROUNDOFF.unwrap_or(0.0);
     let gamma = depth * u / (1.0 - depth * u);
-    let init_abs = desc.init_bits.map(|b| O::from_bits(b).as_f64().abs()).unwrap_or(0.0);
+    let init_abs = desc
+        .init
+        .and_then(|v| v.value::<O>())
+        .map(|v| v.as_f64().abs())
+        .unwrap_or(0.0);
     let mut abs_sum = init_abs;
     let n = want.len();
     for step in 0..n {
@@ -289,7 +293,7 @@ pub fn make_desc<O: TestOutput>(rng: &mut Rng, op: Op, inclusive: bool, with_ini
         ScanDesc::exclusive(op)
     };
     if with_init {
-        d.init_bits = Some(O::random_init(rng, op).to_bits());
+        d = d.with_init(O::random_init(rng, op));
     }
     d
 }
