@@ -18,12 +18,7 @@
 // Patch version of the scanrt library this header belongs to.
 #define SCANRT_VERSION_PATCH 0
 
-// Streams whose workspaces the pool keeps; the least recently used one goes first.
-// Evicting costs a device synchronisation per `GRAVEYARD_LIMIT` evictions, so this is
-// far above the number of streams an application keeps busy at once.
-#define POOL_STREAMS 256
-
-// Status codes of the C ABI; `Ok` is 0 and every error has its own value.
+// Status codes of the C ABI; `SCANRT_STATUS_OK` is 0 and every error has its own value.
 // Values are stable across releases: new codes are only ever appended.
 typedef enum scanrt_status {
   // Success.
@@ -55,7 +50,8 @@ typedef enum scanrt_status {
   SCANRT_STATUS_LENGTH_OVERFLOW = 12,
   // The operation needs a GPU context but the context runs on the host backend (or vice versa).
   SCANRT_STATUS_WRONG_BACKEND = 13,
-  // A Rust panic was caught at the C boundary (a bug in scanrt; please report it).
+  // An internal error (a panic inside scanrt) was caught at the C boundary: a bug in
+  // scanrt, please report it.
   SCANRT_STATUS_PANIC = 14,
   // Memory for a buffer could not be allocated.
   SCANRT_STATUS_OUT_OF_MEMORY = 15,
@@ -122,7 +118,8 @@ typedef enum scanrt_algorithm {
 typedef enum scanrt_backend {
   // The GPU when a CUDA driver and device are usable, else the host.
   SCANRT_BACKEND_AUTO = 0,
-  // A CUDA device (fails with NoDriver / NoDevice when there is none).
+  // A CUDA device (fails with `SCANRT_STATUS_NO_DRIVER` / `SCANRT_STATUS_NO_DEVICE`
+  // when there is none).
   SCANRT_BACKEND_GPU = 1,
   // The CPU.
   SCANRT_BACKEND_HOST = 2,
@@ -137,17 +134,18 @@ typedef enum scanrt_direction {
   SCANRT_DIRECTION_BACKWARD = 1,
 } scanrt_direction;
 
-// Why a scan ran the algorithm it ran (reported with [`Algorithm`] after every call).
+// Why a scan ran the algorithm it ran (reported beside the algorithm after every call).
 typedef enum scanrt_choice_reason {
   // The descriptor named the algorithm.
   SCANRT_CHOICE_REASON_REQUESTED = 0,
-  // `Auto`: the single-pass look-back is the fastest path at every size.
+  // `SCANRT_ALGORITHM_AUTO`: the single-pass look-back is the fastest path at every size.
   SCANRT_CHOICE_REASON_FASTEST = 1,
-  // `Auto` with `deterministic`: the result does not depend on association order
+  // `SCANRT_ALGORITHM_AUTO` with `deterministic`: the result does not depend on association order
   // (integers, min, max, bitwise), so the regular single pass is already reproducible.
   SCANRT_CHOICE_REASON_ORDER_INDEPENDENT = 2,
-  // `deterministic` on a float sum or product (with `Auto`, or `SinglePass`, which
-  // cannot keep the promise): the fixed-order single pass, faster than the matrix scan.
+  // `deterministic` on a float sum or product (with `SCANRT_ALGORITHM_AUTO`, or
+  // `SCANRT_ALGORITHM_SINGLE_PASS`, which cannot keep the promise): the fixed-order
+  // single pass, faster than the matrix scan.
   SCANRT_CHOICE_REASON_DETERMINISTIC = 3,
   // The context runs on the host backend.
   SCANRT_CHOICE_REASON_HOST_BACKEND = 4,
@@ -188,7 +186,7 @@ typedef union scanrt_value {
 
 // What a scan computes. Initialise with `scanrt_scan_desc_init`, then set fields.
 typedef struct scanrt_scan_desc {
-  // A `ScanrtOp` value.
+  // A `scanrt_op` value.
   int32_t op;
   // Nonzero for an inclusive scan, zero for exclusive.
   int32_t inclusive;
@@ -196,7 +194,7 @@ typedef struct scanrt_scan_desc {
   int32_t has_init;
   // The initial value, as the output type.
   union scanrt_value init;
-  // A `ScanrtAlgorithm` value (`SCANRT_ALGORITHM_AUTO` by default).
+  // A `scanrt_algorithm` value (`SCANRT_ALGORITHM_AUTO` by default).
   int32_t algorithm;
   // A `scanrt_direction` value.
   int32_t direction;
@@ -215,7 +213,7 @@ typedef struct scanrt_scan_desc {
 
 // What a scan call did (optional out parameter of the scan functions).
 typedef struct scanrt_scan_info {
-  // The `ScanrtBackend` that ran the scan (`SCANRT_BACKEND_GPU` or `SCANRT_BACKEND_HOST`).
+  // The `scanrt_backend` that ran the scan (`SCANRT_BACKEND_GPU` or `SCANRT_BACKEND_HOST`).
   int32_t backend;
   // The `scanrt_algorithm` that ran (single-pass, deterministic single-pass, matrix, or host).
   int32_t algorithm;
@@ -242,10 +240,13 @@ const char *scanrt_choice_reason_string(int32_t reason);
 // Valid until the next scanrt call on this thread.
 const char *scanrt_last_error_message(void);
 
-// Creates a context. `backend` is a `ScanrtBackend`; `device` is the CUDA device
+// Creates a context. `backend` is a `scanrt_backend`; `device` is the CUDA device
 // ordinal (ignored by the host backend). `SCANRT_BACKEND_AUTO` falls back to the host
-// when no CUDA driver or device is usable; `SCANRT_BACKEND_GPU` then fails with
-// `SCANRT_STATUS_NO_DRIVER` or `SCANRT_STATUS_NO_DEVICE`.
+// only when the CUDA driver, every device or NVRTC is missing, and says so in
+// `scanrt_context_backend_reason`; any other failure (an ordinal out of range, a broken
+// driver) is returned. `SCANRT_BACKEND_GPU` fails with `SCANRT_STATUS_NO_DRIVER`,
+// `SCANRT_STATUS_NO_DEVICE` or `SCANRT_STATUS_COMPILE_ERROR` (no NVRTC). `*out` is
+// NULL after a failure, as with every function that makes a handle.
 enum scanrt_status scanrt_context_create(int32_t backend,
                                          int32_t device,
                                          struct scanrt_context **out);
@@ -254,8 +255,13 @@ enum scanrt_status scanrt_context_create(int32_t backend,
 // until they are destroyed themselves.
 void scanrt_context_destroy(struct scanrt_context *ctx);
 
-// Writes the context's `ScanrtBackend` (GPU or host) to `*out`.
+// Writes the context's `scanrt_backend` (GPU or host) to `*out`.
 enum scanrt_status scanrt_context_backend(const struct scanrt_context *ctx, int32_t *out);
+
+// Why the context runs where it runs: for `SCANRT_BACKEND_AUTO`, what it found (the
+// GPU and NVRTC usable, or which of them is missing). A static-lifetime empty string
+// for NULL; otherwise valid until the context is destroyed.
+const char *scanrt_context_backend_reason(const struct scanrt_context *ctx);
 
 // Compiles (or loads from the disk cache) the kernels for one type pair and operator
 // now rather than at the first scan.
@@ -291,7 +297,7 @@ enum scanrt_status scanrt_stream_synchronize(const struct scanrt_stream *stream)
 // Destroys a stream wrapper (NULL is a no-op); an owned stream is destroyed too.
 void scanrt_stream_destroy(struct scanrt_stream *stream);
 
-// Allocates a buffer of `len` elements of `dtype` (a `ScanrtDType`): device memory on
+// Allocates a buffer of `len` elements of `dtype` (a `scanrt_dtype`): device memory on
 // a GPU context, host memory on the host backend.
 enum scanrt_status scanrt_buffer_create(const struct scanrt_context *ctx,
                                         int32_t dtype,

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use cudarc::driver::sys::{self, CUstream};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 
-use crate::error::{bail, Error, Result};
+use crate::error::{bail, Error, Result, ScanrtStatus};
 use crate::gpu::device::{GpuDevice, SinglePassKernel};
 use crate::gpu::driver::check;
 use crate::gpu::jit::Specialization;
@@ -25,7 +25,8 @@ use crate::types::{check_types, Algorithm, ChoiceReason, DType, Op, Scalar, Scan
 pub enum Backend {
     /// The GPU when a CUDA driver and device are usable, else the host.
     Auto = 0,
-    /// A CUDA device (fails with NoDriver / NoDevice when there is none).
+    /// A CUDA device (fails with `SCANRT_STATUS_NO_DRIVER` / `SCANRT_STATUS_NO_DEVICE`
+    /// when there is none).
     Gpu = 1,
     /// The CPU.
     Host = 2,
@@ -41,29 +42,61 @@ enum Engine {
 #[derive(Clone)]
 pub struct Context {
     engine: Arc<Engine>,
+    backend_reason: Arc<str>,
 }
 
 /// What a scan call did: where it ran, which algorithm, and why that one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ScanInfo {
+    /// Where the scan ran.
     pub backend: Backend,
+    /// The algorithm that ran.
     pub algorithm: Algorithm,
+    /// Why that algorithm.
     pub reason: ChoiceReason,
 }
 
 impl Context {
-    /// Opens a context. `Auto` falls back to the host when no GPU is usable.
+    /// Opens a context on CUDA device `device` or on the host. `Auto` takes the GPU when
+    /// a CUDA driver, a device and NVRTC are there, and the host when the driver or every
+    /// device or NVRTC is missing; any other failure (a wrong ordinal, a broken driver)
+    /// is returned, never hidden. [`Context::backend_reason`] says why it chose what it
+    /// chose.
     pub fn new(backend: Backend, device: usize) -> Result<Context> {
-        let engine = match backend {
-            Backend::Host => Engine::Host,
-            Backend::Gpu => Engine::Gpu(GpuDevice::open(device)?),
-            Backend::Auto => GpuDevice::open(device).map(Engine::Gpu).unwrap_or(Engine::Host),
+        let (engine, reason) = match backend {
+            Backend::Host => (Engine::Host, "the host backend was requested".to_string()),
+            Backend::Gpu => {
+                let d = GpuDevice::open(device)?;
+                d.nvrtc()?;
+                let reason = format!("the GPU backend was requested: CUDA device {device}");
+                (Engine::Gpu(d), reason)
+            }
+            Backend::Auto => match GpuDevice::open(device) {
+                Ok(d) => match d.nvrtc() {
+                    Ok(_) => (
+                        Engine::Gpu(d),
+                        format!("auto: CUDA device {device} and NVRTC are usable"),
+                    ),
+                    Err(e) => (Engine::Host, format!("auto: the host, because {}", e.message)),
+                },
+                Err(e) if matches!(e.status, ScanrtStatus::NoDriver | ScanrtStatus::NoDevice) => {
+                    (Engine::Host, format!("auto: the host, because {}", e.message))
+                }
+                Err(e) => return Err(e),
+            },
         };
         Ok(Context {
             engine: Arc::new(engine),
+            backend_reason: reason.into(),
         })
     }
 
+    /// Why the context runs where it runs (for `Auto`: what it found).
+    pub fn backend_reason(&self) -> &str {
+        &self.backend_reason
+    }
+
+    /// Where the context runs scans.
     pub fn backend(&self) -> Backend {
         match *self.engine {
             Engine::Host => Backend::Host,
@@ -621,11 +654,13 @@ impl Buffer {
             Storage::Host(v) => {
                 let buf = v.as_ptr() as *mut u8;
                 // SAFETY: bytes <= buffer size (checked by callers); host is valid for bytes.
+                // The caller's memory may overlap the buffer (it may be the buffer): a
+                // memmove, never a copy that assumes disjoint ranges.
                 unsafe {
                     if to_buffer {
-                        std::ptr::copy_nonoverlapping(host as *const u8, buf, bytes)
+                        std::ptr::copy(host as *const u8, buf, bytes)
                     } else {
-                        std::ptr::copy_nonoverlapping(buf as *const u8, host as *mut u8, bytes)
+                        std::ptr::copy(buf as *const u8, host as *mut u8, bytes)
                     }
                 }
                 Ok(())

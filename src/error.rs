@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-/// Status codes of the C ABI; `Ok` is 0 and every error has its own value.
+/// Status codes of the C ABI; `SCANRT_STATUS_OK` is 0 and every error has its own value.
 /// Values are stable across releases: new codes are only ever appended.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -36,7 +36,8 @@ pub enum ScanrtStatus {
     LengthOverflow = 12,
     /// The operation needs a GPU context but the context runs on the host backend (or vice versa).
     WrongBackend = 13,
-    /// A Rust panic was caught at the C boundary (a bug in scanrt; please report it).
+    /// An internal error (a panic inside scanrt) was caught at the C boundary: a bug in
+    /// scanrt, please report it.
     Panic = 14,
     /// Memory for a buffer could not be allocated.
     OutOfMemory = 15,

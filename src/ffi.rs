@@ -28,6 +28,8 @@ pub const SCANRT_VERSION_PATCH: u32 = 0;
 /// A scanrt context: one CUDA device (its primary context) or the host backend.
 pub struct scanrt_context {
     inner: Context,
+    /// `inner.backend_reason()` for C, alive as long as the context.
+    backend_reason: CString,
 }
 
 /// A stream: created by scanrt, or wrapping an application's `cudaStream_t`.
@@ -72,7 +74,7 @@ pub enum ScanrtSegments {
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct scanrt_scan_desc {
-    /// A `ScanrtOp` value.
+    /// A `scanrt_op` value.
     pub op: i32,
     /// Nonzero for an inclusive scan, zero for exclusive.
     pub inclusive: i32,
@@ -80,7 +82,7 @@ pub struct scanrt_scan_desc {
     pub has_init: i32,
     /// The initial value, as the output type.
     pub init: scanrt_value,
-    /// A `ScanrtAlgorithm` value (`SCANRT_ALGORITHM_AUTO` by default).
+    /// A `scanrt_algorithm` value (`SCANRT_ALGORITHM_AUTO` by default).
     pub algorithm: i32,
     /// A `scanrt_direction` value.
     pub direction: i32,
@@ -101,7 +103,7 @@ pub struct scanrt_scan_desc {
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct scanrt_scan_info {
-    /// The `ScanrtBackend` that ran the scan (`SCANRT_BACKEND_GPU` or `SCANRT_BACKEND_HOST`).
+    /// The `scanrt_backend` that ran the scan (`SCANRT_BACKEND_GPU` or `SCANRT_BACKEND_HOST`).
     pub backend: i32,
     /// The `scanrt_algorithm` that ran (single-pass, deterministic single-pass, matrix, or host).
     pub algorithm: i32,
@@ -110,12 +112,23 @@ pub struct scanrt_scan_info {
 }
 
 thread_local! {
-    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+    /// The last failed call's message, NUL-terminated, or empty after a success. Cleared
+    /// in place, so a successful call allocates nothing.
+    static LAST_ERROR: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
+/// Records `message` for `scanrt_last_error_message` ("" clears it). Does nothing on a
+/// thread whose thread-locals are being destroyed (a call from a TLS destructor).
 fn set_last_error(message: &str) {
-    let c = CString::new(message.replace('\0', " ")).unwrap_or_default();
-    LAST_ERROR.with(|e| *e.borrow_mut() = c);
+    let _ = LAST_ERROR.try_with(|e| {
+        if let Ok(mut e) = e.try_borrow_mut() {
+            e.clear();
+            if !message.is_empty() {
+                e.extend(message.bytes().map(|b| if b == 0 { b' ' } else { b }));
+                e.push(0);
+            }
+        }
+    });
 }
 
 /// The panic boundary and error translation shared by every entry point.
@@ -147,8 +160,11 @@ fn non_null_mut<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T> {
     unsafe { p.as_mut() }.ok_or_else(|| Error::new(ScanrtStatus::NullArgument, format!("{what} must not be NULL")))
 }
 
-fn put<T>(out: *mut *mut T, value: T) -> Result<()> {
-    *non_null_mut(out, "output handle pointer")? = Box::into_raw(Box::new(value));
+/// Makes a handle for `*out`: `*out` is NULL unless `make` succeeds.
+fn put<T>(out: *mut *mut T, make: impl FnOnce() -> Result<T>) -> Result<()> {
+    let out = non_null_mut(out, "out")?;
+    *out = std::ptr::null_mut();
+    *out = Box::into_raw(Box::new(make()?));
     Ok(())
 }
 
@@ -259,13 +275,22 @@ pub extern "C" fn scanrt_choice_reason_string(reason: i32) -> *const c_char {
 /// Valid until the next scanrt call on this thread.
 #[no_mangle]
 pub extern "C" fn scanrt_last_error_message() -> *const c_char {
-    LAST_ERROR.with(|e| e.borrow().as_ptr())
+    const EMPTY: &[u8] = b"\0";
+    LAST_ERROR
+        .try_with(|e| match e.try_borrow() {
+            Ok(e) if !e.is_empty() => e.as_ptr() as *const c_char,
+            _ => EMPTY.as_ptr() as *const c_char,
+        })
+        .unwrap_or(EMPTY.as_ptr() as *const c_char)
 }
 
-/// Creates a context. `backend` is a `ScanrtBackend`; `device` is the CUDA device
+/// Creates a context. `backend` is a `scanrt_backend`; `device` is the CUDA device
 /// ordinal (ignored by the host backend). `SCANRT_BACKEND_AUTO` falls back to the host
-/// when no CUDA driver or device is usable; `SCANRT_BACKEND_GPU` then fails with
-/// `SCANRT_STATUS_NO_DRIVER` or `SCANRT_STATUS_NO_DEVICE`.
+/// only when the CUDA driver, every device or NVRTC is missing, and says so in
+/// `scanrt_context_backend_reason`; any other failure (an ordinal out of range, a broken
+/// driver) is returned. `SCANRT_BACKEND_GPU` fails with `SCANRT_STATUS_NO_DRIVER`,
+/// `SCANRT_STATUS_NO_DEVICE` or `SCANRT_STATUS_COMPILE_ERROR` (no NVRTC). `*out` is
+/// NULL after a failure, as with every function that makes a handle.
 #[no_mangle]
 pub unsafe extern "C" fn scanrt_context_create(
     backend: i32,
@@ -273,22 +298,20 @@ pub unsafe extern "C" fn scanrt_context_create(
     out: *mut *mut scanrt_context,
 ) -> ScanrtStatus {
     boundary(|| {
-        non_null_mut(out, "out")?;
-        let backend = match backend {
-            0 => Backend::Auto,
-            1 => Backend::Gpu,
-            2 => Backend::Host,
-            b => bail!(InvalidArgument, "unknown backend value {b}"),
-        };
-        if device < 0 {
-            bail!(InvalidArgument, "device ordinal {device} is negative");
-        }
-        put(
-            out,
-            scanrt_context {
-                inner: Context::new(backend, device as usize)?,
-            },
-        )
+        put(out, || {
+            let backend = match backend {
+                0 => Backend::Auto,
+                1 => Backend::Gpu,
+                2 => Backend::Host,
+                b => bail!(InvalidArgument, "unknown backend value {b}"),
+            };
+            if device < 0 {
+                bail!(InvalidArgument, "device ordinal {device} is negative");
+            }
+            let inner = Context::new(backend, device as usize)?;
+            let backend_reason = CString::new(inner.backend_reason().replace('\0', " ")).unwrap_or_default();
+            Ok(scanrt_context { inner, backend_reason })
+        })
     })
 }
 
@@ -301,7 +324,7 @@ pub unsafe extern "C" fn scanrt_context_destroy(ctx: *mut scanrt_context) {
     }
 }
 
-/// Writes the context's `ScanrtBackend` (GPU or host) to `*out`.
+/// Writes the context's `scanrt_backend` (GPU or host) to `*out`.
 #[no_mangle]
 pub unsafe extern "C" fn scanrt_context_backend(ctx: *const scanrt_context, out: *mut i32) -> ScanrtStatus {
     boundary(|| {
@@ -309,6 +332,17 @@ pub unsafe extern "C" fn scanrt_context_backend(ctx: *const scanrt_context, out:
         *non_null_mut(out, "out")? = ctx.inner.backend() as i32;
         Ok(())
     })
+}
+
+/// Why the context runs where it runs: for `SCANRT_BACKEND_AUTO`, what it found (the
+/// GPU and NVRTC usable, or which of them is missing). A static-lifetime empty string
+/// for NULL; otherwise valid until the context is destroyed.
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_context_backend_reason(ctx: *const scanrt_context) -> *const c_char {
+    match ctx.as_ref() {
+        Some(ctx) => ctx.backend_reason.as_ptr(),
+        None => b"\0".as_ptr() as *const c_char,
+    }
 }
 
 /// Compiles (or loads from the disk cache) the kernels for one type pair and operator
@@ -354,14 +388,11 @@ pub unsafe extern "C" fn scanrt_stream_create(
     out: *mut *mut scanrt_stream,
 ) -> ScanrtStatus {
     boundary(|| {
-        let ctx = non_null(ctx, "ctx")?;
-        non_null_mut(out, "out")?;
-        put(
-            out,
-            scanrt_stream {
-                inner: ctx.inner.new_stream()?,
-            },
-        )
+        put(out, || {
+            Ok(scanrt_stream {
+                inner: non_null(ctx, "ctx")?.inner.new_stream()?,
+            })
+        })
     })
 }
 
@@ -374,14 +405,11 @@ pub unsafe extern "C" fn scanrt_stream_wrap(
     out: *mut *mut scanrt_stream,
 ) -> ScanrtStatus {
     boundary(|| {
-        let ctx = non_null(ctx, "ctx")?;
-        non_null_mut(out, "out")?;
-        put(
-            out,
-            scanrt_stream {
-                inner: ctx.inner.borrow_stream(cuda_stream)?,
-            },
-        )
+        put(out, || {
+            Ok(scanrt_stream {
+                inner: non_null(ctx, "ctx")?.inner.borrow_stream(cuda_stream)?,
+            })
+        })
     })
 }
 
@@ -399,7 +427,7 @@ pub unsafe extern "C" fn scanrt_stream_destroy(stream: *mut scanrt_stream) {
     }
 }
 
-/// Allocates a buffer of `len` elements of `dtype` (a `ScanrtDType`): device memory on
+/// Allocates a buffer of `len` elements of `dtype` (a `scanrt_dtype`): device memory on
 /// a GPU context, host memory on the host backend.
 #[no_mangle]
 pub unsafe extern "C" fn scanrt_buffer_create(
@@ -409,14 +437,11 @@ pub unsafe extern "C" fn scanrt_buffer_create(
     out: *mut *mut scanrt_buffer,
 ) -> ScanrtStatus {
     boundary(|| {
-        let ctx = non_null(ctx, "ctx")?;
-        non_null_mut(out, "out")?;
-        put(
-            out,
-            scanrt_buffer {
-                inner: Buffer::new(&ctx.inner, DType::from_raw(dtype)?, len)?,
-            },
-        )
+        put(out, || {
+            Ok(scanrt_buffer {
+                inner: Buffer::new(&non_null(ctx, "ctx")?.inner, DType::from_raw(dtype)?, len)?,
+            })
+        })
     })
 }
 
@@ -432,14 +457,11 @@ pub unsafe extern "C" fn scanrt_buffer_wrap_device(
     out: *mut *mut scanrt_buffer,
 ) -> ScanrtStatus {
     boundary(|| {
-        let ctx = non_null(ctx, "ctx")?;
-        non_null_mut(out, "out")?;
-        put(
-            out,
-            scanrt_buffer {
-                inner: Buffer::wrap_device(&ctx.inner, device_ptr, DType::from_raw(dtype)?, len)?,
-            },
-        )
+        put(out, || {
+            Ok(scanrt_buffer {
+                inner: Buffer::wrap_device(&non_null(ctx, "ctx")?.inner, device_ptr, DType::from_raw(dtype)?, len)?,
+            })
+        })
     })
 }
 
@@ -518,7 +540,9 @@ pub unsafe extern "C" fn scanrt_buffer_dtype(buffer: *const scanrt_buffer, out: 
 #[no_mangle]
 pub unsafe extern "C" fn scanrt_buffer_pointer(buffer: *const scanrt_buffer, out: *mut *mut c_void) -> ScanrtStatus {
     boundary(|| {
-        *non_null_mut(out, "out")? = non_null(buffer, "buffer")?.inner.addr() as *mut c_void;
+        let out = non_null_mut(out, "out")?;
+        *out = std::ptr::null_mut();
+        *out = non_null(buffer, "buffer")?.inner.addr() as *mut c_void;
         Ok(())
     })
 }

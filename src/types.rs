@@ -177,19 +177,20 @@ impl Algorithm {
     }
 }
 
-/// Why a scan ran the algorithm it ran (reported with [`Algorithm`] after every call).
+/// Why a scan ran the algorithm it ran (reported beside the algorithm after every call).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ChoiceReason {
     /// The descriptor named the algorithm.
     Requested = 0,
-    /// `Auto`: the single-pass look-back is the fastest path at every size.
+    /// `SCANRT_ALGORITHM_AUTO`: the single-pass look-back is the fastest path at every size.
     Fastest = 1,
-    /// `Auto` with `deterministic`: the result does not depend on association order
+    /// `SCANRT_ALGORITHM_AUTO` with `deterministic`: the result does not depend on association order
     /// (integers, min, max, bitwise), so the regular single pass is already reproducible.
     OrderIndependent = 2,
-    /// `deterministic` on a float sum or product (with `Auto`, or `SinglePass`, which
-    /// cannot keep the promise): the fixed-order single pass, faster than the matrix scan.
+    /// `deterministic` on a float sum or product (with `SCANRT_ALGORITHM_AUTO`, or
+    /// `SCANRT_ALGORITHM_SINGLE_PASS`, which cannot keep the promise): the fixed-order
+    /// single pass, faster than the matrix scan.
     Deterministic = 3,
     /// The context runs on the host backend.
     HostBackend = 4,

@@ -71,13 +71,20 @@ impl GpuDevice {
         }
         // SAFETY: the library is present; cuInit is idempotent.
         let init = unsafe { sys::cuInit(0) };
-        if init != sys::CUresult::CUDA_SUCCESS {
-            bail!(NoDevice, "cuInit failed ({init:?}): no usable CUDA device");
+        match init {
+            sys::CUresult::CUDA_SUCCESS => {}
+            sys::CUresult::CUDA_ERROR_NO_DEVICE => bail!(NoDevice, "the CUDA driver found no device"),
+            // A driver that is there but fails (version mismatch, broken install) is an
+            // error of its own, never "no device".
+            e => bail!(CudaError, "cuInit failed ({e:?}): the CUDA driver is unusable"),
         }
         let count = CudaContext::device_count().map_err(Error::from)?;
+        if count == 0 {
+            bail!(NoDevice, "the CUDA driver found no device");
+        }
         if ordinal as i64 >= count as i64 {
             bail!(
-                NoDevice,
+                InvalidArgument,
                 "CUDA device ordinal {ordinal} requested but {count} device(s) present"
             );
         }
@@ -119,13 +126,18 @@ impl GpuDevice {
         Specialization::for_scan(self.arch, input, output, desc, n)
     }
 
+    /// NVRTC, loaded once (every kernel is compiled at run time).
+    pub fn nvrtc(&self) -> Result<&Nvrtc> {
+        self.nvrtc.get_or_try_init(Nvrtc::load)
+    }
+
     pub fn module(&self, spec: Specialization) -> Result<Arc<ScanModule>> {
         let cell = self.modules.lock().entry(spec).or_default().clone();
         cell.get_or_try_init(|| self.build_module(spec)).cloned()
     }
 
     fn build_module(&self, spec: Specialization) -> Result<Arc<ScanModule>> {
-        let nvrtc = self.nvrtc.get_or_try_init(Nvrtc::load)?;
+        let nvrtc = self.nvrtc()?;
         let target = nvrtc.target_for(self.arch)?;
         let image = nvrtc.compile_cached(&spec, target)?;
         let ptx = if target.cubin {

@@ -45,6 +45,8 @@ const AREA_OFFSET: u64 = 16;
 /// rarely has to grow.
 const MIN_POOLED_SLOTS: u64 = 1 << 14;
 /// Streams whose workspaces the pool keeps; the least recently used one goes first.
+///
+/// cbindgen:ignore
 /// Evicting costs a device synchronisation per `GRAVEYARD_LIMIT` evictions, so this is
 /// far above the number of streams an application keeps busy at once.
 pub const POOL_STREAMS: usize = 256;
