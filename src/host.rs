@@ -19,7 +19,7 @@
 //! Operators are dispatched once per call: every inner loop is monomorphised for its
 //! (input, output, operator, direction, inclusive) combination.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::Result;
 use crate::ops::{dispatch_pair, Accumulator, Widen};
@@ -253,15 +253,26 @@ unsafe fn scan_chunk<
     running
 }
 
-/// Chunk states for the chain: 0 until the chunk's inclusive value is published, then 1
-/// (the value sits beside it).
-struct Published<O> {
-    ready: Vec<AtomicU64>,
-    value: Vec<std::cell::UnsafeCell<O>>,
+/// The chain's frontier: how many chunks have published their inclusive value, and the
+/// last one's value. Chunk c waits for `done == c`, reads the value, writes its own and
+/// releases `done = c + 1`: one writer at a time, in chunk order, no memory per chunk.
+struct Frontier<O> {
+    done: AtomicUsize,
+    value: std::cell::UnsafeCell<O>,
 }
-// SAFETY: value[c] is written once, before ready[c] is released, and read only after
-// ready[c] is acquired.
-unsafe impl<O: Send> Sync for Published<O> {}
+// SAFETY: `value` is written only by the chunk whose turn `done` says it is, before it
+// releases `done`, and read only after acquiring it.
+unsafe impl<O: Send> Sync for Frontier<O> {}
+
+/// Runs `work` on `workers` threads of rayon's pool (the caller's among them) through
+/// nested joins, which allocate nothing.
+fn fork(workers: usize, work: &(impl Fn() + Sync)) {
+    if workers <= 1 {
+        work();
+    } else {
+        rayon::join(|| fork(workers / 2, work), || fork(workers - workers / 2, work));
+    }
+}
 
 unsafe fn run<I, O, const K: usize, const BACKWARD: bool, const INCLUSIVE: bool>(a: Arrays<I, O>, walk: Walk, init: O)
 where
@@ -270,17 +281,17 @@ where
 {
     let n = walk.n;
     let chunks = n.div_ceil(CHUNK);
-    let threads = rayon::current_num_threads().min(chunks);
     let order_free = !(O::DTYPE.is_float() && matches!(op_of(K), Op::Sum | Op::Product));
-    if chunks == 1 || (threads == 1 && order_free) {
+    if chunks == 1 || (order_free && rayon::current_num_threads() == 1) {
         scan_chunk::<I, O, K, BACKWARD, INCLUSIVE>(a, &walk, 0..n, init, init);
         return;
     }
-    let published = Published {
-        ready: (0..chunks).map(|_| AtomicU64::new(0)).collect(),
-        value: (0..chunks).map(|_| std::cell::UnsafeCell::new(init)).collect(),
+    let threads = rayon::current_num_threads().min(chunks);
+    let frontier = Frontier {
+        done: AtomicUsize::new(0),
+        value: std::cell::UnsafeCell::new(init),
     };
-    let published = &published; // shared whole: its Sync covers the cells
+    let frontier = &frontier; // shared whole: its Sync covers the cell
     let ticket = AtomicUsize::new(0);
     let work = || loop {
         let c = ticket.fetch_add(1, Ordering::Relaxed);
@@ -289,30 +300,19 @@ where
         }
         let range = chunk_range::<BACKWARD>(n, c);
         let (seen, aggregate) = reduce::<I, O, K, BACKWARD>(a, &walk, range.clone(), init);
-        let prefix = if c == 0 {
-            init
-        } else {
-            while published.ready[c - 1].load(Ordering::Acquire) == 0 {
-                std::hint::spin_loop();
-            }
-            // SAFETY: published before ready[c - 1] was released.
-            *published.value[c - 1].get()
-        };
+        while frontier.done.load(Ordering::Acquire) != c {
+            std::hint::spin_loop();
+        }
+        // SAFETY: it is chunk c's turn (see Frontier).
+        let prefix = unsafe { *frontier.value.get() };
         let inclusive = if seen {
             aggregate
         } else {
             combine::<O, K>(prefix, aggregate)
         };
-        // SAFETY: only this worker holds chunk c; readers wait for ready[c].
-        *published.value[c].get() = inclusive;
-        published.ready[c].store(1, Ordering::Release);
+        unsafe { *frontier.value.get() = inclusive };
+        frontier.done.store(c + 1, Ordering::Release);
         scan_chunk::<I, O, K, BACKWARD, INCLUSIVE>(a, &walk, range, prefix, init);
     };
-    if threads == 1 {
-        work();
-    } else {
-        // Every worker of the pool joins; the caller's thread waits (or joins, when it is
-        // one of them).
-        rayon::broadcast(|_| work());
-    }
+    fork(threads, &work);
 }

@@ -323,3 +323,98 @@ fn huge_host_buffers_fail_with_a_status_instead_of_aborting() {
         .expect("length overflow");
     assert_eq!(overflow.status, ScanrtStatus::LengthOverflow, "{}", overflow.message);
 }
+
+/// The initial value is typed: a value of another type than the output is an error,
+/// never reinterpreted bits (i32 -1 into an i64 scan, f32 0.5 into an f64 scan, a u64
+/// into a u32 scan).
+#[test]
+fn initial_values_must_have_the_output_type() {
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let i32s = Buffer::from_slice(&ctx, &stream, &[1i32, 2, 3]).unwrap();
+    let i64s = Buffer::new(&ctx, DType::I64, 3).unwrap();
+    let f32s = Buffer::from_slice(&ctx, &stream, &[1.0f32, 2.0, 3.0]).unwrap();
+    let f64s = Buffer::new(&ctx, DType::F64, 3).unwrap();
+    let u32s = Buffer::from_slice(&ctx, &stream, &[1u32, 2, 3]).unwrap();
+    let cases = [
+        (&i32s, &i64s, ScanDesc::exclusive(Op::Sum).with_init(-1i32)),
+        (&f32s, &f64s, ScanDesc::exclusive(Op::Sum).with_init(0.5f32)),
+        (&u32s, &u32s, ScanDesc::exclusive(Op::Sum).with_init(1u64 << 40)),
+    ];
+    for (input, output, desc) in cases {
+        let e = ctx.scan(&stream, input, output, &desc).unwrap_err();
+        assert_eq!(e.status, ScanrtStatus::InvalidArgument, "{}", e.message);
+        assert!(e.message.contains("initial value"), "{}", e.message);
+    }
+    ctx.scan(&stream, &i32s, &i64s, &ScanDesc::exclusive(Op::Sum).with_init(-1i64))
+        .unwrap();
+    assert_eq!(i64s.download::<i64>(&stream, 3).unwrap(), vec![-1, 0, 2]);
+    ctx.scan(&stream, &f32s, &f64s, &ScanDesc::exclusive(Op::Sum).with_init(0.5f64))
+        .unwrap();
+    assert_eq!(f64s.download::<f64>(&stream, 3).unwrap(), vec![0.5, 1.5, 3.5]);
+}
+
+/// The host backend's float results are a function of n alone: bitwise the same with 1,
+/// 2, 3 or 8 worker threads, deterministic or not, forward, backward and segmented.
+#[test]
+fn host_float_results_do_not_depend_on_the_number_of_threads() {
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let mut rng = Rng(0x7EAD);
+    let n = (1usize << 20) + 4321;
+    let input: Vec<f32> = (0..n)
+        .map(|_| ((rng.next_u64() as i64) as f64 / 9.2e18 * 10f64.powi(rng.below(9) as i32 - 4)) as f32)
+        .collect();
+    let flags: Vec<u8> = (0..n).map(|_| (rng.below(5000) == 0) as u8).collect();
+    let src = Buffer::from_slice(&ctx, &stream, &input).unwrap();
+    let seg = Buffer::from_slice(&ctx, &stream, &flags).unwrap();
+    let descs = [
+        ScanDesc::inclusive(Op::Sum),
+        ScanDesc::exclusive(Op::Sum).deterministic().with_init(0.25f32),
+        ScanDesc::inclusive(Op::Sum).backward(),
+        ScanDesc::inclusive(Op::Product),
+        ScanDesc::inclusive(Op::Sum).segmented(Segments::ByteFlags),
+    ];
+    for desc in descs {
+        let run = |threads: usize| -> Vec<u32> {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let dst = Buffer::new(&ctx, DType::F32, n as u64).unwrap();
+            pool.install(|| {
+                if desc.segments == Segments::None {
+                    ctx.scan(&stream, &src, &dst, &desc).unwrap()
+                } else {
+                    ctx.scan_segmented(&stream, &src, &seg, &dst, &desc).unwrap()
+                }
+            });
+            dst.download::<f32>(&stream, n)
+                .unwrap()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect()
+        };
+        let one = run(1);
+        for threads in [2, 3, 8] {
+            assert!(one == run(threads), "{desc:?}: {threads} threads differ from one");
+        }
+    }
+}
+
+/// A -0.0 initial value (and -0.0 inputs) keep their sign, as in the sequential loop.
+#[test]
+fn host_keeps_negative_zero() {
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    for n in [5usize, 100_000, 1 << 20] {
+        let src = Buffer::from_slice(&ctx, &stream, &vec![-0.0f32; n]).unwrap();
+        let dst = Buffer::new(&ctx, DType::F32, n as u64).unwrap();
+        for desc in [
+            ScanDesc::exclusive(Op::Sum).with_init(-0.0f32),
+            ScanDesc::inclusive(Op::Sum).with_init(-0.0f32),
+            ScanDesc::inclusive(Op::Sum),
+        ] {
+            ctx.scan(&stream, &src, &dst, &desc).unwrap();
+            let got = dst.download::<f32>(&stream, n).unwrap();
+            assert!(got.iter().all(|v| v.to_bits() == (-0.0f32).to_bits()), "{desc:?} n={n}");
+        }
+    }
+}

@@ -2,21 +2,14 @@
 //! exact device architecture, with a thread-safe in-memory cache (in `gpu::device`) and
 //! an on-disk cache (here).
 //!
-//! Disk cache: one file per specialisation under `$SCANRT_CACHE_DIR`, else
-//! `$XDG_CACHE_HOME/scanrt`, else `~/.cache/scanrt`. The file name is a hash of
-//! everything that determines the binary (sources, options, architecture, NVRTC
-//! version); the file holds a magic, the full key's hash again and a checksum of the
-//! payload, so a corrupt, truncated or stale file is detected and rebuilt. Files are
-//! written to a temporary name and renamed, so readers never see a partial file.
+//! The disk cache (where it lives, what it trusts) is `gpu::kernel_cache`.
 
-use std::collections::hash_map::DefaultHasher;
 use std::ffi::{CStr, CString};
-use std::hash::{Hash, Hasher};
-use std::path::PathBuf;
 
 use cudarc::nvrtc::sys as nvrtc;
 
 use crate::error::{bail, Error, Result};
+use crate::gpu::kernel_cache;
 use crate::gpu::tuning::{small_scan_shape, takes_small_shape, tile_shape, TileShape};
 use crate::types::{DType, Direction, Op, ScanDesc, Segments};
 
@@ -333,31 +326,36 @@ impl Nvrtc {
         }
     }
 
-    /// Disk-cached compile: returns the cached image when its key and checksum match.
+    /// Disk-cached compile: the cached image when the cache directory is trusted and the
+    /// entry intact, else a fresh compile (stored for next time).
     pub fn compile_cached(&self, spec: &Specialization, target: Target) -> Result<Vec<u8>> {
         let key = self.cache_key(spec, target);
-        let path = cache_dir().map(|d| d.join(format!("{key:016x}.{}", if target.cubin { "cubin" } else { "ptx" })));
-        if let Some(image) = path.as_ref().and_then(|p| read_cache_file(p, key)) {
+        let extension = if target.cubin { "cubin" } else { "ptx" };
+        let dir = kernel_cache::directory().ok();
+        if let Some(image) = dir.as_ref().and_then(|d| kernel_cache::read(d, &key, extension)) {
             return Ok(image);
         }
         let image = self.compile(spec, target)?;
-        if let Some(p) = path {
-            write_cache_file(&p, key, &image); // best effort: a read-only cache only costs time
+        if let Some(dir) = dir {
+            let _ = kernel_cache::write(&dir, &key, extension, &image); // best effort: only costs time
         }
         Ok(image)
     }
 
-    fn cache_key(&self, spec: &Specialization, target: Target) -> u64 {
-        let mut h = DefaultHasher::new();
-        for (name, body) in KERNEL_SOURCES {
-            name.hash(&mut h);
-            body.hash(&mut h);
-        }
-        spec.source().hash(&mut h);
-        compile_options(target).hash(&mut h);
-        self.version.hash(&mut h);
-        env!("CARGO_PKG_VERSION").hash(&mut h);
-        h.finish()
+    fn cache_key(&self, spec: &Specialization, target: Target) -> kernel_cache::Key {
+        let source = spec.source();
+        let options = compile_options(target).join(" ");
+        let nvrtc = format!("nvrtc {}.{}", self.version.0, self.version.1);
+        let parts = KERNEL_SOURCES
+            .iter()
+            .flat_map(|(name, body)| [name.as_bytes(), body.as_bytes()])
+            .chain([
+                source.as_bytes(),
+                options.as_bytes(),
+                nvrtc.as_bytes(),
+                env!("CARGO_PKG_VERSION").as_bytes(),
+            ]);
+        kernel_cache::key(parts)
     }
 }
 
@@ -407,75 +405,5 @@ fn program_log(prog: nvrtc::nvrtcProgram) -> String {
         let mut log = vec![0u8; size];
         nvrtc::nvrtcGetProgramLog(prog, log.as_mut_ptr() as *mut _);
         String::from_utf8_lossy(&log).trim_end_matches('\0').to_string()
-    }
-}
-
-pub(crate) fn cache_dir() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("SCANRT_CACHE_DIR") {
-        return if d.is_empty() { None } else { Some(PathBuf::from(d)) };
-    }
-    if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(d).join("scanrt"));
-    }
-    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("scanrt"))
-}
-
-const CACHE_MAGIC: &[u8; 8] = b"SCANRT01";
-
-fn checksum(data: &[u8]) -> u64 {
-    let mut h = DefaultHasher::new();
-    data.hash(&mut h);
-    h.finish()
-}
-
-fn read_cache_file(path: &std::path::Path, key: u64) -> Option<Vec<u8>> {
-    let bytes = std::fs::read(path).ok()?;
-    if bytes.len() < 24 || &bytes[..8] != CACHE_MAGIC {
-        return None;
-    }
-    let stored_key = u64::from_le_bytes(bytes[8..16].try_into().ok()?);
-    let stored_sum = u64::from_le_bytes(bytes[16..24].try_into().ok()?);
-    let payload = &bytes[24..];
-    (stored_key == key && stored_sum == checksum(payload)).then(|| payload.to_vec())
-}
-
-fn write_cache_file(path: &std::path::Path, key: u64, image: &[u8]) {
-    let Some(dir) = path.parent() else { return };
-    if std::fs::create_dir_all(dir).is_err() {
-        return;
-    }
-    let mut bytes = Vec::with_capacity(image.len() + 24);
-    bytes.extend_from_slice(CACHE_MAGIC);
-    bytes.extend_from_slice(&key.to_le_bytes());
-    bytes.extend_from_slice(&checksum(image).to_le_bytes());
-    bytes.extend_from_slice(image);
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        path.file_name().unwrap().to_string_lossy(),
-        std::process::id()
-    ));
-    if std::fs::write(&tmp, &bytes).is_ok() && std::fs::rename(&tmp, path).is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cache_file_round_trip_and_corruption() {
-        let dir = std::env::temp_dir().join(format!("scanrt-cache-test-{}", std::process::id()));
-        let path = dir.join("x.cubin");
-        write_cache_file(&path, 42, b"image bytes");
-        assert_eq!(read_cache_file(&path, 42).as_deref(), Some(&b"image bytes"[..]));
-        assert_eq!(read_cache_file(&path, 43), None, "stale key must be rejected");
-        let mut bytes = std::fs::read(&path).unwrap();
-        *bytes.last_mut().unwrap() ^= 1;
-        std::fs::write(&path, &bytes).unwrap();
-        assert_eq!(read_cache_file(&path, 42), None, "corrupt payload must be rejected");
-        std::fs::write(&path, b"SCAN").unwrap();
-        assert_eq!(read_cache_file(&path, 42), None, "truncated file must be rejected");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
