@@ -236,9 +236,26 @@ unsafe fn scan_chunk<
     init: O,
 ) -> O {
     let mut running = carry;
-    let segmented = walk.segmented();
+    if !walk.segmented() {
+        // The hot loop: no head test, nothing but the operator between load and store.
+        let (input, output) = (a.0, a.1);
+        if BACKWARD {
+            for p in range.rev() {
+                let next = combine::<O, K>(running, (*input.add(p)).widen());
+                *output.add(p) = if INCLUSIVE { next } else { running };
+                running = next;
+            }
+        } else {
+            for p in range {
+                let next = combine::<O, K>(running, (*input.add(p)).widen());
+                *output.add(p) = if INCLUSIVE { next } else { running };
+                running = next;
+            }
+        }
+        return running;
+    }
     let mut visit = |p: usize| {
-        if segmented && walk.head::<BACKWARD>(p) {
+        if walk.head::<BACKWARD>(p) {
             running = init;
         }
         let next = combine::<O, K>(running, (*a.0.add(p)).widen());
