@@ -34,6 +34,13 @@ pub use reference::{reference_scan, reference_scan_segmented};
 pub use scan::RawScan;
 pub use types::{check_types, Algorithm, ChoiceReason, DType, Direction, InitValue, Op, Scalar, ScanDesc, Segments};
 
+/// The directory of the on-disk kernel cache, or why there is none (turned off, or a
+/// directory refused as not private: see `SCANRT_CACHE_DIR` in the README). Without one,
+/// every process compiles the kernels it uses.
+pub fn kernel_cache_status() -> std::result::Result<std::path::PathBuf, String> {
+    gpu::kernel_cache::directory()
+}
+
 /// Every (input, output) type pair scanrt accepts.
 pub const TYPE_PAIRS: [(DType, DType); 14] = {
     use DType::*;

@@ -193,7 +193,28 @@ fn seed_examples_on_the_host() {
 #[test]
 fn auto_falls_back_to_host_or_uses_gpu() {
     let ctx = Context::new(Backend::Auto, 0).unwrap();
-    eprintln!("Auto chose {:?}: {}", ctx.backend(), ctx.describe());
+    eprintln!(
+        "Auto chose {:?}: {} ({})",
+        ctx.backend(),
+        ctx.describe(),
+        ctx.backend_reason()
+    );
+    match ctx.backend() {
+        // Only a missing driver, device or NVRTC sends Auto to the host, and it says which.
+        Backend::Host => assert!(
+            ["CUDA driver", "no device", "NVRTC"]
+                .iter()
+                .any(|w| ctx.backend_reason().contains(w)),
+            "{}",
+            ctx.backend_reason()
+        ),
+        _ => {
+            assert!(ctx.backend_reason().contains("usable"), "{}", ctx.backend_reason());
+            // With a GPU present, a wrong ordinal is an error, not a silent host context.
+            let e = Context::new(Backend::Auto, 999).err().expect("ordinal 999 is an error");
+            assert_eq!(e.status, ScanrtStatus::InvalidArgument, "{}", e.message);
+        }
+    }
     let stream = ctx.new_stream().unwrap();
     let src = Buffer::from_slice(&ctx, &stream, &[3i32, -1, 4, -1, 5]).unwrap();
     let dst = Buffer::new(&ctx, DType::I32, 5).unwrap();

@@ -16,9 +16,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ctx = Context::new(Backend::Auto, 0)?;
     let backend = match ctx.backend() {
         Backend::Gpu => "gpu",
-        _ => "host (no usable CUDA device)",
+        _ => "host",
     };
-    println!("backend: {backend} - {}", ctx.describe());
+    println!("backend: {backend} - {} ({})", ctx.describe(), ctx.backend_reason());
+    if backend == "gpu" {
+        match scanrt::kernel_cache_status() {
+            Ok(dir) => println!("kernel cache: {}", dir.display()),
+            Err(why) => println!("kernel cache: none ({why})"),
+        }
+    }
     let stream = ctx.new_stream()?;
     let input: Vec<u32> = (0..n as u64)
         .map(|i| (i.wrapping_mul(0x9E3779B97F4A7C15) >> 40) as u32 & 0xffff)
