@@ -375,9 +375,12 @@ enum scanrt_status scanrt_scan_workspace_size(const struct scanrt_context *ctx,
                                               const struct scanrt_scan_desc *desc,
                                               size_t *bytes);
 
-// Zero-fills a workspace on `cuda_stream`. Required once before a workspace's first
-// use; afterwards it may be reused by any number of scans (one stream at a time) whose
-// output type has the same size, including inside captured CUDA graphs.
+// Initialises a workspace on `cuda_stream`: zero-fills it and writes its sealed header
+// (16-byte aligned, at least 32 bytes). Required before its first use and after a
+// `SCANRT_STATUS_WORKSPACE_FAULT` names it; afterwards it may serve any number of scans
+// of any type, one at a time (stream order), inside captured CUDA graphs too. Kernels
+// refuse a workspace that was not initialised, or was initialised for fewer tiles than
+// their scan needs (the next call returns `SCANRT_STATUS_WORKSPACE_FAULT`).
 enum scanrt_status scanrt_workspace_init(const struct scanrt_context *ctx,
                                          void *cuda_stream,
                                          void *workspace,
