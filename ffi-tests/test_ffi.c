@@ -458,15 +458,18 @@ static void test_desc_init(void) {
 /* Context creation, including bad arguments; returns the AUTO context. */
 static scanrt_context *test_context_create(void) {
     g_phase = "context_create";
-    scanrt_context *c = (scanrt_context *)&c; /* must not be touched by failures */
-    scanrt_context *const marker = c;
+    scanrt_context *c = (scanrt_context *)&c; /* failures must set it to NULL */
     EXPECT(scanrt_context_create(SCANRT_BACKEND_AUTO, 0, NULL), SCANRT_STATUS_NULL_ARGUMENT);
     EXPECT(scanrt_context_create(3, 0, &c), SCANRT_STATUS_INVALID_ARGUMENT);
     EXPECT(scanrt_context_create(-1, 0, &c), SCANRT_STATUS_INVALID_ARGUMENT);
     EXPECT(scanrt_context_create(1000, 0, &c), SCANRT_STATUS_INVALID_ARGUMENT);
     EXPECT(scanrt_context_create(SCANRT_BACKEND_HOST, -1, &c), SCANRT_STATUS_INVALID_ARGUMENT);
     EXPECT(scanrt_context_create(SCANRT_BACKEND_AUTO, -5, &c), SCANRT_STATUS_INVALID_ARGUMENT);
-    CHECK(c == marker, "a failed scanrt_context_create wrote its out parameter");
+    CHECK(c == NULL, "a failed scanrt_context_create left its out parameter non-NULL");
+    c = (scanrt_context *)&c;
+    EXPECT(scanrt_context_create(1000, 0, &c), SCANRT_STATUS_INVALID_ARGUMENT);
+    CHECK(c == NULL, "a failed scanrt_context_create left its out parameter non-NULL");
+    CHECK(strlen(scanrt_context_backend_reason(NULL)) == 0, "the reason of a NULL context is not empty");
 
     scanrt_context *ctx = NULL;
     EXPECT_OK(scanrt_context_create(SCANRT_BACKEND_AUTO, 0, &ctx));
@@ -1526,7 +1529,8 @@ int main(void) {
     int32_t backend = -1;
     EXPECT_OK(scanrt_context_backend(ctx, &backend));
     const char *bname = backend == SCANRT_BACKEND_GPU ? "gpu" : "host";
-    printf("test_ffi: scanrt %u, SCANRT_BACKEND_AUTO gave the %s backend\n", scanrt_version(), bname);
+    printf("test_ffi: scanrt %u, SCANRT_BACKEND_AUTO gave the %s backend (%s)\n", scanrt_version(), bname,
+           scanrt_context_backend_reason(ctx));
 
     test_prepare(ctx);
     test_streams(ctx, backend);

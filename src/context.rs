@@ -71,18 +71,23 @@ impl Context {
                 let reason = format!("the GPU backend was requested: CUDA device {device}");
                 (Engine::Gpu(d), reason)
             }
-            Backend::Auto => match GpuDevice::open(device) {
-                Ok(d) => match d.nvrtc() {
-                    Ok(_) => (
-                        Engine::Gpu(d),
-                        format!("auto: CUDA device {device} and NVRTC are usable"),
-                    ),
-                    Err(e) => (Engine::Host, format!("auto: the host, because {}", e.message)),
-                },
+            // Only a missing driver, device or NVRTC sends Auto to the host; an ordinal
+            // out of range or a failing driver is the caller's to see.
+            Backend::Auto => match crate::gpu::device::device_count() {
                 Err(e) if matches!(e.status, ScanrtStatus::NoDriver | ScanrtStatus::NoDevice) => {
                     (Engine::Host, format!("auto: the host, because {}", e.message))
                 }
                 Err(e) => return Err(e),
+                Ok(_) => {
+                    let d = GpuDevice::open(device)?;
+                    match d.nvrtc() {
+                        Ok(_) => (
+                            Engine::Gpu(d),
+                            format!("auto: CUDA device {device} and NVRTC are usable"),
+                        ),
+                        Err(e) => (Engine::Host, format!("auto: the host, because {}", e.message)),
+                    }
+                }
             },
         };
         Ok(Context {

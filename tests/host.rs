@@ -212,7 +212,7 @@ fn auto_falls_back_to_host_or_uses_gpu() {
             assert!(ctx.backend_reason().contains("usable"), "{}", ctx.backend_reason());
             // With a GPU present, a wrong ordinal is an error, not a silent host context.
             let e = Context::new(Backend::Auto, 999).err().expect("ordinal 999 is an error");
-            assert_eq!(e.status, ScanrtStatus::InvalidArgument, "{}", e.message);
+            assert_eq!(e.status, ScanrtStatus::NoDevice, "{}", e.message);
         }
     }
     let stream = ctx.new_stream().unwrap();

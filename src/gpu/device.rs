@@ -48,6 +48,26 @@ pub(crate) struct SinglePassKernel {
     pub shared_bytes: u32,
 }
 
+/// How many CUDA devices the driver sees: `NoDriver` without libcuda, `NoDevice` when it
+/// sees none, `CudaError` when the driver is there but fails (never "no device").
+pub(crate) fn device_count() -> Result<usize> {
+    // SAFETY: only probes whether libcuda can be dlopen'ed.
+    if !unsafe { sys::is_culib_present() } {
+        bail!(NoDriver, "no CUDA driver library (libcuda.so) could be loaded");
+    }
+    // SAFETY: the library is present; cuInit is idempotent.
+    match unsafe { sys::cuInit(0) } {
+        sys::CUresult::CUDA_SUCCESS => {}
+        sys::CUresult::CUDA_ERROR_NO_DEVICE => bail!(NoDevice, "the CUDA driver found no device"),
+        e => bail!(CudaError, "cuInit failed ({e:?}): the CUDA driver is unusable"),
+    }
+    let count = CudaContext::device_count().map_err(Error::from)?;
+    if count <= 0 {
+        bail!(NoDevice, "the CUDA driver found no device");
+    }
+    Ok(count as usize)
+}
+
 pub(crate) struct GpuDevice {
     pub ctx: SharedContext,
     pub ordinal: usize,
@@ -65,26 +85,10 @@ impl GpuDevice {
     /// Opens device `ordinal` through its primary context, leaving the thread's current
     /// context as it was.
     pub fn open(ordinal: usize) -> Result<GpuDevice> {
-        // SAFETY: only probes whether libcuda can be dlopen'ed.
-        if !unsafe { sys::is_culib_present() } {
-            bail!(NoDriver, "no CUDA driver library (libcuda.so) could be loaded");
-        }
-        // SAFETY: the library is present; cuInit is idempotent.
-        let init = unsafe { sys::cuInit(0) };
-        match init {
-            sys::CUresult::CUDA_SUCCESS => {}
-            sys::CUresult::CUDA_ERROR_NO_DEVICE => bail!(NoDevice, "the CUDA driver found no device"),
-            // A driver that is there but fails (version mismatch, broken install) is an
-            // error of its own, never "no device".
-            e => bail!(CudaError, "cuInit failed ({e:?}): the CUDA driver is unusable"),
-        }
-        let count = CudaContext::device_count().map_err(Error::from)?;
-        if count == 0 {
-            bail!(NoDevice, "the CUDA driver found no device");
-        }
-        if ordinal as i64 >= count as i64 {
+        let count = device_count()?;
+        if ordinal >= count {
             bail!(
-                InvalidArgument,
+                NoDevice,
                 "CUDA device ordinal {ordinal} requested but {count} device(s) present"
             );
         }
