@@ -385,16 +385,17 @@ impl Context {
         if segments.dtype != want {
             bail!(
                 InvalidArgument,
-                "{:?} segments need a {want:?} buffer, not {:?}",
-                desc.segments,
-                segments.dtype
+                "{} segments need a {} buffer, not {}",
+                desc.segments.c_name(),
+                want.c_name(),
+                segments.dtype.c_name()
             );
         }
         if segments.len < needed {
             bail!(
                 BufferTooSmall,
-                "{:?} for {} elements need {needed} entries but the buffer holds {}",
-                desc.segments,
+                "{} for {} elements need {needed} entries but the buffer holds {}",
+                desc.segments.c_name(),
                 input.len,
                 segments.len
             );
@@ -535,7 +536,11 @@ impl Buffer {
     pub fn new(ctx: &Context, dtype: DType, len: u64) -> Result<Buffer> {
         let bytes = len.checked_mul(dtype.size() as u64).filter(|&b| b <= isize::MAX as u64);
         let Some(bytes) = bytes else {
-            bail!(LengthOverflow, "{len} elements of {dtype:?} overflow the address space")
+            bail!(
+                LengthOverflow,
+                "{len} elements of {} overflow the address space",
+                dtype.c_name()
+            )
         };
         let storage = match &*ctx.engine {
             Engine::Host => {
@@ -623,7 +628,12 @@ impl Buffer {
 
     fn check_host_len<T: Scalar>(&self, n: usize) -> Result<()> {
         if T::DTYPE != self.dtype {
-            bail!(InvalidArgument, "buffer holds {:?}, not {:?}", self.dtype, T::DTYPE);
+            bail!(
+                InvalidArgument,
+                "buffer holds {}, not {}",
+                self.dtype.c_name(),
+                T::DTYPE.c_name()
+            );
         }
         if n as u64 > self.len {
             bail!(BufferTooSmall, "{n} elements do not fit a buffer of {}", self.len);

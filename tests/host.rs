@@ -439,3 +439,21 @@ fn host_keeps_negative_zero() {
         }
     }
 }
+
+/// Messages name types and operators as the C header does.
+#[test]
+fn messages_speak_c() {
+    let e = check_types(DType::F32, DType::F32, Op::BitXor).unwrap_err();
+    assert!(
+        e.message.contains("SCANRT_OP_BIT_XOR") && e.message.contains("SCANRT_DTYPE_F32"),
+        "{}",
+        e.message
+    );
+    let e = check_types(DType::F64, DType::F32, Op::Sum).unwrap_err();
+    assert!(
+        e.message.contains("SCANRT_DTYPE_F64") && e.message.contains("SCANRT_DTYPE_F32"),
+        "{}",
+        e.message
+    );
+    assert!(!e.message.contains("F64 "), "{}", e.message);
+}
