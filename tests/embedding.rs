@@ -15,24 +15,9 @@ use common::*;
 use std::sync::Arc;
 
 use cudarc::driver::{sys, CudaContext};
-use once_cell::sync::Lazy;
 use scanrt::{
     Backend, Buffer, Context, DType, Op, RawScan, ScanDesc, ScanrtStatus, Stream, Workspace, MAX_POOLED_STREAMS,
 };
-
-static GPU: Lazy<Option<Context>> = Lazy::new(|| Context::new(Backend::Gpu, 0).ok());
-
-macro_rules! gpu_or_skip {
-    () => {
-        match GPU.as_ref() {
-            Some(c) => c,
-            None => {
-                eprintln!("skipped: no CUDA device");
-                return;
-            }
-        }
-    };
-}
 
 /// Runs `body` on its own thread and fails the test when it does not finish in `secs`.
 fn within(secs: u64, what: &str, body: impl FnOnce() + Send + 'static) {
@@ -93,6 +78,17 @@ fn view(ctx: &Context, base: &Buffer, n: usize) -> Buffer {
     unsafe { Buffer::wrap_device(ctx, base.addr() as *mut _, DType::U32, n as u64) }.unwrap()
 }
 
+/// `threads` threads, each making `calls` checked scans on the stream handle `raw`
+/// (`scan_and_check`); the total mismatches.
+fn threads_on_stream(ctx: &'static Context, raw: usize, threads: u64, calls: usize, seed: u64) -> usize {
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| s.spawn(move || scan_and_check(ctx, &borrow(ctx, raw), seed + t, calls)))
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).sum()
+    })
+}
+
 /// The reproduction of the hang: 8 threads, each on its per-thread default stream (what
 /// `cudaStreamPerThread`, or NULL under `--default-stream per-thread`, names), 200 scans
 /// each. The streams share one handle value; each must get its own workspace.
@@ -100,17 +96,7 @@ fn view(ctx: &Context, base: &Buffer, n: usize) -> Buffer {
 fn eight_threads_on_per_thread_default_streams() {
     let ctx = gpu_or_skip!();
     within(120, "8 threads x 200 scans on per-thread default streams", move || {
-        let mismatches: usize = std::thread::scope(|s| {
-            let workers: Vec<_> = (0..8)
-                .map(|t| {
-                    s.spawn(move || {
-                        let stream = borrow(ctx, PER_THREAD_DEFAULT_STREAM);
-                        scan_and_check(ctx, &stream, 0x9700 + t, 200)
-                    })
-                })
-                .collect();
-            workers.into_iter().map(|w| w.join().unwrap()).sum()
-        });
+        let mismatches = threads_on_stream(ctx, PER_THREAD_DEFAULT_STREAM, 8, 200, 0x9700);
         eprintln!("per-thread default streams: 8 threads x 200 scans, {mismatches} mismatches in 200 checks");
         assert_eq!(mismatches, 0);
     });
@@ -122,17 +108,7 @@ fn eight_threads_on_per_thread_default_streams() {
 fn threads_sharing_the_legacy_default_stream() {
     let ctx = gpu_or_skip!();
     within(120, "4 threads x 100 scans on the legacy default stream", move || {
-        let mismatches: usize = std::thread::scope(|s| {
-            let workers: Vec<_> = (0..4)
-                .map(|t| {
-                    s.spawn(move || {
-                        let stream = borrow(ctx, LEGACY_DEFAULT_STREAM);
-                        scan_and_check(ctx, &stream, 0x1E6 + t, 100)
-                    })
-                })
-                .collect();
-            workers.into_iter().map(|w| w.join().unwrap()).sum()
-        });
+        let mismatches = threads_on_stream(ctx, LEGACY_DEFAULT_STREAM, 4, 100, 0x1E6);
         eprintln!("legacy default stream: 4 threads x 100 scans, {mismatches} mismatches");
         assert_eq!(mismatches, 0);
     });

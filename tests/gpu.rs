@@ -9,34 +9,10 @@ use std::sync::Arc;
 
 use common::*;
 use cudarc::driver::sys;
-use once_cell::sync::Lazy;
 use scanrt::{
     check_types, Algorithm, Backend, Buffer, ChoiceReason, Context, DType, Direction, Op, RawScan, ScanDesc,
     ScanrtStatus, Segments, Stream, Widen, TYPE_PAIRS,
 };
-
-static GPU: Lazy<Option<Context>> = Lazy::new(|| match Context::new(Backend::Gpu, 0) {
-    Ok(ctx) => {
-        eprintln!("GPU suite on {}", ctx.describe());
-        Some(ctx)
-    }
-    Err(e) => {
-        eprintln!("skipped: no CUDA device ({e})");
-        None
-    }
-});
-
-macro_rules! gpu_or_skip {
-    () => {
-        match GPU.as_ref() {
-            Some(c) => c,
-            None => {
-                eprintln!("skipped: no CUDA device");
-                return;
-            }
-        }
-    };
-}
 
 /// A view of `len` elements starting `offset` elements into `base`.
 fn view(ctx: &Context, base: &Buffer, dtype: DType, offset: u64, len: u64) -> Buffer {

@@ -3,7 +3,38 @@
 //! and products).
 #![allow(dead_code)]
 
-use scanrt::{reference_scan_segmented, Accumulator, DType, Direction, Op, Scalar, ScanDesc, Segments, Widen};
+use once_cell::sync::Lazy;
+use scanrt::{
+    reference_scan_segmented, Accumulator, Backend, Context, DType, Direction, Op, Scalar, ScanDesc, Segments, Widen,
+};
+
+/// The GPU context the GPU suites share (None without a CUDA device).
+pub static GPU: Lazy<Option<Context>> = Lazy::new(|| match Context::new(Backend::Gpu, 0) {
+    Ok(ctx) => {
+        eprintln!("GPU suite on {}", ctx.describe());
+        Some(ctx)
+    }
+    Err(e) => {
+        eprintln!("skipped: no CUDA device ({e})");
+        None
+    }
+});
+
+/// The shared GPU context, or a "skipped: no CUDA device" line and an early return.
+#[allow(unused_macros)]
+macro_rules! gpu_or_skip {
+    () => {
+        match GPU.as_ref() {
+            Some(c) => c,
+            None => {
+                eprintln!("skipped: no CUDA device");
+                return;
+            }
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use gpu_or_skip;
 
 /// A small deterministic PRNG (splitmix64), so failures reproduce from the printed seed.
 pub struct Rng(pub u64);
