@@ -5,6 +5,9 @@ use crate::types::{Direction, ScanDesc};
 
 /// Sequential scan of `input` as described by `desc` (direction, inclusive, initial
 /// value; unsegmented).
+///
+/// # Panics
+/// When `desc` has an initial value of another type than `O`.
 pub fn reference_scan<I: Widen<O> + Copy, O: Accumulator>(input: &[I], desc: &ScanDesc) -> Vec<O> {
     reference_scan_segmented(input, None, desc)
 }
@@ -14,6 +17,9 @@ pub fn reference_scan<I: Widen<O> + Copy, O: Accumulator>(input: &[I], desc: &Sc
 /// (forward) or the last (backward); the running value restarts from the initial value
 /// at each segment's first element in traversal order: element p forward when p == 0 or
 /// `starts[p]`, backward when p == n-1 or `starts[p+1]`.
+///
+/// # Panics
+/// When `desc` has an initial value of another type than `O`.
 pub fn reference_scan_segmented<I: Widen<O> + Copy, O: Accumulator>(
     input: &[I],
     starts: Option<&[bool]>,

@@ -326,17 +326,26 @@ fn workspace_of(ctx: &Context, n: usize) -> (Buffer, Workspace) {
 
 const POISON: u32 = 0xDEAD_BEEF;
 
-/// Scans `input` through `ws` into an output poisoned first; returns what the output
-/// holds afterwards and what the next call on the context says.
-fn scan_through(ctx: &Context, stream: &Stream, input: &[u32], ws: Workspace) -> (Vec<u32>, scanrt::Result<()>) {
+/// Scans `input` through `ws` into an output poisoned first, `offset` elements into its
+/// allocation (1: misaligned, which keeps the one-wave kernel out); returns what the
+/// output holds afterwards and what the next call on the context says.
+fn scan_through(
+    ctx: &Context,
+    stream: &Stream,
+    input: &[u32],
+    offset: usize,
+    ws: Workspace,
+) -> (Vec<u32>, scanrt::Result<()>) {
     let n = input.len();
     let src = Buffer::from_slice(ctx, stream, input).unwrap();
-    let dst = Buffer::from_slice(ctx, stream, &vec![POISON; n]).unwrap();
-    let req = RawScan::new(src.addr(), DType::U32, dst.addr(), DType::U32, n as u64);
-    // SAFETY: both buffers hold n elements; the workspace is a live allocation.
+    let dst = Buffer::from_slice(ctx, stream, &vec![POISON; n + offset]).unwrap();
+    let out = dst.addr() + 4 * offset as u64;
+    let req = RawScan::new(src.addr(), DType::U32, out, DType::U32, n as u64);
+    // SAFETY: both buffers hold n elements from where they are used; the workspace is a
+    // live allocation.
     unsafe { ctx.scan_raw(stream, &req, &ScanDesc::inclusive(Op::Sum), Some(ws)) }.unwrap();
-    let got = dst.download(stream, n).unwrap();
-    (got, ctx.check_faults())
+    let got = dst.download::<u32>(stream, n + offset).unwrap();
+    (got[offset..].to_vec(), ctx.check_faults())
 }
 
 fn expect_fault(result: scanrt::Result<()>, words: &str) {
@@ -348,6 +357,9 @@ fn expect_fault(result: scanrt::Result<()>, words: &str) {
 /// Garbage, zeroed-but-uninitialised, stale, undersized, poisoned and overflowing caller
 /// workspaces: never a hang, never a write outside the workspace, no output written when
 /// refused, a specific status, and the context stays usable.
+/// Each of the three single-pass kernels meets them: the bulk-copy kernel (3 M
+/// elements), the one-wave kernel (1 M, aligned) and the register-staged one (100 003,
+/// misaligned).
 #[test]
 fn garbage_stale_and_undersized_caller_workspaces() {
     if GPU.is_none() {
@@ -355,10 +367,17 @@ fn garbage_stale_and_undersized_caller_workspaces() {
         return;
     }
     within(120, "bad caller workspaces", || {
+        for (n, offset) in [(3_000_017, 0), (1_000_000, 0), (100_003, 1)] {
+            bad_workspaces(n, offset);
+        }
+    });
+}
+
+fn bad_workspaces(n: usize, offset: usize) {
+    {
         let ctx = Context::new(Backend::Gpu, 0).unwrap();
         let stream = ctx.new_stream().unwrap();
         let mut rng = Rng(0xBAD);
-        let n = 3_000_017usize;
         let input: Vec<u32> = random_vec(&mut rng, Op::Sum, n);
         let desc = ScanDesc::inclusive(Op::Sum);
         let (mut ws_buf, ws) = workspace_of(&ctx, n);
@@ -366,18 +385,18 @@ fn garbage_stale_and_undersized_caller_workspaces() {
         // Never initialised, full of garbage: refused, nothing written.
         let garbage: Vec<u8> = (0..ws.bytes).map(|_| rng.next_u64() as u8).collect();
         ws_buf.upload(&stream, &garbage).unwrap();
-        let (got, fault) = scan_through(&ctx, &stream, &input, ws);
+        let (got, fault) = scan_through(&ctx, &stream, &input, offset, ws);
         expect_fault(fault, "uninitialised");
         assert!(got.iter().all(|&v| v == POISON), "a refused scan wrote output");
 
         // Zero-filled by the application but not initialised by scanrt: refused too.
         ws_buf.upload(&stream, &vec![0u8; ws.bytes]).unwrap();
-        let (got, fault) = scan_through(&ctx, &stream, &input, ws);
+        let (got, fault) = scan_through(&ctx, &stream, &input, offset, ws);
         expect_fault(fault, "uninitialised");
         assert!(got.iter().all(|&v| v == POISON));
 
         // Initialised for a smaller scan, then passed with the full length: refused.
-        let (_, small) = workspace_of(&ctx, 100_000);
+        let (_, small) = workspace_of(&ctx, n / 4);
         ctx.init_workspace(
             &stream,
             Workspace {
@@ -386,20 +405,30 @@ fn garbage_stale_and_undersized_caller_workspaces() {
             },
         )
         .unwrap();
-        let (got, fault) = scan_through(&ctx, &stream, &input, ws);
+        let (got, fault) = scan_through(&ctx, &stream, &input, offset, ws);
         expect_fault(fault, "fewer tiles");
         assert!(got.iter().all(|&v| v == POISON));
 
         // Poisoned by that fault: refused until initialised again.
-        let (got, fault) = scan_through(&ctx, &stream, &input, ws);
+        let (got, fault) = scan_through(&ctx, &stream, &input, offset, ws);
         expect_fault(fault, "poisoned");
         assert!(got.iter().all(|&v| v == POISON));
 
         // Initialised properly: correct.
         ctx.init_workspace(&stream, ws).unwrap();
-        let (got, fault) = scan_through(&ctx, &stream, &input, ws);
+        let (got, fault) = scan_through(&ctx, &stream, &input, offset, ws);
         fault.unwrap();
         compare(&input, &desc, &got, 0.0).unwrap();
+
+        // Passed with fewer bytes than it was initialised with: its slots are not all
+        // in the range the call vouches for, so it is refused too.
+        let fewer_bytes = Workspace {
+            ptr: ws.ptr,
+            bytes: small.bytes,
+        };
+        let (_, fault) = scan_through(&ctx, &stream, &input[..n / 8], offset, fewer_bytes);
+        expect_fault(fault, "more bytes than the call passed");
+        ctx.init_workspace(&stream, ws).unwrap();
 
         // Stale: the ticket left in the middle (as by a launch that never finished).
         // The tiles before it never come, so the look-back would wait forever; the
@@ -408,14 +437,14 @@ fn garbage_stale_and_undersized_caller_workspaces() {
         let mut header = unsafe { Buffer::wrap_device(&ctx, ws.ptr as *mut _, DType::U64, 1) }.unwrap();
         header.upload(&stream, &ticket).unwrap();
         let started = std::time::Instant::now();
-        let (_, fault) = scan_through(&ctx, &stream, &input, ws);
+        let (_, fault) = scan_through(&ctx, &stream, &input, offset, ws);
         expect_fault(fault, "waited more than 1 s");
         eprintln!(
             "stale ticket: the watchdog ended the scan after {:?}",
             started.elapsed()
         );
         ctx.init_workspace(&stream, ws).unwrap();
-        let (got, fault) = scan_through(&ctx, &stream, &input, ws);
+        let (got, fault) = scan_through(&ctx, &stream, &input, offset, ws);
         fault.unwrap();
         compare(&input, &desc, &got, 0.0).unwrap();
 
@@ -445,7 +474,8 @@ fn garbage_stale_and_undersized_caller_workspaces() {
         ctx.scan(&stream, &src, &dst, &desc).unwrap();
         compare(&input, &desc, &dst.download::<u32>(&stream, n).unwrap(), 0.0).unwrap();
         ctx.check_faults().unwrap();
-    });
+        eprintln!("bad workspaces: n = {n}, output offset {offset}: refused or ended, context usable");
+    }
 }
 
 /// Destroying scanrt objects (buffers, streams, contexts) leaves the thread's current

@@ -107,6 +107,7 @@ struct FaultReport {
 #define SCANRT_FAULT_UNINITIALISED 1u  // no valid seal: never initialised, or overwritten
 #define SCANRT_FAULT_TOO_SMALL     2u  // initialised for fewer slots than this scan needs
 #define SCANRT_FAULT_WATCHDOG      3u  // a look-back waited past SCANRT_WATCHDOG_NS
+#define SCANRT_FAULT_LARGER        4u  // initialised for more bytes than the call passed
 #define SCANRT_FAULT_POISONED      8u  // flag: refused for the earlier fault in the low bits
 #define SCANRT_WORKSPACE_MAGIC     0x7363616e72743032ull  // "scanrt02": the header layout above
 // Longest a look-back waits for a predecessor. A healthy wait lasts microseconds (one
@@ -134,7 +135,7 @@ SCANRT_DEVICE void tell_host(FaultReport* report, const LookbackHeader* header, 
 struct Watchdog {
     LookbackHeader* header;
     FaultReport* report;
-    unsigned long long started;
+    unsigned long long started;  // when the current wait reached 1024 polls
     SCANRT_DEVICE bool expired(int spins, int lane) {
         if ((spins & 1023) != 1023) return false;
         bool give_up = false;
@@ -142,7 +143,7 @@ struct Watchdog {
             unsigned long long now;
             asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
             if (*(volatile u32*)&header->fault != 0) give_up = true;  // another block gave up
-            else if (started == 0) started = now;
+            else if (spins == 1023) started = now;                  // each wait has its own clock
             else if (now - started > SCANRT_WATCHDOG_NS) {
                 // The first to give up poisons the workspace and reports; the others follow.
                 if (atomicCAS(&header->fault, 0u, SCANRT_FAULT_WATCHDOG) == 0u)
@@ -345,8 +346,8 @@ SCANRT_DEVICE unsigned long long draw_ticket(LookbackHeader* header) { return at
 
 // A block's first ticket (thread 0), or REFUSED_TICKET when the workspace cannot be
 // trusted: its seal is not scanrt's, it was poisoned by an earlier fault, or it was
-// initialised for fewer slots than the launch's `num_tiles` (or more than the host
-// checked: `host_slots`). The header is read while the ticket is in flight. A refusal is
+// initialised for fewer slots than the launch's `num_tiles`, or for more than the host
+// checked (`host_slots`). The header is read while the ticket is in flight. A refusal is
 // reported to the host and poisons the workspace (the refused draw moved its ticket);
 // the blocks that see the poison report the first fault with SCANRT_FAULT_POISONED, so
 // the host learns the cause whichever block reports last. Refused blocks publish
@@ -363,9 +364,12 @@ SCANRT_DEVICE unsigned long long first_ticket(LookbackHeader* header, FaultRepor
     u32 code = 0;
     if (seal != scanrt_workspace_seal(area)) code = SCANRT_FAULT_UNINITIALISED;
     else if (fault != 0) code = SCANRT_FAULT_POISONED | (fault & (SCANRT_FAULT_POISONED - 1));
-    else if (slots < (long long)num_tiles || slots > host_slots) code = SCANRT_FAULT_TOO_SMALL;
+    else if (slots < (long long)num_tiles) code = SCANRT_FAULT_TOO_SMALL;
+    else if (slots > host_slots) code = SCANRT_FAULT_LARGER;  // its slots are not all in the range checked
     if (code == 0) return drawn;
-    if (code != SCANRT_FAULT_UNINITIALISED) atomicCAS(&header->fault, 0u, code);
+    // The refused draw took a tile id nobody will publish: poison the header, so that the
+    // launch's other blocks stop waiting for it at once.
+    atomicCAS(&header->fault, 0u, code);
     tell_host(report, header, code);
     return SCANRT_REFUSED_TICKET;
 }

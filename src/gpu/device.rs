@@ -59,6 +59,11 @@ pub(crate) fn device_count() -> Result<usize> {
     match unsafe { sys::cuInit(0) } {
         sys::CUresult::CUDA_SUCCESS => {}
         sys::CUresult::CUDA_ERROR_NO_DEVICE => bail!(NoDevice, "the CUDA driver found no device"),
+        // The toolkit's stub libcuda (a container without the driver), or a kernel module
+        // that does not match the library: no usable driver.
+        e @ (sys::CUresult::CUDA_ERROR_STUB_LIBRARY | sys::CUresult::CUDA_ERROR_SYSTEM_DRIVER_MISMATCH) => {
+            bail!(NoDriver, "cuInit failed ({e:?}): no usable CUDA driver")
+        }
         e => bail!(CudaError, "cuInit failed ({e:?}): the CUDA driver is unusable"),
     }
     let count = CudaContext::device_count().map_err(Error::from)?;
@@ -238,7 +243,7 @@ impl GpuDevice {
             );
         }
         let range_end = info.range_start.saturating_add(info.range_size as u64);
-        if info.range_size > 0 && ptr.checked_add(bytes).is_none_or(|end| end > range_end) {
+        if info.range_size > 0 && ptr.checked_add(bytes).map_or(true, |end| end > range_end) {
             let available = range_end.saturating_sub(ptr);
             return Err(Error::new(
                 ScanrtStatus::BufferTooSmall,

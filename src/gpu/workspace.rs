@@ -26,6 +26,7 @@
 
 use std::collections::HashMap;
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use cudarc::driver::sys::{self, CUdeviceptr, CUstream};
@@ -197,28 +198,38 @@ impl FaultReport {
         }))
     }
 
-    /// Takes the pending fault, if any (the code is written last by the kernel).
+    /// Takes the pending fault, if any: the code (written last by the kernel) is swapped
+    /// for 0 atomically, so two threads never both take one and a later fault is kept.
     pub fn take(&self) -> Option<Fault> {
-        // SAFETY: `host` is live mapped memory of the right layout (see new).
-        unsafe {
-            let code = std::ptr::read_volatile(std::ptr::addr_of!((*self.host).code));
-            if code == 0 {
-                return None;
-            }
-            let workspace = std::ptr::read_volatile(std::ptr::addr_of!((*self.host).workspace));
-            std::ptr::write_volatile(std::ptr::addr_of_mut!((*self.host).code), 0);
-            Some(Fault { workspace, code })
+        // SAFETY: `host` is live, aligned mapped memory of the right layout (see new),
+        // accessed by the host only through these atomics.
+        let (code, workspace) = unsafe {
+            (
+                AtomicU32::from_ptr(std::ptr::addr_of_mut!((*self.host).code)),
+                AtomicU64::from_ptr(std::ptr::addr_of_mut!((*self.host).workspace)),
+            )
+        };
+        if code.load(Ordering::Relaxed) == 0 {
+            return None;
         }
+        let code = code.swap(0, Ordering::Acquire);
+        (code != 0).then(|| Fault {
+            workspace: workspace.load(Ordering::Acquire),
+            code,
+        })
     }
 }
 
 impl Drop for FaultReport {
+    /// In relaxed capture mode: another thread's capture must not make the free fail.
     fn drop(&mut self) {
-        if let Ok(_current) = CurrentContext::enter(self.ctx.cu_ctx()) {
+        let _ = driver::with_relaxed_capture(|| {
+            let _current = CurrentContext::enter(self.ctx.cu_ctx())?;
             // SAFETY: allocated by cuMemHostAlloc in `new`, freed once; nothing refers to
             // it any more (the device and every graph holding it are gone).
             unsafe { sys::cuMemFreeHost(self.host as *mut c_void) };
-        }
+            Ok(())
+        });
     }
 }
 
@@ -240,6 +251,7 @@ pub(crate) fn fault_error(fault: Fault, pooled: bool) -> Error {
         match code {
         1 => "uninitialised (never initialised, or overwritten)".to_string(),
         2 => "initialised for fewer tiles than the scan needed".to_string(),
+        4 => "initialised for more bytes than the call passed (pass the size it was initialised with)".to_string(),
         3 => "broken: a look-back waited more than 1 s for a predecessor tile and gave up (two scans running on one workspace at once, or a corrupted one), so that scan's output is undefined".to_string(),
         c => format!("faulty (code {c})"),
     }
@@ -379,7 +391,9 @@ impl WorkspacePool {
         };
         drop(evicted);
         if self.graveyard.lock().len() >= GRAVEYARD_LIMIT {
-            self.bury()?;
+            // Best effort: this call's scan does not depend on it (a failed burial keeps
+            // the graveyard for the next try).
+            let _ = self.bury();
         }
         Ok(workspace)
     }
@@ -460,12 +474,17 @@ struct GraphKeepAlive {
 }
 
 impl Drop for GraphKeepAlive {
+    /// In relaxed capture mode: another thread's capture (or the capturing caller's own,
+    /// on an error path) must not make the free fail or break that capture.
     fn drop(&mut self) {
-        if let Ok(_current) = CurrentContext::enter(self.ctx.cu_ctx()) {
+        let _ = driver::with_relaxed_capture(|| {
+            let _current = CurrentContext::enter(self.ctx.cu_ctx())?;
             // SAFETY: the graph and its executions are done (CUDA released its user
-            // object); allocated by allocate_initialised_now, freed once.
+            // object), or the graph never got it; allocated by allocate_initialised_now,
+            // freed once.
             unsafe { sys::cuMemFree_v2(self.workspace) };
-        }
+            Ok(())
+        });
     }
 }
 
@@ -478,7 +497,13 @@ unsafe extern "C" fn release_graph_resources(keep: *mut c_void) {
         let keep = std::mem::ManuallyDrop::new(unsafe { Box::from_raw(keep as *mut GraphKeepAlive) });
         let _ = std::thread::Builder::new()
             .name("scanrt-graph-release".into())
-            .spawn(move || drop(std::mem::ManuallyDrop::into_inner(keep)));
+            .spawn(move || {
+                // The module's unload too runs in relaxed capture mode.
+                let _ = driver::with_relaxed_capture(|| {
+                    drop(std::mem::ManuallyDrop::into_inner(keep));
+                    Ok(())
+                });
+            });
     });
 }
 
