@@ -7,7 +7,17 @@
 #include <stddef.h>
 /* Thread safety: contexts, streams and buffers may be used from any thread; calls on
  * different streams run concurrently. Every function returns a scanrt_status (or
- * nothing); on failure scanrt_last_error_message() explains it and no output was written. */
+ * nothing); on failure scanrt_last_error_message() explains it, no output was written,
+ * and a handle out-parameter is NULL.
+ *
+ * Undefined behaviour, as with free() and CUDA handles: destroying a handle twice; using
+ * a handle after destroying it (a stream or buffer may outlive its context, not the
+ * reverse for a use); passing a pointer that is not a live handle of the named type;
+ * passing a cudaStream_t that was destroyed, or that belongs to another CUDA context
+ * than the scanrt context's device when the driver cannot tell (it usually can:
+ * SCANRT_STATUS_CONTEXT_MISMATCH); host pointers that are not valid for the lengths
+ * given; freeing memory while a scan queued on it may still run. Everything else gets a
+ * status. */
 
 // Major version of the scanrt library this header belongs to.
 #define SCANRT_VERSION_MAJOR 0
