@@ -11,8 +11,8 @@
  * and a handle out-parameter is NULL.
  *
  * Undefined behaviour, as with free() and CUDA handles: destroying a handle twice; using
- * a handle after destroying it (a stream or buffer may outlive its context, not the
- * reverse for a use); passing a pointer that is not a live handle of the named type;
+ * a handle after destroying it (streams and buffers stay usable after their context is
+ * destroyed); passing a pointer that is not a live handle of the named type;
  * passing a cudaStream_t that was destroyed, or that belongs to another CUDA context
  * than the scanrt context's device when the driver cannot tell (it usually can:
  * SCANRT_STATUS_CONTEXT_MISMATCH); host pointers that are not valid for the lengths
