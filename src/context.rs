@@ -73,22 +73,23 @@ impl Context {
             }
             // Only a missing driver, device or NVRTC sends Auto to the host; an ordinal
             // out of range or a failing driver is the caller's to see.
-            Backend::Auto => match crate::gpu::device::device_count() {
-                Err(e) if matches!(e.status, ScanrtStatus::NoDriver | ScanrtStatus::NoDevice) => {
-                    (Engine::Host, format!("auto: the host, because {}", e.message))
-                }
-                Err(e) => return Err(e),
-                Ok(_) => {
-                    let d = GpuDevice::open(device)?;
-                    match d.nvrtc() {
-                        Ok(_) => (
-                            Engine::Gpu(d),
-                            format!("auto: CUDA device {device} and NVRTC are usable"),
-                        ),
-                        Err(e) => (Engine::Host, format!("auto: the host, because {}", e.message)),
+            Backend::Auto => {
+                let host_because = |e: Error| (Engine::Host, format!("auto: the host, because {}", e.message));
+                match crate::gpu::device::device_count() {
+                    Err(e) if matches!(e.status, ScanrtStatus::NoDriver | ScanrtStatus::NoDevice) => host_because(e),
+                    Err(e) => return Err(e),
+                    Ok(_) => {
+                        let d = GpuDevice::open(device)?;
+                        match d.nvrtc() {
+                            Ok(_) => (
+                                Engine::Gpu(d),
+                                format!("auto: CUDA device {device} and NVRTC are usable"),
+                            ),
+                            Err(e) => host_because(e),
+                        }
                     }
                 }
-            },
+            }
         };
         Ok(Context {
             engine: Arc::new(engine),
@@ -260,19 +261,8 @@ impl Context {
     pub fn init_workspace(&self, stream: &Stream, workspace: Workspace) -> Result<()> {
         let d = self.gpu()?;
         self.check_stream_owner(stream)?;
-        if workspace.ptr % 16 != 0 {
-            bail!(InvalidArgument, "the workspace must be 16-byte aligned");
-        }
-        if workspace.bytes < crate::gpu::workspace::LOOKBACK_HEADER_BYTES {
-            bail!(
-                BufferTooSmall,
-                "a workspace of {} bytes has no room for its {}-byte header",
-                workspace.bytes,
-                crate::gpu::workspace::LOOKBACK_HEADER_BYTES
-            );
-        }
         let _current = d.enter()?;
-        d.check_device_range(workspace.ptr, workspace.bytes as u64, "workspace")?;
+        crate::gpu::workspace::check_caller(d, workspace)?;
         // SAFETY: the range was just checked to be device memory of this device, aligned
         // and long enough for the header.
         unsafe { crate::gpu::workspace::initialise(workspace.ptr, workspace.bytes, stream.raw) }

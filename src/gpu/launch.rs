@@ -152,12 +152,7 @@ pub(crate) fn scan(
     // `_pooled` keeps a pooled workspace from being freed until the launch is queued.
     let (ws, slots, _pooled) = match workspace {
         Some(ws) => {
-            if ws.ptr % 16 != 0 {
-                bail!(
-                    InvalidArgument,
-                    "the workspace must be 16-byte aligned (status slots are read as 16-byte words)"
-                );
-            }
+            workspace::check_caller(dev, ws)?;
             let slots = lookback_slots(acc_size, ws.bytes);
             if slots < tiles {
                 bail!(
@@ -167,7 +162,6 @@ pub(crate) fn scan(
                     lookback_bytes(acc_size, tiles)
                 );
             }
-            dev.check_device_range(ws.ptr, ws.bytes as u64, "workspace")?;
             (ws.ptr, slots, None)
         }
         None => match driver::capture_graph(stream)? {

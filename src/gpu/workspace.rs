@@ -33,8 +33,9 @@ use cudarc::driver::sys::{self, CUdeviceptr, CUstream};
 use parking_lot::Mutex;
 
 use crate::error::{bail, Error, Result, ScanrtStatus};
-use crate::gpu::device::ScanModule;
+use crate::gpu::device::{GpuDevice, ScanModule};
 use crate::gpu::driver::{self, check, CurrentContext, SharedContext};
+use crate::gpu::launch::Workspace;
 
 /// Bytes of the header before the status slots.
 pub(crate) const LOOKBACK_HEADER_BYTES: usize = 32;
@@ -101,6 +102,27 @@ pub(crate) unsafe fn initialise(ptr: CUdeviceptr, bytes: usize, stream: CUstream
         )?;
     }
     Ok(())
+}
+
+/// The checks a caller's workspace passes before it is initialised or used: 16-byte
+/// aligned (slots are read as 16-byte words), room for the header, and device memory of
+/// this device all the way (checked arithmetic). The caller has entered the device's
+/// context.
+pub(crate) fn check_caller(dev: &GpuDevice, workspace: Workspace) -> Result<()> {
+    if workspace.ptr % 16 != 0 {
+        bail!(
+            InvalidArgument,
+            "the workspace must be 16-byte aligned (status slots are read as 16-byte words)"
+        );
+    }
+    if workspace.bytes < LOOKBACK_HEADER_BYTES {
+        bail!(
+            BufferTooSmall,
+            "a workspace of {} bytes has no room for its {LOOKBACK_HEADER_BYTES}-byte header",
+            workspace.bytes
+        );
+    }
+    dev.check_device_range(workspace.ptr, workspace.bytes as u64, "workspace")
 }
 
 /// Allocates and initialises a workspace now, outside any stream order (a private stream,
