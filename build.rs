@@ -1,41 +1,133 @@
-//! Generates include/scanrt.h from src/ffi.rs with cbindgen. The header is committed;
-//! CI rebuilds and fails when `git diff include/scanrt.h` is not empty.
+//! Generates, and rewrites when they differ:
+//! - `include/scanrt.h`: the C ABI, from src/ffi/ with cbindgen, plus the C enums of the
+//!   closed tables in src/tables.rs;
+//! - `kernels/generated/contract.cuh`: the host-kernel contract, from src/contract.rs;
+//! - `$OUT_DIR/kernel_headers.rs`: every header under kernels/, embedded by include name
+//!   (src/kernels.rs).
+//!
+//! Both are committed; CI rebuilds and fails when `git diff` shows either changed.
 use std::path::Path;
 
-fn main() {
-    println!("cargo:rerun-if-changed=src/ffi.rs");
-    println!("cargo:rerun-if-changed=src/error.rs");
-    println!("cargo:rerun-if-changed=src/types.rs");
-    println!("cargo:rerun-if-changed=src/context.rs");
-    println!("cargo:rerun-if-changed=cbindgen.toml");
-    for dir in [
-        "kernels/util",
-        "kernels/thread",
-        "kernels/warp",
-        "kernels/block",
-        "kernels/device",
-    ] {
-        println!("cargo:rerun-if-changed={dir}");
-    }
-    let crate_dir = std::env::var("CARGO_MANIFEST_DIR").unwrap();
-    let config = cbindgen::Config::from_file(Path::new(&crate_dir).join("cbindgen.toml")).expect("cbindgen.toml");
-    let header = match cbindgen::Builder::new()
-        .with_crate(&crate_dir)
-        .with_config(config)
-        .generate()
-    {
-        Ok(h) => h,
-        Err(e) => {
-            // A syntax error in the crate surfaces from rustc with a better message.
-            println!("cargo:warning=cbindgen could not generate the header: {e}");
-            return;
+/// One table of src/tables.rs as C sees it.
+struct CEnum {
+    doc: Vec<&'static str>,
+    c_type: &'static str,
+    /// (doc lines, constant name, value)
+    rows: Vec<(Vec<&'static str>, String, i64)>,
+}
+
+/// The C-emitting reading of `c_enums!` (the Rust one is src/c_enum.rs).
+macro_rules! c_enums {
+    ($(
+        $(#[doc = $doc:literal])*
+        pub enum $name:ident ($c_type:literal, $prefix:literal) $(default $default:ident)? {
+            $(
+                $(#[doc = $vdoc:literal])*
+                $variant:ident = $value:literal, $suffix:literal, $text:literal;
+            )*
+        }
+    )*) => {
+        fn tables() -> Vec<CEnum> {
+            vec![$(CEnum {
+                doc: vec![$($doc),*],
+                c_type: $c_type,
+                rows: vec![$((vec![$($vdoc),*], format!("{}{}", $prefix, $suffix), $value)),*],
+            }),*]
         }
     };
-    let path = Path::new(&crate_dir).join("include/scanrt.h");
-    let mut bytes = Vec::new();
-    header.write(&mut bytes);
-    if std::fs::read(&path).ok().as_deref() != Some(&bytes[..]) {
+}
+include!("src/tables.rs");
+
+fn c_comment(out: &mut String, indent: &str, lines: &[&str]) {
+    for line in lines {
+        out.push_str(&format!("{indent}//{}\n", line.trim_end()));
+    }
+}
+
+fn c_enums_text() -> String {
+    let mut out = String::new();
+    for t in tables() {
+        out.push('\n');
+        c_comment(&mut out, "", &t.doc);
+        out.push_str(&format!("typedef enum {} {{\n", t.c_type));
+        for (doc, name, value) in &t.rows {
+            c_comment(&mut out, "  ", doc);
+            out.push_str(&format!("  {name} = {value},\n"));
+        }
+        out.push_str(&format!("}} {};\n", t.c_type));
+    }
+    out
+}
+
+fn write_if_changed(path: &Path, bytes: &[u8]) {
+    if std::fs::read(path).ok().as_deref() != Some(bytes) {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, &bytes).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+}
+
+fn generate(crate_dir: &Path, builder: cbindgen::Builder, out: &str) {
+    match builder.generate() {
+        Ok(h) => {
+            let mut bytes = Vec::new();
+            h.write(&mut bytes);
+            write_if_changed(&crate_dir.join(out), &bytes);
+        }
+        // A syntax error in the crate surfaces from rustc with a better message.
+        Err(e) => println!("cargo:warning=cbindgen could not generate {out}: {e}"),
+    }
+}
+
+fn main() {
+    for path in ["src", "kernels", "cbindgen.toml"] {
+        println!("cargo:rerun-if-changed={path}");
+    }
+    let crate_dir = std::env::var("CARGO_MANIFEST_DIR").unwrap();
+    let crate_dir = Path::new(&crate_dir);
+
+    let mut config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml")).expect("cbindgen.toml");
+    config.after_includes = Some(format!("{}\n{}", config.after_includes.unwrap_or_default(), c_enums_text()));
+    generate(
+        crate_dir,
+        cbindgen::Builder::new().with_crate(crate_dir).with_config(config),
+        "include/scanrt.h",
+    );
+
+    let contract = cbindgen::Builder::new()
+        .with_src(crate_dir.join("src/contract.rs"))
+        .with_language(cbindgen::Language::Cxx)
+        .with_no_includes()
+        .with_pragma_once(true)
+        .with_documentation(true)
+        .with_header(
+            "// The host-kernel contract (src/contract.rs): parameters, workspace header, fault report,\n\
+             // flags. Generated by build.rs with cbindgen; do not edit.",
+        )
+        .include_item("ScanParams")
+        .include_item("LookbackHeader")
+        .include_item("FaultReport");
+    generate(crate_dir, contract, "kernels/generated/contract.cuh");
+
+    let mut headers = Vec::new();
+    collect_headers(&crate_dir.join("kernels"), &mut headers);
+    headers.sort();
+    let mut list = String::from("&[\n");
+    for path in headers {
+        let name = path.strip_prefix(crate_dir.join("kernels")).unwrap().to_str().unwrap().replace('\\', "/");
+        list.push_str(&format!("    ({name:?}, include_str!({:?})),\n", path.to_str().unwrap()));
+    }
+    list.push_str("]\n");
+    let out = Path::new(&std::env::var("OUT_DIR").unwrap()).join("kernel_headers.rs");
+    write_if_changed(&out, list.as_bytes());
+}
+
+fn collect_headers(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("kernels/") {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            collect_headers(&path, out);
+        } else if path.extension().is_some_and(|e| e == "cuh") {
+            out.push(path);
+        }
     }
 }

@@ -19,15 +19,6 @@
  * given; freeing memory while a scan queued on it may still run. Everything else gets a
  * status. */
 
-// Major version of the scanrt library this header belongs to.
-#define SCANRT_VERSION_MAJOR 0
-
-// Minor version of the scanrt library this header belongs to.
-#define SCANRT_VERSION_MINOR 2
-
-// Patch version of the scanrt library this header belongs to.
-#define SCANRT_VERSION_PATCH 0
-
 // Status codes of the C ABI; `SCANRT_STATUS_OK` is 0 and every error has its own value.
 // Values are stable across releases: new codes are only ever appended.
 typedef enum scanrt_status {
@@ -73,7 +64,7 @@ typedef enum scanrt_status {
   SCANRT_STATUS_WORKSPACE_FAULT = 16,
 } scanrt_status;
 
-// Element types. Discriminants are the C ABI values.
+// Element types. Their sizes and CUDA spellings: `DType::info` (src/types.rs).
 typedef enum scanrt_dtype {
   // 8-bit unsigned integer (input only).
   SCANRT_DTYPE_U8 = 0,
@@ -91,7 +82,8 @@ typedef enum scanrt_dtype {
   SCANRT_DTYPE_F64 = 6,
 } scanrt_dtype;
 
-// Scan operators. Discriminants are the C ABI values and the kernels' `SCANRT_OP_*`.
+// Scan operators. Their definitions, on the device and on the host: `Op::definition`
+// (src/ops.rs).
 typedef enum scanrt_op {
   // Addition (integers wrap).
   SCANRT_OP_SUM = 0,
@@ -124,7 +116,7 @@ typedef enum scanrt_algorithm {
   SCANRT_ALGORITHM_DETERMINISTIC_SINGLE_PASS = 4,
 } scanrt_algorithm;
 
-// Where a context runs scans. Discriminants are the C ABI values.
+// Where a context runs scans.
 typedef enum scanrt_backend {
   // The GPU when a CUDA driver and device are usable, else the host.
   SCANRT_BACKEND_AUTO = 0,
@@ -174,6 +166,81 @@ typedef enum scanrt_segments {
   // Scan by key: runs of equal consecutive keys of type `key_dtype` (u32, i32, u64, i64).
   SCANRT_SEGMENTS_KEYS = 3,
 } scanrt_segments;
+
+
+// Inclusive scan (else exclusive).
+#define FLAG_INCLUSIVE 1
+
+// `init_bits` holds an initial value (else the identity).
+#define FLAG_HAS_INIT 2
+
+// Input tiles are 16-byte aligned (forward: the pointer; backward: its end).
+#define FLAG_VECTOR_IN 4
+
+// Output tiles likewise.
+#define FLAG_VECTOR_OUT 8
+
+// Single pass: the timing-independent look-back (anchor tiles).
+#define FLAG_DETERMINISTIC 16
+
+// Byte flags or keys aligned like the tiles, read as vectors.
+#define FLAG_VECTOR_HEADS 32
+
+// Bits 6-7 of the flags: the `HEADS_*` kind of a segmented scan.
+#define HEADS_KIND_SHIFT 6
+
+// One byte per element; nonzero starts a segment (also the kind of unsegmented scans).
+#define HEADS_BYTES 0
+
+// Start flags packed 32 to a 32-bit word.
+#define HEADS_BITS 1
+
+// 4-byte keys: a segment starts where the key changes.
+#define HEADS_KEYS4 2
+
+// 8-byte keys.
+#define HEADS_KEYS8 3
+
+// Names the header layout ("scanrt02"); a header is sealed with
+// `WORKSPACE_MAGIC ^ (area_bytes * WORKSPACE_SEAL_MULTIPLIER)`.
+#define WORKSPACE_MAGIC 8314596464050581554
+
+// See `WORKSPACE_MAGIC`.
+#define WORKSPACE_SEAL_MULTIPLIER 11400714819323198485ull
+
+// A status slot for 4-byte carries: one 64-bit word.
+#define STATUS_SLOT_BYTES_4 8
+
+// A status slot for 8-byte carries: two 64-bit words.
+#define STATUS_SLOT_BYTES_8 16
+
+// No valid seal: never initialised, or overwritten.
+#define FAULT_UNINITIALISED 1
+
+// Initialised for fewer slots than the scan needs.
+#define FAULT_TOO_SMALL 2
+
+// A look-back waited past `WATCHDOG_NS`.
+#define FAULT_WATCHDOG 3
+
+// Initialised for more bytes than the call passed.
+#define FAULT_LARGER 4
+
+// Flag: refused for the earlier fault in the low bits.
+#define FAULT_POISONED 8
+
+// The longest a look-back waits for a predecessor, in nanoseconds. A healthy wait lasts
+// microseconds; only a broken protocol state waits longer.
+#define WATCHDOG_NS 1000000000
+
+// Major version of the scanrt library this header belongs to.
+#define SCANRT_VERSION_MAJOR 0
+
+// Minor version of the scanrt library this header belongs to.
+#define SCANRT_VERSION_MINOR 2
+
+// Patch version of the scanrt library this header belongs to.
+#define SCANRT_VERSION_PATCH 0
 
 // A typed array: scanrt-owned memory or a view of an application's device pointer.
 typedef struct scanrt_buffer scanrt_buffer;
@@ -235,6 +302,165 @@ typedef struct scanrt_scan_info {
 extern "C" {
 #endif // __cplusplus
 
+// Allocates a buffer of `len` elements of `dtype` (a `scanrt_dtype`): device memory on
+// a GPU context, host memory on the host backend.
+scanrt_status scanrt_buffer_create(const struct scanrt_context *ctx,
+                                   int32_t dtype,
+                                   uint64_t len,
+                                   struct scanrt_buffer **out);
+
+// Wraps an application's device allocation of `len` elements (never freed by scanrt).
+// Fails with `SCANRT_STATUS_NOT_DEVICE_MEMORY` for host pointers and
+// `SCANRT_STATUS_BUFFER_TOO_SMALL` when the allocation is shorter than `len` elements.
+scanrt_status scanrt_buffer_wrap_device(const struct scanrt_context *ctx,
+                                        void *device_ptr,
+                                        int32_t dtype,
+                                        uint64_t len,
+                                        struct scanrt_buffer **out);
+
+// Copies `n` elements from host memory into the start of the buffer; returns when done.
+scanrt_status scanrt_buffer_upload(struct scanrt_buffer *buffer,
+                                   const struct scanrt_stream *stream,
+                                   const void *host,
+                                   uint64_t n);
+
+// Copies the first `n` elements of the buffer into host memory, after the work queued
+// on `stream`; returns when done.
+scanrt_status scanrt_buffer_download(const struct scanrt_buffer *buffer,
+                                     const struct scanrt_stream *stream,
+                                     void *host,
+                                     uint64_t n);
+
+// Writes the buffer's length in elements to `*out`.
+scanrt_status scanrt_buffer_length(const struct scanrt_buffer *buffer, uint64_t *out);
+
+// Writes the buffer's element type (a `scanrt_dtype` value) to `*out`.
+scanrt_status scanrt_buffer_dtype(const struct scanrt_buffer *buffer, int32_t *out);
+
+// Writes the buffer's element address to `*out`: a device pointer on a GPU context.
+scanrt_status scanrt_buffer_pointer(const struct scanrt_buffer *buffer, void **out);
+
+// Destroys a buffer (NULL is a no-op); owned device memory is freed.
+void scanrt_buffer_destroy(struct scanrt_buffer *buffer);
+
+// Creates a context. `backend` is a `scanrt_backend`; `device` is the CUDA device
+// ordinal (ignored by the host backend). `SCANRT_BACKEND_AUTO` falls back to the host
+// only when the CUDA driver, every device or NVRTC is missing, and says so in
+// `scanrt_context_backend_reason`; any other failure (an ordinal out of range, a broken
+// driver) is returned. `SCANRT_BACKEND_GPU` fails with `SCANRT_STATUS_NO_DRIVER`,
+// `SCANRT_STATUS_NO_DEVICE` or `SCANRT_STATUS_COMPILE_ERROR` (no NVRTC). `*out` is
+// NULL after a failure, as with every function that makes a handle.
+scanrt_status scanrt_context_create(int32_t backend, int32_t device, struct scanrt_context **out);
+
+// Destroys a context (NULL is a no-op). Streams and buffers made from it stay usable
+// until they are destroyed themselves.
+void scanrt_context_destroy(struct scanrt_context *ctx);
+
+// Writes the context's `scanrt_backend` (GPU or host) to `*out`.
+scanrt_status scanrt_context_backend(const struct scanrt_context *ctx, int32_t *out);
+
+// Why the context runs where it runs: for `SCANRT_BACKEND_AUTO`, what it found (the
+// GPU and NVRTC usable, or which of them is missing). A static-lifetime empty string
+// for NULL; otherwise valid until the context is destroyed.
+const char *scanrt_context_backend_reason(const struct scanrt_context *ctx);
+
+// Compiles (or loads from the disk cache) the kernels for one type pair and operator
+// now rather than at the first scan.
+scanrt_status scanrt_context_prepare(const struct scanrt_context *ctx,
+                                     int32_t input_dtype,
+                                     int32_t output_dtype,
+                                     int32_t op);
+
+// Releases the look-back workspaces the context keeps per stream that no call is using
+// right now, and those of streams that were destroyed (waiting for the device when there
+// are any). Graphs keep their own workspaces. The pool never holds more than 256
+// streams' workspaces; this returns them all.
+scanrt_status scanrt_context_trim(const struct scanrt_context *ctx);
+
+// Returns `SCANRT_STATUS_WORKSPACE_FAULT` when a kernel of this context refused its
+// workspace or gave up a look-back since the last call (the message names the
+// workspace), else `SCANRT_STATUS_OK`. Every scan call checks this first.
+scanrt_status scanrt_context_check_faults(const struct scanrt_context *ctx);
+
+// Fills `desc` with the defaults: inclusive sum, no initial value, automatic
+// algorithm, forward, not required deterministic, unsegmented.
+scanrt_status scanrt_scan_desc_init(struct scanrt_scan_desc *desc);
+
+// Scans `input` into `output` (buffers of `ctx`) on `stream`, asynchronously on a GPU.
+// `output` may be `input` (in place). `info` may be NULL.
+scanrt_status scanrt_scan(const struct scanrt_context *ctx,
+                          const struct scanrt_stream *stream,
+                          const struct scanrt_buffer *input,
+                          struct scanrt_buffer *output,
+                          const struct scanrt_scan_desc *desc,
+                          struct scanrt_scan_info *info);
+
+// Scans `n` elements at device pointer `input` into device pointer `output` on the
+// application's `cuda_stream` (a `cudaStream_t`; NULL = legacy default stream),
+// asynchronously. Scratch comes from the context's per-stream workspace pool.
+// Pointers are checked with the driver: host memory, allocations shorter than `n`
+// elements and partial overlaps are rejected before anything is written.
+scanrt_status scanrt_scan_device(const struct scanrt_context *ctx,
+                                 void *cuda_stream,
+                                 const void *input,
+                                 int32_t input_dtype,
+                                 void *output,
+                                 int32_t output_dtype,
+                                 uint64_t n,
+                                 const struct scanrt_scan_desc *desc,
+                                 struct scanrt_scan_info *info);
+
+// Writes to `*bytes` the workspace size `scanrt_scan_device_with_workspace` needs for
+// this scan (0 when none is needed).
+scanrt_status scanrt_scan_workspace_size(const struct scanrt_context *ctx,
+                                         int32_t input_dtype,
+                                         int32_t output_dtype,
+                                         uint64_t n,
+                                         const struct scanrt_scan_desc *desc,
+                                         size_t *bytes);
+
+// Initialises a workspace on `cuda_stream`: zero-fills it and writes its sealed header
+// (16-byte aligned, at least 32 bytes). Required before its first use and after a
+// `SCANRT_STATUS_WORKSPACE_FAULT` names it; afterwards it may serve any number of scans
+// of any type, one at a time (stream order), inside captured CUDA graphs too. Kernels
+// refuse a workspace that was not initialised, or was initialised for fewer tiles than
+// their scan needs (the next call returns `SCANRT_STATUS_WORKSPACE_FAULT`).
+scanrt_status scanrt_workspace_init(const struct scanrt_context *ctx,
+                                    void *cuda_stream,
+                                    void *workspace,
+                                    size_t bytes);
+
+// `scanrt_scan_device` with a caller-provided workspace (see
+// `scanrt_scan_workspace_size` and `scanrt_workspace_init`): no allocation at all,
+// for CUDA-graph capture and memory-constrained applications. The workspace must be
+// 16-byte aligned (as `cudaMalloc` returns it).
+scanrt_status scanrt_scan_device_with_workspace(const struct scanrt_context *ctx,
+                                                void *cuda_stream,
+                                                const void *input,
+                                                int32_t input_dtype,
+                                                void *output,
+                                                int32_t output_dtype,
+                                                uint64_t n,
+                                                const struct scanrt_scan_desc *desc,
+                                                void *workspace,
+                                                size_t workspace_bytes,
+                                                struct scanrt_scan_info *info);
+
+// Creates a stream owned by scanrt (a no-op stream on the host backend).
+scanrt_status scanrt_stream_create(const struct scanrt_context *ctx, struct scanrt_stream **out);
+
+// Wraps an application's `cudaStream_t` / `CUstream` (NULL = the legacy default
+// stream). scanrt never destroys it; it must outlive the wrapper.
+scanrt_status scanrt_stream_wrap(const struct scanrt_context *ctx,
+                                 void *cuda_stream,
+                                 struct scanrt_stream **out);
+
+// Blocks until all work queued on the stream has finished.
+scanrt_status scanrt_stream_synchronize(const struct scanrt_stream *stream);
+
+// Destroys a stream wrapper (NULL is a no-op); an owned stream is destroyed too.
+void scanrt_stream_destroy(struct scanrt_stream *stream);
+
 // The library version as `major * 10000 + minor * 100 + patch`; compare with the
 // `SCANRT_VERSION_*` macros to detect a header/library mismatch.
 uint32_t scanrt_version(void);
@@ -246,171 +472,18 @@ const char *scanrt_status_string(int32_t status);
 // for other values).
 const char *scanrt_choice_reason_string(int32_t reason);
 
+// A static name for a `scanrt_algorithm` ("unknown algorithm" for other values).
+const char *scanrt_algorithm_string(int32_t algorithm);
+
+// A static name for a `scanrt_dtype` ("u32", "f64", ...; "unknown dtype" for other values).
+const char *scanrt_dtype_string(int32_t dtype);
+
+// A static name for a `scanrt_op` ("unknown operator" for other values).
+const char *scanrt_op_string(int32_t op);
+
 // The message of the last failed call on this thread ("" after a successful call).
 // Valid until the next scanrt call on this thread.
 const char *scanrt_last_error_message(void);
-
-// Creates a context. `backend` is a `scanrt_backend`; `device` is the CUDA device
-// ordinal (ignored by the host backend). `SCANRT_BACKEND_AUTO` falls back to the host
-// only when the CUDA driver, every device or NVRTC is missing, and says so in
-// `scanrt_context_backend_reason`; any other failure (an ordinal out of range, a broken
-// driver) is returned. `SCANRT_BACKEND_GPU` fails with `SCANRT_STATUS_NO_DRIVER`,
-// `SCANRT_STATUS_NO_DEVICE` or `SCANRT_STATUS_COMPILE_ERROR` (no NVRTC). `*out` is
-// NULL after a failure, as with every function that makes a handle.
-enum scanrt_status scanrt_context_create(int32_t backend,
-                                         int32_t device,
-                                         struct scanrt_context **out);
-
-// Destroys a context (NULL is a no-op). Streams and buffers made from it stay usable
-// until they are destroyed themselves.
-void scanrt_context_destroy(struct scanrt_context *ctx);
-
-// Writes the context's `scanrt_backend` (GPU or host) to `*out`.
-enum scanrt_status scanrt_context_backend(const struct scanrt_context *ctx, int32_t *out);
-
-// Why the context runs where it runs: for `SCANRT_BACKEND_AUTO`, what it found (the
-// GPU and NVRTC usable, or which of them is missing). A static-lifetime empty string
-// for NULL; otherwise valid until the context is destroyed.
-const char *scanrt_context_backend_reason(const struct scanrt_context *ctx);
-
-// Compiles (or loads from the disk cache) the kernels for one type pair and operator
-// now rather than at the first scan.
-enum scanrt_status scanrt_context_prepare(const struct scanrt_context *ctx,
-                                          int32_t input_dtype,
-                                          int32_t output_dtype,
-                                          int32_t op);
-
-// Releases the look-back workspaces the context keeps per stream that no call is using
-// right now, and those of streams that were destroyed (waiting for the device when there
-// are any). Graphs keep their own workspaces. The pool never holds more than 256
-// streams' workspaces; this returns them all.
-enum scanrt_status scanrt_context_trim(const struct scanrt_context *ctx);
-
-// Returns `SCANRT_STATUS_WORKSPACE_FAULT` when a kernel of this context refused its
-// workspace or gave up a look-back since the last call (the message names the
-// workspace), else `SCANRT_STATUS_OK`. Every scan call checks this first.
-enum scanrt_status scanrt_context_check_faults(const struct scanrt_context *ctx);
-
-// Creates a stream owned by scanrt (a no-op stream on the host backend).
-enum scanrt_status scanrt_stream_create(const struct scanrt_context *ctx,
-                                        struct scanrt_stream **out);
-
-// Wraps an application's `cudaStream_t` / `CUstream` (NULL = the legacy default
-// stream). scanrt never destroys it; it must outlive the wrapper.
-enum scanrt_status scanrt_stream_wrap(const struct scanrt_context *ctx,
-                                      void *cuda_stream,
-                                      struct scanrt_stream **out);
-
-// Blocks until all work queued on the stream has finished.
-enum scanrt_status scanrt_stream_synchronize(const struct scanrt_stream *stream);
-
-// Destroys a stream wrapper (NULL is a no-op); an owned stream is destroyed too.
-void scanrt_stream_destroy(struct scanrt_stream *stream);
-
-// Allocates a buffer of `len` elements of `dtype` (a `scanrt_dtype`): device memory on
-// a GPU context, host memory on the host backend.
-enum scanrt_status scanrt_buffer_create(const struct scanrt_context *ctx,
-                                        int32_t dtype,
-                                        uint64_t len,
-                                        struct scanrt_buffer **out);
-
-// Wraps an application's device allocation of `len` elements (never freed by scanrt).
-// Fails with `SCANRT_STATUS_NOT_DEVICE_MEMORY` for host pointers and
-// `SCANRT_STATUS_BUFFER_TOO_SMALL` when the allocation is shorter than `len` elements.
-enum scanrt_status scanrt_buffer_wrap_device(const struct scanrt_context *ctx,
-                                             void *device_ptr,
-                                             int32_t dtype,
-                                             uint64_t len,
-                                             struct scanrt_buffer **out);
-
-// Copies `n` elements from host memory into the start of the buffer; returns when done.
-enum scanrt_status scanrt_buffer_upload(struct scanrt_buffer *buffer,
-                                        const struct scanrt_stream *stream,
-                                        const void *host,
-                                        uint64_t n);
-
-// Copies the first `n` elements of the buffer into host memory, after the work queued
-// on `stream`; returns when done.
-enum scanrt_status scanrt_buffer_download(const struct scanrt_buffer *buffer,
-                                          const struct scanrt_stream *stream,
-                                          void *host,
-                                          uint64_t n);
-
-// Writes the buffer's length in elements to `*out`.
-enum scanrt_status scanrt_buffer_length(const struct scanrt_buffer *buffer, uint64_t *out);
-
-// Writes the buffer's element type (a `scanrt_dtype` value) to `*out`.
-enum scanrt_status scanrt_buffer_dtype(const struct scanrt_buffer *buffer, int32_t *out);
-
-// Writes the buffer's element address to `*out`: a device pointer on a GPU context.
-enum scanrt_status scanrt_buffer_pointer(const struct scanrt_buffer *buffer, void **out);
-
-// Destroys a buffer (NULL is a no-op); owned device memory is freed.
-void scanrt_buffer_destroy(struct scanrt_buffer *buffer);
-
-// Fills `desc` with the defaults: inclusive sum, no initial value, automatic
-// algorithm, forward, not required deterministic, unsegmented.
-enum scanrt_status scanrt_scan_desc_init(struct scanrt_scan_desc *desc);
-
-// Scans `input` into `output` (buffers of `ctx`) on `stream`, asynchronously on a GPU.
-// `output` may be `input` (in place). `info` may be NULL.
-enum scanrt_status scanrt_scan(const struct scanrt_context *ctx,
-                               const struct scanrt_stream *stream,
-                               const struct scanrt_buffer *input,
-                               struct scanrt_buffer *output,
-                               const struct scanrt_scan_desc *desc,
-                               struct scanrt_scan_info *info);
-
-// Scans `n` elements at device pointer `input` into device pointer `output` on the
-// application's `cuda_stream` (a `cudaStream_t`; NULL = legacy default stream),
-// asynchronously. Scratch comes from the context's per-stream workspace pool.
-// Pointers are checked with the driver: host memory, allocations shorter than `n`
-// elements and partial overlaps are rejected before anything is written.
-enum scanrt_status scanrt_scan_device(const struct scanrt_context *ctx,
-                                      void *cuda_stream,
-                                      const void *input,
-                                      int32_t input_dtype,
-                                      void *output,
-                                      int32_t output_dtype,
-                                      uint64_t n,
-                                      const struct scanrt_scan_desc *desc,
-                                      struct scanrt_scan_info *info);
-
-// Writes to `*bytes` the workspace size `scanrt_scan_device_with_workspace` needs for
-// this scan (0 when none is needed).
-enum scanrt_status scanrt_scan_workspace_size(const struct scanrt_context *ctx,
-                                              int32_t input_dtype,
-                                              int32_t output_dtype,
-                                              uint64_t n,
-                                              const struct scanrt_scan_desc *desc,
-                                              size_t *bytes);
-
-// Initialises a workspace on `cuda_stream`: zero-fills it and writes its sealed header
-// (16-byte aligned, at least 32 bytes). Required before its first use and after a
-// `SCANRT_STATUS_WORKSPACE_FAULT` names it; afterwards it may serve any number of scans
-// of any type, one at a time (stream order), inside captured CUDA graphs too. Kernels
-// refuse a workspace that was not initialised, or was initialised for fewer tiles than
-// their scan needs (the next call returns `SCANRT_STATUS_WORKSPACE_FAULT`).
-enum scanrt_status scanrt_workspace_init(const struct scanrt_context *ctx,
-                                         void *cuda_stream,
-                                         void *workspace,
-                                         size_t bytes);
-
-// `scanrt_scan_device` with a caller-provided workspace (see
-// `scanrt_scan_workspace_size` and `scanrt_workspace_init`): no allocation at all,
-// for CUDA-graph capture and memory-constrained applications. The workspace must be
-// 16-byte aligned (as `cudaMalloc` returns it).
-enum scanrt_status scanrt_scan_device_with_workspace(const struct scanrt_context *ctx,
-                                                     void *cuda_stream,
-                                                     const void *input,
-                                                     int32_t input_dtype,
-                                                     void *output,
-                                                     int32_t output_dtype,
-                                                     uint64_t n,
-                                                     const struct scanrt_scan_desc *desc,
-                                                     void *workspace,
-                                                     size_t workspace_bytes,
-                                                     struct scanrt_scan_info *info);
 
 #ifdef __cplusplus
 }  // extern "C"

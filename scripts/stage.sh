@@ -26,7 +26,7 @@ strip --strip-debug stage/prefix/lib/*.a stage/prefix/lib/*.so 2>/dev/null || tr
 # instead of compiling them (scripts/gpu-suite.sh uses it).
 # Compiled once per version of the kernel sources and tuning, in build/.
 if [ -n "${SCANRT_STAGE_NVRTC:-}" ]; then
-  sources=$(cat kernels/*/*.cuh src/gpu/jit.rs src/gpu/tuning.rs Cargo.toml | sha1sum | cut -c1-12)
+  sources=$(cat kernels/*/*.cuh src/scan/kernels.rs src/scan/tuning.rs src/ops.rs src/runtime/nvrtc.rs Cargo.toml | sha1sum | cut -c1-12)
   cache=$PWD/build/kernel-cache-sm90-$sources
   LD_LIBRARY_PATH="$SCANRT_STAGE_NVRTC" SCANRT_CACHE_DIR="$cache" stage/tests/kernels_compile --nocapture
   tar -C "$cache" -cJf stage/kernel-cache.tar.xz .  # ~50 MB of CUBINs compress to ~3 MB

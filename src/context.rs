@@ -8,33 +8,40 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use cudarc::driver::sys::{self, CUstream};
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+use cudarc::driver::sys::CUstream;
+use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 
+use crate::buffer::Buffer;
 use crate::error::{bail, Error, Result, ScanrtStatus};
-use crate::gpu::device::{GpuDevice, SinglePassKernel};
-use crate::gpu::driver::check;
-use crate::gpu::jit::Specialization;
-use crate::gpu::launch::{self, Workspace};
-use crate::scan::{validate, RawScan};
-use crate::types::{check_types, Algorithm, ChoiceReason, DType, Op, Scalar, ScanDesc, Segments};
+use crate::runtime::device::{GpuDevice, LoadedKernel};
+use crate::runtime::workspace::Workspace;
+use crate::scan::desc::{ScanDesc, Segments};
+use crate::scan::kernels::{KernelKind, KernelSets, Specialization};
+use crate::scan::plan::{ScanIo, ScanPlan};
+use crate::scan::RawScan;
+use crate::stream::Stream;
+pub use crate::tables::Backend;
+use crate::tables::{Algorithm, ChoiceReason, Op};
+use crate::types::{check_types, DType, Scalar};
 
-/// Where a context runs scans. Discriminants are the C ABI values.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    /// The GPU when a CUDA driver and device are usable, else the host.
-    Auto = 0,
-    /// A CUDA device (fails with `SCANRT_STATUS_NO_DRIVER` / `SCANRT_STATUS_NO_DEVICE`
-    /// when there is none).
-    Gpu = 1,
-    /// The CPU.
-    Host = 2,
+/// What a context runs on.
+pub(crate) enum Engine {
+    Host,
+    Gpu(GpuEngine),
 }
 
-enum Engine {
-    Host,
-    Gpu(GpuDevice),
+/// A GPU context's device and the kernel sets of the algorithms loaded on it.
+pub(crate) struct GpuEngine {
+    pub kernel_sets: KernelSets,
+    pub device: GpuDevice,
+}
+
+impl Drop for GpuEngine {
+    /// The kernel sets let go of their modules first; the device unloads them, with its
+    /// context entered, when it drops (after this).
+    fn drop(&mut self) {
+        self.kernel_sets.clear();
+    }
 }
 
 /// A scanrt context: a CUDA device (through its primary context, so it shares memory
@@ -56,6 +63,15 @@ pub struct ScanInfo {
     pub reason: ChoiceReason,
 }
 
+impl Engine {
+    fn gpu(device: GpuDevice) -> Engine {
+        Engine::Gpu(GpuEngine {
+            kernel_sets: KernelSets::default(),
+            device,
+        })
+    }
+}
+
 impl Context {
     /// Opens a context on CUDA device `device` or on the host. `Auto` takes the GPU when
     /// a CUDA driver, a device and NVRTC are there, and the host when the driver or every
@@ -69,20 +85,20 @@ impl Context {
                 let d = GpuDevice::open(device)?;
                 d.nvrtc()?;
                 let reason = format!("the GPU backend was requested: CUDA device {device}");
-                (Engine::Gpu(d), reason)
+                (Engine::gpu(d), reason)
             }
             // Only a missing driver, device or NVRTC sends Auto to the host; an ordinal
             // out of range or a failing driver is the caller's to see.
             Backend::Auto => {
                 let host_because = |e: Error| (Engine::Host, format!("auto: the host, because {}", e.message));
-                match crate::gpu::device::device_count() {
+                match crate::runtime::device::device_count() {
                     Err(e) if matches!(e.status, ScanrtStatus::NoDriver | ScanrtStatus::NoDevice) => host_because(e),
                     Err(e) => return Err(e),
                     Ok(_) => {
                         let d = GpuDevice::open(device)?;
                         match d.nvrtc() {
                             Ok(_) => (
-                                Engine::Gpu(d),
+                                Engine::gpu(d),
                                 format!("auto: CUDA device {device} and NVRTC are usable"),
                             ),
                             Err(e) => host_because(e),
@@ -117,7 +133,7 @@ impl Context {
                 "host ({} threads)",
                 std::thread::available_parallelism().map_or(1, |p| p.get())
             ),
-            Engine::Gpu(d) => format!(
+            Engine::Gpu(GpuEngine { device: d, .. }) => format!(
                 "{} (sm_{}, {} SMs)",
                 d.ctx.name().unwrap_or_else(|_| "CUDA device".into()),
                 d.arch,
@@ -126,9 +142,17 @@ impl Context {
         }
     }
 
+    pub(crate) fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
     pub(crate) fn gpu(&self) -> Result<&GpuDevice> {
+        Ok(&self.gpu_engine()?.device)
+    }
+
+    pub(crate) fn gpu_engine(&self) -> Result<&GpuEngine> {
         match &*self.engine {
-            Engine::Gpu(d) => Ok(d),
+            Engine::Gpu(e) => Ok(e),
             Engine::Host => bail!(
                 WrongBackend,
                 "this operation needs a GPU context; the context runs on the host backend"
@@ -136,7 +160,7 @@ impl Context {
         }
     }
 
-    fn same(&self, other: &Context) -> bool {
+    pub(crate) fn same(&self, other: &Context) -> bool {
         Arc::ptr_eq(&self.engine, &other.engine)
     }
 
@@ -149,16 +173,12 @@ impl Context {
     pub fn new_stream(&self) -> Result<Stream> {
         let cuda = match &*self.engine {
             Engine::Host => None,
-            Engine::Gpu(d) => {
+            Engine::Gpu(GpuEngine { device: d, .. }) => {
                 let _current = d.enter()?;
                 Some(d.ctx.new_stream()?)
             }
         };
-        Ok(Stream {
-            ctx: self.clone(),
-            raw: cuda.as_ref().map_or(std::ptr::null_mut(), |s| s.cu_stream()),
-            _owned: cuda,
-        })
+        Ok(Stream::owned(self, cuda))
     }
 
     /// Adopts an application's `CUstream` / `cudaStream_t` (NULL = the legacy default
@@ -170,37 +190,36 @@ impl Context {
         let d = self.gpu()?;
         let _current = d.enter()?;
         d.check_stream(raw as CUstream)?;
-        Ok(Stream {
-            ctx: self.clone(),
-            raw: raw as CUstream,
-            _owned: None,
-        })
+        Ok(Stream::borrowed(self, raw, true))
     }
 
     /// Compiles (or loads from the disk cache) the kernels for a type pair and operator
     /// ahead of the first scan. A no-op on the host backend.
     pub fn prepare(&self, input: DType, output: DType, op: Op) -> Result<()> {
         check_types(input, output, op)?;
-        if let Engine::Gpu(d) = &*self.engine {
+        if let Engine::Gpu(engine) = &*self.engine {
+            let d = &engine.device;
             let _current = d.enter()?;
             let (regular, small) = Specialization::all_for(d.arch, input, output, &ScanDesc::inclusive(op));
             for spec in std::iter::once(regular).chain(small) {
-                d.module(spec)?;
+                engine.kernel_sets.get(d, spec)?;
             }
         }
         Ok(())
     }
 
     /// A one-line description of the kernels a type pair and operator use on this
-    /// context (tile shape, persistent grid size), compiling them if needed.
+    /// context (tile shapes, resources, where the tuning comes from), compiling them if
+    /// needed.
     pub fn kernel_report(&self, input: DType, output: DType, op: Op) -> Result<String> {
         check_types(input, output, op)?;
-        let d = self.gpu()?;
+        let engine = self.gpu_engine()?;
+        let d = &engine.device;
         let _current = d.enter()?;
         let (regular, _) = Specialization::all_for(d.arch, input, output, &ScanDesc::inclusive(op));
-        let m = d.module(regular)?;
-        let s = m.shape;
-        let describe = |k: &SinglePassKernel| -> Result<String> {
+        let set = engine.kernel_sets.get(d, regular)?;
+        let s = set.shape;
+        let describe = |k: &LoadedKernel| -> Result<String> {
             let f = &k.function;
             Ok(format!(
                 "{} resident blocks, {} registers, {} B local (spills), {} B static + {} B dynamic shared",
@@ -211,7 +230,7 @@ impl Context {
                 k.shared_bytes
             ))
         };
-        let bulk = match &m.single_pass_bulk {
+        let bulk = match set.get(KernelKind::SinglePassBulk) {
             Some(k) => format!(
                 "; bulk-copy single pass from {} tiles ({} buffers of {} items): {}",
                 s.bulk_min_tiles,
@@ -221,7 +240,7 @@ impl Context {
             ),
             None => String::new(),
         };
-        let wave = match &m.single_pass_wave {
+        let wave = match set.get(KernelKind::SinglePassWave) {
             Some(k) => format!(
                 "; one-wave single pass ({} per tile, look-back {} slots per lane): {}",
                 s.wave_tile_elems(),
@@ -230,9 +249,10 @@ impl Context {
             ),
             None => String::new(),
         };
+        let single_pass = set.get(KernelKind::SinglePass).expect("every kernel set has one");
         Ok(format!(
             "{}x{} items ({} per tile), look-back {} slots per lane, spin {} then sleep {} ns, min blocks/SM {}, \
-             persistent {}; single pass: {}{bulk}{wave}",
+             persistent {}; single pass: {}{bulk}{wave}; tuning: {}",
             s.threads,
             s.items,
             s.tile_elems(),
@@ -241,17 +261,37 @@ impl Context {
             s.sleep_ns,
             s.min_blocks_per_sm,
             s.persistent,
-            describe(&m.single_pass)?
+            describe(single_pass)?,
+            crate::scan::tuning::provenance(d.arch)
         ))
+    }
+
+    /// The tile lengths, in elements, of the kernels that scan `input` into `output` as
+    /// `desc` says on this context: (register-staged, bulk-copy, one-wave), 0 where
+    /// there is no such kernel. Sizes around them are the edge cases of the look-back;
+    /// tests and benchmarks use them. Compiles the kernels if needed.
+    pub fn tile_lengths(&self, input: DType, output: DType, desc: &ScanDesc) -> Result<(u64, u64, u64)> {
+        check_types(input, output, desc.op)?;
+        let engine = self.gpu_engine()?;
+        let d = &engine.device;
+        let _current = d.enter()?;
+        let (regular, _) = Specialization::all_for(d.arch, input, output, desc);
+        let s = regular.shape;
+        let bulk = if regular.has(KernelKind::SinglePassBulk) { s.bulk_tile_elems() } else { 0 };
+        let wave = if regular.has(KernelKind::SinglePassWave) { s.wave_tile_elems() } else { 0 };
+        Ok((s.tile_elems(), bulk, wave))
+    }
+
+    /// Plans a scan of `n` elements of `input` into `output` as `desc` says: validates
+    /// it, chooses the algorithm and, on a GPU, loads its kernels and sizes its
+    /// workspace. Execute it with [`ScanPlan::execute`] (any number of times).
+    pub fn plan(&self, input: DType, output: DType, n: u64, desc: &ScanDesc) -> Result<ScanPlan> {
+        ScanPlan::new(self, input, output, n, desc)
     }
 
     /// Bytes of workspace [`Context::scan_raw`] needs for `req` when given one (0 = none).
     pub fn workspace_size(&self, req: &RawScan, desc: &ScanDesc) -> Result<usize> {
-        validate(req, desc)?;
-        Ok(match &*self.engine {
-            Engine::Host => 0,
-            Engine::Gpu(d) => launch::workspace_bytes(d, req, desc),
-        })
+        Ok(self.plan(req.input_dtype, req.output_dtype, req.n, desc)?.workspace_bytes())
     }
 
     /// Initialises a caller-provided workspace on `stream` (zero-fills it and writes its
@@ -262,17 +302,17 @@ impl Context {
         let d = self.gpu()?;
         self.check_stream_owner(stream)?;
         let _current = d.enter()?;
-        crate::gpu::workspace::check_caller(d, workspace)?;
+        crate::runtime::workspace::check_caller(d, workspace)?;
         // SAFETY: the range was just checked to be device memory of this device, aligned
         // and long enough for the header.
-        unsafe { crate::gpu::workspace::initialise(workspace.ptr, workspace.bytes, stream.raw) }
+        unsafe { crate::runtime::workspace::initialise(workspace.ptr, workspace.bytes, stream.raw() as CUstream) }
     }
 
     /// Releases the look-back workspaces of the per-stream pool that no call is using,
     /// and those of destroyed streams (which waits for the device when there are any).
     /// Graphs keep their own workspaces. A no-op on the host backend.
     pub fn trim(&self) -> Result<()> {
-        if let Engine::Gpu(d) = &*self.engine {
+        if let Engine::Gpu(GpuEngine { device: d, .. }) = &*self.engine {
             let _current = d.enter()?;
             d.workspaces.trim()?;
         }
@@ -283,7 +323,7 @@ impl Context {
     pub fn pooled_workspaces(&self) -> usize {
         match &*self.engine {
             Engine::Host => 0,
-            Engine::Gpu(d) => d.workspaces.len(),
+            Engine::Gpu(GpuEngine { device: d, .. }) => d.workspaces.len(),
         }
     }
 
@@ -293,11 +333,14 @@ impl Context {
     pub fn check_faults(&self) -> Result<()> {
         match &*self.engine {
             Engine::Host => Ok(()),
-            Engine::Gpu(d) => d.take_fault(),
+            Engine::Gpu(GpuEngine { device: d, .. }) => {
+                let _current = d.enter()?;
+                d.take_fault()
+            }
         }
     }
 
-    fn check_stream_owner(&self, stream: &Stream) -> Result<()> {
+    pub(crate) fn check_stream_owner(&self, stream: &Stream) -> Result<()> {
         if !self.same(&stream.ctx) {
             bail!(ContextMismatch, "the stream was created by another scanrt context");
         }
@@ -305,8 +348,8 @@ impl Context {
     }
 
     /// The scan over raw addresses: device pointers on a GPU context, host pointers on
-    /// the host backend. Asynchronous on `stream` for the GPU. Bad input returns an
-    /// error before anything is written.
+    /// the host backend; a plan executed once. Asynchronous on `stream` for the GPU. Bad
+    /// input returns an error before anything is written.
     ///
     /// # Safety
     /// On the host backend the pointers must be valid for `n` elements. On a GPU the
@@ -320,36 +363,19 @@ impl Context {
         workspace: Option<Workspace>,
     ) -> Result<ScanInfo> {
         self.check_stream_owner(stream)?;
-        validate(req, desc)?;
-        match &*self.engine {
-            Engine::Host => {
-                crate::scan::check_overlaps(req, desc)?;
-                crate::host::scan(req, desc)?;
-                Ok(ScanInfo {
-                    backend: Backend::Host,
-                    algorithm: Algorithm::Host,
-                    reason: ChoiceReason::HostBackend,
-                })
-            }
-            Engine::Gpu(d) => {
-                let _current = d.enter()?;
-                let (algorithm, reason) = launch::scan(d, stream.raw, req, desc, workspace)?;
-                Ok(ScanInfo {
-                    backend: Backend::Gpu,
-                    algorithm,
-                    reason,
-                })
-            }
-        }
+        let io = ScanIo::new(req.input, req.output).with_segments(req.segments);
+        self.plan(req.input_dtype, req.output_dtype, req.n, desc)?
+            .execute(stream, &io, workspace)
     }
 
     /// Scans `input` into `output` (scanrt buffers of this context; pass the same buffer
     /// twice to scan in place). The output is written through a shared reference because
     /// its memory is device memory ordered by the stream, not Rust-owned data.
     pub fn scan(&self, stream: &Stream, input: &Buffer, output: &Buffer, desc: &ScanDesc) -> Result<ScanInfo> {
-        let req = self.buffer_request(input, output, 0)?;
+        let io = self.buffer_io(input, output, None)?;
+        let plan = self.plan(input.dtype, output.dtype, input.len, desc)?;
         // SAFETY: both buffers are live allocations of this context of the checked lengths.
-        unsafe { self.scan_raw(stream, &req, desc, None) }
+        unsafe { plan.execute(stream, &io, None) }
     }
 
     /// A segmented scan (`desc.segments` says how `segments` is read): byte flags in a
@@ -390,12 +416,15 @@ impl Context {
                 segments.len
             );
         }
-        let req = self.buffer_request(input, output, segments.addr())?;
+        let io = self.buffer_io(input, output, Some(segments))?;
+        let plan = self.plan(input.dtype, output.dtype, input.len, desc)?;
         // SAFETY: all three buffers are live allocations of this context of checked lengths.
-        unsafe { self.scan_raw(stream, &req, desc, None) }
+        unsafe { plan.execute(stream, &io, None) }
     }
 
-    pub(crate) fn buffer_request(&self, input: &Buffer, output: &Buffer, segments: u64) -> Result<RawScan> {
+    /// The addresses of a scan of buffers of this context (their lengths checked), with
+    /// the segment data of a segmented scan when it is a buffer too.
+    pub(crate) fn buffer_io(&self, input: &Buffer, output: &Buffer, segments: Option<&Buffer>) -> Result<ScanIo> {
         self.check_buffer_owner(input)?;
         self.check_buffer_owner(output)?;
         if output.len < input.len {
@@ -406,9 +435,12 @@ impl Context {
                 input.len
             );
         }
-        Ok(RawScan {
-            segments,
-            ..RawScan::new(input.addr(), input.dtype, output.addr(), output.dtype, input.len)
+        Ok(ScanIo {
+            input: input.addr(),
+            output: output.addr(),
+            segments: segments.map_or(0, |s| s.addr()),
+            known_buffers: true,
+            known_segments: segments.is_some(),
         })
     }
 
@@ -453,257 +485,3 @@ impl Context {
     }
 }
 
-/// A stream: owned by scanrt, or borrowed from the application.
-pub struct Stream {
-    ctx: Context,
-    raw: CUstream,
-    _owned: Option<Arc<CudaStream>>,
-}
-
-// SAFETY: a CUstream handle may be used from any thread; the owned wrapper is Send+Sync.
-unsafe impl Send for Stream {}
-unsafe impl Sync for Stream {}
-
-impl Drop for Stream {
-    /// Destroys an owned stream (work queued on it still completes) and leaves the
-    /// thread's current context as it was (cudarc's drop binds the stream's context).
-    fn drop(&mut self) {
-        if let Some(owned) = self._owned.take() {
-            let _restore = crate::gpu::driver::PreserveCurrent::new();
-            drop(owned);
-        }
-    }
-}
-
-impl Stream {
-    /// A borrowed stream without the ownership check; the scan path checks the stream
-    /// with the driver itself, so the raw-pointer C entry points skip a second query.
-    pub(crate) fn borrowed(ctx: &Context, raw: *mut c_void) -> Result<Stream> {
-        ctx.gpu()?;
-        Ok(Stream {
-            ctx: ctx.clone(),
-            raw: raw as CUstream,
-            _owned: None,
-        })
-    }
-
-    /// The raw `CUstream` (NULL on the host backend).
-    pub fn raw(&self) -> *mut c_void {
-        self.raw as *mut c_void
-    }
-
-    /// Waits until all work queued on the stream has finished.
-    pub fn synchronize(&self) -> Result<()> {
-        if let Ok(d) = self.ctx.gpu() {
-            let _current = d.enter()?;
-            // SAFETY: the stream belongs to this context (checked when it was made).
-            check(unsafe { sys::cuStreamSynchronize(self.raw) }, "cuStreamSynchronize")?;
-        }
-        Ok(())
-    }
-}
-
-enum Storage {
-    Host(Vec<u64>),
-    Device { ptr: u64, owned: bool },
-}
-
-/// A dtype-tagged array: host memory on the host backend, device memory on a GPU;
-/// owned by scanrt or a borrowed view of an application's device pointer.
-pub struct Buffer {
-    ctx: Context,
-    dtype: DType,
-    len: u64,
-    storage: Storage,
-}
-
-// SAFETY: the buffer owns or borrows plain memory; access is ordered by streams.
-unsafe impl Send for Buffer {}
-unsafe impl Sync for Buffer {}
-
-impl Buffer {
-    /// Allocates `len` elements of `dtype` (contents unspecified).
-    pub fn new(ctx: &Context, dtype: DType, len: u64) -> Result<Buffer> {
-        let bytes = len.checked_mul(dtype.size() as u64).filter(|&b| b <= isize::MAX as u64);
-        let Some(bytes) = bytes else {
-            bail!(
-                LengthOverflow,
-                "{len} elements of {} overflow the address space",
-                dtype.c_name()
-            )
-        };
-        let storage = match &*ctx.engine {
-            Engine::Host => {
-                let words = usize::try_from(bytes.div_ceil(8))
-                    .map_err(|_| Error::new(crate::ScanrtStatus::LengthOverflow, "buffer too large"))?;
-                let mut v: Vec<u64> = Vec::new();
-                v.try_reserve_exact(words).map_err(|_| {
-                    Error::new(
-                        crate::ScanrtStatus::OutOfMemory,
-                        format!("host allocation of {bytes} bytes failed"),
-                    )
-                })?;
-                v.resize(words, 0);
-                Storage::Host(v)
-            }
-            Engine::Gpu(d) => {
-                let _current = d.enter()?;
-                let mut ptr = 0;
-                // SAFETY: out-pointer to a local; size checked above. Zero bytes allocate nothing.
-                if bytes > 0 {
-                    check(unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes as usize) }, "cuMemAlloc")?;
-                }
-                Storage::Device { ptr, owned: true }
-            }
-        };
-        Ok(Buffer {
-            ctx: ctx.clone(),
-            dtype,
-            len,
-            storage,
-        })
-    }
-
-    /// A view of an application's device allocation (never freed by scanrt).
-    ///
-    /// # Safety
-    /// `ptr` must stay valid for `len` elements of `dtype` while the view is used.
-    pub unsafe fn wrap_device(ctx: &Context, ptr: *mut c_void, dtype: DType, len: u64) -> Result<Buffer> {
-        let d = ctx.gpu()?;
-        if ptr.is_null() && len > 0 {
-            bail!(NullArgument, "device pointer is NULL");
-        }
-        let Some(bytes) = len.checked_mul(dtype.size() as u64) else {
-            bail!(LengthOverflow, "{len} elements overflow")
-        };
-        if len > 0 {
-            let _current = d.enter()?;
-            d.check_device_range(ptr as u64, bytes, "wrapped buffer")?;
-        }
-        Ok(Buffer {
-            ctx: ctx.clone(),
-            dtype,
-            len,
-            storage: Storage::Device {
-                ptr: ptr as u64,
-                owned: false,
-            },
-        })
-    }
-
-    /// A new buffer holding a copy of `data`.
-    pub fn from_slice<T: Scalar>(ctx: &Context, stream: &Stream, data: &[T]) -> Result<Buffer> {
-        let mut b = Buffer::new(ctx, T::DTYPE, data.len() as u64)?;
-        b.upload(stream, data)?;
-        Ok(b)
-    }
-
-    pub fn dtype(&self) -> DType {
-        self.dtype
-    }
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The element address: a device pointer on a GPU, a host pointer on the host.
-    pub fn addr(&self) -> u64 {
-        match &self.storage {
-            Storage::Host(v) => v.as_ptr() as u64,
-            Storage::Device { ptr, .. } => *ptr,
-        }
-    }
-
-    fn check_host_len<T: Scalar>(&self, n: usize) -> Result<()> {
-        if T::DTYPE != self.dtype {
-            bail!(
-                InvalidArgument,
-                "buffer holds {}, not {}",
-                self.dtype.c_name(),
-                T::DTYPE.c_name()
-            );
-        }
-        if n as u64 > self.len {
-            bail!(BufferTooSmall, "{n} elements do not fit a buffer of {}", self.len);
-        }
-        Ok(())
-    }
-
-    /// Copies `data` into the start of the buffer, then waits for the copy.
-    pub fn upload<T: Scalar>(&mut self, stream: &Stream, data: &[T]) -> Result<()> {
-        self.check_host_len::<T>(data.len())?;
-        self.copy_bytes(stream, data.as_ptr() as *mut c_void, std::mem::size_of_val(data), true)
-    }
-
-    /// Copies the first `n` elements out of the buffer (waits for queued work first).
-    pub fn download<T: Scalar>(&self, stream: &Stream, n: usize) -> Result<Vec<T>> {
-        self.check_host_len::<T>(n)?;
-        let mut out = Vec::<T>::with_capacity(n);
-        self.copy_bytes(
-            stream,
-            out.as_mut_ptr() as *mut c_void,
-            n * std::mem::size_of::<T>(),
-            false,
-        )?;
-        // SAFETY: copy_bytes filled all n elements.
-        unsafe { out.set_len(n) };
-        Ok(out)
-    }
-
-    /// Raw byte copy between `host` and the buffer's start, synchronous on `stream`.
-    pub(crate) fn copy_bytes(&self, stream: &Stream, host: *mut c_void, bytes: usize, to_buffer: bool) -> Result<()> {
-        self.ctx.check_stream_owner(stream)?;
-        match &self.storage {
-            Storage::Host(v) => {
-                let buf = v.as_ptr() as *mut u8;
-                // SAFETY: bytes <= buffer size (checked by callers); host is valid for bytes.
-                // The caller's memory may overlap the buffer (it may be the buffer): a
-                // memmove, never a copy that assumes disjoint ranges.
-                unsafe {
-                    if to_buffer {
-                        std::ptr::copy(host as *const u8, buf, bytes)
-                    } else {
-                        std::ptr::copy(buf as *const u8, host as *mut u8, bytes)
-                    }
-                }
-                Ok(())
-            }
-            Storage::Device { ptr, .. } => {
-                let d = self.ctx.gpu()?;
-                let _current = d.enter()?;
-                // SAFETY: the device range holds at least `bytes`; the host range is
-                // valid for `bytes` and we wait for the copy before returning.
-                unsafe {
-                    if to_buffer {
-                        check(
-                            sys::cuMemcpyHtoDAsync_v2(*ptr, host, bytes, stream.raw),
-                            "cuMemcpyHtoDAsync",
-                        )?;
-                    } else {
-                        check(
-                            sys::cuMemcpyDtoHAsync_v2(host, *ptr, bytes, stream.raw),
-                            "cuMemcpyDtoHAsync",
-                        )?;
-                    }
-                    check(sys::cuStreamSynchronize(stream.raw), "cuStreamSynchronize")
-                }
-            }
-        }
-    }
-}
-
-impl Drop for Buffer {
-    fn drop(&mut self) {
-        if let (Storage::Device { ptr, owned: true }, Ok(d)) = (&self.storage, self.ctx.gpu()) {
-            if *ptr != 0 {
-                if let Ok(_current) = d.enter() {
-                    // SAFETY: allocated by Buffer::new with cuMemAlloc; freed once. cuMemFree
-                    // waits for outstanding work that uses it.
-                    unsafe { sys::cuMemFree_v2(*ptr) };
-                }
-            }
-        }
-    }
-}

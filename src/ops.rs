@@ -1,12 +1,51 @@
-//! Operator semantics on the host, shared by the host backend and the reference scan.
-//! They define what every backend computes (kernels/util/types.cuh mirrors them):
-//! integer sum/product wrap, min/max keep the earlier operand on ties and NaN
-//! (`b < a ? b : a`), identities are 0 (-0.0 for floats), 1, the type's max/min (+-inf for floats),
-//! all-ones and 0.
+//! What each built-in operator computes, in one place: its CUDA definition (which kernel
+//! specialisations instantiate) and its host semantics (the host backend and the
+//! reference scan). Adding an operator: a row in src/tables.rs and an arm in each match
+//! below.
+//!
+//! Semantics: integer sum and product wrap; min and max keep the earlier operand on ties
+//! and NaN (`b < a ? b : a`); identities are 0 (-0.0 for floats, the identity of IEEE
+//! addition), 1, the type's max / min (+-inf for floats), all-ones and 0.
 
-use crate::types::{Op, Scalar};
+use crate::tables::Op;
+use crate::types::Scalar;
 
-/// An accumulator (= output) type.
+/// An operator as the kernels see it, and what scans may assume about it.
+#[derive(Debug, Clone, Copy)]
+pub struct OpDefinition {
+    /// CUDA expression of `combine(T a, T b)`; `a` comes first in sequence order. `T` is
+    /// the accumulator type and `U` its unsigned twin for integers (wrapping arithmetic).
+    pub cuda_combine: &'static str,
+    /// CUDA expression of the identity, of type `T` (`Limits<T>` gives the extremes).
+    pub cuda_identity: &'static str,
+    /// Defined on integers only.
+    pub integers_only: bool,
+    /// The result on floats depends on the association order (it does not on integers).
+    pub float_order_sensitive: bool,
+}
+
+impl Op {
+    /// The operator's definition.
+    pub const fn definition(self) -> OpDefinition {
+        let (cuda_combine, cuda_identity, integers_only, float_order_sensitive) = match self {
+            Op::Sum => ("T(U(a) + U(b))", "T(-T(0))", false, true),
+            Op::Product => ("T(U(a) * U(b))", "T(1)", false, true),
+            Op::Min => ("b < a ? b : a", "Limits<T>::highest()", false, false),
+            Op::Max => ("a < b ? b : a", "Limits<T>::lowest()", false, false),
+            Op::BitAnd => ("a & b", "T(~T(0))", true, false),
+            Op::BitOr => ("a | b", "T(0)", true, false),
+            Op::BitXor => ("a ^ b", "T(0)", true, false),
+        };
+        OpDefinition {
+            cuda_combine,
+            cuda_identity,
+            integers_only,
+            float_order_sensitive,
+        }
+    }
+}
+
+/// An accumulator (= output) type on the host.
 pub trait Accumulator: Scalar {
     fn identity(op: Op) -> Self;
     fn combine(op: Op, a: Self, b: Self) -> Self;
@@ -48,11 +87,11 @@ macro_rules! float_acc {
             #[inline(always)]
             fn identity(op: Op) -> Self {
                 match op {
-                    Op::Sum => -0.0, // the identity of IEEE addition: -0 + x = x for every x, -0 too
+                    Op::Sum => -0.0, // -0 + x = x for every x, -0 too
                     Op::Product => 1.0,
                     Op::Min => <$t>::INFINITY,
                     Op::Max => <$t>::NEG_INFINITY,
-                    _ => unreachable!("bitwise operators on floats are rejected by check_types"),
+                    _ => unreachable!("integer-only operators on floats are rejected by check_types"),
                 }
             }
             #[inline(always)]
@@ -62,7 +101,7 @@ macro_rules! float_acc {
                     Op::Product => a * b,
                     Op::Min => if b < a { b } else { a },
                     Op::Max => if a < b { b } else { a },
-                    _ => unreachable!("bitwise operators on floats are rejected by check_types"),
+                    _ => unreachable!("integer-only operators on floats are rejected by check_types"),
                 }
             }
         }
@@ -70,106 +109,37 @@ macro_rules! float_acc {
 }
 float_acc!(f32, f64);
 
-/// Lossless conversion of an input element into the accumulator type.
-pub trait Widen<O> {
-    fn widen(self) -> O;
-}
-macro_rules! widen {
-    ($($i:ty => $($o:ty),+);* $(;)?) => {$($(
-        impl Widen<$o> for $i {
-            #[inline(always)]
-            fn widen(self) -> $o { self as $o }
-        }
-    )+)*};
-}
-widen! {
-    u8 => i32, u32, i64, u64;
-    i32 => i32, i64;
-    u32 => u32, u64, i64;
-    i64 => i64;
-    u64 => u64;
-    f32 => f32, f64;
-    f64 => f64;
-}
-
-/// Calls `$body` with type aliases `$I`/`$O` bound to the Rust types of a supported
-/// (input, output) dtype pair. Keep in step with `types::check_types`.
-macro_rules! dispatch_pair {
-    ($input:expr, $output:expr, |$I:ident, $O:ident| $body:expr) => {{
-        use $crate::types::DType::*;
-        match ($input, $output) {
-            (U8, I32) => {
-                type $I = u8;
-                type $O = i32;
-                $body
-            }
-            (U8, U32) => {
-                type $I = u8;
-                type $O = u32;
-                $body
-            }
-            (U8, I64) => {
-                type $I = u8;
-                type $O = i64;
-                $body
-            }
-            (U8, U64) => {
-                type $I = u8;
-                type $O = u64;
-                $body
-            }
-            (I32, I32) => {
-                type $I = i32;
-                type $O = i32;
-                $body
-            }
-            (I32, I64) => {
-                type $I = i32;
-                type $O = i64;
-                $body
-            }
-            (U32, U32) => {
-                type $I = u32;
-                type $O = u32;
-                $body
-            }
-            (U32, U64) => {
-                type $I = u32;
-                type $O = u64;
-                $body
-            }
-            (U32, I64) => {
-                type $I = u32;
-                type $O = i64;
-                $body
-            }
-            (I64, I64) => {
-                type $I = i64;
-                type $O = i64;
-                $body
-            }
-            (U64, U64) => {
-                type $I = u64;
-                type $O = u64;
-                $body
-            }
-            (F32, F32) => {
-                type $I = f32;
-                type $O = f32;
-                $body
-            }
-            (F32, F64) => {
-                type $I = f32;
-                type $O = f64;
-                $body
-            }
-            (F64, F64) => {
-                type $I = f64;
-                type $O = f64;
-                $body
-            }
-            (i, o) => unreachable!("unsupported pair {:?} -> {:?} passed validation", i, o),
+/// Evaluates `$body` with the const `$K` bound to the operator's index in `Op::ALL`, so
+/// that host loops are monomorphised per operator (`op_at::<K>()` gives it back).
+macro_rules! dispatch_op {
+    ($op:expr, |$K:ident| $body:expr) => {{
+        use $crate::tables::Op;
+        match $op {
+            Op::Sum => { const $K: usize = 0; $body }
+            Op::Product => { const $K: usize = 1; $body }
+            Op::Min => { const $K: usize = 2; $body }
+            Op::Max => { const $K: usize = 3; $body }
+            Op::BitAnd => { const $K: usize = 4; $body }
+            Op::BitOr => { const $K: usize = 5; $body }
+            Op::BitXor => { const $K: usize = 6; $body }
         }
     }};
 }
-pub(crate) use dispatch_pair;
+pub(crate) use dispatch_op;
+
+/// The operator `dispatch_op!` bound to `K`.
+pub(crate) const fn op_at<const K: usize>() -> Op {
+    Op::ALL[K]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dispatch_op_indexes_the_table() {
+        for op in Op::ALL {
+            assert_eq!(dispatch_op!(op, |K| op_at::<K>()), op);
+        }
+    }
+}

@@ -1,7 +1,7 @@
 // scanrt kernels, level 3c: the segment heads of a thread's row, for segmented scans.
 //
 // Segments arrive as *start flags in physical (forward) order*, s(p), in one of four forms
-// (SCANRT_HEADS_*): a byte per element (nonzero = starts a segment), bits packed 32 to a
+// (HEADS_*): a byte per element (nonzero = starts a segment), bits packed 32 to a
 // u32 word (bit i of word w = element 32w + i), or keys of 4 or 8 bytes (an element starts
 // a segment where its key differs from the previous element's key: scan by key). The
 // segments are the same in both directions; the traversal's heads follow from s:
@@ -19,22 +19,18 @@
 #include "block/tile_io.cuh"
 #include "warp/warp_scan.cuh"
 
-#define SCANRT_HEADS_BYTES 0
-#define SCANRT_HEADS_BITS  1
-#define SCANRT_HEADS_KEYS4 2
-#define SCANRT_HEADS_KEYS8 3
 
 struct HeadSource {
     const void* data;
     long long n;
-    unsigned kind;   // SCANRT_HEADS_*
+    unsigned kind;   // HEADS_*
     bool vector_ok;  // byte flags or keys whose rows may be read as aligned vectors (set by the host)
 
     SCANRT_DEVICE bool starts(long long p) const {
         switch (kind) {
-        case SCANRT_HEADS_BYTES: return __ldg((const u8*)data + p) != 0;
-        case SCANRT_HEADS_BITS: return (__ldg((const u32*)data + (p >> 5)) >> (p & 31)) & 1u;
-        case SCANRT_HEADS_KEYS4: return p > 0 && __ldg((const u32*)data + p) != __ldg((const u32*)data + p - 1);
+        case HEADS_BYTES: return __ldg((const u8*)data + p) != 0;
+        case HEADS_BITS: return (__ldg((const u32*)data + (p >> 5)) >> (p & 31)) & 1u;
+        case HEADS_KEYS4: return p > 0 && __ldg((const u32*)data + p) != __ldg((const u32*)data + p - 1);
         default: return p > 0 && __ldg((const u64*)data + p) != __ldg((const u64*)data + p - 1);
         }
     }
@@ -131,16 +127,16 @@ SCANRT_DEVICE u32 row_heads(const HeadSource& src, long long start, long long va
     constexpr bool ROW_IS_A_VECTOR = ITEMS == 16 || ITEMS == 8;
     // The row's physical span [q, q + ITEMS): forward rows ascend, backward rows descend.
     const long long q = REVERSE ? start + TILE - (long long)(tid + 1) * ITEMS : start + (long long)tid * ITEMS;
-    const bool whole_rows = src.kind != SCANRT_HEADS_BYTES || (ROW_IS_A_VECTOR && src.vector_ok);
+    const bool whole_rows = src.kind != HEADS_BYTES || (ROW_IS_A_VECTOR && src.vector_ok);
     if (valid == TILE && whole_rows) {
         u32 own = 0;
         bool after = false;  // backward only: s(q + ITEMS)
-        if (src.kind == SCANRT_HEADS_BITS) {
+        if (src.kind == HEADS_BITS) {
             own = load_bit_flags((const u32*)src.data, src.n, q);
             after = q + ITEMS >= src.n || ((own >> ITEMS) & 1u);
-        } else if (src.kind == SCANRT_HEADS_KEYS4) {
+        } else if (src.kind == HEADS_KEYS4) {
             own = key_row_flags<u32, ITEMS, REVERSE>((const u32*)src.data, src.vector_ok, src.n, q, &after);
-        } else if (src.kind == SCANRT_HEADS_KEYS8) {
+        } else if (src.kind == HEADS_KEYS8) {
             own = key_row_flags<u64, ITEMS, REVERSE>((const u64*)src.data, src.vector_ok, src.n, q, &after);
         } else {  // aligned byte flags
             own = load_byte_flags<ROW_IS_A_VECTOR ? ITEMS : 16>((const u8*)src.data + q);

@@ -29,7 +29,7 @@ SCANRT_DEVICE void matrix_reduce(const In* in, long long n, typename CarryOf<Op,
     const long long tile = blockIdx.x;
     const long long valid = min((long long)TILE, n - tile * TILE);
     const long long start = tile_start<REVERSE>(tile, TILE, valid, n);
-    const int mode = tile_mode(valid, TILE, flags & SCANRT_FLAG_VECTOR_IN);
+    const int mode = tile_mode(valid, TILE, flags & FLAG_VECTOR_IN);
     TileRegs<In, THREADS, ITEMS> regs;
     regs.load(in + start, valid, mode, tid);
     if constexpr (SEGMENTED) {
@@ -88,15 +88,15 @@ SCANRT_DEVICE void matrix_scan_tiles(const In* in, typename Op::T* out, long lon
     const long long valid = min((long long)TILE, n - tile * TILE);
     const long long start = tile_start<REVERSE>(tile, TILE, valid, n);
     TileRegs<In, THREADS, ITEMS> regs;
-    regs.load(in + start, valid, tile_mode(valid, TILE, flags & SCANRT_FLAG_VECTOR_IN), tid);
-    regs.template stage<Op, REVERSE>(shared.matrix, valid, tile_mode(valid, TILE, flags & SCANRT_FLAG_VECTOR_IN), tid);
+    regs.load(in + start, valid, tile_mode(valid, TILE, flags & FLAG_VECTOR_IN), tid);
+    regs.template stage<Op, REVERSE>(shared.matrix, valid, tile_mode(valid, TILE, flags & FLAG_VECTOR_IN), tid);
     u32 row = 0;
     if constexpr (SEGMENTED) row = row_heads<THREADS, ITEMS, REVERSE>(head_source(heads, n, flags), start, valid, tid);
     __syncthreads();
     Scan scan;
-    scan.scan_rows(shared, flags & SCANRT_FLAG_INCLUSIVE, tid, row, initial_value<Op>(init_bits, flags));
+    scan.scan_rows(shared, flags & FLAG_INCLUSIVE, tid, row, initial_value<Op>(init_bits, flags));
     scan.finish_rows(shared, tile_prefix[tile], tid);
     __syncthreads();
     if (tid == 0) tile_prefix[tile] = typename Scan::Carry{};  // every thread has read it
-    store_tile<REVERSE>(shared.matrix, out + start, valid, tile_mode(valid, TILE, flags & SCANRT_FLAG_VECTOR_OUT), tid);
+    store_tile<REVERSE>(shared.matrix, out + start, valid, tile_mode(valid, TILE, flags & FLAG_VECTOR_OUT), tid);
 }

@@ -36,7 +36,7 @@
 // Tiles that are not whole, or whose global span is not 16-byte aligned, or whose input
 // type differs from the accumulator, are copied by the data threads instead (same
 // buffers, same rows). Small scans use the register-staged kernel, which starts its
-// first loads before its ticket returns; the host picks by size (src/gpu/tuning.rs).
+// first loads before its ticket returns; the host picks by size (src/scan/tuning.rs).
 #pragma once
 #include "device/single_pass_scan.cuh"
 #include "util/bulk_copy.cuh"
@@ -67,8 +67,8 @@ SCANRT_DEVICE void named_barrier_sync(int id, int threads) {
 // aggregate, a prefix) travels through shared memory one 32-bit word at a time, by
 // shared-memory atomics. The named barriers above order every hand-over; the atomics only
 // let compute-sanitizer racecheck see that. It does not follow bar.arrive / bar.sync
-// hand-overs between warps, but accepts atomic accesses
-// (bench/racecheck_named_barrier.cu: `pipeline` against `pipeline+atomics`).
+// hand-overs between warps, but accepts atomic accesses (a reduced program showing both,
+// bench/racecheck_named_barrier.cu, is in the git history).
 template <typename V> struct Handover {
     static_assert(sizeof(V) % 4 == 0, "handed-over values are whole 32-bit words");
     static const int WORDS = sizeof(V) / 4;
@@ -165,9 +165,9 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
 
     const int tid = threadIdx.x, lane = tid & 31;
     const bool lookback_warp = tid >= THREADS;
-    const bool inclusive = flags & SCANRT_FLAG_INCLUSIVE;
-    const bool deterministic = flags & SCANRT_FLAG_DETERMINISTIC;
-    const bool vector_in = (flags & SCANRT_FLAG_VECTOR_IN) && BULK_IN_TYPE, vector_out = flags & SCANRT_FLAG_VECTOR_OUT;
+    const bool inclusive = flags & FLAG_INCLUSIVE;
+    const bool deterministic = flags & FLAG_DETERMINISTIC;
+    const bool vector_in = (flags & FLAG_VECTOR_IN) && BULK_IN_TYPE, vector_out = flags & FLAG_VECTOR_OUT;
     const Acc init = initial_value<Op>(init_bits, flags);
     const Carry carry_in = first_carry<Op, SEGMENTED>(init);
     const HeadSource head_src = head_source(heads, n, flags);

@@ -43,8 +43,8 @@ SCANRT_DEVICE void single_pass_scan_wave(const In* in, typename Op::T* out, long
     __shared__ u32 tile_s, generation_s;
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const bool inclusive = flags & SCANRT_FLAG_INCLUSIVE;
-    const bool deterministic = flags & SCANRT_FLAG_DETERMINISTIC;
+    const bool inclusive = flags & FLAG_INCLUSIVE;
+    const bool deterministic = flags & FLAG_DETERMINISTIC;
     const Acc carry_in = initial_value<Op>(init_bits, flags);
     LookbackHeader* header = (LookbackHeader*)workspace;
     Status status(header + 1, status_capacity);
@@ -66,7 +66,7 @@ SCANRT_DEVICE void single_pass_scan_wave(const In* in, typename Op::T* out, long
     const bool whole = valid == TILE;
 
     Tile t;
-    t.load(in + start, valid, whole && (flags & SCANRT_FLAG_VECTOR_IN), warp, lane);
+    t.load(in + start, valid, whole && (flags & FLAG_VECTOR_IN), warp, lane);
     if (whole) t.template reduce<true>(valid, warp, lane);
     else t.template reduce<false>(valid, warp, lane);
     if (lane == 31) warp_total_s[warp] = t.warp_total;
@@ -80,7 +80,7 @@ SCANRT_DEVICE void single_pass_scan_wave(const In* in, typename Op::T* out, long
         if (lane == 0) prefix_s = prefix;
     }
     __syncthreads();
-    t.store(out + start, valid, whole && (flags & SCANRT_FLAG_VECTOR_OUT), inclusive, Op::combine(prefix_s, before_warp),
+    t.store(out + start, valid, whole && (flags & FLAG_VECTOR_OUT), inclusive, Op::combine(prefix_s, before_warp),
             warp, lane);
 
     clear_before_tags_repeat(header, status, status_capacity, generation, tid);

@@ -1,11 +1,14 @@
-// scanrt kernels, level 0: element types and scan operators.
+// scanrt kernels, level 0: element types, the host-kernel contract, and what operators
+// are built from.
 //
 // Everything above this file is generic over `Op`, a struct with
 //   typedef ... T;                 // accumulator (= output) type
 //   static T identity();
 //   static T combine(T a, T b);    // a comes first in sequence order
-// NVRTC compiles these sources without the CUDA standard headers, so fixed-width
-// types are spelled out here.
+// which each kernel set's translation unit defines from the operator's definition
+// (src/ops.rs: `Limits<T>` and `Wrapping<T>::U` below are what those definitions use).
+// NVRTC compiles these sources without the CUDA standard headers, so fixed-width types
+// are spelled out here.
 #pragma once
 
 typedef unsigned char      u8;
@@ -13,17 +16,14 @@ typedef unsigned int       u32;
 typedef int                i32;
 typedef unsigned long long u64;
 typedef long long          i64;
+typedef unsigned int       uint32_t;
+typedef unsigned long long uint64_t;
+typedef long long          int64_t;
+
+// ScanParams, LookbackHeader, FaultReport, the FLAG_* / HEADS_* / FAULT_* constants.
+#include "generated/contract.cuh"
 
 #define SCANRT_DEVICE __device__ __forceinline__
-
-// Operator codes; they match `scanrt::Op` on the host.
-#define SCANRT_OP_SUM  0
-#define SCANRT_OP_PROD 1
-#define SCANRT_OP_MIN  2
-#define SCANRT_OP_MAX  3
-#define SCANRT_OP_AND  4
-#define SCANRT_OP_OR   5
-#define SCANRT_OP_XOR  6
 
 template <typename T> struct Limits;
 template <> struct Limits<i32> { static SCANRT_DEVICE i32 lowest() { return (i32)0x80000000; } static SCANRT_DEVICE i32 highest() { return 0x7fffffff; } };
@@ -34,52 +34,11 @@ template <> struct Limits<u64> { static SCANRT_DEVICE u64 lowest() { return 0ull
 template <> struct Limits<float> { static SCANRT_DEVICE float lowest() { return __int_as_float(0xff800000); } static SCANRT_DEVICE float highest() { return __int_as_float(0x7f800000); } };
 template <> struct Limits<double> { static SCANRT_DEVICE double lowest() { return __longlong_as_double(0xfff0000000000000ll); } static SCANRT_DEVICE double highest() { return __longlong_as_double(0x7ff0000000000000ll); } };
 
-// Integer sum and product wrap modulo 2^bits for signed types too (computed in the
-// unsigned type, so there is no undefined behaviour); the host reference does the same.
+// Integer sum and product wrap modulo 2^bits for signed types too: operators compute in
+// `Wrapping<T>::U`, the unsigned type, so there is no undefined behaviour.
 template <typename T> struct Wrapping { typedef T U; };
 template <> struct Wrapping<i32> { typedef u32 U; };
 template <> struct Wrapping<i64> { typedef u64 U; };
-
-template <int OP, typename T> struct ScanOp;
-
-template <typename T_> struct ScanOp<SCANRT_OP_SUM, T_> {
-    typedef T_ T;
-    typedef typename Wrapping<T>::U U;
-    static SCANRT_DEVICE T identity() { return T(0); }
-    static SCANRT_DEVICE T combine(T a, T b) { return T(U(a) + U(b)); }
-};
-template <typename T_> struct ScanOp<SCANRT_OP_PROD, T_> {
-    typedef T_ T;
-    typedef typename Wrapping<T>::U U;
-    static SCANRT_DEVICE T identity() { return T(1); }
-    static SCANRT_DEVICE T combine(T a, T b) { return T(U(a) * U(b)); }
-};
-// min/max keep the earlier operand on ties and when the later one is NaN: `b < a ? b : a`.
-template <typename T_> struct ScanOp<SCANRT_OP_MIN, T_> {
-    typedef T_ T;
-    static SCANRT_DEVICE T identity() { return Limits<T>::highest(); }
-    static SCANRT_DEVICE T combine(T a, T b) { return b < a ? b : a; }
-};
-template <typename T_> struct ScanOp<SCANRT_OP_MAX, T_> {
-    typedef T_ T;
-    static SCANRT_DEVICE T identity() { return Limits<T>::lowest(); }
-    static SCANRT_DEVICE T combine(T a, T b) { return a < b ? b : a; }
-};
-template <typename T_> struct ScanOp<SCANRT_OP_AND, T_> {
-    typedef T_ T;
-    static SCANRT_DEVICE T identity() { return T(~T(0)); }
-    static SCANRT_DEVICE T combine(T a, T b) { return a & b; }
-};
-template <typename T_> struct ScanOp<SCANRT_OP_OR, T_> {
-    typedef T_ T;
-    static SCANRT_DEVICE T identity() { return T(0); }
-    static SCANRT_DEVICE T combine(T a, T b) { return a | b; }
-};
-template <typename T_> struct ScanOp<SCANRT_OP_XOR, T_> {
-    typedef T_ T;
-    static SCANRT_DEVICE T identity() { return T(0); }
-    static SCANRT_DEVICE T combine(T a, T b) { return a ^ b; }
-};
 
 // Bit casts between an accumulator and the raw 32/64-bit words the look-back publishes.
 template <typename T> struct Bits;

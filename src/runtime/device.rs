@@ -1,51 +1,54 @@
-//! A CUDA device as scanrt uses it: the device's primary context, its compiled kernels
-//! and its per-stream look-back workspaces.
+//! A CUDA device as scanrt uses it: the device's primary context, NVRTC, the modules
+//! loaded from compiled sources, the per-stream look-back workspaces and the fault
+//! report. Knows nothing of what the kernels compute.
 //!
 //! Thread safety: a `GpuDevice` is shared by any number of threads. The module cache and
-//! the workspace pool are behind short mutex sections; a kernel specialisation is
-//! compiled exactly once even when threads ask for it at the same moment. Work on one
-//! stream is ordered by the stream; each stream gets its own workspace, so scans on
-//! different streams run concurrently.
+//! the workspace pool are behind short mutex sections; a source is compiled exactly once
+//! even when threads ask for it at the same moment. Work on one stream is ordered by the
+//! stream; each stream gets its own workspace, so scans on different streams run
+//! concurrently.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use cudarc::driver::sys::{self, CUdeviceptr, CUstream};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule};
 use once_cell::sync::OnceCell;
-use parking_lot::Mutex;
 
 use crate::error::{bail, Error, Result, ScanrtStatus};
-use crate::gpu::driver::{self, check, CurrentContext, SharedContext};
-use crate::gpu::jit::{self, Nvrtc, Specialization};
-use crate::gpu::tuning::TileShape;
-use crate::gpu::workspace::{fault_error, FaultReport, WorkspacePool};
-use crate::types::{DType, ScanDesc};
+use crate::runtime::driver::{self, check, CurrentContext, SharedContext};
+use crate::runtime::nvrtc::{KernelSource, Nvrtc};
+use crate::runtime::workspace::{fault_error, FaultMailbox, WorkspacePool};
+use crate::runtime::Memo;
 
-/// Every kernel of one specialisation, loaded in this device's context.
-pub(crate) struct ScanModule {
-    pub shape: TileShape,
-    /// The register-staged single pass (every scan).
-    pub single_pass: SinglePassKernel,
-    /// The bulk-copy single pass, where the specialisation has one.
-    pub single_pass_bulk: Option<SinglePassKernel>,
-    /// The one-wave single pass (one block per tile), where the specialisation has one.
-    pub single_pass_wave: Option<SinglePassKernel>,
-    pub matrix_reduce: CudaFunction,
-    pub matrix_scan_sums: CudaFunction,
-    pub matrix_scan_tiles: CudaFunction,
-    _module: Arc<CudaModule>,
-}
-
-/// A single-pass kernel and how it is launched.
-pub(crate) struct SinglePassKernel {
+/// A kernel of a loaded module and how it is launched.
+pub(crate) struct LoadedKernel {
     pub function: CudaFunction,
     /// Threads per block.
     pub block: u32,
-    /// Blocks resident on the whole device at once: the persistent grid size.
-    pub resident_blocks: u32,
     /// Dynamic shared memory per block.
     pub shared_bytes: u32,
+    /// Blocks resident on the whole device at once (a persistent grid's size).
+    pub resident_blocks: u32,
+}
+
+impl LoadedKernel {
+    /// Launches the kernel on `grid` blocks with its parameter block `params` (one
+    /// argument passed by value).
+    ///
+    /// # Safety
+    /// `P` must be the parameter type the kernel was compiled with, and every address in
+    /// it valid for what the kernel does with it.
+    pub unsafe fn launch<P>(&self, grid: u32, stream: CUstream, params: &P) -> Result<()> {
+        let mut args = [params as *const P as *mut std::ffi::c_void];
+        driver::launch(
+            self.function.cu_function(),
+            grid,
+            self.block,
+            self.shared_bytes,
+            stream,
+            &mut args,
+        )
+    }
 }
 
 /// How many CUDA devices the driver sees: `NoDriver` without libcuda, `NoDevice` when it
@@ -79,11 +82,12 @@ pub(crate) struct GpuDevice {
     pub arch: i32,
     pub sm_count: u32,
     nvrtc: OnceCell<Nvrtc>,
-    modules: Mutex<HashMap<Specialization, Arc<OnceCell<Arc<ScanModule>>>>>,
+    /// Modules by their source's name (which names everything that decides the source).
+    modules: Memo<String, Arc<CudaModule>>,
     /// One look-back workspace per stream (by the driver's stream id).
     pub workspaces: WorkspacePool,
     /// Where kernels report refused workspaces and expired look-backs.
-    pub faults: Arc<FaultReport>,
+    pub faults: Arc<FaultMailbox>,
 }
 
 impl GpuDevice {
@@ -110,7 +114,7 @@ impl GpuDevice {
         unsafe { ctx.disable_event_tracking() };
         let faults = {
             let _current = CurrentContext::enter(ctx.cu_ctx())?;
-            FaultReport::new(ctx.clone())?
+            FaultMailbox::new(ctx.clone())?
         };
         let (major, minor) = ctx.compute_capability()?;
         let sm_count = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
@@ -120,7 +124,7 @@ impl GpuDevice {
             arch: major * 10 + minor,
             sm_count,
             nvrtc: OnceCell::new(),
-            modules: Mutex::new(HashMap::new()),
+            modules: Memo::default(),
             workspaces: WorkspacePool::new(),
             faults,
         })
@@ -130,66 +134,30 @@ impl GpuDevice {
         CurrentContext::enter(self.ctx.cu_ctx())
     }
 
-    /// The module a scan of `n` elements runs.
-    pub fn specialization(&self, input: DType, output: DType, desc: &ScanDesc, n: u64) -> Specialization {
-        Specialization::for_scan(self.arch, input, output, desc, n)
-    }
-
     /// NVRTC, loaded once (every kernel is compiled at run time).
     pub fn nvrtc(&self) -> Result<&Nvrtc> {
         self.nvrtc.get_or_try_init(Nvrtc::load)
     }
 
-    pub fn module(&self, spec: Specialization) -> Result<Arc<ScanModule>> {
-        let cell = self.modules.lock().entry(spec).or_default().clone();
-        cell.get_or_try_init(|| self.build_module(spec)).cloned()
+    /// The module compiled from `source` (from the disk cache when it holds it), loaded
+    /// once. The caller has entered the device's context.
+    pub fn module(&self, source: &KernelSource) -> Result<Arc<CudaModule>> {
+        self.modules.get_or_try_init(&source.name, || {
+            let nvrtc = self.nvrtc()?;
+            let target = nvrtc.target_for(self.arch)?;
+            let image = nvrtc.compile_cached(source, target)?;
+            let ptx = if target.cubin {
+                cudarc::nvrtc::Ptx::from_binary(image)
+            } else {
+                cudarc::nvrtc::Ptx::from_src(String::from_utf8_lossy(&image).trim_end_matches('\0').to_string())
+            };
+            Ok(self.ctx.load_module(ptx)?)
+        })
     }
 
-    fn build_module(&self, spec: Specialization) -> Result<Arc<ScanModule>> {
-        let nvrtc = self.nvrtc()?;
-        let target = nvrtc.target_for(self.arch)?;
-        let image = nvrtc.compile_cached(&spec, target)?;
-        let ptx = if target.cubin {
-            cudarc::nvrtc::Ptx::from_binary(image)
-        } else {
-            cudarc::nvrtc::Ptx::from_src(String::from_utf8_lossy(&image).trim_end_matches('\0').to_string())
-        };
-        let module = self.ctx.load_module(ptx)?;
-        let block = spec.shape.single_pass_block();
-        let single_pass = self.single_pass_kernel(&module, jit::SINGLE_PASS, &spec, block, 0)?;
-        let single_pass_bulk = if spec.has_bulk_kernel() {
-            let shared_bytes = spec.shape.bulk_shared_bytes(spec.output.size());
-            Some(self.single_pass_kernel(&module, jit::SINGLE_PASS_BULK, &spec, block, shared_bytes)?)
-        } else {
-            None
-        };
-        let single_pass_wave = if spec.has_wave_kernel() {
-            Some(self.single_pass_kernel(&module, jit::SINGLE_PASS_WAVE, &spec, spec.shape.wave_threads, 0)?)
-        } else {
-            None
-        };
-        Ok(Arc::new(ScanModule {
-            shape: spec.shape,
-            single_pass,
-            single_pass_bulk,
-            single_pass_wave,
-            matrix_reduce: module.load_function(jit::MATRIX_REDUCE)?,
-            matrix_scan_sums: module.load_function(jit::MATRIX_SCAN_SUMS)?,
-            matrix_scan_tiles: module.load_function(jit::MATRIX_SCAN_TILES)?,
-            _module: module,
-        }))
-    }
-
-    /// Loads a single-pass kernel of `block` threads with `shared_bytes` of dynamic shared
-    /// memory and counts its resident blocks.
-    fn single_pass_kernel(
-        &self,
-        module: &Arc<CudaModule>,
-        name: &str,
-        spec: &Specialization,
-        block: u32,
-        shared_bytes: u32,
-    ) -> Result<SinglePassKernel> {
+    /// Kernel `name` of `module`, launched with `block` threads and `shared_bytes` of
+    /// dynamic shared memory, with its count of resident blocks.
+    pub fn kernel(&self, module: &Arc<CudaModule>, name: &str, block: u32, shared_bytes: u32) -> Result<LoadedKernel> {
         let function = module.load_function(name)?;
         if shared_bytes > 0 {
             // Above 48 KiB a kernel must opt in to its dynamic shared memory.
@@ -200,17 +168,13 @@ impl GpuDevice {
         }
         let per_sm = function.occupancy_max_active_blocks_per_multiprocessor(block, shared_bytes as usize, None)?;
         if per_sm == 0 {
-            bail!(
-                CudaError,
-                "the single-pass kernel {name} for {spec:?} cannot be resident on sm_{}",
-                self.arch
-            );
+            bail!(CudaError, "kernel {name} cannot be resident on sm_{}", self.arch);
         }
-        Ok(SinglePassKernel {
+        Ok(LoadedKernel {
             function,
             block,
-            resident_blocks: per_sm * self.sm_count,
             shared_bytes,
+            resident_blocks: per_sm * self.sm_count,
         })
     }
 
@@ -275,7 +239,8 @@ impl Drop for GpuDevice {
         let _ = self.ctx.synchronize();
         self.workspaces.release_all();
         // Modules unload here, with the context entered (cudarc binds it and would not
-        // restore the caller's); `ctx` and `faults` restore it themselves.
-        self.modules.lock().clear();
+        // restore the caller's); `ctx` and `faults` restore it themselves. Algorithms
+        // that keep modules (kernel sets) let go of them before this runs.
+        self.modules.clear();
     }
 }

@@ -1,7 +1,9 @@
 //! The reference: a plain sequential scan, the definition every backend is tested against.
 
-use crate::ops::{Accumulator, Widen};
-use crate::types::{Direction, ScanDesc};
+use crate::ops::Accumulator;
+use crate::scan::desc::ScanDesc;
+use crate::tables::Direction;
+use crate::types::Widen;
 
 /// Sequential scan of `input` as described by `desc` (direction, inclusive, initial
 /// value; unsegmented).

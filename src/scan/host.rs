@@ -22,9 +22,12 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::Result;
-use crate::ops::{dispatch_pair, Accumulator, Widen};
+use crate::dispatch_pair;
+use crate::ops::{dispatch_op, op_at, Accumulator};
 use crate::scan::RawScan;
-use crate::types::{DType, Direction, Op, Scalar, ScanDesc, Segments};
+use crate::scan::desc::{ScanDesc, Segments};
+use crate::tables::{DType, Direction};
+use crate::types::{Scalar, Widen};
 
 /// Elements per chunk: the unit of parallel work and of the association order. Input and
 /// output of a chunk (at most 2 x 8 x 2^15 bytes) stay in a core's L2 between its two
@@ -56,7 +59,7 @@ pub(crate) unsafe fn scan(req: &RawScan, desc: &ScanDesc) -> Result<()> {
         dispatch_op!(desc.op, |K| {
             let init = init_bits
                 .map(<O as Scalar>::from_bits)
-                .unwrap_or_else(|| O::identity(op_of(K)));
+                .unwrap_or_else(|| O::identity(op_at::<K>()));
             let arrays = Arrays(req.input as *const I, req.output as *mut O);
             match (walk.backward, inclusive) {
                 (false, true) => run::<I, O, K, false, true>(arrays, walk, init),
@@ -69,50 +72,9 @@ pub(crate) unsafe fn scan(req: &RawScan, desc: &ScanDesc) -> Result<()> {
     Ok(())
 }
 
-/// Calls `$body` with the const `$K` bound to the operator's index in `Op::ALL`.
-macro_rules! dispatch_op {
-    ($op:expr, |$K:ident| $body:expr) => {
-        match $op {
-            Op::Sum => {
-                const $K: usize = 0;
-                $body
-            }
-            Op::Product => {
-                const $K: usize = 1;
-                $body
-            }
-            Op::Min => {
-                const $K: usize = 2;
-                $body
-            }
-            Op::Max => {
-                const $K: usize = 3;
-                $body
-            }
-            Op::BitAnd => {
-                const $K: usize = 4;
-                $body
-            }
-            Op::BitOr => {
-                const $K: usize = 5;
-                $body
-            }
-            Op::BitXor => {
-                const $K: usize = 6;
-                $body
-            }
-        }
-    };
-}
-use dispatch_op;
-
-const fn op_of(k: usize) -> Op {
-    Op::ALL[k]
-}
-
 #[inline(always)]
 fn combine<O: Accumulator, const K: usize>(a: O, b: O) -> O {
-    O::combine(op_of(K), a, b)
+    O::combine(op_at::<K>(), a, b)
 }
 
 /// Segment data in host memory: where segments start, in memory order.
@@ -191,7 +153,7 @@ unsafe fn reduce<I: Widen<O> + Copy, O: Accumulator, const K: usize, const BACKW
     range: std::ops::Range<usize>,
     init: O,
 ) -> (bool, O) {
-    let mut acc = O::identity(op_of(K));
+    let mut acc = O::identity(op_at::<K>());
     if !walk.segmented() {
         if BACKWARD {
             for p in range.rev() {
@@ -298,7 +260,7 @@ where
 {
     let n = walk.n;
     let chunks = n.div_ceil(CHUNK);
-    let order_free = !(O::DTYPE.is_float() && matches!(op_of(K), Op::Sum | Op::Product));
+    let order_free = !(O::DTYPE.is_float() && op_at::<K>().definition().float_order_sensitive);
     if chunks == 1 || (order_free && rayon::current_num_threads() == 1) {
         scan_chunk::<I, O, K, BACKWARD, INCLUSIVE>(a, &walk, 0..n, init, init);
         return;

@@ -1,7 +1,18 @@
-//! The backend-independent part of a scan call: the request and its validation.
+//! The scan algorithm: what a scan computes (`desc`), its plan (`plan`: validated once,
+//! algorithm, kernel set, workspace and launch chosen once), its GPU kernel sets
+//! (`kernels`) and their tuning (`tuning`), the host backend (`host`) and the sequential
+//! reference (`reference`). This file holds the request and its validation.
+
+pub(crate) mod desc;
+pub(crate) mod host;
+pub(crate) mod kernels;
+pub(crate) mod plan;
+pub(crate) mod reference;
+pub(crate) mod tuning;
 
 use crate::error::{bail, Result};
-use crate::types::{check_types, DType, ScanDesc, Segments};
+use crate::types::{check_types, DType};
+use desc::{ScanDesc, Segments};
 
 /// One scan over raw addresses: host addresses on the host backend, device addresses on
 /// a GPU. `output` may equal `input` (in place) when both types have the same size.
@@ -40,14 +51,29 @@ impl RawScan {
     }
 }
 
-/// Everything that can be checked without touching a device, except the overlap rules
-/// ([`check_overlaps`], which backends apply after their own range checks). On success
-/// lengths do not overflow and pointers are aligned.
-pub(crate) fn validate(req: &RawScan, desc: &ScanDesc) -> Result<()> {
-    check_types(req.input_dtype, req.output_dtype, desc.op)?;
-    desc.init_bits(req.output_dtype)?;
+/// The checks of a scan's shape, at plan time: the types and operator, the initial value,
+/// the segment form, and lengths that fit the address space.
+pub(crate) fn validate_shape(input: DType, output: DType, n: u64, desc: &ScanDesc) -> Result<()> {
+    check_types(input, output, desc.op)?;
+    desc.init_bits(output)?;
     desc.segments.check()?;
-    if desc.segments == Segments::None && req.segments != 0 {
+    let max_bytes = isize::MAX as u64;
+    let fits = |size: usize| n.checked_mul(size as u64).is_some_and(|b| b <= max_bytes);
+    if !fits(input.size()) || !fits(output.size()) {
+        bail!(LengthOverflow, "n = {n} elements overflows the address space");
+    }
+    if !desc.segments.data_bytes(n).is_some_and(|b| b <= max_bytes) {
+        bail!(LengthOverflow, "segment data for n = {n} elements overflows");
+    }
+    Ok(())
+}
+
+/// The checks of a scan's addresses that need no device, at run time (after
+/// [`validate_shape`]): no NULLs, no ranges that wrap around, aligned elements, segment
+/// data exactly when the descriptor asks for it. On success the ranges are well formed.
+pub(crate) fn validate_addresses(req: &RawScan, desc: &ScanDesc) -> Result<()> {
+    let segmented = desc.segments != Segments::None;
+    if !segmented && req.segments != 0 {
         bail!(
             InvalidArgument,
             "segment data was passed but the descriptor asks for an unsegmented scan"
@@ -59,19 +85,7 @@ pub(crate) fn validate(req: &RawScan, desc: &ScanDesc) -> Result<()> {
     if req.input == 0 || req.output == 0 {
         bail!(NullArgument, "input and output pointers must not be NULL when n > 0");
     }
-    let max_bytes = isize::MAX as u64;
-    let in_bytes = req
-        .n
-        .checked_mul(req.input_dtype.size() as u64)
-        .filter(|&b| b <= max_bytes);
-    let out_bytes = req
-        .n
-        .checked_mul(req.output_dtype.size() as u64)
-        .filter(|&b| b <= max_bytes);
-    let (Some(in_bytes), Some(out_bytes)) = (in_bytes, out_bytes) else {
-        bail!(LengthOverflow, "n = {} elements overflows the address space", req.n);
-    };
-    if req.input.checked_add(in_bytes).is_none() || req.output.checked_add(out_bytes).is_none() {
+    if req.input.checked_add(req.input_bytes()).is_none() || req.output.checked_add(req.output_bytes()).is_none() {
         bail!(
             LengthOverflow,
             "buffer of n = {} elements wraps around the address space",
@@ -81,15 +95,14 @@ pub(crate) fn validate(req: &RawScan, desc: &ScanDesc) -> Result<()> {
     if req.input % req.input_dtype.size() as u64 != 0 || req.output % req.output_dtype.size() as u64 != 0 {
         bail!(InvalidArgument, "pointers must be aligned to their element size");
     }
-    if desc.segments != Segments::None {
+    if segmented {
         if req.segments == 0 {
             bail!(
                 NullArgument,
                 "a segmented scan needs its segment flags or keys (NULL given)"
             );
         }
-        let seg_bytes = desc.segments.data_bytes(req.n).filter(|&b| b <= max_bytes);
-        if !seg_bytes.is_some_and(|b| req.segments.checked_add(b).is_some()) {
+        if req.segments.checked_add(req.segment_bytes(desc)).is_none() {
             bail!(LengthOverflow, "segment data for n = {} elements overflows", req.n);
         }
         if req.segments % desc.segments.alignment() != 0 {

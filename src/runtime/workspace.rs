@@ -1,6 +1,6 @@
-//! Look-back workspaces: their header (the layout of `LookbackHeader` in
-//! kernels/device/single_pass_scan.cuh), the per-stream pool, the workspaces that
-//! captured graphs own, and the fault report through which kernels tell the host that
+//! Look-back workspaces: their layout (a `contract::LookbackHeader` and status slots, as
+//! kernels/device/lookback.cuh uses them), the per-stream pool, the workspaces that
+//! captured graphs own, and the fault mailbox through which kernels tell the host that
 //! they refused a workspace or gave up a wait.
 //!
 //! Why each piece exists:
@@ -24,6 +24,7 @@
 //!   workspace address and a code to the mapped `FaultReport`, which the next call on the
 //!   context returns as `WorkspaceFault`.
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -32,17 +33,24 @@ use std::sync::Arc;
 use cudarc::driver::sys::{self, CUdeviceptr, CUstream};
 use parking_lot::Mutex;
 
+use crate::contract::{self, FaultReport, LookbackHeader};
 use crate::error::{bail, Error, Result, ScanrtStatus};
-use crate::gpu::device::{GpuDevice, ScanModule};
-use crate::gpu::driver::{self, check, CurrentContext, SharedContext};
-use crate::gpu::launch::Workspace;
+use crate::runtime::device::GpuDevice;
+use crate::runtime::driver::{self, check, CurrentContext, SharedContext};
+
+/// A caller-provided workspace: 16-byte aligned, initialised by `Context::init_workspace`
+/// before its first use, used by one scan at a time.
+#[derive(Debug, Clone, Copy)]
+pub struct Workspace {
+    pub ptr: u64,
+    pub bytes: usize,
+}
 
 /// Bytes of the header before the status slots.
-pub(crate) const LOOKBACK_HEADER_BYTES: usize = 32;
-/// `SCANRT_WORKSPACE_MAGIC`: names the header layout.
-const WORKSPACE_MAGIC: u64 = 0x7363_616e_7274_3032;
-/// Byte offsets of the header's `area_bytes` and `seal` words.
-const AREA_OFFSET: u64 = 16;
+pub(crate) const LOOKBACK_HEADER_BYTES: usize = std::mem::size_of::<LookbackHeader>();
+/// Byte offset of the header's `area_bytes` word (`seal` follows it).
+const AREA_OFFSET: u64 = std::mem::offset_of!(LookbackHeader, area_bytes) as u64;
+const _: () = assert!(std::mem::offset_of!(LookbackHeader, seal) as u64 == AREA_OFFSET + 8);
 /// Pooled workspaces hold at least this many 16-byte slots, so that a stream's workspace
 /// rarely has to grow.
 const MIN_POOLED_SLOTS: u64 = 1 << 14;
@@ -55,18 +63,12 @@ pub const POOL_STREAMS: usize = 256;
 /// Workspaces let go of that wait for a device synchronisation before they are freed.
 const GRAVEYARD_LIMIT: usize = 32;
 
-/// `scanrt_workspace_seal`: what an initialised header holds beside its area size.
-pub(crate) fn seal(area_bytes: u64) -> u64 {
-    WORKSPACE_MAGIC ^ area_bytes.wrapping_mul(0x9e37_79b9_7f4a_7c15)
-}
-
-/// A status slot: 8 bytes for 4-byte accumulators, 16 for 8-byte ones
-/// (`TileStatus::SLOT_BYTES`).
+/// A status slot for carries of `acc_size` bytes (`TileStatus::SLOT_BYTES`).
 fn slot_bytes(acc_size: usize) -> usize {
     if acc_size == 4 {
-        8
+        contract::STATUS_SLOT_BYTES_4 as usize
     } else {
-        16
+        contract::STATUS_SLOT_BYTES_8 as usize
     }
 }
 
@@ -90,7 +92,7 @@ pub(crate) unsafe fn initialise(ptr: CUdeviceptr, bytes: usize, stream: CUstream
     // Kernels count the slots of their own size in it (a workspace sized for 4-byte
     // accumulators may hold an odd number of 8-byte slots).
     let area = (bytes - LOOKBACK_HEADER_BYTES) as u64;
-    let sealed = seal(area);
+    let sealed = contract::seal(area);
     check(sys::cuMemsetD8Async(ptr, 0, bytes, stream), "cuMemsetD8Async")?;
     for (i, word) in [area as u32, (area >> 32) as u32, sealed as u32, (sealed >> 32) as u32]
         .into_iter()
@@ -151,20 +153,11 @@ fn allocate_initialised_now(bytes: usize) -> Result<CUdeviceptr> {
     Ok(ptr)
 }
 
-/// The words a kernel writes when it refuses a workspace or gives up a wait
-/// (`FaultReport` in single_pass_scan.cuh).
-#[repr(C)]
-struct ReportWords {
-    workspace: u64,
-    code: u32,
-    reserved: u32,
-}
-
-/// Mapped pinned host memory the kernels report faults to. Shared by the device and by
-/// every graph that captured a scan, so a replay after the context is gone still writes
-/// to live memory.
-pub(crate) struct FaultReport {
-    host: *mut ReportWords,
+/// Mapped pinned host memory holding the `contract::FaultReport` kernels write to.
+/// Shared by the device and by every graph that captured a scan, so a replay after the
+/// context is gone still writes to live memory.
+pub(crate) struct FaultMailbox {
+    host: *mut FaultReport,
     /// The same memory as the kernels address it.
     pub device: CUdeviceptr,
     ctx: SharedContext,
@@ -172,8 +165,8 @@ pub(crate) struct FaultReport {
 
 // SAFETY: the host words are only read and written with volatile accesses; the pointer
 // stays valid until drop.
-unsafe impl Send for FaultReport {}
-unsafe impl Sync for FaultReport {}
+unsafe impl Send for FaultMailbox {}
+unsafe impl Sync for FaultMailbox {}
 
 /// A fault a kernel reported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -182,9 +175,9 @@ pub(crate) struct Fault {
     pub code: u32,
 }
 
-impl FaultReport {
+impl FaultMailbox {
     /// The caller has entered `ctx`.
-    pub fn new(ctx: SharedContext) -> Result<Arc<FaultReport>> {
+    pub fn new(ctx: SharedContext) -> Result<Arc<FaultMailbox>> {
         let mut host: *mut c_void = std::ptr::null_mut();
         let mut device: CUdeviceptr = 0;
         // SAFETY: out-pointers to locals; the allocation is freed if the second call fails.
@@ -192,19 +185,12 @@ impl FaultReport {
             check(
                 sys::cuMemHostAlloc(
                     &mut host,
-                    std::mem::size_of::<ReportWords>(),
+                    std::mem::size_of::<FaultReport>(),
                     sys::CU_MEMHOSTALLOC_DEVICEMAP | sys::CU_MEMHOSTALLOC_PORTABLE,
                 ),
                 "cuMemHostAlloc",
             )?;
-            std::ptr::write_volatile(
-                host as *mut ReportWords,
-                ReportWords {
-                    workspace: 0,
-                    code: 0,
-                    reserved: 0,
-                },
-            );
+            std::ptr::write_volatile(host as *mut FaultReport, FaultReport::default());
             if let Err(e) = check(
                 sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0),
                 "cuMemHostGetDevicePointer",
@@ -213,8 +199,8 @@ impl FaultReport {
                 return Err(e);
             }
         }
-        Ok(Arc::new(FaultReport {
-            host: host as *mut ReportWords,
+        Ok(Arc::new(FaultMailbox {
+            host: host as *mut FaultReport,
             device,
             ctx,
         }))
@@ -242,7 +228,7 @@ impl FaultReport {
     }
 }
 
-impl Drop for FaultReport {
+impl Drop for FaultMailbox {
     /// In relaxed capture mode: another thread's capture must not make the free fail.
     fn drop(&mut self) {
         let _ = driver::with_relaxed_capture(|| {
@@ -268,22 +254,25 @@ pub(crate) fn fault_error(fault: Fault, pooled: bool) -> Error {
     } else {
         "initialise it again with scanrt_workspace_init before reusing it"
     };
-    // SCANRT_FAULT_* (single_pass_scan.cuh).
-    let cause = |code: u32| {
-        match code {
-        1 => "uninitialised (never initialised, or overwritten)".to_string(),
-        2 => "initialised for fewer tiles than the scan needed".to_string(),
-        4 => "initialised for more bytes than the call passed (pass the size it was initialised with)".to_string(),
-        3 => "broken: a look-back waited more than 1 s for a predecessor tile and gave up (two scans running on one workspace at once, or a corrupted one), so that scan's output is undefined".to_string(),
+    let cause = |code: u32| match code {
+        contract::FAULT_UNINITIALISED => "uninitialised (never initialised, or overwritten)".to_string(),
+        contract::FAULT_TOO_SMALL => "initialised for fewer tiles than the scan needed".to_string(),
+        contract::FAULT_LARGER => {
+            "initialised for more bytes than the call passed (pass the size it was initialised with)".to_string()
+        }
+        contract::FAULT_WATCHDOG => format!(
+            "broken: a look-back waited more than {} s for a predecessor tile and gave up (two scans running on \
+             one workspace at once, or a corrupted one), so that scan's output is undefined",
+            contract::WATCHDOG_NS / 1_000_000_000
+        ),
         c => format!("faulty (code {c})"),
-    }
     };
-    let message = if code & 8 != 0 {
+    let message = if code & contract::FAULT_POISONED != 0 {
         format!(
             "{what} at {workspace:#x} poisoned by an earlier fault (it was {}) and wrote no output; {after}",
-            cause(code & 7)
+            cause(code & (contract::FAULT_POISONED - 1))
         )
-    } else if code == 3 {
+    } else if code == contract::FAULT_WATCHDOG {
         format!("{what} at {workspace:#x} {}; {after}", cause(code))
     } else {
         format!("{what} at {workspace:#x} {} and wrote no output; {after}", cause(code))
@@ -486,12 +475,13 @@ impl WorkspacePool {
     }
 }
 
-/// What a captured graph keeps alive for its scans: the workspace, the kernel module and
-/// the context, released on a thread of scanrt's when the graph is destroyed.
+/// What a captured graph keeps alive for its launches: the workspace, the kernels (any
+/// algorithm's loaded module set), the fault mailbox and the context, released on a
+/// thread of scanrt's when the graph is destroyed.
 struct GraphKeepAlive {
     workspace: CUdeviceptr,
-    _module: Arc<ScanModule>,
-    _report: Arc<FaultReport>,
+    _kernels: Arc<dyn Any + Send + Sync>,
+    _report: Arc<FaultMailbox>,
     ctx: SharedContext,
 }
 
@@ -534,8 +524,8 @@ unsafe extern "C" fn release_graph_resources(keep: *mut c_void) {
 pub(crate) fn for_graph(
     graph: sys::CUgraph,
     bytes: usize,
-    module: Arc<ScanModule>,
-    report: Arc<FaultReport>,
+    kernels: Arc<dyn Any + Send + Sync>,
+    report: Arc<FaultMailbox>,
     ctx: SharedContext,
 ) -> Result<CUdeviceptr> {
     if bytes < LOOKBACK_HEADER_BYTES {
@@ -547,7 +537,7 @@ pub(crate) fn for_graph(
     let workspace = driver::with_relaxed_capture(|| allocate_initialised_now(bytes))?;
     let keep = Box::into_raw(Box::new(GraphKeepAlive {
         workspace,
-        _module: module,
+        _kernels: kernels,
         _report: report,
         ctx,
     }));
@@ -591,15 +581,10 @@ pub(crate) fn for_graph(
 mod tests {
     use super::*;
 
-    /// The host's copy of the header constants must match the kernels'.
     #[test]
-    fn header_constants_match_the_kernels() {
-        let source = include_str!("../../kernels/device/single_pass_scan.cuh");
-        assert!(source.contains(&format!(
-            "#define SCANRT_WORKSPACE_MAGIC     {WORKSPACE_MAGIC:#018x}ull"
-        )));
-        assert!(source.contains("area_bytes * 0x9e3779b97f4a7c15ull"));
-        assert_eq!(seal(0), WORKSPACE_MAGIC);
+    fn layout_follows_the_contract() {
+        assert_eq!(LOOKBACK_HEADER_BYTES, 32);
+        assert_eq!(contract::seal(0), contract::WORKSPACE_MAGIC);
         assert_eq!(lookback_slots(4, lookback_bytes(4, 100)), 100);
         assert_eq!(lookback_slots(8, lookback_bytes(8, 100)), 100);
         assert_eq!(lookback_bytes(8, 1) - LOOKBACK_HEADER_BYTES, 16);

@@ -1,0 +1,118 @@
+//! The host-kernel contract, in one place: the parameter block every scan kernel takes,
+//! the look-back workspace header, the fault report, and the flag and layout constants.
+//! build.rs generates `kernels/generated/contract.cuh` from this file with cbindgen, so
+//! host and device share one definition (the generated header is committed; CI fails
+//! when it is stale).
+//!
+//! The host writes these structs as the driver hands them to kernels: `#[repr(C)]`, the
+//! same layout on both sides by construction.
+#![allow(dead_code)] // some constants exist for the kernels only
+
+/// The parameters of every scan kernel, passed by value (one kernel argument). Addresses
+/// are device pointers; 0 where a kernel has no use for one.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScanParams {
+    /// The input elements (`const In*`).
+    pub input: u64,
+    /// The output elements (`Acc*`); may equal `input`.
+    pub output: u64,
+    /// Segment flags or keys (`const void*`), in memory order; 0 when unsegmented.
+    pub heads: u64,
+    /// The look-back workspace: a `LookbackHeader` and its status slots (the matrix scan
+    /// keeps its tile sums in the slot area).
+    pub workspace: u64,
+    /// Where a kernel reports a refused workspace or an expired look-back (`FaultReport*`).
+    pub report: u64,
+    /// Elements to scan.
+    pub n: i64,
+    /// Status slots the host checked the workspace to hold.
+    pub status_capacity: i64,
+    /// The initial value's bits (the low bytes for 4-byte types), used with `FLAG_HAS_INIT`.
+    pub init_bits: u64,
+    /// `FLAG_*` bits, and a `HEADS_*` kind at `HEADS_KIND_SHIFT`.
+    pub flags: u32,
+    pub reserved: u32,
+}
+
+/// Inclusive scan (else exclusive).
+pub const FLAG_INCLUSIVE: u32 = 1;
+/// `init_bits` holds an initial value (else the identity).
+pub const FLAG_HAS_INIT: u32 = 2;
+/// Input tiles are 16-byte aligned (forward: the pointer; backward: its end).
+pub const FLAG_VECTOR_IN: u32 = 4;
+/// Output tiles likewise.
+pub const FLAG_VECTOR_OUT: u32 = 8;
+/// Single pass: the timing-independent look-back (anchor tiles).
+pub const FLAG_DETERMINISTIC: u32 = 16;
+/// Byte flags or keys aligned like the tiles, read as vectors.
+pub const FLAG_VECTOR_HEADS: u32 = 32;
+/// Bits 6-7 of the flags: the `HEADS_*` kind of a segmented scan.
+pub const HEADS_KIND_SHIFT: u32 = 6;
+/// One byte per element; nonzero starts a segment (also the kind of unsegmented scans).
+pub const HEADS_BYTES: u32 = 0;
+/// Start flags packed 32 to a 32-bit word.
+pub const HEADS_BITS: u32 = 1;
+/// 4-byte keys: a segment starts where the key changes.
+pub const HEADS_KEYS4: u32 = 2;
+/// 8-byte keys.
+pub const HEADS_KEYS8: u32 = 3;
+
+/// The look-back workspace header; the status slots follow it. Initialised by the host
+/// (zero-filled, then `area_bytes` and `seal` written), then owned by the kernels.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LookbackHeader {
+    /// `[generation:32 | next tile id:32]`.
+    pub ticket: u64,
+    /// Counted only in the launch before the generation tags repeat.
+    pub finished_blocks: u32,
+    /// Nonzero: a launch found the protocol broken (a `FAULT_*` code); the workspace is
+    /// refused until initialised again.
+    pub fault: u32,
+    /// Bytes of status slots initialised after the header.
+    pub area_bytes: u64,
+    /// `seal(area_bytes)`: the header was written by scanrt (see `WORKSPACE_MAGIC`).
+    pub seal: u64,
+}
+
+/// Names the header layout ("scanrt02"); a header is sealed with
+/// `WORKSPACE_MAGIC ^ (area_bytes * WORKSPACE_SEAL_MULTIPLIER)`.
+pub const WORKSPACE_MAGIC: u64 = 0x7363_616e_7274_3032;
+/// See `WORKSPACE_MAGIC`.
+pub const WORKSPACE_SEAL_MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
+/// A status slot for 4-byte carries: one 64-bit word.
+pub const STATUS_SLOT_BYTES_4: u32 = 8;
+/// A status slot for 8-byte carries: two 64-bit words.
+pub const STATUS_SLOT_BYTES_8: u32 = 16;
+
+/// What a kernel writes when it refuses a workspace or gives up a wait; mapped pinned
+/// host memory the host reads at its next call.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FaultReport {
+    /// The workspace concerned.
+    pub workspace: u64,
+    /// A `FAULT_*` code; 0 = nothing to report. Written last.
+    pub code: u32,
+    pub reserved: u32,
+}
+
+/// No valid seal: never initialised, or overwritten.
+pub const FAULT_UNINITIALISED: u32 = 1;
+/// Initialised for fewer slots than the scan needs.
+pub const FAULT_TOO_SMALL: u32 = 2;
+/// A look-back waited past `WATCHDOG_NS`.
+pub const FAULT_WATCHDOG: u32 = 3;
+/// Initialised for more bytes than the call passed.
+pub const FAULT_LARGER: u32 = 4;
+/// Flag: refused for the earlier fault in the low bits.
+pub const FAULT_POISONED: u32 = 8;
+/// The longest a look-back waits for a predecessor, in nanoseconds. A healthy wait lasts
+/// microseconds; only a broken protocol state waits longer.
+pub const WATCHDOG_NS: u64 = 1_000_000_000;
+
+/// The seal of a header whose slot area is `area_bytes` long.
+pub const fn seal(area_bytes: u64) -> u64 {
+    WORKSPACE_MAGIC ^ area_bytes.wrapping_mul(WORKSPACE_SEAL_MULTIPLIER)
+}

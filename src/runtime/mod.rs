@@ -1,0 +1,47 @@
+//! The GPU runtime, which knows nothing of scans: driver calls (`driver`, the only
+//! module besides the launch helper that calls the raw driver API), devices and their
+//! loaded modules (`device`), NVRTC (`nvrtc`) and its disk cache (`kernel_cache`), and
+//! look-back workspaces with their fault report (`workspace`). Algorithms (`crate::scan`,
+//! and later select, partition, radix sort) generate sources and launch kernels on it.
+
+pub(crate) mod device;
+pub(crate) mod driver;
+pub(crate) mod kernel_cache;
+pub(crate) mod nvrtc;
+pub(crate) mod workspace;
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::Arc;
+
+use once_cell::sync::OnceCell;
+use parking_lot::Mutex;
+
+use crate::error::Result;
+
+/// A map whose values are built once per key, even when threads ask for the same key at
+/// the same moment (the others wait for the first), without holding the map's lock while
+/// building. A failed build is not cached: the next caller tries again.
+pub(crate) struct Memo<K, V> {
+    cells: Mutex<HashMap<K, Arc<OnceCell<V>>>>,
+}
+
+impl<K, V> Default for Memo<K, V> {
+    fn default() -> Self {
+        Memo {
+            cells: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl<K: Hash + Eq + Clone, V: Clone> Memo<K, V> {
+    pub fn get_or_try_init(&self, key: &K, build: impl FnOnce() -> Result<V>) -> Result<V> {
+        let cell = self.cells.lock().entry(key.clone()).or_default().clone();
+        cell.get_or_try_init(build).cloned()
+    }
+
+    /// Drops every value.
+    pub fn clear(&self) {
+        self.cells.lock().clear();
+    }
+}

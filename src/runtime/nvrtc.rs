@@ -1,0 +1,231 @@
+//! Run-time compilation of CUDA C++ with NVRTC, to CUBIN for the exact device
+//! architecture (PTX where NVRTC does not know the device), through the on-disk cache
+//! (`runtime::kernel_cache`). Knows nothing of what the source computes.
+
+use std::ffi::{CStr, CString};
+
+use cudarc::nvrtc::sys as nvrtc;
+
+use crate::error::{bail, Error, Result};
+use crate::runtime::kernel_cache;
+
+/// A translation unit to compile: its text, the headers it may include (by include
+/// name), and a name for messages.
+#[derive(Debug, Clone)]
+pub(crate) struct KernelSource {
+    pub name: String,
+    pub text: String,
+    pub headers: &'static [(&'static str, &'static str)],
+}
+
+/// Where NVRTC is and what it can target.
+#[derive(Debug, Clone)]
+pub(crate) struct Nvrtc {
+    pub version: (i32, i32),
+    pub supported_archs: Vec<i32>,
+}
+
+fn nvrtc_check(r: nvrtc::nvrtcResult, what: &str) -> Result<()> {
+    if r == nvrtc::nvrtcResult::NVRTC_SUCCESS {
+        return Ok(());
+    }
+    // SAFETY: nvrtcGetErrorString returns a static NUL-terminated string for any code.
+    let msg = unsafe { CStr::from_ptr(nvrtc::nvrtcGetErrorString(r)) }.to_string_lossy();
+    bail!(CompileError, "{what} failed: {msg}")
+}
+
+impl Nvrtc {
+    /// Loads libnvrtc (without panicking when it is absent) and queries it.
+    pub fn load() -> Result<Nvrtc> {
+        // SAFETY: probing only tries to dlopen the candidate library names.
+        if !unsafe { nvrtc::is_culib_present() } {
+            bail!(CompileError, "the NVRTC library (libnvrtc.so) could not be loaded; install the CUDA toolkit or the nvidia-cuda-nvrtc wheel and put it on the library path");
+        }
+        let (mut major, mut minor, mut count) = (0, 0, 0);
+        // SAFETY: the library is present; out-pointers are valid locals.
+        unsafe {
+            nvrtc_check(nvrtc::nvrtcVersion(&mut major, &mut minor), "nvrtcVersion")?;
+            nvrtc_check(
+                nvrtc::nvrtcGetNumSupportedArchs(&mut count),
+                "nvrtcGetNumSupportedArchs",
+            )?;
+        }
+        let mut supported_archs = vec![0i32; count.max(0) as usize];
+        // SAFETY: the vector holds exactly `count` ints, as the API requires.
+        unsafe {
+            nvrtc_check(
+                nvrtc::nvrtcGetSupportedArchs(supported_archs.as_mut_ptr()),
+                "nvrtcGetSupportedArchs",
+            )?
+        };
+        Ok(Nvrtc {
+            version: (major, minor),
+            supported_archs,
+        })
+    }
+
+    /// The real architecture to build for: the device's own when NVRTC knows it, else
+    /// the newest one NVRTC supports below it (CUBIN for an older sm runs on newer chips
+    /// of the same major version only, so that case compiles to PTX instead).
+    pub fn target_for(&self, device_arch: i32) -> Result<Target> {
+        if self.supported_archs.contains(&device_arch) {
+            return Ok(Target {
+                arch: device_arch,
+                cubin: true,
+            });
+        }
+        match self.supported_archs.iter().copied().filter(|&a| a <= device_arch).max() {
+            Some(arch) => Ok(Target { arch, cubin: false }),
+            None => bail!(
+                CompileError,
+                "NVRTC {}.{} supports no architecture at or below sm_{device_arch}",
+                self.version.0,
+                self.version.1
+            ),
+        }
+    }
+
+    /// Compiles `source` for `target`. Returns the CUBIN (or PTX, NUL-terminated) image.
+    pub fn compile(&self, source: &KernelSource, target: Target) -> Result<Vec<u8>> {
+        let text = CString::new(source.text.as_str())
+            .map_err(|_| Error::new(crate::error::ScanrtStatus::InvalidArgument, "kernel source holds a NUL byte"))?;
+        let names: Vec<CString> = source.headers.iter().map(|(n, _)| CString::new(*n).unwrap()).collect();
+        let bodies: Vec<CString> = source.headers.iter().map(|(_, s)| CString::new(*s).unwrap()).collect();
+        let name_ptrs: Vec<_> = names.iter().map(|c| c.as_ptr()).collect();
+        let body_ptrs: Vec<_> = bodies.iter().map(|c| c.as_ptr()).collect();
+        let options: Vec<CString> = compile_options(target)
+            .into_iter()
+            .map(|o| CString::new(o).unwrap())
+            .collect();
+        let option_ptrs: Vec<_> = options.iter().map(|c| c.as_ptr()).collect();
+        let prog_name = CString::new(format!("{}.cu", source.name)).unwrap_or_default();
+
+        let mut prog: nvrtc::nvrtcProgram = std::ptr::null_mut();
+        // SAFETY: every pointer refers to a live NUL-terminated CString held above for the
+        // whole call; header and name arrays have the same length as passed.
+        unsafe {
+            nvrtc_check(
+                nvrtc::nvrtcCreateProgram(
+                    &mut prog,
+                    text.as_ptr(),
+                    prog_name.as_ptr(),
+                    bodies.len() as i32,
+                    body_ptrs.as_ptr(),
+                    name_ptrs.as_ptr(),
+                ),
+                "nvrtcCreateProgram",
+            )?;
+        }
+        let _destroy = ProgramGuard(prog);
+        // SAFETY: `prog` is a valid program; options point at live CStrings.
+        let compiled = unsafe { nvrtc::nvrtcCompileProgram(prog, option_ptrs.len() as i32, option_ptrs.as_ptr()) };
+        if compiled != nvrtc::nvrtcResult::NVRTC_SUCCESS {
+            let log = program_log(prog);
+            return Err(Error::new(
+                crate::error::ScanrtStatus::CompileError,
+                format!("NVRTC failed to compile {} for sm_{}:\n{log}", source.name, target.arch),
+            ));
+        }
+        let mut size = 0usize;
+        // SAFETY: the program compiled; the buffer is sized as NVRTC reports.
+        unsafe {
+            if target.cubin {
+                nvrtc_check(nvrtc::nvrtcGetCUBINSize(prog, &mut size), "nvrtcGetCUBINSize")?;
+                let mut image = vec![0u8; size];
+                nvrtc_check(
+                    nvrtc::nvrtcGetCUBIN(prog, image.as_mut_ptr() as *mut _),
+                    "nvrtcGetCUBIN",
+                )?;
+                Ok(image)
+            } else {
+                nvrtc_check(nvrtc::nvrtcGetPTXSize(prog, &mut size), "nvrtcGetPTXSize")?;
+                let mut image = vec![0u8; size];
+                nvrtc_check(nvrtc::nvrtcGetPTX(prog, image.as_mut_ptr() as *mut _), "nvrtcGetPTX")?;
+                Ok(image)
+            }
+        }
+    }
+
+    /// Disk-cached compile: the cached image when the cache directory is trusted and the
+    /// entry intact, else a fresh compile (stored for next time).
+    pub fn compile_cached(&self, source: &KernelSource, target: Target) -> Result<Vec<u8>> {
+        let key = self.cache_key(source, target);
+        let extension = if target.cubin { "cubin" } else { "ptx" };
+        let dir = kernel_cache::directory().ok();
+        if let Some(image) = dir.as_ref().and_then(|d| kernel_cache::read(d, &key, extension)) {
+            return Ok(image);
+        }
+        let image = self.compile(source, target)?;
+        if let Some(dir) = dir {
+            let _ = kernel_cache::write(&dir, &key, extension, &image); // best effort: only costs time
+        }
+        Ok(image)
+    }
+
+    /// The key of a compiled image: a hash of everything that decides its bytes (the
+    /// source and its headers, the options, the NVRTC and scanrt versions).
+    fn cache_key(&self, source: &KernelSource, target: Target) -> kernel_cache::Key {
+        let options = compile_options(target).join(" ");
+        let nvrtc = format!("nvrtc {}.{}", self.version.0, self.version.1);
+        let parts = source
+            .headers
+            .iter()
+            .flat_map(|(name, body)| [name.as_bytes(), body.as_bytes()])
+            .chain([
+                source.text.as_bytes(),
+                options.as_bytes(),
+                nvrtc.as_bytes(),
+                env!("CARGO_PKG_VERSION").as_bytes(),
+            ]);
+        kernel_cache::key(parts)
+    }
+}
+
+/// The architecture a module is built for, and whether as CUBIN (else PTX).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Target {
+    pub arch: i32,
+    pub cubin: bool,
+}
+
+fn compile_options(target: Target) -> Vec<String> {
+    let arch = if target.cubin {
+        format!("--gpu-architecture=sm_{}", target.arch)
+    } else {
+        format!("--gpu-architecture=compute_{}", target.arch)
+    };
+    // No FMA contraction: scan operators never multiply-add, and this keeps float
+    // results independent of compiler heuristics.
+    let mut options = vec![
+        arch,
+        "--std=c++17".into(),
+        "--fmad=false".into(),
+        "-default-device".into(),
+    ];
+    // For compute-sanitizer and profiler reports with source lines.
+    if std::env::var_os("SCANRT_NVRTC_LINEINFO").is_some_and(|v| v == "1") {
+        options.push("--generate-line-info".into());
+    }
+    options
+}
+
+struct ProgramGuard(nvrtc::nvrtcProgram);
+impl Drop for ProgramGuard {
+    fn drop(&mut self) {
+        // SAFETY: the program was created by nvrtcCreateProgram and is destroyed once.
+        unsafe { nvrtc::nvrtcDestroyProgram(&mut self.0) };
+    }
+}
+
+fn program_log(prog: nvrtc::nvrtcProgram) -> String {
+    let mut size = 0usize;
+    // SAFETY: `prog` is valid; the buffer has the size NVRTC reports.
+    unsafe {
+        if nvrtc::nvrtcGetProgramLogSize(prog, &mut size) != nvrtc::nvrtcResult::NVRTC_SUCCESS {
+            return String::from("(no log)");
+        }
+        let mut log = vec![0u8; size];
+        nvrtc::nvrtcGetProgramLog(prog, log.as_mut_ptr() as *mut _);
+        String::from_utf8_lossy(&log).trim_end_matches('\0').to_string()
+    }
+}

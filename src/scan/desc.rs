@@ -1,0 +1,170 @@
+//! What a scan computes: the descriptor and its segment forms.
+
+use crate::error::{bail, Result};
+use crate::tables::{Algorithm, Direction, Op, SegmentKind};
+use crate::types::{DType, InitValue, Scalar};
+
+/// How a segmented scan is told where segments start. The data (flags or keys, one
+/// entry per element, in memory order) travels beside the input: [`RawScan::segments`].
+/// A backward scan uses the same segments, traversed from their ends: a start flag
+/// marks where its backward traversal stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Segments {
+    /// One scan over the whole input.
+    #[default]
+    None,
+    /// One byte per element; nonzero starts a segment.
+    ByteFlags,
+    /// Flags packed 32 to a `u32` word: bit i of word w is element 32·w + i.
+    BitFlags,
+    /// Scan by key: runs of equal consecutive keys of this type (u32, i32, u64, i64).
+    Keys(DType),
+}
+
+impl Segments {
+    /// The C table's kind of this form.
+    pub fn kind(self) -> SegmentKind {
+        match self {
+            Segments::None => SegmentKind::None,
+            Segments::ByteFlags => SegmentKind::ByteFlags,
+            Segments::BitFlags => SegmentKind::BitFlags,
+            Segments::Keys(_) => SegmentKind::Keys,
+        }
+    }
+    /// The form of `kind`, with `key` the key type of `SegmentKind::Keys`.
+    pub fn of_kind(kind: SegmentKind, key: DType) -> Segments {
+        match kind {
+            SegmentKind::None => Segments::None,
+            SegmentKind::ByteFlags => Segments::ByteFlags,
+            SegmentKind::BitFlags => Segments::BitFlags,
+            SegmentKind::Keys => Segments::Keys(key),
+        }
+    }
+    /// Bytes of segment data for `n` elements (None when it overflows).
+    pub fn data_bytes(self, n: u64) -> Option<u64> {
+        match self {
+            Segments::None => Some(0),
+            Segments::ByteFlags => Some(n),
+            Segments::BitFlags => n.div_ceil(32).checked_mul(4),
+            Segments::Keys(k) => n.checked_mul(k.size() as u64),
+        }
+    }
+    pub(crate) fn check(self) -> Result<()> {
+        if let Segments::Keys(k) = self {
+            if !matches!(k, DType::I32 | DType::U32 | DType::I64 | DType::U64) {
+                bail!(
+                    UnsupportedCombination,
+                    "keys of type {} are not supported; use u32, i32, u64 or i64 keys",
+                    k.c_name()
+                );
+            }
+        }
+        Ok(())
+    }
+    /// The C enum constant's name, as error messages spell it (keys name their type).
+    pub fn c_name(self) -> String {
+        match self {
+            Segments::Keys(k) => format!("{} of {}", self.kind().c_name(), k.c_name()),
+            _ => self.kind().c_name().into(),
+        }
+    }
+    /// Required alignment of the segment data, in bytes.
+    pub fn alignment(self) -> u64 {
+        match self {
+            Segments::None | Segments::ByteFlags => 1,
+            Segments::BitFlags => 4,
+            Segments::Keys(k) => k.size() as u64,
+        }
+    }
+}
+
+/// What to compute: `out[i] = init . in[0] . ... . in[i]` (inclusive) or
+/// `out[i] = init . in[0] . ... . in[i-1]` (exclusive, `out[0] = init`), where `.` is
+/// `op` in the output type and `init` defaults to the operator's identity. Backward
+/// scans run the same recurrence from the last element; segmented scans run it within
+/// each segment, every segment starting from `init`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScanDesc {
+    pub op: Op,
+    pub inclusive: bool,
+    /// The initial value; `None` = the operator's identity. Its type must be the output
+    /// type (checked when the scan is validated).
+    pub init: Option<InitValue>,
+    pub algorithm: Algorithm,
+    pub direction: Direction,
+    /// Bitwise identical results on every run (same GPU architecture and library
+    /// version), whatever the scheduling. Costs nothing where the operator does not
+    /// depend on association order.
+    pub deterministic: bool,
+    pub segments: Segments,
+}
+
+impl Default for ScanDesc {
+    fn default() -> Self {
+        ScanDesc {
+            op: Op::Sum,
+            inclusive: true,
+            init: None,
+            algorithm: Algorithm::Auto,
+            direction: Direction::Forward,
+            deterministic: false,
+            segments: Segments::None,
+        }
+    }
+}
+
+impl ScanDesc {
+    pub fn inclusive(op: Op) -> Self {
+        ScanDesc {
+            op,
+            ..Default::default()
+        }
+    }
+    pub fn exclusive(op: Op) -> Self {
+        ScanDesc {
+            op,
+            inclusive: false,
+            ..Default::default()
+        }
+    }
+    /// Starts the scan (every segment of a segmented scan) from `init`, a value of the
+    /// scan's output type: a scan whose output type differs fails with `InvalidArgument`.
+    pub fn with_init<T: Scalar>(mut self, init: T) -> Self {
+        self.init = Some(InitValue::of(init));
+        self
+    }
+    /// The initial value's bits as the output type, checked against it.
+    pub(crate) fn init_bits(&self, output: DType) -> Result<Option<u64>> {
+        match self.init {
+            None => Ok(None),
+            Some(v) if v.dtype() == output => Ok(Some(v.bits())),
+            Some(v) => bail!(
+                InvalidArgument,
+                "the initial value is a {} but the scan's output type is {}",
+                v.dtype().c_name(),
+                output.c_name()
+            ),
+        }
+    }
+    pub fn with_algorithm(mut self, algorithm: Algorithm) -> Self {
+        self.algorithm = algorithm;
+        self
+    }
+    pub fn backward(mut self) -> Self {
+        self.direction = Direction::Backward;
+        self
+    }
+    pub fn deterministic(mut self) -> Self {
+        self.deterministic = true;
+        self
+    }
+    pub fn segmented(mut self, segments: Segments) -> Self {
+        self.segments = segments;
+        self
+    }
+    /// Whether the result can depend on the association order: float sums and products.
+    pub fn order_sensitive(&self, output: DType) -> bool {
+        output.is_float() && self.op.definition().float_order_sensitive
+    }
+}
+

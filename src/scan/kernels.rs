@@ -1,0 +1,255 @@
+//! The scan's kernel sets: which kernels a specialisation holds, the CUDA translation
+//! unit that instantiates them (the operator's definition included, so a kernel set is
+//! named by its source), and the loaded set.
+
+use std::sync::Arc;
+
+use cudarc::driver::CudaModule;
+
+use crate::error::Result;
+use crate::kernels::KERNEL_HEADERS;
+use crate::runtime::device::{GpuDevice, LoadedKernel};
+use crate::runtime::nvrtc::KernelSource;
+use crate::runtime::Memo;
+use crate::scan::desc::ScanDesc;
+use crate::scan::tuning::{small_scan_shape, takes_small_shape, tile_shape, TileShape};
+use crate::tables::{Direction, Op, SegmentKind};
+use crate::types::DType;
+
+/// The kernels of a scan kernel set. Every kernel takes one `contract::ScanParams`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum KernelKind {
+    /// The register-staged single pass (every kernel set; the only one-tile path).
+    SinglePass,
+    /// The bulk-copy single pass for large scans (sm_90+, input type = output type).
+    SinglePassBulk,
+    /// The one-wave single pass, one block per tile (plain scans).
+    SinglePassWave,
+    /// The matrix scan's three launches.
+    MatrixReduce,
+    MatrixScanSums,
+    MatrixScanTiles,
+}
+
+impl KernelKind {
+    const ALL: [KernelKind; 6] = [
+        KernelKind::SinglePass,
+        KernelKind::SinglePassBulk,
+        KernelKind::SinglePassWave,
+        KernelKind::MatrixReduce,
+        KernelKind::MatrixScanSums,
+        KernelKind::MatrixScanTiles,
+    ];
+
+    /// The extern "C" entry point.
+    fn entry(self) -> &'static str {
+        match self {
+            KernelKind::SinglePass => "scanrt_single_pass",
+            KernelKind::SinglePassBulk => "scanrt_single_pass_bulk",
+            KernelKind::SinglePassWave => "scanrt_single_pass_wave",
+            KernelKind::MatrixReduce => "scanrt_matrix_reduce",
+            KernelKind::MatrixScanSums => "scanrt_matrix_scan_sums",
+            KernelKind::MatrixScanTiles => "scanrt_matrix_scan_tiles",
+        }
+    }
+}
+
+/// One kernel set: every kernel for an (input type, output type, operator, direction,
+/// segmented or not, tile shape). Everything else (inclusive, initial value, alignment,
+/// determinism, the kind of segment data) is a launch flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Specialization {
+    pub input: DType,
+    pub output: DType,
+    pub op: Op,
+    pub direction: Direction,
+    pub segmented: bool,
+    pub shape: TileShape,
+}
+
+impl Specialization {
+    /// The kernel set a scan of `n` elements runs on `sm_<arch>`.
+    pub fn for_scan(arch: i32, input: DType, output: DType, desc: &ScanDesc, n: u64) -> Specialization {
+        let (regular, small) = Self::all_for(arch, input, output, desc);
+        match small {
+            Some(small) if takes_small_shape(&regular.shape, &small.shape, n) => small,
+            _ => regular,
+        }
+    }
+
+    /// Every kernel set scans of this kind may run: the regular tile shape and, where
+    /// there is one, the small-scan shape.
+    pub fn all_for(
+        arch: i32,
+        input: DType,
+        output: DType,
+        desc: &ScanDesc,
+    ) -> (Specialization, Option<Specialization>) {
+        let segmented = desc.segments.kind() != SegmentKind::None;
+        let regular = tile_shape(arch, input, output, segmented);
+        let spec = |shape| Specialization {
+            input,
+            output,
+            op: desc.op,
+            direction: desc.direction,
+            segmented,
+            shape,
+        };
+        (spec(regular), small_scan_shape(&regular, input, segmented).map(spec))
+    }
+
+    /// Whether the set holds `kind`.
+    pub fn has(&self, kind: KernelKind) -> bool {
+        match kind {
+            // A bulk copy moves bits, so the input must already be the output type.
+            KernelKind::SinglePassBulk => self.shape.bulk_buffers > 0 && self.input == self.output,
+            KernelKind::SinglePassWave => self.shape.wave_threads > 0,
+            _ => true,
+        }
+    }
+
+    /// Threads per block and dynamic shared memory of `kind`.
+    fn launch_shape(&self, kind: KernelKind) -> (u32, u32) {
+        let s = &self.shape;
+        match kind {
+            KernelKind::SinglePass => (s.single_pass_block(), 0),
+            KernelKind::SinglePassBulk => (s.single_pass_block(), s.bulk_shared_bytes(self.output.size())),
+            KernelKind::SinglePassWave => (s.wave_threads, 0),
+            _ => (s.threads, 0),
+        }
+    }
+
+    /// The translation unit NVRTC compiles: the layered headers instantiated with
+    /// extern "C" entry points (no name mangling), each taking one `ScanParams`.
+    pub fn source(&self) -> KernelSource {
+        let TileShape {
+            threads,
+            items,
+            lookback_slots_per_lane: slots,
+            spin_before_sleep: spin,
+            sleep_ns: sleep,
+            min_blocks_per_sm,
+            bulk_buffers,
+            bulk_items,
+            bulk_min_blocks_per_sm,
+            wave_threads,
+            wave_lookback_slots_per_lane,
+            wave_min_blocks_per_sm,
+            ..
+        } = self.shape;
+        #[cfg(feature = "experiments")]
+        let defines = if self.shape.skip_lookback {
+            "#define SCANRT_DEBUG_SKIP_LOOKBACK 1\n"
+        } else {
+            ""
+        };
+        #[cfg(not(feature = "experiments"))]
+        let defines = "";
+        let (i, o) = (self.input.info().cuda, self.output.info().cuda);
+        let op = self.op.definition();
+        let (combine, identity) = (op.cuda_combine, op.cuda_identity);
+        let reverse = self.direction == Direction::Backward;
+        let seg = self.segmented;
+        // Tile sums are scanned in rows short enough for 16-byte segment pairs to fit in
+        // static shared memory.
+        let sum_items = if seg { 4 } else { items };
+        let p = "(const ScanParams p)";
+        let io = "(const In*)p.input, (Acc*)p.output, p.n, p.init_bits, p.flags, (const void*)p.heads";
+        let lookback = "(void*)p.workspace, p.status_capacity, (FaultReport*)p.report";
+        let scratch = "(Carry*)(p.workspace + sizeof(LookbackHeader))";
+        let mut text = format!(
+            r#"{defines}#include "device/single_pass_scan.cuh"
+#include "device/single_pass_bulk.cuh"
+#include "device/single_pass_wave.cuh"
+#include "device/matrix_scan.cuh"
+struct Op {{
+    typedef {o} T;
+    typedef Wrapping<T>::U U;
+    static SCANRT_DEVICE T identity() {{ return {identity}; }}
+    static SCANRT_DEVICE T combine(T a, T b) {{ return {combine}; }}
+}};
+typedef Op::T Acc;
+typedef {i} In;
+typedef CarryOf<Op, {seg}>::Op_::T Carry;
+extern "C" __global__ void __launch_bounds__({threads} + 32, {min_blocks_per_sm}) scanrt_single_pass{p} {{
+    single_pass_scan<Op, In, {threads}, {items}, {slots}, {spin}, {sleep}, {reverse}, {seg}>({io}, {lookback});
+}}
+extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_reduce{p} {{
+    matrix_reduce<Op, In, {threads}, {items}, {reverse}, {seg}>((const In*)p.input, p.n, {scratch}, p.init_bits, p.flags, (const void*)p.heads);
+}}
+extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_scan_sums{p} {{
+    matrix_scan_sums<Op, {threads}, {sum_items}, {seg}>({scratch}, (p.n + {threads} * {items} - 1) / ({threads} * {items}), p.init_bits, p.flags);
+}}
+extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_scan_tiles{p} {{
+    matrix_scan_tiles<Op, In, {threads}, {items}, {reverse}, {seg}>((const In*)p.input, (Acc*)p.output, p.n, {scratch}, p.init_bits, p.flags, (const void*)p.heads);
+}}
+"#
+        );
+        if self.has(KernelKind::SinglePassBulk) {
+            text += &format!(
+                r#"extern "C" __global__ void __launch_bounds__({threads} + 32, {bulk_min_blocks_per_sm}) scanrt_single_pass_bulk{p} {{
+    single_pass_scan_bulk<Op, In, {threads}, {bulk_items}, {bulk_buffers}, {slots}, {spin}, {sleep}, {reverse}, {seg}>({io}, {lookback});
+}}
+"#
+            );
+        }
+        if self.has(KernelKind::SinglePassWave) {
+            text += &format!(
+                r#"extern "C" __global__ void __launch_bounds__({wave_threads}, {wave_min_blocks_per_sm}) scanrt_single_pass_wave{p} {{
+    single_pass_scan_wave<Op, In, {wave_threads}, {items}, {wave_lookback_slots_per_lane}, {spin}, {sleep}, {reverse}>((const In*)p.input, (Acc*)p.output, p.n, p.init_bits, p.flags, {lookback});
+}}
+"#
+            );
+        }
+        // The name says everything that decides the text: it keys the loaded modules.
+        KernelSource {
+            name: format!("scan {self:?}"),
+            text,
+            headers: KERNEL_HEADERS,
+        }
+    }
+}
+
+/// A loaded kernel set.
+pub(crate) struct ScanKernels {
+    pub shape: TileShape,
+    kernels: [Option<LoadedKernel>; KernelKind::ALL.len()],
+    _module: Arc<CudaModule>,
+}
+
+impl ScanKernels {
+    /// The kernel `kind`, where the set has one.
+    pub fn get(&self, kind: KernelKind) -> Option<&LoadedKernel> {
+        self.kernels[kind as usize].as_ref()
+    }
+}
+
+/// The kernel sets of one device, each compiled (or loaded from the disk cache) once.
+#[derive(Default)]
+pub(crate) struct KernelSets {
+    sets: Memo<Specialization, Arc<ScanKernels>>,
+}
+
+impl KernelSets {
+    /// The loaded kernel set of `spec`. The caller has entered the device's context.
+    pub fn get(&self, dev: &GpuDevice, spec: Specialization) -> Result<Arc<ScanKernels>> {
+        self.sets.get_or_try_init(&spec, || {
+            let module = dev.module(&spec.source())?;
+            let mut kernels: [Option<LoadedKernel>; KernelKind::ALL.len()] = Default::default();
+            for kind in KernelKind::ALL.into_iter().filter(|&k| spec.has(k)) {
+                let (block, shared_bytes) = spec.launch_shape(kind);
+                kernels[kind as usize] = Some(dev.kernel(&module, kind.entry(), block, shared_bytes)?);
+            }
+            Ok(Arc::new(ScanKernels {
+                shape: spec.shape,
+                kernels,
+                _module: module,
+            }))
+        })
+    }
+
+    /// Lets go of every set (modules stay loaded while the device or a graph holds them).
+    pub fn clear(&self) {
+        self.sets.clear();
+    }
+}

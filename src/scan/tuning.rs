@@ -1,0 +1,373 @@
+//! Tuning data: one row per GPU architecture, each saying which benchmark chose it. The
+//! scan kernels take what a row gives them as template parameters (src/scan/kernels.rs);
+//! the plan picks a kernel by the thresholds here.
+//!
+//! Measured rows are re-measured with `bench/run_gpu_bench.sh` (report: ratios against
+//! memcpy and CUB in the same run) and, for tile shapes, `bench_compare --variant` under
+//! the `experiments` feature, whose `SCANRT_TILE_OVERRIDE` / `SCANRT_WAVE_OVERRIDE`
+//! replace a row's shapes without rebuilding (docs/PERFORMANCE.md).
+
+use crate::types::DType;
+
+/// The tuning of one architecture family.
+#[derive(Debug)]
+struct TuningRow {
+    /// The oldest compute capability (major * 10 + minor) the row serves; a device takes
+    /// the newest row at or below its own.
+    min_arch: i32,
+    /// Which benchmark chose the row's values.
+    provenance: &'static str,
+    /// Accumulator bytes per thread of the register-staged kernel's rows (at least one
+    /// 16-byte vector of the input).
+    row_accumulator_bytes: u32,
+    /// Look-back slots each lane polls at once in the persistent kernels.
+    lookback_slots_per_lane: u32,
+    /// Polls before a waiting look-back sleeps, and the sleep.
+    spin_before_sleep: u32,
+    sleep_ns: u32,
+    /// Blocks per SM the register-staged kernel is built for (rows of 64 bytes or less).
+    min_blocks_per_sm: u32,
+    /// Bulk-copy kernel: tile buffers (0: none; bulk copies need sm_90), row bytes of
+    /// plain scans, blocks per SM (plain / segmented), smallest scans in regular tiles
+    /// (plain / segmented).
+    bulk_buffers: u32,
+    bulk_row_bytes: u32,
+    bulk_min_blocks_per_sm: [u32; 2],
+    bulk_min_tiles: [u64; 2],
+    /// One-wave kernel (plain scans whose tiles all fit on the device at once): threads
+    /// (0: none), look-back slots per lane, blocks per SM.
+    wave_threads: u32,
+    wave_lookback_slots_per_lane: u32,
+    wave_min_blocks_per_sm: u32,
+}
+
+const ROWS: &[TuningRow] = &[
+    TuningRow {
+        min_arch: 80,
+        provenance: "not measured on sm_80: sm_90's row without the bulk-copy kernel (sm_90+ only)",
+        row_accumulator_bytes: 64,
+        lookback_slots_per_lane: 1,
+        spin_before_sleep: 8,
+        sleep_ns: 32,
+        min_blocks_per_sm: 4,
+        bulk_buffers: 0,
+        bulk_row_bytes: 112,
+        bulk_min_blocks_per_sm: [2, 3],
+        bulk_min_tiles: [512, 4096],
+        wave_threads: 512,
+        wave_lookback_slots_per_lane: 4,
+        wave_min_blocks_per_sm: 2,
+    },
+    TuningRow {
+        min_arch: 90,
+        // Register-staged: 256 x 16 u32 with 4 blocks/SM ran 0.88 of memcpy at 2^28
+        // (1.00 with the look-back skipped; 128 x 16 at 8/SM: 0.85), one slot per lane
+        // beat 2 (0.86) and 4 (0.84). Bulk copy: 4 buffers of 256 rows of 112 bytes at 2
+        // blocks/SM, u32 0.96 and u64 0.97-0.98 of memcpy at 2^28 (16 KiB tiles at 3/SM:
+        // 0.92 / 0.94); faster from 512 tiles (u32 2^22: 17.8-18.3 against 18.5-22.3 us).
+        // One wave: 512 x 16 with 4 slots per lane, u32 2^20 in 6.5 against 8.6 us.
+        provenance: "H100 SXM, bench_compare --variant (tile shapes) and bench/run_gpu_bench.sh (thresholds), 2026",
+        row_accumulator_bytes: 64,
+        lookback_slots_per_lane: 1,
+        spin_before_sleep: 8,
+        sleep_ns: 32,
+        min_blocks_per_sm: 4,
+        bulk_buffers: 4,
+        bulk_row_bytes: 112,
+        bulk_min_blocks_per_sm: [2, 3],
+        bulk_min_tiles: [512, 4096],
+        wave_threads: 512,
+        wave_lookback_slots_per_lane: 4,
+        wave_min_blocks_per_sm: 2,
+    },
+    TuningRow {
+        min_arch: 100,
+        provenance: "not measured on sm_100: sm_90's row",
+        row_accumulator_bytes: 64,
+        lookback_slots_per_lane: 1,
+        spin_before_sleep: 8,
+        sleep_ns: 32,
+        min_blocks_per_sm: 4,
+        bulk_buffers: 4,
+        bulk_row_bytes: 112,
+        bulk_min_blocks_per_sm: [2, 3],
+        bulk_min_tiles: [512, 4096],
+        wave_threads: 512,
+        wave_lookback_slots_per_lane: 4,
+        wave_min_blocks_per_sm: 2,
+    },
+];
+
+/// The row for a device of compute capability `arch` (older devices take the oldest).
+fn row(arch: i32) -> &'static TuningRow {
+    ROWS.iter().rev().find(|r| r.min_arch <= arch).unwrap_or(&ROWS[0])
+}
+
+/// Which benchmark chose the tuning of `sm_<arch>`.
+pub(crate) fn provenance(arch: i32) -> &'static str {
+    row(arch).provenance
+}
+
+/// A kernel set's tile shapes and look-back backoff (template parameters of its kernels,
+/// so part of the specialisation's key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct TileShape {
+    pub threads: u32,
+    /// Items per thread (one matrix row); a multiple of 16 bytes' worth of both types.
+    pub items: u32,
+    pub lookback_slots_per_lane: u32,
+    pub spin_before_sleep: u32,
+    pub sleep_ns: u32,
+    /// The second `__launch_bounds__` argument (caps registers per thread); 0: none.
+    pub min_blocks_per_sm: u32,
+    /// Launch only as many single-pass blocks as fit on the device at once.
+    pub persistent: bool,
+    /// Experiments only: every tile takes the initial value as its prefix (wrong results).
+    #[cfg(feature = "experiments")]
+    pub skip_lookback: bool,
+    /// Tile buffers of the bulk-copy kernel (sm_90+, input type = output type); 0: none.
+    pub bulk_buffers: u32,
+    /// Items per thread of the bulk-copy kernel's tiles (at least `items`, so a workspace
+    /// sized for the register-staged kernel's tiles holds the bulk kernel's too).
+    pub bulk_items: u32,
+    pub bulk_min_blocks_per_sm: u32,
+    /// Scans of at least this many tiles take the bulk-copy kernel when there is one.
+    pub bulk_min_tiles: u64,
+    /// Threads of the one-wave kernel; 0: none.
+    pub wave_threads: u32,
+    pub wave_lookback_slots_per_lane: u32,
+    pub wave_min_blocks_per_sm: u32,
+}
+
+impl TileShape {
+    pub fn tile_elems(&self) -> u64 {
+        (self.threads * self.items) as u64
+    }
+    /// Block size of the single-pass kernels: the data threads plus the look-back warp.
+    pub fn single_pass_block(&self) -> u32 {
+        self.threads + 32
+    }
+    pub fn wave_tile_elems(&self) -> u64 {
+        (self.wave_threads * self.items) as u64
+    }
+    pub fn bulk_tile_elems(&self) -> u64 {
+        (self.threads * self.bulk_items) as u64
+    }
+    /// Dynamic shared memory of the bulk-copy kernel: its tile buffers of accumulators.
+    pub fn bulk_shared_bytes(&self, acc_size: usize) -> u32 {
+        self.bulk_buffers * self.threads * self.bulk_items * acc_size as u32
+    }
+}
+
+/// The tile shape for a kernel set on `sm_<arch>`.
+pub(crate) fn tile_shape(arch: i32, input: DType, output: DType, segmented: bool) -> TileShape {
+    let r = row(arch);
+    let seg = segmented as usize;
+    let items = (r.row_accumulator_bytes / output.size() as u32).max(16 / input.size() as u32);
+    let row_bytes = items * output.size() as u32;
+    let shape = TileShape {
+        // The register-staged kernel keeps two tiles in static shared memory (48 KiB at most).
+        threads: if row_bytes <= 64 { 256 } else { 128 },
+        items,
+        lookback_slots_per_lane: r.lookback_slots_per_lane,
+        spin_before_sleep: r.spin_before_sleep,
+        sleep_ns: r.sleep_ns,
+        min_blocks_per_sm: if row_bytes <= 64 { r.min_blocks_per_sm } else { 0 },
+        persistent: true,
+        #[cfg(feature = "experiments")]
+        skip_lookback: false,
+        bulk_buffers: r.bulk_buffers,
+        // Segmented scans keep their rows: their heads come in 8- or 16-byte flag vectors.
+        bulk_items: if segmented {
+            items
+        } else {
+            (r.bulk_row_bytes / output.size() as u32).max(items)
+        },
+        bulk_min_blocks_per_sm: r.bulk_min_blocks_per_sm[seg],
+        bulk_min_tiles: kernel_selection().bulk_min_tiles.unwrap_or(r.bulk_min_tiles[seg]),
+        wave_threads: if segmented { 0 } else { r.wave_threads },
+        wave_lookback_slots_per_lane: r.wave_lookback_slots_per_lane,
+        wave_min_blocks_per_sm: r.wave_min_blocks_per_sm,
+    };
+    #[cfg(feature = "experiments")]
+    let shape = experiments::apply(shape, segmented);
+    shape
+}
+
+/// The tile shape for small plain scans: rows of half the length (2048-element tiles for
+/// 4-byte types), so that a scan of at most one look-back window of such tiles runs with
+/// twice the blocks. None where rows cannot be shorter than one 16-byte vector of the
+/// input, and for segmented scans. (H100, n = 2^16 u32 in a replayed graph: 2.97 us
+/// against 3.54 with 4096-element tiles.)
+pub(crate) fn small_scan_shape(regular: &TileShape, input: DType, segmented: bool) -> Option<TileShape> {
+    #[cfg(feature = "experiments")]
+    if experiments::overridden() {
+        return None;
+    }
+    if segmented {
+        return None;
+    }
+    let items = (regular.items / 2).max(16 / input.size() as u32);
+    (items < regular.items).then_some(TileShape {
+        items,
+        bulk_buffers: 0,
+        wave_threads: 0,
+        ..*regular
+    })
+}
+
+/// Whether a scan of `n` elements takes the small shape: more than one regular tile (one
+/// tile takes the single-block path either way) and at most one look-back window (32
+/// tiles) of small ones.
+pub(crate) fn takes_small_shape(regular: &TileShape, small: &TileShape, n: u64) -> bool {
+    n > regular.tile_elems() && n <= 32 * small.tile_elems()
+}
+
+/// The most tiles a plain scan may have to take the one-wave kernel: as many blocks as
+/// are resident at once (H100: u32 at 2^20 fell from 8.6 to 6.5 us).
+pub(crate) fn wave_max_tiles(resident_blocks: u32) -> u64 {
+    kernel_selection().wave_max_tiles.unwrap_or(resident_blocks as u64)
+}
+
+/// Overrides of the kernel choice, for tests that run a kernel at every size: they
+/// change which kernel runs, never what it computes. Read once per process.
+/// `SCANRT_BULK_MIN_TILES=t`: the bulk-copy kernel from t tiles on (2: always).
+/// `SCANRT_WAVE_MAX_TILES=t`: the one-wave kernel up to t tiles (0: never).
+struct KernelSelection {
+    bulk_min_tiles: Option<u64>,
+    wave_max_tiles: Option<u64>,
+}
+
+fn kernel_selection() -> &'static KernelSelection {
+    static SELECTION: once_cell::sync::Lazy<KernelSelection> = once_cell::sync::Lazy::new(|| {
+        let var = |name: &str| std::env::var(name).ok()?.parse().ok();
+        KernelSelection {
+            bulk_min_tiles: var("SCANRT_BULK_MIN_TILES"),
+            wave_max_tiles: var("SCANRT_WAVE_MAX_TILES"),
+        }
+    });
+    &SELECTION
+}
+
+/// Tuning experiments (cargo feature `experiments`; never in release builds of the
+/// product): replace a row's shapes from the environment.
+#[cfg(feature = "experiments")]
+mod experiments {
+    use super::TileShape;
+
+    /// `SCANRT_TILE_OVERRIDE=threads:items:slots_per_lane:spin:sleep_ns:min_blocks:persistent:skip_lookback[:bulk_buffers[:bulk_items:bulk_min_blocks]]`
+    /// replaces the register-staged and bulk-copy shapes of every kernel set (items must
+    /// suit every type pair used; no small-scan or one-wave kernels).
+    static TILE: once_cell::sync::Lazy<Option<Vec<u32>>> = once_cell::sync::Lazy::new(|| {
+        let v: Vec<u32> = std::env::var("SCANRT_TILE_OVERRIDE")
+            .ok()?
+            .split(':')
+            .map(|x| x.parse().ok())
+            .collect::<Option<_>>()?;
+        (v.len() >= 8).then_some(v)
+    });
+    /// `SCANRT_WAVE_OVERRIDE=threads:slots_per_lane:min_blocks[:spin:sleep_ns]` replaces
+    /// the one-wave kernel's shape of plain kernel sets.
+    static WAVE: once_cell::sync::Lazy<Option<Vec<u32>>> = once_cell::sync::Lazy::new(|| {
+        let v = std::env::var("SCANRT_WAVE_OVERRIDE").ok()?;
+        v.split(':').map(|x| x.parse().ok()).collect()
+    });
+
+    pub(super) fn overridden() -> bool {
+        TILE.is_some()
+    }
+
+    pub(super) fn apply(shape: TileShape, segmented: bool) -> TileShape {
+        let shape = match &*TILE {
+            Some(f) => TileShape {
+                threads: f[0],
+                items: f[1],
+                lookback_slots_per_lane: f[2],
+                spin_before_sleep: f[3],
+                sleep_ns: f[4],
+                min_blocks_per_sm: f[5],
+                persistent: f[6] != 0,
+                skip_lookback: f[7] != 0,
+                bulk_buffers: f.get(8).copied().unwrap_or(0),
+                bulk_items: if segmented {
+                    f[1]
+                } else {
+                    f.get(9).copied().unwrap_or(f[1]).max(f[1])
+                },
+                bulk_min_blocks_per_sm: f.get(10).copied().unwrap_or(f[5]),
+                wave_threads: 0,
+                ..shape
+            },
+            None => shape,
+        };
+        match &*WAVE {
+            Some(f) if !segmented => {
+                let field = |i: usize, default: u32| f.get(i).copied().unwrap_or(default);
+                TileShape {
+                    wave_threads: field(0, shape.wave_threads),
+                    wave_lookback_slots_per_lane: field(1, shape.wave_lookback_slots_per_lane),
+                    wave_min_blocks_per_sm: field(2, shape.wave_min_blocks_per_sm),
+                    spin_before_sleep: field(3, shape.spin_before_sleep),
+                    sleep_ns: field(4, shape.sleep_ns),
+                    ..shape
+                }
+            }
+            _ => shape,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_are_ordered_and_say_where_they_come_from() {
+        assert!(ROWS.windows(2).all(|w| w[0].min_arch < w[1].min_arch));
+        assert!(ROWS.iter().all(|r| !r.provenance.is_empty()));
+        assert!(ROWS.iter().all(|r| r.bulk_buffers == 0 || r.min_arch >= 90), "bulk copies need sm_90");
+        assert_eq!(row(86).min_arch, 80);
+        assert_eq!(row(90).min_arch, 90);
+        assert_eq!(row(120).min_arch, 100);
+        assert_eq!(row(75).min_arch, 80);
+    }
+
+    #[test]
+    fn bulk_and_small_shapes_keep_their_invariants() {
+        for input in DType::ALL {
+            for output in DType::ALL {
+                for segmented in [false, true] {
+                    let s = tile_shape(90, input, output, segmented);
+                    // One workspace, sized by the register-staged kernel's tiles, serves both.
+                    assert!(s.bulk_items >= s.items, "{input:?} -> {output:?}: {s:?}");
+                    // Bulk-copy rows are read as 16-byte vectors (when input = output).
+                    assert_eq!(s.bulk_items * output.size() as u32 % 16, 0, "{input:?} -> {output:?}");
+                    if segmented {
+                        assert_eq!(s.bulk_items, s.items, "segment heads come per 8 or 16 items");
+                        assert_eq!(s.wave_threads, 0, "the one-wave kernel scans plain tiles only");
+                    } else {
+                        assert!(s.wave_threads % 32 == 0 && s.wave_threads >= s.threads, "{s:?}");
+                    }
+                }
+                let regular = tile_shape(90, input, output, false);
+                if let Some(small) = small_scan_shape(&regular, input, false) {
+                    assert!(small.items < regular.items && small.bulk_buffers == 0);
+                    assert_eq!(small.items * input.size() as u32 % 16, 0, "{input:?} -> {output:?}");
+                    assert_eq!(small.items * output.size() as u32 % 16, 0, "{input:?} -> {output:?}");
+                }
+                assert!(small_scan_shape(&regular, input, true).is_none());
+            }
+        }
+        let u32_regular = tile_shape(90, DType::U32, DType::U32, false);
+        let u32_small = small_scan_shape(&u32_regular, DType::U32, false).unwrap();
+        assert_eq!(u32_small.tile_elems(), 2048);
+        assert!(!takes_small_shape(&u32_regular, &u32_small, 4096)); // one regular tile
+        assert!(takes_small_shape(&u32_regular, &u32_small, 4097));
+        assert!(takes_small_shape(&u32_regular, &u32_small, 1 << 16));
+        assert!(!takes_small_shape(&u32_regular, &u32_small, (1 << 16) + 1));
+        assert_eq!(u32_regular.bulk_tile_elems(), 7168);
+        assert_eq!(u32_regular.wave_tile_elems(), 8192);
+        assert_eq!(u32_regular.bulk_shared_bytes(4), 4 * 28 * 1024);
+        assert_eq!(tile_shape(80, DType::U32, DType::U32, false).bulk_buffers, 0);
+    }
+}
