@@ -86,7 +86,11 @@ fn main() {
     let crate_dir = Path::new(&crate_dir);
 
     let mut config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml")).expect("cbindgen.toml");
-    config.after_includes = Some(format!("{}\n{}", config.after_includes.unwrap_or_default(), c_enums_text()));
+    config.after_includes = Some(format!(
+        "{}\n{}",
+        config.after_includes.unwrap_or_default(),
+        c_enums_text()
+    ));
     generate(
         crate_dir,
         cbindgen::Builder::new().with_crate(crate_dir).with_config(config),
@@ -113,8 +117,16 @@ fn main() {
     headers.sort();
     let mut list = String::from("&[\n");
     for path in headers {
-        let name = path.strip_prefix(crate_dir.join("kernels")).unwrap().to_str().unwrap().replace('\\', "/");
-        list.push_str(&format!("    ({name:?}, include_str!({:?})),\n", path.to_str().unwrap()));
+        let name = path
+            .strip_prefix(crate_dir.join("kernels"))
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .replace('\\', "/");
+        list.push_str(&format!(
+            "    ({name:?}, include_str!({:?})),\n",
+            path.to_str().unwrap()
+        ));
     }
     list.push_str("]\n");
     let out = Path::new(&std::env::var("OUT_DIR").unwrap()).join("kernel_headers.rs");

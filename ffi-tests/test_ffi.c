@@ -110,25 +110,30 @@ static size_t dtype_size(int dt) {
 static int is_float(int dt) { return dt == SCANRT_DTYPE_F32 || dt == SCANRT_DTYPE_F64; }
 static int is_bitwise(int op) { return op >= SCANRT_OP_BIT_AND && op <= SCANRT_OP_BIT_XOR; }
 
-/* The (input, output) pairs scanrt accepts. */
+static int is_signed(int dt) { return dt == SCANRT_DTYPE_I32 || dt == SCANRT_DTYPE_I64; }
+
+/* The rule for (input, output) pairs, not a copy of the library's table: the output
+ * holds every input value (the same type, or a wider one of the same kind, or a wider
+ * signed type for an unsigned one); u8 is an input type only. */
+static int pair_supported(int in, int out) {
+    if (out == SCANRT_DTYPE_U8) return 0;
+    if (in == out) return 1;
+    if (is_float(in) != is_float(out)) return 0;
+    if (!is_float(in) && is_signed(in) && !is_signed(out)) return 0;
+    return dtype_size(out) > dtype_size(in);
+}
+
+/* Every supported pair, filled from the rule by main(). */
 typedef struct {
     int in, out;
 } pair_t;
-static const pair_t pairs[] = {
-    {SCANRT_DTYPE_U8, SCANRT_DTYPE_I32},   {SCANRT_DTYPE_U8, SCANRT_DTYPE_U32},
-    {SCANRT_DTYPE_U8, SCANRT_DTYPE_I64},   {SCANRT_DTYPE_U8, SCANRT_DTYPE_U64},
-    {SCANRT_DTYPE_I32, SCANRT_DTYPE_I32},  {SCANRT_DTYPE_I32, SCANRT_DTYPE_I64},
-    {SCANRT_DTYPE_U32, SCANRT_DTYPE_U32},  {SCANRT_DTYPE_U32, SCANRT_DTYPE_U64},
-    {SCANRT_DTYPE_U32, SCANRT_DTYPE_I64},  {SCANRT_DTYPE_I64, SCANRT_DTYPE_I64},
-    {SCANRT_DTYPE_U64, SCANRT_DTYPE_U64},  {SCANRT_DTYPE_F32, SCANRT_DTYPE_F32},
-    {SCANRT_DTYPE_F32, SCANRT_DTYPE_F64},  {SCANRT_DTYPE_F64, SCANRT_DTYPE_F64},
-};
-enum { NPAIRS = sizeof pairs / sizeof pairs[0] };
+static pair_t pairs[NDTYPES * NDTYPES];
+static int NPAIRS;
 
-static int pair_supported(int in, int out) {
-    for (int i = 0; i < NPAIRS; i++)
-        if (pairs[i].in == in && pairs[i].out == out) return 1;
-    return 0;
+static void list_pairs(void) {
+    for (int in = 0; in < NDTYPES; in++)
+        for (int out = 0; out < NDTYPES; out++)
+            if (pair_supported(in, out)) pairs[NPAIRS++] = (pair_t){in, out};
 }
 
 static const uint64_t sizes[] = {0, 1, 2, 4095, 4096, 4097, 65537, 1000003};
@@ -431,6 +436,17 @@ static void test_version_and_strings(void) {
         for (int t = 0; t < s; t++)
             CHECK(strcmp(seen[t], seen[s]) != 0, "statuses %d and %d share the string \"%s\"", t, s, seen[s]);
     }
+
+    g_phase = "table names";
+    for (int dt = 0; dt < NDTYPES; dt++)
+        CHECK(strcmp(scanrt_dtype_string(dt), dtype_names[dt]) == 0, "scanrt_dtype_string(%d) = \"%s\"", dt,
+              scanrt_dtype_string(dt));
+    CHECK(strcmp(scanrt_dtype_string(NDTYPES), "unknown dtype") == 0, "scanrt_dtype_string(out of range)");
+    for (int op = 0; op < NOPS; op++)
+        CHECK(scanrt_op_string(op)[0] != '\0' && strcmp(scanrt_op_string(op), "unknown operator") != 0,
+              "scanrt_op_string(%d)", op);
+    CHECK(strcmp(scanrt_op_string(-1), "unknown operator") == 0, "scanrt_op_string(-1)");
+    CHECK(strcmp(scanrt_algorithm_string(SCANRT_ALGORITHM_MATRIX), "matrix") == 0, "scanrt_algorithm_string(MATRIX)");
 
     g_phase = "last error message";
     CHECK(scanrt_last_error_message() != NULL, "scanrt_last_error_message() is NULL before any call");
@@ -1523,6 +1539,7 @@ static void test_segmented_backward_deterministic(scanrt_context *ctx, int backe
 
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    list_pairs();
     test_version_and_strings();
     test_desc_init();
     scanrt_context *ctx = test_context_create();

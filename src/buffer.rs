@@ -194,7 +194,10 @@ impl Buffer {
                             "cuMemcpyDtoHAsync",
                         )?;
                     }
-                    check(sys::cuStreamSynchronize(stream.raw() as sys::CUstream), "cuStreamSynchronize")
+                    check(
+                        sys::cuStreamSynchronize(stream.raw() as sys::CUstream),
+                        "cuStreamSynchronize",
+                    )
                 }
             }
         }

@@ -277,8 +277,16 @@ impl Context {
         let _current = d.enter()?;
         let (regular, _) = Specialization::all_for(d.arch, input, output, desc);
         let s = regular.shape;
-        let bulk = if regular.has(KernelKind::SinglePassBulk) { s.bulk_tile_elems() } else { 0 };
-        let wave = if regular.has(KernelKind::SinglePassWave) { s.wave_tile_elems() } else { 0 };
+        let bulk = if regular.has(KernelKind::SinglePassBulk) {
+            s.bulk_tile_elems()
+        } else {
+            0
+        };
+        let wave = if regular.has(KernelKind::SinglePassWave) {
+            s.wave_tile_elems()
+        } else {
+            0
+        };
         Ok((s.tile_elems(), bulk, wave))
     }
 
@@ -291,7 +299,9 @@ impl Context {
 
     /// Bytes of workspace [`Context::scan_raw`] needs for `req` when given one (0 = none).
     pub fn workspace_size(&self, req: &RawScan, desc: &ScanDesc) -> Result<usize> {
-        Ok(self.plan(req.input_dtype, req.output_dtype, req.n, desc)?.workspace_bytes())
+        Ok(self
+            .plan(req.input_dtype, req.output_dtype, req.n, desc)?
+            .workspace_bytes())
     }
 
     /// Initialises a caller-provided workspace on `stream` (zero-fills it and writes its
@@ -484,4 +494,3 @@ impl Context {
         Ok(())
     }
 }
-

@@ -6,7 +6,6 @@
 //!
 //! The host writes these structs as the driver hands them to kernels: `#[repr(C)]`, the
 //! same layout on both sides by construction.
-#![allow(dead_code)] // some constants exist for the kernels only
 
 /// The parameters of every scan kernel, passed by value (one kernel argument). Addresses
 /// are device pointers; 0 where a kernel has no use for one.
@@ -76,6 +75,9 @@ pub struct LookbackHeader {
     pub seal: u64,
 }
 
+/// Generation tags of status slots run 1..=TAG_PERIOD (29 bits); the launch before they
+/// repeat clears every slot.
+pub const TAG_PERIOD: u32 = 0x1fff_ffff;
 /// Names the header layout ("scanrt02"); a header is sealed with
 /// `WORKSPACE_MAGIC ^ (area_bytes * WORKSPACE_SEAL_MULTIPLIER)`.
 pub const WORKSPACE_MAGIC: u64 = 0x7363_616e_7274_3032;

@@ -22,7 +22,7 @@ mod tables;
 mod buffer;
 mod context;
 /// cbindgen:ignore (its own header: kernels/generated/contract.cuh)
-mod contract;
+pub mod contract;
 mod error;
 pub mod ffi;
 mod kernels;
@@ -36,9 +36,9 @@ pub use buffer::Buffer;
 pub use context::{Context, ScanInfo};
 pub use error::{Error, Result};
 pub use ops::{Accumulator, OpDefinition};
+pub use runtime::workspace::Workspace;
 /// The most streams whose look-back workspaces a context keeps (least recently used go first).
 pub use runtime::workspace::POOL_STREAMS as MAX_POOLED_STREAMS;
-pub use runtime::workspace::Workspace;
 pub use scan::desc::{ScanDesc, Segments};
 pub use scan::plan::{ScanIo, ScanPlan};
 pub use scan::reference::{reference_scan, reference_scan_segmented};

@@ -115,13 +115,34 @@ macro_rules! dispatch_op {
     ($op:expr, |$K:ident| $body:expr) => {{
         use $crate::tables::Op;
         match $op {
-            Op::Sum => { const $K: usize = 0; $body }
-            Op::Product => { const $K: usize = 1; $body }
-            Op::Min => { const $K: usize = 2; $body }
-            Op::Max => { const $K: usize = 3; $body }
-            Op::BitAnd => { const $K: usize = 4; $body }
-            Op::BitOr => { const $K: usize = 5; $body }
-            Op::BitXor => { const $K: usize = 6; $body }
+            Op::Sum => {
+                const $K: usize = 0;
+                $body
+            }
+            Op::Product => {
+                const $K: usize = 1;
+                $body
+            }
+            Op::Min => {
+                const $K: usize = 2;
+                $body
+            }
+            Op::Max => {
+                const $K: usize = 3;
+                $body
+            }
+            Op::BitAnd => {
+                const $K: usize = 4;
+                $body
+            }
+            Op::BitOr => {
+                const $K: usize = 5;
+                $body
+            }
+            Op::BitXor => {
+                const $K: usize = 6;
+                $body
+            }
         }
     }};
 }

@@ -179,27 +179,13 @@ impl Tally {
     }
 }
 
-/// Items per thread (one row) of the register-staged and one-wave kernels (src/gpu/tuning.rs).
-fn items_for(input: DType, output: DType) -> usize {
-    (64 / output.size()).max(16 / input.size())
-}
-
-/// Elements per tile of the register-staged kernel.
-fn tile_for(input: DType, output: DType) -> usize {
-    let items = items_for(input, output);
-    let threads = if items * output.size() <= 64 { 256 } else { 128 };
-    threads * items
-}
-
-/// Elements per tile of the one-wave kernel (512 threads).
-fn wave_tile_for(input: DType, output: DType) -> usize {
-    512 * items_for(input, output)
-}
-
-/// Elements per tile of the bulk-copy kernel for plain scans (256 rows of 112 bytes;
-/// segmented scans use `tile_for`'s tiles in both kernels).
-fn bulk_tile_for(output: DType) -> usize {
-    256 * 112 / output.size()
+/// The tile lengths of the kernels for a type pair, from the context's tuning:
+/// (register-staged, bulk-copy, one-wave). Pairs without a bulk-copy kernel get a length
+/// between one and two regular tiles in its place.
+fn tile_lengths(ctx: &Context, input: DType, output: DType) -> (usize, usize, usize) {
+    let (tile, bulk, wave) = ctx.tile_lengths(input, output, &ScanDesc::inclusive(Op::Sum)).unwrap();
+    let bulk = if bulk > 0 { bulk } else { tile * 7 / 4 + 3 };
+    (tile as usize, bulk as usize, wave as usize)
 }
 
 #[test]
@@ -209,8 +195,8 @@ fn randomized_every_pair_operator_mode_and_algorithm() {
     let mut rng = Rng(0x5CA9);
     let mut tally = Tally::default();
     for pair in TYPE_PAIRS {
-        let tile = tile_for(pair.0, pair.1);
-        let sizes = edge_sizes(tile, bulk_tile_for(pair.1), wave_tile_for(pair.0, pair.1));
+        let (tile, bulk_tile, wave_tile) = tile_lengths(ctx, pair.0, pair.1);
+        let sizes = edge_sizes(tile, bulk_tile, wave_tile);
         for op in Op::ALL {
             if check_types(pair.0, pair.1, op).is_err() {
                 continue;
@@ -776,14 +762,14 @@ fn caller_workspace_back_to_back() {
 }
 
 /// The look-back tags slots with a 29-bit tag derived from the workspace header's
-/// generation (kernels/device/single_pass_scan.cuh). Tags repeat every 2^29 - 1
+/// generation (kernels/device/lookback.cuh). Tags repeat every 2^29 - 1
 /// launches; the launch before they repeat clears every slot. This test sets the
 /// generation directly to cross that point: a large scan leaves slots tagged 5, the
 /// clearing launch runs, and a scan whose tag is 5 again must not see the stale slots
 /// (without the clear, its look-back would fold the first scan's values).
 #[test]
 fn tag_wraparound_clears_stale_slots() {
-    const TAG_PERIOD: u64 = (1 << 29) - 1;
+    const TAG_PERIOD: u64 = scanrt::contract::TAG_PERIOD as u64;
     let ctx = gpu_or_skip!();
     let stream = ctx.new_stream().unwrap();
     let n = 5_000_003usize;
@@ -801,8 +787,9 @@ fn tag_wraparound_clears_stale_slots() {
         bytes,
     };
     ctx.init_workspace(&stream, ws).unwrap();
-    // The header's first word: [generation:32 | ticket:32].
-    let mut header = view(ctx, &ws_buf, DType::U64, 0, 1);
+    // The header's ticket word: [generation:32 | ticket:32].
+    let ticket = std::mem::offset_of!(scanrt::contract::LookbackHeader, ticket) as u64 / 8;
+    let mut header = view(ctx, &ws_buf, DType::U64, ticket, 1);
     let mut scan_with_generation = |generation: u64, n: usize, fill: u32| {
         header.upload(&stream, &[generation << 32]).unwrap();
         let input = vec![fill; n];
@@ -820,7 +807,7 @@ fn tag_wraparound_clears_stale_slots() {
         );
     };
     scan_with_generation(4, n, 7); // tag 5 in every slot of the first 5M / tile tiles
-    scan_with_generation(TAG_PERIOD - 1, 2 * tile_for(DType::U32, DType::U32) + 1, 1); // clears
+    scan_with_generation(TAG_PERIOD - 1, 2 * tile_lengths(ctx, DType::U32, DType::U32).0 + 1, 1); // clears
     scan_with_generation(TAG_PERIOD + 4, n, 3); // tag 5 again
 }
 
@@ -964,8 +951,8 @@ fn randomized_backward_segmented_and_deterministic() {
         Segments::Keys(DType::I64),
     ];
     for pair in TYPE_PAIRS {
-        let tile = tile_for(pair.0, pair.1);
-        let sizes = edge_sizes(tile, bulk_tile_for(pair.1), wave_tile_for(pair.0, pair.1));
+        let (tile, bulk_tile, wave_tile) = tile_lengths(ctx, pair.0, pair.1);
+        let sizes = edge_sizes(tile, bulk_tile, wave_tile);
         let patterns = patterns(tile as u64);
         for op in Op::ALL {
             if check_types(pair.0, pair.1, op).is_err() {

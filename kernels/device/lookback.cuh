@@ -85,7 +85,6 @@
 #define SCANRT_STATUS_INCLUSIVE 2u
 #define SCANRT_HEAD_BIT         4u           // the carried pair holds a segment head
 #define SCANRT_TAG_SHIFT        3            // status word: [tag:29 | head:1 | status:2]
-#define SCANRT_TAG_PERIOD       0x1fffffffu  // tags run 1..2^29-1; 0 never matches
 #define SCANRT_ANCHOR_SLOTS_PER_LANE 4       // deterministic mode: look-back slots per lane
 #define SCANRT_ANCHOR_STRIDE    (32 * SCANRT_ANCHOR_SLOTS_PER_LANE)  // tiles that publish INCLUSIVE
 
@@ -322,6 +321,9 @@ SCANRT_DEVICE typename CarryOp::T look_back_deterministic(const Status& status, 
 // which queues behind the memory system's traffic, behind its other work.
 SCANRT_DEVICE unsigned long long draw_ticket(LookbackHeader* header) { return atomicAdd(&header->ticket, 1ull); }
 
+// The tag of a launch's status slots: 1..TAG_PERIOD, never 0 (a zero-filled slot).
+SCANRT_DEVICE u32 generation_tag(u32 generation) { return 1u + generation % TAG_PERIOD; }
+
 // A block's first ticket (thread 0), or REFUSED_TICKET when the workspace cannot be
 // trusted: its seal is not scanrt's, it was poisoned by an earlier fault, or it was
 // initialised for fewer slots than the launch's `num_tiles`, or for more than the host
@@ -403,7 +405,7 @@ template <typename Status>
 __device__ __noinline__ void clear_before_tags_repeat(LookbackHeader* header, Status status, long long status_capacity,
                                             u32 generation, int tid) {
     __shared__ bool last_block;
-    if ((generation + 1u) % SCANRT_TAG_PERIOD != 0) return;
+    if ((generation + 1u) % TAG_PERIOD != 0) return;
     __syncthreads();  // the block's publications come before its count
     if (tid == 0) {
         __threadfence();

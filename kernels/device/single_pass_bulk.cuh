@@ -277,7 +277,7 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
     __syncthreads();
     Watchdog dog{header, report, 0};
     const u32 generation = generation_s;
-    const u32 tag = 1u + generation % SCANRT_TAG_PERIOD;
+    const u32 tag = generation_tag(generation);
 
     if (lookback_warp) {
         // Resolves the block's tiles in the order they were scanned.

@@ -125,7 +125,7 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
     __syncthreads();
     Watchdog dog{header, report, 0};
     const u32 generation = generation_s;
-    const u32 tag = 1u + generation % SCANRT_TAG_PERIOD;
+    const u32 tag = generation_tag(generation);
     u32 tile = next_tile_s;
     int buffer = 0;
     Parked current = {}, next = {};

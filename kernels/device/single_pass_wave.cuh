@@ -59,7 +59,7 @@ SCANRT_DEVICE void single_pass_scan_wave(const In* in, typename Op::T* out, long
     const u32 generation = generation_s, tile = tile_s;
     if (tile >= gridDim.x) return;  // refused workspace
     Watchdog dog{header, report, 0};
-    const u32 tag = 1u + generation % SCANRT_TAG_PERIOD;
+    const u32 tag = generation_tag(generation);
     const long long valid_ll = min((long long)TILE, n - (long long)tile * TILE);
     const int valid = (int)valid_ll;
     const long long start = tile_start<REVERSE>(tile, TILE, valid_ll, n);

@@ -36,6 +36,10 @@ constexpr static const uint32_t HEADS_KEYS4 = 2;
 /// 8-byte keys.
 constexpr static const uint32_t HEADS_KEYS8 = 3;
 
+/// Generation tags of status slots run 1..=TAG_PERIOD (29 bits); the launch before they
+/// repeat clears every slot.
+constexpr static const uint32_t TAG_PERIOD = 536870911;
+
 /// Names the header layout ("scanrt02"); a header is sealed with
 /// `WORKSPACE_MAGIC ^ (area_bytes * WORKSPACE_SEAL_MULTIPLIER)`.
 constexpr static const uint64_t WORKSPACE_MAGIC = 8314596464050581554;

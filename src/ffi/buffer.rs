@@ -4,12 +4,12 @@ use std::ffi::c_void;
 
 use super::context::scanrt_context;
 use super::stream::scanrt_stream;
-use crate::tables::ScanrtStatus;
 use super::{boundary, non_null, non_null_mut, put};
 use crate::buffer::Buffer;
 use crate::error::{bail, Result};
 use crate::stream::Stream;
 use crate::tables::DType;
+use crate::tables::ScanrtStatus;
 
 /// A typed array: scanrt-owned memory or a view of an application's device pointer.
 pub struct scanrt_buffer {
@@ -141,4 +141,3 @@ pub unsafe extern "C" fn scanrt_buffer_pointer(buffer: *const scanrt_buffer, out
 pub unsafe extern "C" fn scanrt_buffer_destroy(buffer: *mut scanrt_buffer) {
     super::destroy(buffer)
 }
-

@@ -2,10 +2,10 @@
 
 use std::ffi::{c_char, CString};
 
-use crate::tables::ScanrtStatus;
 use super::{boundary, non_null, non_null_mut, put};
 use crate::context::{Backend, Context};
 use crate::error::bail;
+use crate::tables::ScanrtStatus;
 use crate::tables::{DType, Op};
 
 /// A scanrt context: one CUDA device (its primary context) or the host backend.
@@ -104,4 +104,3 @@ pub unsafe extern "C" fn scanrt_context_trim(ctx: *const scanrt_context) -> Scan
 pub unsafe extern "C" fn scanrt_context_check_faults(ctx: *const scanrt_context) -> ScanrtStatus {
     boundary(|| non_null(ctx, "ctx")?.inner.check_faults())
 }
-

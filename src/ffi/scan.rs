@@ -5,7 +5,6 @@ use std::ffi::c_void;
 use super::buffer::scanrt_buffer;
 use super::context::scanrt_context;
 use super::stream::scanrt_stream;
-use crate::tables::ScanrtStatus;
 use super::{boundary, non_null, non_null_mut};
 use crate::context::ScanInfo;
 use crate::error::{bail, Result};
@@ -13,6 +12,7 @@ use crate::runtime::workspace::Workspace;
 use crate::scan::desc::{ScanDesc, Segments};
 use crate::scan::plan::ScanIo;
 use crate::stream::Stream;
+use crate::tables::ScanrtStatus;
 use crate::tables::{Algorithm, Direction, Op, SegmentKind};
 use crate::types::{DType, InitValue};
 

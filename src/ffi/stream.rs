@@ -3,9 +3,9 @@
 use std::ffi::c_void;
 
 use super::context::scanrt_context;
-use crate::tables::ScanrtStatus;
 use super::{boundary, non_null, put};
 use crate::stream::Stream;
+use crate::tables::ScanrtStatus;
 
 /// A stream: created by scanrt, or wrapping an application's `cudaStream_t`.
 pub struct scanrt_stream {
@@ -55,4 +55,3 @@ pub unsafe extern "C" fn scanrt_stream_synchronize(stream: *const scanrt_stream)
 pub unsafe extern "C" fn scanrt_stream_destroy(stream: *mut scanrt_stream) {
     super::destroy(stream)
 }
-

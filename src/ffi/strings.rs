@@ -2,7 +2,7 @@
 
 use std::ffi::c_char;
 
-use super::{SCANRT_VERSION_MAJOR, SCANRT_VERSION_MINOR, SCANRT_VERSION_PATCH, LAST_ERROR};
+use super::{LAST_ERROR, SCANRT_VERSION_MAJOR, SCANRT_VERSION_MINOR, SCANRT_VERSION_PATCH};
 use crate::tables::{Algorithm, ChoiceReason, DType, Op, ScanrtStatus};
 
 /// The library version as `major * 10000 + minor * 100 + patch`; compare with the
@@ -20,20 +20,32 @@ fn text<E>(value: crate::error::Result<E>, describe: fn(E) -> &'static [u8], unk
 /// A static, human-readable name for a status code ("unknown status" for other values).
 #[no_mangle]
 pub extern "C" fn scanrt_status_string(status: i32) -> *const c_char {
-    text(ScanrtStatus::from_c(status), ScanrtStatus::describe_nul, b"unknown status\0")
+    text(
+        ScanrtStatus::from_c(status),
+        ScanrtStatus::describe_nul,
+        b"unknown status\0",
+    )
 }
 
 /// A static, human-readable explanation of a `scanrt_choice_reason` ("unknown reason"
 /// for other values).
 #[no_mangle]
 pub extern "C" fn scanrt_choice_reason_string(reason: i32) -> *const c_char {
-    text(ChoiceReason::from_c(reason), ChoiceReason::describe_nul, b"unknown reason\0")
+    text(
+        ChoiceReason::from_c(reason),
+        ChoiceReason::describe_nul,
+        b"unknown reason\0",
+    )
 }
 
 /// A static name for a `scanrt_algorithm` ("unknown algorithm" for other values).
 #[no_mangle]
 pub extern "C" fn scanrt_algorithm_string(algorithm: i32) -> *const c_char {
-    text(Algorithm::from_c(algorithm), Algorithm::describe_nul, b"unknown algorithm\0")
+    text(
+        Algorithm::from_c(algorithm),
+        Algorithm::describe_nul,
+        b"unknown algorithm\0",
+    )
 }
 
 /// A static name for a `scanrt_dtype` ("u32", "f64", ...; "unknown dtype" for other values).
@@ -60,4 +72,3 @@ pub extern "C" fn scanrt_last_error_message() -> *const c_char {
         })
         .unwrap_or(EMPTY.as_ptr() as *const c_char)
 }
-

@@ -87,8 +87,12 @@ impl Nvrtc {
 
     /// Compiles `source` for `target`. Returns the CUBIN (or PTX, NUL-terminated) image.
     pub fn compile(&self, source: &KernelSource, target: Target) -> Result<Vec<u8>> {
-        let text = CString::new(source.text.as_str())
-            .map_err(|_| Error::new(crate::error::ScanrtStatus::InvalidArgument, "kernel source holds a NUL byte"))?;
+        let text = CString::new(source.text.as_str()).map_err(|_| {
+            Error::new(
+                crate::error::ScanrtStatus::InvalidArgument,
+                "kernel source holds a NUL byte",
+            )
+        })?;
         let names: Vec<CString> = source.headers.iter().map(|(n, _)| CString::new(*n).unwrap()).collect();
         let bodies: Vec<CString> = source.headers.iter().map(|(_, s)| CString::new(*s).unwrap()).collect();
         let name_ptrs: Vec<_> = names.iter().map(|c| c.as_ptr()).collect();

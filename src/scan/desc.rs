@@ -167,4 +167,3 @@ impl ScanDesc {
         output.is_float() && self.op.definition().float_order_sensitive
     }
 }
-

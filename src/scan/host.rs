@@ -21,11 +21,11 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::error::Result;
 use crate::dispatch_pair;
+use crate::error::Result;
 use crate::ops::{dispatch_op, op_at, Accumulator};
-use crate::scan::RawScan;
 use crate::scan::desc::{ScanDesc, Segments};
+use crate::scan::RawScan;
 use crate::tables::{DType, Direction};
 use crate::types::{Scalar, Widen};
 

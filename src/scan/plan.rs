@@ -7,8 +7,6 @@ use std::sync::Arc;
 use cudarc::driver::sys::CUstream;
 
 use crate::context::{Context, Engine, GpuEngine, ScanInfo};
-use crate::stream::Stream;
-use crate::tables::Backend;
 use crate::contract::{self, ScanParams};
 use crate::error::{bail, Result};
 use crate::runtime::driver;
@@ -17,6 +15,8 @@ use crate::scan::desc::{ScanDesc, Segments};
 use crate::scan::kernels::{KernelKind, ScanKernels, Specialization};
 use crate::scan::tuning::wave_max_tiles;
 use crate::scan::{check_overlaps, validate_addresses, validate_shape, RawScan};
+use crate::stream::Stream;
+use crate::tables::Backend;
 use crate::tables::{Algorithm, ChoiceReason, Direction};
 use crate::types::DType;
 
@@ -153,10 +153,17 @@ impl ScanPlan {
                     .get(dev, Specialization::for_scan(dev.arch, input, output, desc, n))?;
                 let tiles = n.div_ceil(kernels.shape.tile_elems());
                 if tiles > i32::MAX as u64 {
-                    bail!(LengthOverflow, "n = {n} needs {tiles} tiles, more than one launch can address");
+                    bail!(
+                        LengthOverflow,
+                        "n = {n} needs {tiles} tiles, more than one launch can address"
+                    );
                 }
                 let plan = GpuPlan {
-                    workspace_bytes: if tiles > 1 { lookback_bytes(output.size(), tiles) } else { 0 },
+                    workspace_bytes: if tiles > 1 {
+                        lookback_bytes(output.size(), tiles)
+                    } else {
+                        0
+                    },
                     kernels,
                     tiles,
                     init_bits: desc.init_bits(output)?.unwrap_or(0),
@@ -185,7 +192,11 @@ impl ScanPlan {
     /// Where the plan runs, which algorithm, and why.
     pub fn info(&self) -> ScanInfo {
         ScanInfo {
-            backend: if self.gpu.is_some() { Backend::Gpu } else { Backend::Host },
+            backend: if self.gpu.is_some() {
+                Backend::Gpu
+            } else {
+                Backend::Host
+            },
             algorithm: self.algorithm,
             reason: self.reason,
         }
@@ -379,7 +390,10 @@ mod tests {
             assert_eq!(choose_algorithm(&desc, dtype), (SinglePass, OrderIndependent));
         }
         // A named algorithm runs as named, unless it would break a determinism promise.
-        assert_eq!(choose_algorithm(&sum.with_algorithm(Matrix), DType::F32), (Matrix, Requested));
+        assert_eq!(
+            choose_algorithm(&sum.with_algorithm(Matrix), DType::F32),
+            (Matrix, Requested)
+        );
         assert_eq!(
             choose_algorithm(&sum.with_algorithm(Matrix).deterministic(), DType::F32),
             (Matrix, Requested)
@@ -405,18 +419,35 @@ mod tests {
         let backward = forward.backward();
         let vec = FLAG_VECTOR_IN | FLAG_VECTOR_OUT;
         // Forward tiles start at the array start; backward tiles end at the array end.
-        assert_eq!(flags(&req(0x1000, 0x2000, 0, 6), &forward, Algorithm::SinglePass) & vec, vec);
-        assert_eq!(flags(&req(0x1000, 0x2000, 0, 6), &backward, Algorithm::SinglePass) & vec, 0);
-        assert_eq!(flags(&req(0x1008, 0x2008, 0, 6), &backward, Algorithm::SinglePass) & vec, vec);
+        assert_eq!(
+            flags(&req(0x1000, 0x2000, 0, 6), &forward, Algorithm::SinglePass) & vec,
+            vec
+        );
+        assert_eq!(
+            flags(&req(0x1000, 0x2000, 0, 6), &backward, Algorithm::SinglePass) & vec,
+            0
+        );
+        assert_eq!(
+            flags(&req(0x1008, 0x2008, 0, 6), &backward, Algorithm::SinglePass) & vec,
+            vec
+        );
         // Byte flags: aligned like the tiles, and their kind in bits 6-7.
         let bytes = forward.segmented(Segments::ByteFlags);
         let f = flags(&req(0x1000, 0x2000, 0x3000, 6), &bytes, Algorithm::SinglePass);
         assert_ne!(f & FLAG_VECTOR_HEADS, 0);
         assert_eq!(f >> HEADS_KIND_SHIFT & 3, HEADS_BYTES);
-        let f = flags(&req(0x1000, 0x2000, 0x3000, 6), &bytes.backward(), Algorithm::SinglePass);
+        let f = flags(
+            &req(0x1000, 0x2000, 0x3000, 6),
+            &bytes.backward(),
+            Algorithm::SinglePass,
+        );
         assert_eq!(f & FLAG_VECTOR_HEADS, 0);
         let keys = forward.segmented(Segments::Keys(DType::I64));
-        let f = flags(&req(0x1000, 0x2000, 0x3000, 6), &keys, Algorithm::DeterministicSinglePass);
+        let f = flags(
+            &req(0x1000, 0x2000, 0x3000, 6),
+            &keys,
+            Algorithm::DeterministicSinglePass,
+        );
         assert_eq!(f >> HEADS_KIND_SHIFT & 3, HEADS_KEYS8);
         assert_ne!(f & FLAG_DETERMINISTIC, 0);
         assert_ne!(f & FLAG_VECTOR_HEADS, 0);

@@ -325,7 +325,10 @@ mod tests {
     fn rows_are_ordered_and_say_where_they_come_from() {
         assert!(ROWS.windows(2).all(|w| w[0].min_arch < w[1].min_arch));
         assert!(ROWS.iter().all(|r| !r.provenance.is_empty()));
-        assert!(ROWS.iter().all(|r| r.bulk_buffers == 0 || r.min_arch >= 90), "bulk copies need sm_90");
+        assert!(
+            ROWS.iter().all(|r| r.bulk_buffers == 0 || r.min_arch >= 90),
+            "bulk copies need sm_90"
+        );
         assert_eq!(row(86).min_arch, 80);
         assert_eq!(row(90).min_arch, 90);
         assert_eq!(row(120).min_arch, 100);
