@@ -269,13 +269,10 @@ impl Context {
     /// The tile lengths, in elements, of the kernels that scan `input` into `output` as
     /// `desc` says on this context: (register-staged, bulk-copy, one-wave), 0 where
     /// there is no such kernel. Sizes around them are the edge cases of the look-back;
-    /// tests and benchmarks use them. Compiles the kernels if needed.
+    /// tests and benchmarks use them. Compiles nothing: the lengths are tuning data.
     pub fn tile_lengths(&self, input: DType, output: DType, desc: &ScanDesc) -> Result<(u64, u64, u64)> {
         check_types(input, output, desc.op)?;
-        let engine = self.gpu_engine()?;
-        let d = &engine.device;
-        let _current = d.enter()?;
-        let (regular, _) = Specialization::all_for(d.arch, input, output, desc);
+        let (regular, _) = Specialization::all_for(self.gpu()?.arch, input, output, desc);
         let s = regular.shape;
         let bulk = if regular.has(KernelKind::SinglePassBulk) {
             s.bulk_tile_elems()

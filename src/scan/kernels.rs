@@ -231,9 +231,11 @@ pub(crate) struct KernelSets {
 }
 
 impl KernelSets {
-    /// The loaded kernel set of `spec`. The caller has entered the device's context.
+    /// The loaded kernel set of `spec`. Only loading one (the first use) needs the device's
+    /// context, so only that enters it: a plan made for a loaded set makes no driver call.
     pub fn get(&self, dev: &GpuDevice, spec: Specialization) -> Result<Arc<ScanKernels>> {
         self.sets.get_or_try_init(&spec, || {
+            let _current = dev.enter()?;
             let module = dev.module(&spec.source())?;
             let mut kernels: [Option<LoadedKernel>; KernelKind::ALL.len()] = Default::default();
             for kind in KernelKind::ALL.into_iter().filter(|&k| spec.has(k)) {

@@ -147,7 +147,6 @@ impl ScanPlan {
             Engine::Gpu(engine) => {
                 let (algorithm, reason) = choose_algorithm(desc, output);
                 let dev = &engine.device;
-                let _current = dev.enter()?;
                 let kernels = engine
                     .kernel_sets
                     .get(dev, Specialization::for_scan(dev.arch, input, output, desc, n))?;

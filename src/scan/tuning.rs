@@ -41,60 +41,41 @@ struct TuningRow {
     wave_min_blocks_per_sm: u32,
 }
 
+/// sm_90, measured on an H100. Register-staged: 256 x 16 u32 with 4 blocks/SM ran 0.88 of
+/// memcpy at 2^28 (1.00 with the look-back skipped; 128 x 16 at 8/SM: 0.85), one slot per
+/// lane beat 2 (0.86) and 4 (0.84). Bulk copy: 4 buffers of 256 rows of 112 bytes at 2
+/// blocks/SM, u32 0.96 and u64 0.97-0.98 of memcpy at 2^28 (16 KiB tiles at 3/SM: 0.92 /
+/// 0.94); faster from 512 tiles (u32 2^22: 17.8-18.3 against 18.5-22.3 us). One wave: 512
+/// x 16 with 4 slots per lane, u32 2^20 in 6.5 against 8.6 us.
+const SM90: TuningRow = TuningRow {
+    min_arch: 90,
+    provenance: "H100 SXM, bench_compare --variant (tile shapes) and bench/run_gpu_bench.sh (thresholds), 2026",
+    row_accumulator_bytes: 64,
+    lookback_slots_per_lane: 1,
+    spin_before_sleep: 8,
+    sleep_ns: 32,
+    min_blocks_per_sm: 4,
+    bulk_buffers: 4,
+    bulk_row_bytes: 112,
+    bulk_min_blocks_per_sm: [2, 3],
+    bulk_min_tiles: [512, 4096],
+    wave_threads: 512,
+    wave_lookback_slots_per_lane: 4,
+    wave_min_blocks_per_sm: 2,
+};
+
 const ROWS: &[TuningRow] = &[
     TuningRow {
         min_arch: 80,
         provenance: "not measured on sm_80: sm_90's row without the bulk-copy kernel (sm_90+ only)",
-        row_accumulator_bytes: 64,
-        lookback_slots_per_lane: 1,
-        spin_before_sleep: 8,
-        sleep_ns: 32,
-        min_blocks_per_sm: 4,
         bulk_buffers: 0,
-        bulk_row_bytes: 112,
-        bulk_min_blocks_per_sm: [2, 3],
-        bulk_min_tiles: [512, 4096],
-        wave_threads: 512,
-        wave_lookback_slots_per_lane: 4,
-        wave_min_blocks_per_sm: 2,
+        ..SM90
     },
-    TuningRow {
-        min_arch: 90,
-        // Register-staged: 256 x 16 u32 with 4 blocks/SM ran 0.88 of memcpy at 2^28
-        // (1.00 with the look-back skipped; 128 x 16 at 8/SM: 0.85), one slot per lane
-        // beat 2 (0.86) and 4 (0.84). Bulk copy: 4 buffers of 256 rows of 112 bytes at 2
-        // blocks/SM, u32 0.96 and u64 0.97-0.98 of memcpy at 2^28 (16 KiB tiles at 3/SM:
-        // 0.92 / 0.94); faster from 512 tiles (u32 2^22: 17.8-18.3 against 18.5-22.3 us).
-        // One wave: 512 x 16 with 4 slots per lane, u32 2^20 in 6.5 against 8.6 us.
-        provenance: "H100 SXM, bench_compare --variant (tile shapes) and bench/run_gpu_bench.sh (thresholds), 2026",
-        row_accumulator_bytes: 64,
-        lookback_slots_per_lane: 1,
-        spin_before_sleep: 8,
-        sleep_ns: 32,
-        min_blocks_per_sm: 4,
-        bulk_buffers: 4,
-        bulk_row_bytes: 112,
-        bulk_min_blocks_per_sm: [2, 3],
-        bulk_min_tiles: [512, 4096],
-        wave_threads: 512,
-        wave_lookback_slots_per_lane: 4,
-        wave_min_blocks_per_sm: 2,
-    },
+    SM90,
     TuningRow {
         min_arch: 100,
         provenance: "not measured on sm_100: sm_90's row",
-        row_accumulator_bytes: 64,
-        lookback_slots_per_lane: 1,
-        spin_before_sleep: 8,
-        sleep_ns: 32,
-        min_blocks_per_sm: 4,
-        bulk_buffers: 4,
-        bulk_row_bytes: 112,
-        bulk_min_blocks_per_sm: [2, 3],
-        bulk_min_tiles: [512, 4096],
-        wave_threads: 512,
-        wave_lookback_slots_per_lane: 4,
-        wave_min_blocks_per_sm: 2,
+        ..SM90
     },
 ];
 
