@@ -78,6 +78,22 @@ fn generate(crate_dir: &Path, builder: cbindgen::Builder, out: &str) {
     }
 }
 
+/// The fields of the C++ struct `name` in cbindgen's output, as a parameter list
+/// ("uint64_t input, uint64_t output, ...").
+fn kernel_parameter_list(header: &str, name: &str) -> String {
+    let body = header
+        .split(&format!("struct {name} {{"))
+        .nth(1)
+        .and_then(|rest| rest.split("};").next())
+        .unwrap_or_else(|| panic!("struct {name} is missing from the contract"));
+    body.lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with("//"))
+        .map(|field| field.trim_end_matches(';').to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn main() {
     for path in ["src", "kernels", "cbindgen.toml"] {
         println!("cargo:rerun-if-changed={path}");
@@ -110,7 +126,24 @@ fn main() {
         .include_item("ScanParams")
         .include_item("LookbackHeader")
         .include_item("FaultReport");
-    generate(crate_dir, contract, "kernels/generated/contract.cuh");
+    match contract.generate() {
+        Ok(h) => {
+            let mut bytes = Vec::new();
+            h.write(&mut bytes);
+            let text = String::from_utf8(bytes).expect("cbindgen writes UTF-8");
+            let params = kernel_parameter_list(&text, "ScanParams");
+            let text = format!(
+                "{text}\n// The scan kernels' parameter list: ScanParams's fields, in order, as separate\n\
+                 // parameters. The driver lays them out exactly as the struct, so the host passes\n\
+                 // one ScanParams as the parameter buffer; separate parameters let the compiler\n\
+                 // load each where it is used (a struct parameter cost the segmented single-pass\n\
+                 // kernel 150 bytes of spills per thread).\n\
+                 #define SCANRT_SCAN_PARAMS {params}\n"
+            );
+            write_if_changed(&crate_dir.join("kernels/generated/contract.cuh"), text.as_bytes());
+        }
+        Err(e) => println!("cargo:warning=cbindgen could not generate the kernel contract: {e}"),
+    }
 
     let mut headers = Vec::new();
     collect_headers(&crate_dir.join("kernels"), &mut headers);

@@ -334,6 +334,46 @@ fn latency(ctx: &Context, cuda: &Arc<CudaContext>, stream: &Stream, timer: &Time
             }
         }
     }
+    // The other scans of the feature table at small sizes, device time alone.
+    let n_max = 1u64 << 20;
+    let input = Buffer::new(ctx, DType::U32, n_max).unwrap();
+    let output = Buffer::new(ctx, DType::U32, n_max).unwrap();
+    fill(&input, DType::U32, n_max);
+    let flags: Vec<u8> = (0..n_max).map(|i| (i % 1024 == 0) as u8).collect();
+    let bits: Vec<u32> = (0..n_max.div_ceil(32)).map(|w| (w % 32 == 0) as u32).collect();
+    let keys: Vec<u32> = (0..n_max).map(|i| (i / 1024) as u32).collect();
+    let flags = Buffer::from_slice(ctx, stream, &flags).unwrap();
+    let bits = Buffer::from_slice(ctx, stream, &bits).unwrap();
+    let keys = Buffer::from_slice(ctx, stream, &keys).unwrap();
+    let sum = ScanDesc::inclusive(Op::Sum);
+    for k in [16u32, 20] {
+        let n = 1u64 << k;
+        for (what, segments, desc) in [
+            ("scanrt_matrix", 0, sum.with_algorithm(Algorithm::Matrix)),
+            ("scanrt_backward", 0, sum.backward()),
+            ("scanrt_exclusive", 0, ScanDesc::exclusive(Op::Sum)),
+            ("scanrt_seg_bytes", flags.addr(), sum.segmented(Segments::ByteFlags)),
+            (
+                "scanrt_seg_bytes_backward",
+                flags.addr(),
+                sum.segmented(Segments::ByteFlags).backward(),
+            ),
+            ("scanrt_seg_bits", bits.addr(), sum.segmented(Segments::BitFlags)),
+            ("scanrt_by_key", keys.addr(), sum.segmented(Segments::Keys(DType::U32))),
+        ] {
+            let req = RawScan {
+                segments,
+                ..RawScan::new(input.addr(), DType::U32, output.addr(), DType::U32, n)
+            };
+            let mut call = || {
+                unsafe { ctx.scan_raw(stream, &req, &desc, None) }.unwrap();
+            };
+            let pair = timer.median_us(stream, reps, &mut call);
+            let device = device_us(&mut call);
+            let host = host_time_us(stream, &mut call);
+            println!("{what},u32,{n},{pair:.2},{device:.2},{host:.2}");
+        }
+    }
 }
 
 /// One-warp kernels beside the scans: an empty one (the driver's floor for a launch) and

@@ -1,7 +1,7 @@
 // scanrt kernels, level 4: the one-wave single pass, for scans whose tiles all fit on
 // the device at once (plain scans, both pointers 16-byte aligned for the direction; the
 // host keeps deterministic float scans out, since which kernel runs must then depend on
-// n alone: launch.rs).
+// n alone: src/scan/plan.rs).
 //
 // Same protocol as single_pass_scan.cuh (tickets, generation tags, status slots, the
 // look-back and its progress argument, the same workspace), but the host launches one

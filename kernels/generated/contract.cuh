@@ -122,3 +122,10 @@ struct FaultReport {
   uint32_t code;
   uint32_t reserved;
 };
+
+// The scan kernels' parameter list: ScanParams's fields, in order, as separate
+// parameters. The driver lays them out exactly as the struct, so the host passes
+// one ScanParams as the parameter buffer; separate parameters let the compiler
+// load each where it is used (a struct parameter cost the segmented single-pass
+// kernel 150 bytes of spills per thread).
+#define SCANRT_SCAN_PARAMS uint64_t input, uint64_t output, uint64_t heads, uint64_t workspace, uint64_t report, int64_t n, int64_t status_capacity, uint64_t init_bits, uint32_t flags, uint32_t reserved

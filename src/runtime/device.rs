@@ -32,21 +32,21 @@ pub(crate) struct LoadedKernel {
 }
 
 impl LoadedKernel {
-    /// Launches the kernel on `grid` blocks with its parameter block `params` (one
-    /// argument passed by value).
+    /// Launches the kernel on `grid` blocks with `params` as its parameter buffer: the
+    /// kernel's parameters are `P`'s fields, which the driver lays out as `P`'s
+    /// `#[repr(C)]` layout (it refuses a buffer of another size).
     ///
     /// # Safety
-    /// `P` must be the parameter type the kernel was compiled with, and every address in
+    /// `P` must be the parameter struct the kernel was compiled with, and every address in
     /// it valid for what the kernel does with it.
     pub unsafe fn launch<P>(&self, grid: u32, stream: CUstream, params: &P) -> Result<()> {
-        let mut args = [params as *const P as *mut std::ffi::c_void];
-        driver::launch(
+        driver::launch_with_buffer(
             self.function.cu_function(),
             grid,
             self.block,
             self.shared_bytes,
             stream,
-            &mut args,
+            std::slice::from_raw_parts(params as *const P as *const u8, std::mem::size_of::<P>()),
         )
     }
 }

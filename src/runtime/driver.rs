@@ -192,19 +192,28 @@ pub(crate) fn with_relaxed_capture<T>(f: impl FnOnce() -> Result<T>) -> Result<T
     out
 }
 
-/// Launches `f` with raw kernel parameters and `shared_bytes` of dynamic shared memory.
+/// Launches `f` with its parameters laid out in `params` (the driver's parameter buffer:
+/// each parameter at its natural alignment, as in a `#[repr(C)]` struct of them).
 ///
 /// # Safety
-/// `params` must match the kernel's parameter list in number, order and types, and every
-/// pointer passed must stay valid until the kernel completes.
-pub(crate) unsafe fn launch(
+/// `params` must hold the kernel's parameters, and every pointer among them must stay
+/// valid until the kernel completes.
+pub(crate) unsafe fn launch_with_buffer(
     f: sys::CUfunction,
     grid: u32,
     block: u32,
     shared_bytes: u32,
     stream: CUstream,
-    params: &mut [*mut c_void],
+    params: &[u8],
 ) -> Result<()> {
+    let mut size = params.len();
+    let mut extra = [
+        sys::CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT as usize as *mut c_void,
+        params.as_ptr() as *mut c_void,
+        sys::CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT as usize as *mut c_void,
+        &mut size as *mut usize as *mut c_void,
+        std::ptr::null_mut(), // CU_LAUNCH_PARAM_END
+    ];
     check(
         sys::cuLaunchKernel(
             f,
@@ -216,8 +225,8 @@ pub(crate) unsafe fn launch(
             1,
             shared_bytes,
             stream,
-            params.as_mut_ptr(),
             std::ptr::null_mut(),
+            extra.as_mut_ptr(),
         ),
         "cuLaunchKernel",
     )

@@ -16,7 +16,8 @@ use crate::scan::tuning::{small_scan_shape, takes_small_shape, tile_shape, TileS
 use crate::tables::{Direction, Op, SegmentKind};
 use crate::types::DType;
 
-/// The kernels of a scan kernel set. Every kernel takes one `contract::ScanParams`.
+/// The kernels of a scan kernel set. Every kernel takes the fields of one
+/// `contract::ScanParams` (`SCANRT_SCAN_PARAMS`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum KernelKind {
     /// The register-staged single pass (every kernel set; the only one-tile path).
@@ -120,7 +121,7 @@ impl Specialization {
     }
 
     /// The translation unit NVRTC compiles: the layered headers instantiated with
-    /// extern "C" entry points (no name mangling), each taking one `ScanParams`.
+    /// extern "C" entry points (no name mangling), each taking `ScanParams`'s fields.
     pub fn source(&self) -> KernelSource {
         let TileShape {
             threads,
@@ -153,10 +154,10 @@ impl Specialization {
         // Tile sums are scanned in rows short enough for 16-byte segment pairs to fit in
         // static shared memory.
         let sum_items = if seg { 4 } else { items };
-        let p = "(const ScanParams p)";
-        let io = "(const In*)p.input, (Acc*)p.output, p.n, p.init_bits, p.flags, (const void*)p.heads";
-        let lookback = "(void*)p.workspace, p.status_capacity, (FaultReport*)p.report";
-        let scratch = "(Carry*)(p.workspace + sizeof(LookbackHeader))";
+        let p = "(SCANRT_SCAN_PARAMS)";
+        let io = "(const In*)input, (Acc*)output, n, init_bits, flags, (const void*)heads";
+        let lookback = "(void*)workspace, status_capacity, (FaultReport*)report";
+        let scratch = "(Carry*)(workspace + sizeof(LookbackHeader))";
         let mut text = format!(
             r#"{defines}#include "device/single_pass_scan.cuh"
 #include "device/single_pass_bulk.cuh"
@@ -175,13 +176,13 @@ extern "C" __global__ void __launch_bounds__({threads} + 32, {min_blocks_per_sm}
     single_pass_scan<Op, In, {threads}, {items}, {slots}, {spin}, {sleep}, {reverse}, {seg}>({io}, {lookback});
 }}
 extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_reduce{p} {{
-    matrix_reduce<Op, In, {threads}, {items}, {reverse}, {seg}>((const In*)p.input, p.n, {scratch}, p.init_bits, p.flags, (const void*)p.heads);
+    matrix_reduce<Op, In, {threads}, {items}, {reverse}, {seg}>((const In*)input, n, {scratch}, init_bits, flags, (const void*)heads);
 }}
 extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_scan_sums{p} {{
-    matrix_scan_sums<Op, {threads}, {sum_items}, {seg}>({scratch}, (p.n + {threads} * {items} - 1) / ({threads} * {items}), p.init_bits, p.flags);
+    matrix_scan_sums<Op, {threads}, {sum_items}, {seg}>({scratch}, (n + {threads} * {items} - 1) / ({threads} * {items}), init_bits, flags);
 }}
 extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_scan_tiles{p} {{
-    matrix_scan_tiles<Op, In, {threads}, {items}, {reverse}, {seg}>((const In*)p.input, (Acc*)p.output, p.n, {scratch}, p.init_bits, p.flags, (const void*)p.heads);
+    matrix_scan_tiles<Op, In, {threads}, {items}, {reverse}, {seg}>((const In*)input, (Acc*)output, n, {scratch}, init_bits, flags, (const void*)heads);
 }}
 "#
         );
@@ -196,7 +197,7 @@ extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_scan_tiles
         if self.has(KernelKind::SinglePassWave) {
             text += &format!(
                 r#"extern "C" __global__ void __launch_bounds__({wave_threads}, {wave_min_blocks_per_sm}) scanrt_single_pass_wave{p} {{
-    single_pass_scan_wave<Op, In, {wave_threads}, {items}, {wave_lookback_slots_per_lane}, {spin}, {sleep}, {reverse}>((const In*)p.input, (Acc*)p.output, p.n, p.init_bits, p.flags, {lookback});
+    single_pass_scan_wave<Op, In, {wave_threads}, {items}, {wave_lookback_slots_per_lane}, {spin}, {sleep}, {reverse}>((const In*)input, (Acc*)output, n, init_bits, flags, {lookback});
 }}
 "#
             );
