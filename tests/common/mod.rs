@@ -291,30 +291,16 @@ pub fn encode_segments(rng: &mut Rng, kind: Segments, starts: &[bool]) -> Vec<u8
     }
 }
 
-/// Calls `$f::<I, O>($args)` for the Rust types of a dtype pair.
-#[macro_export]
+/// Calls `$f::<I, O>($args)` for the Rust types of a dtype pair (the library's table).
+#[allow(unused_macros)]
 macro_rules! with_pair {
     ($pair:expr, $f:ident ( $($args:expr),* )) => {{
-        use scanrt::DType::*;
-        match $pair {
-            (U8, I32) => $f::<u8, i32>($($args),*),
-            (U8, U32) => $f::<u8, u32>($($args),*),
-            (U8, I64) => $f::<u8, i64>($($args),*),
-            (U8, U64) => $f::<u8, u64>($($args),*),
-            (I32, I32) => $f::<i32, i32>($($args),*),
-            (I32, I64) => $f::<i32, i64>($($args),*),
-            (U32, U32) => $f::<u32, u32>($($args),*),
-            (U32, U64) => $f::<u32, u64>($($args),*),
-            (U32, I64) => $f::<u32, i64>($($args),*),
-            (I64, I64) => $f::<i64, i64>($($args),*),
-            (U64, U64) => $f::<u64, u64>($($args),*),
-            (F32, F32) => $f::<f32, f32>($($args),*),
-            (F32, F64) => $f::<f32, f64>($($args),*),
-            (F64, F64) => $f::<f64, f64>($($args),*),
-            p => panic!("unexpected pair {p:?}"),
-        }
+        let (input, output): (scanrt::DType, scanrt::DType) = $pair;
+        scanrt::dispatch_pair!(input, output, |I, O| $f::<I, O>($($args),*))
     }};
 }
+#[allow(unused_imports)]
+pub(crate) use with_pair;
 
 /// Builds a descriptor, drawing a typed random initial value when asked.
 pub fn make_desc<O: TestOutput>(rng: &mut Rng, op: Op, inclusive: bool, with_init: bool) -> ScanDesc {

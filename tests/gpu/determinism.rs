@@ -1,0 +1,236 @@
+//! Deterministic scans: the matrix scan and the deterministic single pass are bitwise
+//! reproducible, within the rigorous error bound, and independent of alignment.
+
+use scanrt::{Algorithm, Buffer, ChoiceReason, DType, Op, RawScan, ScanDesc};
+
+use crate::common::*;
+
+/// The matrix scan fixes its association order: float results are bitwise identical
+/// across runs.
+#[test]
+fn matrix_scan_is_run_to_run_deterministic() {
+    let ctx = gpu_or_skip!();
+    let stream = ctx.new_stream().unwrap();
+    let mut rng = Rng(0xDE7);
+    let n = 1usize << 24;
+    let input: Vec<f32> = (0..n)
+        .map(|_| ((rng.next_u64() as i64) as f64 / 9.2e18 * 10f64.powi((rng.below(12) as i32) - 6)) as f32)
+        .collect();
+    let src = Buffer::from_slice(ctx, &stream, &input).unwrap();
+    let dst = Buffer::new(ctx, DType::F32, n as u64).unwrap();
+    let desc = ScanDesc::inclusive(Op::Sum).with_algorithm(Algorithm::Matrix);
+    let mut first: Option<Vec<u32>> = None;
+    for _ in 0..10 {
+        ctx.scan(&stream, &src, &dst, &desc).unwrap();
+        let bits: Vec<u32> = dst
+            .download::<f32>(&stream, n)
+            .unwrap()
+            .iter()
+            .map(|x| x.to_bits())
+            .collect();
+        match &first {
+            None => first = Some(bits),
+            Some(f) => assert!(f == &bits, "matrix scan results differ between runs"),
+        }
+    }
+}
+
+/// Mixed magnitudes and signs: association order changes the last bits of sums and
+/// products.
+fn mixed_magnitudes(rng: &mut Rng, op: Op, n: usize) -> Vec<f64> {
+    (0..n)
+        .map(|_| {
+            let unit = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64; // [0, 1)
+            let sign = if rng.below(2) == 0 { 1.0 } else { -1.0 };
+            match op {
+                Op::Product => sign * (1.0 + (unit - 0.5) * 2e-3),
+                _ => sign * unit * 10f64.powi(rng.below(13) as i32 - 6),
+            }
+        })
+        .collect()
+}
+
+/// The largest error of `got` against the prefix computed in f64, divided by the
+/// rigorous bound for any association order (Higham 3.1 and 4.2): gamma_k * |prefix| for
+/// a product of k factors (checked while k·u < 1/2, beyond which the bound says nothing),
+/// gamma_h * sum |x| for sums with h the GPU's tree height. Above 1 is a wrong result.
+///
+/// These data cannot catch a lost or repeated tile (products of factors near ±1 even
+/// round with a small bias that any tree accumulates, so f32 products drift from the
+/// exact value by up to ~1e-2 at 2^24 while staying inside the bound); the exact-data
+/// tests above check that.
+fn float_prefix_error(data: &[f64], got: &[f64], dtype: DType, op: Op) -> f64 {
+    let u = if dtype == DType::F32 {
+        f32::EPSILON as f64 / 2.0
+    } else {
+        f64::EPSILON / 2.0
+    };
+    let gamma = |k: f64| k * u / (1.0 - k * u);
+    let h = gpu_depth(data.len());
+    let mut running = if op == Op::Product { 1.0 } else { 0.0 };
+    let (mut abs, mut worst) = (0.0f64, 0.0f64);
+    for (i, &x) in data.iter().enumerate() {
+        let x = if dtype == DType::F32 { x as f32 as f64 } else { x };
+        running = if op == Op::Product { running * x } else { running + x };
+        abs += x.abs();
+        let bound = match op {
+            Op::Product if (i + 1) as f64 * u < 0.5 => gamma((i + 1) as f64) * running.abs(),
+            Op::Product => continue,
+            _ => gamma(h) * abs,
+        };
+        worst = worst.max((got[i] - running).abs() / bound);
+    }
+    worst
+}
+
+/// 50 runs of deterministic f32 and f64 sum and product are bitwise identical, up to
+/// n = 2^28; the non-deterministic single pass is shown to differ where it can.
+#[test]
+fn deterministic_float_scans_are_bitwise_reproducible() {
+    let ctx = gpu_or_skip!();
+    let stream = ctx.new_stream().unwrap();
+    let mut rng = Rng(0xDE7E);
+    let runs = 50;
+    let mut failures = Vec::new();
+    let cases: [(DType, Op, usize); 7] = [
+        (DType::F32, Op::Sum, (1 << 20) + 1),
+        (DType::F32, Op::Sum, (1 << 24) + 3),
+        (DType::F32, Op::Sum, 1 << 28),
+        (DType::F32, Op::Product, (1 << 24) + 3),
+        (DType::F64, Op::Sum, (1 << 20) + 1),
+        (DType::F64, Op::Sum, (1 << 26) + 7),
+        (DType::F64, Op::Product, (1 << 24) + 3),
+    ];
+    for (dtype, op, n) in cases {
+        let data = mixed_magnitudes(&mut rng, op, n);
+        let input = match dtype {
+            DType::F32 => Buffer::from_slice(ctx, &stream, &data.iter().map(|&x| x as f32).collect::<Vec<_>>()),
+            _ => Buffer::from_slice(ctx, &stream, &data),
+        }
+        .unwrap();
+        let output = Buffer::new(ctx, dtype, n as u64).unwrap();
+        // A 64-bit fingerprint of the output's bits (FNV-1a over the words).
+        let fingerprint = |output: &Buffer| -> u64 {
+            let words: Vec<u64> = match dtype {
+                DType::F32 => output
+                    .download::<f32>(&stream, n)
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.to_bits() as u64)
+                    .collect(),
+                _ => output
+                    .download::<f64>(&stream, n)
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.to_bits())
+                    .collect(),
+            };
+            words
+                .iter()
+                .fold(0xcbf29ce484222325u64, |h, &w| (h ^ w).wrapping_mul(0x100000001b3))
+        };
+        let mut report = String::new();
+        for (label, desc) in [
+            ("deterministic", ScanDesc::inclusive(op).deterministic()),
+            ("non-deterministic", ScanDesc::inclusive(op)),
+        ] {
+            let mut first: Option<u64> = None;
+            let mut differing = 0;
+            for _ in 0..runs {
+                let info = ctx.scan(&stream, &input, &output, &desc).unwrap();
+                let expected = if desc.deterministic {
+                    (Algorithm::DeterministicSinglePass, ChoiceReason::Deterministic)
+                } else {
+                    (Algorithm::SinglePass, ChoiceReason::Fastest)
+                };
+                assert_eq!((info.algorithm, info.reason), expected);
+                let got = fingerprint(&output);
+                match first {
+                    None => first = Some(got),
+                    Some(f) => differing += (f != got) as usize,
+                }
+            }
+            if desc.deterministic {
+                assert_eq!(differing, 0, "{dtype:?} {op:?} n={n}: deterministic runs differ");
+            } else if n > 1 << 22 {
+                // Where many tiles race, the look-back order (and so the bits) varies.
+                assert!(
+                    differing > 0,
+                    "{dtype:?} {op:?} n={n}: non-deterministic runs never differed"
+                );
+            }
+            // Either order is still a correct scan: compare with the prefix computed in f64.
+            let got: Vec<f64> = match dtype {
+                DType::F32 => output
+                    .download::<f32>(&stream, n)
+                    .unwrap()
+                    .iter()
+                    .map(|&x| x as f64)
+                    .collect(),
+                _ => output.download::<f64>(&stream, n).unwrap(),
+            };
+            let worst = float_prefix_error(&data, &got, dtype, op);
+            if worst > 1.0 {
+                failures.push(format!(
+                    "{label} {dtype:?} {op:?} n={n}: error {worst:.2e} x the rounding bound"
+                ));
+            }
+            report += &format!(
+                "  {label}: {differing} of {} repeat runs differ from the first (error {worst:.1e} x bound)",
+                runs - 1
+            );
+        }
+        eprintln!("determinism {dtype:?} {op:?} n={n}:{report}");
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A deterministic scan's bits depend on n, not on where its buffers start: the one-wave
+/// kernel (other tiles, so another association order) serves only aligned buffers, so
+/// deterministic scans must stay out of it. Same data, aligned and one element off.
+#[test]
+fn one_wave_kernel_keeps_deterministic_scans_alignment_independent() {
+    let ctx = gpu_or_skip!();
+    let stream = ctx.new_stream().unwrap();
+    let mut rng = Rng(0xA119);
+    for n in [(1usize << 20) + 1, 3 << 18] {
+        let data: Vec<f32> = mixed_magnitudes(&mut rng, Op::Sum, n)
+            .iter()
+            .map(|&x| x as f32)
+            .collect();
+        let shifted: Vec<f32> = std::iter::once(0.0).chain(data.iter().copied()).collect();
+        let (aligned_in, shifted_in) = (
+            Buffer::from_slice(ctx, &stream, &data).unwrap(),
+            Buffer::from_slice(ctx, &stream, &shifted).unwrap(),
+        );
+        let (aligned_out, shifted_out) = (
+            Buffer::new(ctx, DType::F32, n as u64).unwrap(),
+            Buffer::new(ctx, DType::F32, n as u64 + 1).unwrap(),
+        );
+        let bits = |input: u64, output: &Buffer, offset: usize, desc: &ScanDesc| -> Vec<u32> {
+            let req = RawScan::new(
+                input,
+                DType::F32,
+                output.addr() + 4 * offset as u64,
+                DType::F32,
+                n as u64,
+            );
+            // SAFETY: both buffers hold offset + n elements and outlive the synchronous download.
+            unsafe { ctx.scan_raw(&stream, &req, desc, None) }.unwrap();
+            let all = output.download::<f32>(&stream, offset + n).unwrap();
+            all[offset..].iter().map(|x| x.to_bits()).collect()
+        };
+        for desc in [
+            ScanDesc::inclusive(Op::Sum).deterministic(),
+            ScanDesc::exclusive(Op::Sum).deterministic(),
+        ] {
+            let a = bits(aligned_in.addr(), &aligned_out, 0, &desc);
+            let b = bits(shifted_in.addr() + 4, &shifted_out, 1, &desc);
+            let differing = a.iter().zip(&b).filter(|(x, y)| x != y).count();
+            assert_eq!(
+                differing, 0,
+                "n={n} {desc:?}: aligned and misaligned deterministic scans differ"
+            );
+        }
+    }
+}

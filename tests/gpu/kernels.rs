@@ -1,0 +1,217 @@
+//! Each single-pass kernel at every size (the suites rerun with one kernel forced), the
+//! look-back's tag wrap-around, and the compute-sanitizer subset.
+
+use scanrt::{Algorithm, Buffer, DType, Direction, Op, RawScan, ScanDesc, Segments};
+
+use crate::common::*;
+use crate::support::*;
+
+/// The suites that reach the single-pass kernels at every size, alignment, direction and
+/// mode, rerun in a child process by the tests that force one kernel everywhere.
+const SINGLE_PASS_SUITES: [&str; 11] = [
+    "scans::randomized_every_pair_operator_mode_and_algorithm",
+    "scans::random_sizes_misaligned_and_in_place",
+    "backward_segmented::randomized_backward_segmented_and_deterministic",
+    "determinism::deterministic_float_scans_are_bitwise_reproducible",
+    "scans::large_inputs_up_to_2_pow_28",
+    "scans::more_than_2_pow_32_elements",
+    "applications::stress_threads_and_streams",
+    "applications::graph_capture_and_replay",
+    "applications::caller_workspace_back_to_back",
+    "kernels::tag_wraparound_clears_stale_slots",
+    "scans::seed_examples_on_the_gpu",
+];
+
+/// Whether this process already forces one single-pass kernel (a child of the tests
+/// below, or a caller who set the variables), so those tests must not rerun the suites.
+fn forcing_a_kernel() -> bool {
+    std::env::var_os("SCANRT_BULK_MIN_TILES").is_some() || std::env::var_os("SCANRT_WAVE_MAX_TILES").is_some()
+}
+
+/// Reruns `suites` with `env` set, each in a child process of its own, all at once (the
+/// longest suite, not their sum, sets the time).
+fn rerun_suites(suites: &[&str], env: &[(&str, &str)], what: &str) {
+    let children: Vec<_> = suites
+        .iter()
+        .map(|suite| {
+            let child = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", "--test-threads=1", suite])
+                .envs(env.iter().copied())
+                .spawn()
+                .unwrap();
+            (suite, child)
+        })
+        .collect();
+    let failed: Vec<_> = children
+        .into_iter()
+        .filter_map(|(suite, mut child)| (!child.wait().unwrap().success()).then_some(*suite))
+        .collect();
+    assert!(failed.is_empty(), "with {what}, these suites failed: {failed:?}");
+}
+
+/// The bulk-copy single pass (sm_90+, input type = output type) serves only scans of at
+/// least `bulk_min_tiles` tiles (512, segmented 4096) that the one-wave kernel does not
+/// take. This test reruns the suites that reach it in a child process with
+/// `SCANRT_BULK_MIN_TILES=2` (and the one-wave kernel off), so that it also meets every
+/// edge size, partial and misaligned tile, in-place buffer, backward and deterministic
+/// scan, graph replay, caller workspace and tag wrap-around.
+#[test]
+fn bulk_copy_single_pass_at_every_size() {
+    let ctx = gpu_or_skip!();
+    if forcing_a_kernel() {
+        return; // this is a child (or the caller forces a kernel already)
+    }
+    let report = ctx.kernel_report(DType::U32, DType::U32, Op::Sum).unwrap();
+    if !report.contains("bulk-copy") {
+        eprintln!("skipped: no bulk-copy kernel on this device ({report})");
+        return;
+    }
+    rerun_suites(
+        &SINGLE_PASS_SUITES,
+        &[("SCANRT_BULK_MIN_TILES", "2"), ("SCANRT_WAVE_MAX_TILES", "0")],
+        "the bulk-copy kernel at every size",
+    );
+}
+
+/// The one-wave single pass (plain scans, both pointers aligned for the direction) serves
+/// only scans whose tiles are all resident at once. This test reruns the suites in a child
+/// process with `SCANRT_WAVE_MAX_TILES` unbounded (and the bulk-copy kernel off), so it
+/// also meets every size up to more than 2^32 elements, many blocks per SM, graph replay,
+/// caller workspaces and tag wrap-around. (Tickets keep it correct beyond one wave.)
+/// Deterministic float scans never take it (see `one_wave_kernel_keeps_deterministic_scans_alignment_independent`),
+/// so their suite is left out.
+#[test]
+fn one_wave_single_pass_at_every_size() {
+    let _ctx = gpu_or_skip!();
+    if forcing_a_kernel() {
+        return; // this is a child (or the caller forces a kernel already)
+    }
+    let max = u64::MAX.to_string();
+    let suites: Vec<&str> = SINGLE_PASS_SUITES
+        .into_iter()
+        .filter(|s| *s != "determinism::deterministic_float_scans_are_bitwise_reproducible")
+        .collect();
+    rerun_suites(
+        &suites,
+        &[("SCANRT_WAVE_MAX_TILES", &max), ("SCANRT_BULK_MIN_TILES", &max)],
+        "the one-wave kernel at every size",
+    );
+}
+
+/// The look-back tags slots with a 29-bit tag derived from the workspace header's
+/// generation (kernels/device/lookback.cuh). Tags repeat every 2^29 - 1
+/// launches; the launch before they repeat clears every slot. This test sets the
+/// generation directly to cross that point: a large scan leaves slots tagged 5, the
+/// clearing launch runs, and a scan whose tag is 5 again must not see the stale slots
+/// (without the clear, its look-back would fold the first scan's values).
+#[test]
+fn tag_wraparound_clears_stale_slots() {
+    const TAG_PERIOD: u64 = scanrt::contract::TAG_PERIOD as u64;
+    let ctx = gpu_or_skip!();
+    let stream = ctx.new_stream().unwrap();
+    let n = 5_000_003usize;
+    let desc = ScanDesc::inclusive(Op::Sum).with_algorithm(Algorithm::SinglePass);
+    let src0 = Buffer::new(ctx, DType::U32, n as u64).unwrap();
+    let bytes = ctx
+        .workspace_size(
+            &RawScan::new(src0.addr(), DType::U32, src0.addr(), DType::U32, n as u64),
+            &desc,
+        )
+        .unwrap();
+    let ws_buf = Buffer::new(ctx, DType::U8, bytes as u64).unwrap();
+    let ws = scanrt::Workspace {
+        ptr: ws_buf.addr(),
+        bytes,
+    };
+    ctx.init_workspace(&stream, ws).unwrap();
+    // The header's ticket word: [generation:32 | ticket:32].
+    let ticket = std::mem::offset_of!(scanrt::contract::LookbackHeader, ticket) as u64 / 8;
+    let mut header = view(ctx, &ws_buf, DType::U64, ticket, 1);
+    let mut scan_with_generation = |generation: u64, n: usize, fill: u32| {
+        header.upload(&stream, &[generation << 32]).unwrap();
+        let input = vec![fill; n];
+        let src = Buffer::from_slice(ctx, &stream, &input).unwrap();
+        let dst = Buffer::new(ctx, DType::U32, n as u64).unwrap();
+        let req = RawScan::new(src.addr(), DType::U32, dst.addr(), DType::U32, n as u64);
+        unsafe { ctx.scan_raw(&stream, &req, &desc, Some(ws)) }.unwrap();
+        let got: Vec<u32> = dst.download(&stream, n).unwrap();
+        compare(&input, &desc, &got, 0.0).unwrap_or_else(|e| panic!("generation {generation}: {e}"));
+        let after: Vec<u64> = header.download(&stream, 1).unwrap();
+        assert_eq!(
+            after[0],
+            (generation + 1) << 32,
+            "the header after generation {generation}"
+        );
+    };
+    scan_with_generation(4, n, 7); // tag 5 in every slot of the first 5M / tile tiles
+    scan_with_generation(TAG_PERIOD - 1, 2 * tile_lengths(ctx, DType::U32, DType::U32).0 + 1, 1); // clears
+    scan_with_generation(TAG_PERIOD + 4, n, 3); // tag 5 again
+}
+
+/// A small representative set for compute-sanitizer (memcheck, racecheck, synccheck):
+/// every algorithm, 4- and 8-byte accumulators, multi-tile, partial tiles, misaligned
+/// and in-place, backward, and every segment format.
+#[test]
+fn sanitizer_subset() {
+    let ctx = gpu_or_skip!();
+    let stream = ctx.new_stream().unwrap();
+    let mut rng = Rng(0x5A);
+    for pair in [
+        (DType::U32, DType::U32),
+        (DType::F64, DType::F64),
+        (DType::U8, DType::U64),
+    ] {
+        for algorithm in [
+            Algorithm::SinglePass,
+            Algorithm::DeterministicSinglePass,
+            Algorithm::Matrix,
+        ] {
+            for (n, off, in_place) in [
+                (1usize, 0u64, false),
+                (5000, 0, false),
+                (70_001, 1, false),
+                (40_000, 0, pair.0 == pair.1),
+                (300_001, 0, false), // aligned, beyond the small shape: the one-wave kernel
+            ] {
+                let c = Case {
+                    inclusive: n % 2 == 0,
+                    with_init: true,
+                    in_offset: off,
+                    out_offset: off,
+                    in_place,
+                    ..Case::plain(Op::Sum, algorithm, n)
+                };
+                with_pair!(pair, run_case(ctx, &stream, &mut rng, c)).unwrap_or_else(|e| panic!("{pair:?} {c:?}: {e}"));
+            }
+        }
+    }
+    // Backward and segmented: every segment format, whole and partial tiles, misaligned.
+    for pair in [(DType::U32, DType::U32), (DType::F64, DType::F64)] {
+        for (segments, direction) in [
+            (Segments::None, Direction::Backward),
+            (Segments::ByteFlags, Direction::Forward),
+            (Segments::ByteFlags, Direction::Backward),
+            (Segments::BitFlags, Direction::Backward),
+            (Segments::Keys(DType::U32), Direction::Forward),
+            (Segments::Keys(DType::U64), Direction::Backward),
+        ] {
+            for algorithm in [
+                Algorithm::SinglePass,
+                Algorithm::DeterministicSinglePass,
+                Algorithm::Matrix,
+            ] {
+                // Aligned (vector rows of flags and keys) for the single pass, misaligned otherwise.
+                let off = (algorithm != Algorithm::SinglePass) as u64;
+                let c = Case {
+                    in_offset: off,
+                    out_offset: off,
+                    direction,
+                    segments,
+                    pattern: SegmentPattern::Random { mean_len: 100 },
+                    ..Case::plain(Op::Sum, algorithm, 70_001)
+                };
+                with_pair!(pair, run_case(ctx, &stream, &mut rng, c)).unwrap_or_else(|e| panic!("{pair:?} {c:?}: {e}"));
+            }
+        }
+    }
+}

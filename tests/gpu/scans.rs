@@ -1,0 +1,224 @@
+//! Plain scans: every dtype pair, operator and mode through every algorithm against the
+//! sequential reference, edge sizes, misaligned and in-place buffers, large and more than
+//! 2^32 elements, zero length, and the seeds' worked examples.
+
+use scanrt::{check_types, Algorithm, Buffer, DType, Direction, Op, RawScan, ScanDesc, Segments, TYPE_PAIRS};
+
+use crate::common::*;
+use crate::support::*;
+
+#[test]
+fn randomized_every_pair_operator_mode_and_algorithm() {
+    let ctx = gpu_or_skip!();
+    let stream = ctx.new_stream().unwrap();
+    let mut rng = Rng(0x5CA9);
+    let mut tally = Tally::default();
+    for pair in TYPE_PAIRS {
+        let (tile, bulk_tile, wave_tile) = tile_lengths(ctx, pair.0, pair.1);
+        let sizes = edge_sizes(tile, bulk_tile, wave_tile);
+        for op in Op::ALL {
+            if check_types(pair.0, pair.1, op).is_err() {
+                continue;
+            }
+            for algorithm in [
+                Algorithm::SinglePass,
+                Algorithm::DeterministicSinglePass,
+                Algorithm::Matrix,
+            ] {
+                for inclusive in [true, false] {
+                    for with_init in [false, true] {
+                        // Every size for the plain variant, three sampled sizes for the others.
+                        let picks: Vec<usize> = if inclusive && !with_init {
+                            sizes.to_vec()
+                        } else {
+                            (0..3).map(|_| sizes[rng.below(sizes.len() as u64) as usize]).collect()
+                        };
+                        for n in picks {
+                            let c = Case {
+                                inclusive,
+                                with_init,
+                                ..Case::plain(op, algorithm, n)
+                            };
+                            tally.record(with_pair!(pair, run_case(ctx, &stream, &mut rng, c)), || {
+                                format!("{pair:?} {c:?}")
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    tally.assert_no_failures("randomized");
+}
+
+#[test]
+fn random_sizes_misaligned_and_in_place() {
+    let ctx = gpu_or_skip!();
+    let stream = ctx.new_stream().unwrap();
+    let mut rng = Rng(0xA11E);
+    let mut tally = Tally::default();
+    for round in 0..600 {
+        let pair = TYPE_PAIRS[rng.below(TYPE_PAIRS.len() as u64) as usize];
+        let op = Op::ALL[rng.below(7) as usize];
+        if check_types(pair.0, pair.1, op).is_err() {
+            continue;
+        }
+        let n = match round % 3 {
+            0 => 1 + rng.below(5000) as usize,
+            1 => 1 + rng.below(1 << 18) as usize,
+            _ => (1usize << (10 + rng.below(12))) + rng.below(3) as usize - 1, // 2^k - 1, 2^k, 2^k + 1
+        };
+        let in_place = pair.0 == pair.1 && rng.below(3) == 0;
+        let c = Case {
+            op,
+            inclusive: rng.below(2) == 0,
+            with_init: rng.below(2) == 0,
+            algorithm: if rng.below(2) == 0 {
+                Algorithm::SinglePass
+            } else {
+                Algorithm::Matrix
+            },
+            n,
+            in_offset: rng.below(4),
+            out_offset: rng.below(4),
+            in_place,
+            direction: Direction::Forward,
+            segments: Segments::None,
+            pattern: SegmentPattern::NoneSet,
+        };
+        tally.record(with_pair!(pair, run_case(ctx, &stream, &mut rng, c)), || {
+            format!("{pair:?} {c:?}")
+        });
+    }
+    tally.assert_no_failures("misaligned/in-place");
+}
+
+#[test]
+fn large_inputs_up_to_2_pow_28() {
+    let ctx = gpu_or_skip!();
+    let stream = ctx.new_stream().unwrap();
+    let mut rng = Rng(0xB16);
+    // Many more tiles than resident blocks: every block runs many rounds.
+    for algorithm in [
+        Algorithm::SinglePass,
+        Algorithm::DeterministicSinglePass,
+        Algorithm::Matrix,
+    ] {
+        for (pair, n, op) in [
+            ((DType::U32, DType::U32), 1usize << 28, Op::Sum),
+            ((DType::F32, DType::F32), (1 << 28) - 1, Op::Sum),
+            ((DType::U64, DType::U64), (1 << 27) + 1, Op::Sum),
+            ((DType::F64, DType::F64), 1 << 27, Op::Sum),
+            ((DType::I32, DType::I64), (1 << 26) + 3, Op::Sum),
+            // Exact powers of two: a lost or repeated tile changes the sign or the exponent.
+            ((DType::F64, DType::F64), (1 << 26) + 1, Op::Product),
+        ] {
+            let c = Case {
+                with_init: true,
+                ..Case::plain(op, algorithm, n)
+            };
+            with_pair!(pair, run_case(ctx, &stream, &mut rng, c)).unwrap_or_else(|e| panic!("{pair:?} {c:?}: {e}"));
+            eprintln!("large: {pair:?} n={n} {op:?} {algorithm:?} ok");
+        }
+    }
+}
+
+/// More than 2^32 u8 elements summed into u32 offsets, checked at sampled positions.
+#[test]
+fn more_than_2_pow_32_elements() {
+    let ctx = gpu_or_skip!();
+    let stream = ctx.new_stream().unwrap();
+    let n: u64 = (1 << 32) + (1 << 20) + 7;
+    let mut rng = Rng(0xF00D);
+    let input: Vec<u8> = (0..n)
+        .map(|i| (i.wrapping_mul(0x9E3779B97F4A7C15) >> 59) as u8)
+        .collect();
+    let prefix: Vec<u32> = input
+        .iter()
+        .scan(0u32, |s, &x| {
+            *s = s.wrapping_add(x as u32);
+            Some(*s)
+        })
+        .collect();
+    let src = Buffer::from_slice(ctx, &stream, &input).unwrap();
+    drop(input);
+    let out = Buffer::new(ctx, DType::U32, n).unwrap();
+    let mut samples: Vec<u64> = (0..2000).map(|_| rng.below(n)).collect();
+    samples.extend([0, 1, (1 << 32) - 1, 1 << 32, (1 << 32) + 1, n - 1]);
+    for algorithm in [Algorithm::SinglePass, Algorithm::Matrix] {
+        let desc = ScanDesc::inclusive(Op::Sum).with_algorithm(algorithm);
+        ctx.scan(&stream, &src, &out, &desc).unwrap();
+        for &i in &samples {
+            let got: Vec<u32> = view(ctx, &out, DType::U32, i, 1).download(&stream, 1).unwrap();
+            assert_eq!(got[0], prefix[i as usize], "{algorithm:?} at {i}");
+        }
+        eprintln!(
+            "n = {n} u8 -> u32 {algorithm:?}: {} sampled positions match",
+            samples.len()
+        );
+    }
+}
+
+#[test]
+fn zero_length_is_a_no_op() {
+    let ctx = gpu_or_skip!();
+    let stream = ctx.new_stream().unwrap();
+    let a = Buffer::new(ctx, DType::U32, 0).unwrap();
+    let b = Buffer::new(ctx, DType::U32, 0).unwrap();
+    ctx.scan(&stream, &a, &b, &ScanDesc::default()).unwrap();
+    // SAFETY: n = 0 touches no memory, even through NULL.
+    unsafe {
+        ctx.scan_raw(
+            &stream,
+            &RawScan {
+                input: 0,
+                input_dtype: DType::U32,
+                output: 0,
+                output_dtype: DType::U32,
+                n: 0,
+                segments: 0,
+            },
+            &ScanDesc::default(),
+            None,
+        )
+    }
+    .unwrap();
+}
+
+/// The worked examples of seeds 001, 002 and 004, exactly, through the typed segmented
+/// API (byte and bit flags) on every GPU algorithm.
+#[test]
+fn seed_examples_on_the_gpu() {
+    let ctx = gpu_or_skip!();
+    let stream = ctx.new_stream().unwrap();
+    for algorithm in [
+        Algorithm::SinglePass,
+        Algorithm::DeterministicSinglePass,
+        Algorithm::Matrix,
+    ] {
+        for example in seed_examples() {
+            let desc = example.desc.with_algorithm(algorithm);
+            let input = Buffer::from_slice(ctx, &stream, &example.input).unwrap();
+            let output = Buffer::new(ctx, DType::I32, example.input.len() as u64).unwrap();
+            match &example.flags {
+                None => {
+                    ctx.scan(&stream, &input, &output, &desc).unwrap();
+                }
+                Some(flags) => {
+                    let bytes = Buffer::from_slice(ctx, &stream, flags).unwrap();
+                    let bits = Buffer::from_slice(ctx, &stream, &pack_bits(flags)).unwrap();
+                    for (kind, data) in [(Segments::ByteFlags, &bytes), (Segments::BitFlags, &bits)] {
+                        ctx.scan_segmented(&stream, &input, data, &output, &desc.segmented(kind))
+                            .unwrap();
+                        let got: Vec<i32> = output.download(&stream, example.input.len()).unwrap();
+                        assert_eq!(got, example.expected, "{} ({kind:?}, {algorithm:?})", example.name);
+                    }
+                    continue;
+                }
+            }
+            let got: Vec<i32> = output.download(&stream, example.input.len()).unwrap();
+            assert_eq!(got, example.expected, "{} ({algorithm:?})", example.name);
+            eprintln!("seed example ok: {} ({algorithm:?})", example.name);
+        }
+    }
+}

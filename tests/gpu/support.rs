@@ -1,0 +1,194 @@
+//! Helpers the GPU topics share: buffer views, one randomized case and its run, the edge sizes,
+//! a tally of failures, and the kernels' tile lengths.
+
+use scanrt::{
+    Algorithm, Buffer, ChoiceReason, Context, DType, Direction, Op, RawScan, ScanDesc, ScanrtStatus, Segments, Stream,
+    Widen,
+};
+
+use crate::common::*;
+
+/// A view of `len` elements starting `offset` elements into `base`.
+pub(crate) fn view(ctx: &Context, base: &Buffer, dtype: DType, offset: u64, len: u64) -> Buffer {
+    // SAFETY: base holds at least offset + len elements and outlives the view.
+    unsafe { Buffer::wrap_device(ctx, (base.addr() + offset * dtype.size() as u64) as *mut _, dtype, len).unwrap() }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Case {
+    pub op: Op,
+    pub inclusive: bool,
+    pub with_init: bool,
+    pub algorithm: Algorithm,
+    pub n: usize,
+    pub in_offset: u64,
+    pub out_offset: u64,
+    pub in_place: bool,
+    pub direction: Direction,
+    pub segments: Segments,
+    pub pattern: SegmentPattern,
+}
+
+impl Case {
+    pub fn plain(op: Op, algorithm: Algorithm, n: usize) -> Case {
+        Case {
+            op,
+            inclusive: true,
+            with_init: false,
+            algorithm,
+            n,
+            in_offset: 0,
+            out_offset: 0,
+            in_place: false,
+            direction: Direction::Forward,
+            segments: Segments::None,
+            pattern: SegmentPattern::NoneSet,
+        }
+    }
+}
+
+/// Runs one case; the output buffer has a guard element after the result that must
+/// keep its poison value.
+pub(crate) fn run_case<I: TestInput + Widen<O>, O: TestOutput>(
+    ctx: &Context,
+    stream: &Stream,
+    rng: &mut Rng,
+    c: Case,
+) -> Result<(), String> {
+    let input: Vec<I> = random_vec(rng, c.op, c.n);
+    let mut desc = make_desc::<O>(rng, c.op, c.inclusive, c.with_init);
+    desc.algorithm = c.algorithm;
+    desc.direction = c.direction;
+    desc.segments = c.segments;
+    let n = c.n as u64;
+    let starts = (c.segments != Segments::None).then(|| segment_starts(rng, c.pattern, c.n));
+    let seg_bytes = starts
+        .as_ref()
+        .map(|s| encode_segments(rng, c.segments, s))
+        .unwrap_or_default();
+    // Misaligned cases misalign the segment data too, by one unit of its format.
+    let seg_shift = match c.segments {
+        _ if c.in_offset == 0 => 0,
+        Segments::None => 0,
+        Segments::ByteFlags => 1,
+        Segments::BitFlags => 4,
+        Segments::Keys(k) => k.size(),
+    };
+    let seg_buf = Buffer::from_slice(ctx, stream, &[vec![0u8; seg_shift], seg_bytes.clone()].concat()).unwrap();
+    let segments = if seg_bytes.is_empty() {
+        0
+    } else {
+        seg_buf.addr() + seg_shift as u64
+    };
+    let poison = O::from_bits(0xA5A5_A5A5_A5A5_A5A5);
+    let run = |input: &Buffer, output: &Buffer| {
+        let req = RawScan {
+            segments,
+            ..RawScan::new(input.addr(), I::DTYPE, output.addr(), O::DTYPE, n)
+        };
+        // SAFETY: the views and the segment buffer are live and long enough.
+        unsafe { ctx.scan_raw(stream, &req, &desc, None) }.map_err(|e| e.to_string())
+    };
+    let got: Vec<O> = if c.in_place {
+        assert_eq!(I::DTYPE, O::DTYPE);
+        let base = Buffer::new(ctx, I::DTYPE, n + c.in_offset).unwrap();
+        let mut data = view(ctx, &base, I::DTYPE, c.in_offset, n);
+        data.upload(stream, &input).unwrap();
+        run(&data, &data)?;
+        data.download(stream, c.n).unwrap()
+    } else {
+        let in_base = Buffer::new(ctx, I::DTYPE, n + c.in_offset).unwrap();
+        let mut in_view = view(ctx, &in_base, I::DTYPE, c.in_offset, n);
+        in_view.upload(stream, &input).unwrap();
+        let mut out_base = Buffer::new(ctx, O::DTYPE, n + c.out_offset + 1).unwrap();
+        out_base
+            .upload(stream, &vec![poison; c.n + c.out_offset as usize + 1])
+            .unwrap();
+        let out_view = view(ctx, &out_base, O::DTYPE, c.out_offset, n);
+        let info = run(&in_view, &out_view)?;
+        if info.algorithm != c.algorithm || info.reason != ChoiceReason::Requested {
+            return Err(format!(
+                "ran {:?} ({:?}), asked {:?}",
+                info.algorithm, info.reason, c.algorithm
+            ));
+        }
+        let all: Vec<O> = out_base.download(stream, c.n + c.out_offset as usize + 1).unwrap();
+        let guard = all[c.n + c.out_offset as usize];
+        if guard.to_bits() != poison.to_bits() || (c.out_offset > 0 && all[0].to_bits() != poison.to_bits()) {
+            return Err("wrote outside the output range".into());
+        }
+        all[c.out_offset as usize..c.out_offset as usize + c.n].to_vec()
+    };
+    compare_segmented(&input, starts.as_deref(), &desc, &got, gpu_depth(c.n))
+}
+
+/// The sizes every randomized test draws from: 1, 2, 33, around one tile of the
+/// register-staged kernel and one of the bulk-copy kernel (`bulk_tile`, the sizes where
+/// its first tile ends when it runs at every size), around 2^16 (2^16 + 1 also leaves the
+/// one-wave kernel a last tile of one element), nine one-wave tiles less one (a last
+/// tile one element short), and past 2^20 (up to 384 tiles, fewer than the resident
+/// blocks: the multi-round path is exercised by the large tests).
+pub(crate) fn edge_sizes(tile: usize, bulk_tile: usize, wave_tile: usize) -> [usize; 12] {
+    [
+        1,
+        2,
+        33,
+        tile - 1,
+        tile,
+        tile + 1,
+        bulk_tile - 1,
+        bulk_tile + 1,
+        (1 << 16) - 1,
+        (1 << 16) + 1,
+        9 * wave_tile - 1,
+        3 * (1 << 19) + 1,
+    ]
+}
+
+/// Counts the cases of a randomised test and keeps the failures, so one run reports all of them.
+#[derive(Default)]
+pub(crate) struct Tally {
+    pub cases: usize,
+    pub failures: Vec<String>,
+}
+
+impl Tally {
+    pub fn record(&mut self, result: Result<(), String>, case: impl FnOnce() -> String) {
+        self.cases += 1;
+        if let Err(e) = result {
+            self.failures.push(format!("{}: {e}", case()));
+        }
+    }
+
+    /// Prints the case count and fails with the first 30 failures, if any.
+    pub fn assert_no_failures(&self, label: &str) {
+        let (cases, failures) = (self.cases, &self.failures);
+        eprintln!("{label}: {cases} cases, {} failures", failures.len());
+        assert!(
+            failures.is_empty(),
+            "{} of {cases} cases failed:\n{}",
+            failures.len(),
+            failures.iter().take(30).cloned().collect::<Vec<_>>().join("\n")
+        );
+    }
+}
+
+/// The tile lengths of the kernels for a type pair, from the context's tuning:
+/// (register-staged, bulk-copy, one-wave). Pairs without a bulk-copy kernel get a length
+/// between one and two regular tiles in its place.
+pub(crate) fn tile_lengths(ctx: &Context, input: DType, output: DType) -> (usize, usize, usize) {
+    let (tile, bulk, wave) = ctx.tile_lengths(input, output, &ScanDesc::inclusive(Op::Sum)).unwrap();
+    let bulk = if bulk > 0 { bulk } else { tile * 7 / 4 + 3 };
+    (tile as usize, bulk as usize, wave as usize)
+}
+
+/// Asserts that a call failed with `status`.
+pub(crate) fn expect_status(r: scanrt::Result<scanrt::ScanInfo>, status: ScanrtStatus) {
+    match r {
+        Ok(_) => panic!("expected {status:?}, got success"),
+        Err(e) => {
+            assert_eq!(e.status, status, "{}", e.message);
+            assert!(!e.message.is_empty());
+        }
+    }
+}
