@@ -3,7 +3,10 @@
 
 use scanrt::{Algorithm, Buffer, ChoiceReason, DType, Op, RawScan, ScanDesc};
 
+use cudarc::driver::sys;
+
 use crate::common::*;
+use crate::support::differing_words;
 
 /// The matrix scan fixes its association order: float results are bitwise identical
 /// across runs.
@@ -109,34 +112,16 @@ fn deterministic_float_scans_are_bitwise_reproducible() {
         }
         .unwrap();
         let output = Buffer::new(ctx, dtype, n as u64).unwrap();
-        // A 64-bit fingerprint of the output's bits (FNV-1a over the words).
-        let fingerprint = |output: &Buffer| -> u64 {
-            let words: Vec<u64> = match dtype {
-                DType::F32 => output
-                    .download::<f32>(&stream, n)
-                    .unwrap()
-                    .iter()
-                    .map(|x| x.to_bits() as u64)
-                    .collect(),
-                _ => output
-                    .download::<f64>(&stream, n)
-                    .unwrap()
-                    .iter()
-                    .map(|x| x.to_bits())
-                    .collect(),
-            };
-            words
-                .iter()
-                .fold(0xcbf29ce484222325u64, |h, &w| (h ^ w).wrapping_mul(0x100000001b3))
-        };
+        // Each run's bits are compared on the device with the first run's.
+        let first_run = Buffer::new(ctx, dtype, n as u64).unwrap();
+        let bytes = n as u64 * dtype.size() as u64;
         let mut report = String::new();
         for (label, desc) in [
             ("deterministic", ScanDesc::inclusive(op).deterministic()),
             ("non-deterministic", ScanDesc::inclusive(op)),
         ] {
-            let mut first: Option<u64> = None;
             let mut differing = 0;
-            for _ in 0..runs {
+            for run in 0..runs {
                 let info = ctx.scan(&stream, &input, &output, &desc).unwrap();
                 let expected = if desc.deterministic {
                     (Algorithm::DeterministicSinglePass, ChoiceReason::Deterministic)
@@ -144,10 +129,14 @@ fn deterministic_float_scans_are_bitwise_reproducible() {
                     (Algorithm::SinglePass, ChoiceReason::Fastest)
                 };
                 assert_eq!((info.algorithm, info.reason), expected);
-                let got = fingerprint(&output);
-                match first {
-                    None => first = Some(got),
-                    Some(f) => differing += (f != got) as usize,
+                if run == 0 {
+                    // SAFETY: both buffers hold `bytes` bytes and outlive the copy.
+                    let copied = unsafe {
+                        sys::cuMemcpyDtoDAsync_v2(first_run.addr(), output.addr(), bytes as usize, stream.raw() as _)
+                    };
+                    assert_eq!(copied, sys::CUresult::CUDA_SUCCESS);
+                } else {
+                    differing += (differing_words(ctx, &stream, &output, &first_run, bytes) > 0) as usize;
                 }
             }
             if desc.deterministic {

@@ -192,3 +192,57 @@ pub(crate) fn expect_status(r: scanrt::Result<scanrt::ScanInfo>, status: ScanrtS
         }
     }
 }
+
+/// Counts the 32-bit words in which two device buffers of `bytes` bytes differ, on the
+/// device (so that repeated runs at 2^28 elements are compared without downloading them).
+pub(crate) fn differing_words(ctx: &Context, stream: &Stream, a: &Buffer, b: &Buffer, bytes: u64) -> u64 {
+    use cudarc::driver::{sys, CudaFunction};
+    static KERNEL: once_cell::sync::OnceCell<CudaFunction> = once_cell::sync::OnceCell::new();
+    let kernel = KERNEL.get_or_init(|| {
+        let src = r#"
+extern "C" __global__ void differing_words(const unsigned* a, const unsigned* b, unsigned long long words,
+                                          unsigned long long* count) {
+    unsigned long long differing = 0;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < words;
+         i += (unsigned long long)gridDim.x * blockDim.x)
+        differing += a[i] != b[i];
+    if (differing) atomicAdd(count, differing);
+}"#;
+        let cuda = ctx.cuda_context().unwrap();
+        let module = cuda.load_module(cudarc::nvrtc::compile_ptx(src).unwrap()).unwrap();
+        module.load_function("differing_words").unwrap()
+    });
+    assert!(bytes % 4 == 0 && bytes <= a.len() * a.dtype().size() as u64 && bytes <= b.len() * b.dtype().size() as u64);
+    let count = Buffer::new(ctx, DType::U64, 1).unwrap();
+    let raw = stream.raw() as sys::CUstream;
+    let (mut pa, mut pb, mut words, mut pc) = (a.addr(), b.addr(), bytes / 4, count.addr());
+    let mut params = [
+        &mut pa as *mut u64 as *mut std::ffi::c_void,
+        &mut pb as *mut u64 as *mut _,
+        &mut words as *mut u64 as *mut _,
+        &mut pc as *mut u64 as *mut _,
+    ];
+    // SAFETY: the four parameters match the kernel's; both buffers hold `bytes` bytes and
+    // `count` one u64 (zeroed first), all live until the download below.
+    unsafe {
+        assert_eq!(
+            sys::cuMemsetD8Async(count.addr(), 0, 8, raw),
+            sys::CUresult::CUDA_SUCCESS
+        );
+        let launched = sys::cuLaunchKernel(
+            kernel.cu_function(),
+            1024,
+            1,
+            1,
+            256,
+            1,
+            1,
+            0,
+            raw,
+            params.as_mut_ptr(),
+            std::ptr::null_mut(),
+        );
+        assert_eq!(launched, sys::CUresult::CUDA_SUCCESS);
+    }
+    count.download::<u64>(stream, 1).unwrap()[0]
+}
