@@ -7,8 +7,10 @@
 //! The host writes these structs as the driver hands them to kernels: `#[repr(C)]`, the
 //! same layout on both sides by construction.
 
-/// The parameters of every scan kernel, passed by value (one kernel argument). Addresses
-/// are device pointers; 0 where a kernel has no use for one.
+/// The parameters of every scan kernel. Kernels declare the fields as separate parameters
+/// (`SCANRT_SCAN_PARAMS`, generated from this struct), and the host passes the struct as
+/// their parameter buffer, whose layout the driver makes the same. Addresses are device
+/// pointers; 0 where a kernel has no use for one.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ScanParams {

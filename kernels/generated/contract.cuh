@@ -72,8 +72,10 @@ constexpr static const uint32_t FAULT_POISONED = 8;
 /// microseconds; only a broken protocol state waits longer.
 constexpr static const uint64_t WATCHDOG_NS = 1000000000;
 
-/// The parameters of every scan kernel, passed by value (one kernel argument). Addresses
-/// are device pointers; 0 where a kernel has no use for one.
+/// The parameters of every scan kernel. Kernels declare the fields as separate parameters
+/// (`SCANRT_SCAN_PARAMS`, generated from this struct), and the host passes the struct as
+/// their parameter buffer, whose layout the driver makes the same. Addresses are device
+/// pointers; 0 where a kernel has no use for one.
 struct ScanParams {
   /// The input elements (`const In*`).
   uint64_t input;
