@@ -1,62 +1,143 @@
 //! Generates, and rewrites when they differ:
-//! - `include/scanrt.h`: the C ABI, from src/ffi/ with cbindgen, plus the C enums of the
-//!   closed tables in src/tables.rs;
-//! - `kernels/generated/contract.cuh`: the host-kernel contract, from src/contract.rs;
 //! - `$OUT_DIR/kernel_headers.rs`: every header under kernels/, embedded by include name
-//!   (src/kernels.rs).
-//!
-//! Both are committed; CI rebuilds and fails when `git diff` shows either changed.
+//!   (src/kernels.rs);
+//! - with the `capi` feature, the headers cbindgen writes: `include/scanrt.h` (the C ABI,
+//!   from src/ffi/, plus the C enums of the closed tables in src/tables.rs) and
+//!   `kernels/generated/contract.cuh` (the host-kernel contract, from src/contract.rs).
+//!   Both are committed, so a plain Rust build needs no cbindgen; CI regenerates them and
+//!   fails when `git diff` shows either changed.
 use std::path::Path;
 
-/// One table of src/tables.rs as C sees it.
-struct CEnum {
-    doc: Vec<&'static str>,
-    c_type: &'static str,
-    /// (doc lines, constant name, value)
-    rows: Vec<(Vec<&'static str>, String, i64)>,
-}
+/// The headers cbindgen generates (feature `capi`).
+#[cfg(feature = "capi")]
+mod c_headers {
+    use super::write_if_changed;
+    use std::path::Path;
 
-/// The C-emitting reading of `c_enums!` (the Rust one is src/c_enum.rs).
-macro_rules! c_enums {
-    ($(
-        $(#[doc = $doc:literal])*
-        pub enum $name:ident ($c_type:literal, $prefix:literal) $(default $default:ident)? {
-            $(
-                $(#[doc = $vdoc:literal])*
-                $variant:ident = $value:literal, $suffix:literal, $text:literal;
-            )*
-        }
-    )*) => {
-        fn tables() -> Vec<CEnum> {
-            vec![$(CEnum {
-                doc: vec![$($doc),*],
-                c_type: $c_type,
-                rows: vec![$((vec![$($vdoc),*], format!("{}{}", $prefix, $suffix), $value)),*],
-            }),*]
-        }
-    };
-}
-include!("src/tables.rs");
-
-fn c_comment(out: &mut String, indent: &str, lines: &[&str]) {
-    for line in lines {
-        out.push_str(&format!("{indent}//{}\n", line.trim_end()));
+    /// One table of src/tables.rs as C sees it.
+    struct CEnum {
+        doc: Vec<&'static str>,
+        c_type: &'static str,
+        /// (doc lines, constant name, value)
+        rows: Vec<(Vec<&'static str>, String, i64)>,
     }
-}
 
-fn c_enums_text() -> String {
-    let mut out = String::new();
-    for t in tables() {
-        out.push('\n');
-        c_comment(&mut out, "", &t.doc);
-        out.push_str(&format!("typedef enum {} {{\n", t.c_type));
-        for (doc, name, value) in &t.rows {
-            c_comment(&mut out, "  ", doc);
-            out.push_str(&format!("  {name} = {value},\n"));
-        }
-        out.push_str(&format!("}} {};\n", t.c_type));
+    /// The C-emitting reading of `c_enums!` (the Rust one is src/c_enum.rs).
+    macro_rules! c_enums {
+        ($(
+            $(#[doc = $doc:literal])*
+            pub enum $name:ident ($c_type:literal, $prefix:literal) $(default $default:ident)? {
+                $(
+                    $(#[doc = $vdoc:literal])*
+                    $variant:ident = $value:literal, $suffix:literal, $text:literal;
+                )*
+            }
+        )*) => {
+            fn tables() -> Vec<CEnum> {
+                vec![$(CEnum {
+                    doc: vec![$($doc),*],
+                    c_type: $c_type,
+                    rows: vec![$((vec![$($vdoc),*], format!("{}{}", $prefix, $suffix), $value)),*],
+                }),*]
+            }
+        };
     }
-    out
+    include!("src/tables.rs");
+
+    fn c_comment(out: &mut String, indent: &str, lines: &[&str]) {
+        for line in lines {
+            out.push_str(&format!("{indent}//{}\n", line.trim_end()));
+        }
+    }
+
+    fn c_enums_text() -> String {
+        let mut out = String::new();
+        for t in tables() {
+            out.push('\n');
+            c_comment(&mut out, "", &t.doc);
+            out.push_str(&format!("typedef enum {} {{\n", t.c_type));
+            for (doc, name, value) in &t.rows {
+                c_comment(&mut out, "  ", doc);
+                out.push_str(&format!("  {name} = {value},\n"));
+            }
+            out.push_str(&format!("}} {};\n", t.c_type));
+        }
+        out
+    }
+
+    fn generate(crate_dir: &Path, builder: cbindgen::Builder, out: &str) {
+        match builder.generate() {
+            Ok(h) => {
+                let mut bytes = Vec::new();
+                h.write(&mut bytes);
+                write_if_changed(&crate_dir.join(out), &bytes);
+            }
+            // A syntax error in the crate surfaces from rustc with a better message.
+            Err(e) => println!("cargo:warning=cbindgen could not generate {out}: {e}"),
+        }
+    }
+
+    /// The fields of the C++ struct `name` in cbindgen's output, as a parameter list
+    /// ("uint64_t input, uint64_t output, ...").
+    fn kernel_parameter_list(header: &str, name: &str) -> String {
+        let body = header
+            .split(&format!("struct {name} {{"))
+            .nth(1)
+            .and_then(|rest| rest.split("};").next())
+            .unwrap_or_else(|| panic!("struct {name} is missing from the contract"));
+        body.lines()
+            .map(str::trim)
+            .filter(|line| !line.is_empty() && !line.starts_with("//"))
+            .map(|field| field.trim_end_matches(';').to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    pub fn generate_all(crate_dir: &Path) {
+        let mut config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml")).expect("cbindgen.toml");
+        config.after_includes = Some(format!(
+            "{}\n{}",
+            config.after_includes.unwrap_or_default(),
+            c_enums_text()
+        ));
+        generate(
+            crate_dir,
+            cbindgen::Builder::new().with_crate(crate_dir).with_config(config),
+            "include/scanrt.h",
+        );
+
+        let contract = cbindgen::Builder::new()
+            .with_src(crate_dir.join("src/contract.rs"))
+            .with_language(cbindgen::Language::Cxx)
+            .with_no_includes()
+            .with_pragma_once(true)
+            .with_documentation(true)
+            .with_header(
+                "// The host-kernel contract (src/contract.rs): parameters, workspace header, fault report,\n\
+                     // flags. Generated by build.rs with cbindgen; do not edit.",
+            )
+            .include_item("ScanParams")
+            .include_item("LookbackHeader")
+            .include_item("FaultReport");
+        match contract.generate() {
+            Ok(h) => {
+                let mut bytes = Vec::new();
+                h.write(&mut bytes);
+                let text = String::from_utf8(bytes).expect("cbindgen writes UTF-8");
+                let params = kernel_parameter_list(&text, "ScanParams");
+                let text = format!(
+                    "{text}\n// The scan kernels' parameter list: ScanParams's fields, in order, as separate\n\
+                         // parameters. The driver lays them out exactly as the struct, so the host passes\n\
+                         // one ScanParams as the parameter buffer; separate parameters let the compiler\n\
+                         // load each where it is used (a struct parameter cost the segmented single-pass\n\
+                         // kernel 150 bytes of spills per thread).\n\
+                         #define SCANRT_SCAN_PARAMS {params}\n"
+                );
+                write_if_changed(&crate_dir.join("kernels/generated/contract.cuh"), text.as_bytes());
+            }
+            Err(e) => println!("cargo:warning=cbindgen could not generate the kernel contract: {e}"),
+        }
+    }
 }
 
 fn write_if_changed(path: &Path, bytes: &[u8]) {
@@ -66,34 +147,6 @@ fn write_if_changed(path: &Path, bytes: &[u8]) {
     }
 }
 
-fn generate(crate_dir: &Path, builder: cbindgen::Builder, out: &str) {
-    match builder.generate() {
-        Ok(h) => {
-            let mut bytes = Vec::new();
-            h.write(&mut bytes);
-            write_if_changed(&crate_dir.join(out), &bytes);
-        }
-        // A syntax error in the crate surfaces from rustc with a better message.
-        Err(e) => println!("cargo:warning=cbindgen could not generate {out}: {e}"),
-    }
-}
-
-/// The fields of the C++ struct `name` in cbindgen's output, as a parameter list
-/// ("uint64_t input, uint64_t output, ...").
-fn kernel_parameter_list(header: &str, name: &str) -> String {
-    let body = header
-        .split(&format!("struct {name} {{"))
-        .nth(1)
-        .and_then(|rest| rest.split("};").next())
-        .unwrap_or_else(|| panic!("struct {name} is missing from the contract"));
-    body.lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with("//"))
-        .map(|field| field.trim_end_matches(';').to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 fn main() {
     for path in ["src", "kernels", "cbindgen.toml"] {
         println!("cargo:rerun-if-changed={path}");
@@ -101,49 +154,8 @@ fn main() {
     let crate_dir = std::env::var("CARGO_MANIFEST_DIR").unwrap();
     let crate_dir = Path::new(&crate_dir);
 
-    let mut config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml")).expect("cbindgen.toml");
-    config.after_includes = Some(format!(
-        "{}\n{}",
-        config.after_includes.unwrap_or_default(),
-        c_enums_text()
-    ));
-    generate(
-        crate_dir,
-        cbindgen::Builder::new().with_crate(crate_dir).with_config(config),
-        "include/scanrt.h",
-    );
-
-    let contract = cbindgen::Builder::new()
-        .with_src(crate_dir.join("src/contract.rs"))
-        .with_language(cbindgen::Language::Cxx)
-        .with_no_includes()
-        .with_pragma_once(true)
-        .with_documentation(true)
-        .with_header(
-            "// The host-kernel contract (src/contract.rs): parameters, workspace header, fault report,\n\
-             // flags. Generated by build.rs with cbindgen; do not edit.",
-        )
-        .include_item("ScanParams")
-        .include_item("LookbackHeader")
-        .include_item("FaultReport");
-    match contract.generate() {
-        Ok(h) => {
-            let mut bytes = Vec::new();
-            h.write(&mut bytes);
-            let text = String::from_utf8(bytes).expect("cbindgen writes UTF-8");
-            let params = kernel_parameter_list(&text, "ScanParams");
-            let text = format!(
-                "{text}\n// The scan kernels' parameter list: ScanParams's fields, in order, as separate\n\
-                 // parameters. The driver lays them out exactly as the struct, so the host passes\n\
-                 // one ScanParams as the parameter buffer; separate parameters let the compiler\n\
-                 // load each where it is used (a struct parameter cost the segmented single-pass\n\
-                 // kernel 150 bytes of spills per thread).\n\
-                 #define SCANRT_SCAN_PARAMS {params}\n"
-            );
-            write_if_changed(&crate_dir.join("kernels/generated/contract.cuh"), text.as_bytes());
-        }
-        Err(e) => println!("cargo:warning=cbindgen could not generate the kernel contract: {e}"),
-    }
+    #[cfg(feature = "capi")]
+    c_headers::generate_all(crate_dir);
 
     let mut headers = Vec::new();
     collect_headers(&crate_dir.join("kernels"), &mut headers);

@@ -54,7 +54,7 @@ int main() {
             desc.has_init = 1;
             desc.init.u32 = 3;
         }
-        scanrt_scan_info info;
+        scanrt_scan_info info; scanrt_scan_info_init(&info);
         SCANRT_CHECK(scanrt_scan_device(ctx, stream, in, SCANRT_DTYPE_U32, out, SCANRT_DTYPE_U32, n, &desc, &info));
         CUDA_CHECK(cudaMemcpyAsync(got.data(), out, n * sizeof(unsigned), cudaMemcpyDeviceToHost, stream));
         CUDA_CHECK(cudaStreamSynchronize(stream));

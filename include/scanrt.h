@@ -168,80 +168,11 @@ typedef enum scanrt_segments {
 } scanrt_segments;
 
 
-// Inclusive scan (else exclusive).
-#define FLAG_INCLUSIVE 1
-
-// `init_bits` holds an initial value (else the identity).
-#define FLAG_HAS_INIT 2
-
-// Input tiles are 16-byte aligned (forward: the pointer; backward: its end).
-#define FLAG_VECTOR_IN 4
-
-// Output tiles likewise.
-#define FLAG_VECTOR_OUT 8
-
-// Single pass: the timing-independent look-back (anchor tiles).
-#define FLAG_DETERMINISTIC 16
-
-// Byte flags or keys aligned like the tiles, read as vectors.
-#define FLAG_VECTOR_HEADS 32
-
-// Bits 6-7 of the flags: the `HEADS_*` kind of a segmented scan.
-#define HEADS_KIND_SHIFT 6
-
-// One byte per element; nonzero starts a segment (also the kind of unsegmented scans).
-#define HEADS_BYTES 0
-
-// Start flags packed 32 to a 32-bit word.
-#define HEADS_BITS 1
-
-// 4-byte keys: a segment starts where the key changes.
-#define HEADS_KEYS4 2
-
-// 8-byte keys.
-#define HEADS_KEYS8 3
-
-// Generation tags of status slots run 1..=TAG_PERIOD (29 bits); the launch before they
-// repeat clears every slot.
-#define TAG_PERIOD 536870911
-
-// Names the header layout ("scanrt02"); a header is sealed with
-// `WORKSPACE_MAGIC ^ (area_bytes * WORKSPACE_SEAL_MULTIPLIER)`.
-#define WORKSPACE_MAGIC 8314596464050581554
-
-// See `WORKSPACE_MAGIC`.
-#define WORKSPACE_SEAL_MULTIPLIER 11400714819323198485ull
-
-// A status slot for 4-byte carries: one 64-bit word.
-#define STATUS_SLOT_BYTES_4 8
-
-// A status slot for 8-byte carries: two 64-bit words.
-#define STATUS_SLOT_BYTES_8 16
-
-// No valid seal: never initialised, or overwritten.
-#define FAULT_UNINITIALISED 1
-
-// Initialised for fewer slots than the scan needs.
-#define FAULT_TOO_SMALL 2
-
-// A look-back waited past `WATCHDOG_NS`.
-#define FAULT_WATCHDOG 3
-
-// Initialised for more bytes than the call passed.
-#define FAULT_LARGER 4
-
-// Flag: refused for the earlier fault in the low bits.
-#define FAULT_POISONED 8
-
-// The longest a look-back waits for a predecessor, in nanoseconds. A healthy wait lasts
-// microseconds; only a broken protocol state waits longer.
-#define WATCHDOG_NS 1000000000
-
 // Major version of the scanrt library this header belongs to.
 #define SCANRT_VERSION_MAJOR 0
 
 // Minor version of the scanrt library this header belongs to.
-#define SCANRT_VERSION_MINOR 2
+#define SCANRT_VERSION_MINOR 3
 
 // Patch version of the scanrt library this header belongs to.
 #define SCANRT_VERSION_PATCH 0
@@ -267,6 +198,10 @@ typedef union scanrt_value {
 
 // What a scan computes. Initialise with `scanrt_scan_desc_init`, then set fields.
 typedef struct scanrt_scan_desc {
+  // `sizeof(scanrt_scan_desc)` as the caller compiled it, set by
+  // `scanrt_scan_desc_init`. Later releases append fields; the library reads only those
+  // this size covers and takes the defaults for the rest.
+  size_t struct_size;
   // A `scanrt_op` value.
   int32_t op;
   // Nonzero for an inclusive scan, zero for exclusive.
@@ -292,8 +227,12 @@ typedef struct scanrt_scan_desc {
   const void *segment_data;
 } scanrt_scan_desc;
 
-// What a scan call did (optional out parameter of the scan functions).
+// What a scan call did (optional out parameter of the scan functions). Initialise with
+// `scanrt_scan_info_init`.
 typedef struct scanrt_scan_info {
+  // `sizeof(scanrt_scan_info)` as the caller compiled it, set by
+  // `scanrt_scan_info_init`; the library writes only the fields this size covers.
+  size_t struct_size;
   // The `scanrt_backend` that ran the scan (`SCANRT_BACKEND_GPU` or `SCANRT_BACKEND_HOST`).
   int32_t backend;
   // The `scanrt_algorithm` that ran (single-pass, deterministic single-pass, matrix, or host).
@@ -386,9 +325,12 @@ scanrt_status scanrt_context_trim(const struct scanrt_context *ctx);
 // workspace), else `SCANRT_STATUS_OK`. Every scan call checks this first.
 scanrt_status scanrt_context_check_faults(const struct scanrt_context *ctx);
 
-// Fills `desc` with the defaults: inclusive sum, no initial value, automatic
-// algorithm, forward, not required deterministic, unsegmented.
+// Fills `desc` with the defaults (inclusive sum, no initial value, automatic algorithm,
+// forward, not required deterministic, unsegmented) and its `struct_size`.
 scanrt_status scanrt_scan_desc_init(struct scanrt_scan_desc *desc);
+
+// Sets `info`'s `struct_size` (and clears the rest), ready to pass to a scan.
+scanrt_status scanrt_scan_info_init(struct scanrt_scan_info *info);
 
 // Scans `input` into `output` (buffers of `ctx`) on `stream`, asynchronously on a GPU.
 // `output` may be `input` (in place). `info` may be NULL.

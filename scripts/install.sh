@@ -3,7 +3,7 @@
 #
 #   PREFIX/include/scanrt.h
 #   PREFIX/lib/libscanrt.a
-#   PREFIX/lib/libscanrt.so -> libscanrt.so.0 -> libscanrt.so.0.2.0   (SONAME libscanrt.so.0)
+#   PREFIX/lib/libscanrt.so -> libscanrt.so.0.3 -> libscanrt.so.0.3.0   (SONAME libscanrt.so.0.3)
 #   PREFIX/lib/cmake/scanrt/scanrtConfig.cmake, scanrtConfigVersion.cmake
 #   PREFIX/lib/pkgconfig/scanrt.pc
 #
@@ -33,18 +33,21 @@ cd "$root"
 version=$(sed -n 's/^version *= *"\([0-9][0-9.]*\)".*/\1/p' Cargo.toml | head -1)
 [ -n "$version" ] || { echo "install.sh: cannot read the version from Cargo.toml" >&2; exit 1; }
 major=${version%%.*}
-soname="libscanrt.so.$major"
+minor=${version#*.}; minor=${minor%%.*}
+# While the major version is 0, a minor release may change the ABI: the SONAME names the
+# minor too (README, "Versions and the C ABI").
+if [ "$major" = 0 ]; then abi="$major.$minor"; else abi="$major"; fi
+soname="libscanrt.so.$abi"
 
 target_dir=${CARGO_TARGET_DIR:-$root/target}
 release="$target_dir/release"
 
 if [ "${SCANRT_SKIP_BUILD:-0}" != "1" ]; then
   cargo=${CARGO:-cargo}
-  "$cargo" build --release
-  # Relink the library with a SONAME. Arguments after `--` reach only the scanrt crate's
-  # rustc call (and the link-arg only its cdylib), so unlike RUSTFLAGS this rebuilds no
-  # dependency and leaves the cache of later `cargo build` / `cargo test` runs alone.
-  "$cargo" rustc --release --lib -- -C "link-arg=-Wl,-soname,$soname"
+  # The C libraries, with the headers regenerated (feature `capi`) and a SONAME.
+  # Arguments after `--` reach only the scanrt crate's rustc call (and the link-arg only
+  # its cdylib), so unlike RUSTFLAGS this rebuilds no dependency.
+  "$cargo" rustc --release --lib --features capi --crate-type staticlib,cdylib -- -C "link-arg=-Wl,-soname,$soname"
 fi
 
 for f in "$release/libscanrt.a" "$release/libscanrt.so" "$root/include/scanrt.h"; do
@@ -100,7 +103,7 @@ if [ "${SCANRT_STRIP:-0}" = "1" ]; then
 fi
 
 # CMake package (relocatable: paths relative to the config file's directory).
-sed -e "s/@SCANRT_VERSION@/$version/g" cmake/scanrtConfig.cmake.in >"$prefix/lib/cmake/scanrt/scanrtConfig.cmake"
+sed -e "s/@SCANRT_VERSION@/$version/g" -e "s/@SCANRT_SONAME@/$soname/g" cmake/scanrtConfig.cmake.in >"$prefix/lib/cmake/scanrt/scanrtConfig.cmake"
 sed -e "s/@SCANRT_VERSION@/$version/g" cmake/scanrtConfigVersion.cmake.in >"$prefix/lib/cmake/scanrt/scanrtConfigVersion.cmake"
 chmod 644 "$prefix/lib/cmake/scanrt/"*.cmake
 

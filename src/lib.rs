@@ -21,7 +21,9 @@ mod tables;
 
 mod buffer;
 mod context;
-/// cbindgen:ignore (its own header: kernels/generated/contract.cuh)
+// The contract has a header of its own (kernels/generated/contract.cuh); keep it out of
+// the C ABI's:
+/// cbindgen:ignore
 pub mod contract;
 mod error;
 pub mod ffi;

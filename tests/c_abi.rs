@@ -233,3 +233,20 @@ fn calls_from_a_tls_destructor_do_not_abort() {
     .join()
     .unwrap();
 }
+
+/// The header's version macros, `scanrt_version` and the crate's version agree (the
+/// SONAME and the CMake package are derived from the crate's).
+#[test]
+fn version_matches_the_crate() {
+    let part = |s: &str| s.parse::<u32>().unwrap();
+    let (major, minor, patch) = (
+        part(env!("CARGO_PKG_VERSION_MAJOR")),
+        part(env!("CARGO_PKG_VERSION_MINOR")),
+        part(env!("CARGO_PKG_VERSION_PATCH")),
+    );
+    assert_eq!(
+        (SCANRT_VERSION_MAJOR, SCANRT_VERSION_MINOR, SCANRT_VERSION_PATCH),
+        (major, minor, patch)
+    );
+    assert_eq!(scanrt_version(), major * 10000 + minor * 100 + patch);
+}

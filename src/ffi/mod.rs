@@ -29,7 +29,7 @@ pub use strings::*;
 /// Major version of the scanrt library this header belongs to.
 pub const SCANRT_VERSION_MAJOR: u32 = 0;
 /// Minor version of the scanrt library this header belongs to.
-pub const SCANRT_VERSION_MINOR: u32 = 2;
+pub const SCANRT_VERSION_MINOR: u32 = 3;
 /// Patch version of the scanrt library this header belongs to.
 pub const SCANRT_VERSION_PATCH: u32 = 0;
 

@@ -32,6 +32,10 @@ pub union scanrt_value {
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct scanrt_scan_desc {
+    /// `sizeof(scanrt_scan_desc)` as the caller compiled it, set by
+    /// `scanrt_scan_desc_init`. Later releases append fields; the library reads only those
+    /// this size covers and takes the defaults for the rest.
+    pub struct_size: usize,
     /// A `scanrt_op` value.
     pub op: i32,
     /// Nonzero for an inclusive scan, zero for exclusive.
@@ -57,10 +61,14 @@ pub struct scanrt_scan_desc {
     pub segment_data: *const c_void,
 }
 
-/// What a scan call did (optional out parameter of the scan functions).
+/// What a scan call did (optional out parameter of the scan functions). Initialise with
+/// `scanrt_scan_info_init`.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct scanrt_scan_info {
+    /// `sizeof(scanrt_scan_info)` as the caller compiled it, set by
+    /// `scanrt_scan_info_init`; the library writes only the fields this size covers.
+    pub struct_size: usize,
     /// The `scanrt_backend` that ran the scan (`SCANRT_BACKEND_GPU` or `SCANRT_BACKEND_HOST`).
     pub backend: i32,
     /// The `scanrt_algorithm` that ran (single-pass, deterministic single-pass, matrix, or host).
@@ -105,21 +113,12 @@ fn desc_from_c(desc: &scanrt_scan_desc, output: DType) -> Result<ScanDesc> {
     })
 }
 
-fn write_info(info: *mut scanrt_scan_info, result: ScanInfo) {
-    // SAFETY: NULL is allowed (no report); otherwise the caller passes a writable struct.
-    if let Some(info) = unsafe { info.as_mut() } {
-        info.backend = result.backend as i32;
-        info.algorithm = result.algorithm as i32;
-        info.reason = result.reason as i32;
-    }
-}
-
-/// Fills `desc` with the defaults: inclusive sum, no initial value, automatic
-/// algorithm, forward, not required deterministic, unsegmented.
-#[no_mangle]
-pub unsafe extern "C" fn scanrt_scan_desc_init(desc: *mut scanrt_scan_desc) -> ScanrtStatus {
-    boundary(|| {
-        *non_null_mut(desc, "desc")? = scanrt_scan_desc {
+impl Default for scanrt_scan_desc {
+    /// Inclusive sum, no initial value, automatic algorithm, forward, not required
+    /// deterministic, unsegmented.
+    fn default() -> Self {
+        scanrt_scan_desc {
+            struct_size: std::mem::size_of::<scanrt_scan_desc>(),
             op: Op::Sum as i32,
             inclusive: 1,
             has_init: 0,
@@ -130,6 +129,99 @@ pub unsafe extern "C" fn scanrt_scan_desc_init(desc: *mut scanrt_scan_desc) -> S
             segments: SegmentKind::None as i32,
             key_dtype: DType::U32 as i32,
             segment_data: std::ptr::null(),
+        }
+    }
+}
+
+/// The smallest `struct_size` of each versioned struct: its layout in 0.3, the first
+/// release with the field. Fields appended later must have defaults.
+const DESC_V1_SIZE: usize = std::mem::size_of::<scanrt_scan_desc>();
+const INFO_V1_SIZE: usize = std::mem::size_of::<scanrt_scan_info>();
+
+/// Reads the caller's descriptor: the bytes its `struct_size` covers, over the defaults.
+///
+/// # Safety
+/// `desc` is NULL or points to at least `struct_size` readable bytes (at least its first
+/// field), as `scanrt_scan_desc_init` leaves it.
+unsafe fn read_desc(desc: *const scanrt_scan_desc) -> Result<scanrt_scan_desc> {
+    non_null(desc as *const usize, "desc")?;
+    // Only the first field is known to exist: an older caller's struct may be shorter.
+    // SAFETY: `desc` is not NULL and starts with `struct_size`.
+    let size = (desc as *const usize).read();
+    if size < DESC_V1_SIZE {
+        bail!(
+            InvalidArgument,
+            "desc->struct_size is {size}, less than any scanrt_scan_desc ({DESC_V1_SIZE}); initialise it with scanrt_scan_desc_init"
+        );
+    }
+    let mut out = scanrt_scan_desc::default();
+    let len = size.min(std::mem::size_of::<scanrt_scan_desc>());
+    // SAFETY: the caller's struct holds `size >= len` bytes; `out` holds `len` as well.
+    std::ptr::copy_nonoverlapping(desc as *const u8, &mut out as *mut _ as *mut u8, len);
+    out.struct_size = std::mem::size_of::<scanrt_scan_desc>();
+    Ok(out)
+}
+
+/// Where a scan reports what it did, and the caller's `struct_size`: checked before the
+/// scan runs (so that a bad `info` fails the call before anything is written), written
+/// after it.
+struct InfoOut(*mut scanrt_scan_info, usize);
+
+impl InfoOut {
+    /// # Safety
+    /// `info` is NULL (no report) or points to a writable struct of at least its
+    /// `struct_size` bytes.
+    unsafe fn check(info: *mut scanrt_scan_info) -> Result<InfoOut> {
+        if info.is_null() {
+            return Ok(InfoOut(info, 0));
+        }
+        // Only the first field is known to exist: an older caller's struct may be shorter.
+        let size = (info as *const usize).read();
+        if size < INFO_V1_SIZE {
+            bail!(
+                InvalidArgument,
+                "info->struct_size is {size}, less than any scanrt_scan_info ({INFO_V1_SIZE}); initialise it with scanrt_scan_info_init"
+            );
+        }
+        Ok(InfoOut(info, size))
+    }
+
+    fn write(self, result: ScanInfo) {
+        let InfoOut(info, size) = self;
+        if info.is_null() {
+            return;
+        }
+        let full = scanrt_scan_info {
+            struct_size: size,
+            backend: result.backend as i32,
+            algorithm: result.algorithm as i32,
+            reason: result.reason as i32,
+        };
+        let len = size.min(std::mem::size_of::<scanrt_scan_info>());
+        // SAFETY: the caller's struct holds at least `len` writable bytes.
+        unsafe { std::ptr::copy_nonoverlapping(&full as *const _ as *const u8, info as *mut u8, len) };
+    }
+}
+
+/// Fills `desc` with the defaults (inclusive sum, no initial value, automatic algorithm,
+/// forward, not required deterministic, unsegmented) and its `struct_size`.
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_scan_desc_init(desc: *mut scanrt_scan_desc) -> ScanrtStatus {
+    boundary(|| {
+        *non_null_mut(desc, "desc")? = scanrt_scan_desc::default();
+        Ok(())
+    })
+}
+
+/// Sets `info`'s `struct_size` (and clears the rest), ready to pass to a scan.
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_scan_info_init(info: *mut scanrt_scan_info) -> ScanrtStatus {
+    boundary(|| {
+        *non_null_mut(info, "info")? = scanrt_scan_info {
+            struct_size: std::mem::size_of::<scanrt_scan_info>(),
+            backend: 0,
+            algorithm: 0,
+            reason: 0,
         };
         Ok(())
     })
@@ -151,8 +243,9 @@ pub unsafe extern "C" fn scanrt_scan(
         let stream = &non_null(stream, "stream")?.inner;
         let input = &non_null(input, "input")?.inner;
         let output = &non_null(output as *const scanrt_buffer, "output")?.inner;
-        let c_desc = non_null(desc, "desc")?;
-        let desc = desc_from_c(c_desc, output.dtype())?;
+        let info = InfoOut::check(info)?;
+        let c_desc = read_desc(desc)?;
+        let desc = desc_from_c(&c_desc, output.dtype())?;
         let io = ScanIo {
             segments: c_desc.segment_data as u64,
             ..ctx.buffer_io(input, output, None)?
@@ -161,7 +254,7 @@ pub unsafe extern "C" fn scanrt_scan(
         // SAFETY: the buffers are live allocations of `ctx` of the checked lengths; the
         // segment data is range-checked against its allocation by the GPU path, and is
         // host memory the caller vouches for on the host backend (as for scanrt_scan_device).
-        write_info(info, plan.execute(stream, &io, None)?);
+        info.write(plan.execute(stream, &io, None)?);
         Ok(())
     })
 }
@@ -181,15 +274,16 @@ unsafe fn scan_device(
 ) -> Result<()> {
     let ctx = &non_null(ctx, "ctx")?.inner;
     let output_dtype = DType::from_c(output_dtype)?;
-    let c_desc = non_null(desc, "desc")?;
-    let desc = desc_from_c(c_desc, output_dtype)?;
+    let info = InfoOut::check(info)?;
+    let c_desc = read_desc(desc)?;
+    let desc = desc_from_c(&c_desc, output_dtype)?;
     let input_dtype = DType::from_c(input_dtype)?;
     ctx.gpu()?; // device pointers need a GPU context
     let plan = ctx.plan(input_dtype, output_dtype, n, &desc)?;
     let io = ScanIo::new(input as u64, output as u64).with_segments(c_desc.segment_data as u64);
     // The raw handle is checked with the driver by the execution itself.
     let stream = Stream::borrowed(ctx, cuda_stream, false);
-    write_info(info, plan.execute(&stream, &io, workspace)?);
+    info.write(plan.execute(&stream, &io, workspace)?);
     Ok(())
 }
 
@@ -240,7 +334,7 @@ pub unsafe extern "C" fn scanrt_scan_workspace_size(
     boundary(|| {
         let ctx = &non_null(ctx, "ctx")?.inner;
         let output_dtype = DType::from_c(output_dtype)?;
-        let desc = desc_from_c(non_null(desc, "desc")?, output_dtype)?;
+        let desc = desc_from_c(&read_desc(desc)?, output_dtype)?;
         let plan = ctx.plan(DType::from_c(input_dtype)?, output_dtype, n, &desc)?;
         *non_null_mut(bytes, "bytes")? = plan.workspace_bytes();
         Ok(())

@@ -54,7 +54,9 @@ impl LoadedKernel {
 /// How many CUDA devices the driver sees: `NoDriver` without libcuda, `NoDevice` when it
 /// sees none, `CudaError` when the driver is there but fails (never "no device").
 pub(crate) fn device_count() -> Result<usize> {
-    // SAFETY: only probes whether libcuda can be dlopen'ed.
+    // SAFETY: only probes whether libcuda can be dlopen'ed. (Linked rather than loaded,
+    // the library is there or the program would not have started.)
+    #[cfg(feature = "dynamic-loading")]
     if !unsafe { sys::is_culib_present() } {
         bail!(NoDriver, "no CUDA driver library (libcuda.so) could be loaded");
     }

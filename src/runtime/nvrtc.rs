@@ -37,7 +37,9 @@ fn nvrtc_check(r: nvrtc::nvrtcResult, what: &str) -> Result<()> {
 impl Nvrtc {
     /// Loads libnvrtc (without panicking when it is absent) and queries it.
     pub fn load() -> Result<Nvrtc> {
-        // SAFETY: probing only tries to dlopen the candidate library names.
+        // SAFETY: probing only tries to dlopen the candidate library names. (Linked
+        // rather than loaded, the library is there or the program would not have started.)
+        #[cfg(feature = "dynamic-loading")]
         if !unsafe { nvrtc::is_culib_present() } {
             bail!(CompileError, "the NVRTC library (libnvrtc.so) could not be loaded; install the CUDA toolkit or the nvidia-cuda-nvrtc wheel and put it on the library path");
         }
