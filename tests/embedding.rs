@@ -3,14 +3,14 @@
 //! replayed on other streams beside plain calls and after the pool was trimmed or the
 //! context dropped, the bounded workspace pool, and garbage, stale and undersized caller
 //! workspaces. Every test runs under a timeout, so a hang fails it; every result is
-//! checked against the sequential reference. Without a GPU each test prints
-//! "skipped: no CUDA device".
+//! checked against the sequential reference. Without a GPU each test reports "ignored".
 
 mod common;
 
 use std::sync::mpsc;
 use std::time::Duration;
 
+use common::harness::{self, tests};
 use common::*;
 use std::sync::Arc;
 
@@ -92,9 +92,8 @@ fn threads_on_stream(ctx: &'static Context, raw: usize, threads: u64, calls: usi
 /// The reproduction of the hang: 8 threads, each on its per-thread default stream (what
 /// `cudaStreamPerThread`, or NULL under `--default-stream per-thread`, names), 200 scans
 /// each. The streams share one handle value; each must get its own workspace.
-#[test]
 fn eight_threads_on_per_thread_default_streams() {
-    let ctx = gpu_or_skip!();
+    let ctx = gpu();
     within(120, "8 threads x 200 scans on per-thread default streams", move || {
         let mismatches = threads_on_stream(ctx, PER_THREAD_DEFAULT_STREAM, 8, 200, 0x9700);
         eprintln!("per-thread default streams: 8 threads x 200 scans, {mismatches} mismatches in 200 checks");
@@ -104,9 +103,8 @@ fn eight_threads_on_per_thread_default_streams() {
 
 /// Several threads on the one legacy default stream: one stream, one workspace, calls
 /// ordered by the stream.
-#[test]
 fn threads_sharing_the_legacy_default_stream() {
-    let ctx = gpu_or_skip!();
+    let ctx = gpu();
     within(120, "4 threads x 100 scans on the legacy default stream", move || {
         let mismatches = threads_on_stream(ctx, LEGACY_DEFAULT_STREAM, 4, 100, 0x1E6);
         eprintln!("legacy default stream: 4 threads x 100 scans, {mismatches} mismatches");
@@ -117,9 +115,8 @@ fn threads_sharing_the_legacy_default_stream() {
 /// Streams destroyed with scans still queued, and new streams created at once (the
 /// driver hands the same handle values out again) queuing their own scans: the queued
 /// scans of the destroyed stream and those of its successor must not share a workspace.
-#[test]
 fn streams_destroyed_and_recreated_with_scans_queued() {
-    let ctx = gpu_or_skip!();
+    let ctx = gpu();
     within(180, "streams destroyed with scans queued", move || {
         let cuda = ctx.cuda_context().unwrap().clone();
         let mut rng = Rng(0xDE57);
@@ -198,12 +195,7 @@ fn download_raw(stream: sys::CUstream, src: u64, n: usize) -> Vec<u32> {
 /// run on the capture stream, after `trim`, and after the scanrt context that captured
 /// it is gone. The data lives in raw allocations of the primary context, so that
 /// dropping the scanrt context really releases it.
-#[test]
 fn graph_replays_on_other_streams_after_trim_and_after_the_context() {
-    if GPU.is_none() {
-        eprintln!("skipped: no CUDA device");
-        return;
-    }
     within(180, "graph replays", || {
         let cuda: Arc<CudaContext> = CudaContext::new(0).unwrap(); // binds the primary context
         let n = (2 << 20) + 5;
@@ -284,12 +276,7 @@ fn graph_replays_on_other_streams_after_trim_and_after_the_context() {
 
 /// The pool keeps at most MAX_POOLED_STREAMS streams' workspaces, whatever number of streams an
 /// application uses, and `trim` releases them all.
-#[test]
 fn the_workspace_pool_is_bounded_and_trimmed() {
-    if GPU.is_none() {
-        eprintln!("skipped: no CUDA device");
-        return;
-    }
     within(120, "pool bound", || {
         let ctx = Context::new(Backend::Gpu, 0).unwrap();
         let n = 1usize << 20;
@@ -360,12 +347,7 @@ fn expect_fault(result: scanrt::Result<()>, words: &str) {
 /// Each of the three single-pass kernels meets them: the bulk-copy kernel (3 M
 /// elements), the one-wave kernel (1 M, aligned) and the register-staged one (100 003,
 /// misaligned).
-#[test]
 fn garbage_stale_and_undersized_caller_workspaces() {
-    if GPU.is_none() {
-        eprintln!("skipped: no CUDA device");
-        return;
-    }
     within(120, "bad caller workspaces", || {
         for (n, offset) in [(3_000_017, 0), (1_000_000, 0), (100_003, 1)] {
             bad_workspaces(n, offset);
@@ -480,12 +462,7 @@ fn bad_workspaces(n: usize, offset: usize) {
 
 /// Destroying scanrt objects (buffers, streams, contexts) leaves the thread's current
 /// CUDA context as it was, whether that was none or another context.
-#[test]
 fn destroys_leave_the_current_context_unchanged() {
-    if GPU.is_none() {
-        eprintln!("skipped: no CUDA device");
-        return;
-    }
     let current = || {
         let mut c: sys::CUcontext = std::ptr::null_mut();
         unsafe { sys::cuCtxGetCurrent(&mut c) };
@@ -505,4 +482,19 @@ fn destroys_leave_the_current_context_unchanged() {
     ctx.trim().unwrap();
     drop(ctx);
     assert!(current().is_null(), "context destroy changed the current context");
+}
+
+fn main() {
+    harness::run(
+        tests![
+            eight_threads_on_per_thread_default_streams,
+            threads_sharing_the_legacy_default_stream,
+            streams_destroyed_and_recreated_with_scans_queued,
+            graph_replays_on_other_streams_after_trim_and_after_the_context,
+            the_workspace_pool_is_bounded_and_trimmed,
+            garbage_stale_and_undersized_caller_workspaces,
+            destroys_leave_the_current_context_unchanged,
+        ],
+        no_gpu,
+    )
 }

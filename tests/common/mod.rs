@@ -8,33 +8,25 @@ use scanrt::{
     reference_scan_segmented, Accumulator, Backend, Context, DType, Direction, Op, Scalar, ScanDesc, Segments, Widen,
 };
 
-/// The GPU context the GPU suites share (None without a CUDA device).
-pub static GPU: Lazy<Option<Context>> = Lazy::new(|| match Context::new(Backend::Gpu, 0) {
-    Ok(ctx) => {
-        eprintln!("GPU suite on {}", ctx.describe());
-        Some(ctx)
-    }
-    Err(e) => {
-        eprintln!("skipped: no CUDA device ({e})");
-        None
-    }
+pub mod harness;
+
+/// The GPU context the GPU suites share, or why there is none.
+pub static GPU: Lazy<Result<Context, String>> = Lazy::new(|| {
+    let ctx = Context::new(Backend::Gpu, 0).map_err(|e| e.to_string())?;
+    eprintln!("GPU suite on {}", ctx.describe());
+    Ok(ctx)
 });
 
-/// The shared GPU context, or a "skipped: no CUDA device" line and an early return.
-#[allow(unused_macros)]
-macro_rules! gpu_or_skip {
-    () => {
-        match GPU.as_ref() {
-            Some(c) => c,
-            None => {
-                eprintln!("skipped: no CUDA device");
-                return;
-            }
-        }
-    };
+/// The shared GPU context (the harness runs GPU tests only where there is one).
+pub fn gpu() -> &'static Context {
+    GPU.as_ref()
+        .expect("GPU tests run only with a CUDA device (common::harness)")
 }
-#[allow(unused_imports)]
-pub(crate) use gpu_or_skip;
+
+/// Why GPU tests cannot run here, if they cannot: their harness reports them ignored.
+pub fn no_gpu() -> Option<String> {
+    GPU.as_ref().err().map(|e| format!("no CUDA device ({e})"))
+}
 
 /// A small deterministic PRNG (splitmix64), so failures reproduce from the printed seed.
 pub struct Rng(pub u64);

@@ -9,9 +9,8 @@ use scanrt::{Algorithm, Backend, Buffer, Context, DType, Op, RawScan, ScanDesc, 
 use crate::common::*;
 use crate::support::*;
 
-#[test]
-fn calls_leave_the_current_context_unchanged() {
-    let ctx = gpu_or_skip!();
+pub(crate) fn calls_leave_the_current_context_unchanged() {
+    let ctx = gpu();
     let current = || {
         let mut c: sys::CUcontext = std::ptr::null_mut();
         unsafe { sys::cuCtxGetCurrent(&mut c) };
@@ -49,9 +48,8 @@ fn calls_leave_the_current_context_unchanged() {
 }
 
 /// 16 host threads x 4 streams x 1000 scans of random sizes on one context.
-#[test]
-fn stress_threads_and_streams() {
-    let ctx = gpu_or_skip!();
+pub(crate) fn stress_threads_and_streams() {
+    let ctx = gpu();
     let failures = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     std::thread::scope(|s| {
         for t in 0..16u64 {
@@ -99,9 +97,8 @@ fn stress_threads_and_streams() {
 
 /// A single-pass scan captured into a CUDA graph and replayed 1000 times, with the
 /// input changing between replays; also through a caller workspace.
-#[test]
-fn graph_capture_and_replay() {
-    let ctx = gpu_or_skip!();
+pub(crate) fn graph_capture_and_replay() {
+    let ctx = gpu();
     let cuda = ctx.cuda_context().unwrap();
     let cu_stream = cuda.new_stream().unwrap();
     // SAFETY: the stream outlives `stream`.
@@ -145,9 +142,8 @@ fn graph_capture_and_replay() {
     assert_eq!(mismatches, 0);
 }
 
-#[test]
-fn caller_workspace_back_to_back() {
-    let ctx = gpu_or_skip!();
+pub(crate) fn caller_workspace_back_to_back() {
+    let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
     let mut rng = Rng(0x3C);
     let n = 3_000_001usize;
@@ -195,9 +191,8 @@ fn caller_workspace_back_to_back() {
 }
 
 /// Backward and segmented scans captured in a CUDA graph and replayed, deterministic too.
-#[test]
-fn graph_replay_of_backward_segmented_scans() {
-    let ctx = gpu_or_skip!();
+pub(crate) fn graph_replay_of_backward_segmented_scans() {
+    let ctx = gpu();
     let cuda = ctx.cuda_context().unwrap();
     let cu_stream = cuda.new_stream().unwrap();
     // SAFETY: the stream outlives `stream`.

@@ -32,9 +32,8 @@ fn patterns(tile: u64) -> Vec<SegmentPattern> {
 /// Backward, segmented (byte flags, bit flags, keys of every key type) and deterministic
 /// scans of every pair and operator through every algorithm, with misaligned and
 /// in-place buffers, against the sequential reference.
-#[test]
-fn randomized_backward_segmented_and_deterministic() {
-    let ctx = gpu_or_skip!();
+pub(crate) fn randomized_backward_segmented_and_deterministic() {
+    let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
     let mut rng = Rng(0xBAC5);
     let mut tally = Tally::default();
@@ -98,9 +97,8 @@ fn randomized_backward_segmented_and_deterministic() {
 
 /// Large segmented and backward scans: 2^28 u32 elements with byte flags (segments much
 /// longer than a tile, and short ones), 2^27+1 backward f64, u64 by key.
-#[test]
-fn large_backward_and_segmented() {
-    let ctx = gpu_or_skip!();
+pub(crate) fn large_backward_and_segmented() {
+    let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
     let mut rng = Rng(0x1A7);
     for algorithm in [Algorithm::SinglePass, Algorithm::Matrix] {

@@ -5,9 +5,8 @@ use scanrt::{Algorithm, Backend, Buffer, Context, DType, Op, RawScan, ScanDesc, 
 use crate::common::*;
 use crate::support::*;
 
-#[test]
-fn bad_input_is_rejected_without_writing_and_context_stays_usable() {
-    let ctx = gpu_or_skip!();
+pub(crate) fn bad_input_is_rejected_without_writing_and_context_stays_usable() {
+    let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
     // Large enough that allocations have their own address ranges (the driver rounds
     // small ones up, so a too-short allocation under ~2 MiB can go unnoticed).
@@ -115,9 +114,8 @@ fn bad_input_is_rejected_without_writing_and_context_stays_usable() {
 
 /// Segment data that is missing, short, misaligned, of the wrong kind, or overlapping the
 /// output is rejected with a specific status and nothing is written.
-#[test]
-fn bad_segment_input_is_rejected_without_writing() {
-    let ctx = gpu_or_skip!();
+pub(crate) fn bad_segment_input_is_rejected_without_writing() {
+    let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
     let n = 100_000u64;
     let src = Buffer::from_slice(ctx, &stream, &vec![1u32; n as usize]).unwrap();

@@ -10,9 +10,8 @@ use crate::support::differing_words;
 
 /// The matrix scan fixes its association order: float results are bitwise identical
 /// across runs.
-#[test]
-fn matrix_scan_is_run_to_run_deterministic() {
-    let ctx = gpu_or_skip!();
+pub(crate) fn matrix_scan_is_run_to_run_deterministic() {
+    let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
     let mut rng = Rng(0xDE7);
     let n = 1usize << 24;
@@ -88,9 +87,8 @@ fn float_prefix_error(data: &[f64], got: &[f64], dtype: DType, op: Op) -> f64 {
 
 /// 50 runs of deterministic f32 and f64 sum and product are bitwise identical, up to
 /// n = 2^28; the non-deterministic single pass is shown to differ where it can.
-#[test]
-fn deterministic_float_scans_are_bitwise_reproducible() {
-    let ctx = gpu_or_skip!();
+pub(crate) fn deterministic_float_scans_are_bitwise_reproducible() {
+    let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
     let mut rng = Rng(0xDE7E);
     let runs = 50;
@@ -177,9 +175,8 @@ fn deterministic_float_scans_are_bitwise_reproducible() {
 /// A deterministic scan's bits depend on n, not on where its buffers start: the one-wave
 /// kernel (other tiles, so another association order) serves only aligned buffers, so
 /// deterministic scans must stay out of it. Same data, aligned and one element off.
-#[test]
-fn one_wave_kernel_keeps_deterministic_scans_alignment_independent() {
-    let ctx = gpu_or_skip!();
+pub(crate) fn one_wave_kernel_keeps_deterministic_scans_alignment_independent() {
+    let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
     let mut rng = Rng(0xA119);
     for n in [(1usize << 20) + 1, 3 << 18] {

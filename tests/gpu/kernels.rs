@@ -55,9 +55,8 @@ fn rerun_suites(suites: &[&str], env: &[(&str, &str)], what: &str) {
 /// `SCANRT_BULK_MIN_TILES=2` (and the one-wave kernel off), so that it also meets every
 /// edge size, partial and misaligned tile, in-place buffer, backward and deterministic
 /// scan, graph replay, caller workspace and tag wrap-around.
-#[test]
-fn bulk_copy_single_pass_at_every_size() {
-    let ctx = gpu_or_skip!();
+pub(crate) fn bulk_copy_single_pass_at_every_size() {
+    let ctx = gpu();
     if forcing_a_kernel() {
         return; // this is a child (or the caller forces a kernel already)
     }
@@ -80,9 +79,8 @@ fn bulk_copy_single_pass_at_every_size() {
 /// caller workspaces and tag wrap-around. (Tickets keep it correct beyond one wave.)
 /// Deterministic float scans never take it (see `one_wave_kernel_keeps_deterministic_scans_alignment_independent`),
 /// so their suite is left out.
-#[test]
-fn one_wave_single_pass_at_every_size() {
-    let _ctx = gpu_or_skip!();
+pub(crate) fn one_wave_single_pass_at_every_size() {
+    let _ctx = gpu();
     if forcing_a_kernel() {
         return; // this is a child (or the caller forces a kernel already)
     }
@@ -104,10 +102,9 @@ fn one_wave_single_pass_at_every_size() {
 /// generation directly to cross that point: a large scan leaves slots tagged 5, the
 /// clearing launch runs, and a scan whose tag is 5 again must not see the stale slots
 /// (without the clear, its look-back would fold the first scan's values).
-#[test]
-fn tag_wraparound_clears_stale_slots() {
+pub(crate) fn tag_wraparound_clears_stale_slots() {
     const TAG_PERIOD: u64 = scanrt::contract::TAG_PERIOD as u64;
-    let ctx = gpu_or_skip!();
+    let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
     let n = 5_000_003usize;
     let desc = ScanDesc::inclusive(Op::Sum).with_algorithm(Algorithm::SinglePass);
@@ -151,9 +148,8 @@ fn tag_wraparound_clears_stale_slots() {
 /// A small representative set for compute-sanitizer (memcheck, racecheck, synccheck):
 /// every algorithm, 4- and 8-byte accumulators, multi-tile, partial tiles, misaligned
 /// and in-place, backward, and every segment format.
-#[test]
-fn sanitizer_subset() {
-    let ctx = gpu_or_skip!();
+pub(crate) fn sanitizer_subset() {
+    let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
     let mut rng = Rng(0x5A);
     for pair in [

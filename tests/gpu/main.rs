@@ -1,6 +1,6 @@
-//! The GPU suite, by topic. Each test prints "skipped: no CUDA device" and passes where
-//! there is no GPU; on a GPU machine they run (scripts/gpu-tests-parallel.sh runs each in
-//! a process of its own).
+//! The GPU suite, by topic. Without a CUDA device every test reports "ignored" (with the
+//! reason) instead of passing; on a GPU machine they run (scripts/gpu-tests-parallel.sh
+//! runs each in a process of its own).
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -12,3 +12,35 @@ mod bad_input;
 mod determinism;
 mod kernels;
 mod scans;
+
+use common::harness::{self, tests};
+
+fn main() {
+    harness::run(
+        tests![
+            applications::calls_leave_the_current_context_unchanged,
+            applications::stress_threads_and_streams,
+            applications::graph_capture_and_replay,
+            applications::caller_workspace_back_to_back,
+            applications::graph_replay_of_backward_segmented_scans,
+            backward_segmented::randomized_backward_segmented_and_deterministic,
+            backward_segmented::large_backward_and_segmented,
+            bad_input::bad_input_is_rejected_without_writing_and_context_stays_usable,
+            bad_input::bad_segment_input_is_rejected_without_writing,
+            determinism::matrix_scan_is_run_to_run_deterministic,
+            determinism::deterministic_float_scans_are_bitwise_reproducible,
+            determinism::one_wave_kernel_keeps_deterministic_scans_alignment_independent,
+            kernels::bulk_copy_single_pass_at_every_size,
+            kernels::one_wave_single_pass_at_every_size,
+            kernels::tag_wraparound_clears_stale_slots,
+            kernels::sanitizer_subset,
+            scans::randomized_every_pair_operator_mode_and_algorithm,
+            scans::random_sizes_misaligned_and_in_place,
+            scans::large_inputs_up_to_2_pow_28,
+            scans::more_than_2_pow_32_elements,
+            scans::zero_length_is_a_no_op,
+            scans::seed_examples_on_the_gpu,
+        ],
+        common::no_gpu,
+    )
+}

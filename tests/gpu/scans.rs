@@ -7,9 +7,8 @@ use scanrt::{check_types, Algorithm, Buffer, DType, Direction, Op, RawScan, Scan
 use crate::common::*;
 use crate::support::*;
 
-#[test]
-fn randomized_every_pair_operator_mode_and_algorithm() {
-    let ctx = gpu_or_skip!();
+pub(crate) fn randomized_every_pair_operator_mode_and_algorithm() {
+    let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
     let mut rng = Rng(0x5CA9);
     let mut tally = Tally::default();
@@ -51,9 +50,8 @@ fn randomized_every_pair_operator_mode_and_algorithm() {
     tally.assert_no_failures("randomized");
 }
 
-#[test]
-fn random_sizes_misaligned_and_in_place() {
-    let ctx = gpu_or_skip!();
+pub(crate) fn random_sizes_misaligned_and_in_place() {
+    let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
     let mut rng = Rng(0xA11E);
     let mut tally = Tally::default();
@@ -93,9 +91,8 @@ fn random_sizes_misaligned_and_in_place() {
     tally.assert_no_failures("misaligned/in-place");
 }
 
-#[test]
-fn large_inputs_up_to_2_pow_28() {
-    let ctx = gpu_or_skip!();
+pub(crate) fn large_inputs_up_to_2_pow_28() {
+    let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
     let mut rng = Rng(0xB16);
     // Many more tiles than resident blocks: every block runs many rounds.
@@ -124,9 +121,8 @@ fn large_inputs_up_to_2_pow_28() {
 }
 
 /// More than 2^32 u8 elements summed into u32 offsets, checked at sampled positions.
-#[test]
-fn more_than_2_pow_32_elements() {
-    let ctx = gpu_or_skip!();
+pub(crate) fn more_than_2_pow_32_elements() {
+    let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
     let n: u64 = (1 << 32) + (1 << 20) + 7;
     let mut rng = Rng(0xF00D);
@@ -159,9 +155,8 @@ fn more_than_2_pow_32_elements() {
     }
 }
 
-#[test]
-fn zero_length_is_a_no_op() {
-    let ctx = gpu_or_skip!();
+pub(crate) fn zero_length_is_a_no_op() {
+    let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
     let a = Buffer::new(ctx, DType::U32, 0).unwrap();
     let b = Buffer::new(ctx, DType::U32, 0).unwrap();
@@ -187,9 +182,8 @@ fn zero_length_is_a_no_op() {
 
 /// The worked examples of seeds 001, 002 and 004, exactly, through the typed segmented
 /// API (byte and bit flags) on every GPU algorithm.
-#[test]
-fn seed_examples_on_the_gpu() {
-    let ctx = gpu_or_skip!();
+pub(crate) fn seed_examples_on_the_gpu() {
+    let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
     for algorithm in [
         Algorithm::SinglePass,
