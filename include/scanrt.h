@@ -188,11 +188,17 @@ typedef struct scanrt_stream scanrt_stream;
 
 // An initial value, read as the scan's output type.
 typedef union scanrt_value {
+  // For `SCANRT_DTYPE_I32` outputs.
   int32_t i32;
+  // For `SCANRT_DTYPE_U32` outputs (and the low byte for `SCANRT_DTYPE_U8`).
   uint32_t u32;
+  // For `SCANRT_DTYPE_I64` outputs.
   int64_t i64;
+  // For `SCANRT_DTYPE_U64` outputs.
   uint64_t u64;
+  // For `SCANRT_DTYPE_F32` outputs.
   float f32;
+  // For `SCANRT_DTYPE_F64` outputs.
   double f64;
 } scanrt_value;
 

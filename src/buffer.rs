@@ -105,12 +105,15 @@ impl Buffer {
         Ok(b)
     }
 
+    /// The element type.
     pub fn dtype(&self) -> DType {
         self.dtype
     }
+    /// The number of elements.
     pub fn len(&self) -> u64 {
         self.len
     }
+    /// Whether the buffer holds no element.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

@@ -33,6 +33,7 @@ pub struct ScanParams {
     pub init_bits: u64,
     /// `FLAG_*` bits, and a `HEADS_*` kind at `HEADS_KIND_SHIFT`.
     pub flags: u32,
+    /// Zero (keeps the struct a multiple of 8 bytes).
     pub reserved: u32,
 }
 
@@ -99,6 +100,7 @@ pub struct FaultReport {
     pub workspace: u64,
     /// A `FAULT_*` code; 0 = nothing to report. Written last.
     pub code: u32,
+    /// Zero.
     pub reserved: u32,
 }
 

@@ -7,11 +7,14 @@ pub use crate::tables::ScanrtStatus;
 /// An error: a status code plus a human-readable message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
+    /// What went wrong, as the C ABI reports it.
     pub status: ScanrtStatus,
+    /// The specifics: which argument, which value, what was expected.
     pub message: String,
 }
 
 impl Error {
+    /// An error of `status` saying `message`.
     pub fn new(status: ScanrtStatus, message: impl Into<String>) -> Self {
         Error {
             status,
@@ -34,6 +37,7 @@ impl From<cudarc::driver::DriverError> for Error {
     }
 }
 
+/// The result of every fallible scanrt call.
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// Shorthand for `Err(Error::new(status, message))`.

@@ -14,6 +14,7 @@
 //! assert_eq!(output.download::<u32>(&stream, 4)?, vec![1, 3, 6, 10]);
 //! # Ok::<(), scanrt::Error>(())
 //! ```
+#![deny(missing_docs)]
 
 #[macro_use]
 mod c_enum;

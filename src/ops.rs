@@ -47,7 +47,9 @@ impl Op {
 
 /// An accumulator (= output) type on the host.
 pub trait Accumulator: Scalar {
+    /// The value `op` leaves every other value unchanged with.
     fn identity(op: Op) -> Self;
+    /// `a op b`, `a` first in sequence order.
     fn combine(op: Op, a: Self, b: Self) -> Self;
 }
 

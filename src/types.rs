@@ -8,8 +8,11 @@ pub use crate::tables::DType;
 /// What kind of number an element type holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NumberKind {
+    /// Unsigned integers.
     Unsigned,
+    /// Two's complement integers.
     Signed,
+    /// IEEE 754 floating point.
     Float,
 }
 
@@ -18,6 +21,7 @@ pub enum NumberKind {
 pub struct DTypeInfo {
     /// Bytes per element.
     pub size: usize,
+    /// What kind of number.
     pub kind: NumberKind,
     /// The CUDA C++ spelling in kernel specialisations (kernels/util/types.cuh).
     pub cuda: &'static str,
@@ -38,9 +42,11 @@ impl DType {
         };
         DTypeInfo { size, kind, cuda }
     }
+    /// Bytes per element.
     pub const fn size(self) -> usize {
         self.info().size
     }
+    /// Whether it is a floating-point type.
     pub fn is_float(self) -> bool {
         self.info().kind == NumberKind::Float
     }
@@ -122,6 +128,7 @@ macro_rules! dispatch_pair_rows {
 
 /// Lossless conversion of an input element into the accumulator type.
 pub trait Widen<O> {
+    /// The value as the wider type.
     fn widen(self) -> O;
 }
 

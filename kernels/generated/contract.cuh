@@ -96,6 +96,7 @@ struct ScanParams {
   uint64_t init_bits;
   /// `FLAG_*` bits, and a `HEADS_*` kind at `HEADS_KIND_SHIFT`.
   uint32_t flags;
+  /// Zero (keeps the struct a multiple of 8 bytes).
   uint32_t reserved;
 };
 
@@ -122,6 +123,7 @@ struct FaultReport {
   uint64_t workspace;
   /// A `FAULT_*` code; 0 = nothing to report. Written last.
   uint32_t code;
+  /// Zero.
   uint32_t reserved;
 };
 

@@ -20,11 +20,17 @@ use crate::types::{DType, InitValue};
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub union scanrt_value {
+    /// For `SCANRT_DTYPE_I32` outputs.
     pub i32: i32,
+    /// For `SCANRT_DTYPE_U32` outputs (and the low byte for `SCANRT_DTYPE_U8`).
     pub u32: u32,
+    /// For `SCANRT_DTYPE_I64` outputs.
     pub i64: i64,
+    /// For `SCANRT_DTYPE_U64` outputs.
     pub u64: u64,
+    /// For `SCANRT_DTYPE_F32` outputs.
     pub f32: f32,
+    /// For `SCANRT_DTYPE_F64` outputs.
     pub f64: f64,
 }
 

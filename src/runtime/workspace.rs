@@ -42,7 +42,9 @@ use crate::runtime::driver::{self, check, CurrentContext, SharedContext};
 /// before its first use, used by one scan at a time.
 #[derive(Debug, Clone, Copy)]
 pub struct Workspace {
+    /// Device address, 16-byte aligned.
     pub ptr: u64,
+    /// Its size in bytes.
     pub bytes: usize,
 }
 

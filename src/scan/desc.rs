@@ -5,7 +5,7 @@ use crate::tables::{Algorithm, Direction, Op, SegmentKind};
 use crate::types::{DType, InitValue, Scalar};
 
 /// How a segmented scan is told where segments start. The data (flags or keys, one
-/// entry per element, in memory order) travels beside the input: [`RawScan::segments`].
+/// entry per element, in memory order) travels beside the input: [`RawScan::segments`](crate::RawScan).
 /// A backward scan uses the same segments, traversed from their ends: a start flag
 /// marks where its backward traversal stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -85,17 +85,22 @@ impl Segments {
 /// each segment, every segment starting from `init`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ScanDesc {
+    /// The operator.
     pub op: Op,
+    /// Inclusive (element i includes input i) or exclusive.
     pub inclusive: bool,
     /// The initial value; `None` = the operator's identity. Its type must be the output
     /// type (checked when the scan is validated).
     pub init: Option<InitValue>,
+    /// The algorithm asked for (`Auto`: the fastest that keeps the promises).
     pub algorithm: Algorithm,
+    /// Forward (from element 0) or backward (from the last).
     pub direction: Direction,
     /// Bitwise identical results on every run (same GPU architecture and library
     /// version), whatever the scheduling. Costs nothing where the operator does not
     /// depend on association order.
     pub deterministic: bool,
+    /// How segments are given, if the scan is segmented.
     pub segments: Segments,
 }
 
@@ -114,12 +119,14 @@ impl Default for ScanDesc {
 }
 
 impl ScanDesc {
+    /// An inclusive forward scan with `op` (element i includes input i).
     pub fn inclusive(op: Op) -> Self {
         ScanDesc {
             op,
             ..Default::default()
         }
     }
+    /// An exclusive forward scan with `op` (element i combines the inputs before i).
     pub fn exclusive(op: Op) -> Self {
         ScanDesc {
             op,
@@ -146,18 +153,22 @@ impl ScanDesc {
             ),
         }
     }
+    /// Runs `algorithm` (else the fastest one that keeps the descriptor's promises).
     pub fn with_algorithm(mut self, algorithm: Algorithm) -> Self {
         self.algorithm = algorithm;
         self
     }
+    /// Traverses from the last element to the first.
     pub fn backward(mut self) -> Self {
         self.direction = Direction::Backward;
         self
     }
+    /// Asks for bitwise identical results on every run.
     pub fn deterministic(mut self) -> Self {
         self.deterministic = true;
         self
     }
+    /// Restarts the scan at each segment, given as `segments` says.
     pub fn segmented(mut self, segments: Segments) -> Self {
         self.segments = segments;
         self

@@ -18,10 +18,15 @@ use desc::{ScanDesc, Segments};
 /// a GPU. `output` may equal `input` (in place) when both types have the same size.
 #[derive(Debug, Clone, Copy)]
 pub struct RawScan {
+    /// Address of the input elements.
     pub input: u64,
+    /// Their type.
     pub input_dtype: DType,
+    /// Address of the output elements (may equal `input`).
     pub output: u64,
+    /// Their type (the accumulator type).
     pub output_dtype: DType,
+    /// Elements to scan.
     pub n: u64,
     /// The segment flags or keys of a segmented scan (see [`ScanDesc::segments`]); 0 otherwise.
     pub segments: u64,
@@ -39,9 +44,11 @@ impl RawScan {
             segments: 0,
         }
     }
+    /// Bytes of input read.
     pub fn input_bytes(&self) -> u64 {
         self.n * self.input_dtype.size() as u64
     }
+    /// Bytes of output written.
     pub fn output_bytes(&self) -> u64 {
         self.n * self.output_dtype.size() as u64
     }

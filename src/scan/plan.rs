@@ -24,7 +24,9 @@ use crate::types::DType;
 /// pointers on the host backend.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ScanIo {
+    /// Address of the input elements.
     pub input: u64,
+    /// Address of the output elements (may equal `input`).
     pub output: u64,
     /// The segment flags or keys of a segmented scan; 0 otherwise.
     pub segments: u64,
@@ -36,6 +38,7 @@ pub struct ScanIo {
 }
 
 impl ScanIo {
+    /// Input and output addresses, unsegmented.
     pub fn new(input: u64, output: u64) -> ScanIo {
         ScanIo {
             input,
@@ -43,6 +46,7 @@ impl ScanIo {
             ..Default::default()
         }
     }
+    /// With the segment flags or keys at `segments`.
     pub fn with_segments(self, segments: u64) -> ScanIo {
         ScanIo { segments, ..self }
     }
