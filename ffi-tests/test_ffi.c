@@ -536,6 +536,46 @@ static scanrt_context *test_context_create(void) {
     return ctx;
 }
 
+/* The log callback: what scanrt logs reaches the application, with its pointer, and
+   stops when the callback is removed. */
+static atomic_int g_log_lines, g_log_context_lines, g_log_kernel_lines, g_log_bad_calls;
+
+static void count_log(void *user, int32_t level, const char *target, const char *message) {
+    if (user == NULL || *(const int *)user != 42 || level < SCANRT_LOG_ERROR || level > SCANRT_LOG_DEBUG ||
+        strncmp(target, "scanrt", 6) != 0 || message[0] == '\0')
+        atomic_fetch_add(&g_log_bad_calls, 1);
+    atomic_fetch_add(&g_log_lines, 1);
+    if (strstr(message, "context: ")) atomic_fetch_add(&g_log_context_lines, 1);
+    if (strstr(message, "compiled ") || strstr(message, "kernel cache hit")) atomic_fetch_add(&g_log_kernel_lines, 1);
+}
+
+static void test_log_callback(void) {
+    g_phase = "log callback";
+    static int tag = 42;
+    EXPECT(scanrt_set_log_callback(count_log, &tag, 6), SCANRT_STATUS_INVALID_ARGUMENT);
+    EXPECT(scanrt_set_log_callback(count_log, &tag, -1), SCANRT_STATUS_INVALID_ARGUMENT);
+    EXPECT_OK(scanrt_set_log_callback(count_log, &tag, SCANRT_LOG_DEBUG));
+    scanrt_context *ctx = NULL;
+    EXPECT_OK(scanrt_context_create(SCANRT_BACKEND_AUTO, 0, &ctx));
+    CHECK(atomic_load(&g_log_context_lines) == 1, "context creation logged %d lines", atomic_load(&g_log_context_lines));
+    int32_t backend = -1;
+    EXPECT_OK(scanrt_context_backend(ctx, &backend));
+    if (backend == SCANRT_BACKEND_GPU) {
+        EXPECT_OK(scanrt_context_prepare(ctx, SCANRT_DTYPE_U32, SCANRT_DTYPE_U32, SCANRT_OP_SUM));
+        CHECK(atomic_load(&g_log_kernel_lines) >= 1, "no kernel compile or cache hit was logged");
+    }
+    scanrt_context_destroy(ctx);
+    CHECK(atomic_load(&g_log_bad_calls) == 0, "%d log calls had a wrong argument", atomic_load(&g_log_bad_calls));
+    EXPECT_OK(scanrt_set_log_callback(NULL, NULL, SCANRT_LOG_OFF));
+    int before = atomic_load(&g_log_lines);
+    EXPECT_OK(scanrt_context_create(SCANRT_BACKEND_HOST, 0, &ctx));
+    scanrt_context_destroy(ctx);
+    CHECK(atomic_load(&g_log_lines) == before, "logging went on after the callback was removed");
+    CHECK(strcmp(scanrt_log_level_string(SCANRT_LOG_INFO), "info") == 0, "log level name");
+    CHECK(strcmp(scanrt_log_level_string(9), "unknown log level") == 0, "unknown log level name");
+    printf("test_ffi: the log callback received %d lines\n", before);
+}
+
 static void test_prepare(scanrt_context *ctx) {
     g_phase = "context_prepare";
     EXPECT(scanrt_context_prepare(NULL, SCANRT_DTYPE_U32, SCANRT_DTYPE_U32, SCANRT_OP_SUM),
@@ -1571,6 +1611,7 @@ int main(void) {
     list_pairs();
     test_version_and_strings();
     test_desc_init();
+    test_log_callback();
     scanrt_context *ctx = test_context_create();
     int32_t backend = -1;
     EXPECT_OK(scanrt_context_backend(ctx, &backend));

@@ -167,6 +167,24 @@ typedef enum scanrt_segments {
   SCANRT_SEGMENTS_KEYS = 3,
 } scanrt_segments;
 
+// How much scanrt tells a log callback (`scanrt_set_log_callback`); each level
+// includes the ones above it.
+typedef enum scanrt_log_level {
+  // Nothing.
+  SCANRT_LOG_OFF = 0,
+  // Failures scanrt returns as well, where the log adds context.
+  SCANRT_LOG_ERROR = 1,
+  // Fallbacks and refusals: the host backend taken for want of a GPU, a kernel cache
+  // directory refused, a workspace fault.
+  SCANRT_LOG_WARN = 2,
+  // Kernel compiles (with their time) and the backend each context runs on.
+  SCANRT_LOG_INFO = 3,
+  // Kernel cache hits and misses, kernel sets loaded, workspaces allocated.
+  SCANRT_LOG_DEBUG = 4,
+  // Everything, per call.
+  SCANRT_LOG_TRACE = 5,
+} scanrt_log_level;
+
 
 // Major version of the scanrt library this header belongs to.
 #define SCANRT_VERSION_MAJOR 0
@@ -185,6 +203,14 @@ typedef struct scanrt_context scanrt_context;
 
 // A stream: created by scanrt, or wrapping an application's `cudaStream_t`.
 typedef struct scanrt_stream scanrt_stream;
+
+// Receives one log line: the `scanrt_log_level`, the module that logged it (for example
+// `scanrt::runtime::nvrtc`) and the message, both NUL-terminated and valid only during
+// the call. Called on whichever thread logs; it must not call back into scanrt.
+typedef void (*scanrt_log_callback)(void *user,
+                                    int32_t level,
+                                    const char *target,
+                                    const char *message);
 
 // An initial value, read as the scan's output type.
 typedef union scanrt_value {
@@ -331,6 +357,13 @@ scanrt_status scanrt_context_trim(const struct scanrt_context *ctx);
 // workspace), else `SCANRT_STATUS_OK`. Every scan call checks this first.
 scanrt_status scanrt_context_check_faults(const struct scanrt_context *ctx);
 
+// Sends scanrt's log lines up to `max_level` (a `scanrt_log_level`) to `callback`, with
+// `user` passed back to it; a NULL callback or `SCANRT_LOG_OFF` stops logging. The
+// callback replaces an earlier one. Fails with `SCANRT_STATUS_INVALID_ARGUMENT` when
+// another logger of Rust's `log` crate already serves the process (a Rust application
+// that installed its own: scanrt logs there).
+scanrt_status scanrt_set_log_callback(scanrt_log_callback callback, void *user, int32_t max_level);
+
 // Fills `desc` with the defaults (inclusive sum, no initial value, automatic algorithm,
 // forward, not required deterministic, unsegmented) and its `struct_size`.
 scanrt_status scanrt_scan_desc_init(struct scanrt_scan_desc *desc);
@@ -432,6 +465,9 @@ const char *scanrt_dtype_string(int32_t dtype);
 
 // A static name for a `scanrt_op` ("unknown operator" for other values).
 const char *scanrt_op_string(int32_t op);
+
+// A static name for a `scanrt_log_level` ("info", ...; "unknown log level" for other values).
+const char *scanrt_log_level_string(int32_t level);
 
 // The message of the last failed call on this thread ("" after a successful call).
 // Valid until the next scanrt call on this thread.

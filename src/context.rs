@@ -107,6 +107,11 @@ impl Context {
                 }
             }
         };
+        if backend == Backend::Auto && matches!(engine, Engine::Host) {
+            log::warn!("context: {reason}");
+        } else {
+            log::info!("context: {reason}");
+        }
         Ok(Context {
             engine: Arc::new(engine),
             backend_reason: reason.into(),

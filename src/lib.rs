@@ -47,7 +47,7 @@ pub use scan::plan::{ScanIo, ScanPlan};
 pub use scan::reference::{reference_scan, reference_scan_segmented};
 pub use scan::RawScan;
 pub use stream::Stream;
-pub use tables::{Algorithm, Backend, ChoiceReason, DType, Direction, Op, ScanrtStatus, SegmentKind};
+pub use tables::{Algorithm, Backend, ChoiceReason, DType, Direction, LogLevel, Op, ScanrtStatus, SegmentKind};
 pub use types::{check_types, DTypeInfo, InitValue, NumberKind, Scalar, Widen, TYPE_PAIRS};
 
 /// The directory of the on-disk kernel cache, or why there is none (turned off, or a

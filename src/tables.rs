@@ -152,4 +152,22 @@ c_enums! {
         /// Scan by key: runs of equal consecutive keys of type `key_dtype` (u32, i32, u64, i64).
         Keys = 3, "KEYS", "keys";
     }
+
+    /// How much scanrt tells a log callback (`scanrt_set_log_callback`); each level
+    /// includes the ones above it.
+    pub enum LogLevel("scanrt_log_level", "SCANRT_LOG_") default Off {
+        /// Nothing.
+        Off = 0, "OFF", "off";
+        /// Failures scanrt returns as well, where the log adds context.
+        Error = 1, "ERROR", "error";
+        /// Fallbacks and refusals: the host backend taken for want of a GPU, a kernel cache
+        /// directory refused, a workspace fault.
+        Warn = 2, "WARN", "warn";
+        /// Kernel compiles (with their time) and the backend each context runs on.
+        Info = 3, "INFO", "info";
+        /// Kernel cache hits and misses, kernel sets loaded, workspaces allocated.
+        Debug = 4, "DEBUG", "debug";
+        /// Everything, per call.
+        Trace = 5, "TRACE", "trace";
+    }
 }

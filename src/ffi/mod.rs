@@ -1,5 +1,5 @@
 //! The C ABI: a thin shell over the Rust API, split by domain (`context`, `stream`,
-//! `buffer`, `scan`, `strings`) over the helpers here: the one panic boundary, the
+//! `buffer`, `scan`, `strings`, `logging`) over the helpers here: the one panic boundary, the
 //! thread-local last error, and the casts from C handles and out-parameters.
 //!
 //! `include/scanrt.h` is generated from these files by cbindgen (build.rs), with the C
@@ -16,12 +16,14 @@ use crate::error::{Error, Result, ScanrtStatus};
 
 mod buffer;
 mod context;
+mod logging;
 mod scan;
 mod stream;
 mod strings;
 
 pub use buffer::*;
 pub use context::*;
+pub use logging::*;
 pub use scan::*;
 pub use stream::*;
 pub use strings::*;

@@ -3,7 +3,7 @@
 use std::ffi::c_char;
 
 use super::{LAST_ERROR, SCANRT_VERSION_MAJOR, SCANRT_VERSION_MINOR, SCANRT_VERSION_PATCH};
-use crate::tables::{Algorithm, ChoiceReason, DType, Op, ScanrtStatus};
+use crate::tables::{Algorithm, ChoiceReason, DType, LogLevel, Op, ScanrtStatus};
 
 /// The library version as `major * 10000 + minor * 100 + patch`; compare with the
 /// `SCANRT_VERSION_*` macros to detect a header/library mismatch.
@@ -58,6 +58,12 @@ pub extern "C" fn scanrt_dtype_string(dtype: i32) -> *const c_char {
 #[no_mangle]
 pub extern "C" fn scanrt_op_string(op: i32) -> *const c_char {
     text(Op::from_c(op), Op::describe_nul, b"unknown operator\0")
+}
+
+/// A static name for a `scanrt_log_level` ("info", ...; "unknown log level" for other values).
+#[no_mangle]
+pub extern "C" fn scanrt_log_level_string(level: i32) -> *const c_char {
+    text(LogLevel::from_c(level), LogLevel::describe_nul, b"unknown log level\0")
 }
 
 /// The message of the last failed call on this thread ("" after a successful call).

@@ -185,7 +185,11 @@ impl GpuDevice {
     pub fn take_fault(&self) -> Result<()> {
         match self.faults.take() {
             None => Ok(()),
-            Some(fault) => Err(fault_error(fault, self.workspaces.discard(fault.workspace))),
+            Some(fault) => {
+                let error = fault_error(fault, self.workspaces.discard(fault.workspace));
+                log::warn!("{}", error.message);
+                Err(error)
+            }
         }
     }
 

@@ -157,13 +157,26 @@ impl Nvrtc {
     pub fn compile_cached(&self, source: &KernelSource, target: Target) -> Result<Vec<u8>> {
         let key = self.cache_key(source, target);
         let extension = if target.cubin { "cubin" } else { "ptx" };
-        let dir = kernel_cache::directory().ok();
+        let dir = kernel_cache::directory()
+            .map_err(|why| log::warn!("kernel cache not used: {why}"))
+            .ok();
         if let Some(image) = dir.as_ref().and_then(|d| kernel_cache::read(d, &key, extension)) {
+            log::debug!("kernel cache hit: {} for sm_{}", source.name, target.arch);
             return Ok(image);
         }
+        let started = std::time::Instant::now();
         let image = self.compile(source, target)?;
+        log::info!(
+            "compiled {} for sm_{} in {} ms",
+            source.name,
+            target.arch,
+            started.elapsed().as_millis()
+        );
         if let Some(dir) = dir {
-            let _ = kernel_cache::write(&dir, &key, extension, &image); // best effort: only costs time
+            if let Err(e) = kernel_cache::write(&dir, &key, extension, &image) {
+                log::warn!("kernel cache entry not written in {}: {e}", dir.display());
+                // only costs time
+            }
         }
         Ok(image)
     }

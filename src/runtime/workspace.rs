@@ -360,6 +360,7 @@ impl WorkspacePool {
             }
             // New, or grown: 16-byte slots make it fit either accumulator size.
             let bytes = lookback_bytes(16, slots.max(MIN_POOLED_SLOTS).next_power_of_two());
+            log::debug!("workspace of {bytes} bytes for stream {id}");
             let mut ptr: CUdeviceptr = 0;
             // SAFETY: out-pointer to a local; the stream belongs to the current context
             // (checked by the caller); the new memory is initialised before any scan on

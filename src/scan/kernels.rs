@@ -237,6 +237,7 @@ impl KernelSets {
     pub fn get(&self, dev: &GpuDevice, spec: Specialization) -> Result<Arc<ScanKernels>> {
         self.sets.get_or_try_init(&spec, || {
             let _current = dev.enter()?;
+            log::debug!("loading kernel set {spec:?}");
             let module = dev.module(&spec.source())?;
             let mut kernels: [Option<LoadedKernel>; KernelKind::ALL.len()] = Default::default();
             for kind in KernelKind::ALL.into_iter().filter(|&k| spec.has(k)) {
