@@ -5,6 +5,7 @@
 //!
 //!     bench_compare [--quick]
 //!     bench_compare --latency   (where the time of small scans goes; see `latency`)
+//!     bench_compare --first-call   (a new process's first scan; see `first_call`)
 //!
 //! At n = 2^16 it measures back-to-back calls, calls in a replayed graph and host time
 //! per call; for the last two also an empty kernel's launch (the driver's floor: every
@@ -77,6 +78,12 @@ impl Timer {
 }
 
 fn main() {
+    if std::env::args().any(|a| a == "--first-call-child") {
+        return first_call_child();
+    }
+    if std::env::args().any(|a| a == "--first-call") {
+        return first_call();
+    }
     let quick = std::env::args().any(|a| a == "--quick");
     let variant = std::env::args().any(|a| a == "--variant");
     let ctx = Context::new(Backend::Gpu, 0).expect("the comparison benchmark needs a GPU");
@@ -560,4 +567,55 @@ fn features(ctx: &Context, stream: &Stream, timer: &Timer) {
             time(label, "u32", n, &seg(data), &desc);
         }
     }
+}
+
+/// `--first-call`: the first scan of a new process (u32 sum of 2^20, from creating the
+/// context to the result on the host), then a new type pair (f64 max, prepared), each in
+/// a child process: kernels from the kernel pack with an empty cache, compiled by NVRTC
+/// into an empty cache, and from that warm cache. Packs come from `$SCANRT_KERNEL_PACK_DIR`
+/// or, unset, from where scanrt looks beside the executable.
+fn first_call() {
+    let cache = std::env::temp_dir().join(format!("scanrt-first-call-{}", std::process::id()));
+    let packs = std::env::var_os("SCANRT_KERNEL_PACK_DIR");
+    println!("mode,context_ms,first_scan_ms,new_pair_ms");
+    for (mode, fresh_cache, use_packs) in [
+        ("pack_empty_cache", true, true),
+        ("nvrtc_empty_cache", true, false),
+        ("nvrtc_warm_cache", false, false),
+    ] {
+        if fresh_cache {
+            let _ = std::fs::remove_dir_all(&cache);
+        }
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+        child.arg("--first-call-child").env("SCANRT_CACHE_DIR", &cache);
+        match (&packs, use_packs) {
+            (_, false) => child.env("SCANRT_KERNEL_PACK_DIR", ""),
+            (Some(dir), true) => child.env("SCANRT_KERNEL_PACK_DIR", dir),
+            (None, true) => child.env_remove("SCANRT_KERNEL_PACK_DIR"),
+        };
+        let out = child.output().unwrap();
+        assert!(out.status.success(), "{mode}: {}", String::from_utf8_lossy(&out.stderr));
+        print!("{mode},{}", String::from_utf8_lossy(&out.stdout));
+    }
+    let _ = std::fs::remove_dir_all(&cache);
+}
+
+fn first_call_child() {
+    let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
+    let t = Instant::now();
+    let ctx = Context::new(Backend::Gpu, 0).unwrap();
+    let context_ms = ms(t);
+    let n = 1usize << 20;
+    let stream = ctx.new_stream().unwrap();
+    let input = Buffer::from_slice(&ctx, &stream, &vec![1u32; n]).unwrap();
+    let output = Buffer::new(&ctx, DType::U32, n as u64).unwrap();
+    stream.synchronize().unwrap();
+    let t = Instant::now();
+    ctx.scan(&stream, &input, &output, &ScanDesc::inclusive(Op::Sum)).unwrap();
+    let last = output.download::<u32>(&stream, n).unwrap()[n - 1];
+    let first_scan_ms = ms(t);
+    assert_eq!(last, n as u32);
+    let t = Instant::now();
+    ctx.prepare(DType::F64, DType::F64, Op::Max).unwrap();
+    println!("{context_ms:.1},{first_scan_ms:.1},{:.1}", ms(t));
 }

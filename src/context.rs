@@ -83,7 +83,7 @@ impl Context {
             Backend::Host => (Engine::Host, "the host backend was requested".to_string()),
             Backend::Gpu => {
                 let d = GpuDevice::open(device)?;
-                d.nvrtc()?;
+                d.check_kernel_source()?;
                 let reason = format!("the GPU backend was requested: CUDA device {device}");
                 (Engine::gpu(d), reason)
             }
@@ -96,10 +96,10 @@ impl Context {
                     Err(e) => return Err(e),
                     Ok(_) => {
                         let d = GpuDevice::open(device)?;
-                        match d.nvrtc() {
-                            Ok(_) => (
+                        match d.check_kernel_source() {
+                            Ok(()) => (
                                 Engine::gpu(d),
-                                format!("auto: CUDA device {device} and NVRTC are usable"),
+                                format!("auto: CUDA device {device} and its kernels are usable"),
                             ),
                             Err(e) => host_because(e),
                         }

@@ -57,6 +57,57 @@ pub fn kernel_cache_status() -> std::result::Result<std::path::PathBuf, String> 
     runtime::kernel_cache::directory()
 }
 
+/// Builds the kernel pack for `sm_<arch>` (every built-in kernel set, compiled with NVRTC
+/// on every core) into `dir`, and returns its path and the number of kernel sets. A
+/// context whose device the pack serves loads its kernels from it and needs no NVRTC
+/// (`runtime::kernel_pack` says where packs are looked for).
+pub fn build_kernel_pack(arch: i32, dir: &std::path::Path) -> Result<(std::path::PathBuf, usize)> {
+    use rayon::prelude::*;
+    let nvrtc = runtime::nvrtc::Nvrtc::load()?;
+    let target = nvrtc.target_for(arch)?;
+    if !target.cubin || target.arch != arch {
+        error::bail!(
+            CompileError,
+            "NVRTC {}.{} cannot build CUBIN for sm_{arch}",
+            nvrtc.version.0,
+            nvrtc.version.1
+        );
+    }
+    let images = scan::kernels::every_specialization(arch)
+        .par_iter()
+        .map(|spec| {
+            let source = spec.source();
+            Ok((
+                runtime::kernel_pack::key(&source, arch),
+                nvrtc.compile(&source, target)?,
+            ))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let path = dir.join(runtime::kernel_pack::file_name(arch));
+    runtime::kernel_pack::write(&path, arch, &images)?;
+    Ok((path, images.len()))
+}
+
+/// Compiles every built-in kernel set for CUDA device `device` into the disk kernel cache
+/// ([`kernel_cache_status`]), on every core, and returns how many there are.
+pub fn fill_kernel_cache(device: usize) -> Result<usize> {
+    use rayon::prelude::*;
+    let arch = runtime::device::GpuDevice::open(device)?.arch;
+    let nvrtc = runtime::nvrtc::Nvrtc::load()?;
+    let target = nvrtc.target_for(arch)?;
+    let specs = scan::kernels::every_specialization(arch);
+    specs
+        .par_iter()
+        .try_for_each(|spec| nvrtc.compile_cached(&spec.source(), target).map(|_| ()))?;
+    Ok(specs.len())
+}
+
+/// Checks the kernel pack at `path`: its index and every image's checksum. Returns the
+/// number of kernel sets.
+pub fn check_kernel_pack(path: &std::path::Path) -> Result<usize> {
+    runtime::kernel_pack::check(path)
+}
+
 /// Compiles the kernel sets that scan `input` into `output` as `desc` says (operator,
 /// direction, segmented or not; the regular tile shape and, where there is one, the
 /// small-scan shape) with NVRTC for `sm_<arch>`, without a GPU, returning the images'

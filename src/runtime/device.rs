@@ -16,6 +16,7 @@ use once_cell::sync::OnceCell;
 
 use crate::error::{bail, Error, Result, ScanrtStatus};
 use crate::runtime::driver::{self, check, CurrentContext, SharedContext};
+use crate::runtime::kernel_pack;
 use crate::runtime::nvrtc::{KernelSource, Nvrtc};
 use crate::runtime::workspace::{fault_error, FaultMailbox, WorkspacePool};
 use crate::runtime::Memo;
@@ -136,15 +137,34 @@ impl GpuDevice {
         CurrentContext::enter(self.ctx.cu_ctx())
     }
 
-    /// NVRTC, loaded once (every kernel is compiled at run time).
+    /// NVRTC, loaded once (kernels no pack holds are compiled at run time).
     pub fn nvrtc(&self) -> Result<&Nvrtc> {
         self.nvrtc.get_or_try_init(Nvrtc::load)
+    }
+
+    /// Fails when this device can get no kernels: no kernel pack serves its architecture
+    /// and NVRTC cannot be loaded. With a pack, NVRTC is needed only for what the pack
+    /// lacks, and is not loaded before then.
+    pub fn check_kernel_source(&self) -> Result<()> {
+        if kernel_pack::serves(self.arch) {
+            return Ok(());
+        }
+        self.nvrtc().map(|_| ()).map_err(|e| {
+            Error::new(
+                e.status,
+                format!("{} (and no kernel pack for sm_{} was found)", e.message, self.arch),
+            )
+        })
     }
 
     /// The module compiled from `source` (from the disk cache when it holds it), loaded
     /// once. The caller has entered the device's context.
     pub fn module(&self, source: &KernelSource) -> Result<Arc<CudaModule>> {
         self.modules.get_or_try_init(&source.name, || {
+            if let Some(image) = kernel_pack::image(source, self.arch) {
+                log::debug!("kernel pack hit: {}", source.name);
+                return Ok(self.ctx.load_module(cudarc::nvrtc::Ptx::from_binary(image))?);
+            }
             let nvrtc = self.nvrtc()?;
             let target = nvrtc.target_for(self.arch)?;
             let image = nvrtc.compile_cached(source, target)?;

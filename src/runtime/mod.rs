@@ -1,12 +1,14 @@
 //! The GPU runtime, which knows nothing of scans: driver calls (`driver`, the only
 //! module besides the launch helper that calls the raw driver API), devices and their
-//! loaded modules (`device`), NVRTC (`nvrtc`) and its disk cache (`kernel_cache`), and
+//! loaded modules (`device`), NVRTC (`nvrtc`) and its disk cache (`kernel_cache`), kernels
+//! compiled ahead of time (`kernel_pack`), and
 //! look-back workspaces with their fault report (`workspace`). Algorithms (`crate::scan`,
 //! and later select, partition, radix sort) generate sources and launch kernels on it.
 
 pub(crate) mod device;
 pub(crate) mod driver;
 pub(crate) mod kernel_cache;
+pub(crate) mod kernel_pack;
 pub(crate) mod nvrtc;
 pub(crate) mod workspace;
 

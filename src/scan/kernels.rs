@@ -211,6 +211,35 @@ extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_scan_tiles
     }
 }
 
+/// Every built-in kernel set for `sm_<arch>`: each type pair and operator, both
+/// directions, segmented or not (the kind of segment data is a launch flag), in the
+/// regular tile shape and, where there is one, the small-scan shape.
+pub(crate) fn every_specialization(arch: i32) -> Vec<Specialization> {
+    let mut all = Vec::new();
+    for (input, output) in crate::types::TYPE_PAIRS {
+        for op in Op::ALL
+            .into_iter()
+            .filter(|&op| crate::types::check_types(input, output, op).is_ok())
+        {
+            for direction in [Direction::Forward, Direction::Backward] {
+                for segments in [
+                    crate::scan::desc::Segments::None,
+                    crate::scan::desc::Segments::ByteFlags,
+                ] {
+                    let desc = ScanDesc {
+                        direction,
+                        segments,
+                        ..ScanDesc::inclusive(op)
+                    };
+                    let (regular, small) = Specialization::all_for(arch, input, output, &desc);
+                    all.extend(std::iter::once(regular).chain(small));
+                }
+            }
+        }
+    }
+    all
+}
+
 /// A loaded kernel set.
 pub(crate) struct ScanKernels {
     pub shape: TileShape,

@@ -1,0 +1,339 @@
+//! Kernel packs: kernels compiled ahead of time for one GPU architecture, in one file
+//! installed beside the library (`scanrt-pack build`). With a pack for its device, a
+//! context loads the kernels it needs from the pack on first use and never runs NVRTC.
+//!
+//! - A pack entry is found by the SHA-256 of its source (text and headers), the target
+//!   architecture and the scanrt version. There is no NVRTC version in the key: the pack
+//!   is the same for every machine.
+//! - Each image is deflate-compressed on its own, so a first call reads and inflates only
+//!   the kernel set it needs. Its SHA-256 is checked after inflating.
+//! - The packs are looked for in `$SCANRT_KERNEL_PACK_DIR` (empty: no packs), else in
+//!   `share/scanrt/kernels` beside the `lib/` or `bin/` directory that holds the scanrt
+//!   library or executable, else in that directory itself.
+//!
+//! File layout, little-endian: the magic, the format version (u32), the architecture
+//! (u32), the entry count (u64). Then per entry: the key (32 bytes), the offset and
+//! length of its compressed image (u64 each), the image's length (u64) and SHA-256 (32
+//! bytes). Then the compressed images.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use once_cell::sync::Lazy;
+use parking_lot::Mutex;
+use sha2::{Digest, Sha256};
+
+use crate::error::{bail, Error, Result};
+use crate::runtime::kernel_cache::{self, Key};
+use crate::runtime::nvrtc::KernelSource;
+
+const MAGIC: &[u8; 8] = b"SCANRTPK";
+const FORMAT: u32 = 1;
+const HEADER_BYTES: u64 = 8 + 4 + 4 + 8;
+const ENTRY_BYTES: u64 = 32 + 8 + 8 + 8 + 32;
+
+/// The pack key of `source` built for `sm_<arch>`.
+pub(crate) fn key(source: &KernelSource, arch: i32) -> Key {
+    let arch = format!("sm_{arch}");
+    let parts = source
+        .headers
+        .iter()
+        .flat_map(|(name, body)| [name.as_bytes(), body.as_bytes()])
+        .chain([
+            source.text.as_bytes(),
+            arch.as_bytes(),
+            env!("CARGO_PKG_VERSION").as_bytes(),
+        ]);
+    kernel_cache::key(parts)
+}
+
+/// The file name of the pack for `sm_<arch>`.
+pub fn file_name(arch: i32) -> String {
+    format!("scanrt-kernels-sm_{arch}.pack")
+}
+
+struct Entry {
+    offset: u64,
+    compressed: u64,
+    length: u64,
+    sha256: [u8; 32],
+}
+
+/// An opened pack: its index in memory, its images read on demand.
+pub(crate) struct Pack {
+    pub arch: i32,
+    path: PathBuf,
+    file: File,
+    entries: HashMap<Key, Entry>,
+}
+
+fn bad(path: &Path, what: &str) -> Error {
+    Error::new(
+        crate::tables::ScanrtStatus::InvalidArgument,
+        format!("kernel pack {}: {what}", path.display()),
+    )
+}
+
+impl Pack {
+    /// Opens the pack at `path` and reads its index.
+    pub fn open(path: &Path) -> Result<Pack> {
+        let mut file = File::open(path).map_err(|e| bad(path, &e.to_string()))?;
+        let mut header = [0u8; HEADER_BYTES as usize];
+        file.read_exact(&mut header)
+            .map_err(|_| bad(path, "shorter than its header"))?;
+        let u32_at = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+        let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+        if &header[..8] != MAGIC || u32_at(&header, 8) != FORMAT {
+            return Err(bad(path, "not a scanrt kernel pack of this format"));
+        }
+        let arch = u32_at(&header, 12) as i32;
+        let count = u64_at(&header, 16);
+        let size = file.metadata().map_err(|e| bad(path, &e.to_string()))?.len();
+        if count > size / ENTRY_BYTES {
+            return Err(bad(path, "index longer than the file"));
+        }
+        let mut index = vec![0u8; (count * ENTRY_BYTES) as usize];
+        file.read_exact(&mut index).map_err(|_| bad(path, "truncated index"))?;
+        let mut entries = HashMap::with_capacity(count as usize);
+        for e in index.chunks_exact(ENTRY_BYTES as usize) {
+            let entry = Entry {
+                offset: u64_at(e, 32),
+                compressed: u64_at(e, 40),
+                length: u64_at(e, 48),
+                sha256: e[56..88].try_into().unwrap(),
+            };
+            if entry
+                .offset
+                .checked_add(entry.compressed)
+                .map_or(true, |end| end > size)
+            {
+                return Err(bad(path, "an image lies outside the file"));
+            }
+            entries.insert(e[..32].try_into().unwrap(), entry);
+        }
+        Ok(Pack {
+            arch,
+            path: path.to_owned(),
+            file,
+            entries,
+        })
+    }
+
+    /// How many images the pack holds.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The image of `key`, inflated and checked; None when the pack has no such entry.
+    pub fn image(&self, key: &Key) -> Result<Option<Vec<u8>>> {
+        let Some(entry) = self.entries.get(key) else {
+            return Ok(None);
+        };
+        let mut compressed = vec![0u8; entry.compressed as usize];
+        self.file
+            .read_exact_at(&mut compressed, entry.offset)
+            .map_err(|e| bad(&self.path, &e.to_string()))?;
+        let mut image = Vec::with_capacity(entry.length as usize);
+        flate2::read::DeflateDecoder::new(&compressed[..])
+            .take(entry.length + 1)
+            .read_to_end(&mut image)
+            .map_err(|e| bad(&self.path, &e.to_string()))?;
+        if image.len() as u64 != entry.length || Sha256::digest(&image)[..] != entry.sha256[..] {
+            return Err(bad(&self.path, "an image does not match its checksum"));
+        }
+        Ok(Some(image))
+    }
+}
+
+/// Writes a pack of `images` (key, image) for `sm_<arch>` to `path`, through a temporary
+/// file renamed into place.
+pub(crate) fn write(path: &Path, arch: i32, images: &[(Key, Vec<u8>)]) -> Result<()> {
+    let io = |e: std::io::Error| bad(path, &e.to_string());
+    let compressed: Vec<Vec<u8>> = images
+        .iter()
+        .map(|(_, image)| {
+            let mut z = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::best());
+            z.write_all(image)?;
+            z.finish()
+        })
+        .collect::<std::io::Result<_>>()
+        .map_err(io)?;
+    let mut out = Vec::new();
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&FORMAT.to_le_bytes());
+    out.extend_from_slice(&(arch as u32).to_le_bytes());
+    out.extend_from_slice(&(images.len() as u64).to_le_bytes());
+    let mut offset = HEADER_BYTES + images.len() as u64 * ENTRY_BYTES;
+    for ((key, image), z) in images.iter().zip(&compressed) {
+        out.extend_from_slice(key);
+        out.extend_from_slice(&offset.to_le_bytes());
+        out.extend_from_slice(&(z.len() as u64).to_le_bytes());
+        out.extend_from_slice(&(image.len() as u64).to_le_bytes());
+        out.extend_from_slice(&Sha256::digest(image));
+        offset += z.len() as u64;
+    }
+    for z in &compressed {
+        out.extend_from_slice(z);
+    }
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+    tmp.write_all(&out).map_err(io)?;
+    tmp.persist(path).map_err(|e| io(e.error))?;
+    Ok(())
+}
+
+/// Where packs are looked for (None: packs are turned off).
+fn pack_dirs() -> Vec<PathBuf> {
+    if let Some(dir) = std::env::var_os("SCANRT_KERNEL_PACK_DIR") {
+        return if dir.is_empty() {
+            vec![]
+        } else {
+            vec![PathBuf::from(dir)]
+        };
+    }
+    let Some(object_dir) = containing_object().and_then(|p| p.parent().map(Path::to_owned)) else {
+        return vec![];
+    };
+    let mut dirs = vec![];
+    if let Some(prefix) = object_dir.parent() {
+        dirs.push(prefix.join("share/scanrt/kernels"));
+    }
+    dirs.push(object_dir);
+    dirs
+}
+
+/// The file of the shared library or executable this code was loaded from.
+fn containing_object() -> Option<PathBuf> {
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only reads the address (of a function in this object) and fills
+    // `info`; `dli_fname` then points at a NUL-terminated path owned by the loader.
+    let found = unsafe { libc::dladdr(containing_object as *const libc::c_void, &mut info) };
+    if found == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: as above.
+    let path = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+    let path = Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(
+        path.to_bytes(),
+    ));
+    std::fs::canonicalize(path).ok()
+}
+
+/// The packs found so far, by architecture (None: looked for, not there).
+static PACKS: Lazy<Mutex<HashMap<i32, Option<std::sync::Arc<Pack>>>>> = Lazy::new(Default::default);
+
+/// The pack for `sm_<arch>`, opened once; None where there is none.
+pub(crate) fn for_arch(arch: i32) -> Option<std::sync::Arc<Pack>> {
+    PACKS
+        .lock()
+        .entry(arch)
+        .or_insert_with(|| {
+            pack_dirs().into_iter().find_map(|dir| {
+                let path = dir.join(file_name(arch));
+                if !path.is_file() {
+                    return None;
+                }
+                match Pack::open(&path) {
+                    Ok(pack) if pack.arch == arch => {
+                        log::info!("kernel pack {} ({} kernel sets)", path.display(), pack.len());
+                        Some(std::sync::Arc::new(pack))
+                    }
+                    Ok(_) => {
+                        log::warn!("kernel pack {} is for another architecture", path.display());
+                        None
+                    }
+                    Err(e) => {
+                        log::warn!("{}", e.message);
+                        None
+                    }
+                }
+            })
+        })
+        .clone()
+}
+
+/// The image of `source` for a device of `sm_<arch>` from a pack: its own architecture's,
+/// else that of an older one of the same major version (whose CUBIN it runs).
+pub(crate) fn image(source: &KernelSource, device_arch: i32) -> Option<Vec<u8>> {
+    let major = device_arch / 10;
+    (major * 10..=device_arch).rev().find_map(|arch| {
+        let pack = for_arch(arch)?;
+        match pack.image(&key(source, arch)) {
+            Ok(image) => image,
+            Err(e) => {
+                log::warn!("{}", e.message);
+                None
+            }
+        }
+    })
+}
+
+/// Whether any pack serves a device of `sm_<arch>`.
+pub(crate) fn serves(device_arch: i32) -> bool {
+    let major = device_arch / 10;
+    (major * 10..=device_arch).any(|arch| for_arch(arch).is_some())
+}
+
+/// Fails unless `path` names a pack file scanrt can read (for `scanrt-pack check`).
+pub fn check(path: &Path) -> Result<usize> {
+    let pack = Pack::open(path)?;
+    let keys: Vec<Key> = pack.entries.keys().copied().collect();
+    for key in &keys {
+        if pack.image(key)?.is_none() {
+            bail!(
+                InvalidArgument,
+                "kernel pack {}: an indexed image is missing",
+                path.display()
+            );
+        }
+    }
+    Ok(keys.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(text: &str) -> KernelSource {
+        KernelSource {
+            name: "test".into(),
+            text: text.into(),
+            headers: &[("a.cuh", "// a")],
+        }
+    }
+
+    #[test]
+    fn packs_round_trip_and_refuse_damage() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(file_name(90));
+        let images: Vec<(Key, Vec<u8>)> = (0..5u8)
+            .map(|i| (key(&source(&format!("kernel {i}")), 90), vec![i; 1000 + i as usize * 37]))
+            .collect();
+        write(&path, 90, &images).unwrap();
+        let pack = Pack::open(&path).unwrap();
+        assert_eq!((pack.arch, pack.len()), (90, 5));
+        for (key, image) in &images {
+            assert_eq!(pack.image(key).unwrap().as_ref(), Some(image));
+        }
+        assert_eq!(check(&path).unwrap(), 5);
+        // Another architecture or source is another key.
+        assert_ne!(key(&source("kernel 0"), 80), images[0].0);
+        assert!(pack.image(&key(&source("kernel 9"), 90)).unwrap().is_none());
+
+        // A flipped byte in an image fails its checksum (or its inflation).
+        let mut bytes = std::fs::read(&path).unwrap();
+        let last = bytes.len() - 3;
+        bytes[last] ^= 0x55;
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(check(&path).is_err());
+        // A truncated file, or one of another kind, is refused when opened.
+        std::fs::write(&path, &bytes[..40]).unwrap();
+        assert!(Pack::open(&path).is_err());
+        std::fs::write(&path, b"SCANRT02 not a pack at all").unwrap();
+        assert!(Pack::open(&path).is_err());
+    }
+}
