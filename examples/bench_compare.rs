@@ -569,13 +569,15 @@ fn features(ctx: &Context, stream: &Stream, timer: &Timer) {
     }
 }
 
-/// `--first-call`: the first scan of a new process (u32 sum of 2^20, from creating the
-/// context to the result on the host), then a new type pair (f64 max, prepared), each in
+/// `--first-call [--verbose]`: the first scan of a new process (u32 sum of 2^20, from the
+/// call to its completion on the stream; creating the context is timed apart), then a new
+/// type pair (f64 max, prepared), each in
 /// a child process: kernels from the kernel pack with an empty cache, compiled by NVRTC
 /// into an empty cache, and from that warm cache. Packs come from `$SCANRT_KERNEL_PACK_DIR`
 /// or, unset, from where scanrt looks beside the executable.
 fn first_call() {
     let cache = std::env::temp_dir().join(format!("scanrt-first-call-{}", std::process::id()));
+    let verbose = std::env::args().any(|a| a == "--verbose");
     let packs = std::env::var_os("SCANRT_KERNEL_PACK_DIR");
     println!("mode,context_ms,first_scan_ms,new_pair_ms");
     for (mode, fresh_cache, use_packs) in [
@@ -588,6 +590,9 @@ fn first_call() {
         }
         let mut child = std::process::Command::new(std::env::current_exe().unwrap());
         child.arg("--first-call-child").env("SCANRT_CACHE_DIR", &cache);
+        if verbose {
+            child.env("SCANRT_FIRST_CALL_VERBOSE", "1");
+        }
         match (&packs, use_packs) {
             (_, false) => child.env("SCANRT_KERNEL_PACK_DIR", ""),
             (Some(dir), true) => child.env("SCANRT_KERNEL_PACK_DIR", dir),
@@ -595,12 +600,33 @@ fn first_call() {
         };
         let out = child.output().unwrap();
         assert!(out.status.success(), "{mode}: {}", String::from_utf8_lossy(&out.stderr));
+        if verbose {
+            eprint!("{mode}:\n{}", String::from_utf8_lossy(&out.stderr));
+        }
         print!("{mode},{}", String::from_utf8_lossy(&out.stdout));
     }
     let _ = std::fs::remove_dir_all(&cache);
 }
 
+/// Prints scanrt's log lines to stderr with the milliseconds since the child started
+/// (`--first-call --verbose` shows where a first call's time goes).
+struct ElapsedLogger(Instant);
+
+impl log::Log for ElapsedLogger {
+    fn enabled(&self, metadata: &log::Metadata) -> bool {
+        metadata.target().starts_with("scanrt")
+    }
+    fn log(&self, record: &log::Record) {
+        eprintln!("  {:8.2} ms  {}", self.0.elapsed().as_secs_f64() * 1e3, record.args());
+    }
+    fn flush(&self) {}
+}
+
 fn first_call_child() {
+    if std::env::var_os("SCANRT_FIRST_CALL_VERBOSE").is_some() {
+        log::set_logger(Box::leak(Box::new(ElapsedLogger(Instant::now())))).unwrap();
+        log::set_max_level(log::LevelFilter::Debug);
+    }
     let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
     let t = Instant::now();
     let ctx = Context::new(Backend::Gpu, 0).unwrap();
@@ -612,9 +638,9 @@ fn first_call_child() {
     stream.synchronize().unwrap();
     let t = Instant::now();
     ctx.scan(&stream, &input, &output, &ScanDesc::inclusive(Op::Sum)).unwrap();
-    let last = output.download::<u32>(&stream, n).unwrap()[n - 1];
+    stream.synchronize().unwrap();
     let first_scan_ms = ms(t);
-    assert_eq!(last, n as u32);
+    assert_eq!(output.download::<u32>(&stream, n).unwrap()[n - 1], n as u32);
     let t = Instant::now();
     ctx.prepare(DType::F64, DType::F64, Op::Max).unwrap();
     println!("{context_ms:.1},{first_scan_ms:.1},{:.1}", ms(t));

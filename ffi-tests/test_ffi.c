@@ -546,7 +546,8 @@ static void count_log(void *user, int32_t level, const char *target, const char 
         atomic_fetch_add(&g_log_bad_calls, 1);
     atomic_fetch_add(&g_log_lines, 1);
     if (strstr(message, "context: ")) atomic_fetch_add(&g_log_context_lines, 1);
-    if (strstr(message, "compiled ") || strstr(message, "kernel cache hit")) atomic_fetch_add(&g_log_kernel_lines, 1);
+    if (strstr(message, "compiled ") || strstr(message, "kernel cache hit") || strstr(message, "kernel pack hit"))
+        atomic_fetch_add(&g_log_kernel_lines, 1);
 }
 
 static void test_log_callback(void) {
@@ -562,7 +563,7 @@ static void test_log_callback(void) {
     EXPECT_OK(scanrt_context_backend(ctx, &backend));
     if (backend == SCANRT_BACKEND_GPU) {
         EXPECT_OK(scanrt_context_prepare(ctx, SCANRT_DTYPE_U32, SCANRT_DTYPE_U32, SCANRT_OP_SUM));
-        CHECK(atomic_load(&g_log_kernel_lines) >= 1, "no kernel compile or cache hit was logged");
+        CHECK(atomic_load(&g_log_kernel_lines) >= 1, "no kernel compile, cache hit or pack hit was logged");
     }
     scanrt_context_destroy(ctx);
     CHECK(atomic_load(&g_log_bad_calls) == 0, "%d log calls had a wrong argument", atomic_load(&g_log_bad_calls));

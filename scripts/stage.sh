@@ -15,7 +15,7 @@ for line in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
         shutil.copy(m["executable"], "stage/tests/" + m["target"]["name"])
 '
-cp target/release/scanrt-demo target/release/examples/bench_compare stage/bin/
+cp target/release/scanrt-demo target/release/scanrt-pack target/release/examples/bench_compare stage/bin/
 crit=$(ls -t target/release/deps/scan-* | grep -v '\.d$' | head -1)
 cp "$crit" stage/bin/scan_criterion
 if [ -x scripts/install.sh ]; then SCANRT_SKIP_BUILD=1 scripts/install.sh "$PWD/stage/prefix" >/dev/null; fi

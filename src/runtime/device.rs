@@ -162,8 +162,10 @@ impl GpuDevice {
     pub fn module(&self, source: &KernelSource) -> Result<Arc<CudaModule>> {
         self.modules.get_or_try_init(&source.name, || {
             if let Some(image) = kernel_pack::image(source, self.arch) {
-                log::debug!("kernel pack hit: {}", source.name);
-                return Ok(self.ctx.load_module(cudarc::nvrtc::Ptx::from_binary(image))?);
+                log::debug!("kernel pack hit: {} ({} bytes)", source.name, image.len());
+                let module = self.ctx.load_module(cudarc::nvrtc::Ptx::from_binary(image))?;
+                log::debug!("module loaded");
+                return Ok(module);
             }
             let nvrtc = self.nvrtc()?;
             let target = nvrtc.target_for(self.arch)?;
