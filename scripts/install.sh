@@ -6,6 +6,7 @@
 #   PREFIX/lib/libscanrt.so -> libscanrt.so.0.3 -> libscanrt.so.0.3.0   (SONAME libscanrt.so.0.3)
 #   PREFIX/lib/cmake/scanrt/scanrtConfig.cmake, scanrtConfigVersion.cmake
 #   PREFIX/lib/pkgconfig/scanrt.pc
+#   PREFIX/share/scanrt/kernels/scanrt-kernels-sm_*.pack   (when built: scanrt-pack build)
 #
 # Usage:  scripts/install.sh PREFIX
 #
@@ -102,6 +103,15 @@ if [ "${SCANRT_STRIP:-0}" = "1" ]; then
   strip --strip-debug "$prefix/lib/libscanrt.a" "$(readlink -f "$prefix/lib/libscanrt.so")"
 fi
 
+# Kernel packs (`scanrt-pack build` writes them to share/scanrt/kernels, or to
+# $SCANRT_KERNEL_PACKS): scanrt looks for them in PREFIX/share/scanrt/kernels.
+packs=${SCANRT_KERNEL_PACKS:-$root/share/scanrt/kernels}
+rm -rf "$prefix/share/scanrt/kernels"
+if compgen -G "$packs/scanrt-kernels-sm_*.pack" >/dev/null; then
+  mkdir -p "$prefix/share/scanrt/kernels"
+  install -m 644 "$packs"/scanrt-kernels-sm_*.pack "$prefix/share/scanrt/kernels/"
+fi
+
 # CMake package (relocatable: paths relative to the config file's directory).
 sed -e "s/@SCANRT_VERSION@/$version/g" -e "s/@SCANRT_SONAME@/$soname/g" cmake/scanrtConfig.cmake.in >"$prefix/lib/cmake/scanrt/scanrtConfig.cmake"
 sed -e "s/@SCANRT_VERSION@/$version/g" cmake/scanrtConfigVersion.cmake.in >"$prefix/lib/cmake/scanrt/scanrtConfigVersion.cmake"
@@ -124,4 +134,4 @@ EOF
 chmod 644 "$prefix/lib/pkgconfig/scanrt.pc"
 
 echo "installed:"
-(cd "$prefix" && ls -l include/scanrt.h lib/libscanrt.* lib/cmake/scanrt/*.cmake lib/pkgconfig/scanrt.pc | sed 's/^/  /')
+(cd "$prefix" && ls -l include/scanrt.h lib/libscanrt.* lib/cmake/scanrt/*.cmake lib/pkgconfig/scanrt.pc share/scanrt/kernels/*.pack 2>/dev/null | sed 's/^/  /')

@@ -18,7 +18,7 @@ for line in sys.stdin:
 cp target/release/scanrt-demo target/release/scanrt-pack target/release/examples/bench_compare stage/bin/
 crit=$(ls -t target/release/deps/scan-* | grep -v '\.d$' | head -1)
 cp "$crit" stage/bin/scan_criterion
-if [ -x scripts/install.sh ]; then SCANRT_SKIP_BUILD=1 scripts/install.sh "$PWD/stage/prefix" >/dev/null; fi
+scripts/install.sh "$PWD/stage/prefix" >/dev/null  # builds the C libraries (feature capi)
 strip stage/bin/* stage/tests/* 2>/dev/null || true
 strip --strip-debug stage/prefix/lib/*.a stage/prefix/lib/*.so 2>/dev/null || true
 # With SCANRT_STAGE_NVRTC=<dir holding the GPU machine's libnvrtc.so (same major.minor)>,

@@ -18,7 +18,7 @@ use crate::error::{bail, Error, Result, ScanrtStatus};
 use crate::runtime::driver::{self, check, CurrentContext, SharedContext};
 use crate::runtime::kernel_pack;
 use crate::runtime::nvrtc::{KernelSource, Nvrtc};
-use crate::runtime::workspace::{fault_error, FaultMailbox, WorkspacePool};
+use crate::runtime::workspace::{self, fault_error, FaultMailbox, WorkspacePool};
 use crate::runtime::Memo;
 
 /// A kernel of a loaded module and how it is launched.
@@ -117,6 +117,7 @@ impl GpuDevice {
         unsafe { ctx.disable_event_tracking() };
         let faults = {
             let _current = CurrentContext::enter(ctx.cu_ctx())?;
+            workspace::warm_memory_pool()?;
             FaultMailbox::new(ctx.clone())?
         };
         let (major, minor) = ctx.compute_capability()?;

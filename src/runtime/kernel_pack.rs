@@ -311,7 +311,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(file_name(90));
         let images: Vec<(Key, Vec<u8>)> = (0..5u8)
-            .map(|i| (key(&source(&format!("kernel {i}")), 90), vec![i; 1000 + i as usize * 37]))
+            .map(|i| {
+                (
+                    key(&source(&format!("kernel {i}")), 90),
+                    vec![i; 1000 + i as usize * 37],
+                )
+            })
             .collect();
         write(&path, 90, &images).unwrap();
         let pack = Pack::open(&path).unwrap();

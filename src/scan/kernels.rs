@@ -273,7 +273,10 @@ impl KernelSets {
                 let (block, shared_bytes) = spec.launch_shape(kind);
                 kernels[kind as usize] = Some(dev.kernel(&module, kind.entry(), block, shared_bytes)?);
             }
-            log::debug!("kernel set ready: {} kernels with their occupancy", kernels.iter().flatten().count());
+            log::debug!(
+                "kernel set ready: {} kernels with their occupancy",
+                kernels.iter().flatten().count()
+            );
             Ok(Arc::new(ScanKernels {
                 shape: spec.shape,
                 kernels,

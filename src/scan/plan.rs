@@ -316,6 +316,7 @@ impl ScanPlan {
                 }
             },
         };
+        log::trace!("workspace ready: {slots} slots at {ws:#x}");
         params.workspace = ws;
         params.status_capacity = slots as i64;
 
@@ -363,7 +364,9 @@ impl ScanPlan {
         } else {
             kernel_tiles
         };
-        kernel.launch(grid as u32, raw_stream, &params)
+        kernel.launch(grid as u32, raw_stream, &params)?;
+        log::trace!("launched {grid} blocks");
+        Ok(())
     }
 }
 
