@@ -72,8 +72,8 @@ mod c_headers {
                 h.write(&mut bytes);
                 write_if_changed(&crate_dir.join(out), &bytes);
             }
-            // A syntax error in the crate surfaces from rustc with a better message.
-            Err(e) => println!("cargo:warning=cbindgen could not generate {out}: {e}"),
+            // With `capi` the headers must be current: a stale one would be installed.
+            Err(e) => panic!("cbindgen could not generate {out}: {e}"),
         }
     }
 
@@ -135,7 +135,7 @@ mod c_headers {
                 );
                 write_if_changed(&crate_dir.join("kernels/generated/contract.cuh"), text.as_bytes());
             }
-            Err(e) => println!("cargo:warning=cbindgen could not generate the kernel contract: {e}"),
+            Err(e) => panic!("cbindgen could not generate the kernel contract: {e}"),
         }
     }
 }

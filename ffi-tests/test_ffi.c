@@ -758,7 +758,7 @@ static void run_one(sweep_t *sw, int idt, int odt, uint64_t n, const scanrt_scan
              d->has_init ? " +init" : "", (unsigned long long)n, d->algorithm);
     size_t osz = dtype_size(odt);
     reference_scan(sw->in_host, idt, sw->want, odt, (size_t)n, d);
-    scanrt_scan_info info = {sizeof(scanrt_scan_info), -1, -1, -1};
+    scanrt_scan_info info = {sizeof(scanrt_scan_info), -1, -1, -1, 0};
 
     if (in_place) {
         scanrt_buffer *b = make_buffer(sw->ctx, idt, n);
@@ -851,7 +851,7 @@ static void expect_scan_error_at(int line, const char *what, scanrt_context *ctx
                                  scanrt_status want) {
     scanrt_stream *home = g_home_stream ? g_home_stream : s;
     fill_sentinel(out, home, odt);
-    scanrt_scan_info info = {sizeof(scanrt_scan_info), -7, -7, -7};
+    scanrt_scan_info info = {sizeof(scanrt_scan_info), -7, -7, -7, 0};
     expect_status_at(line, what, scanrt_scan(ctx, s, in, out, d, &info), want);
     CHECK(info.backend == -7 && info.algorithm == -7, "%s: a failed scan wrote its info", what);
     check_sentinel_at(line, what, out, home, odt);
@@ -905,7 +905,9 @@ static void test_scan_errors(scanrt_context *ctx, int backend) {
         b.struct_size = 0;
         EXPECT_SCAN_ERROR("desc without struct_size", ctx, s, in, out, SCANRT_DTYPE_U32, &b,
                           SCANRT_STATUS_INVALID_ARGUMENT);
-        scanrt_scan_info unset = {0, -7, -7, -7};
+        EXPECT(scanrt_scan_desc_init_sized(&b, 8), SCANRT_STATUS_INVALID_ARGUMENT);
+        scanrt_scan_info unset = {0, -7, -7, -7, 0};
+        EXPECT(scanrt_scan_info_init_sized(&unset, 4), SCANRT_STATUS_INVALID_ARGUMENT);
         fill_sentinel(out, s, SCANRT_DTYPE_U32);
         EXPECT(scanrt_scan(ctx, s, in, out, &d, &unset), SCANRT_STATUS_INVALID_ARGUMENT);
         CHECK_SENTINEL("scan with an info of struct_size 0", out, s, SCANRT_DTYPE_U32);
@@ -918,7 +920,7 @@ static void test_scan_errors(scanrt_context *ctx, int backend) {
         struct {
             scanrt_scan_info info;
             int appended;
-        } newer_info = {{sizeof newer_info, -7, -7, -7}, 12345};
+        } newer_info = {{sizeof newer_info, -7, -7, -7, 0}, 12345};
         EXPECT_OK(scanrt_scan(ctx, s, in, out, &newer_desc.desc, &newer_info.info));
         CHECK(newer_info.info.backend == backend, "longer info: backend %d", newer_info.info.backend);
         CHECK(newer_info.info.struct_size == sizeof newer_info, "longer info: struct_size changed");
@@ -1031,7 +1033,7 @@ static void test_raw_on_host(scanrt_context *ctx) {
     fill_sentinel(out, s, SCANRT_DTYPE_U32);
     scanrt_scan_desc d;
     EXPECT_OK(scanrt_scan_desc_init(&d));
-    scanrt_scan_info info = {sizeof(scanrt_scan_info), -7, -7, -7};
+    scanrt_scan_info info = {sizeof(scanrt_scan_info), -7, -7, -7, 0};
     uint8_t ws[256];
     memset(ws, SENTINEL, sizeof ws);
 
@@ -1140,7 +1142,7 @@ static void raw_scan_case(gpu_t *g, int idt, int odt, uint64_t n, const scanrt_s
     if (!in || !out) goto done;
     EXPECT_OK(scanrt_buffer_upload(in, g->s, hin, n));
     void *pin = buffer_ptr(in), *pout = buffer_ptr(out);
-    scanrt_scan_info info = {sizeof(scanrt_scan_info), -1, -1, -1};
+    scanrt_scan_info info = {sizeof(scanrt_scan_info), -1, -1, -1, 0};
     if (!with_workspace) {
         if (!expect_status_at(__LINE__, what,
                               scanrt_scan_device(g->ctx, NULL, pin, idt, pout, odt, n, d, &info), SCANRT_STATUS_OK))
@@ -1197,7 +1199,7 @@ done:
 static void raw_error_at(int line, const char *what, gpu_t *g, const void *in, int idt, void *out_ptr, int odt,
                          uint64_t n, const scanrt_scan_desc *d, scanrt_status want, scanrt_buffer *out_buf) {
     if (out_buf) fill_sentinel(out_buf, g->s, SCANRT_DTYPE_U8);
-    scanrt_scan_info info = {sizeof(scanrt_scan_info), -7, -7, -7};
+    scanrt_scan_info info = {sizeof(scanrt_scan_info), -7, -7, -7, 0};
     expect_status_at(line, what, scanrt_scan_device(g->ctx, NULL, in, idt, out_ptr, odt, n, d, &info), want);
     if (want != SCANRT_STATUS_OK)
         CHECK(info.backend == -7 && info.algorithm == -7, "%s: a failed raw scan wrote its info", what);
@@ -1314,7 +1316,7 @@ static void test_raw_on_gpu(scanrt_context *ctx) {
         EXPECT(scanrt_workspace_init(ctx, NULL, phalf, (n / 2) * 4 + 1), SCANRT_STATUS_BUFFER_TOO_SMALL);
         CHECK(all_sentinel(malloced, n * 4), "a refused workspace init wrote host memory");
         fill_sentinel(out, g.s, SCANRT_DTYPE_U32);
-        scanrt_scan_info info = {sizeof(scanrt_scan_info), -7, -7, -7};
+        scanrt_scan_info info = {sizeof(scanrt_scan_info), -7, -7, -7, 0};
         EXPECT(scanrt_scan_device_with_workspace(ctx, NULL, pin, SCANRT_DTYPE_U32, pout, SCANRT_DTYPE_U32, n, &d,
                                                  NULL, 0, &info),
                SCANRT_STATUS_BUFFER_TOO_SMALL);
@@ -1464,7 +1466,7 @@ static void segmented_case(scanrt_context *ctx, scanrt_stream *s, int backend, c
     d.segments = segments;
     d.key_dtype = key_dtype;
     if (data) EXPECT_OK(scanrt_buffer_pointer(data, (void **)&d.segment_data));
-    scanrt_scan_info info = {sizeof(scanrt_scan_info), -1, -1, -1};
+    scanrt_scan_info info = {sizeof(scanrt_scan_info), -1, -1, -1, 0};
     EXPECT_OK(scanrt_buffer_upload(in, s, values, n));
     if (expect_status_at(__LINE__, what, scanrt_scan(ctx, s, in, out, &d, &info), SCANRT_STATUS_OK)) {
         check_info(__LINE__, what, &info, backend, SCANRT_ALGORITHM_AUTO);
@@ -1583,7 +1585,7 @@ static void test_segmented_backward_deterministic(scanrt_context *ctx, int backe
     EXPECT_OK(scanrt_scan_desc_init(&d));
     d.deterministic = 1;
     for (int run = 0; run < 2; run++) {
-        scanrt_scan_info info = {sizeof(scanrt_scan_info), -1, -1, -1};
+        scanrt_scan_info info = {sizeof(scanrt_scan_info), -1, -1, -1, 0};
         EXPECT_OK(scanrt_scan(ctx, s, fin, fout, &d, &info));
         int want_alg = backend == SCANRT_BACKEND_HOST ? SCANRT_ALGORITHM_HOST : SCANRT_ALGORITHM_DETERMINISTIC_SINGLE_PASS;
         int want_reason = backend == SCANRT_BACKEND_HOST ? SCANRT_CHOICE_REASON_HOST_BACKEND : SCANRT_CHOICE_REASON_DETERMINISTIC;
@@ -1594,7 +1596,7 @@ static void test_segmented_backward_deterministic(scanrt_context *ctx, int backe
     CHECK(memcmp(r1, r2, n * 4) == 0, "deterministic f32 sums differ between runs");
     /* An integer sum is reproducible anyway: no fixed-order pass needed. */
     if (backend == SCANRT_BACKEND_GPU) {
-        scanrt_scan_info info = {sizeof(scanrt_scan_info), -1, -1, -1};
+        scanrt_scan_info info = {sizeof(scanrt_scan_info), -1, -1, -1, 0};
         EXPECT_OK(scanrt_scan(ctx, s, in, out, &d, &info));
         CHECK(info.algorithm == SCANRT_ALGORITHM_SINGLE_PASS && info.reason == SCANRT_CHOICE_REASON_ORDER_INDEPENDENT,
               "deterministic integer sum ran %d for %d", info.algorithm, info.reason);

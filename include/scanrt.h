@@ -230,9 +230,9 @@ typedef union scanrt_value {
 
 // What a scan computes. Initialise with `scanrt_scan_desc_init`, then set fields.
 typedef struct scanrt_scan_desc {
-  // `sizeof(scanrt_scan_desc)` as the caller compiled it, set by
-  // `scanrt_scan_desc_init`. Later releases append fields; the library reads only those
-  // this size covers and takes the defaults for the rest.
+  // `sizeof(scanrt_scan_desc)` as the caller compiled it, set by the
+  // `scanrt_scan_desc_init` macro. Later releases append fields; the library reads only
+  // those this size covers and takes the defaults for the rest.
   size_t struct_size;
   // A `scanrt_op` value.
   int32_t op;
@@ -262,8 +262,8 @@ typedef struct scanrt_scan_desc {
 // What a scan call did (optional out parameter of the scan functions). Initialise with
 // `scanrt_scan_info_init`.
 typedef struct scanrt_scan_info {
-  // `sizeof(scanrt_scan_info)` as the caller compiled it, set by
-  // `scanrt_scan_info_init`; the library writes only the fields this size covers.
+  // `sizeof(scanrt_scan_info)` as the caller compiled it, set by the
+  // `scanrt_scan_info_init` macro; the library writes only the fields this size covers.
   size_t struct_size;
   // The `scanrt_backend` that ran the scan (`SCANRT_BACKEND_GPU` or `SCANRT_BACKEND_HOST`).
   int32_t backend;
@@ -271,6 +271,8 @@ typedef struct scanrt_scan_info {
   int32_t algorithm;
   // Why that algorithm ran: a `scanrt_choice_reason`.
   int32_t reason;
+  // Zero; keeps the struct free of padding, so the next field appended changes its size.
+  int32_t reserved;
 } scanrt_scan_info;
 
 #ifdef __cplusplus
@@ -359,17 +361,23 @@ scanrt_status scanrt_context_check_faults(const struct scanrt_context *ctx);
 
 // Sends scanrt's log lines up to `max_level` (a `scanrt_log_level`) to `callback`, with
 // `user` passed back to it; a NULL callback or `SCANRT_LOG_OFF` stops logging. The
-// callback replaces an earlier one. Fails with `SCANRT_STATUS_INVALID_ARGUMENT` when
-// another logger of Rust's `log` crate already serves the process (a Rust application
-// that installed its own: scanrt logs there).
+// callback replaces an earlier one; once this returns, the earlier one is no longer
+// running. Lines logged while the callback runs on the same thread (it called scanrt)
+// are dropped. Fails with `SCANRT_STATUS_INVALID_ARGUMENT` when called from the
+// callback, or when another logger of Rust's `log` crate already serves the process (a
+// Rust application that installed its own: scanrt logs there).
 scanrt_status scanrt_set_log_callback(scanrt_log_callback callback, void *user, int32_t max_level);
 
-// Fills `desc` with the defaults (inclusive sum, no initial value, automatic algorithm,
-// forward, not required deterministic, unsegmented) and its `struct_size`.
-scanrt_status scanrt_scan_desc_init(struct scanrt_scan_desc *desc);
+// Fills the first `size` bytes of `desc` with the defaults (inclusive sum, no initial
+// value, automatic algorithm, forward, not required deterministic, unsegmented) and sets
+// `desc->struct_size` to `size`. Call it through the `scanrt_scan_desc_init(desc)` macro,
+// which passes `sizeof *desc` as the caller compiled it, so that a library with a longer
+// struct never writes past the caller's.
+scanrt_status scanrt_scan_desc_init_sized(struct scanrt_scan_desc *desc, size_t size);
 
-// Sets `info`'s `struct_size` (and clears the rest), ready to pass to a scan.
-scanrt_status scanrt_scan_info_init(struct scanrt_scan_info *info);
+// Clears the first `size` bytes of `info` and sets `info->struct_size` to `size`, ready
+// to pass to a scan. Call it through the `scanrt_scan_info_init(info)` macro.
+scanrt_status scanrt_scan_info_init_sized(struct scanrt_scan_info *info, size_t size);
 
 // Scans `input` into `output` (buffers of `ctx`) on `stream`, asynchronously on a GPU.
 // `output` may be `input` (in place). `info` may be NULL.
@@ -478,6 +486,13 @@ const char *scanrt_last_error_message(void);
 #endif  // __cplusplus
 
 #endif  /* SCANRT_H */
+
+/* Versioned structs: the init macros pass the struct size the caller compiled, so that
+ * the library reads and writes only that much of it. */
+#ifndef scanrt_scan_desc_init
+#define scanrt_scan_desc_init(desc) scanrt_scan_desc_init_sized((desc), sizeof *(desc))
+#define scanrt_scan_info_init(info) scanrt_scan_info_init_sized((info), sizeof *(info))
+#endif
 
 /* Streams: NULL is the legacy default stream, as in the CUDA driver API. A translation
  * unit built with `nvcc --default-stream per-thread` (which defines

@@ -37,6 +37,10 @@ pub struct ScanParams {
     pub reserved: u32,
 }
 
+// The host passes ScanParams to kernels as the bytes of their parameter list, so it must
+// have no padding: its fields' sizes add up to its size.
+const _: () = assert!(std::mem::size_of::<ScanParams>() == 8 * 8 + 2 * 4);
+
 /// Inclusive scan (else exclusive).
 pub const FLAG_INCLUSIVE: u32 = 1;
 /// `init_bits` holds an initial value (else the identity).

@@ -103,7 +103,7 @@ fn a_successful_scan_allocates_nothing() {
         let n = 100_000u64;
         let input: Vec<u32> = (0..n as u32).map(|i| i % 3).collect();
         let mut desc = std::mem::MaybeUninit::<scanrt_scan_desc>::uninit();
-        unsafe { scanrt_scan_desc_init(desc.as_mut_ptr()) };
+        unsafe { scanrt_scan_desc_init_sized(desc.as_mut_ptr(), std::mem::size_of::<scanrt_scan_desc>()) };
         let desc = unsafe { desc.assume_init() };
         let (mut stream, mut src, mut dst) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
         unsafe {

@@ -2,6 +2,7 @@
 //! `log` facade (kernel compiles, cache hits and misses, backend choice and fallbacks,
 //! workspace faults). Rust applications install any `log` logger instead.
 
+use std::cell::Cell;
 use std::ffi::{c_char, c_void, CString};
 
 use once_cell::sync::Lazy;
@@ -26,6 +27,11 @@ struct Sink {
 }
 
 static SINK: RwLock<Option<Sink>> = RwLock::new(None);
+
+thread_local! {
+    /// This thread is inside the application's callback.
+    static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
+}
 
 struct CallbackLogger;
 
@@ -62,7 +68,8 @@ impl log::Log for CallbackLogger {
     }
 
     fn log(&self, record: &log::Record) {
-        if !self.enabled(record.metadata()) {
+        // A callback that calls scanrt, which logs, would reenter it: drop such lines.
+        if IN_CALLBACK.with(Cell::get) || !self.enabled(record.metadata()) {
             return;
         }
         let text = |s: String| CString::new(s.replace('\0', " ")).unwrap_or_default();
@@ -70,6 +77,7 @@ impl log::Log for CallbackLogger {
         if let Some(sink) = SINK.read().as_ref() {
             // SAFETY: the application registered this function for exactly these
             // arguments; the strings outlive the call.
+            IN_CALLBACK.with(|c| c.set(true));
             unsafe {
                 (sink.callback)(
                     sink.user as *mut c_void,
@@ -78,17 +86,24 @@ impl log::Log for CallbackLogger {
                     message.as_ptr(),
                 )
             };
+            IN_CALLBACK.with(|c| c.set(false));
         }
     }
 
     fn flush(&self) {}
 }
 
+/// The log crate takes one logger per process, for good: scanrt's, unless the
+/// application installed another first.
+static INSTALLED: Lazy<bool> = Lazy::new(|| log::set_logger(&LOGGER).is_ok());
+
 /// Sends scanrt's log lines up to `max_level` (a `scanrt_log_level`) to `callback`, with
 /// `user` passed back to it; a NULL callback or `SCANRT_LOG_OFF` stops logging. The
-/// callback replaces an earlier one. Fails with `SCANRT_STATUS_INVALID_ARGUMENT` when
-/// another logger of Rust's `log` crate already serves the process (a Rust application
-/// that installed its own: scanrt logs there).
+/// callback replaces an earlier one; once this returns, the earlier one is no longer
+/// running. Lines logged while the callback runs on the same thread (it called scanrt)
+/// are dropped. Fails with `SCANRT_STATUS_INVALID_ARGUMENT` when called from the
+/// callback, or when another logger of Rust's `log` crate already serves the process (a
+/// Rust application that installed its own: scanrt logs there).
 #[no_mangle]
 pub unsafe extern "C" fn scanrt_set_log_callback(
     callback: scanrt_log_callback,
@@ -102,13 +117,16 @@ pub unsafe extern "C" fn scanrt_set_log_callback(
             user: user as usize,
             level,
         });
-        // The log crate takes one logger per process, for good: ours, unless the
-        // application installed another first.
-        static INSTALLED: Lazy<bool> = Lazy::new(|| log::set_logger(&LOGGER).is_ok());
         if sink.is_some() && !*INSTALLED {
             bail!(
                 InvalidArgument,
                 "another logger of the log crate serves this process; scanrt logs there"
+            );
+        }
+        if IN_CALLBACK.with(Cell::get) {
+            bail!(
+                InvalidArgument,
+                "scanrt_set_log_callback was called from the log callback"
             );
         }
         let filter = if sink.is_some() {
@@ -116,8 +134,12 @@ pub unsafe extern "C" fn scanrt_set_log_callback(
         } else {
             log::LevelFilter::Off
         };
-        *SINK.write() = sink;
-        log::set_max_level(filter);
+        let mut current = SINK.write();
+        *current = sink;
+        // The level filter is the process's: set it only where the logger is scanrt's.
+        if *INSTALLED {
+            log::set_max_level(filter);
+        }
         Ok(())
     })
 }

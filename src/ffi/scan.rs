@@ -38,9 +38,9 @@ pub union scanrt_value {
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct scanrt_scan_desc {
-    /// `sizeof(scanrt_scan_desc)` as the caller compiled it, set by
-    /// `scanrt_scan_desc_init`. Later releases append fields; the library reads only those
-    /// this size covers and takes the defaults for the rest.
+    /// `sizeof(scanrt_scan_desc)` as the caller compiled it, set by the
+    /// `scanrt_scan_desc_init` macro. Later releases append fields; the library reads only
+    /// those this size covers and takes the defaults for the rest.
     pub struct_size: usize,
     /// A `scanrt_op` value.
     pub op: i32,
@@ -72,8 +72,8 @@ pub struct scanrt_scan_desc {
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct scanrt_scan_info {
-    /// `sizeof(scanrt_scan_info)` as the caller compiled it, set by
-    /// `scanrt_scan_info_init`; the library writes only the fields this size covers.
+    /// `sizeof(scanrt_scan_info)` as the caller compiled it, set by the
+    /// `scanrt_scan_info_init` macro; the library writes only the fields this size covers.
     pub struct_size: usize,
     /// The `scanrt_backend` that ran the scan (`SCANRT_BACKEND_GPU` or `SCANRT_BACKEND_HOST`).
     pub backend: i32,
@@ -81,6 +81,8 @@ pub struct scanrt_scan_info {
     pub algorithm: i32,
     /// Why that algorithm ran: a `scanrt_choice_reason`.
     pub reason: i32,
+    /// Zero; keeps the struct free of padding, so the next field appended changes its size.
+    pub reserved: i32,
 }
 
 fn desc_from_c(desc: &scanrt_scan_desc, output: DType) -> Result<ScanDesc> {
@@ -139,10 +141,12 @@ impl Default for scanrt_scan_desc {
     }
 }
 
-/// The smallest `struct_size` of each versioned struct: its layout in 0.3, the first
-/// release with the field. Fields appended later must have defaults.
-const DESC_V1_SIZE: usize = std::mem::size_of::<scanrt_scan_desc>();
-const INFO_V1_SIZE: usize = std::mem::size_of::<scanrt_scan_info>();
+/// The smallest `struct_size` of each versioned struct: its size in 0.3, the first release
+/// with the field (64-bit targets). Fields appended later must have defaults.
+const DESC_V1_SIZE: usize = 64;
+const INFO_V1_SIZE: usize = 24;
+const _: () = assert!(std::mem::size_of::<scanrt_scan_desc>() >= DESC_V1_SIZE);
+const _: () = assert!(std::mem::size_of::<scanrt_scan_info>() >= INFO_V1_SIZE);
 
 /// Reads the caller's descriptor: the bytes its `struct_size` covers, over the defaults.
 ///
@@ -202,33 +206,68 @@ impl InfoOut {
             backend: result.backend as i32,
             algorithm: result.algorithm as i32,
             reason: result.reason as i32,
+            reserved: 0,
         };
-        let len = size.min(std::mem::size_of::<scanrt_scan_info>());
-        // SAFETY: the caller's struct holds at least `len` writable bytes.
-        unsafe { std::ptr::copy_nonoverlapping(&full as *const _ as *const u8, info as *mut u8, len) };
+        // SAFETY: `check` saw a struct of `size` bytes.
+        unsafe { write_prefix(info, &full, size) };
     }
 }
 
-/// Fills `desc` with the defaults (inclusive sum, no initial value, automatic algorithm,
-/// forward, not required deterministic, unsegmented) and its `struct_size`.
+/// Writes the first `size` bytes of `value` over `*out` (at most the whole struct).
+///
+/// # Safety
+/// `out` points to at least `size` writable bytes.
+unsafe fn write_prefix<T>(out: *mut T, value: &T, size: usize) {
+    let len = size.min(std::mem::size_of::<T>());
+    std::ptr::copy_nonoverlapping(value as *const T as *const u8, out as *mut u8, len);
+}
+
+/// Fills the first `size` bytes of `desc` with the defaults (inclusive sum, no initial
+/// value, automatic algorithm, forward, not required deterministic, unsegmented) and sets
+/// `desc->struct_size` to `size`. Call it through the `scanrt_scan_desc_init(desc)` macro,
+/// which passes `sizeof *desc` as the caller compiled it, so that a library with a longer
+/// struct never writes past the caller's.
 #[no_mangle]
-pub unsafe extern "C" fn scanrt_scan_desc_init(desc: *mut scanrt_scan_desc) -> ScanrtStatus {
+pub unsafe extern "C" fn scanrt_scan_desc_init_sized(desc: *mut scanrt_scan_desc, size: usize) -> ScanrtStatus {
     boundary(|| {
-        *non_null_mut(desc, "desc")? = scanrt_scan_desc::default();
+        non_null(desc as *const usize, "desc")?;
+        if size < DESC_V1_SIZE {
+            bail!(
+                InvalidArgument,
+                "size {size} is less than any scanrt_scan_desc ({DESC_V1_SIZE})"
+            );
+        }
+        let value = scanrt_scan_desc {
+            struct_size: size,
+            ..Default::default()
+        };
+        // SAFETY: the caller's struct holds `size` bytes.
+        write_prefix(desc, &value, size);
         Ok(())
     })
 }
 
-/// Sets `info`'s `struct_size` (and clears the rest), ready to pass to a scan.
+/// Clears the first `size` bytes of `info` and sets `info->struct_size` to `size`, ready
+/// to pass to a scan. Call it through the `scanrt_scan_info_init(info)` macro.
 #[no_mangle]
-pub unsafe extern "C" fn scanrt_scan_info_init(info: *mut scanrt_scan_info) -> ScanrtStatus {
+pub unsafe extern "C" fn scanrt_scan_info_init_sized(info: *mut scanrt_scan_info, size: usize) -> ScanrtStatus {
     boundary(|| {
-        *non_null_mut(info, "info")? = scanrt_scan_info {
-            struct_size: std::mem::size_of::<scanrt_scan_info>(),
+        non_null(info as *const usize, "info")?;
+        if size < INFO_V1_SIZE {
+            bail!(
+                InvalidArgument,
+                "size {size} is less than any scanrt_scan_info ({INFO_V1_SIZE})"
+            );
+        }
+        let value = scanrt_scan_info {
+            struct_size: size,
             backend: 0,
             algorithm: 0,
             reason: 0,
+            reserved: 0,
         };
+        // SAFETY: the caller's struct holds `size` bytes.
+        write_prefix(info, &value, size);
         Ok(())
     })
 }

@@ -38,9 +38,9 @@ impl LoadedKernel {
     /// `#[repr(C)]` layout (it refuses a buffer of another size).
     ///
     /// # Safety
-    /// `P` must be the parameter struct the kernel was compiled with, and every address in
-    /// it valid for what the kernel does with it.
-    pub unsafe fn launch<P>(&self, grid: u32, stream: CUstream, params: &P) -> Result<()> {
+    /// `P` must be the parameter struct the kernel was compiled with, without padding (its
+    /// bytes are read), and every address in it valid for what the kernel does with it.
+    pub unsafe fn launch<P: Copy>(&self, grid: u32, stream: CUstream, params: &P) -> Result<()> {
         driver::launch_with_buffer(
             self.function.cu_function(),
             grid,

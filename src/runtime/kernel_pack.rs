@@ -34,6 +34,8 @@ const MAGIC: &[u8; 8] = b"SCANRTPK";
 const FORMAT: u32 = 1;
 const HEADER_BYTES: u64 = 8 + 4 + 4 + 8;
 const ENTRY_BYTES: u64 = 32 + 8 + 8 + 8 + 32;
+/// No kernel image comes near this (they are 50-400 KB).
+const MAX_IMAGE_BYTES: u64 = 1 << 30;
 
 /// The pack key of `source` built for `sm_<arch>`.
 pub(crate) fn key(source: &KernelSource, arch: i32) -> Key {
@@ -112,6 +114,10 @@ impl Pack {
             {
                 return Err(bad(path, "an image lies outside the file"));
             }
+            // Deflate expands by at most 1032:1; a larger claim is a damaged index.
+            if entry.length > entry.compressed.saturating_mul(1032) || entry.length > MAX_IMAGE_BYTES {
+                return Err(bad(path, "an image claims an impossible length"));
+            }
             entries.insert(e[..32].try_into().unwrap(), entry);
         }
         Ok(Pack {
@@ -138,7 +144,7 @@ impl Pack {
             .map_err(|e| bad(&self.path, &e.to_string()))?;
         let mut image = Vec::with_capacity(entry.length as usize);
         flate2::read::DeflateDecoder::new(&compressed[..])
-            .take(entry.length + 1)
+            .take(entry.length.saturating_add(1))
             .read_to_end(&mut image)
             .map_err(|e| bad(&self.path, &e.to_string()))?;
         if image.len() as u64 != entry.length || Sha256::digest(&image)[..] != entry.sha256[..] {
@@ -216,10 +222,15 @@ fn containing_object() -> Option<PathBuf> {
         return None;
     }
     // SAFETY: as above.
-    let path = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
     let path = Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(
-        path.to_bytes(),
+        name.to_bytes(),
     ));
+    // For the main program the loader reports argv[0], which may be a bare name found on
+    // PATH or relative to another directory: ask the kernel instead.
+    if path.is_relative() {
+        return std::env::current_exe().ok();
+    }
     std::fs::canonicalize(path).ok()
 }
 
