@@ -1,13 +1,15 @@
 //! Kernel packs and the kernel cache, ahead of the first call.
 //!
-//!     scanrt-pack build [--arch 80 --arch 90 ...] [--out DIR]
-//!         builds scanrt-kernels-sm_<arch>.pack for each architecture (default: 80, 90,
-//!         100) into DIR (default: share/scanrt/kernels), with NVRTC on every core;
-//!         install the packs under PREFIX/share/scanrt/kernels
-//!     scanrt-pack fill-cache [--device N]
-//!         compiles every kernel set for the local GPU into the kernel cache, on every core
-//!     scanrt-pack check FILE...
-//!         checks packs: their index and every image's checksum
+//! ```text
+//! scanrt-pack build [--arch 80 --arch 90 ...] [--out DIR]
+//!     builds scanrt-kernels-sm_<arch>.pack for each architecture (default: 80, 90, 100)
+//!     into DIR (default: share/scanrt/kernels), with NVRTC on every core; install the
+//!     packs under PREFIX/share/scanrt/kernels
+//! scanrt-pack fill-cache [--device N]
+//!     compiles every kernel set for the local GPU into the kernel cache, on every core
+//! scanrt-pack check FILE...
+//!     checks packs: their index and every image's checksum
+//! ```
 
 use std::path::PathBuf;
 use std::process::ExitCode;
