@@ -134,4 +134,5 @@ EOF
 chmod 644 "$prefix/lib/pkgconfig/scanrt.pc"
 
 echo "installed:"
-(cd "$prefix" && ls -l include/scanrt.h lib/libscanrt.* lib/cmake/scanrt/*.cmake lib/pkgconfig/scanrt.pc share/scanrt/kernels/*.pack 2>/dev/null | sed 's/^/  /')
+(cd "$prefix" && ls -l include/scanrt.h lib/libscanrt.* lib/cmake/scanrt/*.cmake lib/pkgconfig/scanrt.pc \
+  $(compgen -G "share/scanrt/kernels/*.pack") | sed 's/^/  /')
