@@ -91,15 +91,22 @@ pub fn build_kernel_pack(arch: i32, dir: &std::path::Path) -> Result<(std::path:
 /// Compiles every built-in kernel set for CUDA device `device` into the disk kernel cache
 /// ([`kernel_cache_status`]), on every core, and returns how many there are.
 pub fn fill_kernel_cache(device: usize) -> Result<usize> {
-    use rayon::prelude::*;
     let arch = runtime::device::GpuDevice::open(device)?.arch;
+    compile_kernel_sets(arch).map(|images| images.len())
+}
+
+/// Compiles every built-in kernel set for `sm_<arch>` with NVRTC, without a GPU, on every
+/// core and through the disk kernel cache, and returns each image's size in bytes. CI
+/// uses it to check that every kernel set compiles; run with the GPU machine's NVRTC
+/// version, it fills a cache directory that machine can use (`scripts/stage.sh`).
+pub fn compile_kernel_sets(arch: i32) -> Result<Vec<usize>> {
+    use rayon::prelude::*;
     let nvrtc = runtime::nvrtc::Nvrtc::load()?;
     let target = nvrtc.target_for(arch)?;
-    let specs = scan::kernels::every_specialization(arch);
-    specs
+    scan::kernels::every_specialization(arch)
         .par_iter()
-        .try_for_each(|spec| nvrtc.compile_cached(&spec.source(), target).map(|_| ()))?;
-    Ok(specs.len())
+        .map(|spec| nvrtc.compile_cached(&spec.source(), target).map(|image| image.len()))
+        .collect()
 }
 
 /// Checks the kernel pack at `path`: its index and every image's checksum. Returns the
@@ -111,9 +118,7 @@ pub fn check_kernel_pack(path: &std::path::Path) -> Result<usize> {
 /// Compiles the kernel sets that scan `input` into `output` as `desc` says (operator,
 /// direction, segmented or not; the regular tile shape and, where there is one, the
 /// small-scan shape) with NVRTC for `sm_<arch>`, without a GPU, returning the images'
-/// total size. Used by CI to check that every specialisation compiles.
-/// Goes through the disk cache, so a run with the GPU machine's NVRTC version fills a
-/// cache directory that machine can use (`scripts/stage.sh`).
+/// total size. Goes through the disk cache, like [`compile_kernel_sets`].
 pub fn compile_specialization(input: DType, output: DType, desc: &ScanDesc, arch: i32) -> Result<usize> {
     check_types(input, output, desc.op)?;
     let nvrtc = runtime::nvrtc::Nvrtc::load()?;
