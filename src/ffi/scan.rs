@@ -141,35 +141,99 @@ impl Default for scanrt_scan_desc {
     }
 }
 
-/// The smallest `struct_size` of each versioned struct: its size in 0.3, the first release
-/// with the field (64-bit targets). Fields appended later must have defaults.
-const DESC_V1_SIZE: usize = 64;
-const INFO_V1_SIZE: usize = 24;
-const _: () = assert!(std::mem::size_of::<scanrt_scan_desc>() >= DESC_V1_SIZE);
-const _: () = assert!(std::mem::size_of::<scanrt_scan_info>() >= INFO_V1_SIZE);
+/// A C struct that begins with `struct_size` and only ever grows: releases append fields
+/// (with defaults), so the library reads and writes only as far as the caller's size.
+trait Versioned: Default {
+    /// The name in messages, and the macro that initialises it.
+    const NAME: &'static str;
+    const INIT: &'static str;
+    /// The smallest `struct_size`: the size in 0.3, the first release with the field
+    /// (64-bit targets).
+    const V1_SIZE: usize;
+    fn with_size(self, size: usize) -> Self;
+}
+
+impl Versioned for scanrt_scan_desc {
+    const NAME: &'static str = "scanrt_scan_desc";
+    const INIT: &'static str = "scanrt_scan_desc_init";
+    const V1_SIZE: usize = 64;
+    fn with_size(self, struct_size: usize) -> Self {
+        scanrt_scan_desc { struct_size, ..self }
+    }
+}
+
+impl Default for scanrt_scan_info {
+    fn default() -> Self {
+        scanrt_scan_info {
+            struct_size: std::mem::size_of::<scanrt_scan_info>(),
+            backend: 0,
+            algorithm: 0,
+            reason: 0,
+            reserved: 0,
+        }
+    }
+}
+
+impl Versioned for scanrt_scan_info {
+    const NAME: &'static str = "scanrt_scan_info";
+    const INIT: &'static str = "scanrt_scan_info_init";
+    const V1_SIZE: usize = 24;
+    fn with_size(self, struct_size: usize) -> Self {
+        scanrt_scan_info { struct_size, ..self }
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<scanrt_scan_desc>() >= scanrt_scan_desc::V1_SIZE);
+const _: () = assert!(std::mem::size_of::<scanrt_scan_info>() >= scanrt_scan_info::V1_SIZE);
+
+/// Checks a `struct_size` (`what`, as messages name it). Formats only on failure: the
+/// check runs on every scan.
+fn check_size<T: Versioned>(size: usize, what: std::fmt::Arguments) -> Result<()> {
+    if size < T::V1_SIZE {
+        bail!(
+            InvalidArgument,
+            "{what} is {size}, less than any {} ({}); initialise it with {}",
+            T::NAME,
+            T::V1_SIZE,
+            T::INIT
+        );
+    }
+    Ok(())
+}
+
+/// The caller's `struct_size`, checked. Only that first field is known to exist: an older
+/// caller's struct may be shorter than this library's.
+///
+/// # Safety
+/// `p` is NULL or points to a struct that starts with `struct_size`.
+unsafe fn caller_size<T: Versioned>(p: *const T, what: &str) -> Result<usize> {
+    // SAFETY: not NULL, and the struct starts with a `usize`.
+    let size = non_null(p as *const usize, what).map(|first| *first)?;
+    check_size::<T>(size, format_args!("{what}->struct_size"))?;
+    Ok(size)
+}
+
+/// Writes the first `size` bytes of `value` over `*out` (at most the whole struct).
+///
+/// # Safety
+/// `out` points to at least `size` writable bytes.
+unsafe fn write_prefix<T>(out: *mut T, value: &T, size: usize) {
+    let len = size.min(std::mem::size_of::<T>());
+    std::ptr::copy_nonoverlapping(value as *const T as *const u8, out as *mut u8, len);
+}
 
 /// Reads the caller's descriptor: the bytes its `struct_size` covers, over the defaults.
 ///
 /// # Safety
-/// `desc` is NULL or points to at least `struct_size` readable bytes (at least its first
-/// field), as `scanrt_scan_desc_init` leaves it.
+/// `desc` is NULL or points to at least `struct_size` readable bytes, as
+/// `scanrt_scan_desc_init` leaves it.
 unsafe fn read_desc(desc: *const scanrt_scan_desc) -> Result<scanrt_scan_desc> {
-    non_null(desc as *const usize, "desc")?;
-    // Only the first field is known to exist: an older caller's struct may be shorter.
-    // SAFETY: `desc` is not NULL and starts with `struct_size`.
-    let size = (desc as *const usize).read();
-    if size < DESC_V1_SIZE {
-        bail!(
-            InvalidArgument,
-            "desc->struct_size is {size}, less than any scanrt_scan_desc ({DESC_V1_SIZE}); initialise it with scanrt_scan_desc_init"
-        );
-    }
+    let size = caller_size(desc, "desc")?;
     let mut out = scanrt_scan_desc::default();
     let len = size.min(std::mem::size_of::<scanrt_scan_desc>());
     // SAFETY: the caller's struct holds `size >= len` bytes; `out` holds `len` as well.
     std::ptr::copy_nonoverlapping(desc as *const u8, &mut out as *mut _ as *mut u8, len);
-    out.struct_size = std::mem::size_of::<scanrt_scan_desc>();
-    Ok(out)
+    Ok(out.with_size(std::mem::size_of::<scanrt_scan_desc>()))
 }
 
 /// Where a scan reports what it did, and the caller's `struct_size`: checked before the
@@ -185,15 +249,7 @@ impl InfoOut {
         if info.is_null() {
             return Ok(InfoOut(info, 0));
         }
-        // Only the first field is known to exist: an older caller's struct may be shorter.
-        let size = (info as *const usize).read();
-        if size < INFO_V1_SIZE {
-            bail!(
-                InvalidArgument,
-                "info->struct_size is {size}, less than any scanrt_scan_info ({INFO_V1_SIZE}); initialise it with scanrt_scan_info_init"
-            );
-        }
-        Ok(InfoOut(info, size))
+        Ok(InfoOut(info, caller_size(info, "info")?))
     }
 
     fn write(self, result: ScanInfo) {
@@ -213,13 +269,16 @@ impl InfoOut {
     }
 }
 
-/// Writes the first `size` bytes of `value` over `*out` (at most the whole struct).
+/// Writes `T`'s defaults over the first `size` bytes at `p`, with `struct_size = size`.
 ///
 /// # Safety
-/// `out` points to at least `size` writable bytes.
-unsafe fn write_prefix<T>(out: *mut T, value: &T, size: usize) {
-    let len = size.min(std::mem::size_of::<T>());
-    std::ptr::copy_nonoverlapping(value as *const T as *const u8, out as *mut u8, len);
+/// `p` is NULL or points to at least `size` writable bytes.
+unsafe fn init_sized<T: Versioned>(p: *mut T, size: usize, what: &str) -> Result<()> {
+    non_null(p as *const usize, what)?;
+    check_size::<T>(size, format_args!("size"))?;
+    // SAFETY: the caller's struct holds `size` bytes.
+    write_prefix(p, &T::default().with_size(size), size);
+    Ok(())
 }
 
 /// Fills the first `size` bytes of `desc` with the defaults (inclusive sum, no initial
@@ -229,47 +288,14 @@ unsafe fn write_prefix<T>(out: *mut T, value: &T, size: usize) {
 /// struct never writes past the caller's.
 #[no_mangle]
 pub unsafe extern "C" fn scanrt_scan_desc_init_sized(desc: *mut scanrt_scan_desc, size: usize) -> ScanrtStatus {
-    boundary(|| {
-        non_null(desc as *const usize, "desc")?;
-        if size < DESC_V1_SIZE {
-            bail!(
-                InvalidArgument,
-                "size {size} is less than any scanrt_scan_desc ({DESC_V1_SIZE})"
-            );
-        }
-        let value = scanrt_scan_desc {
-            struct_size: size,
-            ..Default::default()
-        };
-        // SAFETY: the caller's struct holds `size` bytes.
-        write_prefix(desc, &value, size);
-        Ok(())
-    })
+    boundary(|| init_sized(desc, size, "desc"))
 }
 
 /// Clears the first `size` bytes of `info` and sets `info->struct_size` to `size`, ready
 /// to pass to a scan. Call it through the `scanrt_scan_info_init(info)` macro.
 #[no_mangle]
 pub unsafe extern "C" fn scanrt_scan_info_init_sized(info: *mut scanrt_scan_info, size: usize) -> ScanrtStatus {
-    boundary(|| {
-        non_null(info as *const usize, "info")?;
-        if size < INFO_V1_SIZE {
-            bail!(
-                InvalidArgument,
-                "size {size} is less than any scanrt_scan_info ({INFO_V1_SIZE})"
-            );
-        }
-        let value = scanrt_scan_info {
-            struct_size: size,
-            backend: 0,
-            algorithm: 0,
-            reason: 0,
-            reserved: 0,
-        };
-        // SAFETY: the caller's struct holds `size` bytes.
-        write_prefix(info, &value, size);
-        Ok(())
-    })
+    boundary(|| init_sized(info, size, "info"))
 }
 
 /// Scans `input` into `output` (buffers of `ctx`) on `stream`, asynchronously on a GPU.

@@ -27,7 +27,7 @@ use parking_lot::Mutex;
 use sha2::{Digest, Sha256};
 
 use crate::error::{bail, Error, Result};
-use crate::runtime::kernel_cache::{self, Key};
+use crate::runtime::kernel_cache::Key;
 use crate::runtime::nvrtc::KernelSource;
 
 const MAGIC: &[u8; 8] = b"SCANRTPK";
@@ -39,17 +39,7 @@ const MAX_IMAGE_BYTES: u64 = 1 << 30;
 
 /// The pack key of `source` built for `sm_<arch>`.
 pub(crate) fn key(source: &KernelSource, arch: i32) -> Key {
-    let arch = format!("sm_{arch}");
-    let parts = source
-        .headers
-        .iter()
-        .flat_map(|(name, body)| [name.as_bytes(), body.as_bytes()])
-        .chain([
-            source.text.as_bytes(),
-            arch.as_bytes(),
-            env!("CARGO_PKG_VERSION").as_bytes(),
-        ]);
-    kernel_cache::key(parts)
+    source.key(&[format!("sm_{arch}").as_bytes()])
 }
 
 /// The file name of the pack for `sm_<arch>`.

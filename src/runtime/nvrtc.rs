@@ -18,6 +18,21 @@ pub(crate) struct KernelSource {
     pub headers: &'static [(&'static str, &'static str)],
 }
 
+impl KernelSource {
+    /// The SHA-256 of the source (its text and headers), then `build` (what else decides
+    /// the image: options, target, compiler), then the scanrt version.
+    pub fn key(&self, build: &[&[u8]]) -> kernel_cache::Key {
+        let parts = self
+            .headers
+            .iter()
+            .flat_map(|(name, body)| [name.as_bytes(), body.as_bytes()])
+            .chain([self.text.as_bytes()])
+            .chain(build.iter().copied())
+            .chain([env!("CARGO_PKG_VERSION").as_bytes()]);
+        kernel_cache::key(parts)
+    }
+}
+
 /// Where NVRTC is and what it can target.
 #[derive(Debug, Clone)]
 pub(crate) struct Nvrtc {
@@ -186,17 +201,7 @@ impl Nvrtc {
     fn cache_key(&self, source: &KernelSource, target: Target) -> kernel_cache::Key {
         let options = compile_options(target).join(" ");
         let nvrtc = format!("nvrtc {}.{}", self.version.0, self.version.1);
-        let parts = source
-            .headers
-            .iter()
-            .flat_map(|(name, body)| [name.as_bytes(), body.as_bytes()])
-            .chain([
-                source.text.as_bytes(),
-                options.as_bytes(),
-                nvrtc.as_bytes(),
-                env!("CARGO_PKG_VERSION").as_bytes(),
-            ]);
-        kernel_cache::key(parts)
+        source.key(&[options.as_bytes(), nvrtc.as_bytes()])
     }
 }
 

@@ -316,7 +316,6 @@ impl ScanPlan {
                 }
             },
         };
-        log::trace!("workspace ready: {slots} slots at {ws:#x}");
         params.workspace = ws;
         params.status_capacity = slots as i64;
 
@@ -364,9 +363,7 @@ impl ScanPlan {
         } else {
             kernel_tiles
         };
-        kernel.launch(grid as u32, raw_stream, &params)?;
-        log::trace!("launched {grid} blocks");
-        Ok(())
+        kernel.launch(grid as u32, raw_stream, &params)
     }
 }
 
