@@ -165,6 +165,9 @@ typedef enum scanrt_segments {
   SCANRT_SEGMENTS_BIT_FLAGS = 2,
   // Scan by key: runs of equal consecutive keys of type `key_dtype` (u32, i32, u64, i64).
   SCANRT_SEGMENTS_KEYS = 3,
+  // Rows of `row_length` elements each (a batch of equal-length sequences);
+  // `segment_data` must be NULL.
+  SCANRT_SEGMENTS_ROWS = 4,
 } scanrt_segments;
 
 // How much scanrt tells a log callback (`scanrt_set_log_callback`); each level
@@ -257,6 +260,8 @@ typedef struct scanrt_scan_desc {
   // Flags or keys of a segmented scan: device memory on a GPU context (host memory on
   // the host backend), at least as many entries as the scan has elements.
   const void *segment_data;
+  // The row length when `segments` is `SCANRT_SEGMENTS_ROWS` (since 0.4).
+  uint64_t row_length;
 } scanrt_scan_desc;
 
 // What a scan call did (optional out parameter of the scan functions). Initialise with

@@ -409,6 +409,10 @@ impl Context {
             Segments::ByteFlags => (DType::U8, input.len),
             Segments::BitFlags => (DType::U32, input.len.div_ceil(32)),
             Segments::Keys(k) => (k, input.len),
+            Segments::Rows(_) => bail!(
+                InvalidArgument,
+                "rows have no segment data: scan them with scan() and a descriptor with Segments::Rows"
+            ),
         };
         if segments.dtype != want {
             bail!(

@@ -18,7 +18,8 @@ pub struct ScanParams {
     pub input: u64,
     /// The output elements (`Acc*`); may equal `input`.
     pub output: u64,
-    /// Segment flags or keys (`const void*`), in memory order; 0 when unsegmented.
+    /// Segment flags or keys (`const void*`), in memory order; 0 when unsegmented; the
+    /// row length for `HEADS_ROWS`.
     pub heads: u64,
     /// The look-back workspace: a `LookbackHeader` and its status slots (the matrix scan
     /// keeps its tile sums in the slot area).
@@ -41,6 +42,47 @@ pub struct ScanParams {
 // have no padding: its fields' sizes add up to its size.
 const _: () = assert!(std::mem::size_of::<ScanParams>() == 8 * 8 + 2 * 4);
 
+/// The largest state a user-defined operator may scan, in bytes.
+pub const MAX_STATE_BYTES: u32 = 64;
+
+/// The bytes of a user-defined operator's initial value (`MAX_STATE_BYTES` of them).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StateBytes {
+    /// The value's bytes, in the first `sizeof(State)` bytes.
+    pub words: [u64; 8],
+}
+
+/// The further parameters of a user-defined operator's kernels, after `ScanParams`'s
+/// (`SCANRT_OPERATOR_PARAMS`): the host passes `ScanParams` and this struct back to back
+/// as one parameter buffer (`OperatorLaunch`), laid out as the kernels declare them.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OperatorParams {
+    /// Transform inputs 1-3 (input 0 is `ScanParams::input`); 0 where unused.
+    pub input1: u64,
+    /// See `input1`.
+    pub input2: u64,
+    /// See `input1`.
+    pub input3: u64,
+    /// Transform output 1 (output 0 is `ScanParams::output`); 0 where unused.
+    pub output1: u64,
+    /// The initial value of a state wider than 8 bytes (narrower ones use `init_bits`).
+    pub init: StateBytes,
+}
+
+/// The parameter buffer of a user-defined operator's kernels.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OperatorLaunch {
+    /// The parameters every scan kernel takes.
+    pub scan: ScanParams,
+    /// The operator kernels' own.
+    pub operator: OperatorParams,
+}
+
+const _: () = assert!(std::mem::size_of::<OperatorLaunch>() == 8 * 8 + 2 * 4 + 4 * 8 + 64);
+
 /// Inclusive scan (else exclusive).
 pub const FLAG_INCLUSIVE: u32 = 1;
 /// `init_bits` holds an initial value (else the identity).
@@ -53,8 +95,10 @@ pub const FLAG_VECTOR_OUT: u32 = 8;
 pub const FLAG_DETERMINISTIC: u32 = 16;
 /// Byte flags or keys aligned like the tiles, read as vectors.
 pub const FLAG_VECTOR_HEADS: u32 = 32;
-/// Bits 6-7 of the flags: the `HEADS_*` kind of a segmented scan.
+/// Bits 6-8 of the flags: the `HEADS_*` kind of a segmented scan.
 pub const HEADS_KIND_SHIFT: u32 = 6;
+/// The `HEADS_*` kind's bits, after the shift.
+pub const HEADS_KIND_MASK: u32 = 7;
 /// One byte per element; nonzero starts a segment (also the kind of unsegmented scans).
 pub const HEADS_BYTES: u32 = 0;
 /// Start flags packed 32 to a 32-bit word.
@@ -63,6 +107,9 @@ pub const HEADS_BITS: u32 = 1;
 pub const HEADS_KEYS4: u32 = 2;
 /// 8-byte keys.
 pub const HEADS_KEYS8: u32 = 3;
+/// Rows of equal length (batched sequences): a segment starts every `heads` elements
+/// (`ScanParams::heads` holds the row length, not an address).
+pub const HEADS_ROWS: u32 = 4;
 
 /// The look-back workspace header; the status slots follow it. Initialised by the host
 /// (zero-filled, then `area_bytes` and `seal` written), then owned by the kernels.
@@ -94,6 +141,19 @@ pub const WORKSPACE_SEAL_MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
 pub const STATUS_SLOT_BYTES_4: u32 = 8;
 /// A status slot for 8-byte carries: two 64-bit words.
 pub const STATUS_SLOT_BYTES_8: u32 = 16;
+/// A status slot for wider carries (user-defined states) starts with a line of this many
+/// bytes holding its status word, followed by two payloads (AGGREGATE, INCLUSIVE) of the
+/// carry's size rounded up to 16 bytes.
+pub const STATUS_SLOT_HEADER_BYTES: u32 = 16;
+
+/// Bytes of one status slot for carried values of `value_bytes` (`TileStatus::SLOT_BYTES`).
+pub const fn status_slot_bytes(value_bytes: usize) -> usize {
+    match value_bytes {
+        4 => STATUS_SLOT_BYTES_4 as usize,
+        8 => STATUS_SLOT_BYTES_8 as usize,
+        _ => STATUS_SLOT_HEADER_BYTES as usize + 2 * value_bytes.div_ceil(16) * 16,
+    }
+}
 
 /// What a kernel writes when it refuses a workspace or gives up a wait; mapped pinned
 /// host memory the host reads at its next call.

@@ -151,6 +151,9 @@ c_enums! {
         BitFlags = 2, "BIT_FLAGS", "bit flags";
         /// Scan by key: runs of equal consecutive keys of type `key_dtype` (u32, i32, u64, i64).
         Keys = 3, "KEYS", "keys";
+        /// Rows of `row_length` elements each (a batch of equal-length sequences);
+        /// `segment_data` must be NULL.
+        Rows = 4, "ROWS", "rows";
     }
 
     /// How much scanrt tells a log callback (`scanrt_set_log_callback`); each level

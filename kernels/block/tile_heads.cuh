@@ -1,9 +1,10 @@
 // scanrt kernels, level 3c: the segment heads of a thread's row, for segmented scans.
 //
-// Segments arrive as *start flags in physical (forward) order*, s(p), in one of four forms
+// Segments arrive as *start flags in physical (forward) order*, s(p), in one of five forms
 // (HEADS_*): a byte per element (nonzero = starts a segment), bits packed 32 to a
-// u32 word (bit i of word w = element 32w + i), or keys of 4 or 8 bytes (an element starts
-// a segment where its key differs from the previous element's key: scan by key). The
+// u32 word (bit i of word w = element 32w + i), keys of 4 or 8 bytes (an element starts
+// a segment where its key differs from the previous element's key: scan by key), or rows
+// of one length (batched sequences: s(p) iff p is a multiple of the length, no data). The
 // segments are the same in both directions; the traversal's heads follow from s:
 //   forward   element p is a head iff p == 0     or s(p)
 //   backward  element p is a head iff p == n - 1 or s(p + 1)
@@ -26,11 +27,15 @@ struct HeadSource {
     unsigned kind;   // HEADS_*
     bool vector_ok;  // byte flags or keys whose rows may be read as aligned vectors (set by the host)
 
+    // HEADS_ROWS: `data` holds the row length (at least 1, checked by the host).
+    SCANRT_DEVICE long long row_length() const { return (long long)data; }
+
     SCANRT_DEVICE bool starts(long long p) const {
         switch (kind) {
         case HEADS_BYTES: return __ldg((const u8*)data + p) != 0;
         case HEADS_BITS: return (__ldg((const u32*)data + (p >> 5)) >> (p & 31)) & 1u;
         case HEADS_KEYS4: return p > 0 && __ldg((const u32*)data + p) != __ldg((const u32*)data + p - 1);
+        case HEADS_ROWS: return p % row_length() == 0;
         default: return p > 0 && __ldg((const u64*)data + p) != __ldg((const u64*)data + p - 1);
         }
     }
@@ -118,6 +123,14 @@ SCANRT_DEVICE u32 key_row_flags(const K* keys, bool vector_ok, long long n, long
     return own;
 }
 
+// Start flags of rows of `length` elements for physical q .. q + ITEMS (bit j = s(q + j)).
+template <int ITEMS>
+SCANRT_DEVICE u32 row_start_flags(long long length, long long q) {
+    u32 own = 0;
+    for (long long j = (length - q % length) % length; j <= ITEMS; j += length) own |= 1u << j;
+    return own;
+}
+
 // Heads of this thread's row in the tile whose physical span starts at `start`. All data
 // threads call it (whole tiles shuffle within the warp).
 template <int THREADS, int ITEMS, bool REVERSE>
@@ -131,7 +144,10 @@ SCANRT_DEVICE u32 row_heads(const HeadSource& src, long long start, long long va
     if (valid == TILE && whole_rows) {
         u32 own = 0;
         bool after = false;  // backward only: s(q + ITEMS)
-        if (src.kind == HEADS_BITS) {
+        if (src.kind == HEADS_ROWS) {
+            own = row_start_flags<ITEMS>(src.row_length(), q);
+            after = q + ITEMS >= src.n || ((own >> ITEMS) & 1u);
+        } else if (src.kind == HEADS_BITS) {
             own = load_bit_flags((const u32*)src.data, src.n, q);
             after = q + ITEMS >= src.n || ((own >> ITEMS) & 1u);
         } else if (src.kind == HEADS_KEYS4) {

@@ -60,16 +60,24 @@ struct TileMatrix {
 SCANRT_DEVICE uint4 load16_streaming(const void* p) { return __ldcs(reinterpret_cast<const uint4*>(p)); }
 SCANRT_DEVICE void store16_streaming(void* p, uint4 v) { __stcs(reinterpret_cast<uint4*>(p), v); }
 
+// Elements per 16-byte vector access of type T: 16 / sizeof(T) where that divides, else
+// 1 (wide user-defined states are accessed one element at a time: VECTORS is false).
+template <typename T> struct VectorWidth {
+    static const bool VECTORS = sizeof(T) <= 16 && 16 % sizeof(T) == 0;
+    static const int VEC = VECTORS ? 16 / sizeof(T) : 1;
+};
+
 template <typename In, int THREADS, int ITEMS>
 struct TileRegs {
     static const int TILE = THREADS * ITEMS;
-    static const int VEC = 16 / sizeof(In);          // elements per 16-byte load
+    static const int VEC = VectorWidth<In>::VEC;     // elements per 16-byte load
     static_assert(ITEMS % VEC == 0, "ITEMS must be a multiple of the 16-byte vector width");
     In raw[ITEMS];
 
     // Issues the loads of tile elements [0, valid) starting at `src`.
     SCANRT_DEVICE void load(const In* src, long long valid, int mode, int tid) {
-        if (mode == SCANRT_MODE_VECTOR) {
+        // Types without vectors take the bounds-checked path for whole tiles too.
+        if (VectorWidth<In>::VECTORS && mode == SCANRT_MODE_VECTOR) {
 #pragma unroll
             for (int r = 0; r < ITEMS / VEC; ++r) {
                 int e = (r * THREADS + tid) * VEC;
@@ -97,7 +105,7 @@ struct TileRegs {
     SCANRT_DEVICE void stage(TileMatrix<typename Op::T, THREADS, ITEMS>& m, long long valid, int mode, int tid) const {
         typedef typename Op::T Acc;
         typedef TileMatrix<Acc, THREADS, ITEMS> M;
-        if (mode == SCANRT_MODE_VECTOR) {
+        if (VectorWidth<In>::VECTORS && mode == SCANRT_MODE_VECTOR) {
 #pragma unroll
             for (int r = 0; r < ITEMS / VEC; ++r) {
                 const int slot = M::template vector_slot<REVERSE, VEC>(tid * VEC, r);
@@ -119,9 +127,9 @@ struct TileRegs {
 template <bool REVERSE = false, typename Acc, int THREADS, int ITEMS>
 SCANRT_DEVICE void store_tile(const TileMatrix<Acc, THREADS, ITEMS>& m, Acc* dst, long long valid, int mode, int tid) {
     typedef TileMatrix<Acc, THREADS, ITEMS> M;
-    const int VEC = 16 / sizeof(Acc);
-    static_assert(ITEMS % (16 / sizeof(Acc)) == 0, "ITEMS must be a multiple of the 16-byte vector width");
-    if (mode == SCANRT_MODE_VECTOR) {
+    const int VEC = VectorWidth<Acc>::VEC;
+    static_assert(ITEMS % VectorWidth<Acc>::VEC == 0, "ITEMS must be a multiple of the 16-byte vector width");
+    if (VectorWidth<Acc>::VECTORS && mode == SCANRT_MODE_VECTOR) {
 #pragma unroll
         for (int r = 0; r < ITEMS / VEC; ++r) {
             const int p = (r * THREADS + tid) * VEC;
@@ -136,7 +144,14 @@ SCANRT_DEVICE void store_tile(const TileMatrix<Acc, THREADS, ITEMS>& m, Acc* dst
 #pragma unroll
         for (int r = 0; r < ITEMS; ++r) {
             int p = r * THREADS + tid;
-            if (mode == SCANRT_MODE_SCALAR || p < valid) dst[p] = m.cell[M::index(logical_index<REVERSE>(p, valid))];
+            if (mode != SCANRT_MODE_PARTIAL || p < valid) dst[p] = m.cell[M::index(logical_index<REVERSE>(p, valid))];
         }
     }
 }
+
+// The registers a tile of source `Src` loads into: TileRegs for a plain array; a
+// transform's inputs bring their own (block/transform_io.cuh).
+template <typename Src, int THREADS, int ITEMS> struct RegsOf;
+template <typename In, int THREADS, int ITEMS> struct RegsOf<const In*, THREADS, ITEMS> {
+    typedef TileRegs<In, THREADS, ITEMS> Type;
+};

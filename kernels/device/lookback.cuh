@@ -36,7 +36,10 @@
 // gpu-scope accesses; for 8-byte values in a 16-byte slot whose two 64-bit words each
 // repeat the status word, so a reader detects a torn read (TileStatus<Carry, 8>). A
 // reader therefore never sees a flag without its value, and nothing else is ordered
-// through the slots, so relaxed accesses suffice.
+// through the slots, so relaxed accesses suffice. Wider values (user-defined states, up
+// to MAX_STATE_BYTES) do not fit a single-copy-atomic access: their slots hold a status
+// word and one payload per publication kind, ordered by release and acquire
+// (TileStatus<Carry, 0>).
 //
 // One launch, no per-call memset. Slots are tagged with the launch's generation; a
 // slot whose tag differs is INVALID. The ticket and the generation share one 64-bit
@@ -132,25 +135,31 @@ struct Watchdog {
     }
 };
 
-// How a carry travels through a status slot: the bits of its value and its head bit.
+// How a carry travels through a status slot: its value and its head bit.
 template <typename T> struct SlotCodec {
-    typedef typename Bits<T>::W W;
-    static SCANRT_DEVICE W value_bits(T v) { return Bits<T>::to(v); }
+    typedef T Value;
+    static SCANRT_DEVICE T value(T v) { return v; }
     static SCANRT_DEVICE u32 head(T) { return 0; }
-    static SCANRT_DEVICE T make(W w, u32) { return Bits<T>::from(w); }
+    static SCANRT_DEVICE T make(T v, u32) { return v; }
 };
 template <typename T> struct SlotCodec<Seg<T> > {
-    typedef typename Bits<T>::W W;
-    static SCANRT_DEVICE W value_bits(Seg<T> v) { return Bits<T>::to(v.value); }
+    typedef T Value;
+    static SCANRT_DEVICE T value(Seg<T> v) { return v.value; }
     static SCANRT_DEVICE u32 head(Seg<T> v) { return v.head; }
-    static SCANRT_DEVICE Seg<T> make(W w, u32 head) { return Seg<T>{Bits<T>::from(w), head}; }
+    static SCANRT_DEVICE Seg<T> make(T v, u32 head) { return Seg<T>{v, head}; }
 };
+
+// The slot layout for values of SIZE bytes: 4 and 8 pack the value beside the status
+// word; anything wider (user-defined states) takes the flag-and-payload layout (0).
+template <int SIZE> struct SlotLayout { static const int KIND = 0; };
+template <> struct SlotLayout<4> { static const int KIND = 4; };
+template <> struct SlotLayout<8> { static const int KIND = 8; };
 
 SCANRT_DEVICE u32 status_word(u32 tag, u32 flag, u32 head) { return (tag << SCANRT_TAG_SHIFT) | (head ? SCANRT_HEAD_BIT : 0u) | flag; }
 SCANRT_DEVICE u32 status_flag(u32 word, u32 tag) { return (word >> SCANRT_TAG_SHIFT) == tag ? (word & 3u) : SCANRT_STATUS_INVALID; }
 
 // Tile status slots; the layout depends on the size of the carried value.
-template <typename Carry, int SIZE = sizeof(typename SlotCodec<Carry>::W)> struct TileStatus;
+template <typename Carry, int LAYOUT = SlotLayout<sizeof(typename SlotCodec<Carry>::Value)>::KIND> struct TileStatus;
 
 // 4-byte values: one 64-bit word per tile, [status word:32 | value:32].
 template <typename Carry> struct TileStatus<Carry, 4> {
@@ -159,12 +168,12 @@ template <typename Carry> struct TileStatus<Carry, 4> {
     u64* word;
     SCANRT_DEVICE TileStatus(void* slots, long long) : word((u64*)slots) {}
     SCANRT_DEVICE void publish(long long tile, u32 flag, Carry value, u32 tag) const {
-        st_relaxed(word + tile, ((u64)status_word(tag, flag, Codec::head(value)) << 32) | Codec::value_bits(value));
+        st_relaxed(word + tile, ((u64)status_word(tag, flag, Codec::head(value)) << 32) | Bits<typename Codec::Value>::to(Codec::value(value)));
     }
     SCANRT_DEVICE u32 poll(long long tile, u32 tag, Carry& value) const {
         u64 w = ld_relaxed(word + tile);
         u32 high = (u32)(w >> 32);
-        value = Codec::make((u32)w, high & SCANRT_HEAD_BIT);
+        value = Codec::make(Bits<typename Codec::Value>::from((u32)w), high & SCANRT_HEAD_BIT);
         return status_flag(high, tag);
     }
     SCANRT_DEVICE void clear(long long slots, int tid, int threads) {
@@ -186,7 +195,7 @@ template <typename Carry> struct TileStatus<Carry, 8> {
     SCANRT_DEVICE TileStatus(void* slots, long long) : word((u64*)slots) {}
     SCANRT_DEVICE void publish(long long tile, u32 flag, Carry value, u32 tag) const {
         const u64 status = (u64)status_word(tag, flag, Codec::head(value)) << 32;
-        const u64 bits = Codec::value_bits(value);
+        const u64 bits = Bits<typename Codec::Value>::to(Codec::value(value));
         asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};"
                      :: "l"(word + 2 * tile), "l"(status | (bits & 0xffffffffu)), "l"(status | (bits >> 32)) : "memory");
     }
@@ -195,11 +204,54 @@ template <typename Carry> struct TileStatus<Carry, 8> {
         asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(low), "=l"(high) : "l"(word + 2 * tile) : "memory");
         const u32 status = (u32)(low >> 32);
         if (status != (u32)(high >> 32)) return SCANRT_STATUS_INVALID;  // torn: two publications
-        value = Codec::make((high << 32) | (low & 0xffffffffu), status & SCANRT_HEAD_BIT);
+        value = Codec::make(Bits<typename Codec::Value>::from((high << 32) | (low & 0xffffffffu)), status & SCANRT_HEAD_BIT);
         return status_flag(status, tag);
     }
     SCANRT_DEVICE void clear(long long slots, int tid, int threads) {
         for (long long i = tid; i < 2 * slots; i += threads) word[i] = 0;
+    }
+};
+
+// Wider values (user-defined states): a slot is a 16-byte status word line and two
+// payloads of PAYLOAD bytes, one per publication kind. A publication writes its payload,
+// then the status word with release semantics; a reader loads the status word with
+// acquire semantics, then the payload the flag names (through L2, bypassing L1). Each
+// payload is written at most once per launch (one AGGREGATE, one INCLUSIVE), so a reader
+// that saw a flag reads a payload nobody writes any more: no torn values.
+template <typename Carry> struct TileStatus<Carry, 0> {
+    typedef SlotCodec<Carry> Codec;
+    typedef typename Codec::Value Value;
+    typedef Words<Value> ValueWords;
+    static const int PAYLOAD = (sizeof(Value) + 15) / 16 * 16;
+    static const int SLOT_BYTES = STATUS_SLOT_HEADER_BYTES + 2 * PAYLOAD;
+    unsigned char* base;
+    SCANRT_DEVICE TileStatus(void* slots, long long) : base((unsigned char*)slots) {}
+    SCANRT_DEVICE u32* status_of(long long tile) const { return (u32*)(base + tile * SLOT_BYTES); }
+    SCANRT_DEVICE u32* payload_of(long long tile, u32 flag) const {
+        return (u32*)(base + tile * SLOT_BYTES + STATUS_SLOT_HEADER_BYTES + (flag == SCANRT_STATUS_INCLUSIVE ? PAYLOAD : 0));
+    }
+    SCANRT_DEVICE void publish(long long tile, u32 flag, Carry value, u32 tag) const {
+        const ValueWords w = ValueWords::of(Codec::value(value));
+        u32* payload = payload_of(tile, flag);
+#pragma unroll
+        for (int i = 0; i < ValueWords::N; ++i) __stcg(payload + i, w.w[i]);
+        asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(status_of(tile)),
+                     "r"(status_word(tag, flag, Codec::head(value))) : "memory");
+    }
+    SCANRT_DEVICE u32 poll(long long tile, u32 tag, Carry& value) const {
+        u32 word;
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(word) : "l"(status_of(tile)) : "memory");
+        const u32 flag = status_flag(word, tag);
+        if (flag == SCANRT_STATUS_INVALID) return flag;
+        const u32* payload = payload_of(tile, flag);
+        ValueWords w;
+#pragma unroll
+        for (int i = 0; i < ValueWords::N; ++i) w.w[i] = __ldcg(payload + i);
+        value = Codec::make(w.value(), word & SCANRT_HEAD_BIT);
+        return flag;
+    }
+    SCANRT_DEVICE void clear(long long slots, int tid, int threads) {
+        for (long long i = tid; i < slots; i += threads) *status_of(i) = 0;
     }
 };
 

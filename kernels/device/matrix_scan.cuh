@@ -18,9 +18,10 @@
 #pragma once
 #include "block/block_scan.cuh"
 #include "device/scan_params.cuh"
+#include "block/transform_io.cuh"
 
-template <typename Op, typename In, int THREADS, int ITEMS, bool REVERSE, bool SEGMENTED>
-SCANRT_DEVICE void matrix_reduce(const In* in, long long n, typename CarryOf<Op, SEGMENTED>::Op_::T* tile_sums,
+template <typename Op, typename Src, int THREADS, int ITEMS, bool REVERSE, bool SEGMENTED>
+SCANRT_DEVICE void matrix_reduce(Src in, long long n, typename CarryOf<Op, SEGMENTED>::Op_::T* tile_sums,
                                  unsigned long long init_bits, unsigned flags, const void* heads) {
     typedef typename Op::T Acc;
     typedef BlockMatrixScan<Op, THREADS, ITEMS, SEGMENTED> Scan;
@@ -30,18 +31,21 @@ SCANRT_DEVICE void matrix_reduce(const In* in, long long n, typename CarryOf<Op,
     const long long valid = min((long long)TILE, n - tile * TILE);
     const long long start = tile_start<REVERSE>(tile, TILE, valid, n);
     const int mode = tile_mode(valid, TILE, flags & FLAG_VECTOR_IN);
-    TileRegs<In, THREADS, ITEMS> regs;
+    typename RegsOf<Src, THREADS, ITEMS>::Type regs;
     regs.load(in + start, valid, mode, tid);
-    if constexpr (SEGMENTED) {
+    if constexpr (SEGMENTED || !Op::COMMUTATIVE) {
+        // Through the shared matrix, in sequence order: the flag-pair operator and
+        // user-defined operators need not commute.
         __shared__ typename Scan::Shared shared;
         regs.template stage<Op, REVERSE>(shared.matrix, valid, mode, tid);
-        const u32 row = row_heads<THREADS, ITEMS, REVERSE>(head_source(heads, n, flags), start, valid, tid);
+        u32 row = 0;
+        if constexpr (SEGMENTED) row = row_heads<THREADS, ITEMS, REVERSE>(head_source(heads, n, flags), start, valid, tid);
         __syncthreads();
         Scan scan;
         scan.scan_rows(shared, true, tid, row, initial_value<Op>(init_bits, flags));
         if (tid == 0) tile_sums[tile] = scan.tile_aggregate;
     } else {
-        // Every unsegmented operator is commutative, so registers in load order will do.
+        // A commutative operator may fold the registers in load order.
         __shared__ Acc warp_scratch[THREADS / 32];
         Acc total = block_reduce_tile<Op>(regs, valid, mode, warp_scratch, tid);
         if (tid == 0) tile_sums[tile] = total;
@@ -76,8 +80,8 @@ SCANRT_DEVICE void matrix_scan_sums(typename CarryOf<Op, SEGMENTED>::Op_::T* til
     }
 }
 
-template <typename Op, typename In, int THREADS, int ITEMS, bool REVERSE, bool SEGMENTED>
-SCANRT_DEVICE void matrix_scan_tiles(const In* in, typename Op::T* out, long long n,
+template <typename Op, typename Src, typename Dst, int THREADS, int ITEMS, bool REVERSE, bool SEGMENTED>
+SCANRT_DEVICE void matrix_scan_tiles(Src in, Dst out, long long n,
                                      typename CarryOf<Op, SEGMENTED>::Op_::T* tile_prefix,
                                      unsigned long long init_bits, unsigned flags, const void* heads) {
     typedef BlockMatrixScan<Op, THREADS, ITEMS, SEGMENTED> Scan;
@@ -87,7 +91,7 @@ SCANRT_DEVICE void matrix_scan_tiles(const In* in, typename Op::T* out, long lon
     const long long tile = blockIdx.x;
     const long long valid = min((long long)TILE, n - tile * TILE);
     const long long start = tile_start<REVERSE>(tile, TILE, valid, n);
-    TileRegs<In, THREADS, ITEMS> regs;
+    typename RegsOf<Src, THREADS, ITEMS>::Type regs;
     regs.load(in + start, valid, tile_mode(valid, TILE, flags & FLAG_VECTOR_IN), tid);
     regs.template stage<Op, REVERSE>(shared.matrix, valid, tile_mode(valid, TILE, flags & FLAG_VECTOR_IN), tid);
     u32 row = 0;

@@ -6,11 +6,20 @@
 #include "block/tile_heads.cuh"
 
 
+// The initial value: the identity, or the bits in `init_bits` (the low bytes for 4-byte
+// types). Values wider than 8 bytes (user-defined states) cannot travel in one word:
+// `init_bits` is then the address of their bytes (the kernel's own parameter block,
+// OperatorParams::init).
 template <typename Op>
 SCANRT_DEVICE typename Op::T initial_value(unsigned long long init_bits, unsigned flags) {
     typedef typename Op::T Acc;
     if (!(flags & FLAG_HAS_INIT)) return Op::identity();
-    return Bits<Acc>::from((typename Bits<Acc>::W)init_bits);
+    if constexpr (sizeof(Acc) == 4 || sizeof(Acc) == 8) return Bits<Acc>::from((typename Bits<Acc>::W)init_bits);
+    else {
+        Acc v;
+        __builtin_memcpy(&v, (const void*)init_bits, sizeof(Acc));
+        return v;
+    }
 }
 
 // The carry into the first tile: the initial value, or for a segmented scan nothing at
@@ -22,7 +31,7 @@ SCANRT_DEVICE typename CarryOf<Op, SEGMENTED>::Op_::T first_carry(typename Op::T
 }
 
 SCANRT_DEVICE HeadSource head_source(const void* heads, long long n, unsigned flags) {
-    return HeadSource{heads, n, (flags >> HEADS_KIND_SHIFT) & 3u, (flags & FLAG_VECTOR_HEADS) != 0};
+    return HeadSource{heads, n, (flags >> HEADS_KIND_SHIFT) & HEADS_KIND_MASK, (flags & FLAG_VECTOR_HEADS) != 0};
 }
 
 // Access mode for a tile holding `valid` of its `tile` elements.

@@ -9,11 +9,14 @@
 #include "block/block_scan.cuh"
 #include "device/lookback.cuh"
 #include "device/scan_params.cuh"
+#include "block/transform_io.cuh"
 
 // Launched with THREADS data threads plus one look-back warp (blockDim.x = THREADS + 32).
-template <typename Op, typename In, int THREADS, int ITEMS, int LOOKBACK_SLOTS_PER_LANE, int SPIN_BEFORE_SLEEP,
-          int SLEEP_NS, bool REVERSE, bool SEGMENTED>
-SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long n, unsigned long long init_bits,
+// Reads `in` (a `const In*`, or a transform's Gather) and writes `out` (an `Acc*`, or a
+// transform's Scatter: block/transform_io.cuh).
+template <typename Op, typename Src, typename Dst, int THREADS, int ITEMS, int LOOKBACK_SLOTS_PER_LANE,
+          int SPIN_BEFORE_SLEEP, int SLEEP_NS, bool REVERSE, bool SEGMENTED>
+SCANRT_DEVICE void single_pass_scan(Src in, Dst out, long long n, unsigned long long init_bits,
                                     unsigned flags, const void* heads, void* workspace, long long status_capacity,
                                     FaultReport* report) {
     typedef typename Op::T Acc;
@@ -48,7 +51,7 @@ SCANRT_DEVICE void single_pass_scan(const In* in, typename Op::T* out, long long
         Carry thread_prefix;
         int open;
     };
-    typedef TileRegs<In, THREADS, ITEMS> Regs;
+    typedef typename RegsOf<Src, THREADS, ITEMS>::Type Regs;
     // Issues the loads of `tile` into registers (data threads only).
     auto load_tile = [&](long long tile, Regs& regs) {
         const long long valid = min((long long)TILE, n - tile * TILE);

@@ -3,6 +3,9 @@
 
 #pragma once
 
+/// The largest state a user-defined operator may scan, in bytes.
+constexpr static const uint32_t MAX_STATE_BYTES = 64;
+
 /// Inclusive scan (else exclusive).
 constexpr static const uint32_t FLAG_INCLUSIVE = 1;
 
@@ -21,8 +24,11 @@ constexpr static const uint32_t FLAG_DETERMINISTIC = 16;
 /// Byte flags or keys aligned like the tiles, read as vectors.
 constexpr static const uint32_t FLAG_VECTOR_HEADS = 32;
 
-/// Bits 6-7 of the flags: the `HEADS_*` kind of a segmented scan.
+/// Bits 6-8 of the flags: the `HEADS_*` kind of a segmented scan.
 constexpr static const uint32_t HEADS_KIND_SHIFT = 6;
+
+/// The `HEADS_*` kind's bits, after the shift.
+constexpr static const uint32_t HEADS_KIND_MASK = 7;
 
 /// One byte per element; nonzero starts a segment (also the kind of unsegmented scans).
 constexpr static const uint32_t HEADS_BYTES = 0;
@@ -35,6 +41,10 @@ constexpr static const uint32_t HEADS_KEYS4 = 2;
 
 /// 8-byte keys.
 constexpr static const uint32_t HEADS_KEYS8 = 3;
+
+/// Rows of equal length (batched sequences): a segment starts every `heads` elements
+/// (`ScanParams::heads` holds the row length, not an address).
+constexpr static const uint32_t HEADS_ROWS = 4;
 
 /// Generation tags of status slots run 1..=TAG_PERIOD (29 bits); the launch before they
 /// repeat clears every slot.
@@ -52,6 +62,11 @@ constexpr static const uint32_t STATUS_SLOT_BYTES_4 = 8;
 
 /// A status slot for 8-byte carries: two 64-bit words.
 constexpr static const uint32_t STATUS_SLOT_BYTES_8 = 16;
+
+/// A status slot for wider carries (user-defined states) starts with a line of this many
+/// bytes holding its status word, followed by two payloads (AGGREGATE, INCLUSIVE) of the
+/// carry's size rounded up to 16 bytes.
+constexpr static const uint32_t STATUS_SLOT_HEADER_BYTES = 16;
 
 /// No valid seal: never initialised, or overwritten.
 constexpr static const uint32_t FAULT_UNINITIALISED = 1;
@@ -81,7 +96,8 @@ struct ScanParams {
   uint64_t input;
   /// The output elements (`Acc*`); may equal `input`.
   uint64_t output;
-  /// Segment flags or keys (`const void*`), in memory order; 0 when unsegmented.
+  /// Segment flags or keys (`const void*`), in memory order; 0 when unsegmented; the
+  /// row length for `HEADS_ROWS`.
   uint64_t heads;
   /// The look-back workspace: a `LookbackHeader` and its status slots (the matrix scan
   /// keeps its tile sums in the slot area).
@@ -98,6 +114,28 @@ struct ScanParams {
   uint32_t flags;
   /// Zero (keeps the struct a multiple of 8 bytes).
   uint32_t reserved;
+};
+
+/// The bytes of a user-defined operator's initial value (`MAX_STATE_BYTES` of them).
+struct StateBytes {
+  /// The value's bytes, in the first `sizeof(State)` bytes.
+  uint64_t words[8];
+};
+
+/// The further parameters of a user-defined operator's kernels, after `ScanParams`'s
+/// (`SCANRT_OPERATOR_PARAMS`): the host passes `ScanParams` and this struct back to back
+/// as one parameter buffer (`OperatorLaunch`), laid out as the kernels declare them.
+struct OperatorParams {
+  /// Transform inputs 1-3 (input 0 is `ScanParams::input`); 0 where unused.
+  uint64_t input1;
+  /// See `input1`.
+  uint64_t input2;
+  /// See `input1`.
+  uint64_t input3;
+  /// Transform output 1 (output 0 is `ScanParams::output`); 0 where unused.
+  uint64_t output1;
+  /// The initial value of a state wider than 8 bytes (narrower ones use `init_bits`).
+  StateBytes init;
 };
 
 /// The look-back workspace header; the status slots follow it. Initialised by the host
@@ -133,3 +171,5 @@ struct FaultReport {
 // load each where it is used (a struct parameter cost the segmented single-pass
 // kernel 150 bytes of spills per thread).
 #define SCANRT_SCAN_PARAMS uint64_t input, uint64_t output, uint64_t heads, uint64_t workspace, uint64_t report, int64_t n, int64_t status_capacity, uint64_t init_bits, uint32_t flags, uint32_t reserved
+// A user-defined operator's kernels take these after SCANRT_SCAN_PARAMS.
+#define SCANRT_OPERATOR_PARAMS uint64_t input1, uint64_t input2, uint64_t input3, uint64_t output1, StateBytes init

@@ -40,8 +40,17 @@ template <typename T> struct Wrapping { typedef T U; };
 template <> struct Wrapping<i32> { typedef u32 U; };
 template <> struct Wrapping<i64> { typedef u64 U; };
 
-// Bit casts between an accumulator and the raw 32/64-bit words the look-back publishes.
-template <typename T> struct Bits;
+// Bit casts between an accumulator and the raw 32/64-bit words the look-back publishes:
+// any trivially copyable type of 4 or 8 bytes (a user-defined state included), with
+// explicit rows for the built-in types.
+template <int SIZE> struct WordOfSize;
+template <> struct WordOfSize<4> { typedef u32 W; };
+template <> struct WordOfSize<8> { typedef u64 W; };
+template <typename T> struct Bits {
+    typedef typename WordOfSize<sizeof(T)>::W W;
+    static SCANRT_DEVICE W to(T v) { W w; __builtin_memcpy(&w, &v, sizeof(W)); return w; }
+    static SCANRT_DEVICE T from(W w) { T v; __builtin_memcpy(&v, &w, sizeof(W)); return v; }
+};
 template <> struct Bits<i32>   { typedef u32 W; static SCANRT_DEVICE W to(i32 v) { return (u32)v; } static SCANRT_DEVICE i32 from(W w) { return (i32)w; } };
 template <> struct Bits<u32>   { typedef u32 W; static SCANRT_DEVICE W to(u32 v) { return v; } static SCANRT_DEVICE u32 from(W w) { return w; } };
 template <> struct Bits<float> { typedef u32 W; static SCANRT_DEVICE W to(float v) { return __float_as_uint(v); } static SCANRT_DEVICE float from(W w) { return __uint_as_float(w); } };
@@ -65,6 +74,16 @@ template <typename Op> struct SegmentedOp {
     static SCANRT_DEVICE T combine(T a, T b) {
         return T{b.head ? b.value : Op::combine(a.value, b.value), a.head | b.head};
     }
+};
+
+// A value as whole 32-bit words, for values wider than 8 bytes that travel by shuffles
+// or word by word (user-defined states: their size is a multiple of 4, checked by the host).
+template <typename T> struct Words {
+    static_assert(sizeof(T) % 4 == 0, "wide values are whole 32-bit words");
+    static const int N = sizeof(T) / 4;
+    u32 w[N];
+    static SCANRT_DEVICE Words of(const T& v) { Words r; __builtin_memcpy(r.w, &v, sizeof(T)); return r; }
+    SCANRT_DEVICE T value() const { T v; __builtin_memcpy(&v, w, sizeof(T)); return v; }
 };
 
 // A 16-byte-or-smaller vector of N elements, for vectorised global accesses.

@@ -8,27 +8,38 @@
 
 #define SCANRT_FULL_MASK 0xffffffffu
 
+// Values of 4 or 8 bytes travel as one or two 32-bit shuffles, wider ones word by word.
 template <typename T>
 SCANRT_DEVICE T shfl_up(T v, int delta) {
-    if (sizeof(T) == 8) {
+    if constexpr (sizeof(T) == 8) {
         u64 w = Bits<T>::to(v);
         u32 lo = __shfl_up_sync(SCANRT_FULL_MASK, (u32)w, delta);
         u32 hi = __shfl_up_sync(SCANRT_FULL_MASK, (u32)(w >> 32), delta);
         return Bits<T>::from((typename Bits<T>::W)(((u64)hi << 32) | lo));
-    } else {
+    } else if constexpr (sizeof(T) == 4) {
         return Bits<T>::from((typename Bits<T>::W)__shfl_up_sync(SCANRT_FULL_MASK, (u32)Bits<T>::to(v), delta));
+    } else {
+        Words<T> w = Words<T>::of(v);
+#pragma unroll
+        for (int i = 0; i < Words<T>::N; ++i) w.w[i] = __shfl_up_sync(SCANRT_FULL_MASK, w.w[i], delta);
+        return w.value();
     }
 }
 
 template <typename T>
 SCANRT_DEVICE T shfl_idx(T v, int src) {
-    if (sizeof(T) == 8) {
+    if constexpr (sizeof(T) == 8) {
         u64 w = Bits<T>::to(v);
         u32 lo = __shfl_sync(SCANRT_FULL_MASK, (u32)w, src);
         u32 hi = __shfl_sync(SCANRT_FULL_MASK, (u32)(w >> 32), src);
         return Bits<T>::from((typename Bits<T>::W)(((u64)hi << 32) | lo));
-    } else {
+    } else if constexpr (sizeof(T) == 4) {
         return Bits<T>::from((typename Bits<T>::W)__shfl_sync(SCANRT_FULL_MASK, (u32)Bits<T>::to(v), src));
+    } else {
+        Words<T> w = Words<T>::of(v);
+#pragma unroll
+        for (int i = 0; i < Words<T>::N; ++i) w.w[i] = __shfl_sync(SCANRT_FULL_MASK, w.w[i], src);
+        return w.value();
     }
 }
 

@@ -65,6 +65,8 @@ pub struct scanrt_scan_desc {
     /// Flags or keys of a segmented scan: device memory on a GPU context (host memory on
     /// the host backend), at least as many entries as the scan has elements.
     pub segment_data: *const c_void,
+    /// The row length when `segments` is `SCANRT_SEGMENTS_ROWS` (since 0.4).
+    pub row_length: u64,
 }
 
 /// What a scan call did (optional out parameter of the scan functions). Initialise with
@@ -97,7 +99,7 @@ fn desc_from_c(desc: &scanrt_scan_desc, output: DType) -> Result<ScanDesc> {
     let direction = Direction::from_c(desc.direction)?;
     let segments = match SegmentKind::from_c(desc.segments)? {
         SegmentKind::Keys => Segments::Keys(DType::from_c(desc.key_dtype)?),
-        kind => Segments::of_kind(kind, DType::U32),
+        kind => Segments::of_kind(kind, DType::U32, desc.row_length),
     };
     // SAFETY: every union member is plain old data; we read the one the output type names.
     let init = (desc.has_init != 0).then(|| unsafe {
@@ -137,6 +139,7 @@ impl Default for scanrt_scan_desc {
             segments: SegmentKind::None as i32,
             key_dtype: DType::U32 as i32,
             segment_data: std::ptr::null(),
+            row_length: 0,
         }
     }
 }

@@ -65,23 +65,14 @@ pub const POOL_STREAMS: usize = 256;
 /// Workspaces let go of that wait for a device synchronisation before they are freed.
 const GRAVEYARD_LIMIT: usize = 32;
 
-/// A status slot for carries of `acc_size` bytes (`TileStatus::SLOT_BYTES`).
-fn slot_bytes(acc_size: usize) -> usize {
-    if acc_size == 4 {
-        contract::STATUS_SLOT_BYTES_4 as usize
-    } else {
-        contract::STATUS_SLOT_BYTES_8 as usize
-    }
-}
-
 /// Bytes of workspace for `slots` tiles with accumulators of `acc_size` bytes.
 pub(crate) fn lookback_bytes(acc_size: usize, slots: u64) -> usize {
-    LOOKBACK_HEADER_BYTES + slots as usize * slot_bytes(acc_size)
+    LOOKBACK_HEADER_BYTES + slots as usize * contract::status_slot_bytes(acc_size)
 }
 
 /// How many status slots fit into a workspace of `bytes`.
 pub(crate) fn lookback_slots(acc_size: usize, bytes: usize) -> u64 {
-    (bytes.saturating_sub(LOOKBACK_HEADER_BYTES) / slot_bytes(acc_size)) as u64
+    (bytes.saturating_sub(LOOKBACK_HEADER_BYTES) / contract::status_slot_bytes(acc_size)) as u64
 }
 
 /// Zero-fills `[ptr, ptr + bytes)` and writes a sealed header, stream-ordered on

@@ -19,6 +19,8 @@ pub enum Segments {
     BitFlags,
     /// Scan by key: runs of equal consecutive keys of this type (u32, i32, u64, i64).
     Keys(DType),
+    /// Rows of this many elements (a batch of equal-length sequences); no segment data.
+    Rows(u64),
 }
 
 impl Segments {
@@ -29,27 +31,37 @@ impl Segments {
             Segments::ByteFlags => SegmentKind::ByteFlags,
             Segments::BitFlags => SegmentKind::BitFlags,
             Segments::Keys(_) => SegmentKind::Keys,
+            Segments::Rows(_) => SegmentKind::Rows,
         }
     }
-    /// The form of `kind`, with `key` the key type of `SegmentKind::Keys`.
-    pub fn of_kind(kind: SegmentKind, key: DType) -> Segments {
+    /// The form of `kind`, with `key` the key type of `SegmentKind::Keys` and
+    /// `row_length` the length of `SegmentKind::Rows`.
+    pub fn of_kind(kind: SegmentKind, key: DType, row_length: u64) -> Segments {
         match kind {
             SegmentKind::None => Segments::None,
             SegmentKind::ByteFlags => Segments::ByteFlags,
             SegmentKind::BitFlags => Segments::BitFlags,
             SegmentKind::Keys => Segments::Keys(key),
+            SegmentKind::Rows => Segments::Rows(row_length),
         }
+    }
+    /// Whether the segments come as data beside the input (flags or keys).
+    pub fn has_data(self) -> bool {
+        !matches!(self, Segments::None | Segments::Rows(_))
     }
     /// Bytes of segment data for `n` elements (None when it overflows).
     pub fn data_bytes(self, n: u64) -> Option<u64> {
         match self {
-            Segments::None => Some(0),
+            Segments::None | Segments::Rows(_) => Some(0),
             Segments::ByteFlags => Some(n),
             Segments::BitFlags => n.div_ceil(32).checked_mul(4),
             Segments::Keys(k) => n.checked_mul(k.size() as u64),
         }
     }
     pub(crate) fn check(self) -> Result<()> {
+        if self == Segments::Rows(0) {
+            bail!(InvalidArgument, "rows of length 0: a row length is at least 1");
+        }
         if let Segments::Keys(k) = self {
             if !matches!(k, DType::I32 | DType::U32 | DType::I64 | DType::U64) {
                 bail!(
@@ -65,13 +77,14 @@ impl Segments {
     pub fn c_name(self) -> String {
         match self {
             Segments::Keys(k) => format!("{} of {}", self.kind().c_name(), k.c_name()),
+            Segments::Rows(len) => format!("{} of {len}", self.kind().c_name()),
             _ => self.kind().c_name().into(),
         }
     }
     /// Required alignment of the segment data, in bytes.
     pub fn alignment(self) -> u64 {
         match self {
-            Segments::None | Segments::ByteFlags => 1,
+            Segments::None | Segments::ByteFlags | Segments::Rows(_) => 1,
             Segments::BitFlags => 4,
             Segments::Keys(k) => k.size() as u64,
         }

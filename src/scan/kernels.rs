@@ -123,6 +123,67 @@ impl Specialization {
     /// The translation unit NVRTC compiles: the layered headers instantiated with
     /// extern "C" entry points (no name mangling), each taking `ScanParams`'s fields.
     pub fn source(&self) -> KernelSource {
+        let (i, o) = (self.input.info().cuda, self.output.info().cuda);
+        let op = self.op.definition();
+        let (combine, identity) = (op.cuda_combine, op.cuda_identity);
+        let definitions = format!(
+            r#"struct Op {{
+    typedef {o} T;
+    typedef Wrapping<T>::U U;
+    static const bool COMMUTATIVE = true;
+    static SCANRT_DEVICE T identity() {{ return {identity}; }}
+    static SCANRT_DEVICE T combine(T a, T b) {{ return {combine}; }}
+}};
+typedef {i} In;
+"#
+        );
+        let unit = TranslationUnit {
+            definitions,
+            source_type: "const In*".into(),
+            source: "(const In*)input".into(),
+            destination_type: "Acc*".into(),
+            destination: "(Acc*)output".into(),
+            extra_params: "",
+            init: "init_bits",
+            bulk: self.has(KernelKind::SinglePassBulk),
+            wave: self.has(KernelKind::SinglePassWave),
+        };
+        // The name says everything that decides the text: it keys the loaded modules.
+        KernelSource {
+            name: format!("scan {self:?}"),
+            text: unit.text(&self.shape, self.direction, self.segmented),
+            headers: KERNEL_HEADERS,
+        }
+    }
+}
+
+/// What a kernel set's translation unit is made of beyond its tile shape, direction and
+/// segmentation: the operator (`struct Op`), what the kernels read and write, and which
+/// optional kernels it has. Built-in operators and user-defined ones (src/operator)
+/// differ only here.
+pub(crate) struct TranslationUnit {
+    /// Defines `struct Op` (`T`, `COMMUTATIVE`, `identity`, `combine`; `load` and
+    /// `store` for a transform) and whatever the source and destination types name.
+    pub definitions: String,
+    /// The kernels' source type (`const In*`, or a transform's `Gather<...>`), and the
+    /// expression that makes it from the parameters.
+    pub source_type: String,
+    pub source: String,
+    /// Likewise the destination (`Acc*`, or a transform's `Scatter<...>`).
+    pub destination_type: String,
+    pub destination: String,
+    /// Parameters after `SCANRT_SCAN_PARAMS` (", SCANRT_OPERATOR_PARAMS" or nothing).
+    pub extra_params: &'static str,
+    /// The expression of the kernels' `init_bits` argument.
+    pub init: &'static str,
+    /// The set has the bulk-copy kernel (plain arrays of the accumulator type only).
+    pub bulk: bool,
+    /// The set has the one-wave kernel (plain arrays only).
+    pub wave: bool,
+}
+
+impl TranslationUnit {
+    pub fn text(&self, shape: &TileShape, direction: Direction, seg: bool) -> String {
         let TileShape {
             threads,
             items,
@@ -137,25 +198,31 @@ impl Specialization {
             wave_lookback_slots_per_lane,
             wave_min_blocks_per_sm,
             ..
-        } = self.shape;
+        } = *shape;
         #[cfg(feature = "experiments")]
-        let defines = if self.shape.skip_lookback {
+        let defines = if shape.skip_lookback {
             "#define SCANRT_DEBUG_SKIP_LOOKBACK 1\n"
         } else {
             ""
         };
         #[cfg(not(feature = "experiments"))]
         let defines = "";
-        let (i, o) = (self.input.info().cuda, self.output.info().cuda);
-        let op = self.op.definition();
-        let (combine, identity) = (op.cuda_combine, op.cuda_identity);
-        let reverse = self.direction == Direction::Backward;
-        let seg = self.segmented;
+        let TranslationUnit {
+            definitions,
+            source_type,
+            source,
+            destination_type,
+            destination,
+            extra_params,
+            init,
+            ..
+        } = self;
+        let reverse = direction == Direction::Backward;
         // Tile sums are scanned in rows short enough for 16-byte segment pairs to fit in
         // static shared memory.
         let sum_items = if seg { 4 } else { items };
-        let p = "(SCANRT_SCAN_PARAMS)";
-        let io = "(const In*)input, (Acc*)output, n, init_bits, flags, (const void*)heads";
+        let p = format!("(SCANRT_SCAN_PARAMS{extra_params})");
+        let heads = "(const void*)heads";
         let lookback = "(void*)workspace, status_capacity, (FaultReport*)report";
         let scratch = "(Carry*)(workspace + sizeof(LookbackHeader))";
         let mut text = format!(
@@ -163,51 +230,42 @@ impl Specialization {
 #include "device/single_pass_bulk.cuh"
 #include "device/single_pass_wave.cuh"
 #include "device/matrix_scan.cuh"
-struct Op {{
-    typedef {o} T;
-    typedef Wrapping<T>::U U;
-    static SCANRT_DEVICE T identity() {{ return {identity}; }}
-    static SCANRT_DEVICE T combine(T a, T b) {{ return {combine}; }}
-}};
-typedef Op::T Acc;
-typedef {i} In;
+{definitions}typedef Op::T Acc;
+typedef {source_type} Src;
+typedef {destination_type} Dst;
 typedef CarryOf<Op, {seg}>::Op_::T Carry;
 extern "C" __global__ void __launch_bounds__({threads} + 32, {min_blocks_per_sm}) scanrt_single_pass{p} {{
-    single_pass_scan<Op, In, {threads}, {items}, {slots}, {spin}, {sleep}, {reverse}, {seg}>({io}, {lookback});
+    single_pass_scan<Op, Src, Dst, {threads}, {items}, {slots}, {spin}, {sleep}, {reverse}, {seg}>({source}, {destination}, n, {init}, flags, {heads}, {lookback});
 }}
 extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_reduce{p} {{
-    matrix_reduce<Op, In, {threads}, {items}, {reverse}, {seg}>((const In*)input, n, {scratch}, init_bits, flags, (const void*)heads);
+    matrix_reduce<Op, Src, {threads}, {items}, {reverse}, {seg}>({source}, n, {scratch}, {init}, flags, {heads});
 }}
 extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_scan_sums{p} {{
-    matrix_scan_sums<Op, {threads}, {sum_items}, {seg}>({scratch}, (n + {threads} * {items} - 1) / ({threads} * {items}), init_bits, flags);
+    matrix_scan_sums<Op, {threads}, {sum_items}, {seg}>({scratch}, (n + {threads} * {items} - 1) / ({threads} * {items}), {init}, flags);
 }}
 extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_scan_tiles{p} {{
-    matrix_scan_tiles<Op, In, {threads}, {items}, {reverse}, {seg}>((const In*)input, (Acc*)output, n, {scratch}, init_bits, flags, (const void*)heads);
+    matrix_scan_tiles<Op, Src, Dst, {threads}, {items}, {reverse}, {seg}>({source}, {destination}, n, {scratch}, {init}, flags, {heads});
 }}
 "#
         );
-        if self.has(KernelKind::SinglePassBulk) {
+        let io = format!("(const In*)input, (Acc*)output, n, {init}, flags");
+        if self.bulk {
             text += &format!(
                 r#"extern "C" __global__ void __launch_bounds__({threads} + 32, {bulk_min_blocks_per_sm}) scanrt_single_pass_bulk{p} {{
-    single_pass_scan_bulk<Op, In, {threads}, {bulk_items}, {bulk_buffers}, {slots}, {spin}, {sleep}, {reverse}, {seg}>({io}, {lookback});
+    single_pass_scan_bulk<Op, In, {threads}, {bulk_items}, {bulk_buffers}, {slots}, {spin}, {sleep}, {reverse}, {seg}>({io}, {heads}, {lookback});
 }}
 "#
             );
         }
-        if self.has(KernelKind::SinglePassWave) {
+        if self.wave {
             text += &format!(
                 r#"extern "C" __global__ void __launch_bounds__({wave_threads}, {wave_min_blocks_per_sm}) scanrt_single_pass_wave{p} {{
-    single_pass_scan_wave<Op, In, {wave_threads}, {items}, {wave_lookback_slots_per_lane}, {spin}, {sleep}, {reverse}>((const In*)input, (Acc*)output, n, init_bits, flags, {lookback});
+    single_pass_scan_wave<Op, In, {wave_threads}, {items}, {wave_lookback_slots_per_lane}, {spin}, {sleep}, {reverse}>({io}, {lookback});
 }}
 "#
             );
         }
-        // The name says everything that decides the text: it keys the loaded modules.
-        KernelSource {
-            name: format!("scan {self:?}"),
-            text,
-            headers: KERNEL_HEADERS,
-        }
+        text
     }
 }
 

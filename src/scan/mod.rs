@@ -12,7 +12,7 @@ pub(crate) mod tuning;
 
 use crate::error::{bail, Result};
 use crate::types::{check_types, DType};
-use desc::{ScanDesc, Segments};
+use desc::ScanDesc;
 
 /// One scan over raw addresses: host addresses on the host backend, device addresses on
 /// a GPU. `output` may equal `input` (in place) when both types have the same size.
@@ -79,11 +79,12 @@ pub(crate) fn validate_shape(input: DType, output: DType, n: u64, desc: &ScanDes
 /// [`validate_shape`]): no NULLs, no ranges that wrap around, aligned elements, segment
 /// data exactly when the descriptor asks for it. On success the ranges are well formed.
 pub(crate) fn validate_addresses(req: &RawScan, desc: &ScanDesc) -> Result<()> {
-    let segmented = desc.segments != Segments::None;
+    let segmented = desc.segments.has_data();
     if !segmented && req.segments != 0 {
         bail!(
             InvalidArgument,
-            "segment data was passed but the descriptor asks for an unsegmented scan"
+            "segment data was passed but the descriptor's segments ({}) have none",
+            desc.segments.c_name()
         );
     }
     if req.n == 0 {
@@ -138,7 +139,7 @@ pub(crate) fn check_overlaps(req: &RawScan, desc: &ScanDesc) -> Result<()> {
         );
     }
     // The scan reads flags (or neighbouring keys) after other tiles were written.
-    if desc.segments != Segments::None && overlaps(req.segments, req.segment_bytes(desc), req.output, out_bytes) {
+    if desc.segments.has_data() && overlaps(req.segments, req.segment_bytes(desc), req.output, out_bytes) {
         bail!(PartialOverlap, "the segment flags or keys overlap the output");
     }
     Ok(())

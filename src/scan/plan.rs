@@ -111,8 +111,17 @@ fn shape_flags(desc: &ScanDesc, algorithm: Algorithm) -> u32 {
         Segments::BitFlags => contract::HEADS_BITS,
         Segments::Keys(k) if k.size() == 4 => contract::HEADS_KEYS4,
         Segments::Keys(_) => contract::HEADS_KEYS8,
+        Segments::Rows(_) => contract::HEADS_ROWS,
     };
     flags | kind << contract::HEADS_KIND_SHIFT
+}
+
+/// The kernels' `heads` parameter: the segment data's address, or the row length.
+pub(crate) fn segment_param(segments: &Segments, data: u64) -> u64 {
+    match segments {
+        Segments::Rows(len) => *len,
+        _ => data,
+    }
 }
 
 /// Launch flags that follow from the addresses: whole tiles are 16-byte aligned when the
@@ -133,7 +142,7 @@ fn address_flags(req: &RawScan, desc: &ScanDesc) -> u32 {
     let vector_heads = match desc.segments {
         Segments::ByteFlags => aligned(req.segments, 1),
         Segments::Keys(k) => aligned(req.segments, k.size() as u64),
-        Segments::None | Segments::BitFlags => false,
+        Segments::None | Segments::BitFlags | Segments::Rows(_) => false,
     };
     if vector_heads {
         flags |= contract::FLAG_VECTOR_HEADS;
@@ -258,7 +267,7 @@ impl ScanPlan {
             dev.check_device_range(req.input, req.input_bytes(), "input")?;
             dev.check_device_range(req.output, req.output_bytes(), "output")?;
         }
-        if self.desc.segments != Segments::None && !io.known_segments {
+        if self.desc.segments.has_data() && !io.known_segments {
             dev.check_device_range(req.segments, req.segment_bytes(&self.desc), "segment data")?;
         }
         check_overlaps(req, &self.desc)?;
@@ -268,7 +277,7 @@ impl ScanPlan {
         let mut params = ScanParams {
             input: req.input,
             output: req.output,
-            heads: req.segments,
+            heads: segment_param(&self.desc.segments, req.segments),
             report: dev.faults.device,
             n: self.n as i64,
             init_bits: plan.init_bits,
@@ -438,7 +447,7 @@ mod tests {
         let bytes = forward.segmented(Segments::ByteFlags);
         let f = flags(&req(0x1000, 0x2000, 0x3000, 6), &bytes, Algorithm::SinglePass);
         assert_ne!(f & FLAG_VECTOR_HEADS, 0);
-        assert_eq!(f >> HEADS_KIND_SHIFT & 3, HEADS_BYTES);
+        assert_eq!(f >> HEADS_KIND_SHIFT & HEADS_KIND_MASK, HEADS_BYTES);
         let f = flags(
             &req(0x1000, 0x2000, 0x3000, 6),
             &bytes.backward(),
@@ -451,7 +460,7 @@ mod tests {
             &keys,
             Algorithm::DeterministicSinglePass,
         );
-        assert_eq!(f >> HEADS_KIND_SHIFT & 3, HEADS_KEYS8);
+        assert_eq!(f >> HEADS_KIND_SHIFT & HEADS_KIND_MASK, HEADS_KEYS8);
         assert_ne!(f & FLAG_DETERMINISTIC, 0);
         assert_ne!(f & FLAG_VECTOR_HEADS, 0);
         // Backward keys: aligned when the end of the key array is (7 * 8 bytes from 0x3008).
