@@ -29,7 +29,9 @@ pub mod contract;
 mod error;
 pub mod ffi;
 mod kernels;
+mod operator;
 mod ops;
+pub mod recipes;
 mod runtime;
 mod scan;
 mod stream;
@@ -38,6 +40,7 @@ mod types;
 pub use buffer::Buffer;
 pub use context::{Context, ScanInfo};
 pub use error::{Error, Result};
+pub use operator::{compile_operator, HostOperator, Operator, OperatorDesc, OperatorScan};
 pub use ops::{Accumulator, OpDefinition};
 pub use runtime::workspace::Workspace;
 /// The most streams whose look-back workspaces a context keeps (least recently used go first).

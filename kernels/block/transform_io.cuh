@@ -1,7 +1,7 @@
 // scanrt kernels, level 3a (beside tile_io.cuh): the edges of a transform scan.
 //
-// A transform scan builds each element from up to four input arrays of built-in types,
-// `Op::load(x0, x1, x2, x3)`, and writes each result to up to two output arrays,
+// A transform scan builds each element from its index and up to four input arrays of
+// built-in types, `Op::load(i, x0, x1, x2, x3)`, and writes each result to up to two output arrays,
 // `Op::store(state, y0, y1)`. Unused slots have the type NoArray and cost nothing. So a
 // linear recurrence reads a[] and b[] and writes h[] only: the (a, b) states it scans
 // live in registers and shared memory, never in global memory.
@@ -44,7 +44,7 @@ SCANRT_DEVICE void load_vector(const T* p, T* dst) {
         V v;
         if constexpr (sizeof(V) == 16) {
             const uint4 w = load16_streaming(p);
-            __builtin_memcpy(&v, &w, 16);
+            memcpy(&v, &w, 16);
         } else {
             v = *reinterpret_cast<const V*>(p);
         }
@@ -61,7 +61,7 @@ SCANRT_DEVICE void store_vector(T* p, const T (&src)[VEC]) {
         for (int j = 0; j < VEC; ++j) v.v[j] = src[j];
         if constexpr (sizeof(V) == 16) {
             uint4 w;
-            __builtin_memcpy(&w, &v, 16);
+            memcpy(&w, &v, 16);
             store16_streaming(p, w);
         } else {
             *reinterpret_cast<V*>(p) = v;
@@ -69,15 +69,17 @@ SCANRT_DEVICE void store_vector(T* p, const T (&src)[VEC]) {
     }
 }
 
-// The inputs of a transform scan, offset like a pointer.
+// The inputs of a transform scan, offset like a pointer; `index` is the element index
+// of a0[0].
 template <typename Op, typename I0, typename I1, typename I2, typename I3>
 struct Gather {
     const I0* a0;
     const I1* a1;
     const I2* a2;
     const I3* a3;
+    long long index;
     SCANRT_DEVICE Gather operator+(long long k) const {
-        return Gather{offset_array(a0, k), offset_array(a1, k), offset_array(a2, k), offset_array(a3, k)};
+        return Gather{offset_array(a0, k), offset_array(a1, k), offset_array(a2, k), offset_array(a3, k), index + k};
     }
 };
 
@@ -99,9 +101,11 @@ struct GatherRegs {
     I1 r1[ITEMS];
     I2 r2[ITEMS];
     I3 r3[ITEMS];
+    long long first;  // the element index of the tile's physical start
 
     // Issues the loads of tile elements [0, valid) starting at `src`.
     SCANRT_DEVICE void load(const Src& src, long long valid, int mode, int tid) {
+        first = src.index;
         if (mode == SCANRT_MODE_VECTOR) {
 #pragma unroll
             for (int r = 0; r < ITEMS / VEC; ++r) {
@@ -125,7 +129,8 @@ struct GatherRegs {
         }
     }
 
-    SCANRT_DEVICE typename Op::T element(int i) const { return Op::load(r0[i], r1[i], r2[i], r3[i]); }
+    // Register i, loaded from physical tile offset p.
+    SCANRT_DEVICE typename Op::T element(int i, int p) const { return Op::load(first + p, r0[i], r1[i], r2[i], r3[i]); }
 
     // As TileRegs::stage, each element built by Op::load.
     template <typename Op_, bool REVERSE = false>
@@ -136,13 +141,14 @@ struct GatherRegs {
             for (int r = 0; r < ITEMS / VEC; ++r) {
                 const int slot = M::template vector_slot<REVERSE, VEC>(tid * VEC, r);
 #pragma unroll
-                for (int j = 0; j < VEC; ++j) m.cell[slot + j * M::template vector_step<REVERSE>()] = element(r * VEC + j);
+                for (int j = 0; j < VEC; ++j)
+                    m.cell[slot + j * M::template vector_step<REVERSE>()] = element(r * VEC + j, (r * THREADS + tid) * VEC + j);
             }
         } else {
 #pragma unroll
             for (int r = 0; r < ITEMS; ++r) {
                 const int p = r * THREADS + tid;
-                if (p < valid) m.cell[M::index(logical_index<REVERSE>(p, valid))] = element(r);
+                if (p < valid) m.cell[M::index(logical_index<REVERSE>(p, valid))] = element(r, p);
                 else m.cell[M::index(p)] = Op::identity();
             }
         }

@@ -17,7 +17,7 @@ SCANRT_DEVICE typename Op::T initial_value(unsigned long long init_bits, unsigne
     if constexpr (sizeof(Acc) == 4 || sizeof(Acc) == 8) return Bits<Acc>::from((typename Bits<Acc>::W)init_bits);
     else {
         Acc v;
-        __builtin_memcpy(&v, (const void*)init_bits, sizeof(Acc));
+        memcpy(&v, (const void*)init_bits, sizeof(Acc));
         return v;
     }
 }

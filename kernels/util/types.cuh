@@ -48,8 +48,8 @@ template <> struct WordOfSize<4> { typedef u32 W; };
 template <> struct WordOfSize<8> { typedef u64 W; };
 template <typename T> struct Bits {
     typedef typename WordOfSize<sizeof(T)>::W W;
-    static SCANRT_DEVICE W to(T v) { W w; __builtin_memcpy(&w, &v, sizeof(W)); return w; }
-    static SCANRT_DEVICE T from(W w) { T v; __builtin_memcpy(&v, &w, sizeof(W)); return v; }
+    static SCANRT_DEVICE W to(T v) { W w; memcpy(&w, &v, sizeof(W)); return w; }
+    static SCANRT_DEVICE T from(W w) { T v; memcpy(&v, &w, sizeof(W)); return v; }
 };
 template <> struct Bits<i32>   { typedef u32 W; static SCANRT_DEVICE W to(i32 v) { return (u32)v; } static SCANRT_DEVICE i32 from(W w) { return (i32)w; } };
 template <> struct Bits<u32>   { typedef u32 W; static SCANRT_DEVICE W to(u32 v) { return v; } static SCANRT_DEVICE u32 from(W w) { return w; } };
@@ -82,8 +82,8 @@ template <typename T> struct Words {
     static_assert(sizeof(T) % 4 == 0, "wide values are whole 32-bit words");
     static const int N = sizeof(T) / 4;
     u32 w[N];
-    static SCANRT_DEVICE Words of(const T& v) { Words r; __builtin_memcpy(r.w, &v, sizeof(T)); return r; }
-    SCANRT_DEVICE T value() const { T v; __builtin_memcpy(&v, w, sizeof(T)); return v; }
+    static SCANRT_DEVICE Words of(const T& v) { Words r; memcpy(r.w, &v, sizeof(T)); return r; }
+    SCANRT_DEVICE T value() const { T v; memcpy(&v, w, sizeof(T)); return v; }
 };
 
 // A 16-byte-or-smaller vector of N elements, for vectorised global accesses.

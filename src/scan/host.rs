@@ -296,3 +296,75 @@ where
     };
     fork(threads, &work);
 }
+
+/// Runs a user-defined operator's scan on host arrays with its host functions, one
+/// element at a time in traversal order (`crate::operator`).
+///
+/// # Safety
+/// As [`scan`]: every array must hold `n` elements of its type, `segments` the segment
+/// data `scan.segments` describes, outputs exactly an input or disjoint from all.
+pub(crate) unsafe fn scan_operator(
+    desc: &crate::operator::OperatorDesc,
+    host: &crate::operator::HostOperator,
+    arrays: &crate::operator::Arrays,
+    n: u64,
+    segments: u64,
+    scan: &crate::operator::OperatorScan,
+) {
+    let n = n as usize;
+    let size = desc.state_size;
+    let in_sizes: Vec<usize> = desc
+        .load
+        .as_ref()
+        .map_or(vec![size], |(_, t)| t.iter().map(|d| d.size()).collect());
+    let out_sizes: Vec<usize> = desc
+        .store
+        .as_ref()
+        .map_or(vec![size], |(_, t)| t.iter().map(|d| d.size()).collect());
+    let walk = Walk {
+        n,
+        backward: scan.direction == Direction::Backward,
+        heads: Heads {
+            data: segments as usize,
+            kind: scan.segments,
+        },
+    };
+    let init = scan.init.clone().unwrap_or_else(|| desc.identity.clone());
+    let (mut running, mut element, mut next) = (desc.identity.clone(), vec![0u8; size], vec![0u8; size]);
+    let combine = |a: &[u8], b: &[u8], out: &mut Vec<u8>| (host.combine)(a, b, out);
+    for i in 0..n {
+        let p = if walk.backward { n - 1 - i } else { i };
+        let head = if walk.backward {
+            walk.head::<true>(p)
+        } else {
+            walk.head::<false>(p)
+        };
+        if i == 0 || (walk.segmented() && head) {
+            running.copy_from_slice(&init);
+        }
+        // Read every input element before anything is written: an output may be an input.
+        let inputs: Vec<&[u8]> = arrays
+            .inputs
+            .iter()
+            .zip(&in_sizes)
+            .map(|(&a, &s)| std::slice::from_raw_parts((a as *const u8).add(p * s), s))
+            .collect();
+        match &host.load {
+            Some(load) if desc.load.is_some() => load(p as u64, &inputs, &mut element),
+            _ => element.copy_from_slice(inputs[0]),
+        }
+        combine(&running, &element, &mut next);
+        let result = if scan.inclusive { &next } else { &running };
+        let mut outputs: Vec<&mut [u8]> = arrays
+            .outputs
+            .iter()
+            .zip(&out_sizes)
+            .map(|(&a, &s)| std::slice::from_raw_parts_mut((a as *mut u8).add(p * s), s))
+            .collect();
+        match &host.store {
+            Some(store) if desc.store.is_some() => store(result, &mut outputs),
+            _ => outputs[0].copy_from_slice(result),
+        }
+        std::mem::swap(&mut running, &mut next);
+    }
+}

@@ -33,7 +33,7 @@ pub(crate) enum KernelKind {
 }
 
 impl KernelKind {
-    const ALL: [KernelKind; 6] = [
+    pub const ALL: [KernelKind; 6] = [
         KernelKind::SinglePass,
         KernelKind::SinglePassBulk,
         KernelKind::SinglePassWave,
@@ -41,6 +41,16 @@ impl KernelKind {
         KernelKind::MatrixScanSums,
         KernelKind::MatrixScanTiles,
     ];
+
+    /// Threads per block and dynamic shared memory of the kernel in a set of `shape`.
+    fn launch_shape(self, s: &TileShape, acc_size: usize) -> (u32, u32) {
+        match self {
+            KernelKind::SinglePass => (s.single_pass_block(), 0),
+            KernelKind::SinglePassBulk => (s.single_pass_block(), s.bulk_shared_bytes(acc_size)),
+            KernelKind::SinglePassWave => (s.wave_threads, 0),
+            _ => (s.threads, 0),
+        }
+    }
 
     /// The extern "C" entry point.
     fn entry(self) -> &'static str {
@@ -109,17 +119,6 @@ impl Specialization {
         }
     }
 
-    /// Threads per block and dynamic shared memory of `kind`.
-    fn launch_shape(&self, kind: KernelKind) -> (u32, u32) {
-        let s = &self.shape;
-        match kind {
-            KernelKind::SinglePass => (s.single_pass_block(), 0),
-            KernelKind::SinglePassBulk => (s.single_pass_block(), s.bulk_shared_bytes(self.output.size())),
-            KernelKind::SinglePassWave => (s.wave_threads, 0),
-            _ => (s.threads, 0),
-        }
-    }
-
     /// The translation unit NVRTC compiles: the layered headers instantiated with
     /// extern "C" entry points (no name mangling), each taking `ScanParams`'s fields.
     pub fn source(&self) -> KernelSource {
@@ -176,9 +175,10 @@ pub(crate) struct TranslationUnit {
     pub extra_params: &'static str,
     /// The expression of the kernels' `init_bits` argument.
     pub init: &'static str,
-    /// The set has the bulk-copy kernel (plain arrays of the accumulator type only).
+    /// The set may have the bulk-copy kernel (plain arrays of the accumulator type only),
+    /// where the tile shape has one.
     pub bulk: bool,
-    /// The set has the one-wave kernel (plain arrays only).
+    /// The set may have the one-wave kernel (plain arrays only), where the shape has one.
     pub wave: bool,
 }
 
@@ -249,7 +249,7 @@ extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_scan_tiles
 "#
         );
         let io = format!("(const In*)input, (Acc*)output, n, {init}, flags");
-        if self.bulk {
+        if self.bulk && bulk_buffers > 0 {
             text += &format!(
                 r#"extern "C" __global__ void __launch_bounds__({threads} + 32, {bulk_min_blocks_per_sm}) scanrt_single_pass_bulk{p} {{
     single_pass_scan_bulk<Op, In, {threads}, {bulk_items}, {bulk_buffers}, {slots}, {spin}, {sleep}, {reverse}, {seg}>({io}, {heads}, {lookback});
@@ -257,7 +257,7 @@ extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_scan_tiles
 "#
             );
         }
-        if self.wave {
+        if self.wave && wave_threads > 0 {
             text += &format!(
                 r#"extern "C" __global__ void __launch_bounds__({wave_threads}, {wave_min_blocks_per_sm}) scanrt_single_pass_wave{p} {{
     single_pass_scan_wave<Op, In, {wave_threads}, {items}, {wave_lookback_slots_per_lane}, {spin}, {sleep}, {reverse}>({io}, {lookback});
@@ -306,6 +306,34 @@ pub(crate) struct ScanKernels {
 }
 
 impl ScanKernels {
+    /// Loads the kernels `kinds` of `source`, compiled for `shape` with accumulators of
+    /// `acc_size` bytes (compiling it, or taking it from a pack or the disk cache). Only
+    /// loading needs the device's context, so only this enters it.
+    pub fn load(
+        dev: &GpuDevice,
+        source: &KernelSource,
+        shape: TileShape,
+        kinds: impl Iterator<Item = KernelKind>,
+        acc_size: usize,
+    ) -> Result<Arc<ScanKernels>> {
+        let _current = dev.enter()?;
+        let module = dev.module(source)?;
+        let mut kernels: [Option<LoadedKernel>; KernelKind::ALL.len()] = Default::default();
+        for kind in kinds {
+            let (block, shared_bytes) = kind.launch_shape(&shape, acc_size);
+            kernels[kind as usize] = Some(dev.kernel(&module, kind.entry(), block, shared_bytes)?);
+        }
+        log::debug!(
+            "kernel set ready: {} kernels with their occupancy",
+            kernels.iter().flatten().count()
+        );
+        Ok(Arc::new(ScanKernels {
+            shape,
+            kernels,
+            _module: module,
+        }))
+    }
+
     /// The kernel `kind`, where the set has one.
     pub fn get(&self, kind: KernelKind) -> Option<&LoadedKernel> {
         self.kernels[kind as usize].as_ref()
@@ -323,23 +351,9 @@ impl KernelSets {
     /// context, so only that enters it: a plan made for a loaded set makes no driver call.
     pub fn get(&self, dev: &GpuDevice, spec: Specialization) -> Result<Arc<ScanKernels>> {
         self.sets.get_or_try_init(&spec, || {
-            let _current = dev.enter()?;
             log::debug!("loading kernel set {spec:?}");
-            let module = dev.module(&spec.source())?;
-            let mut kernels: [Option<LoadedKernel>; KernelKind::ALL.len()] = Default::default();
-            for kind in KernelKind::ALL.into_iter().filter(|&k| spec.has(k)) {
-                let (block, shared_bytes) = spec.launch_shape(kind);
-                kernels[kind as usize] = Some(dev.kernel(&module, kind.entry(), block, shared_bytes)?);
-            }
-            log::debug!(
-                "kernel set ready: {} kernels with their occupancy",
-                kernels.iter().flatten().count()
-            );
-            Ok(Arc::new(ScanKernels {
-                shape: spec.shape,
-                kernels,
-                _module: module,
-            }))
+            let kinds = KernelKind::ALL.into_iter().filter(|&k| spec.has(k));
+            ScanKernels::load(dev, &spec.source(), spec.shape, kinds, spec.output.size())
         })
     }
 

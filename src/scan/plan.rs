@@ -9,6 +9,7 @@ use cudarc::driver::sys::CUstream;
 use crate::context::{Context, Engine, GpuEngine, ScanInfo};
 use crate::contract::{self, ScanParams};
 use crate::error::{bail, Result};
+use crate::runtime::device::GpuDevice;
 use crate::runtime::driver;
 use crate::runtime::workspace::{self, lookback_bytes, lookback_slots, Workspace};
 use crate::scan::desc::{ScanDesc, Segments};
@@ -95,7 +96,7 @@ pub(crate) fn choose_algorithm(desc: &ScanDesc, output: DType) -> (Algorithm, Ch
 }
 
 /// Launch flags that follow from the descriptor.
-fn shape_flags(desc: &ScanDesc, algorithm: Algorithm) -> u32 {
+pub(crate) fn shape_flags(desc: &ScanDesc, algorithm: Algorithm) -> u32 {
     let mut flags = 0;
     if desc.inclusive {
         flags |= contract::FLAG_INCLUSIVE;
@@ -272,7 +273,6 @@ impl ScanPlan {
         }
         check_overlaps(req, &self.desc)?;
 
-        let kernels = &plan.kernels;
         let flags = plan.flags | address_flags(req, &self.desc);
         let mut params = ScanParams {
             input: req.input,
@@ -284,96 +284,155 @@ impl ScanPlan {
             flags,
             ..Default::default()
         };
-        let single_pass = kernels.get(KernelKind::SinglePass).expect("every kernel set has one");
-        if plan.tiles == 1 {
-            // One block, no look-back state: the same for every algorithm.
-            return single_pass.launch(1, raw_stream, &params);
-        }
-
-        let acc_size = self.output.size();
-        // `_pooled` keeps a pooled workspace from being freed until the launch is queued.
-        let (ws, slots, _pooled) = match workspace {
-            Some(ws) => {
-                workspace::check_caller(dev, ws)?;
-                let slots = lookback_slots(acc_size, ws.bytes);
-                if slots < plan.tiles {
-                    bail!(
-                        BufferTooSmall,
-                        "workspace of {} bytes holds {slots} tiles; this scan needs {} bytes",
-                        ws.bytes,
-                        plan.workspace_bytes
-                    );
-                }
-                (ws.ptr, slots, None)
-            }
-            None => match driver::capture_graph(raw_stream)? {
-                // A captured scan gets a workspace of its own that the graph keeps alive,
-                // so that replays never share one with plain calls or with each other.
-                Some(graph) => {
-                    let ptr = workspace::for_graph(
-                        graph,
-                        plan.workspace_bytes,
-                        kernels.clone(),
-                        dev.faults.clone(),
-                        dev.ctx.clone(),
-                    )?;
-                    (ptr, plan.tiles, None)
-                }
-                None => {
-                    let pooled = dev.workspaces.for_stream(raw_stream, acc_size, plan.tiles)?;
-                    (pooled.ptr, lookback_slots(acc_size, pooled.bytes), Some(pooled))
-                }
+        launch_kernels(
+            dev,
+            &KernelLaunch {
+                kernels: &plan.kernels,
+                algorithm: self.algorithm,
+                n: self.n,
+                tiles: plan.tiles,
+                workspace_bytes: plan.workspace_bytes,
+                value_bytes: self.output.size(),
             },
-        };
-        params.workspace = ws;
-        params.status_capacity = slots as i64;
-
-        if self.algorithm == Algorithm::Matrix {
-            // Reduce, scan the tile sums, scan the tiles. The tile sums (accumulators, or
-            // (value, head) pairs of at most 16 bytes) live in the slot area (8 or 16
-            // bytes per tile), which the last kernel zeroes again.
-            let grid = plan.tiles as u32;
-            for (kind, grid) in [
-                (KernelKind::MatrixReduce, grid),
-                (KernelKind::MatrixScanSums, 1),
-                (KernelKind::MatrixScanTiles, grid),
-            ] {
-                let kernel = kernels.get(kind).expect("every kernel set has the matrix scan");
-                kernel.launch(grid, raw_stream, &params)?;
-            }
-            return Ok(());
-        }
-
-        let shape = &kernels.shape;
-        let aligned = flags & contract::FLAG_VECTOR_IN != 0 && flags & contract::FLAG_VECTOR_OUT != 0;
-        // A deterministic scan's association order is the tile shape's, so its kernel may
-        // depend on n alone, not on alignment or on the SM count that decides what fits
-        // in one wave.
-        let deterministic = flags & contract::FLAG_DETERMINISTIC != 0;
-        let wave_tiles = self.n.div_ceil(shape.wave_tile_elems().max(1));
-        // Scans whose tiles all fit on the device at once take the one-wave kernel (one
-        // block per tile); large ones stream through the bulk-copy kernel where there is
-        // one. Both kernels' tiles are at least as long as the register-staged kernel's,
-        // so the workspace's slots cover them too.
-        let (kernel, kernel_tiles, persistent) = match (
-            kernels.get(KernelKind::SinglePassWave),
-            kernels.get(KernelKind::SinglePassBulk),
-        ) {
-            (Some(wave), _) if aligned && !deterministic && wave_tiles <= wave_max_tiles(wave.resident_blocks) => {
-                (wave, wave_tiles, false)
-            }
-            (_, Some(bulk)) if plan.tiles >= shape.bulk_min_tiles => {
-                (bulk, self.n.div_ceil(shape.bulk_tile_elems()), shape.persistent)
-            }
-            _ => (single_pass, plan.tiles, shape.persistent),
-        };
-        let grid = if persistent {
-            kernel_tiles.min(kernel.resident_blocks as u64)
-        } else {
-            kernel_tiles
-        };
-        kernel.launch(grid as u32, raw_stream, &params)
+            raw_stream,
+            &mut params,
+            workspace,
+        )
     }
+}
+
+/// The parameter buffer of a scan kernel: `ScanParams`, or `ScanParams` followed by a
+/// user-defined operator's own (`contract::OperatorLaunch`).
+pub(crate) trait KernelParams: Copy {
+    fn scan(&mut self) -> &mut ScanParams;
+}
+impl KernelParams for ScanParams {
+    fn scan(&mut self) -> &mut ScanParams {
+        self
+    }
+}
+impl KernelParams for contract::OperatorLaunch {
+    fn scan(&mut self) -> &mut ScanParams {
+        &mut self.scan
+    }
+}
+
+/// What the launch of a planned scan needs to know.
+pub(crate) struct KernelLaunch<'a> {
+    pub kernels: &'a Arc<ScanKernels>,
+    pub algorithm: Algorithm,
+    pub n: u64,
+    /// Tiles of the register-staged kernel.
+    pub tiles: u64,
+    pub workspace_bytes: usize,
+    /// Bytes of the carried value (the status slots' size follows from it).
+    pub value_bytes: usize,
+}
+
+/// Launches a scan whose addresses are checked and whose `params` are filled in except for
+/// the workspace: picks the workspace (the caller's, the graph's or the stream's pooled
+/// one) and the kernel, and queues it on `raw_stream`.
+///
+/// # Safety
+/// `params` must be what `launch.kernels` were compiled for, with valid addresses.
+pub(crate) unsafe fn launch_kernels<P: KernelParams>(
+    dev: &GpuDevice,
+    launch: &KernelLaunch,
+    raw_stream: CUstream,
+    params: &mut P,
+    workspace: Option<Workspace>,
+) -> Result<()> {
+    let kernels = launch.kernels;
+    let flags = params.scan().flags;
+    let single_pass = kernels.get(KernelKind::SinglePass).expect("every kernel set has one");
+    if launch.tiles == 1 {
+        // One block, no look-back state: the same for every algorithm.
+        return single_pass.launch(1, raw_stream, params);
+    }
+
+    let acc_size = launch.value_bytes;
+    // `_pooled` keeps a pooled workspace from being freed until the launch is queued.
+    let (ws, slots, _pooled) = match workspace {
+        Some(ws) => {
+            workspace::check_caller(dev, ws)?;
+            let slots = lookback_slots(acc_size, ws.bytes);
+            if slots < launch.tiles {
+                bail!(
+                    BufferTooSmall,
+                    "workspace of {} bytes holds {slots} tiles; this scan needs {} bytes",
+                    ws.bytes,
+                    launch.workspace_bytes
+                );
+            }
+            (ws.ptr, slots, None)
+        }
+        None => match driver::capture_graph(raw_stream)? {
+            // A captured scan gets a workspace of its own that the graph keeps alive,
+            // so that replays never share one with plain calls or with each other.
+            Some(graph) => {
+                let ptr = workspace::for_graph(
+                    graph,
+                    launch.workspace_bytes,
+                    kernels.clone(),
+                    dev.faults.clone(),
+                    dev.ctx.clone(),
+                )?;
+                (ptr, launch.tiles, None)
+            }
+            None => {
+                let pooled = dev.workspaces.for_stream(raw_stream, acc_size, launch.tiles)?;
+                (pooled.ptr, lookback_slots(acc_size, pooled.bytes), Some(pooled))
+            }
+        },
+    };
+    params.scan().workspace = ws;
+    params.scan().status_capacity = slots as i64;
+
+    if launch.algorithm == Algorithm::Matrix {
+        // Reduce, scan the tile sums, scan the tiles. The tile sums (accumulators, or
+        // (value, head) pairs of at most 16 bytes) live in the slot area (8 or 16
+        // bytes per tile), which the last kernel zeroes again.
+        let grid = launch.tiles as u32;
+        for (kind, grid) in [
+            (KernelKind::MatrixReduce, grid),
+            (KernelKind::MatrixScanSums, 1),
+            (KernelKind::MatrixScanTiles, grid),
+        ] {
+            let kernel = kernels.get(kind).expect("every kernel set has the matrix scan");
+            kernel.launch(grid, raw_stream, params)?;
+        }
+        return Ok(());
+    }
+
+    let shape = &kernels.shape;
+    let aligned = flags & contract::FLAG_VECTOR_IN != 0 && flags & contract::FLAG_VECTOR_OUT != 0;
+    // A deterministic scan's association order is the tile shape's, so its kernel may
+    // depend on n alone, not on alignment or on the SM count that decides what fits
+    // in one wave.
+    let deterministic = flags & contract::FLAG_DETERMINISTIC != 0;
+    let wave_tiles = launch.n.div_ceil(shape.wave_tile_elems().max(1));
+    // Scans whose tiles all fit on the device at once take the one-wave kernel (one
+    // block per tile); large ones stream through the bulk-copy kernel where there is
+    // one. Both kernels' tiles are at least as long as the register-staged kernel's,
+    // so the workspace's slots cover them too.
+    let (kernel, kernel_tiles, persistent) = match (
+        kernels.get(KernelKind::SinglePassWave),
+        kernels.get(KernelKind::SinglePassBulk),
+    ) {
+        (Some(wave), _) if aligned && !deterministic && wave_tiles <= wave_max_tiles(wave.resident_blocks) => {
+            (wave, wave_tiles, false)
+        }
+        (_, Some(bulk)) if launch.tiles >= shape.bulk_min_tiles => {
+            (bulk, launch.n.div_ceil(shape.bulk_tile_elems()), shape.persistent)
+        }
+        _ => (single_pass, launch.tiles, shape.persistent),
+    };
+    let grid = if persistent {
+        kernel_tiles.min(kernel.resident_blocks as u64)
+    } else {
+        kernel_tiles
+    };
+    kernel.launch(grid as u32, raw_stream, params)
 }
 
 #[cfg(test)]

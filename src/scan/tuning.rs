@@ -175,6 +175,46 @@ pub(crate) fn tile_shape(arch: i32, input: DType, output: DType, segmented: bool
     shape
 }
 
+/// The tile shape of a user-defined operator's kernel set (src/operator.rs). A state of
+/// 4 or 8 bytes read and written as plain arrays scans exactly like the built-in type of
+/// its size, the bulk-copy and one-wave kernels included (a user-defined u32 sum runs the
+/// built-in sum's kernels). Transforms and wider states take the register-staged and
+/// matrix kernels: rows short enough that two tiles of states fit in static shared memory
+/// (48 KiB: 2 x 128 x (ITEMS + 1) x state bytes).
+pub(crate) fn operator_shape(arch: i32, state_bytes: usize, plain_arrays: bool, segmented: bool) -> TileShape {
+    let like = |dtype| tile_shape(arch, dtype, dtype, segmented);
+    match state_bytes {
+        4 | 8 => {
+            let shape = like(if state_bytes == 4 { DType::U32 } else { DType::U64 });
+            if plain_arrays {
+                shape
+            } else {
+                TileShape {
+                    bulk_buffers: 0,
+                    wave_threads: 0,
+                    ..shape
+                }
+            }
+        }
+        _ => {
+            let items = match state_bytes {
+                0..=16 => 8,
+                17..=32 => 4,
+                _ => 1,
+            };
+            TileShape {
+                threads: 128,
+                items,
+                min_blocks_per_sm: 0,
+                bulk_buffers: 0,
+                bulk_items: items,
+                wave_threads: 0,
+                ..like(DType::U64)
+            }
+        }
+    }
+}
+
 /// The tile shape for small plain scans: rows of half the length (2048-element tiles for
 /// 4-byte types), so that a scan of at most one look-back window of such tiles runs with
 /// twice the blocks. None where rows cannot be shorter than one 16-byte vector of the

@@ -1,0 +1,255 @@
+//! Built-in recipes on user-defined operators ([`crate::operator`]): each returns the
+//! operator's description (CUDA source and host functions), which
+//! [`Context::create_operator`](crate::Context::create_operator) compiles once.
+//!
+//! * [`linear_recurrence`]: `h[i] = a[i] * h[i-1] + b[i]` (backward: `h[i] = a[i] *
+//!   h[i+1] + b[i]`), states `(A, B)` composing affine maps; reads `a` and `b`, writes `h`.
+//!   An initial state `h0` is the initial value [`recurrence_init`]; the final state is
+//!   the last element written (the first, backward).
+//! * [`cumulative_extreme`]: running max or min with the index of the extreme (the first
+//!   in traversal order on ties; NaN never wins); reads `x`, writes the value and index.
+//! * [`logcumsumexp`]: `y[i] = log(sum_{j <= i} exp(x[j]))` without overflow: states
+//!   `(m, s)` mean `m + log(s)` with `m` the running maximum, so no exponential exceeds 1.
+
+use std::sync::Arc;
+
+use crate::operator::{HostOperator, OperatorDesc};
+use crate::types::DType;
+
+fn float_type(dtype: DType) -> &'static str {
+    match dtype {
+        DType::F32 => "float",
+        DType::F64 => "double",
+        _ => panic!("recipes take f32 or f64, not {}", dtype.c_name()),
+    }
+}
+
+/// Evaluates `$body` with `$t` the Rust type of a scannable value type.
+macro_rules! host_values {
+    ($dtype:expr, |$t:ident| $body:expr) => {
+        match $dtype {
+            DType::I32 => {
+                type $t = i32;
+                $body
+            }
+            DType::U32 => {
+                type $t = u32;
+                $body
+            }
+            DType::I64 => {
+                type $t = i64;
+                $body
+            }
+            DType::U64 => {
+                type $t = u64;
+                $body
+            }
+            DType::F32 => {
+                type $t = f32;
+                $body
+            }
+            DType::F64 => {
+                type $t = f64;
+                $body
+            }
+            DType::U8 => panic!("cumulative extremes take 4- and 8-byte values"),
+        }
+    };
+}
+
+macro_rules! host_floats {
+    ($dtype:expr, |$t:ident| $body:expr) => {
+        match $dtype {
+            DType::F32 => {
+                type $t = f32;
+                $body
+            }
+            _ => {
+                type $t = f64;
+                $body
+            }
+        }
+    };
+}
+
+fn read<T: Copy>(bytes: &[u8], i: usize) -> T {
+    // SAFETY: callers pass slices holding at least (i + 1) values of T (state layouts).
+    unsafe { std::ptr::read_unaligned((bytes.as_ptr() as *const T).add(i)) }
+}
+fn write<T: Copy>(bytes: &mut [u8], i: usize, v: T) {
+    // SAFETY: as `read`.
+    unsafe { std::ptr::write_unaligned((bytes.as_mut_ptr() as *mut T).add(i), v) }
+}
+
+/// The linear recurrence `h = a * h_prev + b` over f32 or f64 (`dtype`): inputs `a`, `b`,
+/// output `h`.
+pub fn linear_recurrence(dtype: DType) -> OperatorDesc {
+    let t = float_type(dtype);
+    let source = format!(
+        r#"struct Affine {{ {t} a, b; }};  // h -> a * h + b
+__device__ Affine compose(Affine first, Affine then) {{
+    return Affine{{first.a * then.a, fma(then.a, first.b, then.b)}};
+}}
+__device__ Affine make_step(int64_t, {t} a, {t} b) {{ return Affine{{a, b}}; }}
+__device__ void write_state(const Affine& s, {t}& h) {{ h = s.b; }}
+"#
+    );
+    let size = 2 * dtype.size();
+    let identity = host_floats!(dtype, |T| [1.0 as T, 0.0 as T]
+        .iter()
+        .flat_map(|v| v.to_ne_bytes())
+        .collect::<Vec<u8>>());
+    let host = host_floats!(dtype, |T| HostOperator {
+        combine: Arc::new(|l, r, out| {
+            let (la, lb, ra, rb) = (read::<T>(l, 0), read::<T>(l, 1), read::<T>(r, 0), read::<T>(r, 1));
+            write(out, 0, la * ra);
+            write(out, 1, ra.mul_add(lb, rb));
+        }),
+        load: Some(Arc::new(|_, x, out| {
+            write(out, 0, read::<T>(x[0], 0));
+            write(out, 1, read::<T>(x[1], 0));
+        })),
+        store: Some(Arc::new(|s, y| write(y[0], 0, read::<T>(s, 1)))),
+    });
+    OperatorDesc::new(
+        "linear_recurrence",
+        &source,
+        "Affine",
+        size,
+        dtype.size(),
+        "compose",
+        &identity,
+    )
+    .with_load("make_step", &[dtype, dtype])
+    .with_store("write_state", &[dtype])
+    .with_host(host)
+}
+
+/// The initial value of a [`linear_recurrence`] scan starting from state `h0`.
+pub fn recurrence_init(dtype: DType, h0: f64) -> Vec<u8> {
+    host_floats!(dtype, |T| [1.0 as T, h0 as T]
+        .iter()
+        .flat_map(|v| v.to_ne_bytes())
+        .collect())
+}
+
+/// Running maximum (`max`) or minimum of `dtype` values with the index of the extreme:
+/// input `x`, outputs the extreme (`dtype`) and its index (u32, so n < 2^32).
+pub fn cumulative_extreme(dtype: DType, max: bool) -> OperatorDesc {
+    let t = dtype.info().cuda;
+    let wins = if max { ">" } else { "<" };
+    let source = format!(
+        r#"struct Extreme {{ {t} value; uint32_t index; {pad} }};
+// The later operand wins only when strictly better: the first extreme is kept on ties,
+// and NaN (every comparison false) never wins.
+__device__ Extreme better(Extreme first, Extreme then) {{ return then.value {wins} first.value ? then : first; }}
+__device__ Extreme make_candidate(int64_t i, {t} x) {{ return Extreme{{x, (uint32_t)i}}; }}
+__device__ void write_extreme(const Extreme& e, {t}& value, uint32_t& index) {{ value = e.value; index = e.index; }}
+"#,
+        pad = if dtype.size() == 8 { "uint32_t unused;" } else { "" }
+    );
+    let size = if dtype.size() == 8 { 16 } else { 8 };
+    // The identity loses to every value: -inf / +inf, or the integer extremes (index 0).
+    let identity = extreme_identity(dtype, max, size);
+    let vs = dtype.size();
+    let host = HostOperator {
+        combine: Arc::new(move |l, r, out| {
+            let better = host_values!(dtype, |T| {
+                let (first, then) = (read::<T>(l, 0), read::<T>(r, 0));
+                if max {
+                    then > first
+                } else {
+                    then < first
+                }
+            });
+            out.copy_from_slice(if better { r } else { l });
+        }),
+        load: Some(Arc::new(move |i, x, out| {
+            out.fill(0);
+            out[..vs].copy_from_slice(x[0]);
+            out[vs..vs + 4].copy_from_slice(&(i as u32).to_ne_bytes());
+        })),
+        store: Some(Arc::new(move |s, y| {
+            y[0].copy_from_slice(&s[..vs]);
+            y[1].copy_from_slice(&s[vs..vs + 4]);
+        })),
+    };
+    let name = if max { "cummax_with_index" } else { "cummin_with_index" };
+    OperatorDesc::new(name, &source, "Extreme", size, vs.max(4), "better", &identity)
+        .with_load("make_candidate", &[dtype])
+        .with_store("write_extreme", &[dtype, DType::U32])
+        .with_host(host)
+}
+
+/// The identity of a cumulative extreme: the value every other value beats (the type's
+/// extreme, infinities for floats), index 0.
+fn extreme_identity(dtype: DType, max: bool, size: usize) -> Vec<u8> {
+    use crate::ops::Accumulator;
+    use crate::tables::Op;
+    use crate::types::Scalar;
+    let op = if max { Op::Max } else { Op::Min };
+    let mut bytes = vec![0u8; size];
+    let value = host_values!(dtype, |T| Scalar::to_bits(<T as Accumulator>::identity(op)));
+    bytes[..dtype.size()].copy_from_slice(&value.to_ne_bytes()[..dtype.size()]);
+    bytes
+}
+
+/// `y[i] = log(exp(x[0]) + ... + exp(x[i]))` over f32 or f64, numerically stable.
+pub fn logcumsumexp(dtype: DType) -> OperatorDesc {
+    let t = float_type(dtype);
+    let source = format!(
+        r#"struct LogSum {{ {t} max, scaled; }};  // log(sum) = max + log(scaled), scaled >= 1
+__device__ LogSum log_add(LogSum first, LogSum then) {{
+    // The empty sum (max = -inf) is the identity; everything else rescales the smaller
+    // sum to the larger maximum, so no exponential exceeds 1.
+    if (then.max == Limits<{t}>::lowest()) return first;
+    if (first.max == Limits<{t}>::lowest()) return then;
+    const bool first_larger = first.max >= then.max;
+    const LogSum big = first_larger ? first : then, small = first_larger ? then : first;
+    return LogSum{{big.max, big.scaled + small.scaled * exp(small.max - big.max)}};
+}}
+__device__ LogSum make_term(int64_t, {t} x) {{ return LogSum{{x, 1}}; }}
+__device__ void write_log_sum(const LogSum& s, {t}& y) {{ y = s.max + log(s.scaled); }}
+"#
+    );
+    let identity = host_floats!(dtype, |T| [T::NEG_INFINITY, 0.0 as T]
+        .iter()
+        .flat_map(|v| v.to_ne_bytes())
+        .collect::<Vec<u8>>());
+    let host = host_floats!(dtype, |T| HostOperator {
+        combine: Arc::new(|l, r, out| {
+            let (first, then) = ((read::<T>(l, 0), read::<T>(l, 1)), (read::<T>(r, 0), read::<T>(r, 1)));
+            let result = if then.0 == T::NEG_INFINITY {
+                first
+            } else if first.0 == T::NEG_INFINITY {
+                then
+            } else {
+                let (big, small) = if first.0 >= then.0 {
+                    (first, then)
+                } else {
+                    (then, first)
+                };
+                (big.0, big.1 + small.1 * (small.0 - big.0).exp())
+            };
+            write(out, 0, result.0);
+            write(out, 1, result.1);
+        }),
+        load: Some(Arc::new(|_, x, out| {
+            write(out, 0, read::<T>(x[0], 0));
+            write(out, 1, 1.0 as T);
+        })),
+        store: Some(Arc::new(|s, y| write(y[0], 0, read::<T>(s, 0) + read::<T>(s, 1).ln()))),
+    });
+    OperatorDesc::new(
+        "logcumsumexp",
+        &source,
+        "LogSum",
+        2 * dtype.size(),
+        dtype.size(),
+        "log_add",
+        &identity,
+    )
+    .with_load("make_term", &[dtype])
+    .with_store("write_log_sum", &[dtype])
+    .with_host(host)
+}
