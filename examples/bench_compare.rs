@@ -100,6 +100,10 @@ fn main() {
         latency(&ctx, &cuda, &stream, &timer);
         return;
     }
+    if std::env::args().any(|a| a == "--operators") {
+        operators(&ctx, &stream, &timer);
+        return;
+    }
     if variant {
         // Tuning experiments (SCANRT_TILE_OVERRIDE): single-pass inclusive sum of ones vs
         // memcpy, u32 (or u64 with SCANRT_VARIANT_U64=1).
@@ -660,4 +664,105 @@ fn first_call_child() {
     let t = Instant::now();
     ctx.prepare(DType::F64, DType::F64, Op::Max).unwrap();
     println!("{context_ms:.1},{first_scan_ms:.1},{:.1}", ms(t));
+}
+
+/// User-defined operators and recipes beside memcpy and the built-in sum, in one run
+/// (issue 21's targets). Throughput counts the bytes a scan moves (its reads and writes):
+/// the memcpy control copies half as many bytes, so the ratio is memcpy time / scan time.
+fn operators(ctx: &Context, stream: &Stream, timer: &Timer) {
+    use scanrt::{recipes, OperatorDesc, OperatorScan};
+    let max_n = 1usize << 28;
+    let x = Buffer::from_slice(ctx, stream, &vec![1u32; max_n]).unwrap();
+    let y = Buffer::new(ctx, DType::U32, max_n as u64).unwrap();
+    let z = Buffer::new(ctx, DType::U32, max_n as u64).unwrap();
+    let scratch = Buffer::new(ctx, DType::U8, 12 * max_n as u64 / 2).unwrap();
+    let scratch2 = Buffer::new(ctx, DType::U8, 12 * max_n as u64 / 2).unwrap();
+    let memcpy_us = |bytes_moved: u64| {
+        timer.median_us(stream, 20, || unsafe {
+            sys::cuMemcpyDtoDAsync_v2(
+                scratch2.addr(),
+                scratch.addr(),
+                (bytes_moved / 2) as usize,
+                stream.raw() as sys::CUstream,
+            );
+        })
+    };
+    let report = |label: &str, n: u64, bytes_per_elem: u64, us: f64, target: f64| {
+        let copy = memcpy_us(n * bytes_per_elem);
+        let ratio = copy / us;
+        println!(
+            "{label:44} {us:9.1} us  {:7.1} GB/s  memcpy {copy:9.1} us  ratio {ratio:.3}  target {target:.2} {}",
+            (n * bytes_per_elem) as f64 / us / 1e3,
+            if ratio >= target { "met" } else { "NOT MET" }
+        );
+    };
+
+    // JIT: a source no cache has seen (cold), then the same operator again (disk cache).
+    let unique = format!(
+        "// {}\n__device__ uint32_t add(uint32_t a, uint32_t b) {{ return a + b; }}\n",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    let sum_desc = OperatorDesc::new("user_sum", &unique, "uint32_t", 4, 4, "add", &[0; 4]);
+    let t = Instant::now();
+    let user_sum = ctx.create_operator(sum_desc.clone()).unwrap();
+    let cold = t.elapsed().as_secs_f64() * 1e3;
+    let t = Instant::now();
+    let _again = ctx.create_operator(sum_desc).unwrap();
+    let cached = t.elapsed().as_secs_f64() * 1e3;
+    println!("JIT of a new operator: cold {cold:.1} ms (target 1000), from the disk cache {cached:.2} ms (target 10)");
+
+    let plain = OperatorScan::inclusive();
+    for k in [24u32, 28] {
+        let n = 1u64 << k;
+        let builtin = timer.median_us(stream, 20, || {
+            let req = RawScan::new(x.addr(), DType::U32, y.addr(), DType::U32, n);
+            unsafe { ctx.scan_raw(stream, &req, &ScanDesc::inclusive(Op::Sum), None) }.unwrap();
+        });
+        let user = timer.median_us(stream, 20, || {
+            unsafe { user_sum.scan_raw(stream, &[x.addr()], &[y.addr()], n, 0, &plain, None) }.unwrap();
+        });
+        println!(
+            "user u32 sum 2^{k}: {user:.1} us, built-in {builtin:.1} us: user/built-in time {:.3} (target <= 1.03) {}",
+            user / builtin,
+            if user / builtin <= 1.03 { "met" } else { "NOT MET" }
+        );
+        report(&format!("user u32 sum 2^{k}"), n, 8, user, 0.90);
+    }
+
+    let f = |v: f32| vec![v; max_n];
+    let a = Buffer::from_slice(ctx, stream, &f(0.999)).unwrap();
+    let b = Buffer::from_slice(ctx, stream, &f(0.5)).unwrap();
+    let h = Buffer::new(ctx, DType::F32, max_n as u64).unwrap();
+    let recurrence = ctx.create_operator(recipes::linear_recurrence(DType::F32)).unwrap();
+    for (label, n, segments) in [
+        ("linear recurrence f32 2^26", 1u64 << 26, Segments::None),
+        ("linear recurrence f32 2^28", 1u64 << 28, Segments::None),
+        (
+            "linear recurrence f32 batched 64 x 2^20",
+            64u64 << 20,
+            Segments::Rows(1 << 20),
+        ),
+    ] {
+        let scan = OperatorScan::inclusive().segmented(segments);
+        let us = timer.median_us(stream, 20, || {
+            unsafe { recurrence.scan_raw(stream, &[a.addr(), b.addr()], &[h.addr()], n, 0, &scan, None) }.unwrap();
+        });
+        report(label, n, 12, us, 0.90);
+    }
+    let cummax = ctx
+        .create_operator(recipes::cumulative_extreme(DType::U32, true))
+        .unwrap();
+    let n = 1u64 << 28;
+    let us = timer.median_us(stream, 20, || {
+        unsafe { cummax.scan_raw(stream, &[x.addr()], &[y.addr(), z.addr()], n, 0, &plain, None) }.unwrap();
+    });
+    report("cummax with index u32 2^28", n, 12, us, 0.85);
+    let lse = ctx.create_operator(recipes::logcumsumexp(DType::F32)).unwrap();
+    let us = timer.median_us(stream, 20, || {
+        unsafe { lse.scan_raw(stream, &[b.addr()], &[h.addr()], n, 0, &plain, None) }.unwrap();
+    });
+    report("logcumsumexp f32 2^28", n, 8, us, 0.85);
 }

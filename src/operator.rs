@@ -510,6 +510,9 @@ impl Operator {
         let desc = &inner.desc;
         inner.ctx.check_stream_owner(stream)?;
         let arrays = self.check_arrays(inputs, outputs, n, segments, scan)?;
+        if n > 0 {
+            arrays.check_overlaps(desc, n, segments, &scan.segments)?;
+        }
         let Engine::Gpu(engine) = inner.ctx.engine() else {
             let Some(host) = &desc.host else {
                 bail!(
@@ -565,7 +568,6 @@ impl Operator {
             let bytes = scan.segments.data_bytes(n).unwrap_or(0);
             dev.check_device_range(segments, bytes, "segment data")?;
         }
-        arrays.check_overlaps(desc, n, segments, &scan.segments)?;
 
         let tiles = n.div_ceil(kernels.shape.tile_elems());
         if tiles > i32::MAX as u64 {

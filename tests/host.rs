@@ -456,3 +456,45 @@ fn messages_speak_c() {
         e.message
     );
 }
+
+#[test]
+fn recipes_and_user_operators_on_the_host_backend() {
+    use common::operators::*;
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let mut rng = Rng(0x4057);
+    let sizes = [1, 2, 3, 100, 1000, 4097];
+    for dtype in [DType::F32, DType::F64] {
+        let op = ctx.create_operator(scanrt::recipes::linear_recurrence(dtype)).unwrap();
+        for _ in 0..40 {
+            let shape = Shape::random(&mut rng, &sizes);
+            check_recurrence(&ctx, &stream, &op, dtype, &mut rng, shape).unwrap();
+        }
+    }
+    for max in [true, false] {
+        let op = ctx
+            .create_operator(scanrt::recipes::cumulative_extreme(DType::U32, max))
+            .unwrap();
+        for _ in 0..40 {
+            let shape = Shape::random(&mut rng, &sizes);
+            check_extreme(&ctx, &stream, &op, max, &mut rng, shape).unwrap();
+        }
+    }
+    let op = ctx.create_operator(scanrt::recipes::logcumsumexp(DType::F32)).unwrap();
+    for _ in 0..40 {
+        let shape = Shape::random(&mut rng, &sizes);
+        check_logcumsumexp(&ctx, &stream, &op, &mut rng, shape).unwrap();
+    }
+    // Without host functions the host backend refuses with a specific status.
+    let op = ctx.create_operator(matrix_product()).unwrap();
+    let shape = Shape {
+        n: 10,
+        backward: false,
+        segments: 0,
+        row: 1,
+        offset: 0,
+        deterministic: false,
+    };
+    let e = check_matrix_product(&ctx, &stream, &op, &mut rng, shape, scanrt::Algorithm::Auto).unwrap_err();
+    assert!(e.contains("no host functions"), "{e}");
+}

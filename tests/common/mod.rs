@@ -9,6 +9,7 @@ use scanrt::{
 };
 
 pub mod harness;
+pub mod operators;
 
 /// The GPU context the GPU suites share, or why there is none.
 pub static GPU: Lazy<Result<Context, String>> = Lazy::new(|| {
@@ -256,7 +257,7 @@ pub fn segment_starts(rng: &mut Rng, pattern: SegmentPattern, n: usize) -> Vec<b
 /// runs change exactly at the starts (as little-endian bytes of the key type).
 pub fn encode_segments(rng: &mut Rng, kind: Segments, starts: &[bool]) -> Vec<u8> {
     match kind {
-        Segments::None => Vec::new(),
+        Segments::None | Segments::Rows(_) => Vec::new(),
         Segments::ByteFlags => starts
             .iter()
             .map(|&s| if s { 1 + rng.below(255) as u8 } else { 0 })

@@ -11,6 +11,7 @@ mod backward_segmented;
 mod bad_input;
 mod determinism;
 mod kernels;
+mod operators;
 mod scans;
 
 use common::harness::{self, tests};
@@ -34,6 +35,10 @@ fn main() {
             kernels::one_wave_single_pass_at_every_size,
             kernels::tag_wraparound_clears_stale_slots,
             kernels::sanitizer_subset,
+            operators::recipes_match_sequential_loops,
+            operators::wide_non_commutative_states_every_algorithm,
+            operators::user_u32_sum_equals_the_built_in_sum,
+            operators::bad_operators_get_a_status_and_the_compiler_log,
             scans::randomized_every_pair_operator_mode_and_algorithm,
             scans::random_sizes_misaligned_and_in_place,
             scans::large_inputs_up_to_2_pow_28,

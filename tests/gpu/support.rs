@@ -69,7 +69,7 @@ pub(crate) fn run_case<I: TestInput + Widen<O>, O: TestOutput>(
     // Misaligned cases misalign the segment data too, by one unit of its format.
     let seg_shift = match c.segments {
         _ if c.in_offset == 0 => 0,
-        Segments::None => 0,
+        Segments::None | Segments::Rows(_) => 0,
         Segments::ByteFlags => 1,
         Segments::BitFlags => 4,
         Segments::Keys(k) => k.size(),

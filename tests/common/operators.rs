@@ -1,0 +1,367 @@
+//! Randomized checks of user-defined operators and the recipes against plain sequential
+//! loops written here (independent of the library's host functions), on any context:
+//! the GPU suite runs them large, the host suite small.
+
+use scanrt::{recipes, Buffer, Context, DType, OperatorDesc, OperatorScan, Segments, Stream};
+
+use super::Rng;
+
+/// One randomized shape: length, direction, segments (byte flags or rows) and offsets
+/// into larger buffers (misaligned starts).
+#[derive(Debug, Clone, Copy)]
+pub struct Shape {
+    pub n: usize,
+    pub backward: bool,
+    /// 0: unsegmented; 1: random byte flags; 2: rows of `row` elements.
+    pub segments: u8,
+    pub row: u64,
+    pub offset: u64,
+    pub deterministic: bool,
+}
+
+impl Shape {
+    pub fn random(rng: &mut Rng, sizes: &[usize]) -> Shape {
+        let n = sizes[rng.below(sizes.len() as u64) as usize];
+        Shape {
+            n,
+            backward: rng.below(2) == 1,
+            segments: rng.below(3) as u8,
+            row: 1 + rng.below(n.max(1) as u64 / 3 + 2),
+            offset: if rng.below(3) == 0 { 1 + rng.below(3) } else { 0 },
+            deterministic: rng.below(4) == 0,
+        }
+    }
+    /// Whether element p starts a segment in memory order, and the scan description.
+    pub fn starts(&self, rng: &mut Rng) -> Vec<bool> {
+        (0..self.n as u64)
+            .map(|p| match self.segments {
+                1 => rng.below(50) == 0,
+                2 => p % self.row == 0,
+                _ => false,
+            })
+            .collect()
+    }
+    pub fn scan(&self) -> OperatorScan {
+        let mut s = OperatorScan::inclusive();
+        if self.backward {
+            s = s.backward();
+        }
+        if self.deterministic {
+            s = s.deterministic();
+        }
+        match self.segments {
+            1 => s.segmented(Segments::ByteFlags),
+            2 => s.segmented(Segments::Rows(self.row)),
+            _ => s,
+        }
+    }
+    /// The traversal order of physical indices, and whether each restarts.
+    pub fn walk(&self, starts: &[bool]) -> Vec<(usize, bool)> {
+        let n = self.n;
+        (0..n)
+            .map(|i| {
+                if self.backward {
+                    let p = n - 1 - i;
+                    (p, i == 0 || (self.segments != 0 && (p + 1 < n && starts[p + 1])))
+                } else {
+                    (i, i == 0 || (self.segments != 0 && starts[i]))
+                }
+            })
+            .collect()
+    }
+}
+
+/// An array `offset` elements into a buffer of its own (a misaligned start when offset
+/// is not a multiple of 16 bytes).
+pub struct Array {
+    buffer: Buffer,
+    offset: usize,
+    pub addr: u64,
+}
+
+impl Array {
+    pub fn new<T: scanrt::Scalar>(ctx: &Context, stream: &Stream, data: &[T], offset: u64) -> Array {
+        let mut padded = vec![data.first().copied().unwrap_or_else(|| T::from_bits(0)); data.len() + offset as usize];
+        padded[offset as usize..].copy_from_slice(data);
+        let buffer = Buffer::from_slice(ctx, stream, &padded).unwrap();
+        let addr = buffer.addr() + offset * T::DTYPE.size() as u64;
+        Array {
+            buffer,
+            offset: offset as usize,
+            addr,
+        }
+    }
+    pub fn read<T: scanrt::Scalar>(&self, stream: &Stream, n: usize) -> Result<Vec<T>, String> {
+        let all = self
+            .buffer
+            .download::<T>(stream, n + self.offset)
+            .map_err(|e| e.to_string())?;
+        Ok(all[self.offset..].to_vec())
+    }
+}
+
+/// Runs `scan` of `op` with the segment data `starts` asks for.
+#[allow(clippy::too_many_arguments)]
+fn run(
+    ctx: &Context,
+    stream: &Stream,
+    op: &scanrt::Operator,
+    inputs: &[u64],
+    outputs: &[u64],
+    shape: &Shape,
+    starts: &[bool],
+    scan: &OperatorScan,
+) -> Result<(), String> {
+    let flags: Vec<u8> = starts.iter().map(|&s| s as u8).collect();
+    let flag_buffer = Buffer::from_slice(ctx, stream, &flags).map_err(|e| e.to_string())?;
+    let segments = if shape.segments == 1 { flag_buffer.addr() } else { 0 };
+    // SAFETY: all addresses are in live allocations of this context holding n elements.
+    unsafe { op.scan_raw(stream, inputs, outputs, shape.n as u64, segments, scan, None) }.map_err(|e| e.to_string())?;
+    stream.synchronize().map_err(|e| e.to_string())
+}
+
+/// Linear recurrence `h = a h_prev + b` (f32 or f64) with an initial state; in place over
+/// b now and then.
+pub fn check_recurrence(
+    ctx: &Context,
+    stream: &Stream,
+    op: &scanrt::Operator,
+    dtype: DType,
+    rng: &mut Rng,
+    shape: Shape,
+) -> Result<(), String> {
+    let n = shape.n;
+    let a: Vec<f64> = (0..n).map(|_| (rng.below(2001) as f64 - 1000.0) / 1000.0).collect();
+    let b: Vec<f64> = (0..n).map(|_| (rng.below(2001) as f64 - 1000.0) / 500.0).collect();
+    let h0 = (rng.below(100) as f64 - 50.0) / 10.0;
+    let starts = shape.starts(rng);
+    let mut expect = vec![0.0f64; n];
+    let mut h = h0;
+    for (p, restart) in shape.walk(&starts) {
+        if restart {
+            h = h0;
+        }
+        h = a[p] * h + b[p];
+        expect[p] = h;
+    }
+    let in_place = rng.below(4) == 0;
+    let scan = shape.scan().with_init(recipes::recurrence_init(dtype, h0));
+    let got: Vec<f64> = if dtype == DType::F32 {
+        let (af, bf): (Vec<f32>, Vec<f32>) = (
+            a.iter().map(|&x| x as f32).collect(),
+            b.iter().map(|&x| x as f32).collect(),
+        );
+        let (av, bv) = (
+            Array::new(ctx, stream, &af, shape.offset),
+            Array::new(ctx, stream, &bf, shape.offset),
+        );
+        let hv = Array::new(ctx, stream, &vec![f32::NAN; n], shape.offset);
+        let out = if in_place { &bv } else { &hv };
+        run(
+            ctx,
+            stream,
+            op,
+            &[av.addr, bv.addr],
+            &[out.addr],
+            &shape,
+            &starts,
+            &scan,
+        )?;
+        out.read::<f32>(stream, n)?.iter().map(|&x| x as f64).collect()
+    } else {
+        let (av, bv) = (
+            Array::new(ctx, stream, &a, shape.offset),
+            Array::new(ctx, stream, &b, shape.offset),
+        );
+        let hv = Array::new(ctx, stream, &vec![f64::NAN; n], shape.offset);
+        let out = if in_place { &bv } else { &hv };
+        run(
+            ctx,
+            stream,
+            op,
+            &[av.addr, bv.addr],
+            &[out.addr],
+            &shape,
+            &starts,
+            &scan,
+        )?;
+        out.read::<f64>(stream, n)?
+    };
+    let tolerance = if dtype == DType::F32 { 2e-4 } else { 1e-11 };
+    for p in 0..n {
+        // |a| <= 1 keeps the recurrence stable: errors stay near the rounding of each step.
+        if !((got[p] - expect[p]).abs() <= tolerance * (1.0 + expect[p].abs()) * 8.0) {
+            return Err(format!(
+                "{shape:?} in_place={in_place}: h[{p}] = {} expected {}",
+                got[p], expect[p]
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Running max or min with the index of the first extreme in traversal order (u32 values).
+pub fn check_extreme(
+    ctx: &Context,
+    stream: &Stream,
+    op: &scanrt::Operator,
+    max: bool,
+    rng: &mut Rng,
+    shape: Shape,
+) -> Result<(), String> {
+    let n = shape.n;
+    // Few distinct values: many ties.
+    let x: Vec<u32> = (0..n).map(|_| rng.below(1000) as u32).collect();
+    let starts = shape.starts(rng);
+    let mut expect = vec![(0u32, 0u32); n];
+    let mut best = (0u32, 0u32);
+    for (p, restart) in shape.walk(&starts) {
+        if restart || if max { x[p] > best.0 } else { x[p] < best.0 } {
+            best = (x[p], p as u32);
+        }
+        expect[p] = best;
+    }
+    let xv = Array::new(ctx, stream, &x, shape.offset);
+    let vv = Array::new(ctx, stream, &vec![7u32; n], shape.offset);
+    let iv = Array::new(ctx, stream, &vec![7u32; n], 0);
+    run(
+        ctx,
+        stream,
+        op,
+        &[xv.addr],
+        &[vv.addr, iv.addr],
+        &shape,
+        &starts,
+        &shape.scan(),
+    )?;
+    let values = vv.read::<u32>(stream, n)?;
+    let indices = iv.read::<u32>(stream, n)?;
+    for p in 0..n {
+        if (values[p], indices[p]) != expect[p] {
+            return Err(format!(
+                "{shape:?} max={max}: element {p} = {:?} expected {:?}",
+                (values[p], indices[p]),
+                expect[p]
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// logcumsumexp (f32), with values near the float maximum now and then.
+pub fn check_logcumsumexp(
+    ctx: &Context,
+    stream: &Stream,
+    op: &scanrt::Operator,
+    rng: &mut Rng,
+    shape: Shape,
+) -> Result<(), String> {
+    let n = shape.n;
+    let huge = rng.below(2) == 0;
+    let x: Vec<f32> = (0..n)
+        .map(|_| {
+            if huge && rng.below(10) == 0 {
+                f32::MAX * 0.99
+            } else {
+                (rng.below(4001) as f32 - 2000.0) / 100.0
+            }
+        })
+        .collect();
+    let starts = shape.starts(rng);
+    let mut expect = vec![0f64; n];
+    let (mut m, mut s) = (f64::NEG_INFINITY, 0f64);
+    for (p, restart) in shape.walk(&starts) {
+        if restart {
+            (m, s) = (f64::NEG_INFINITY, 0.0);
+        }
+        let v = x[p] as f64;
+        if v > m {
+            s = s * (m - v).exp() + 1.0;
+            m = v;
+        } else {
+            s += (v - m).exp();
+        }
+        expect[p] = m + s.ln();
+    }
+    let xv = Array::new(ctx, stream, &x, shape.offset);
+    let yv = Array::new(ctx, stream, &vec![0f32; n], shape.offset);
+    run(ctx, stream, op, &[xv.addr], &[yv.addr], &shape, &starts, &shape.scan())?;
+    let got = yv.read::<f32>(stream, n)?;
+    for p in 0..n {
+        let (g, e) = (got[p] as f64, expect[p]);
+        if !g.is_finite() || (g - e).abs() > 1e-5 * e.abs().max(1.0) * 4.0 {
+            return Err(format!("{shape:?}: y[{p}] = {g} expected {e}"));
+        }
+    }
+    Ok(())
+}
+
+/// A 16-byte state that does not commute: 2x2 matrices of u32 (mod 2^32), combined as
+/// `then * first`, read and written as plain arrays of states.
+pub fn matrix_product() -> OperatorDesc {
+    let source = "struct M2 { uint32_t a, b, c, d; };  // [[a, b], [c, d]]\n\
+__device__ M2 mul(M2 first, M2 then) {  // then * first\n\
+    return M2{then.a * first.a + then.b * first.c, then.a * first.b + then.b * first.d,\n\
+              then.c * first.a + then.d * first.c, then.c * first.b + then.d * first.d};\n\
+}\n";
+    let identity: Vec<u8> = [1u32, 0, 0, 1].iter().flat_map(|v| v.to_ne_bytes()).collect();
+    OperatorDesc::new("matrix_product", source, "M2", 16, 4, "mul", &identity)
+}
+
+fn mat_mul(then: [u32; 4], first: [u32; 4]) -> [u32; 4] {
+    let m = |x: u32, y: u32| x.wrapping_mul(y);
+    [
+        m(then[0], first[0]).wrapping_add(m(then[1], first[2])),
+        m(then[0], first[1]).wrapping_add(m(then[1], first[3])),
+        m(then[2], first[0]).wrapping_add(m(then[3], first[2])),
+        m(then[2], first[1]).wrapping_add(m(then[3], first[3])),
+    ]
+}
+
+/// Random matrices (order matters) through the wide-state path, exact.
+pub fn check_matrix_product(
+    ctx: &Context,
+    stream: &Stream,
+    op: &scanrt::Operator,
+    rng: &mut Rng,
+    shape: Shape,
+    algorithm: scanrt::Algorithm,
+) -> Result<(), String> {
+    let n = shape.n;
+    let mats: Vec<[u32; 4]> = (0..n).map(|_| [0, 1, 2, 3].map(|_| rng.next_u64() as u32)).collect();
+    let starts = shape.starts(rng);
+    let mut expect = vec![[0u32; 4]; n];
+    let mut acc = [1, 0, 0, 1];
+    for (p, restart) in shape.walk(&starts) {
+        if restart {
+            acc = [1, 0, 0, 1];
+        }
+        acc = mat_mul(mats[p], acc);
+        expect[p] = acc;
+    }
+    let flat: Vec<u32> = mats.iter().flatten().copied().collect();
+    // States travel as their bytes; a misaligned offset is whole states (16 bytes).
+    let iv = Array::new(ctx, stream, &flat, 4 * shape.offset);
+    let ov = Array::new(ctx, stream, &vec![0u32; 4 * n], 0);
+    run(
+        ctx,
+        stream,
+        op,
+        &[iv.addr],
+        &[ov.addr],
+        &shape,
+        &starts,
+        &shape.scan().with_algorithm(algorithm),
+    )?;
+    let got = ov.read::<u32>(stream, 4 * n)?;
+    for p in 0..n {
+        if got[4 * p..4 * p + 4] != expect[p] {
+            return Err(format!(
+                "{shape:?} {algorithm:?}: element {p} = {:?} expected {:?}",
+                &got[4 * p..4 * p + 4],
+                expect[p]
+            ));
+        }
+    }
+    Ok(())
+}

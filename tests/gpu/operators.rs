@@ -1,0 +1,193 @@
+//! User-defined operators and the recipes on the GPU: thousands of randomized cases
+//! against sequential loops (tests/common/operators.rs), every edge size around the
+//! tiles, both directions, byte-flag and row segments, misaligned and in-place arrays,
+//! deterministic and matrix algorithms; bad operators get a status with the compiler log.
+
+use scanrt::{recipes, Algorithm, DType, OperatorDesc, ScanrtStatus};
+
+use crate::common::operators::*;
+use crate::common::*;
+
+/// Lengths around one and many tiles of every operator shape (tiles of 128 x 1 .. 256 x 16).
+fn sizes() -> Vec<usize> {
+    let mut s = vec![
+        1,
+        2,
+        3,
+        31,
+        127,
+        128,
+        129,
+        1000,
+        2047,
+        2048,
+        2049,
+        4095,
+        4096,
+        4097,
+        8191,
+        8193,
+        100_000,
+        1 << 20,
+    ];
+    s.extend([(1 << 20) + 17, 3 << 19]);
+    s
+}
+
+fn tally(results: impl Iterator<Item = Result<(), String>>, label: &str) {
+    let failures: Vec<String> = results.filter_map(Result::err).collect();
+    let shown: Vec<&String> = failures.iter().take(5).collect();
+    assert!(
+        failures.is_empty(),
+        "{label}: {} failures, first: {shown:#?}",
+        failures.len()
+    );
+}
+
+pub fn recipes_match_sequential_loops() {
+    let (ctx, stream) = (gpu(), gpu().new_stream().unwrap());
+    let mut rng = Rng(0x21);
+    let sizes = sizes();
+    let cases = 300;
+    for dtype in [DType::F32, DType::F64] {
+        let op = ctx.create_operator(recipes::linear_recurrence(dtype)).unwrap();
+        let results: Vec<_> = (0..cases)
+            .map(|_| {
+                let shape = Shape::random(&mut rng, &sizes);
+                check_recurrence(ctx, &stream, &op, dtype, &mut rng, shape)
+            })
+            .collect();
+        tally(results.into_iter(), &format!("linear recurrence {dtype:?}"));
+    }
+    for max in [true, false] {
+        let op = ctx
+            .create_operator(recipes::cumulative_extreme(DType::U32, max))
+            .unwrap();
+        let results: Vec<_> = (0..cases)
+            .map(|_| {
+                let shape = Shape::random(&mut rng, &sizes);
+                check_extreme(ctx, &stream, &op, max, &mut rng, shape)
+            })
+            .collect();
+        tally(results.into_iter(), &format!("cumulative extreme max={max}"));
+    }
+    let op = ctx.create_operator(recipes::logcumsumexp(DType::F32)).unwrap();
+    let results: Vec<_> = (0..cases)
+        .map(|_| {
+            let shape = Shape::random(&mut rng, &sizes);
+            check_logcumsumexp(ctx, &stream, &op, &mut rng, shape)
+        })
+        .collect();
+    tally(results.into_iter(), "logcumsumexp");
+}
+
+pub fn wide_non_commutative_states_every_algorithm() {
+    let (ctx, stream) = (gpu(), gpu().new_stream().unwrap());
+    let mut rng = Rng(0x16);
+    let op = ctx.create_operator(matrix_product()).unwrap();
+    let sizes = sizes();
+    let results: Vec<_> = (0..400)
+        .map(|i| {
+            let shape = Shape::random(&mut rng, &sizes);
+            let algorithm = [Algorithm::Auto, Algorithm::Matrix, Algorithm::DeterministicSinglePass][i % 3];
+            check_matrix_product(ctx, &stream, &op, &mut rng, shape, algorithm)
+        })
+        .collect();
+    tally(results.into_iter(), "2x2 matrix products");
+}
+
+pub fn user_u32_sum_equals_the_built_in_sum() {
+    let (ctx, stream) = (gpu(), gpu().new_stream().unwrap());
+    let sum = OperatorDesc::new(
+        "user_sum",
+        "__device__ uint32_t add(uint32_t a, uint32_t b) { return a + b; }\n",
+        "uint32_t",
+        4,
+        4,
+        "add",
+        &[0; 4],
+    );
+    let op = ctx.create_operator(sum).unwrap();
+    let mut rng = Rng(5);
+    for n in [1usize, 4096, 4097, 1 << 16, (1 << 20) + 3, 1 << 24, (1 << 26) + 5] {
+        let x: Vec<u32> = (0..n).map(|_| rng.next_u64() as u32).collect();
+        let input = scanrt::Buffer::from_slice(ctx, &stream, &x).unwrap();
+        let output = scanrt::Buffer::new(ctx, DType::U8, 4 * n as u64).unwrap();
+        let bytes = |b: &scanrt::Buffer| b.addr();
+        // SAFETY: both buffers hold n u32 values.
+        unsafe {
+            op.scan_raw(
+                &stream,
+                &[bytes(&input)],
+                &[bytes(&output)],
+                n as u64,
+                0,
+                &scanrt::OperatorScan::inclusive(),
+                None,
+            )
+        }
+        .unwrap();
+        let got: Vec<u8> = output.download(&stream, 4 * n).unwrap();
+        let mut running = 0u32;
+        for (i, &v) in x.iter().enumerate() {
+            running = running.wrapping_add(v);
+            let g = u32::from_ne_bytes(got[4 * i..4 * i + 4].try_into().unwrap());
+            assert_eq!(g, running, "n = {n}, element {i}");
+        }
+    }
+}
+
+pub fn bad_operators_get_a_status_and_the_compiler_log() {
+    let ctx = gpu();
+    let bad = OperatorDesc::new(
+        "my_op",
+        "struct S { int x; };\n__device__ S f(S a, S b) { return a + b; }\n",
+        "S",
+        4,
+        4,
+        "f",
+        &[0; 4],
+    );
+    let e = ctx.create_operator(bad).err().expect("a bad source must fail");
+    assert_eq!(e.status, ScanrtStatus::CompileError);
+    assert!(
+        e.message.contains("my_op(2): error"),
+        "the log cites the user's line: {}",
+        e.message
+    );
+    let wrong_size = OperatorDesc::new(
+        "sized",
+        "struct S { int x, y; };\n__device__ S f(S a, S b) { return b; }\n",
+        "S",
+        4,
+        4,
+        "f",
+        &[0; 4],
+    );
+    let e = ctx.create_operator(wrong_size).err().expect("a wrong size must fail");
+    assert!(e.message.contains("state_size"), "{}", e.message);
+    let too_big = OperatorDesc::new("big", "", "S", 68, 4, "f", &[0; 68]);
+    assert_eq!(
+        ctx.create_operator(too_big).err().unwrap().status,
+        ScanrtStatus::InvalidArgument
+    );
+    // The context still scans.
+    let stream = ctx.new_stream().unwrap();
+    let op = ctx.create_operator(recipes::logcumsumexp(DType::F32)).unwrap();
+    let mut rng = Rng(1);
+    check_logcumsumexp(
+        ctx,
+        &stream,
+        &op,
+        &mut rng,
+        Shape {
+            n: 5000,
+            backward: false,
+            segments: 0,
+            row: 1,
+            offset: 0,
+            deterministic: false,
+        },
+    )
+    .unwrap();
+}
