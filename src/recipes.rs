@@ -134,15 +134,18 @@ pub fn recurrence_init(dtype: DType, h0: f64) -> Vec<u8> {
 }
 
 /// Running maximum (`max`) or minimum of `dtype` values with the index of the extreme:
-/// input `x`, outputs the extreme (`dtype`) and its index (u32, so n < 2^32).
+/// input `x`, outputs the extreme (`dtype`) and its index (u32: n < 2^32 - 1).
 pub fn cumulative_extreme(dtype: DType, max: bool) -> OperatorDesc {
     let t = dtype.info().cuda;
     let wins = if max { ">" } else { "<" };
     let source = format!(
         r#"struct Extreme {{ {t} value; uint32_t index; {pad} }};
 // The later operand wins only when strictly better: the first extreme is kept on ties,
-// and NaN (every comparison false) never wins.
-__device__ Extreme better(Extreme first, Extreme then) {{ return then.value {wins} first.value ? then : first; }}
+// and NaN (every comparison false) never wins. The identity (index 0xffffffff) loses
+// every comparison, ties included.
+__device__ Extreme better(Extreme first, Extreme then) {{
+    return first.index == 0xffffffffu || (then.index != 0xffffffffu && then.value {wins} first.value) ? then : first;
+}}
 __device__ Extreme make_candidate(int64_t i, {t} x) {{ return Extreme{{x, (uint32_t)i}}; }}
 __device__ void write_extreme(const Extreme& e, {t}& value, uint32_t& index) {{ value = e.value; index = e.index; }}
 "#,
@@ -154,14 +157,17 @@ __device__ void write_extreme(const Extreme& e, {t}& value, uint32_t& index) {{ 
     let vs = dtype.size();
     let host = HostOperator {
         combine: Arc::new(move |l, r, out| {
-            let better = host_values!(dtype, |T| {
-                let (first, then) = (read::<T>(l, 0), read::<T>(r, 0));
-                if max {
-                    then > first
-                } else {
-                    then < first
-                }
-            });
+            let empty = |s: &[u8]| s[vs..vs + 4] == [0xff; 4];
+            let better = empty(l)
+                || !empty(r)
+                    && host_values!(dtype, |T| {
+                        let (first, then) = (read::<T>(l, 0), read::<T>(r, 0));
+                        if max {
+                            then > first
+                        } else {
+                            then < first
+                        }
+                    });
             out.copy_from_slice(if better { r } else { l });
         }),
         load: Some(Arc::new(move |i, x, out| {
@@ -181,8 +187,8 @@ __device__ void write_extreme(const Extreme& e, {t}& value, uint32_t& index) {{ 
         .with_host(host)
 }
 
-/// The identity of a cumulative extreme: the value every other value beats (the type's
-/// extreme, infinities for floats), index 0.
+/// The identity of a cumulative extreme: the type's extreme (infinities for floats) with
+/// index 0xffffffff, which marks it as empty: it loses every comparison, ties included.
 fn extreme_identity(dtype: DType, max: bool, size: usize) -> Vec<u8> {
     use crate::ops::Accumulator;
     use crate::tables::Op;
@@ -191,6 +197,7 @@ fn extreme_identity(dtype: DType, max: bool, size: usize) -> Vec<u8> {
     let mut bytes = vec![0u8; size];
     let value = host_values!(dtype, |T| Scalar::to_bits(<T as Accumulator>::identity(op)));
     bytes[..dtype.size()].copy_from_slice(&value.to_ne_bytes()[..dtype.size()]);
+    bytes[dtype.size()..dtype.size() + 4].copy_from_slice(&[0xff; 4]);
     bytes
 }
 
@@ -206,11 +213,15 @@ __device__ LogSum log_add(LogSum first, LogSum then) {{
     if (first.max == Limits<{t}>::lowest()) return then;
     const bool first_larger = first.max >= then.max;
     const LogSum big = first_larger ? first : then, small = first_larger ? then : first;
-    return LogSum{{big.max, big.scaled + small.scaled * exp(small.max - big.max)}};
+    return LogSum{{big.max, big.scaled + small.scaled * {exp}(small.max - big.max)}};
 }}
 __device__ LogSum make_term(int64_t, {t} x) {{ return LogSum{{x, 1}}; }}
-__device__ void write_log_sum(const LogSum& s, {t}& y) {{ y = s.max + log(s.scaled); }}
-"#
+__device__ void write_log_sum(const LogSum& s, {t}& y) {{ y = s.max + {log}(s.scaled); }}
+"#,
+        // f32: the hardware's approximate exp and log (a few ulp here: exp of arguments
+        // <= 0, log of arguments >= 1).
+        exp = if dtype == DType::F32 { "__expf" } else { "exp" },
+        log = if dtype == DType::F32 { "__logf" } else { "log" },
     );
     let identity = host_floats!(dtype, |T| [T::NEG_INFINITY, 0.0 as T]
         .iter()
