@@ -1,4 +1,4 @@
-//! Built-in recipes on user-defined operators ([`crate::operator`]): each returns the
+//! Built-in recipes on user-defined operators ([`crate::Operator`]): each returns the
 //! operator's description (CUDA source and host functions), which
 //! [`Context::create_operator`](crate::Context::create_operator) compiles once.
 //!
