@@ -32,7 +32,8 @@ use crate::runtime::Memo;
 use crate::scan::desc::ScanDesc;
 use crate::scan::desc::Segments;
 use crate::scan::kernels::{KernelKind, ScanKernels, TranslationUnit};
-use crate::scan::plan::{launch_kernels, segment_param, KernelLaunch};
+use crate::scan::overlaps;
+use crate::scan::plan::{choose_algorithm, launch_kernels, segment_param, shape_flags, KernelLaunch};
 use crate::scan::tuning::{operator_shape, TileShape};
 use crate::stream::Stream;
 use crate::tables::{Algorithm, Backend, ChoiceReason, Direction, Op};
@@ -173,6 +174,9 @@ pub struct Operator {
 struct OperatorInner {
     ctx: Context,
     desc: OperatorDesc,
+    /// The layout of each input and output array, derived from `desc` once.
+    inputs: Vec<ArrayLayout>,
+    outputs: Vec<ArrayLayout>,
     /// The kernel sets compiled so far, by (direction, segmented).
     kernel_sets: Memo<(Direction, bool), Arc<ScanKernels>>,
 }
@@ -233,14 +237,24 @@ impl OperatorDesc {
     fn output_types(&self) -> Option<&[DType]> {
         self.store.as_ref().map(|(_, t)| t.as_slice())
     }
-    /// Element sizes of the input arrays (one array of states without a load).
-    fn input_sizes(&self) -> Vec<usize> {
-        self.input_types()
-            .map_or_else(|| vec![self.state_size], |t| t.iter().map(|d| d.size()).collect())
-    }
-    fn output_sizes(&self) -> Vec<usize> {
-        self.output_types()
-            .map_or_else(|| vec![self.state_size], |t| t.iter().map(|d| d.size()).collect())
+    /// The arrays of one side of a transform (`types`), or one array of states.
+    fn array_layouts(&self, types: Option<&[DType]>) -> Vec<ArrayLayout> {
+        types.map_or_else(
+            || {
+                vec![ArrayLayout {
+                    size: self.state_size,
+                    align: self.state_align,
+                }]
+            },
+            |t| {
+                t.iter()
+                    .map(|d| ArrayLayout {
+                        size: d.size(),
+                        align: d.size(),
+                    })
+                    .collect()
+            },
+        )
     }
 
     fn check(&self) -> Result<()> {
@@ -417,6 +431,8 @@ impl Context {
         let op = Operator {
             inner: Arc::new(OperatorInner {
                 ctx: self.clone(),
+                inputs: desc.array_layouts(desc.input_types()),
+                outputs: desc.array_layouts(desc.output_types()),
                 desc,
                 kernel_sets: Memo::default(),
             }),
@@ -477,11 +493,7 @@ impl Operator {
         inner.kernel_sets.get_or_try_init(&(direction, segmented), || {
             let desc = &inner.desc;
             let (source, unit, shape) = kernel_source(desc, dev.arch, direction, segmented);
-            let kinds = KernelKind::ALL.into_iter().filter(|&k| match k {
-                KernelKind::SinglePassBulk => unit.bulk && shape.bulk_buffers > 0,
-                KernelKind::SinglePassWave => unit.wave && shape.wave_threads > 0,
-                _ => true,
-            });
+            let kinds = KernelKind::ALL.into_iter().filter(|&k| unit.has(k, &shape));
             ScanKernels::load(dev, &source, shape, kinds, desc.state_size)
         })
     }
@@ -509,10 +521,13 @@ impl Operator {
         let inner = &self.inner;
         let desc = &inner.desc;
         inner.ctx.check_stream_owner(stream)?;
-        let arrays = self.check_arrays(inputs, outputs, n, segments, scan)?;
-        if n > 0 {
-            arrays.check_overlaps(desc, n, segments, &scan.segments)?;
-        }
+        let arrays = Arrays {
+            inputs,
+            outputs,
+            input_layouts: &inner.inputs,
+            output_layouts: &inner.outputs,
+        };
+        self.check_arrays(&arrays, n, segments, scan)?;
         let Engine::Gpu(engine) = inner.ctx.engine() else {
             let Some(host) = &desc.host else {
                 bail!(
@@ -528,19 +543,14 @@ impl Operator {
                 reason: ChoiceReason::HostBackend,
             });
         };
-        // A user operator may depend on association order: deterministic scans take the
-        // fixed-order look-back.
-        let (algorithm, reason) = match (scan.algorithm, scan.deterministic) {
-            (Algorithm::Host, _) => bail!(
+        if scan.algorithm == Algorithm::Host {
+            bail!(
                 InvalidArgument,
                 "Algorithm::Host is reported, not requested; create a host context instead"
-            ),
-            (Algorithm::Auto | Algorithm::SinglePass, true) => {
-                (Algorithm::DeterministicSinglePass, ChoiceReason::Deterministic)
-            }
-            (Algorithm::Auto, false) => (Algorithm::SinglePass, ChoiceReason::Fastest),
-            (requested, _) => (requested, ChoiceReason::Requested),
-        };
+            );
+        }
+        // A user operator may depend on association order.
+        let (algorithm, reason) = choose_algorithm(scan.algorithm, scan.deterministic, true);
         let info = ScanInfo {
             backend: Backend::Gpu,
             algorithm,
@@ -558,11 +568,11 @@ impl Operator {
         if !stream.verified() {
             dev.check_stream(raw_stream)?;
         }
-        for (&addr, size) in arrays.inputs.iter().zip(desc.input_sizes()) {
-            dev.check_device_range(addr, n * size as u64, "input")?;
+        for (&addr, layout) in inputs.iter().zip(arrays.input_layouts) {
+            dev.check_device_range(addr, n * layout.size as u64, "input")?;
         }
-        for (&addr, size) in arrays.outputs.iter().zip(desc.output_sizes()) {
-            dev.check_device_range(addr, n * size as u64, "output")?;
+        for (&addr, layout) in outputs.iter().zip(arrays.output_layouts) {
+            dev.check_device_range(addr, n * layout.size as u64, "output")?;
         }
         if scan.segments.has_data() {
             let bytes = scan.segments.data_bytes(n).unwrap_or(0);
@@ -576,44 +586,48 @@ impl Operator {
                 "n = {n} needs {tiles} tiles, more than one launch can address"
             );
         }
-        let aligned = |addrs: &[u64], sizes: Vec<usize>| {
-            addrs.iter().zip(sizes).all(|(&a, size)| match scan.direction {
+        // Whole tiles are 16-byte aligned when every array's start (forward) or end
+        // (backward) is.
+        let aligned = |addrs: &[u64], layouts: &[ArrayLayout]| {
+            addrs.iter().zip(layouts).all(|(&a, layout)| match scan.direction {
                 Direction::Forward => a % 16 == 0,
-                Direction::Backward => (a + n * size as u64) % 16 == 0,
+                Direction::Backward => (a + n * layout.size as u64) % 16 == 0,
             })
         };
-        let mut flags = shape_flags(scan, algorithm);
-        if aligned(&arrays.inputs, desc.input_sizes()) {
+        let mut flags = shape_flags(&scan.as_scan_desc(), algorithm);
+        if aligned(inputs, arrays.input_layouts) {
             flags |= contract::FLAG_VECTOR_IN;
         }
-        if aligned(&arrays.outputs, desc.output_sizes()) {
+        if aligned(outputs, arrays.output_layouts) {
             flags |= contract::FLAG_VECTOR_OUT;
         }
         let mut init = contract::StateBytes::default();
-        let mut init_bits = 0;
         if let Some(bytes) = &scan.init {
-            // SAFETY: `init.words` is 64 plain bytes; `check_arrays` bounded `bytes`.
-            let raw = unsafe { std::slice::from_raw_parts_mut(init.words.as_mut_ptr() as *mut u8, 64) };
-            raw[..bytes.len()].copy_from_slice(bytes);
-            init_bits = init.words[0];
+            flags |= contract::FLAG_HAS_INIT;
+            // `check_arrays` bounded the initial state by MAX_STATE_BYTES.
+            for (word, chunk) in init.words.iter_mut().zip(bytes.chunks(8)) {
+                let mut padded = [0u8; 8];
+                padded[..chunk.len()].copy_from_slice(chunk);
+                *word = u64::from_ne_bytes(padded);
+            }
         }
         let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
         let mut params = OperatorLaunch {
             scan: contract::ScanParams {
-                input: arrays.inputs[0],
-                output: arrays.outputs[0],
+                input: inputs[0],
+                output: outputs[0],
                 heads: segment_param(&scan.segments, segments),
                 report: dev.faults.device,
                 n: n as i64,
-                init_bits,
+                init_bits: init.words[0],
                 flags,
                 ..Default::default()
             },
             operator: contract::OperatorParams {
-                input1: at(&arrays.inputs, 1),
-                input2: at(&arrays.inputs, 2),
-                input3: at(&arrays.inputs, 3),
-                output1: at(&arrays.outputs, 1),
+                input1: at(inputs, 1),
+                input2: at(inputs, 2),
+                input3: at(inputs, 3),
+                output1: at(outputs, 1),
                 init,
             },
         };
@@ -692,25 +706,18 @@ impl Operator {
         unsafe { self.scan_raw(stream, &inputs, &outputs, n, 0, scan, None) }
     }
 
-    fn check_arrays(
-        &self,
-        inputs: &[u64],
-        outputs: &[u64],
-        n: u64,
-        segments: u64,
-        scan: &OperatorScan,
-    ) -> Result<Arrays> {
+    fn check_arrays(&self, arrays: &Arrays, n: u64, segments: u64, scan: &OperatorScan) -> Result<()> {
         let desc = &self.inner.desc;
-        let (in_sizes, out_sizes) = (desc.input_sizes(), desc.output_sizes());
-        if inputs.len() != in_sizes.len() || outputs.len() != out_sizes.len() {
+        let (inputs, outputs) = (arrays.input_layouts, arrays.output_layouts);
+        if arrays.inputs.len() != inputs.len() || arrays.outputs.len() != outputs.len() {
             bail!(
                 InvalidArgument,
                 "operator {} reads {} and writes {} arrays; the call passed {} and {}",
                 desc.name,
-                in_sizes.len(),
-                out_sizes.len(),
                 inputs.len(),
-                outputs.len()
+                outputs.len(),
+                arrays.inputs.len(),
+                arrays.outputs.len()
             );
         }
         if let Some(init) = &scan.init {
@@ -738,57 +745,66 @@ impl Operator {
                 scan.segments.c_name()
             );
         }
-        if n > 0 {
-            for (&addr, size) in inputs.iter().chain(outputs).zip(in_sizes.iter().chain(&out_sizes)) {
-                if addr == 0 {
-                    bail!(
-                        NullArgument,
-                        "operator {}: array addresses must not be NULL when n > 0",
-                        desc.name
-                    );
-                }
-                let align = if *size == desc.state_size && desc.load.is_none() {
-                    desc.state_align
-                } else {
-                    *size
-                } as u64;
-                if addr % align.min(*size as u64) != 0 {
-                    bail!(
-                        InvalidArgument,
-                        "operator {}: arrays must be aligned to their elements",
-                        desc.name
-                    );
-                }
-                if n.checked_mul(*size as u64).and_then(|b| addr.checked_add(b)).is_none() {
-                    bail!(LengthOverflow, "n = {n} elements wrap around the address space");
-                }
+        if n == 0 {
+            return Ok(());
+        }
+        for (&addr, layout) in arrays
+            .inputs
+            .iter()
+            .chain(arrays.outputs)
+            .zip(inputs.iter().chain(outputs))
+        {
+            if addr == 0 {
+                bail!(
+                    NullArgument,
+                    "operator {}: array addresses must not be NULL when n > 0",
+                    desc.name
+                );
+            }
+            if addr % layout.align as u64 != 0 {
+                bail!(
+                    InvalidArgument,
+                    "operator {}: arrays must be aligned to their elements",
+                    desc.name
+                );
+            }
+            if n.checked_mul(layout.size as u64)
+                .and_then(|b| addr.checked_add(b))
+                .is_none()
+            {
+                bail!(LengthOverflow, "n = {n} elements wrap around the address space");
             }
         }
-        Ok(Arrays {
-            inputs: inputs.to_vec(),
-            outputs: outputs.to_vec(),
-        })
+        arrays.check_overlaps(desc, n, segments, &scan.segments)
     }
 }
 
-/// The arrays of one operator scan, checked for count, NULL and alignment.
-pub(crate) struct Arrays {
-    pub inputs: Vec<u64>,
-    pub outputs: Vec<u64>,
+/// Element size and alignment of one array an operator reads or writes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ArrayLayout {
+    pub size: usize,
+    pub align: usize,
 }
 
-impl Arrays {
+/// The arrays of one operator scan and their layouts.
+pub(crate) struct Arrays<'a> {
+    pub inputs: &'a [u64],
+    pub outputs: &'a [u64],
+    pub input_layouts: &'a [ArrayLayout],
+    pub output_layouts: &'a [ArrayLayout],
+}
+
+impl Arrays<'_> {
     /// Every output is exactly one input (same start and element size: in place) or
     /// disjoint from all of them, outputs are disjoint, and segment data does not
     /// overlap an output.
     fn check_overlaps(&self, desc: &OperatorDesc, n: u64, segments: u64, kind: &Segments) -> Result<()> {
-        let overlap = |a: u64, a_bytes: u64, b: u64, b_bytes: u64| a < b + b_bytes && b < a + a_bytes;
-        let (in_sizes, out_sizes) = (desc.input_sizes(), desc.output_sizes());
-        for (o, (&out, &os)) in self.outputs.iter().zip(&out_sizes).enumerate() {
-            let ob = n * os as u64;
-            for (&inp, &is) in self.inputs.iter().zip(&in_sizes) {
-                let exact = inp == out && is == os;
-                if !exact && overlap(inp, n * is as u64, out, ob) {
+        let bytes = |layout: &ArrayLayout| n * layout.size as u64;
+        for (o, (&out, out_layout)) in self.outputs.iter().zip(self.output_layouts).enumerate() {
+            let out_bytes = bytes(out_layout);
+            for (&input, in_layout) in self.inputs.iter().zip(self.input_layouts) {
+                let exact = input == out && in_layout.size == out_layout.size;
+                if !exact && overlaps(input, bytes(in_layout), out, out_bytes) {
                     bail!(
                         PartialOverlap,
                         "operator {}: output {o} overlaps an input without being it",
@@ -796,12 +812,12 @@ impl Arrays {
                     );
                 }
             }
-            for (&other, &os2) in self.outputs.iter().zip(&out_sizes).skip(o + 1) {
-                if overlap(other, n * os2 as u64, out, ob) {
+            for (&other, other_layout) in self.outputs.iter().zip(self.output_layouts).skip(o + 1) {
+                if overlaps(other, bytes(other_layout), out, out_bytes) {
                     bail!(PartialOverlap, "operator {}: the outputs overlap", desc.name);
                 }
             }
-            if kind.has_data() && overlap(segments, kind.data_bytes(n).unwrap_or(0), out, ob) {
+            if kind.has_data() && overlaps(segments, kind.data_bytes(n).unwrap_or(0), out, out_bytes) {
                 bail!(
                     PartialOverlap,
                     "operator {}: the segment data overlaps output {o}",
@@ -811,13 +827,4 @@ impl Arrays {
         }
         Ok(())
     }
-}
-
-/// Launch flags that follow from the descriptor (as `plan::shape_flags` for built-ins).
-fn shape_flags(scan: &OperatorScan, algorithm: Algorithm) -> u32 {
-    let mut desc = scan.as_scan_desc();
-    if scan.init.is_some() {
-        desc.init = Some(crate::types::InitValue::of(0u32));
-    }
-    crate::scan::plan::shape_flags(&desc, algorithm)
 }

@@ -313,14 +313,6 @@ pub(crate) unsafe fn scan_operator(
 ) {
     let n = n as usize;
     let size = desc.state_size;
-    let in_sizes: Vec<usize> = desc
-        .load
-        .as_ref()
-        .map_or(vec![size], |(_, t)| t.iter().map(|d| d.size()).collect());
-    let out_sizes: Vec<usize> = desc
-        .store
-        .as_ref()
-        .map_or(vec![size], |(_, t)| t.iter().map(|d| d.size()).collect());
     let walk = Walk {
         n,
         backward: scan.direction == Direction::Backward,
@@ -346,8 +338,8 @@ pub(crate) unsafe fn scan_operator(
         let inputs: Vec<&[u8]> = arrays
             .inputs
             .iter()
-            .zip(&in_sizes)
-            .map(|(&a, &s)| std::slice::from_raw_parts((a as *const u8).add(p * s), s))
+            .zip(arrays.input_layouts)
+            .map(|(&a, l)| std::slice::from_raw_parts((a as *const u8).add(p * l.size), l.size))
             .collect();
         match &host.load {
             Some(load) if desc.load.is_some() => load(p as u64, &inputs, &mut element),
@@ -358,8 +350,8 @@ pub(crate) unsafe fn scan_operator(
         let mut outputs: Vec<&mut [u8]> = arrays
             .outputs
             .iter()
-            .zip(&out_sizes)
-            .map(|(&a, &s)| std::slice::from_raw_parts_mut((a as *mut u8).add(p * s), s))
+            .zip(arrays.output_layouts)
+            .map(|(&a, l)| std::slice::from_raw_parts_mut((a as *mut u8).add(p * l.size), l.size))
             .collect();
         match &host.store {
             Some(store) if desc.store.is_some() => store(result, &mut outputs),

@@ -183,6 +183,15 @@ pub(crate) struct TranslationUnit {
 }
 
 impl TranslationUnit {
+    /// Whether the unit compiled for `shape` holds `kind`.
+    pub fn has(&self, kind: KernelKind, shape: &TileShape) -> bool {
+        match kind {
+            KernelKind::SinglePassBulk => self.bulk && shape.bulk_buffers > 0,
+            KernelKind::SinglePassWave => self.wave && shape.wave_threads > 0,
+            _ => true,
+        }
+    }
+
     pub fn text(&self, shape: &TileShape, direction: Direction, seg: bool) -> String {
         let TileShape {
             threads,
@@ -249,7 +258,7 @@ extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_scan_tiles
 "#
         );
         let io = format!("(const In*)input, (Acc*)output, n, {init}, flags");
-        if self.bulk && bulk_buffers > 0 {
+        if self.has(KernelKind::SinglePassBulk, shape) {
             text += &format!(
                 r#"extern "C" __global__ void __launch_bounds__({threads} + 32, {bulk_min_blocks_per_sm}) scanrt_single_pass_bulk{p} {{
     single_pass_scan_bulk<Op, In, {threads}, {bulk_items}, {bulk_buffers}, {slots}, {spin}, {sleep}, {reverse}, {seg}>({io}, {heads}, {lookback});
@@ -257,7 +266,7 @@ extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_scan_tiles
 "#
             );
         }
-        if self.wave && wave_threads > 0 {
+        if self.has(KernelKind::SinglePassWave, shape) {
             text += &format!(
                 r#"extern "C" __global__ void __launch_bounds__({wave_threads}, {wave_min_blocks_per_sm}) scanrt_single_pass_wave{p} {{
     single_pass_scan_wave<Op, In, {wave_threads}, {items}, {wave_lookback_slots_per_lane}, {spin}, {sleep}, {reverse}>({io}, {lookback});

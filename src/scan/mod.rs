@@ -145,6 +145,7 @@ pub(crate) fn check_overlaps(req: &RawScan, desc: &ScanDesc) -> Result<()> {
     Ok(())
 }
 
-fn overlaps(a: u64, a_bytes: u64, b: u64, b_bytes: u64) -> bool {
+/// Whether the byte ranges `[a, a + a_bytes)` and `[b, b + b_bytes)` share a byte.
+pub(crate) fn overlaps(a: u64, a_bytes: u64, b: u64, b_bytes: u64) -> bool {
     a < b + b_bytes && b < a + a_bytes
 }

@@ -79,17 +79,21 @@ struct GpuPlan {
     flags: u32,
 }
 
-/// The algorithm a GPU scan runs, and why.
-pub(crate) fn choose_algorithm(desc: &ScanDesc, output: DType) -> (Algorithm, ChoiceReason) {
-    let fixed_order_needed = desc.deterministic && desc.order_sensitive(output);
-    match desc.algorithm {
+/// The algorithm a GPU scan runs, and why: the one `requested` unless a determinism
+/// promise on an operator whose result depends on association order (`order_sensitive`)
+/// needs the fixed-order look-back.
+pub(crate) fn choose_algorithm(
+    requested: Algorithm,
+    deterministic: bool,
+    order_sensitive: bool,
+) -> (Algorithm, ChoiceReason) {
+    let fixed_order_needed = deterministic && order_sensitive;
+    match requested {
         // An explicit single pass with `deterministic` still has to keep its promise.
         Algorithm::SinglePass | Algorithm::Auto | Algorithm::Host if fixed_order_needed => {
             (Algorithm::DeterministicSinglePass, ChoiceReason::Deterministic)
         }
-        Algorithm::Auto | Algorithm::Host if desc.deterministic => {
-            (Algorithm::SinglePass, ChoiceReason::OrderIndependent)
-        }
+        Algorithm::Auto | Algorithm::Host if deterministic => (Algorithm::SinglePass, ChoiceReason::OrderIndependent),
         Algorithm::Auto | Algorithm::Host => (Algorithm::SinglePass, ChoiceReason::Fastest),
         requested => (requested, ChoiceReason::Requested),
     }
@@ -159,7 +163,8 @@ impl ScanPlan {
         let (algorithm, reason, gpu) = match ctx.engine() {
             Engine::Host => (Algorithm::Host, ChoiceReason::HostBackend, None),
             Engine::Gpu(engine) => {
-                let (algorithm, reason) = choose_algorithm(desc, output);
+                let (algorithm, reason) =
+                    choose_algorithm(desc.algorithm, desc.deterministic, desc.order_sensitive(output));
                 let dev = &engine.device;
                 let kernels = engine
                     .kernel_sets
@@ -441,40 +446,42 @@ mod tests {
     use crate::contract::*;
     use crate::tables::Op;
 
+    /// The choice for a built-in scan of `output` values, as `ScanPlan::new` makes it.
+    fn choose(desc: &ScanDesc, output: DType) -> (Algorithm, ChoiceReason) {
+        choose_algorithm(desc.algorithm, desc.deterministic, desc.order_sensitive(output))
+    }
+
     #[test]
     fn algorithm_choice_and_reason() {
         let sum = ScanDesc::inclusive(Op::Sum);
         use Algorithm::*;
         use ChoiceReason::*;
-        assert_eq!(choose_algorithm(&sum, DType::F32), (SinglePass, Fastest));
+        assert_eq!(choose(&sum, DType::F32), (SinglePass, Fastest));
         assert_eq!(
-            choose_algorithm(&sum.deterministic(), DType::F32),
+            choose(&sum.deterministic(), DType::F32),
             (DeterministicSinglePass, Deterministic)
         );
         assert_eq!(
-            choose_algorithm(&ScanDesc::inclusive(Op::Product).deterministic(), DType::F64),
+            choose(&ScanDesc::inclusive(Op::Product).deterministic(), DType::F64),
             (DeterministicSinglePass, Deterministic)
         );
         // Order-independent operators and types keep the regular single pass.
         for (op, dtype) in [(Op::Sum, DType::U32), (Op::Max, DType::F32), (Op::BitXor, DType::I64)] {
             let desc = ScanDesc::inclusive(op).deterministic();
-            assert_eq!(choose_algorithm(&desc, dtype), (SinglePass, OrderIndependent));
+            assert_eq!(choose(&desc, dtype), (SinglePass, OrderIndependent));
         }
         // A named algorithm runs as named, unless it would break a determinism promise.
+        assert_eq!(choose(&sum.with_algorithm(Matrix), DType::F32), (Matrix, Requested));
         assert_eq!(
-            choose_algorithm(&sum.with_algorithm(Matrix), DType::F32),
+            choose(&sum.with_algorithm(Matrix).deterministic(), DType::F32),
             (Matrix, Requested)
         );
         assert_eq!(
-            choose_algorithm(&sum.with_algorithm(Matrix).deterministic(), DType::F32),
-            (Matrix, Requested)
-        );
-        assert_eq!(
-            choose_algorithm(&sum.with_algorithm(SinglePass).deterministic(), DType::F32),
+            choose(&sum.with_algorithm(SinglePass).deterministic(), DType::F32),
             (DeterministicSinglePass, Deterministic)
         );
         assert_eq!(
-            choose_algorithm(&sum.with_algorithm(DeterministicSinglePass), DType::U32),
+            choose(&sum.with_algorithm(DeterministicSinglePass), DType::U32),
             (DeterministicSinglePass, Requested)
         );
     }
