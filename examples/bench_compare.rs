@@ -736,7 +736,9 @@ fn operators(ctx: &Context, stream: &Stream, timer: &Timer) {
     let a = Buffer::from_slice(ctx, stream, &f(0.999)).unwrap();
     let b = Buffer::from_slice(ctx, stream, &f(0.5)).unwrap();
     let h = Buffer::new(ctx, DType::F32, max_n as u64).unwrap();
-    let recurrence = ctx.create_operator(recipes::linear_recurrence(DType::F32)).unwrap();
+    let recurrence = ctx
+        .create_operator(recipes::linear_recurrence(DType::F32).unwrap())
+        .unwrap();
     for (label, n, segments) in [
         ("linear recurrence f32 2^26", 1u64 << 26, Segments::None),
         ("linear recurrence f32 2^28", 1u64 << 28, Segments::None),
@@ -753,14 +755,14 @@ fn operators(ctx: &Context, stream: &Stream, timer: &Timer) {
         report(label, n, 12, us, 0.90);
     }
     let cummax = ctx
-        .create_operator(recipes::cumulative_extreme(DType::U32, true))
+        .create_operator(recipes::cumulative_extreme(DType::U32, true).unwrap())
         .unwrap();
     let n = 1u64 << 28;
     let us = timer.median_us(stream, 20, || {
         unsafe { cummax.scan_raw(stream, &[x.addr()], &[y.addr(), z.addr()], n, 0, &plain, None) }.unwrap();
     });
     report("cummax with index u32 2^28", n, 12, us, 0.85);
-    let lse = ctx.create_operator(recipes::logcumsumexp(DType::F32)).unwrap();
+    let lse = ctx.create_operator(recipes::logcumsumexp(DType::F32).unwrap()).unwrap();
     let us = timer.median_us(stream, 20, || {
         unsafe { lse.scan_raw(stream, &[b.addr()], &[h.addr()], n, 0, &plain, None) }.unwrap();
     });

@@ -18,6 +18,9 @@
 
 #include "scanrt.h"
 
+#define CHECK_FILE "test_ffi.c"
+#include "check.h"
+
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -26,70 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ------------------------------------------------------------------------------------ */
-/* Check bookkeeping                                                                     */
-
-static atomic_long g_checks;
-static atomic_long g_failures;
-static const char *g_phase = "setup";
-
-static void fail_at(int line, const char *fmt, ...) {
-    long f = atomic_fetch_add(&g_failures, 1) + 1;
-    if (f <= 200) {
-        va_list ap;
-        va_start(ap, fmt);
-        fprintf(stderr, "FAIL [%s] test_ffi.c:%d: ", g_phase, line);
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
-        va_end(ap);
-    } else if (f == 201) {
-        fprintf(stderr, "(further failures not printed)\n");
-    }
-}
-
-#define CHECK(cond, ...)                                                                 \
-    do {                                                                                 \
-        atomic_fetch_add(&g_checks, 1);                                                  \
-        if (!(cond)) fail_at(__LINE__, __VA_ARGS__);                                     \
-    } while (0)
-
-static const char *status_name(scanrt_status s) {
-    static const char *names[] = {
-        "OK",         "NULL_ARGUMENT", "INVALID_ARGUMENT", "UNSUPPORTED_COMBINATION",
-        "BUFFER_TOO_SMALL", "PARTIAL_OVERLAP", "NOT_DEVICE_MEMORY", "CONTEXT_MISMATCH",
-        "NO_DRIVER",  "NO_DEVICE",     "COMPILE_ERROR",    "CUDA_ERROR",
-        "LENGTH_OVERFLOW", "WRONG_BACKEND", "PANIC", "OUT_OF_MEMORY"};
-    return ((int)s >= 0 && (int)s < 16) ? names[s] : "<unknown status>";
-}
-
-/* Checks a status and the thread's last error message: "" after success, a non-empty
- * explanation after a failure. */
-static int expect_status_at(int line, const char *what, scanrt_status got, scanrt_status want) {
-    const char *msg = scanrt_last_error_message();
-    atomic_fetch_add(&g_checks, 1);
-    if (got != want) {
-        fail_at(line, "%s returned %s (%d), expected %s; message: \"%s\"", what, status_name(got),
-                (int)got, status_name(want), msg ? msg : "(NULL)");
-        return 0;
-    }
-    atomic_fetch_add(&g_checks, 1);
-    if (msg == NULL) {
-        fail_at(line, "%s: scanrt_last_error_message() returned NULL", what);
-        return 0;
-    }
-    if (want == SCANRT_STATUS_OK && msg[0] != '\0') {
-        fail_at(line, "%s succeeded but the last error message is \"%s\", expected \"\"", what, msg);
-        return 0;
-    }
-    if (want != SCANRT_STATUS_OK && msg[0] == '\0') {
-        fail_at(line, "%s failed with %s but the last error message is empty", what, status_name(got));
-        return 0;
-    }
-    return 1;
-}
-#define EXPECT(call, want) expect_status_at(__LINE__, #call, (call), (want))
-#define EXPECT_OK(call) EXPECT(call, SCANRT_STATUS_OK)
 
 /* ------------------------------------------------------------------------------------ */
 /* Types, values and the reference scan                                                  */
@@ -516,7 +455,7 @@ static scanrt_context *test_context_create(void) {
         atomic_fetch_add(&g_checks, 1);
         if (st != SCANRT_STATUS_NO_DRIVER && st != SCANRT_STATUS_NO_DEVICE)
             fail_at(__LINE__, "scanrt_context_create(GPU) without a GPU returned %s, expected NO_DRIVER or NO_DEVICE",
-                    status_name(st));
+                    scanrt_status_string(st));
         else
             expect_status_at(__LINE__, "scanrt_context_create(GPU) without a GPU", st, st);
     }
@@ -1649,11 +1588,5 @@ int main(void) {
     }
     scanrt_context_destroy(ctx);
 
-    long checks = atomic_load(&g_checks), failures = atomic_load(&g_failures);
-    if (failures) {
-        printf("test_ffi: %ld of %ld checks FAILED (backend: %s)\n", failures, checks, bname);
-        return 1;
-    }
-    printf("test_ffi: %ld checks passed (backend: %s)\n", checks, bname);
-    return 0;
+    return check_summary("test_ffi", bname);
 }

@@ -193,7 +193,7 @@ typedef enum scanrt_log_level {
 #define SCANRT_VERSION_MAJOR 0
 
 // Minor version of the scanrt library this header belongs to.
-#define SCANRT_VERSION_MINOR 3
+#define SCANRT_VERSION_MINOR 4
 
 // Patch version of the scanrt library this header belongs to.
 #define SCANRT_VERSION_PATCH 0
@@ -208,6 +208,9 @@ typedef struct scanrt_buffer scanrt_buffer;
 // A scanrt context: one CUDA device (its primary context) or the host backend.
 typedef struct scanrt_context scanrt_context;
 
+// A compiled user-defined operator of one context; scans may use it from any thread.
+typedef struct scanrt_operator scanrt_operator;
+
 // A stream: created by scanrt, or wrapping an application's `cudaStream_t`.
 typedef struct scanrt_stream scanrt_stream;
 
@@ -218,6 +221,63 @@ typedef void (*scanrt_log_callback)(void *user,
                                     int32_t level,
                                     const char *target,
                                     const char *message);
+
+// What a user-defined operator is. Initialise with `scanrt_operator_desc_init`, then
+// set fields; strings are NUL-terminated UTF-8 and are copied by
+// `scanrt_operator_create`.
+//
+// `source` is CUDA C++ (compiled by NVRTC without the standard headers; `uint32_t`,
+// `int64_t` and friends are defined) that defines the state type `state_type` (trivially
+// copyable, 4 to 64 bytes, a multiple of 4) and `__device__` functions:
+// `State combine(State a, State b)`, associative with `a` first in sequence order (it
+// need not commute); optionally `State load(int64_t i, I0 x0, ...)` building element `i`
+// from up to four input arrays of `input_dtypes`, and `void store(const State& s, O0& y0,
+// ...)` writing each result to one or two output arrays of `output_dtypes`. Without a
+// load (a store) the scan reads (writes) one array of states.
+typedef struct scanrt_operator_desc {
+  // `sizeof(scanrt_operator_desc)` as the caller compiled it, set by the
+  // `scanrt_operator_desc_init` macro.
+  size_t struct_size;
+  // Names the operator in compiler messages (`name(line): error ...`) and logs.
+  const char *name;
+  // The CUDA source.
+  const char *source;
+  // The state type's name.
+  const char *state_type;
+  // `sizeof` of the state type as the host compiled it (checked against the device's).
+  size_t state_size;
+  // `alignof` of the state type as the host compiled it (checked likewise).
+  size_t state_align;
+  // The combine function's name.
+  const char *combine;
+  // The identity: `state_size` bytes.
+  const void *identity;
+  // The load function's name, or NULL (the input is an array of states).
+  const char *load;
+  // The `scanrt_dtype` of each input array of `load` (1 to 4).
+  const int32_t *input_dtypes;
+  // How many entries `input_dtypes` has.
+  size_t num_inputs;
+  // The store function's name, or NULL (the output is an array of states).
+  const char *store;
+  // The `scanrt_dtype` of each output array of `store` (1 or 2).
+  const int32_t *output_dtypes;
+  // How many entries `output_dtypes` has.
+  size_t num_outputs;
+  // Host functions for the host backend (NULL: the host backend returns
+  // `SCANRT_STATUS_UNSUPPORTED_COMBINATION`). They may be called from several threads
+  // at once and must not unwind or `longjmp` out. `*out = combine(*a, *b)`: each
+  // pointer addresses one state.
+  void (*host_combine)(const void *a, const void *b, void *out, void *user_data);
+  // The host `load` (required with `load` and `host_combine`): `*state = load(index,
+  // *inputs[0], ...)`, `inputs[k]` addressing element `index` of input array k.
+  void (*host_load)(uint64_t index, const void *const *inputs, void *state, void *user_data);
+  // The host `store` (required with `store` and `host_combine`): `store(*state,
+  // *outputs[0], ...)`, `outputs[k]` addressing the element of output array k to write.
+  void (*host_store)(const void *state, void *const *outputs, void *user_data);
+  // Passed to every host function as `user_data`; must outlive the operator.
+  void *host_user_data;
+} scanrt_operator_desc;
 
 // An initial value, read as the scan's output type.
 typedef union scanrt_value {
@@ -379,6 +439,112 @@ scanrt_status scanrt_context_check_faults(const struct scanrt_context *ctx);
 // Rust application that installed its own: scanrt logs there).
 scanrt_status scanrt_set_log_callback(scanrt_log_callback callback, void *user, int32_t max_level);
 
+// Fills the first `size` bytes of `desc` with empty fields and sets `desc->struct_size`.
+// Call it through the `scanrt_operator_desc_init(desc)` macro.
+scanrt_status scanrt_operator_desc_init_sized(struct scanrt_operator_desc *desc, size_t size);
+
+// Creates a user-defined operator of `ctx`. On a GPU context its forward kernels are
+// compiled now (or loaded from the disk cache): a bad source fails here with
+// `SCANRT_STATUS_COMPILE_ERROR` and a message holding the compiler's log, which cites
+// the source's own lines as `name(line)`.
+scanrt_status scanrt_operator_create(const struct scanrt_context *ctx,
+                                     const struct scanrt_operator_desc *desc,
+                                     struct scanrt_operator **out);
+
+// Compiles every kernel of the operator `desc` for `sm_<arch>` (for example 90) into the
+// disk cache, without a GPU: for packaging, or to check a source. Writes the images'
+// total size to `*bytes` (may be NULL).
+scanrt_status scanrt_operator_compile(const struct scanrt_operator_desc *desc,
+                                      int32_t arch,
+                                      size_t *bytes);
+
+// Creates the linear recurrence `h[i] = a[i] * h[i-1] + b[i]` over `dtype`
+// (`SCANRT_DTYPE_F32` or `SCANRT_DTYPE_F64`): inputs `a`, `b`, output `h`. Backward scans
+// run `h[i] = a[i] * h[i+1] + b[i]`. Start from `h0` with the initial state of
+// `scanrt_linear_recurrence_init`; the final state is the last `h` written (the first,
+// backward), which continues a chunked sequence.
+scanrt_status scanrt_operator_create_linear_recurrence(const struct scanrt_context *ctx,
+                                                       int32_t dtype,
+                                                       struct scanrt_operator **out);
+
+// Writes the initial state of a linear recurrence over `dtype` starting from `h0` to
+// `state` (`bytes` must be its state size: 8 for f32, 16 for f64).
+scanrt_status scanrt_linear_recurrence_init(int32_t dtype, double h0, void *state, size_t bytes);
+
+// Creates the running maximum (`max` nonzero) or minimum of `dtype` values with the index
+// of the extreme (the first in traversal order on ties; NaN never wins): input `x`,
+// outputs the extreme (`dtype`) and its index (`SCANRT_DTYPE_U32`; n < 2^32 - 1).
+scanrt_status scanrt_operator_create_cumulative_extreme(const struct scanrt_context *ctx,
+                                                        int32_t dtype,
+                                                        int32_t max,
+                                                        struct scanrt_operator **out);
+
+// Creates `y[i] = log(exp(x[0]) + ... + exp(x[i]))` over `dtype` (f32 or f64),
+// numerically stable for inputs up to the type's maximum: input `x`, output `y`.
+scanrt_status scanrt_operator_create_logcumsumexp(const struct scanrt_context *ctx,
+                                                  int32_t dtype,
+                                                  struct scanrt_operator **out);
+
+// Destroys an operator (NULL is a no-op); scans already queued keep its kernels alive.
+void scanrt_operator_destroy(struct scanrt_operator *op);
+
+// Writes the operator's state size in bytes to `*bytes`.
+scanrt_status scanrt_operator_state_size(const struct scanrt_operator *op, size_t *bytes);
+
+// Scans with operator `op` on `stream` (of the operator's context): `inputs` are the
+// load's input buffers in order (one `SCANRT_DTYPE_U8` buffer of states without a load),
+// `outputs` the store's likewise. The scan covers the first output's elements; every
+// other buffer holds at least as many. `desc` gives inclusive, algorithm, direction,
+// deterministic and segments (its `op` and `init` are not used); `init` is the initial
+// state (`state_size` bytes, host memory) or NULL for the identity. An output may be
+// exactly an input (in place). `info` may be NULL.
+scanrt_status scanrt_operator_scan(const struct scanrt_operator *op,
+                                   const struct scanrt_stream *stream,
+                                   const struct scanrt_buffer *const *inputs,
+                                   size_t num_inputs,
+                                   const struct scanrt_buffer *const *outputs,
+                                   size_t num_outputs,
+                                   const struct scanrt_scan_desc *desc,
+                                   const void *init,
+                                   struct scanrt_scan_info *info);
+
+// Scans `n` elements of device arrays with operator `op` on the application's
+// `cuda_stream` (a `cudaStream_t`; NULL = legacy default stream), asynchronously:
+// `inputs` and `outputs` as for `scanrt_operator_scan`, as device pointers. Pointers are
+// checked with the driver before anything is written.
+scanrt_status scanrt_operator_scan_device(const struct scanrt_operator *op,
+                                          void *cuda_stream,
+                                          const void *const *inputs,
+                                          size_t num_inputs,
+                                          void *const *outputs,
+                                          size_t num_outputs,
+                                          uint64_t n,
+                                          const struct scanrt_scan_desc *desc,
+                                          const void *init,
+                                          struct scanrt_scan_info *info);
+
+// Writes to `*bytes` the workspace `scanrt_operator_scan_device_with_workspace` needs
+// for `n` elements with `desc` (0 when none is needed).
+scanrt_status scanrt_operator_workspace_size(const struct scanrt_operator *op,
+                                             uint64_t n,
+                                             const struct scanrt_scan_desc *desc,
+                                             size_t *bytes);
+
+// `scanrt_operator_scan_device` with a caller-provided workspace, initialised by
+// `scanrt_workspace_init` (see there): no allocation at all, for CUDA-graph capture.
+scanrt_status scanrt_operator_scan_device_with_workspace(const struct scanrt_operator *op,
+                                                         void *cuda_stream,
+                                                         const void *const *inputs,
+                                                         size_t num_inputs,
+                                                         void *const *outputs,
+                                                         size_t num_outputs,
+                                                         uint64_t n,
+                                                         const struct scanrt_scan_desc *desc,
+                                                         const void *init,
+                                                         void *workspace,
+                                                         size_t workspace_bytes,
+                                                         struct scanrt_scan_info *info);
+
 // Fills the first `size` bytes of `desc` with the defaults (inclusive sum, no initial
 // value, automatic algorithm, forward, not required deterministic, unsegmented) and sets
 // `desc->struct_size` to `size`. Call it through the `scanrt_scan_desc_init(desc)` macro,
@@ -503,6 +669,7 @@ const char *scanrt_last_error_message(void);
 #ifndef scanrt_scan_desc_init
 #define scanrt_scan_desc_init(desc) scanrt_scan_desc_init_sized((desc), sizeof *(desc))
 #define scanrt_scan_info_init(info) scanrt_scan_info_init_sized((info), sizeof *(info))
+#define scanrt_operator_desc_init(desc) scanrt_operator_desc_init_sized((desc), sizeof *(desc))
 #endif
 
 /* Streams: NULL is the legacy default stream, as in the CUDA driver API. A translation
@@ -519,4 +686,6 @@ static inline void *scanrt_per_thread_default_stream(void *stream) {
 #define scanrt_scan_device(ctx, stream, ...) scanrt_scan_device(ctx, scanrt_per_thread_default_stream((void *)(stream)), __VA_ARGS__)
 #define scanrt_scan_device_with_workspace(ctx, stream, ...) scanrt_scan_device_with_workspace(ctx, scanrt_per_thread_default_stream((void *)(stream)), __VA_ARGS__)
 #define scanrt_workspace_init(ctx, stream, ...) scanrt_workspace_init(ctx, scanrt_per_thread_default_stream((void *)(stream)), __VA_ARGS__)
+#define scanrt_operator_scan_device(op, stream, ...) scanrt_operator_scan_device(op, scanrt_per_thread_default_stream((void *)(stream)), __VA_ARGS__)
+#define scanrt_operator_scan_device_with_workspace(op, stream, ...) scanrt_operator_scan_device_with_workspace(op, scanrt_per_thread_default_stream((void *)(stream)), __VA_ARGS__)
 #endif

@@ -3,7 +3,7 @@
 #
 #   PREFIX/include/scanrt.h
 #   PREFIX/lib/libscanrt.a
-#   PREFIX/lib/libscanrt.so -> libscanrt.so.0.3 -> libscanrt.so.0.3.0   (SONAME libscanrt.so.0.3)
+#   PREFIX/lib/libscanrt.so -> libscanrt.so.0.4 -> libscanrt.so.0.4.0   (SONAME libscanrt.so.0.4)
 #   PREFIX/lib/cmake/scanrt/scanrtConfig.cmake, scanrtConfigVersion.cmake
 #   PREFIX/lib/pkgconfig/scanrt.pc
 #   PREFIX/share/scanrt/kernels/scanrt-kernels-sm_*.pack   (when built: scanrt-pack build)

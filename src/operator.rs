@@ -662,6 +662,34 @@ impl Operator {
         outputs: &[&Buffer],
         scan: &OperatorScan,
     ) -> Result<ScanInfo> {
+        let (inputs, outputs, n) = self.buffer_arrays(inputs, outputs)?;
+        // SAFETY: every address is a live buffer of this context holding n elements.
+        unsafe { self.scan_raw(stream, &inputs, &outputs, n, 0, scan, None) }
+    }
+
+    /// The context the operator belongs to.
+    pub fn context(&self) -> &Context {
+        &self.inner.ctx
+    }
+
+    /// The workspace bytes `scan_raw` needs for `n` elements with `scan` (0 when none
+    /// is needed: one tile, or the host backend). Compiles the kernel set on first use.
+    pub fn workspace_bytes(&self, n: u64, scan: &OperatorScan) -> Result<usize> {
+        if self.inner.ctx.gpu().is_err() {
+            return Ok(0);
+        }
+        let kernels = self.kernels(scan.direction, scan.segments != Segments::None)?;
+        let tiles = n.div_ceil(kernels.shape.tile_elems());
+        Ok(if tiles > 1 {
+            lookback_bytes(self.inner.desc.state_size, tiles)
+        } else {
+            0
+        })
+    }
+
+    /// The addresses of buffers passed as an operator's arrays, checked for type, owner
+    /// and length, and the scan's length (the first output's elements).
+    pub(crate) fn buffer_arrays(&self, inputs: &[&Buffer], outputs: &[&Buffer]) -> Result<(Vec<u64>, Vec<u64>, u64)> {
         let desc = &self.inner.desc;
         // Elements of `buffer` as array `i` of `types` (a U8 buffer of states without types).
         let elements = |buffer: &Buffer, types: Option<&[DType]>, i: usize, what: &str| -> Result<u64> {
@@ -700,10 +728,11 @@ impl Operator {
             }
             Ok(addrs)
         };
-        let inputs = addresses(inputs, desc.input_types(), "input")?;
-        let outputs = addresses(outputs, desc.output_types(), "output")?;
-        // SAFETY: every address is a live buffer of this context holding n elements.
-        unsafe { self.scan_raw(stream, &inputs, &outputs, n, 0, scan, None) }
+        Ok((
+            addresses(inputs, desc.input_types(), "input")?,
+            addresses(outputs, desc.output_types(), "output")?,
+            n,
+        ))
     }
 
     fn check_arrays(&self, arrays: &Arrays, n: u64, segments: u64, scan: &OperatorScan) -> Result<()> {

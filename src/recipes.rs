@@ -13,14 +13,19 @@
 
 use std::sync::Arc;
 
+use crate::error::{bail, Result};
 use crate::operator::{HostOperator, OperatorDesc};
 use crate::types::DType;
 
-fn float_type(dtype: DType) -> &'static str {
+fn float_type(recipe: &str, dtype: DType) -> Result<&'static str> {
     match dtype {
-        DType::F32 => "float",
-        DType::F64 => "double",
-        _ => panic!("recipes take f32 or f64, not {}", dtype.c_name()),
+        DType::F32 => Ok("float"),
+        DType::F64 => Ok("double"),
+        _ => bail!(
+            UnsupportedCombination,
+            "{recipe} takes f32 or f64, not {}",
+            dtype.c_name()
+        ),
     }
 }
 
@@ -52,7 +57,7 @@ macro_rules! host_values {
                 type $t = f64;
                 $body
             }
-            DType::U8 => panic!("cumulative extremes take 4- and 8-byte values"),
+            DType::U8 => unreachable!("cumulative_extreme refuses u8 before this"),
         }
     };
 }
@@ -83,8 +88,8 @@ fn write<T: Copy>(bytes: &mut [u8], i: usize, v: T) {
 
 /// The linear recurrence `h = a * h_prev + b` over f32 or f64 (`dtype`): inputs `a`, `b`,
 /// output `h`.
-pub fn linear_recurrence(dtype: DType) -> OperatorDesc {
-    let t = float_type(dtype);
+pub fn linear_recurrence(dtype: DType) -> Result<OperatorDesc> {
+    let t = float_type("linear_recurrence", dtype)?;
     let source = format!(
         r#"struct Affine {{ {t} a, b; }};  // h -> a * h + b
 __device__ Affine compose(Affine first, Affine then) {{
@@ -111,7 +116,7 @@ __device__ void write_state(const Affine& s, {t}& h) {{ h = s.b; }}
         })),
         store: Some(Arc::new(|s, y| write(y[0], 0, read::<T>(s, 1)))),
     });
-    OperatorDesc::new(
+    Ok(OperatorDesc::new(
         "linear_recurrence",
         &source,
         "Affine",
@@ -122,20 +127,27 @@ __device__ void write_state(const Affine& s, {t}& h) {{ h = s.b; }}
     )
     .with_load("make_step", &[dtype, dtype])
     .with_store("write_state", &[dtype])
-    .with_host(host)
+    .with_host(host))
 }
 
 /// The initial value of a [`linear_recurrence`] scan starting from state `h0`.
-pub fn recurrence_init(dtype: DType, h0: f64) -> Vec<u8> {
-    host_floats!(dtype, |T| [1.0 as T, h0 as T]
+pub fn recurrence_init(dtype: DType, h0: f64) -> Result<Vec<u8>> {
+    float_type("recurrence_init", dtype)?;
+    Ok(host_floats!(dtype, |T| [1.0 as T, h0 as T]
         .iter()
         .flat_map(|v| v.to_ne_bytes())
-        .collect())
+        .collect()))
 }
 
 /// Running maximum (`max`) or minimum of `dtype` values with the index of the extreme:
 /// input `x`, outputs the extreme (`dtype`) and its index (u32: n < 2^32 - 1).
-pub fn cumulative_extreme(dtype: DType, max: bool) -> OperatorDesc {
+pub fn cumulative_extreme(dtype: DType, max: bool) -> Result<OperatorDesc> {
+    if dtype == DType::U8 {
+        bail!(
+            UnsupportedCombination,
+            "cumulative_extreme takes 4- and 8-byte values, not u8"
+        );
+    }
     let t = dtype.info().cuda;
     let wins = if max { ">" } else { "<" };
     let source = format!(
@@ -181,10 +193,12 @@ __device__ void write_extreme(const Extreme& e, {t}& value, uint32_t& index) {{ 
         })),
     };
     let name = if max { "cummax_with_index" } else { "cummin_with_index" };
-    OperatorDesc::new(name, &source, "Extreme", size, vs.max(4), "better", &identity)
-        .with_load("make_candidate", &[dtype])
-        .with_store("write_extreme", &[dtype, DType::U32])
-        .with_host(host)
+    Ok(
+        OperatorDesc::new(name, &source, "Extreme", size, vs.max(4), "better", &identity)
+            .with_load("make_candidate", &[dtype])
+            .with_store("write_extreme", &[dtype, DType::U32])
+            .with_host(host),
+    )
 }
 
 /// The identity of a cumulative extreme: the type's extreme (infinities for floats) with
@@ -202,8 +216,8 @@ fn extreme_identity(dtype: DType, max: bool, size: usize) -> Vec<u8> {
 }
 
 /// `y[i] = log(exp(x[0]) + ... + exp(x[i]))` over f32 or f64, numerically stable.
-pub fn logcumsumexp(dtype: DType) -> OperatorDesc {
-    let t = float_type(dtype);
+pub fn logcumsumexp(dtype: DType) -> Result<OperatorDesc> {
+    let t = float_type("logcumsumexp", dtype)?;
     let source = format!(
         r#"struct LogSum {{ {t} max, scaled; }};  // log(sum) = max + log(scaled), scaled >= 1
 __device__ LogSum log_add(LogSum first, LogSum then) {{
@@ -251,7 +265,7 @@ __device__ void write_log_sum(const LogSum& s, {t}& y) {{ y = s.max + {log}(s.sc
         })),
         store: Some(Arc::new(|s, y| write(y[0], 0, read::<T>(s, 0) + read::<T>(s, 1).ln()))),
     });
-    OperatorDesc::new(
+    Ok(OperatorDesc::new(
         "logcumsumexp",
         &source,
         "LogSum",
@@ -262,5 +276,5 @@ __device__ void write_log_sum(const LogSum& s, {t}& y) {{ y = s.max + {log}(s.sc
     )
     .with_load("make_term", &[dtype])
     .with_store("write_log_sum", &[dtype])
-    .with_host(host)
+    .with_host(host))
 }

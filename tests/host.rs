@@ -465,7 +465,9 @@ fn recipes_and_user_operators_on_the_host_backend() {
     let mut rng = Rng(0x4057);
     let sizes = [1, 2, 3, 100, 1000, 4097];
     for dtype in [DType::F32, DType::F64] {
-        let op = ctx.create_operator(scanrt::recipes::linear_recurrence(dtype)).unwrap();
+        let op = ctx
+            .create_operator(scanrt::recipes::linear_recurrence(dtype).unwrap())
+            .unwrap();
         for _ in 0..40 {
             let shape = Shape::random(&mut rng, &sizes);
             check_recurrence(&ctx, &stream, &op, dtype, &mut rng, shape).unwrap();
@@ -473,14 +475,16 @@ fn recipes_and_user_operators_on_the_host_backend() {
     }
     for max in [true, false] {
         let op = ctx
-            .create_operator(scanrt::recipes::cumulative_extreme(DType::U32, max))
+            .create_operator(scanrt::recipes::cumulative_extreme(DType::U32, max).unwrap())
             .unwrap();
         for _ in 0..40 {
             let shape = Shape::random(&mut rng, &sizes);
             check_extreme(&ctx, &stream, &op, max, &mut rng, shape).unwrap();
         }
     }
-    let op = ctx.create_operator(scanrt::recipes::logcumsumexp(DType::F32)).unwrap();
+    let op = ctx
+        .create_operator(scanrt::recipes::logcumsumexp(DType::F32).unwrap())
+        .unwrap();
     for _ in 0..40 {
         let shape = Shape::random(&mut rng, &sizes);
         check_logcumsumexp(&ctx, &stream, &op, &mut rng, shape).unwrap();

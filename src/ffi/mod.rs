@@ -1,5 +1,5 @@
 //! The C ABI: a thin shell over the Rust API, split by domain (`context`, `stream`,
-//! `buffer`, `scan`, `strings`, `logging`) over the helpers here: the one panic boundary, the
+//! `buffer`, `scan`, `operator`, `strings`, `logging`) over the helpers here: the one panic boundary, the
 //! thread-local last error, and the casts from C handles and out-parameters.
 //!
 //! `include/scanrt.h` is generated from these files by cbindgen (build.rs), with the C
@@ -17,13 +17,16 @@ use crate::error::{Error, Result, ScanrtStatus};
 mod buffer;
 mod context;
 mod logging;
+mod operator;
 mod scan;
 mod stream;
 mod strings;
+mod versioned;
 
 pub use buffer::*;
 pub use context::*;
 pub use logging::*;
+pub use operator::*;
 pub use scan::*;
 pub use stream::*;
 pub use strings::*;
@@ -31,7 +34,7 @@ pub use strings::*;
 /// Major version of the scanrt library this header belongs to.
 pub const SCANRT_VERSION_MAJOR: u32 = 0;
 /// Minor version of the scanrt library this header belongs to.
-pub const SCANRT_VERSION_MINOR: u32 = 3;
+pub const SCANRT_VERSION_MINOR: u32 = 4;
 /// Patch version of the scanrt library this header belongs to.
 pub const SCANRT_VERSION_PATCH: u32 = 0;
 

@@ -5,6 +5,7 @@ use std::ffi::c_void;
 use super::buffer::scanrt_buffer;
 use super::context::scanrt_context;
 use super::stream::scanrt_stream;
+use super::versioned::{caller_size, init_sized, read_versioned, write_prefix, Versioned};
 use super::{boundary, non_null, non_null_mut};
 use crate::context::ScanInfo;
 use crate::error::{bail, Result};
@@ -87,8 +88,9 @@ pub struct scanrt_scan_info {
     pub reserved: i32,
 }
 
-fn desc_from_c(desc: &scanrt_scan_desc, output: DType) -> Result<ScanDesc> {
-    let op = Op::from_c(desc.op)?;
+/// The fields every scan shares, operator scans included: algorithm, direction,
+/// segments.
+pub(crate) fn traversal_from_c(desc: &scanrt_scan_desc) -> Result<(Algorithm, Direction, Segments)> {
     let algorithm = Algorithm::from_c(desc.algorithm)?;
     if algorithm == Algorithm::Host {
         bail!(
@@ -101,6 +103,12 @@ fn desc_from_c(desc: &scanrt_scan_desc, output: DType) -> Result<ScanDesc> {
         SegmentKind::Keys => Segments::Keys(DType::from_c(desc.key_dtype)?),
         kind => Segments::of_kind(kind, DType::U32, desc.row_length),
     };
+    Ok((algorithm, direction, segments))
+}
+
+fn desc_from_c(desc: &scanrt_scan_desc, output: DType) -> Result<ScanDesc> {
+    let op = Op::from_c(desc.op)?;
+    let (algorithm, direction, segments) = traversal_from_c(desc)?;
     // SAFETY: every union member is plain old data; we read the one the output type names.
     let init = (desc.has_init != 0).then(|| unsafe {
         InitValue::from_bits(
@@ -144,18 +152,6 @@ impl Default for scanrt_scan_desc {
     }
 }
 
-/// A C struct that begins with `struct_size` and only ever grows: releases append fields
-/// (with defaults), so the library reads and writes only as far as the caller's size.
-trait Versioned: Default {
-    /// The name in messages, and the macro that initialises it.
-    const NAME: &'static str;
-    const INIT: &'static str;
-    /// The smallest `struct_size`: the size in 0.3, the first release with the field
-    /// (64-bit targets).
-    const V1_SIZE: usize;
-    fn with_size(self, size: usize) -> Self;
-}
-
 impl Versioned for scanrt_scan_desc {
     const NAME: &'static str = "scanrt_scan_desc";
     const INIT: &'static str = "scanrt_scan_desc_init";
@@ -189,73 +185,23 @@ impl Versioned for scanrt_scan_info {
 const _: () = assert!(std::mem::size_of::<scanrt_scan_desc>() >= scanrt_scan_desc::V1_SIZE);
 const _: () = assert!(std::mem::size_of::<scanrt_scan_info>() >= scanrt_scan_info::V1_SIZE);
 
-/// Checks a `struct_size` (`what`, as messages name it). Formats only on failure: the
-/// check runs on every scan.
-fn check_size<T: Versioned>(size: usize, what: std::fmt::Arguments) -> Result<()> {
-    if size < T::V1_SIZE {
-        bail!(
-            InvalidArgument,
-            "{what} is {size}, less than any {} ({}); initialise it with {}",
-            T::NAME,
-            T::V1_SIZE,
-            T::INIT
-        );
-    }
-    Ok(())
-}
-
-/// The caller's `struct_size`, checked. Only that first field is known to exist: an older
-/// caller's struct may be shorter than this library's.
-///
-/// # Safety
-/// `p` is NULL or points to a struct that starts with `struct_size`.
-unsafe fn caller_size<T: Versioned>(p: *const T, what: &str) -> Result<usize> {
-    // SAFETY: not NULL, and the struct starts with a `usize`.
-    let size = non_null(p as *const usize, what).map(|first| *first)?;
-    check_size::<T>(size, format_args!("{what}->struct_size"))?;
-    Ok(size)
-}
-
-/// Writes the first `size` bytes of `value` over `*out` (at most the whole struct).
-///
-/// # Safety
-/// `out` points to at least `size` writable bytes.
-unsafe fn write_prefix<T>(out: *mut T, value: &T, size: usize) {
-    let len = size.min(std::mem::size_of::<T>());
-    std::ptr::copy_nonoverlapping(value as *const T as *const u8, out as *mut u8, len);
-}
-
-/// Reads the caller's descriptor: the bytes its `struct_size` covers, over the defaults.
-///
-/// # Safety
-/// `desc` is NULL or points to at least `struct_size` readable bytes, as
-/// `scanrt_scan_desc_init` leaves it.
-unsafe fn read_desc(desc: *const scanrt_scan_desc) -> Result<scanrt_scan_desc> {
-    let size = caller_size(desc, "desc")?;
-    let mut out = scanrt_scan_desc::default();
-    let len = size.min(std::mem::size_of::<scanrt_scan_desc>());
-    // SAFETY: the caller's struct holds `size >= len` bytes; `out` holds `len` as well.
-    std::ptr::copy_nonoverlapping(desc as *const u8, &mut out as *mut _ as *mut u8, len);
-    Ok(out.with_size(std::mem::size_of::<scanrt_scan_desc>()))
-}
-
 /// Where a scan reports what it did, and the caller's `struct_size`: checked before the
 /// scan runs (so that a bad `info` fails the call before anything is written), written
 /// after it.
-struct InfoOut(*mut scanrt_scan_info, usize);
+pub(crate) struct InfoOut(*mut scanrt_scan_info, usize);
 
 impl InfoOut {
     /// # Safety
     /// `info` is NULL (no report) or points to a writable struct of at least its
     /// `struct_size` bytes.
-    unsafe fn check(info: *mut scanrt_scan_info) -> Result<InfoOut> {
+    pub(crate) unsafe fn check(info: *mut scanrt_scan_info) -> Result<InfoOut> {
         if info.is_null() {
             return Ok(InfoOut(info, 0));
         }
         Ok(InfoOut(info, caller_size(info, "info")?))
     }
 
-    fn write(self, result: ScanInfo) {
+    pub(crate) fn write(self, result: ScanInfo) {
         let InfoOut(info, size) = self;
         if info.is_null() {
             return;
@@ -270,18 +216,6 @@ impl InfoOut {
         // SAFETY: `check` saw a struct of `size` bytes.
         unsafe { write_prefix(info, &full, size) };
     }
-}
-
-/// Writes `T`'s defaults over the first `size` bytes at `p`, with `struct_size = size`.
-///
-/// # Safety
-/// `p` is NULL or points to at least `size` writable bytes.
-unsafe fn init_sized<T: Versioned>(p: *mut T, size: usize, what: &str) -> Result<()> {
-    non_null(p as *const usize, what)?;
-    check_size::<T>(size, format_args!("size"))?;
-    // SAFETY: the caller's struct holds `size` bytes.
-    write_prefix(p, &T::default().with_size(size), size);
-    Ok(())
 }
 
 /// Fills the first `size` bytes of `desc` with the defaults (inclusive sum, no initial
@@ -318,7 +252,7 @@ pub unsafe extern "C" fn scanrt_scan(
         let input = &non_null(input, "input")?.inner;
         let output = &non_null(output as *const scanrt_buffer, "output")?.inner;
         let info = InfoOut::check(info)?;
-        let c_desc = read_desc(desc)?;
+        let c_desc = read_versioned(desc, "desc")?;
         let desc = desc_from_c(&c_desc, output.dtype())?;
         let io = ScanIo {
             segments: c_desc.segment_data as u64,
@@ -349,7 +283,7 @@ unsafe fn scan_device(
     let ctx = &non_null(ctx, "ctx")?.inner;
     let output_dtype = DType::from_c(output_dtype)?;
     let info = InfoOut::check(info)?;
-    let c_desc = read_desc(desc)?;
+    let c_desc = read_versioned(desc, "desc")?;
     let desc = desc_from_c(&c_desc, output_dtype)?;
     let input_dtype = DType::from_c(input_dtype)?;
     ctx.gpu()?; // device pointers need a GPU context
@@ -408,7 +342,7 @@ pub unsafe extern "C" fn scanrt_scan_workspace_size(
     boundary(|| {
         let ctx = &non_null(ctx, "ctx")?.inner;
         let output_dtype = DType::from_c(output_dtype)?;
-        let desc = desc_from_c(&read_desc(desc)?, output_dtype)?;
+        let desc = desc_from_c(&read_versioned(desc, "desc")?, output_dtype)?;
         let plan = ctx.plan(DType::from_c(input_dtype)?, output_dtype, n, &desc)?;
         *non_null_mut(bytes, "bytes")? = plan.workspace_bytes();
         Ok(())

@@ -145,7 +145,7 @@ pub fn check_recurrence(
         expect[p] = h;
     }
     let in_place = rng.below(4) == 0;
-    let scan = shape.scan().with_init(recipes::recurrence_init(dtype, h0));
+    let scan = shape.scan().with_init(recipes::recurrence_init(dtype, h0).unwrap());
     let got: Vec<f64> = if dtype == DType::F32 {
         let (af, bf): (Vec<f32>, Vec<f32>) = (
             a.iter().map(|&x| x as f32).collect(),

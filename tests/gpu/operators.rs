@@ -50,7 +50,7 @@ pub fn recipes_match_sequential_loops() {
     let sizes = sizes();
     let cases = 300;
     for dtype in [DType::F32, DType::F64] {
-        let op = ctx.create_operator(recipes::linear_recurrence(dtype)).unwrap();
+        let op = ctx.create_operator(recipes::linear_recurrence(dtype).unwrap()).unwrap();
         let results: Vec<_> = (0..cases)
             .map(|_| {
                 let shape = Shape::random(&mut rng, &sizes);
@@ -61,7 +61,7 @@ pub fn recipes_match_sequential_loops() {
     }
     for max in [true, false] {
         let op = ctx
-            .create_operator(recipes::cumulative_extreme(DType::U32, max))
+            .create_operator(recipes::cumulative_extreme(DType::U32, max).unwrap())
             .unwrap();
         let results: Vec<_> = (0..cases)
             .map(|_| {
@@ -71,7 +71,7 @@ pub fn recipes_match_sequential_loops() {
             .collect();
         tally(results.into_iter(), &format!("cumulative extreme max={max}"));
     }
-    let op = ctx.create_operator(recipes::logcumsumexp(DType::F32)).unwrap();
+    let op = ctx.create_operator(recipes::logcumsumexp(DType::F32).unwrap()).unwrap();
     let results: Vec<_> = (0..cases)
         .map(|_| {
             let shape = Shape::random(&mut rng, &sizes);
@@ -173,7 +173,7 @@ pub fn bad_operators_get_a_status_and_the_compiler_log() {
     );
     // The context still scans.
     let stream = ctx.new_stream().unwrap();
-    let op = ctx.create_operator(recipes::logcumsumexp(DType::F32)).unwrap();
+    let op = ctx.create_operator(recipes::logcumsumexp(DType::F32).unwrap()).unwrap();
     let mut rng = Rng(1);
     check_logcumsumexp(
         ctx,

@@ -1,0 +1,601 @@
+//! User-defined operators: the description, creation (and the built-in recipes), scans.
+
+use std::ffi::{c_char, c_void, CStr};
+use std::sync::Arc;
+
+use super::buffer::scanrt_buffer;
+use super::context::scanrt_context;
+use super::scan::{scanrt_scan_desc, scanrt_scan_info, traversal_from_c, InfoOut};
+use super::stream::scanrt_stream;
+use super::versioned::{init_sized, read_versioned, Versioned};
+use super::{boundary, non_null, non_null_mut, put};
+use crate::error::{bail, Result};
+use crate::operator::{HostOperator, Operator, OperatorDesc, OperatorScan};
+use crate::recipes;
+use crate::runtime::workspace::Workspace;
+use crate::stream::Stream;
+use crate::tables::{DType, ScanrtStatus};
+
+/// A compiled user-defined operator of one context; scans may use it from any thread.
+pub struct scanrt_operator {
+    pub(crate) inner: Operator,
+}
+
+/// What a user-defined operator is. Initialise with `scanrt_operator_desc_init`, then
+/// set fields; strings are NUL-terminated UTF-8 and are copied by
+/// `scanrt_operator_create`.
+///
+/// `source` is CUDA C++ (compiled by NVRTC without the standard headers; `uint32_t`,
+/// `int64_t` and friends are defined) that defines the state type `state_type` (trivially
+/// copyable, 4 to 64 bytes, a multiple of 4) and `__device__` functions:
+/// `State combine(State a, State b)`, associative with `a` first in sequence order (it
+/// need not commute); optionally `State load(int64_t i, I0 x0, ...)` building element `i`
+/// from up to four input arrays of `input_dtypes`, and `void store(const State& s, O0& y0,
+/// ...)` writing each result to one or two output arrays of `output_dtypes`. Without a
+/// load (a store) the scan reads (writes) one array of states.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct scanrt_operator_desc {
+    /// `sizeof(scanrt_operator_desc)` as the caller compiled it, set by the
+    /// `scanrt_operator_desc_init` macro.
+    pub struct_size: usize,
+    /// Names the operator in compiler messages (`name(line): error ...`) and logs.
+    pub name: *const c_char,
+    /// The CUDA source.
+    pub source: *const c_char,
+    /// The state type's name.
+    pub state_type: *const c_char,
+    /// `sizeof` of the state type as the host compiled it (checked against the device's).
+    pub state_size: usize,
+    /// `alignof` of the state type as the host compiled it (checked likewise).
+    pub state_align: usize,
+    /// The combine function's name.
+    pub combine: *const c_char,
+    /// The identity: `state_size` bytes.
+    pub identity: *const c_void,
+    /// The load function's name, or NULL (the input is an array of states).
+    pub load: *const c_char,
+    /// The `scanrt_dtype` of each input array of `load` (1 to 4).
+    pub input_dtypes: *const i32,
+    /// How many entries `input_dtypes` has.
+    pub num_inputs: usize,
+    /// The store function's name, or NULL (the output is an array of states).
+    pub store: *const c_char,
+    /// The `scanrt_dtype` of each output array of `store` (1 or 2).
+    pub output_dtypes: *const i32,
+    /// How many entries `output_dtypes` has.
+    pub num_outputs: usize,
+    /// Host functions for the host backend (NULL: the host backend returns
+    /// `SCANRT_STATUS_UNSUPPORTED_COMBINATION`). They may be called from several threads
+    /// at once and must not unwind or `longjmp` out. `*out = combine(*a, *b)`: each
+    /// pointer addresses one state.
+    pub host_combine:
+        Option<unsafe extern "C" fn(a: *const c_void, b: *const c_void, out: *mut c_void, user_data: *mut c_void)>,
+    /// The host `load` (required with `load` and `host_combine`): `*state = load(index,
+    /// *inputs[0], ...)`, `inputs[k]` addressing element `index` of input array k.
+    pub host_load: Option<
+        unsafe extern "C" fn(index: u64, inputs: *const *const c_void, state: *mut c_void, user_data: *mut c_void),
+    >,
+    /// The host `store` (required with `store` and `host_combine`): `store(*state,
+    /// *outputs[0], ...)`, `outputs[k]` addressing the element of output array k to write.
+    pub host_store:
+        Option<unsafe extern "C" fn(state: *const c_void, outputs: *const *mut c_void, user_data: *mut c_void)>,
+    /// Passed to every host function as `user_data`; must outlive the operator.
+    pub host_user_data: *mut c_void,
+}
+
+impl Default for scanrt_operator_desc {
+    fn default() -> Self {
+        scanrt_operator_desc {
+            struct_size: std::mem::size_of::<scanrt_operator_desc>(),
+            name: std::ptr::null(),
+            source: std::ptr::null(),
+            state_type: std::ptr::null(),
+            state_size: 0,
+            state_align: 0,
+            combine: std::ptr::null(),
+            identity: std::ptr::null(),
+            load: std::ptr::null(),
+            input_dtypes: std::ptr::null(),
+            num_inputs: 0,
+            store: std::ptr::null(),
+            output_dtypes: std::ptr::null(),
+            num_outputs: 0,
+            host_combine: None,
+            host_load: None,
+            host_store: None,
+            host_user_data: std::ptr::null_mut(),
+        }
+    }
+}
+
+impl Versioned for scanrt_operator_desc {
+    const NAME: &'static str = "scanrt_operator_desc";
+    const INIT: &'static str = "scanrt_operator_desc_init";
+    const V1_SIZE: usize = 144;
+    fn with_size(self, struct_size: usize) -> Self {
+        scanrt_operator_desc { struct_size, ..self }
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<scanrt_operator_desc>() >= scanrt_operator_desc::V1_SIZE);
+
+/// A required C string field.
+unsafe fn text(p: *const c_char, what: &str) -> Result<String> {
+    optional_text(p, what)?
+        .ok_or_else(|| crate::error::Error::new(ScanrtStatus::NullArgument, format!("{what} must not be NULL")))
+}
+
+/// An optional C string field (NULL: None).
+unsafe fn optional_text(p: *const c_char, what: &str) -> Result<Option<String>> {
+    if p.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: a non-NULL string field is NUL-terminated (the struct's contract).
+    match CStr::from_ptr(p).to_str() {
+        Ok(s) => Ok(Some(s.to_owned())),
+        Err(_) => bail!(InvalidArgument, "{what} is not UTF-8"),
+    }
+}
+
+/// `count` dtypes at `p`.
+unsafe fn dtypes(p: *const i32, count: usize, what: &str) -> Result<Vec<DType>> {
+    if count > 4 {
+        bail!(InvalidArgument, "{what}: {count} arrays, more than any operator takes");
+    }
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    non_null(p, what)?;
+    // SAFETY: `p` holds `count` values (the struct's contract), count <= 4.
+    std::slice::from_raw_parts(p, count)
+        .iter()
+        .map(|&d| DType::from_c(d))
+        .collect()
+}
+
+/// The application's `user_data`, shared by its host functions, which the contract
+/// requires to be callable from any thread.
+#[derive(Clone, Copy)]
+struct UserData(*mut c_void);
+// SAFETY: scanrt only passes the pointer back to the application's functions, which
+// `scanrt_operator_desc` documents as callable from several threads at once.
+unsafe impl Send for UserData {}
+unsafe impl Sync for UserData {}
+
+fn host_from_c(d: &scanrt_operator_desc, has_load: bool, has_store: bool) -> Result<Option<HostOperator>> {
+    let Some(combine) = d.host_combine else {
+        if d.host_load.is_some() || d.host_store.is_some() {
+            bail!(InvalidArgument, "host_load or host_store given without host_combine");
+        }
+        return Ok(None);
+    };
+    let user = UserData(d.host_user_data);
+    let load = match (has_load, d.host_load) {
+        (false, None) => None,
+        (true, Some(load)) => Some(Arc::new(move |i: u64, inputs: &[&[u8]], state: &mut [u8]| {
+            let pointers: Vec<*const c_void> = inputs.iter().map(|x| x.as_ptr() as *const c_void).collect();
+            let user = user;
+            // SAFETY: the application's function, with one element per input and a
+            // state-sized output, as documented.
+            unsafe { load(i, pointers.as_ptr(), state.as_mut_ptr() as *mut c_void, user.0) }
+        }) as _),
+        (true, None) => bail!(InvalidArgument, "the operator has a load but no host_load"),
+        (false, Some(_)) => bail!(InvalidArgument, "host_load given but the operator has no load"),
+    };
+    let store = match (has_store, d.host_store) {
+        (false, None) => None,
+        (true, Some(store)) => Some(Arc::new(move |state: &[u8], outputs: &mut [&mut [u8]]| {
+            let pointers: Vec<*mut c_void> = outputs.iter_mut().map(|y| y.as_mut_ptr() as *mut c_void).collect();
+            let user = user;
+            // SAFETY: as for load.
+            unsafe { store(state.as_ptr() as *const c_void, pointers.as_ptr(), user.0) }
+        }) as _),
+        (true, None) => bail!(InvalidArgument, "the operator has a store but no host_store"),
+        (false, Some(_)) => bail!(InvalidArgument, "host_store given but the operator has no store"),
+    };
+    Ok(Some(HostOperator {
+        combine: Arc::new(move |a, b, out| {
+            let user = user;
+            // SAFETY: as for load: three state-sized byte ranges.
+            unsafe {
+                combine(
+                    a.as_ptr() as *const c_void,
+                    b.as_ptr() as *const c_void,
+                    out.as_mut_ptr() as *mut c_void,
+                    user.0,
+                )
+            }
+        }),
+        load,
+        store,
+    }))
+}
+
+/// The Rust description of the caller's.
+unsafe fn desc_from_c(desc: *const scanrt_operator_desc) -> Result<OperatorDesc> {
+    let d = read_versioned(desc, "desc")?;
+    if d.identity.is_null() {
+        bail!(NullArgument, "desc->identity must not be NULL");
+    }
+    if !(4..=crate::contract::MAX_STATE_BYTES as usize).contains(&d.state_size) {
+        bail!(
+            InvalidArgument,
+            "desc->state_size {} is not 4 to {} bytes",
+            d.state_size,
+            crate::contract::MAX_STATE_BYTES
+        );
+    }
+    let load = optional_text(d.load, "desc->load")?;
+    let store = optional_text(d.store, "desc->store")?;
+    let inputs = dtypes(d.input_dtypes, d.num_inputs, "desc->input_dtypes")?;
+    let outputs = dtypes(d.output_dtypes, d.num_outputs, "desc->output_dtypes")?;
+    if load.is_none() && !inputs.is_empty() || store.is_none() && !outputs.is_empty() {
+        bail!(
+            InvalidArgument,
+            "array dtypes given for a missing load or store function"
+        );
+    }
+    let host = host_from_c(&d, load.is_some(), store.is_some())?;
+    // SAFETY: the identity holds state_size bytes (the struct's contract), bounded above.
+    let identity = std::slice::from_raw_parts(d.identity as *const u8, d.state_size);
+    Ok(OperatorDesc {
+        name: text(d.name, "desc->name")?,
+        source: text(d.source, "desc->source")?,
+        state_type: text(d.state_type, "desc->state_type")?,
+        state_size: d.state_size,
+        state_align: d.state_align,
+        combine: text(d.combine, "desc->combine")?,
+        identity: identity.to_vec(),
+        load: load.map(|f| (f, inputs)),
+        store: store.map(|f| (f, outputs)),
+        host,
+    })
+}
+
+/// Fills the first `size` bytes of `desc` with empty fields and sets `desc->struct_size`.
+/// Call it through the `scanrt_operator_desc_init(desc)` macro.
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_operator_desc_init_sized(desc: *mut scanrt_operator_desc, size: usize) -> ScanrtStatus {
+    boundary(|| init_sized(desc, size, "desc"))
+}
+
+/// Creates a user-defined operator of `ctx`. On a GPU context its forward kernels are
+/// compiled now (or loaded from the disk cache): a bad source fails here with
+/// `SCANRT_STATUS_COMPILE_ERROR` and a message holding the compiler's log, which cites
+/// the source's own lines as `name(line)`.
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_operator_create(
+    ctx: *const scanrt_context,
+    desc: *const scanrt_operator_desc,
+    out: *mut *mut scanrt_operator,
+) -> ScanrtStatus {
+    boundary(|| {
+        put(out, || {
+            let ctx = &non_null(ctx, "ctx")?.inner;
+            Ok(scanrt_operator {
+                inner: ctx.create_operator(desc_from_c(desc)?)?,
+            })
+        })
+    })
+}
+
+/// Compiles every kernel of the operator `desc` for `sm_<arch>` (for example 90) into the
+/// disk cache, without a GPU: for packaging, or to check a source. Writes the images'
+/// total size to `*bytes` (may be NULL).
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_operator_compile(
+    desc: *const scanrt_operator_desc,
+    arch: i32,
+    bytes: *mut usize,
+) -> ScanrtStatus {
+    boundary(|| {
+        let total = crate::operator::compile_operator(&desc_from_c(desc)?, arch)?;
+        if let Some(bytes) = bytes.as_mut() {
+            *bytes = total;
+        }
+        Ok(())
+    })
+}
+
+/// Creates the linear recurrence `h[i] = a[i] * h[i-1] + b[i]` over `dtype`
+/// (`SCANRT_DTYPE_F32` or `SCANRT_DTYPE_F64`): inputs `a`, `b`, output `h`. Backward scans
+/// run `h[i] = a[i] * h[i+1] + b[i]`. Start from `h0` with the initial state of
+/// `scanrt_linear_recurrence_init`; the final state is the last `h` written (the first,
+/// backward), which continues a chunked sequence.
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_operator_create_linear_recurrence(
+    ctx: *const scanrt_context,
+    dtype: i32,
+    out: *mut *mut scanrt_operator,
+) -> ScanrtStatus {
+    boundary(|| create_recipe(ctx, out, || recipes::linear_recurrence(DType::from_c(dtype)?)))
+}
+
+/// Writes the initial state of a linear recurrence over `dtype` starting from `h0` to
+/// `state` (`bytes` must be its state size: 8 for f32, 16 for f64).
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_linear_recurrence_init(
+    dtype: i32,
+    h0: f64,
+    state: *mut c_void,
+    bytes: usize,
+) -> ScanrtStatus {
+    boundary(|| {
+        let init = recipes::recurrence_init(DType::from_c(dtype)?, h0)?;
+        if bytes != init.len() {
+            bail!(
+                InvalidArgument,
+                "a recurrence state has {} bytes, not {bytes}",
+                init.len()
+            );
+        }
+        non_null_mut(state as *mut u8, "state")?;
+        // SAFETY: `state` holds `bytes` writable bytes (the caller's contract).
+        std::slice::from_raw_parts_mut(state as *mut u8, bytes).copy_from_slice(&init);
+        Ok(())
+    })
+}
+
+/// Creates the running maximum (`max` nonzero) or minimum of `dtype` values with the index
+/// of the extreme (the first in traversal order on ties; NaN never wins): input `x`,
+/// outputs the extreme (`dtype`) and its index (`SCANRT_DTYPE_U32`; n < 2^32 - 1).
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_operator_create_cumulative_extreme(
+    ctx: *const scanrt_context,
+    dtype: i32,
+    max: i32,
+    out: *mut *mut scanrt_operator,
+) -> ScanrtStatus {
+    boundary(|| {
+        create_recipe(ctx, out, || {
+            recipes::cumulative_extreme(DType::from_c(dtype)?, max != 0)
+        })
+    })
+}
+
+/// Creates `y[i] = log(exp(x[0]) + ... + exp(x[i]))` over `dtype` (f32 or f64),
+/// numerically stable for inputs up to the type's maximum: input `x`, output `y`.
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_operator_create_logcumsumexp(
+    ctx: *const scanrt_context,
+    dtype: i32,
+    out: *mut *mut scanrt_operator,
+) -> ScanrtStatus {
+    boundary(|| create_recipe(ctx, out, || recipes::logcumsumexp(DType::from_c(dtype)?)))
+}
+
+unsafe fn create_recipe(
+    ctx: *const scanrt_context,
+    out: *mut *mut scanrt_operator,
+    desc: impl FnOnce() -> Result<OperatorDesc>,
+) -> Result<()> {
+    put(out, || {
+        let ctx = &non_null(ctx, "ctx")?.inner;
+        Ok(scanrt_operator {
+            inner: ctx.create_operator(desc()?)?,
+        })
+    })
+}
+
+/// Destroys an operator (NULL is a no-op); scans already queued keep its kernels alive.
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_operator_destroy(op: *mut scanrt_operator) {
+    super::destroy(op)
+}
+
+/// Writes the operator's state size in bytes to `*bytes`.
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_operator_state_size(op: *const scanrt_operator, bytes: *mut usize) -> ScanrtStatus {
+    boundary(|| {
+        *non_null_mut(bytes, "bytes")? = non_null(op, "op")?.inner.desc().state_size;
+        Ok(())
+    })
+}
+
+/// The operator scan a C descriptor and initial state ask for.
+unsafe fn scan_from_c(
+    op: &Operator,
+    desc: *const scanrt_scan_desc,
+    init: *const c_void,
+) -> Result<(OperatorScan, u64)> {
+    let d = read_versioned(desc, "desc")?;
+    if d.has_init != 0 {
+        bail!(
+            InvalidArgument,
+            "an operator scan takes its initial state as the init argument; desc->has_init must be 0"
+        );
+    }
+    let (algorithm, direction, segments) = traversal_from_c(&d)?;
+    let state_size = op.desc().state_size;
+    // SAFETY: a non-NULL init holds one state (the caller's contract).
+    let init = (!init.is_null()).then(|| std::slice::from_raw_parts(init as *const u8, state_size).to_vec());
+    let scan = OperatorScan {
+        inclusive: d.inclusive != 0,
+        init,
+        algorithm,
+        direction,
+        deterministic: d.deterministic != 0,
+        segments,
+    };
+    Ok((scan, d.segment_data as u64))
+}
+
+/// `count` addresses at `p`, as integers.
+unsafe fn addresses<T>(p: *const *const T, count: usize, what: &str) -> Result<Vec<u64>> {
+    if count > 4 {
+        bail!(InvalidArgument, "{what}: {count} arrays, more than any operator takes");
+    }
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    non_null(p, what)?;
+    // SAFETY: `p` holds `count` pointers (the caller's contract), count <= 4.
+    Ok(std::slice::from_raw_parts(p, count).iter().map(|&a| a as u64).collect())
+}
+
+/// Scans with operator `op` on `stream` (of the operator's context): `inputs` are the
+/// load's input buffers in order (one `SCANRT_DTYPE_U8` buffer of states without a load),
+/// `outputs` the store's likewise. The scan covers the first output's elements; every
+/// other buffer holds at least as many. `desc` gives inclusive, algorithm, direction,
+/// deterministic and segments (its `op` and `init` are not used); `init` is the initial
+/// state (`state_size` bytes, host memory) or NULL for the identity. An output may be
+/// exactly an input (in place). `info` may be NULL.
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_operator_scan(
+    op: *const scanrt_operator,
+    stream: *const scanrt_stream,
+    inputs: *const *const scanrt_buffer,
+    num_inputs: usize,
+    outputs: *const *const scanrt_buffer,
+    num_outputs: usize,
+    desc: *const scanrt_scan_desc,
+    init: *const c_void,
+    info: *mut scanrt_scan_info,
+) -> ScanrtStatus {
+    boundary(|| {
+        let op = &non_null(op, "op")?.inner;
+        let stream = &non_null(stream, "stream")?.inner;
+        let info = InfoOut::check(info)?;
+        let buffers = |p: *const *const scanrt_buffer, count: usize, what: &str| -> Result<Vec<&crate::Buffer>> {
+            addresses(p, count, what)?
+                .into_iter()
+                .map(|b| Ok(&non_null(b as *const scanrt_buffer, what)?.inner))
+                .collect()
+        };
+        let (inputs, outputs) = (
+            buffers(inputs, num_inputs, "inputs")?,
+            buffers(outputs, num_outputs, "outputs")?,
+        );
+        let (scan, segments) = scan_from_c(op, desc, init)?;
+        let (inputs, outputs, n) = op.buffer_arrays(&inputs, &outputs)?;
+        // SAFETY: the arrays are live buffers of the operator's context holding n
+        // elements; the segment data is range-checked on a GPU and is host memory the
+        // caller vouches for on the host backend (as for scanrt_scan).
+        info.write(op.scan_raw(stream, &inputs, &outputs, n, segments, &scan, None)?);
+        Ok(())
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn scan_device(
+    op: *const scanrt_operator,
+    cuda_stream: *mut c_void,
+    inputs: *const *const c_void,
+    num_inputs: usize,
+    outputs: *const *mut c_void,
+    num_outputs: usize,
+    n: u64,
+    desc: *const scanrt_scan_desc,
+    init: *const c_void,
+    workspace: Option<Workspace>,
+    info: *mut scanrt_scan_info,
+) -> Result<()> {
+    let op = &non_null(op, "op")?.inner;
+    let ctx = op.context();
+    ctx.gpu()?; // device pointers need a GPU context
+    let info = InfoOut::check(info)?;
+    let inputs = addresses(inputs, num_inputs, "inputs")?;
+    let outputs = addresses(outputs as *const *const c_void, num_outputs, "outputs")?;
+    let (scan, segments) = scan_from_c(op, desc, init)?;
+    // The raw handle is checked with the driver by the scan itself.
+    let stream = Stream::borrowed(ctx, cuda_stream, false);
+    // SAFETY: every range is checked with the driver before anything runs.
+    info.write(op.scan_raw(&stream, &inputs, &outputs, n, segments, &scan, workspace)?);
+    Ok(())
+}
+
+/// Scans `n` elements of device arrays with operator `op` on the application's
+/// `cuda_stream` (a `cudaStream_t`; NULL = legacy default stream), asynchronously:
+/// `inputs` and `outputs` as for `scanrt_operator_scan`, as device pointers. Pointers are
+/// checked with the driver before anything is written.
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_operator_scan_device(
+    op: *const scanrt_operator,
+    cuda_stream: *mut c_void,
+    inputs: *const *const c_void,
+    num_inputs: usize,
+    outputs: *const *mut c_void,
+    num_outputs: usize,
+    n: u64,
+    desc: *const scanrt_scan_desc,
+    init: *const c_void,
+    info: *mut scanrt_scan_info,
+) -> ScanrtStatus {
+    boundary(|| {
+        scan_device(
+            op,
+            cuda_stream,
+            inputs,
+            num_inputs,
+            outputs,
+            num_outputs,
+            n,
+            desc,
+            init,
+            None,
+            info,
+        )
+    })
+}
+
+/// Writes to `*bytes` the workspace `scanrt_operator_scan_device_with_workspace` needs
+/// for `n` elements with `desc` (0 when none is needed).
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_operator_workspace_size(
+    op: *const scanrt_operator,
+    n: u64,
+    desc: *const scanrt_scan_desc,
+    bytes: *mut usize,
+) -> ScanrtStatus {
+    boundary(|| {
+        let op = &non_null(op, "op")?.inner;
+        let (scan, _) = scan_from_c(op, desc, std::ptr::null())?;
+        *non_null_mut(bytes, "bytes")? = op.workspace_bytes(n, &scan)?;
+        Ok(())
+    })
+}
+
+/// `scanrt_operator_scan_device` with a caller-provided workspace, initialised by
+/// `scanrt_workspace_init` (see there): no allocation at all, for CUDA-graph capture.
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_operator_scan_device_with_workspace(
+    op: *const scanrt_operator,
+    cuda_stream: *mut c_void,
+    inputs: *const *const c_void,
+    num_inputs: usize,
+    outputs: *const *mut c_void,
+    num_outputs: usize,
+    n: u64,
+    desc: *const scanrt_scan_desc,
+    init: *const c_void,
+    workspace: *mut c_void,
+    workspace_bytes: usize,
+    info: *mut scanrt_scan_info,
+) -> ScanrtStatus {
+    boundary(|| {
+        if workspace.is_null() && workspace_bytes > 0 {
+            bail!(
+                NullArgument,
+                "workspace is NULL but workspace_bytes is {workspace_bytes}"
+            );
+        }
+        let workspace = Workspace {
+            ptr: workspace as u64,
+            bytes: workspace_bytes,
+        };
+        scan_device(
+            op,
+            cuda_stream,
+            inputs,
+            num_inputs,
+            outputs,
+            num_outputs,
+            n,
+            desc,
+            init,
+            Some(workspace),
+            info,
+        )
+    })
+}
