@@ -489,6 +489,19 @@ fn recipes_and_user_operators_on_the_host_backend() {
         let shape = Shape::random(&mut rng, &sizes);
         check_logcumsumexp(&ctx, &stream, &op, &mut rng, shape).unwrap();
     }
+    let sight = ctx.create_operator(examples::line_of_sight()).unwrap();
+    let fibonacci = ctx.create_operator(examples::fibonacci_matrix()).unwrap();
+    let recurrence = ctx
+        .create_operator(scanrt::recipes::linear_recurrence(DType::F64).unwrap())
+        .unwrap();
+    for _ in 0..40 {
+        let shape = Shape::random(&mut rng, &sizes);
+        check_line_of_sight(&ctx, &stream, &sight, &mut rng, shape).unwrap();
+        let shape = Shape::random(&mut rng, &sizes);
+        check_fibonacci_matrix(&ctx, &stream, &fibonacci, &mut rng, shape).unwrap();
+        let (rows, terms) = (1 + rng.below(50) as usize, 1 + rng.below(100) as usize);
+        check_polynomials(&ctx, &stream, &recurrence, &mut rng, rows, terms).unwrap();
+    }
     // Without host functions the host backend refuses with a specific status.
     let op = ctx.create_operator(matrix_product()).unwrap();
     let shape = Shape {

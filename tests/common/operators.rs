@@ -6,6 +6,10 @@ use scanrt::{recipes, Buffer, Context, DType, OperatorDesc, OperatorScan, Segmen
 
 use super::Rng;
 
+/// The examples' operators (examples/line_of_sight.rs, examples/fibonacci.rs).
+#[path = "../../examples/operators/mod.rs"]
+pub mod examples;
+
 /// One randomized shape: length, direction, segments (byte flags or rows) and offsets
 /// into larger buffers (misaligned starts).
 #[derive(Debug, Clone, Copy)]
@@ -360,6 +364,148 @@ pub fn check_matrix_product(
                 "{shape:?} {algorithm:?}: element {p} = {:?} expected {:?}",
                 &got[4 * p..4 * p + 4],
                 expect[p]
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The line-of-sight example: visible flags and horizons against a sequential sweep
+/// (ties, points at distance 0, segments restarting the observer).
+pub fn check_line_of_sight(
+    ctx: &Context,
+    stream: &Stream,
+    op: &scanrt::Operator,
+    rng: &mut Rng,
+    shape: Shape,
+) -> Result<(), String> {
+    let n = shape.n;
+    let rise: Vec<f32> = (0..n).map(|_| rng.below(201) as f32 - 100.0).collect();
+    let distance: Vec<f32> = (0..n).map(|_| rng.below(20) as f32).collect();
+    let starts = shape.starts(rng);
+    let mut expect = vec![(0u32, 0f32); n];
+    let mut horizon = f32::NEG_INFINITY;
+    for (p, restart) in shape.walk(&starts) {
+        if restart {
+            horizon = f32::NEG_INFINITY;
+        }
+        let angle = if distance[p] > 0.0 {
+            rise[p] / distance[p]
+        } else {
+            f32::NEG_INFINITY
+        };
+        expect[p] = (u32::from(angle >= horizon), horizon);
+        horizon = horizon.max(angle);
+    }
+    let (rv, dv) = (
+        Array::new(ctx, stream, &rise, shape.offset),
+        Array::new(ctx, stream, &distance, shape.offset),
+    );
+    let (vv, hv) = (
+        Array::new(ctx, stream, &vec![7u32; n], shape.offset),
+        Array::new(ctx, stream, &vec![7f32; n], 0),
+    );
+    run(
+        ctx,
+        stream,
+        op,
+        &[rv.addr, dv.addr],
+        &[vv.addr, hv.addr],
+        &shape,
+        &starts,
+        &shape.scan(),
+    )?;
+    let (visible, horizons) = (vv.read::<u32>(stream, n)?, hv.read::<f32>(stream, n)?);
+    for p in 0..n {
+        if (visible[p], horizons[p]) != expect[p] {
+            return Err(format!(
+                "{shape:?}: point {p} = {:?} expected {:?}",
+                (visible[p], horizons[p]),
+                expect[p]
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The Fibonacci example's operator on random matrices: element (0, 1) of each running
+/// product `first * then`, exact.
+pub fn check_fibonacci_matrix(
+    ctx: &Context,
+    stream: &Stream,
+    op: &scanrt::Operator,
+    rng: &mut Rng,
+    shape: Shape,
+) -> Result<(), String> {
+    let n = shape.n;
+    let mats: Vec<[u32; 4]> = (0..n).map(|_| [0, 1, 2, 3].map(|_| rng.next_u64() as u32)).collect();
+    let starts = shape.starts(rng);
+    let mut expect = vec![0u32; n];
+    let mut acc = [1, 0, 0, 1];
+    for (p, restart) in shape.walk(&starts) {
+        if restart {
+            acc = [1, 0, 0, 1];
+        }
+        acc = examples::mat_mul(acc, mats[p]);
+        expect[p] = acc[1];
+    }
+    let flat: Vec<u32> = mats.iter().flatten().copied().collect();
+    let iv = Array::new(ctx, stream, &flat, 4 * shape.offset);
+    let ov = Array::new(ctx, stream, &vec![7u32; n], shape.offset);
+    run(ctx, stream, op, &[iv.addr], &[ov.addr], &shape, &starts, &shape.scan())?;
+    let got = ov.read::<u32>(stream, n)?;
+    match (0..n).find(|&p| got[p] != expect[p]) {
+        Some(p) => Err(format!("{shape:?}: element {p} = {} expected {}", got[p], expect[p])),
+        None => Ok(()),
+    }
+}
+
+/// The polynomial example: `rows` polynomials of `terms` coefficients, each at its own x,
+/// as a backward batched recurrence (f64), against Horner's loop.
+pub fn check_polynomials(
+    ctx: &Context,
+    stream: &Stream,
+    op: &scanrt::Operator,
+    rng: &mut Rng,
+    rows: usize,
+    terms: usize,
+) -> Result<(), String> {
+    let n = rows * terms;
+    let x: Vec<f64> = (0..rows).map(|_| (rng.below(2001) as f64 - 1000.0) / 1000.0).collect();
+    let c: Vec<f64> = (0..n).map(|_| (rng.below(2001) as f64 - 1000.0) / 1000.0).collect();
+    let a: Vec<f64> = x.iter().flat_map(|&x| std::iter::repeat_n(x, terms)).collect();
+    let (av, cv) = (Array::new(ctx, stream, &a, 0), Array::new(ctx, stream, &c, 0));
+    let hv = Array::new(ctx, stream, &vec![f64::NAN; n], 0);
+    let shape = Shape {
+        n,
+        backward: true,
+        segments: 2,
+        row: terms as u64,
+        offset: 0,
+        deterministic: false,
+    };
+    let starts = shape.starts(rng);
+    run(
+        ctx,
+        stream,
+        op,
+        &[av.addr, cv.addr],
+        &[hv.addr],
+        &shape,
+        &starts,
+        &shape.scan(),
+    )?;
+    let h = hv.read::<f64>(stream, n)?;
+    for r in 0..rows {
+        let horner = c[r * terms..(r + 1) * terms]
+            .iter()
+            .rev()
+            .fold(0.0, |p, &c| c + x[r] * p);
+        if !((h[r * terms] - horner).abs() <= 1e-11 * (1.0 + horner.abs())) {
+            return Err(format!(
+                "{rows} x {terms}: p_{r}({}) = {} expected {horner}",
+                x[r],
+                h[r * terms]
             ));
         }
     }

@@ -36,6 +36,7 @@ fn main() {
             kernels::tag_wraparound_clears_stale_slots,
             kernels::sanitizer_subset,
             operators::recipes_match_sequential_loops,
+            operators::examples_match_sequential_loops,
             operators::wide_non_commutative_states_every_algorithm,
             operators::user_u32_sum_equals_the_built_in_sum,
             operators::bad_operators_get_a_status_and_the_compiler_log,

@@ -81,6 +81,38 @@ pub fn recipes_match_sequential_loops() {
     tally(results.into_iter(), "logcumsumexp");
 }
 
+pub fn examples_match_sequential_loops() {
+    let (ctx, stream) = (gpu(), gpu().new_stream().unwrap());
+    let mut rng = Rng(0x0e);
+    let sizes = sizes();
+    let sight = ctx.create_operator(examples::line_of_sight()).unwrap();
+    let results: Vec<_> = (0..400)
+        .map(|_| {
+            let shape = Shape::random(&mut rng, &sizes);
+            check_line_of_sight(ctx, &stream, &sight, &mut rng, shape)
+        })
+        .collect();
+    tally(results.into_iter(), "line of sight");
+    let fibonacci = ctx.create_operator(examples::fibonacci_matrix()).unwrap();
+    let results: Vec<_> = (0..400)
+        .map(|_| {
+            let shape = Shape::random(&mut rng, &sizes);
+            check_fibonacci_matrix(ctx, &stream, &fibonacci, &mut rng, shape)
+        })
+        .collect();
+    tally(results.into_iter(), "fibonacci matrices");
+    let recurrence = ctx
+        .create_operator(recipes::linear_recurrence(DType::F64).unwrap())
+        .unwrap();
+    let results: Vec<_> = (0..300)
+        .map(|_| {
+            let (rows, terms) = (1 + rng.below(3000) as usize, 1 + rng.below(2000) as usize);
+            check_polynomials(ctx, &stream, &recurrence, &mut rng, rows, terms)
+        })
+        .collect();
+    tally(results.into_iter(), "polynomials");
+}
+
 pub fn wide_non_commutative_states_every_algorithm() {
     let (ctx, stream) = (gpu(), gpu().new_stream().unwrap());
     let mut rng = Rng(0x16);

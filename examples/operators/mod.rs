@@ -1,0 +1,125 @@
+//! The user-defined operators of the examples, shared with the test suites (which check
+//! them against sequential loops): each is CUDA source for the GPU plus host functions
+//! for the host backend.
+#![allow(dead_code)] // each example uses one of them
+
+use std::sync::Arc;
+
+use scanrt::{DType, HostOperator, OperatorDesc};
+
+/// Seed 001's line of sight: which points of a terrain profile an observer at point 0
+/// sees. Inputs: each point's rise above the observer and its distance (f32); a point is
+/// visible when its view angle `rise / distance` is at least every angle before it.
+/// Outputs: visible (u32 0/1) and the horizon angle before the point (f32).
+///
+/// The state describes a stretch of the profile: the angle of its last point, the largest
+/// angle before that point and the largest angle of all. A NaN `last` marks the empty
+/// stretch (the identity); angles are never NaN.
+pub fn line_of_sight() -> OperatorDesc {
+    const SOURCE: &str = r#"
+// -__int_as_float(0xff800000) is -infinity (NVRTC has no INFINITY macro).
+struct Sight { float last, before, all; };
+__device__ Sight extend(Sight first, Sight then) {
+    if (isnan(then.last)) return first;
+    if (isnan(first.last)) return then;
+    return Sight{then.last, fmaxf(first.all, then.before), fmaxf(first.all, then.all)};
+}
+__device__ Sight point(int64_t, float rise, float distance) {
+    const float angle = distance > 0 ? rise / distance : -__int_as_float(0xff800000);
+    return Sight{angle, -__int_as_float(0xff800000), angle};
+}
+__device__ void visibility(const Sight& s, uint32_t& visible, float& horizon) {
+    visible = s.last >= s.before;
+    horizon = s.before;
+}
+"#;
+    let state =
+        |b: &[u8]| -> [f32; 3] { [0, 1, 2].map(|k| f32::from_ne_bytes(b[4 * k..4 * k + 4].try_into().unwrap())) };
+    let put = |s: [f32; 3], out: &mut [u8]| {
+        for (k, v) in s.iter().enumerate() {
+            out[4 * k..4 * k + 4].copy_from_slice(&v.to_ne_bytes());
+        }
+    };
+    let host = HostOperator {
+        combine: Arc::new(move |a, b, out| {
+            let (first, then) = (state(a), state(b));
+            let r = if then[0].is_nan() {
+                first
+            } else if first[0].is_nan() {
+                then
+            } else {
+                [then[0], first[2].max(then[1]), first[2].max(then[2])]
+            };
+            put(r, out)
+        }),
+        load: Some(Arc::new(move |_, x, out| {
+            let (rise, distance) = (
+                f32::from_ne_bytes(x[0].try_into().unwrap()),
+                f32::from_ne_bytes(x[1].try_into().unwrap()),
+            );
+            let angle = if distance > 0.0 {
+                rise / distance
+            } else {
+                f32::NEG_INFINITY
+            };
+            put([angle, f32::NEG_INFINITY, angle], out)
+        })),
+        store: Some(Arc::new(move |s, y| {
+            let s = state(s);
+            y[0].copy_from_slice(&u32::from(s[0] >= s[1]).to_ne_bytes());
+            y[1].copy_from_slice(&s[1].to_ne_bytes());
+        })),
+    };
+    let identity: Vec<u8> = [f32::NAN, f32::NEG_INFINITY, f32::NEG_INFINITY]
+        .iter()
+        .flat_map(|v| v.to_ne_bytes())
+        .collect();
+    OperatorDesc::new("line_of_sight", SOURCE, "Sight", 12, 4, "extend", &identity)
+        .with_load("point", &[DType::F32, DType::F32])
+        .with_store("visibility", &[DType::U32, DType::F32])
+        .with_host(host)
+}
+
+/// Fibonacci numbers mod 2^32 as a product of 2x2 matrices: the scan reads an array of
+/// matrices (each Q = [[1, 1], [1, 0]] for Fibonacci) and writes element (0, 1) of each
+/// running product: Q^(i+1) holds F(i+1) there.
+pub fn fibonacci_matrix() -> OperatorDesc {
+    const SOURCE: &str = r#"
+struct Mat2 { uint32_t m[4]; };  // row-major, arithmetic mod 2^32
+__device__ Mat2 mat_mul(Mat2 x, Mat2 y) {
+    return Mat2{{x.m[0] * y.m[0] + x.m[1] * y.m[2], x.m[0] * y.m[1] + x.m[1] * y.m[3],
+                 x.m[2] * y.m[0] + x.m[3] * y.m[2], x.m[2] * y.m[1] + x.m[3] * y.m[3]}};
+}
+__device__ void fibonacci(const Mat2& q, uint32_t& f) { f = q.m[1]; }
+"#;
+    let host = HostOperator {
+        combine: Arc::new(|a, b, out| {
+            let (x, y) = (matrix(a), matrix(b));
+            for (k, v) in mat_mul(x, y).iter().enumerate() {
+                out[4 * k..4 * k + 4].copy_from_slice(&v.to_ne_bytes());
+            }
+        }),
+        load: None,
+        store: Some(Arc::new(|s, y| y[0].copy_from_slice(&s[4..8]))),
+    };
+    let identity: Vec<u8> = [1u32, 0, 0, 1].iter().flat_map(|v| v.to_ne_bytes()).collect();
+    OperatorDesc::new("fibonacci_matrix", SOURCE, "Mat2", 16, 4, "mat_mul", &identity)
+        .with_store("fibonacci", &[DType::U32])
+        .with_host(host)
+}
+
+/// A 2x2 matrix from its bytes.
+pub fn matrix(bytes: &[u8]) -> [u32; 4] {
+    [0, 1, 2, 3].map(|k| u32::from_ne_bytes(bytes[4 * k..4 * k + 4].try_into().unwrap()))
+}
+
+/// The row-major product mod 2^32.
+pub fn mat_mul(x: [u32; 4], y: [u32; 4]) -> [u32; 4] {
+    let (a, b) = (x, y);
+    [
+        a[0].wrapping_mul(b[0]).wrapping_add(a[1].wrapping_mul(b[2])),
+        a[0].wrapping_mul(b[1]).wrapping_add(a[1].wrapping_mul(b[3])),
+        a[2].wrapping_mul(b[0]).wrapping_add(a[3].wrapping_mul(b[2])),
+        a[2].wrapping_mul(b[1]).wrapping_add(a[3].wrapping_mul(b[3])),
+    ]
+}
