@@ -15,8 +15,9 @@
 //! The identity comes as bytes. An operator may also bring host functions, which the
 //! host backend runs; without them it refuses with `UnsupportedCombination`.
 //!
-//! Kernel sets are compiled per (direction, segmented) on first use and belong to the
-//! operator: dropping it unloads them.
+//! Kernel sets are compiled per direction, segmentation and algorithm family (single
+//! pass, or the matrix scan) on first use and belong to the operator: dropping it unloads
+//! them.
 
 use std::sync::Arc;
 
@@ -177,8 +178,9 @@ struct OperatorInner {
     /// The layout of each input and output array, derived from `desc` once.
     inputs: Vec<ArrayLayout>,
     outputs: Vec<ArrayLayout>,
-    /// The kernel sets compiled so far, by (direction, segmented).
-    kernel_sets: Memo<(Direction, bool), Arc<ScanKernels>>,
+    /// The kernel sets compiled so far, by (direction, segmented, matrix): the single-pass
+    /// kernels and the matrix scan's are compiled apart, each on first use.
+    kernel_sets: Memo<(Direction, bool, bool), Arc<ScanKernels>>,
 }
 
 fn is_identifier(name: &str) -> bool {
@@ -338,7 +340,7 @@ impl OperatorDesc {
     /// The `struct Op` and types of the operator's translation unit: the user's source
     /// under `#line` directives (so compiler messages cite its own lines), then the glue
     /// the kernels call.
-    fn unit(&self) -> TranslationUnit {
+    fn unit(&self, matrix: bool) -> TranslationUnit {
         let OperatorDesc {
             name,
             source,
@@ -416,8 +418,9 @@ typedef {state} In;
             } else {
                 "(unsigned long long)&init"
             },
-            bulk: plain,
-            wave: plain,
+            bulk: plain && !matrix,
+            wave: plain && !matrix,
+            matrix,
         }
     }
 }
@@ -438,32 +441,36 @@ impl Context {
             }),
         };
         if let Engine::Gpu(_) = self.engine() {
-            op.kernels(Direction::Forward, false)?;
+            op.kernels(Direction::Forward, false, false)?;
         }
         Ok(op)
     }
 }
 
 /// The source of an operator's kernel set for one direction and segmentation on
-/// `sm_<arch>`, with its tile shape.
+/// `sm_<arch>` (the matrix scan's set, or the single pass's), with its tile shape.
 fn kernel_source(
     desc: &OperatorDesc,
     arch: i32,
     direction: Direction,
     segmented: bool,
+    matrix: bool,
 ) -> (KernelSource, TranslationUnit, TileShape) {
     let shape = operator_shape(arch, desc.state_size, desc.plain_arrays(), segmented);
-    let unit = desc.unit();
+    let unit = desc.unit(matrix);
     let source = KernelSource {
-        name: format!("operator {} {direction:?} segmented={segmented} {shape:?}", desc.name),
+        name: format!(
+            "operator {} {direction:?} segmented={segmented} matrix={matrix} {shape:?}",
+            desc.name
+        ),
         text: unit.text(&shape, direction, segmented),
         headers: KERNEL_HEADERS,
     };
     (source, unit, shape)
 }
 
-/// Compiles every kernel set of the operator `desc` (both directions, segmented or not)
-/// with NVRTC for `sm_<arch>`, without a GPU, through the disk cache; returns the images'
+/// Compiles every kernel set of the operator `desc` (both directions, segmented or not,
+/// single pass and matrix scan) with NVRTC for `sm_<arch>`, without a GPU, through the disk cache; returns the images'
 /// total size. A bad source fails with `CompileError` and the compiler's log.
 pub fn compile_operator(desc: &OperatorDesc, arch: i32) -> Result<usize> {
     desc.check()?;
@@ -472,9 +479,11 @@ pub fn compile_operator(desc: &OperatorDesc, arch: i32) -> Result<usize> {
     let mut bytes = 0;
     for direction in [Direction::Forward, Direction::Backward] {
         for segmented in [false, true] {
-            bytes += nvrtc
-                .compile_cached(&kernel_source(desc, arch, direction, segmented).0, target)?
-                .len();
+            for matrix in [false, true] {
+                bytes += nvrtc
+                    .compile_cached(&kernel_source(desc, arch, direction, segmented, matrix).0, target)?
+                    .len();
+            }
         }
     }
     Ok(bytes)
@@ -486,13 +495,14 @@ impl Operator {
         &self.inner.desc
     }
 
-    /// The kernel set for one direction and segmentation, compiled on first use.
-    fn kernels(&self, direction: Direction, segmented: bool) -> Result<Arc<ScanKernels>> {
+    /// The kernel set for one direction, segmentation and algorithm family, compiled on
+    /// first use.
+    fn kernels(&self, direction: Direction, segmented: bool, matrix: bool) -> Result<Arc<ScanKernels>> {
         let inner = &self.inner;
         let dev = inner.ctx.gpu()?;
-        inner.kernel_sets.get_or_try_init(&(direction, segmented), || {
+        inner.kernel_sets.get_or_try_init(&(direction, segmented, matrix), || {
             let desc = &inner.desc;
-            let (source, unit, shape) = kernel_source(desc, dev.arch, direction, segmented);
+            let (source, unit, shape) = kernel_source(desc, dev.arch, direction, segmented, matrix);
             let kinds = KernelKind::ALL.into_iter().filter(|&k| unit.has(k, &shape));
             ScanKernels::load(dev, &source, shape, kinds, desc.state_size)
         })
@@ -558,7 +568,7 @@ impl Operator {
         };
         let dev = &engine.device;
         let segmented = scan.segments != Segments::None;
-        let kernels = self.kernels(scan.direction, segmented)?;
+        let kernels = self.kernels(scan.direction, segmented, algorithm == Algorithm::Matrix)?;
         let _current = dev.enter()?;
         dev.take_fault()?;
         if n == 0 {
@@ -678,7 +688,8 @@ impl Operator {
         if self.inner.ctx.gpu().is_err() {
             return Ok(0);
         }
-        let kernels = self.kernels(scan.direction, scan.segments != Segments::None)?;
+        // Both families share the tile shape, hence the workspace.
+        let kernels = self.kernels(scan.direction, scan.segments != Segments::None, false)?;
         let tiles = n.div_ceil(kernels.shape.tile_elems());
         Ok(if tiles > 1 {
             lookback_bytes(self.inner.desc.state_size, tiles)

@@ -126,8 +126,12 @@ SCANRT_DEVICE u32 key_row_flags(const K* keys, bool vector_ok, long long n, long
 // Start flags of rows of `length` elements for physical q .. q + ITEMS (bit j = s(q + j)).
 template <int ITEMS>
 SCANRT_DEVICE u32 row_start_flags(long long length, long long q) {
+    // One remainder per row, in 32 bits where both fit (a 64-bit one costs several times
+    // as much, and batched scans pay it in every thread of every tile).
+    const unsigned long long uq = q, ulength = length;
+    const unsigned long long r = ((uq | ulength) >> 32) == 0 ? (u32)uq % (u32)ulength : uq % ulength;
     u32 own = 0;
-    for (long long j = (length - q % length) % length; j <= ITEMS; j += length) own |= 1u << j;
+    for (unsigned long long j = r == 0 ? 0 : ulength - r; j <= ITEMS; j += ulength) own |= 1u << j;
     return own;
 }
 

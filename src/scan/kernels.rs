@@ -146,6 +146,7 @@ typedef {i} In;
             init: "init_bits",
             bulk: self.has(KernelKind::SinglePassBulk),
             wave: self.has(KernelKind::SinglePassWave),
+            matrix: true,
         };
         // The name says everything that decides the text: it keys the loaded modules.
         KernelSource {
@@ -180,6 +181,9 @@ pub(crate) struct TranslationUnit {
     pub bulk: bool,
     /// The set may have the one-wave kernel (plain arrays only), where the shape has one.
     pub wave: bool,
+    /// The set has the matrix scan's kernels (built-in sets always; an operator compiles
+    /// them apart, on first use, so that its first compile is short).
+    pub matrix: bool,
 }
 
 impl TranslationUnit {
@@ -188,7 +192,8 @@ impl TranslationUnit {
         match kind {
             KernelKind::SinglePassBulk => self.bulk && shape.bulk_buffers > 0,
             KernelKind::SinglePassWave => self.wave && shape.wave_threads > 0,
-            _ => true,
+            KernelKind::MatrixReduce | KernelKind::MatrixScanSums | KernelKind::MatrixScanTiles => self.matrix,
+            KernelKind::SinglePass => true,
         }
     }
 
@@ -234,19 +239,27 @@ impl TranslationUnit {
         let heads = "(const void*)heads";
         let lookback = "(void*)workspace, status_capacity, (FaultReport*)report";
         let scratch = "(Carry*)(workspace + sizeof(LookbackHeader))";
+        let matrix_include = if self.matrix {
+            "#include \"device/matrix_scan.cuh\"\n"
+        } else {
+            ""
+        };
         let mut text = format!(
             r#"{defines}#include "device/single_pass_scan.cuh"
 #include "device/single_pass_bulk.cuh"
 #include "device/single_pass_wave.cuh"
-#include "device/matrix_scan.cuh"
-{definitions}typedef Op::T Acc;
+{matrix_include}{definitions}typedef Op::T Acc;
 typedef {source_type} Src;
 typedef {destination_type} Dst;
 typedef CarryOf<Op, {seg}>::Op_::T Carry;
 extern "C" __global__ void __launch_bounds__({threads} + 32, {min_blocks_per_sm}) scanrt_single_pass{p} {{
     single_pass_scan<Op, Src, Dst, {threads}, {items}, {slots}, {spin}, {sleep}, {reverse}, {seg}>({source}, {destination}, n, {init}, flags, {heads}, {lookback});
 }}
-extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_reduce{p} {{
+"#
+        );
+        if self.matrix {
+            text += &format!(
+                r#"extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_reduce{p} {{
     matrix_reduce<Op, Src, {threads}, {items}, {reverse}, {seg}>({source}, n, {scratch}, {init}, flags, {heads});
 }}
 extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_scan_sums{p} {{
@@ -256,7 +269,8 @@ extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_scan_tiles
     matrix_scan_tiles<Op, Src, Dst, {threads}, {items}, {reverse}, {seg}>({source}, {destination}, n, {scratch}, {init}, flags, {heads});
 }}
 "#
-        );
+            );
+        }
         let io = format!("(const In*)input, (Acc*)output, n, {init}, flags");
         if self.has(KernelKind::SinglePassBulk, shape) {
             text += &format!(
