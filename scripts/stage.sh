@@ -15,7 +15,8 @@ for line in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
         shutil.copy(m["executable"], "stage/tests/" + m["target"]["name"])
 '
-cp target/release/scanrt-demo target/release/scanrt-pack target/release/examples/bench_compare stage/bin/
+cp target/release/scanrt-demo target/release/scanrt-pack stage/bin/
+cp target/release/examples/{bench_compare,line_of_sight,fibonacci,polynomial} stage/bin/
 crit=$(ls -t target/release/deps/scan-* | grep -v '\.d$' | head -1)
 cp "$crit" stage/bin/scan_criterion
 scripts/install.sh "$PWD/stage/prefix" >/dev/null  # builds the C libraries (feature capi)
