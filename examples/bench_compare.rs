@@ -647,6 +647,10 @@ impl log::Log for ElapsedLogger {
 /// Prints the milliseconds `create_operator` takes for a u32 sum of `source` in this
 /// process (after the context exists): a disk-cache load when the parent compiled it.
 fn create_operator_child(source: &str) {
+    if std::env::var_os("SCANRT_BENCH_VERBOSE").is_some() {
+        log::set_logger(Box::leak(Box::new(ElapsedLogger(Instant::now())))).unwrap();
+        log::set_max_level(log::LevelFilter::Debug);
+    }
     let ctx = Context::new(Backend::Gpu, 0).unwrap();
     let desc = scanrt::OperatorDesc::new("user_sum", source, "uint32_t", 4, 4, "add", &[0; 4]);
     let t = Instant::now();
@@ -718,17 +722,22 @@ fn operators(ctx: &Context, stream: &Stream, timer: &Timer) {
             .unwrap()
             .as_nanos()
     );
+    // Each in a new process with its own context: first cold (NVRTC loads and compiles),
+    // then from the disk cache (nothing in memory). SCANRT_BENCH_VERBOSE=1 prints the
+    // children's timelines.
+    let create_in_child = || {
+        let child = std::process::Command::new(std::env::current_exe().unwrap())
+            .env("SCANRT_BENCH_OPERATOR_SOURCE", &unique)
+            .output()
+            .unwrap();
+        eprint!("{}", String::from_utf8_lossy(&child.stderr));
+        String::from_utf8_lossy(&child.stdout).trim().to_string()
+    };
+    let cold = create_in_child();
+    let cached = create_in_child();
+    println!("JIT of a new operator in a new process: cold {cold} ms (target 1000), from the disk cache {cached} ms (target 10)");
     let sum_desc = OperatorDesc::new("user_sum", &unique, "uint32_t", 4, 4, "add", &[0; 4]);
-    let t = Instant::now();
-    let user_sum = ctx.create_operator(sum_desc.clone()).unwrap();
-    let cold = t.elapsed().as_secs_f64() * 1e3;
-    // The same source in a new process: its own context, nothing in memory, the disk cache.
-    let child = std::process::Command::new(std::env::current_exe().unwrap())
-        .env("SCANRT_BENCH_OPERATOR_SOURCE", &unique)
-        .output()
-        .unwrap();
-    let cached = String::from_utf8_lossy(&child.stdout).trim().to_string();
-    println!("JIT of a new operator: cold {cold:.1} ms (target 1000); in a new process, from the disk cache {cached} ms (target 10)");
+    let user_sum = ctx.create_operator(sum_desc).unwrap();
 
     let plain = OperatorScan::inclusive();
     for k in [24u32, 28] {

@@ -17,7 +17,7 @@ use scanrt::{DType, HostOperator, OperatorDesc};
 /// stretch (the identity); angles are never NaN.
 pub fn line_of_sight() -> OperatorDesc {
     const SOURCE: &str = r#"
-// -__int_as_float(0xff800000) is -infinity (NVRTC has no INFINITY macro).
+// __int_as_float(0xff800000) is -infinity (NVRTC has no INFINITY macro).
 struct Sight { float last, before, all; };
 __device__ Sight extend(Sight first, Sight then) {
     if (isnan(then.last)) return first;
@@ -25,8 +25,8 @@ __device__ Sight extend(Sight first, Sight then) {
     return Sight{then.last, fmaxf(first.all, then.before), fmaxf(first.all, then.all)};
 }
 __device__ Sight point(int64_t, float rise, float distance) {
-    const float angle = distance > 0 ? rise / distance : -__int_as_float(0xff800000);
-    return Sight{angle, -__int_as_float(0xff800000), angle};
+    const float angle = distance > 0 ? rise / distance : __int_as_float(0xff800000);
+    return Sight{angle, __int_as_float(0xff800000), angle};
 }
 __device__ void visibility(const Sight& s, uint32_t& visible, float& horizon) {
     visible = s.last >= s.before;
