@@ -174,7 +174,10 @@ fn host_from_c(d: &scanrt_operator_desc, has_load: bool, has_store: bool) -> Res
     let load = match (has_load, d.host_load) {
         (false, None) => None,
         (true, Some(load)) => Some(Arc::new(move |i: u64, inputs: &[&[u8]], state: &mut [u8]| {
-            let pointers: Vec<*const c_void> = inputs.iter().map(|x| x.as_ptr() as *const c_void).collect();
+            let mut pointers = [std::ptr::null::<c_void>(); 4];
+            for (p, x) in pointers.iter_mut().zip(inputs) {
+                *p = x.as_ptr() as *const c_void;
+            }
             let user = user;
             // SAFETY: the application's function, with one element per input and a
             // state-sized output, as documented.
@@ -186,7 +189,10 @@ fn host_from_c(d: &scanrt_operator_desc, has_load: bool, has_store: bool) -> Res
     let store = match (has_store, d.host_store) {
         (false, None) => None,
         (true, Some(store)) => Some(Arc::new(move |state: &[u8], outputs: &mut [&mut [u8]]| {
-            let pointers: Vec<*mut c_void> = outputs.iter_mut().map(|y| y.as_mut_ptr() as *mut c_void).collect();
+            let mut pointers = [std::ptr::null_mut::<c_void>(); 2];
+            for (p, y) in pointers.iter_mut().zip(outputs.iter_mut()) {
+                *p = y.as_mut_ptr() as *mut c_void;
+            }
             let user = user;
             // SAFETY: as for load.
             unsafe { store(state.as_ptr() as *const c_void, pointers.as_ptr(), user.0) }
