@@ -73,7 +73,7 @@ fn host_scans(c: &mut Criterion) {
     let desc = ScanDesc::inclusive(Op::Sum);
     for k in [20u32, 24, 26] {
         let mut t = case(1 << k);
-        group.throughput(Throughput::Bytes(2 * 4 << k));
+        group.throughput(Throughput::Bytes((2 * 4) << k));
         group.bench_function(format!("naive_loop/2^{k}"), |b| {
             b.iter(|| naive(black_box(t.src_slice()), t.dst_slice()))
         });

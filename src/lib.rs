@@ -40,7 +40,9 @@ mod types;
 pub use buffer::Buffer;
 pub use context::{Context, ScanInfo};
 pub use error::{Error, Result};
-pub use operator::{compile_operator, HostOperator, Operator, OperatorDesc, OperatorScan};
+pub use operator::{
+    compile_operator, HostCombine, HostLoad, HostOperator, HostStore, Operator, OperatorDesc, OperatorScan,
+};
 pub use ops::{Accumulator, OpDefinition};
 pub use runtime::workspace::Workspace;
 /// The most streams whose look-back workspaces a context keeps (least recently used go first).

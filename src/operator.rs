@@ -41,16 +41,23 @@ use crate::tables::{Algorithm, Backend, ChoiceReason, Direction, Op};
 use crate::types::DType;
 use crate::Buffer;
 
+/// A host `combine`: `out = combine(a, b)`, states as their bytes.
+pub type HostCombine = Arc<dyn Fn(&[u8], &[u8], &mut [u8]) + Send + Sync>;
+/// A host `load`: `state = load(i, inputs...)`, one element's bytes per input array.
+pub type HostLoad = Arc<dyn Fn(u64, &[&[u8]], &mut [u8]) + Send + Sync>;
+/// A host `store`: `store(state, outputs...)`, one element's bytes per output array.
+pub type HostStore = Arc<dyn Fn(&[u8], &mut [&mut [u8]]) + Send + Sync>;
+
 /// Host implementations of an operator's functions, for the host backend. States and
 /// elements travel as their bytes (native endianness).
 #[derive(Clone)]
 pub struct HostOperator {
     /// `out = combine(a, b)`.
-    pub combine: Arc<dyn Fn(&[u8], &[u8], &mut [u8]) + Send + Sync>,
-    /// `state = load(i, inputs...)`, one byte slice per input array (transforms only).
-    pub load: Option<Arc<dyn Fn(u64, &[&[u8]], &mut [u8]) + Send + Sync>>,
-    /// `store(state, outputs...)`, one byte slice per output array (transforms only).
-    pub store: Option<Arc<dyn Fn(&[u8], &mut [&mut [u8]]) + Send + Sync>>,
+    pub combine: HostCombine,
+    /// `state = load(i, inputs...)` (transforms only).
+    pub load: Option<HostLoad>,
+    /// `store(state, outputs...)` (transforms only).
+    pub store: Option<HostStore>,
 }
 
 /// What a user-defined operator is: its CUDA source and the names in it.
@@ -420,6 +427,7 @@ typedef {state} In;
             },
             bulk: plain && !matrix,
             wave: plain && !matrix,
+            single_pass: true,
             matrix,
         }
     }
@@ -447,26 +455,47 @@ impl Context {
     }
 }
 
-/// The source of an operator's kernel set for one direction and segmentation on
-/// `sm_<arch>` (the matrix scan's set, or the single pass's), with its tile shape.
-fn kernel_source(
+/// The programs of an operator's kernel set for one direction and segmentation on
+/// `sm_<arch>` (the matrix scan's set, or the single pass's), each with the kernels it
+/// holds, and the set's tile shape. The single-pass set is one program per kernel, so
+/// that they compile at once; the matrix scan's kernels stay together.
+fn kernel_programs(
     desc: &OperatorDesc,
     arch: i32,
     direction: Direction,
     segmented: bool,
     matrix: bool,
-) -> (KernelSource, TranslationUnit, TileShape) {
+) -> (Vec<(KernelSource, Vec<KernelKind>)>, TileShape) {
     let shape = operator_shape(arch, desc.state_size, desc.plain_arrays(), segmented);
     let unit = desc.unit(matrix);
-    let source = KernelSource {
-        name: format!(
-            "operator {} {direction:?} segmented={segmented} matrix={matrix} {shape:?}",
-            desc.name
-        ),
-        text: unit.text(&shape, direction, segmented),
-        headers: KERNEL_HEADERS,
+    let kinds: Vec<KernelKind> = KernelKind::ALL.into_iter().filter(|&k| unit.has(k, &shape)).collect();
+    let groups: Vec<Vec<KernelKind>> = if matrix {
+        vec![kinds]
+    } else {
+        kinds.into_iter().map(|k| vec![k]).collect()
     };
-    (source, unit, shape)
+    let programs = groups
+        .into_iter()
+        .map(|kinds| {
+            let has = |k| kinds.contains(&k);
+            let part = TranslationUnit {
+                single_pass: has(KernelKind::SinglePass),
+                bulk: has(KernelKind::SinglePassBulk),
+                wave: has(KernelKind::SinglePassWave),
+                ..unit.clone()
+            };
+            let source = KernelSource {
+                name: format!(
+                    "operator {} {direction:?} segmented={segmented} {kinds:?} {shape:?}",
+                    desc.name
+                ),
+                text: part.text(&shape, direction, segmented),
+                headers: KERNEL_HEADERS,
+            };
+            (source, kinds)
+        })
+        .collect();
+    (programs, shape)
 }
 
 /// Compiles every kernel set of the operator `desc` (both directions, segmented or not,
@@ -480,9 +509,9 @@ pub fn compile_operator(desc: &OperatorDesc, arch: i32) -> Result<usize> {
     for direction in [Direction::Forward, Direction::Backward] {
         for segmented in [false, true] {
             for matrix in [false, true] {
-                bytes += nvrtc
-                    .compile_cached(&kernel_source(desc, arch, direction, segmented, matrix).0, target)?
-                    .len();
+                for (source, _) in kernel_programs(desc, arch, direction, segmented, matrix).0 {
+                    bytes += nvrtc.compile_cached(&source, target)?.len();
+                }
             }
         }
     }
@@ -502,9 +531,8 @@ impl Operator {
         let dev = inner.ctx.gpu()?;
         inner.kernel_sets.get_or_try_init(&(direction, segmented, matrix), || {
             let desc = &inner.desc;
-            let (source, unit, shape) = kernel_source(desc, dev.arch, direction, segmented, matrix);
-            let kinds = KernelKind::ALL.into_iter().filter(|&k| unit.has(k, &shape));
-            ScanKernels::load(dev, &source, shape, kinds, desc.state_size)
+            let (programs, shape) = kernel_programs(desc, dev.arch, direction, segmented, matrix);
+            ScanKernels::load_programs(dev, &programs, shape, desc.state_size)
         })
     }
 

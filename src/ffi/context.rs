@@ -65,7 +65,7 @@ pub unsafe extern "C" fn scanrt_context_backend(ctx: *const scanrt_context, out:
 pub unsafe extern "C" fn scanrt_context_backend_reason(ctx: *const scanrt_context) -> *const c_char {
     match ctx.as_ref() {
         Some(ctx) => ctx.backend_reason.as_ptr(),
-        None => b"\0".as_ptr() as *const c_char,
+        None => c"".as_ptr(),
     }
 }
 

@@ -39,7 +39,7 @@ fn check_size<T: Versioned>(size: usize, what: std::fmt::Arguments) -> Result<()
 /// `p` is NULL or points to a struct that starts with `struct_size`.
 pub(crate) unsafe fn caller_size<T: Versioned>(p: *const T, what: &str) -> Result<usize> {
     // SAFETY: not NULL, and the struct starts with a `usize`.
-    let size = non_null(p as *const usize, what).map(|first| *first)?;
+    let size = *non_null(p as *const usize, what)?;
     check_size::<T>(size, format_args!("{what}->struct_size"))?;
     Ok(size)
 }
