@@ -427,7 +427,6 @@ typedef {state} In;
             },
             bulk: plain && !matrix,
             wave: plain && !matrix,
-            single_pass: true,
             matrix,
         }
     }
@@ -455,47 +454,26 @@ impl Context {
     }
 }
 
-/// The programs of an operator's kernel set for one direction and segmentation on
-/// `sm_<arch>` (the matrix scan's set, or the single pass's), each with the kernels it
-/// holds, and the set's tile shape. The single-pass set is one program per kernel, so
-/// that they compile at once; the matrix scan's kernels stay together.
-fn kernel_programs(
+/// The source of an operator's kernel set for one direction and segmentation on
+/// `sm_<arch>` (the matrix scan's set, or the single pass's), with its tile shape.
+fn kernel_source(
     desc: &OperatorDesc,
     arch: i32,
     direction: Direction,
     segmented: bool,
     matrix: bool,
-) -> (Vec<(KernelSource, Vec<KernelKind>)>, TileShape) {
+) -> (KernelSource, TranslationUnit, TileShape) {
     let shape = operator_shape(arch, desc.state_size, desc.plain_arrays(), segmented);
     let unit = desc.unit(matrix);
-    let kinds: Vec<KernelKind> = KernelKind::ALL.into_iter().filter(|&k| unit.has(k, &shape)).collect();
-    let groups: Vec<Vec<KernelKind>> = if matrix {
-        vec![kinds]
-    } else {
-        kinds.into_iter().map(|k| vec![k]).collect()
+    let source = KernelSource {
+        name: format!(
+            "operator {} {direction:?} segmented={segmented} matrix={matrix} {shape:?}",
+            desc.name
+        ),
+        text: unit.text(&shape, direction, segmented),
+        headers: KERNEL_HEADERS,
     };
-    let programs = groups
-        .into_iter()
-        .map(|kinds| {
-            let has = |k| kinds.contains(&k);
-            let part = TranslationUnit {
-                single_pass: has(KernelKind::SinglePass),
-                bulk: has(KernelKind::SinglePassBulk),
-                wave: has(KernelKind::SinglePassWave),
-                ..unit.clone()
-            };
-            let source = KernelSource {
-                name: format!(
-                    "operator {} {direction:?} segmented={segmented} {kinds:?} {shape:?}",
-                    desc.name
-                ),
-                text: part.text(&shape, direction, segmented),
-                headers: KERNEL_HEADERS,
-            };
-            (source, kinds)
-        })
-        .collect();
-    (programs, shape)
+    (source, unit, shape)
 }
 
 /// Compiles every kernel set of the operator `desc` (both directions, segmented or not,
@@ -509,9 +487,8 @@ pub fn compile_operator(desc: &OperatorDesc, arch: i32) -> Result<usize> {
     for direction in [Direction::Forward, Direction::Backward] {
         for segmented in [false, true] {
             for matrix in [false, true] {
-                for (source, _) in kernel_programs(desc, arch, direction, segmented, matrix).0 {
-                    bytes += nvrtc.compile_cached(&source, target)?.len();
-                }
+                let (source, _, _) = kernel_source(desc, arch, direction, segmented, matrix);
+                bytes += nvrtc.compile_cached(&source, target)?.len();
             }
         }
     }
@@ -531,8 +508,9 @@ impl Operator {
         let dev = inner.ctx.gpu()?;
         inner.kernel_sets.get_or_try_init(&(direction, segmented, matrix), || {
             let desc = &inner.desc;
-            let (programs, shape) = kernel_programs(desc, dev.arch, direction, segmented, matrix);
-            ScanKernels::load_programs(dev, &programs, shape, desc.state_size)
+            let (source, unit, shape) = kernel_source(desc, dev.arch, direction, segmented, matrix);
+            let kinds = KernelKind::ALL.into_iter().filter(|&k| unit.has(k, &shape));
+            ScanKernels::load(dev, &source, shape, kinds, desc.state_size)
         })
     }
 

@@ -79,12 +79,6 @@ pub(crate) fn device_count() -> Result<usize> {
     Ok(count as usize)
 }
 
-/// A compiled module image: a CUBIN, or PTX for the driver to compile.
-enum Image {
-    Cubin(Vec<u8>),
-    Ptx(String),
-}
-
 pub(crate) struct GpuDevice {
     pub ctx: SharedContext,
     pub ordinal: usize,
@@ -164,62 +158,26 @@ impl GpuDevice {
         })
     }
 
-    /// The modules of `sources`, each loaded once per device. Images not loaded yet come
-    /// from a kernel pack, the disk cache or NVRTC, all at once, one thread per source:
-    /// NVRTC compiles separate programs concurrently, so a set split into programs
-    /// compiles in the time of its slowest. The caller has entered the device's context.
-    pub fn modules(&self, sources: &[KernelSource]) -> Result<Vec<Arc<CudaModule>>> {
-        let images: Vec<Result<Option<Image>>> = std::thread::scope(|scope| {
-            let pending: Vec<_> = sources
-                .iter()
-                .map(|source| (!self.modules.contains(&source.name)).then(|| scope.spawn(|| self.image(source))))
-                .collect();
-            pending
-                .into_iter()
-                .map(|p| {
-                    p.map(|h| h.join().expect("a kernel compile thread panicked"))
-                        .transpose()
-                })
-                .collect()
-        });
-        sources
-            .iter()
-            .zip(images)
-            .map(|(source, image)| {
-                let image = image?;
-                self.modules.get_or_try_init(&source.name, || match image {
-                    Some(image) => self.load_image(&image),
-                    None => self.load_image(&self.image(source)?),
-                })
-            })
-            .collect()
-    }
-
-    /// The image of `source` for this device: from a kernel pack, else compiled by NVRTC
-    /// through the disk cache. Needs no device context.
-    fn image(&self, source: &KernelSource) -> Result<Image> {
-        if let Some(image) = kernel_pack::image(source, self.arch) {
-            log::debug!("kernel pack hit: {} ({} bytes)", source.name, image.len());
-            return Ok(Image::Cubin(image));
-        }
-        let nvrtc = self.nvrtc()?;
-        let target = nvrtc.target_for(self.arch)?;
-        let image = nvrtc.compile_cached(source, target)?;
-        Ok(if target.cubin {
-            Image::Cubin(image)
-        } else {
-            Image::Ptx(String::from_utf8_lossy(&image).trim_end_matches('\0').to_string())
+    /// The module compiled from `source` (from the disk cache when it holds it), loaded
+    /// once. The caller has entered the device's context.
+    pub fn module(&self, source: &KernelSource) -> Result<Arc<CudaModule>> {
+        self.modules.get_or_try_init(&source.name, || {
+            if let Some(image) = kernel_pack::image(source, self.arch) {
+                log::debug!("kernel pack hit: {} ({} bytes)", source.name, image.len());
+                let module = self.ctx.load_module(cudarc::nvrtc::Ptx::from_binary(image))?;
+                log::debug!("module loaded");
+                return Ok(module);
+            }
+            let nvrtc = self.nvrtc()?;
+            let target = nvrtc.target_for(self.arch)?;
+            let image = nvrtc.compile_cached(source, target)?;
+            let ptx = if target.cubin {
+                cudarc::nvrtc::Ptx::from_binary(image)
+            } else {
+                cudarc::nvrtc::Ptx::from_src(String::from_utf8_lossy(&image).trim_end_matches('\0').to_string())
+            };
+            Ok(self.ctx.load_module(ptx)?)
         })
-    }
-
-    fn load_image(&self, image: &Image) -> Result<Arc<CudaModule>> {
-        let ptx = match image {
-            Image::Cubin(bytes) => cudarc::nvrtc::Ptx::from_binary(bytes.clone()),
-            Image::Ptx(text) => cudarc::nvrtc::Ptx::from_src(text.clone()),
-        };
-        let module = self.ctx.load_module(ptx)?;
-        log::debug!("module loaded");
-        Ok(module)
     }
 
     /// Kernel `name` of `module`, launched with `block` threads and `shared_bytes` of

@@ -42,11 +42,6 @@ impl<K: Hash + Eq + Clone, V: Clone> Memo<K, V> {
         cell.get_or_try_init(build).cloned()
     }
 
-    /// Whether `key` has its value.
-    pub fn contains(&self, key: &K) -> bool {
-        self.cells.lock().get(key).is_some_and(|cell| cell.get().is_some())
-    }
-
     /// Drops every value.
     pub fn clear(&self) {
         self.cells.lock().clear();

@@ -146,7 +146,6 @@ typedef {i} In;
             init: "init_bits",
             bulk: self.has(KernelKind::SinglePassBulk),
             wave: self.has(KernelKind::SinglePassWave),
-            single_pass: true,
             matrix: true,
         };
         // The name says everything that decides the text: it keys the loaded modules.
@@ -162,7 +161,6 @@ typedef {i} In;
 /// segmentation: the operator (`struct Op`), what the kernels read and write, and which
 /// optional kernels it has. Built-in operators and user-defined ones (src/operator)
 /// differ only here.
-#[derive(Clone)]
 pub(crate) struct TranslationUnit {
     /// Defines `struct Op` (`T`, `COMMUTATIVE`, `identity`, `combine`; `load` and
     /// `store` for a transform) and whatever the source and destination types name.
@@ -183,10 +181,7 @@ pub(crate) struct TranslationUnit {
     pub bulk: bool,
     /// The set may have the one-wave kernel (plain arrays only), where the shape has one.
     pub wave: bool,
-    /// The unit has the register-staged single pass (built-in sets always; an operator
-    /// compiles each kernel as a program of its own, all at once).
-    pub single_pass: bool,
-    /// The unit has the matrix scan's kernels (built-in sets always; an operator compiles
+    /// The set has the matrix scan's kernels (built-in sets always; an operator compiles
     /// them apart, on first use, so that its first compile is short).
     pub matrix: bool,
 }
@@ -198,7 +193,7 @@ impl TranslationUnit {
             KernelKind::SinglePassBulk => self.bulk && shape.bulk_buffers > 0,
             KernelKind::SinglePassWave => self.wave && shape.wave_threads > 0,
             KernelKind::MatrixReduce | KernelKind::MatrixScanSums | KernelKind::MatrixScanTiles => self.matrix,
-            KernelKind::SinglePass => self.single_pass,
+            KernelKind::SinglePass => true,
         }
     }
 
@@ -257,16 +252,11 @@ impl TranslationUnit {
 typedef {source_type} Src;
 typedef {destination_type} Dst;
 typedef CarryOf<Op, {seg}>::Op_::T Carry;
-"#
-        );
-        if self.single_pass {
-            text += &format!(
-                r#"extern "C" __global__ void __launch_bounds__({threads} + 32, {min_blocks_per_sm}) scanrt_single_pass{p} {{
+extern "C" __global__ void __launch_bounds__({threads} + 32, {min_blocks_per_sm}) scanrt_single_pass{p} {{
     single_pass_scan<Op, Src, Dst, {threads}, {items}, {slots}, {spin}, {sleep}, {reverse}, {seg}>({source}, {destination}, n, {init}, flags, {heads}, {lookback});
 }}
 "#
-            );
-        }
+        );
         if self.matrix {
             text += &format!(
                 r#"extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_reduce{p} {{
@@ -335,7 +325,7 @@ pub(crate) fn every_specialization(arch: i32) -> Vec<Specialization> {
 pub(crate) struct ScanKernels {
     pub shape: TileShape,
     kernels: [Option<LoadedKernel>; KernelKind::ALL.len()],
-    _modules: Vec<Arc<CudaModule>>,
+    _module: Arc<CudaModule>,
 }
 
 impl ScanKernels {
@@ -349,27 +339,12 @@ impl ScanKernels {
         kinds: impl Iterator<Item = KernelKind>,
         acc_size: usize,
     ) -> Result<Arc<ScanKernels>> {
-        let kinds: Vec<KernelKind> = kinds.collect();
-        Self::load_programs(dev, &[(source.clone(), kinds)], shape, acc_size)
-    }
-
-    /// `load` for a set split into programs, each with the kernels it holds; the programs
-    /// compile at once (`GpuDevice::modules`).
-    pub fn load_programs(
-        dev: &GpuDevice,
-        programs: &[(KernelSource, Vec<KernelKind>)],
-        shape: TileShape,
-        acc_size: usize,
-    ) -> Result<Arc<ScanKernels>> {
-        let sources: Vec<KernelSource> = programs.iter().map(|(source, _)| source.clone()).collect();
         let _current = dev.enter()?;
-        let modules = dev.modules(&sources)?;
+        let module = dev.module(source)?;
         let mut kernels: [Option<LoadedKernel>; KernelKind::ALL.len()] = Default::default();
-        for (module, (_, kinds)) in modules.iter().zip(programs) {
-            for &kind in kinds {
-                let (block, shared_bytes) = kind.launch_shape(&shape, acc_size);
-                kernels[kind as usize] = Some(dev.kernel(module, kind.entry(), block, shared_bytes)?);
-            }
+        for kind in kinds {
+            let (block, shared_bytes) = kind.launch_shape(&shape, acc_size);
+            kernels[kind as usize] = Some(dev.kernel(&module, kind.entry(), block, shared_bytes)?);
         }
         log::debug!(
             "kernel set ready: {} kernels with their occupancy",
@@ -378,7 +353,7 @@ impl ScanKernels {
         Ok(Arc::new(ScanKernels {
             shape,
             kernels,
-            _modules: modules,
+            _module: module,
         }))
     }
 
