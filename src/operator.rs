@@ -339,6 +339,15 @@ impl OperatorDesc {
         Ok(())
     }
 
+    /// Bytes per element of the bulk-copy kernel's buffers: the state, or the input or the
+    /// output arrays together where they are larger (kernels/block/bulk_io.cuh).
+    fn bulk_element_bytes(&self) -> usize {
+        let total = |types: Option<&[DType]>| types.map_or(0, |t| t.iter().map(|d| d.size()).sum());
+        self.state_size
+            .max(total(self.input_types()))
+            .max(total(self.output_types()))
+    }
+
     /// Whether inputs and outputs are plain arrays of states.
     fn plain_arrays(&self) -> bool {
         self.load.is_none() && self.store.is_none()
@@ -425,7 +434,7 @@ typedef {state} In;
             } else {
                 "(unsigned long long)&init"
             },
-            bulk: plain && !matrix,
+            bulk: !matrix,
             wave: plain && !matrix,
             matrix,
         }
@@ -463,7 +472,13 @@ fn kernel_source(
     segmented: bool,
     matrix: bool,
 ) -> (KernelSource, TranslationUnit, TileShape) {
-    let shape = operator_shape(arch, desc.state_size, desc.plain_arrays(), segmented);
+    let shape = operator_shape(
+        arch,
+        desc.state_size,
+        desc.plain_arrays(),
+        segmented,
+        desc.bulk_element_bytes(),
+    );
     let unit = desc.unit(matrix);
     let source = KernelSource {
         name: format!(
@@ -510,7 +525,7 @@ impl Operator {
             let desc = &inner.desc;
             let (source, unit, shape) = kernel_source(desc, dev.arch, direction, segmented, matrix);
             let kinds = KernelKind::ALL.into_iter().filter(|&k| unit.has(k, &shape));
-            ScanKernels::load(dev, &source, shape, kinds, desc.state_size)
+            ScanKernels::load(dev, &source, shape, kinds, desc.bulk_element_bytes())
         })
     }
 

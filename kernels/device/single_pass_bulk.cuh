@@ -35,14 +35,14 @@
 //
 // Tiles that are not whole, or whose global span is not 16-byte aligned, or whose input
 // type differs from the accumulator, are copied by the data threads instead (same
-// buffers, same rows). Small scans use the register-staged kernel, which starts its
+// buffers, same rows). Transforms bring their input arrays into the buffer and build the
+// states from them as a row is read, and write their output arrays there before the bulk
+// stores (block/bulk_io.cuh): a recurrence moves 12 bytes per f32 element, as in the
+// register-staged kernel. Small scans use the register-staged kernel, which starts its
 // first loads before its ticket returns; the host picks by size (src/scan/tuning.rs).
 #pragma once
+#include "block/bulk_io.cuh"
 #include "device/single_pass_scan.cuh"
-#include "util/bulk_copy.cuh"
-
-template <typename A, typename B> struct SameType { static const bool value = false; };
-template <typename A> struct SameType<A, A> { static const bool value = true; };
 
 // Named barriers (0 is __syncthreads(), 1 the data threads' data_barrier). The data threads
 // and the look-back warp meet only through these, one pair per buffer, used as producer
@@ -90,70 +90,36 @@ template <typename V> struct Handover {
     }
 };
 
-// One row of a tile buffer in registers, in logical order. Backward tiles are physical
-// spans read from their end: logical row r is physical row THREADS - 1 - r, reversed.
-template <typename Acc, int THREADS, int ITEMS, bool REVERSE>
-struct BufferRow {
-    static const int VECTORS = ITEMS * sizeof(Acc) / 16;
-    static_assert(ITEMS * sizeof(Acc) % 16 == 0, "a row must be whole 16-byte vectors");
-    static SCANRT_DEVICE const uint4* at(const Acc* buffer, int tid) {
-        return reinterpret_cast<const uint4*>(buffer + (REVERSE ? THREADS - 1 - tid : tid) * ITEMS);
-    }
-    static SCANRT_DEVICE void read(const Acc* buffer, int tid, Acc (&row)[ITEMS]) {
-        const uint4* src = at(buffer, tid);
-#pragma unroll
-        for (int v = 0; v < VECTORS; ++v) {
-            const uint4 w = src[v];
-            const Acc* parts = reinterpret_cast<const Acc*>(&w);
-#pragma unroll
-            for (int k = 0; k < 16 / (int)sizeof(Acc); ++k) {
-                const int i = v * (16 / sizeof(Acc)) + k;
-                row[REVERSE ? ITEMS - 1 - i : i] = parts[k];
-            }
-        }
-    }
-    static SCANRT_DEVICE void write(Acc* buffer, int tid, const Acc (&row)[ITEMS]) {
-        uint4* dst = const_cast<uint4*>(at(buffer, tid));
-#pragma unroll
-        for (int v = 0; v < VECTORS; ++v) {
-            uint4 w;
-            Acc* parts = reinterpret_cast<Acc*>(&w);
-#pragma unroll
-            for (int k = 0; k < 16 / (int)sizeof(Acc); ++k) {
-                const int i = v * (16 / sizeof(Acc)) + k;
-                parts[k] = row[REVERSE ? ITEMS - 1 - i : i];
-            }
-            dst[v] = w;
-        }
-    }
-};
-
 // Launched with THREADS data threads plus one look-back warp (blockDim.x = THREADS + 32)
-// and BUFFERS * THREADS * ITEMS accumulators of dynamic shared memory.
-template <typename Op, typename In, int THREADS, int ITEMS, int BUFFERS, int LOOKBACK_SLOTS_PER_LANE,
+// and BUFFERS * THREADS * ITEMS * BulkTile::BYTES bytes of dynamic shared memory.
+template <typename Op, typename Src, typename Dst, int THREADS, int ITEMS> struct BulkTile {
+    static const int BYTES = MaxOf<MaxOf<BulkSource<Op, Src, THREADS, ITEMS, false>::BYTES, sizeof(typename Op::T)>::value,
+                                   BulkDestination<Op, Dst, THREADS, ITEMS, false>::BYTES>::value;
+};
+template <typename Op, typename Src, typename Dst, int THREADS, int ITEMS, int BUFFERS, int LOOKBACK_SLOTS_PER_LANE,
           int SPIN_BEFORE_SLEEP, int SLEEP_NS, bool REVERSE, bool SEGMENTED>
-SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long long n, unsigned long long init_bits,
-                                         unsigned flags, const void* heads, void* workspace,
-                                         long long status_capacity, FaultReport* report) {
+SCANRT_DEVICE void single_pass_scan_bulk(Src src, Dst dst, long long n, unsigned long long init_bits, unsigned flags,
+                                         const void* heads, void* workspace, long long status_capacity,
+                                         FaultReport* report) {
     typedef typename Op::T Acc;
+    typedef BulkSource<Op, Src, THREADS, ITEMS, REVERSE> Source;
+    typedef BulkDestination<Op, Dst, THREADS, ITEMS, REVERSE> Destination;
     typedef BlockMatrixScan<Op, THREADS, ITEMS, SEGMENTED> Scan;
     typedef typename Scan::CarryOp CarryOp;
     typedef typename Scan::Carry Carry;
     typedef TileStatus<Carry> Status;
     typedef PipelineBarriers<BUFFERS> Barriers;
-    typedef BufferRow<Acc, THREADS, ITEMS, REVERSE> Row;
+    typedef ParkedStates<Acc, THREADS, ITEMS, REVERSE> Parking;
     static_assert(BUFFERS >= 3, "one buffer loads, one is scanned, one drains its store");
 
     const int TILE = THREADS * ITEMS, PIPELINE = THREADS + 32, LAG = BUFFERS - 2;
     // The look-back warp gets one round per tile: the hand-over comes HANDOFF_DELAY rounds
     // after the tile's publication, its prefix is needed LAG rounds after it.
     const int HANDOFF_DELAY = LAG - 1;
-    const u32 TILE_BYTES = TILE * sizeof(Acc);
-    const bool BULK_IN_TYPE = SameType<In, Acc>::value;  // a bulk load copies bits, it does not convert
+    const u32 BUFFER_BYTES = TILE * BulkTile<Op, Src, Dst, THREADS, ITEMS>::BYTES;
 
     extern __shared__ __align__(128) unsigned char dynamic_shared[];
-    Acc* const buffers = reinterpret_cast<Acc*>(dynamic_shared);
-    if (dynamic_shared_bytes() < BUFFERS * TILE_BYTES) return;  // launched wrongly: write nothing
+    if (dynamic_shared_bytes() < BUFFERS * BUFFER_BYTES) return;  // launched wrongly: write nothing
     __shared__ __align__(8) u64 loaded[BUFFERS];  // mbarrier: buffer b holds its tile's input
     // Handed over (Handover): the tile in buffer b (>= num_tiles: none, stop), its
     // aggregate, its exclusive prefix.
@@ -167,12 +133,12 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
     const bool lookback_warp = tid >= THREADS;
     const bool inclusive = flags & FLAG_INCLUSIVE;
     const bool deterministic = flags & FLAG_DETERMINISTIC;
-    const bool vector_in = (flags & FLAG_VECTOR_IN) && BULK_IN_TYPE, vector_out = flags & FLAG_VECTOR_OUT;
+    const bool vector_in = (flags & FLAG_VECTOR_IN) && Source::BULK, vector_out = flags & FLAG_VECTOR_OUT;
     const Acc init = initial_value<Op>(init_bits, flags);
     const Carry carry_in = first_carry<Op, SEGMENTED>(init);
     const HeadSource head_src = head_source(heads, n, flags);
     const u32 num_tiles = (u32)((n + TILE - 1) / TILE);
-    auto buffer_of = [&](u32 seq) { return buffers + (seq % BUFFERS) * TILE; };
+    auto buffer_of = [&](u32 seq) { return dynamic_shared + (seq % BUFFERS) * BUFFER_BYTES; };
     auto valid_of = [&](u32 tile) { return min((long long)TILE, n - (long long)tile * TILE); };
     auto bulk_loads = [&](u32 tile) { return vector_in && valid_of(tile) == TILE; };
 
@@ -181,32 +147,13 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
         const int b = seq % BUFFERS;
         Handover<u32>::store(&tile_s[b], tile);
         if (tile < num_tiles && bulk_loads(tile)) {
-            mbarrier_arrive_expect_bytes(&loaded[b], TILE_BYTES);
-            bulk_load(buffer_of(seq), in + tile_start<REVERSE>(tile, TILE, TILE, n), TILE_BYTES, &loaded[b]);
+            Source::issue_loads(buffer_of(seq), src, tile_start<REVERSE>(tile, TILE, TILE, n), &loaded[b]);
         } else {
             mbarrier_arrive(&loaded[b]);  // the data threads copy it (or there is nothing)
         }
     };
-    // Data threads: the element copy for tiles the bulk load does not take. Slot s of the
-    // buffer holds physical element s (forward) or s - (TILE - valid) (backward), so rows
-    // read the same way for whole and partial tiles; slots without an element hold the
-    // identity.
-    auto copy_in = [&](Acc* buffer, u32 tile) {
-        const long long valid = valid_of(tile), start = tile_start<REVERSE>(tile, TILE, valid, n);
-        const int shift = REVERSE ? TILE - (int)valid : 0;
-        for (int s = tid; s < TILE; s += THREADS) {
-            const int p = s - shift;
-            buffer[s] = p >= 0 && p < valid ? Acc(in[start + p]) : Op::identity();
-        }
-    };
-    auto copy_out = [&](const Acc* buffer, u32 tile) {
-        const long long valid = valid_of(tile), start = tile_start<REVERSE>(tile, TILE, valid, n);
-        const int shift = REVERSE ? TILE - (int)valid : 0;
-        for (int s = tid; s < TILE; s += THREADS) {
-            const int p = s - shift;
-            if (p >= 0 && p < valid) out[start + p] = buffer[s];
-        }
-    };
+    // Slot s of a buffer holds physical element s - shift of its tile (bulk_io.cuh).
+    auto shift_of = [&](u32 tile) { return REVERSE ? TILE - (int)valid_of(tile) : 0; };
     // What a data thread keeps of a parked tile: its in-tile prefix and, for a segmented
     // scan, how many leading row elements lie before the row's first head.
     struct Parked {
@@ -216,42 +163,42 @@ SCANRT_DEVICE void single_pass_scan_bulk(const In* in, typename Op::T* out, long
     // Data threads: scans the loaded tile of `seq` in its buffer (copying it in first when
     // no bulk load brought it) and parks the rows there without the tile prefix.
     auto scan_tile = [&](u32 seq, u32 tile, bool bulk_loaded, Carry& aggregate) -> Parked {
-        Acc* buffer = buffer_of(seq);
+        unsigned char* buffer = buffer_of(seq);
+        const long long valid = valid_of(tile), start = tile_start<REVERSE>(tile, TILE, valid, n);
         u32 row_head_bits = 0;
-        if constexpr (SEGMENTED) {
-            const long long valid = valid_of(tile);
-            row_head_bits = row_heads<THREADS, ITEMS, REVERSE>(head_src, tile_start<REVERSE>(tile, TILE, valid, n), valid, tid);
-        }
+        if constexpr (SEGMENTED) row_head_bits = row_heads<THREADS, ITEMS, REVERSE>(head_src, start, valid, tid);
         if (!bulk_loaded) {
-            copy_in(buffer, tile);
+            Source::copy_in(buffer, src, start, valid, shift_of(tile), tid);
             data_barrier<THREADS>();
         }
         Scan scan;
-        Row::read(buffer, tid, scan.row);
+        Source::read_row(buffer, src, start, valid, shift_of(tile), tid, scan.row);
+        if constexpr (Source::OVERLAPS) data_barrier<THREADS>();  // every row read before states replace them
         scan.scan_row_registers(warp_total[seq & 1], inclusive, tid, row_head_bits, init);
-        Row::write(buffer, tid, scan.row);
+        Parking::write(buffer, tid, scan.row);
         aggregate = scan.tile_aggregate;
         return Parked{scan.thread_prefix, scan.open};
     };
     // Data threads: folds the prefix into the parked tile of `seq` (into the row's open
     // elements only, for a segmented scan) and stores it.
     auto finish_tile = [&](u32 seq, u32 tile, Parked parked, Carry tile_prefix) {
-        Acc* buffer = buffer_of(seq);
+        unsigned char* buffer = buffer_of(seq);
         Acc row[ITEMS];
-        Row::read(buffer, tid, row);
+        Parking::read(buffer, tid, row);
         const Acc prefix = Scan::carried_value(CarryOp::combine(tile_prefix, parked.thread_prefix));
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i)
             if (!SEGMENTED || i < parked.open) row[i] = Op::combine(prefix, row[i]);
-        Row::write(buffer, tid, row);
-        const long long valid = valid_of(tile);
+        if constexpr (Destination::OVERLAPS) data_barrier<THREADS>();  // every state read before outputs replace them
+        Destination::write_row(buffer, tid, row);
+        const long long valid = valid_of(tile), start = tile_start<REVERSE>(tile, TILE, valid, n);
         if (valid == TILE && vector_out) {
             fence_proxy_async();
             data_barrier<THREADS>();
-            if (tid == 0) bulk_store(out + tile_start<REVERSE>(tile, TILE, valid, n), buffer, TILE_BYTES);
+            if (tid == 0) Destination::issue_stores(dst, start, buffer);
         } else {
             data_barrier<THREADS>();
-            copy_out(buffer, tile);
+            Destination::copy_out(buffer, dst, start, valid, shift_of(tile), tid);
         }
     };
 

@@ -43,10 +43,10 @@ impl KernelKind {
     ];
 
     /// Threads per block and dynamic shared memory of the kernel in a set of `shape`.
-    fn launch_shape(self, s: &TileShape, acc_size: usize) -> (u32, u32) {
+    fn launch_shape(self, s: &TileShape, buffer_element_bytes: usize) -> (u32, u32) {
         match self {
             KernelKind::SinglePass => (s.single_pass_block(), 0),
-            KernelKind::SinglePassBulk => (s.single_pass_block(), s.bulk_shared_bytes(acc_size)),
+            KernelKind::SinglePassBulk => (s.single_pass_block(), s.bulk_shared_bytes(buffer_element_bytes)),
             KernelKind::SinglePassWave => (s.wave_threads, 0),
             _ => (s.threads, 0),
         }
@@ -176,8 +176,7 @@ pub(crate) struct TranslationUnit {
     pub extra_params: &'static str,
     /// The expression of the kernels' `init_bits` argument.
     pub init: &'static str,
-    /// The set may have the bulk-copy kernel (plain arrays of the accumulator type only),
-    /// where the tile shape has one.
+    /// The set may have the bulk-copy kernel, where the tile shape has one.
     pub bulk: bool,
     /// The set may have the one-wave kernel (plain arrays only), where the shape has one.
     pub wave: bool,
@@ -275,7 +274,7 @@ extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_scan_tiles
         if self.has(KernelKind::SinglePassBulk, shape) {
             text += &format!(
                 r#"extern "C" __global__ void __launch_bounds__({threads} + 32, {bulk_min_blocks_per_sm}) scanrt_single_pass_bulk{p} {{
-    single_pass_scan_bulk<Op, In, {threads}, {bulk_items}, {bulk_buffers}, {slots}, {spin}, {sleep}, {reverse}, {seg}>({io}, {heads}, {lookback});
+    single_pass_scan_bulk<Op, Src, Dst, {threads}, {bulk_items}, {bulk_buffers}, {slots}, {spin}, {sleep}, {reverse}, {seg}>({source}, {destination}, n, {init}, flags, {heads}, {lookback});
 }}
 "#
             );
@@ -329,21 +328,22 @@ pub(crate) struct ScanKernels {
 }
 
 impl ScanKernels {
-    /// Loads the kernels `kinds` of `source`, compiled for `shape` with accumulators of
-    /// `acc_size` bytes (compiling it, or taking it from a pack or the disk cache). Only
+    /// Loads the kernels `kinds` of `source`, compiled for `shape`, whose bulk-copy buffers
+    /// hold `buffer_element_bytes` per element (the accumulator's size, or a transform's
+    /// larger arrays), compiling it or taking it from a pack or the disk cache. Only
     /// loading needs the device's context, so only this enters it.
     pub fn load(
         dev: &GpuDevice,
         source: &KernelSource,
         shape: TileShape,
         kinds: impl Iterator<Item = KernelKind>,
-        acc_size: usize,
+        buffer_element_bytes: usize,
     ) -> Result<Arc<ScanKernels>> {
         let _current = dev.enter()?;
         let module = dev.module(source)?;
         let mut kernels: [Option<LoadedKernel>; KernelKind::ALL.len()] = Default::default();
         for kind in kinds {
-            let (block, shared_bytes) = kind.launch_shape(&shape, acc_size);
+            let (block, shared_bytes) = kind.launch_shape(&shape, buffer_element_bytes);
             kernels[kind as usize] = Some(dev.kernel(&module, kind.entry(), block, shared_bytes)?);
         }
         log::debug!(

@@ -178,10 +178,18 @@ pub(crate) fn tile_shape(arch: i32, input: DType, output: DType, segmented: bool
 /// The tile shape of a user-defined operator's kernel set (src/operator.rs). A state of
 /// 4 or 8 bytes read and written as plain arrays scans exactly like the built-in type of
 /// its size, the bulk-copy and one-wave kernels included (a user-defined u32 sum runs the
-/// built-in sum's kernels). Transforms and wider states take the register-staged and
-/// matrix kernels: rows short enough that two tiles of states fit in static shared memory
-/// (48 KiB: 2 x 128 x (ITEMS + 1) x state bytes).
-pub(crate) fn operator_shape(arch: i32, state_bytes: usize, plain_arrays: bool, segmented: bool) -> TileShape {
+/// built-in sum's kernels). Transforms of such states take the same shapes and the
+/// bulk-copy kernel with buffers of `bulk_element_bytes` per element (the larger of the
+/// state and the input or output arrays' bytes), but no one-wave kernel. Wider states take
+/// the register-staged and matrix kernels: rows short enough that two tiles of states fit
+/// in static shared memory (48 KiB: 2 x 128 x (ITEMS + 1) x state bytes).
+pub(crate) fn operator_shape(
+    arch: i32,
+    state_bytes: usize,
+    plain_arrays: bool,
+    segmented: bool,
+    bulk_element_bytes: usize,
+) -> TileShape {
     let like = |dtype| tile_shape(arch, dtype, dtype, segmented);
     match state_bytes {
         4 | 8 => {
@@ -189,8 +197,17 @@ pub(crate) fn operator_shape(arch: i32, state_bytes: usize, plain_arrays: bool, 
             if plain_arrays {
                 shape
             } else {
+                // The bulk-copy kernel's buffers hold a transform's arrays: rows of at most
+                // the row's bytes, whole 16-byte vectors of 4-byte arrays (for a recurrence
+                // f32, 12 items of 8 bytes: two buffers of 4 fit per SM, as the u64 scan's).
+                // Segmented rows stay vectors of byte flags (8 or 16 items).
+                let bulk_items = if segmented {
+                    shape.items
+                } else {
+                    ((row(arch).bulk_row_bytes / bulk_element_bytes as u32) & !3).max(4)
+                };
                 TileShape {
-                    bulk_buffers: 0,
+                    bulk_items,
                     wave_threads: 0,
                     ..shape
                 }
