@@ -199,15 +199,13 @@ pub(crate) fn operator_shape(
             } else {
                 // The bulk-copy kernel's buffers hold a transform's arrays: rows of at most
                 // the row's bytes, whole 16-byte vectors of 4-byte arrays (for a recurrence
-                // f32, 12 items of 8 bytes: two buffers of 4 fit per SM, as the u64 scan's).
-                // Segmented rows stay vectors of byte flags (8 or 16 items).
-                let bulk_items = if segmented {
-                    shape.items
-                } else {
-                    ((row(arch).bulk_row_bytes / bulk_element_bytes as u32) & !3).max(4)
-                };
+                // f32, 12 items of 8 bytes: two blocks of 4 such buffers fit per SM, as the
+                // u64 scan's). Segmented scans take the same rows: batched rows need no
+                // flag vectors (byte flags of rows other than 8 or 16 items are read one
+                // by one).
                 TileShape {
-                    bulk_items,
+                    bulk_items: ((row(arch).bulk_row_bytes / bulk_element_bytes as u32) & !3).max(4),
+                    bulk_min_blocks_per_sm: row(arch).bulk_min_blocks_per_sm[0],
                     wave_threads: 0,
                     ..shape
                 }
