@@ -221,13 +221,15 @@ pub fn logcumsumexp(dtype: DType) -> Result<OperatorDesc> {
     let source = format!(
         r#"struct LogSum {{ {t} max, scaled; }};  // log(sum) = max + log(scaled), scaled >= 1
 __device__ LogSum log_add(LogSum first, LogSum then) {{
-    // The empty sum (max = -inf) is the identity; everything else rescales the smaller
-    // sum to the larger maximum, so no exponential exceeds 1.
-    if (then.max == Limits<{t}>::lowest()) return first;
-    if (first.max == Limits<{t}>::lowest()) return then;
+    // Rescales the smaller sum to the larger maximum, so no exponential exceeds 1, without
+    // branches (the scan's chains are latency-bound). Equal maxima scale by 1, which also
+    // keeps -inf - -inf and inf - inf out of the exponential: the empty sum (-inf, 0) is
+    // the identity, and sums at infinity stay there.
     const bool first_larger = first.max >= then.max;
-    const LogSum big = first_larger ? first : then, small = first_larger ? then : first;
-    return LogSum{{big.max, big.scaled + small.scaled * {exp}(small.max - big.max)}};
+    const {t} big = first_larger ? first.max : then.max, small = first_larger ? then.max : first.max;
+    const {t} big_scaled = first_larger ? first.scaled : then.scaled, small_scaled = first_larger ? then.scaled : first.scaled;
+    const {t} factor = small == big ? {t}(1) : {exp}(small - big);
+    return LogSum{{big, big_scaled + small_scaled * factor}};
 }}
 __device__ LogSum make_term(int64_t, {t} x) {{ return LogSum{{x, 1}}; }}
 __device__ void write_log_sum(const LogSum& s, {t}& y) {{ y = s.max + {log}(s.scaled); }}
@@ -244,18 +246,13 @@ __device__ void write_log_sum(const LogSum& s, {t}& y) {{ y = s.max + {log}(s.sc
     let host = host_floats!(dtype, |T| HostOperator {
         combine: Arc::new(|l, r, out| {
             let (first, then) = ((read::<T>(l, 0), read::<T>(l, 1)), (read::<T>(r, 0), read::<T>(r, 1)));
-            let result = if then.0 == T::NEG_INFINITY {
-                first
-            } else if first.0 == T::NEG_INFINITY {
-                then
+            let (big, small) = if first.0 >= then.0 {
+                (first, then)
             } else {
-                let (big, small) = if first.0 >= then.0 {
-                    (first, then)
-                } else {
-                    (then, first)
-                };
-                (big.0, big.1 + small.1 * (small.0 - big.0).exp())
+                (then, first)
             };
+            let factor = if small.0 == big.0 { 1.0 } else { (small.0 - big.0).exp() };
+            let result = (big.0, big.1 + small.1 * factor);
             write(out, 0, result.0);
             write(out, 1, result.1);
         }),
