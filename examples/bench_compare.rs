@@ -723,9 +723,7 @@ fn operators(ctx: &Context, stream: &Stream, timer: &Timer) {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .subsec_nanos();
-        format!(
-            "__device__ uint32_t add(uint32_t a, uint32_t b) {{ return a + b + ((a ^ {salt}{nanos}u) & 0u); }}\n"
-        )
+        format!("__device__ uint32_t add(uint32_t a, uint32_t b) {{ return a + b + ((a ^ {salt}{nanos}u) & 0u); }}\n")
     };
     // Each in a new process with its own context: cold (NVRTC compiles), then from the disk
     // cache (nothing in memory). A first compile of another source warms the machine's
