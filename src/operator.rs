@@ -492,8 +492,9 @@ fn kernel_source(
 }
 
 /// Compiles every kernel set of the operator `desc` (both directions, segmented or not,
-/// single pass and matrix scan) with NVRTC for `sm_<arch>`, without a GPU, through the disk cache; returns the images'
-/// total size. A bad source fails with `CompileError` and the compiler's log.
+/// single pass and matrix scan) with NVRTC for `sm_<arch>`, without a GPU, through the
+/// disk cache; returns the images' total size. A bad source fails with `CompileError` and
+/// the compiler's log.
 pub fn compile_operator(desc: &OperatorDesc, arch: i32) -> Result<usize> {
     desc.check()?;
     let nvrtc = crate::runtime::nvrtc::Nvrtc::load()?;
