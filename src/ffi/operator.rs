@@ -138,20 +138,22 @@ unsafe fn optional_text(p: *const c_char, what: &str) -> Result<Option<String>> 
     }
 }
 
-/// `count` dtypes at `p`.
-unsafe fn dtypes(p: *const i32, count: usize, what: &str) -> Result<Vec<DType>> {
+/// The `count` entries at `p` of one of an operator's array lists (at most four).
+unsafe fn array_list<'a, T>(p: *const T, count: usize, what: &str) -> Result<&'a [T]> {
     if count > 4 {
         bail!(InvalidArgument, "{what}: {count} arrays, more than any operator takes");
     }
     if count == 0 {
-        return Ok(Vec::new());
+        return Ok(&[]);
     }
     non_null(p, what)?;
-    // SAFETY: `p` holds `count` values (the struct's contract), count <= 4.
-    std::slice::from_raw_parts(p, count)
-        .iter()
-        .map(|&d| DType::from_c(d))
-        .collect()
+    // SAFETY: `p` holds `count` entries (the caller's contract), count <= 4.
+    Ok(std::slice::from_raw_parts(p, count))
+}
+
+/// `count` dtypes at `p`.
+unsafe fn dtypes(p: *const i32, count: usize, what: &str) -> Result<Vec<DType>> {
+    array_list(p, count, what)?.iter().map(|&d| DType::from_c(d)).collect()
 }
 
 /// The application's `user_data`, shared by its host functions, which the contract
@@ -276,14 +278,7 @@ pub unsafe extern "C" fn scanrt_operator_create(
     desc: *const scanrt_operator_desc,
     out: *mut *mut scanrt_operator,
 ) -> ScanrtStatus {
-    boundary(|| {
-        put(out, || {
-            let ctx = &non_null(ctx, "ctx")?.inner;
-            Ok(scanrt_operator {
-                inner: ctx.create_operator(desc_from_c(desc)?)?,
-            })
-        })
-    })
+    boundary(|| create(ctx, out, || desc_from_c(desc)))
 }
 
 /// Compiles every kernel of the operator `desc` for `sm_<arch>` (for example 90) into the
@@ -315,7 +310,7 @@ pub unsafe extern "C" fn scanrt_operator_create_linear_recurrence(
     dtype: i32,
     out: *mut *mut scanrt_operator,
 ) -> ScanrtStatus {
-    boundary(|| create_recipe(ctx, out, || recipes::linear_recurrence(DType::from_c(dtype)?)))
+    boundary(|| create(ctx, out, || recipes::linear_recurrence(DType::from_c(dtype)?)))
 }
 
 /// Writes the initial state of a linear recurrence over `dtype` starting from `h0` to
@@ -354,7 +349,7 @@ pub unsafe extern "C" fn scanrt_operator_create_cumulative_extreme(
     out: *mut *mut scanrt_operator,
 ) -> ScanrtStatus {
     boundary(|| {
-        create_recipe(ctx, out, || {
+        create(ctx, out, || {
             recipes::cumulative_extreme(DType::from_c(dtype)?, max != 0)
         })
     })
@@ -368,10 +363,11 @@ pub unsafe extern "C" fn scanrt_operator_create_logcumsumexp(
     dtype: i32,
     out: *mut *mut scanrt_operator,
 ) -> ScanrtStatus {
-    boundary(|| create_recipe(ctx, out, || recipes::logcumsumexp(DType::from_c(dtype)?)))
+    boundary(|| create(ctx, out, || recipes::logcumsumexp(DType::from_c(dtype)?)))
 }
 
-unsafe fn create_recipe(
+/// Makes `*out` an operator of `ctx` created from `desc()`.
+unsafe fn create(
     ctx: *const scanrt_context,
     out: *mut *mut scanrt_operator,
     desc: impl FnOnce() -> Result<OperatorDesc>,
@@ -429,15 +425,7 @@ unsafe fn scan_from_c(
 
 /// `count` addresses at `p`, as integers.
 unsafe fn addresses<T>(p: *const *const T, count: usize, what: &str) -> Result<Vec<u64>> {
-    if count > 4 {
-        bail!(InvalidArgument, "{what}: {count} arrays, more than any operator takes");
-    }
-    if count == 0 {
-        return Ok(Vec::new());
-    }
-    non_null(p, what)?;
-    // SAFETY: `p` holds `count` pointers (the caller's contract), count <= 4.
-    Ok(std::slice::from_raw_parts(p, count).iter().map(|&a| a as u64).collect())
+    Ok(array_list(p, count, what)?.iter().map(|&a| a as u64).collect())
 }
 
 /// Scans with operator `op` on `stream` (of the operator's context): `inputs` are the

@@ -323,7 +323,7 @@ pub(crate) unsafe fn scan_operator(
     };
     let init = scan.init.clone().unwrap_or_else(|| desc.identity.clone());
     let (mut running, mut element, mut next) = (desc.identity.clone(), vec![0u8; size], vec![0u8; size]);
-    let combine = |a: &[u8], b: &[u8], out: &mut Vec<u8>| (host.combine)(a, b, out);
+    let (num_inputs, num_outputs) = (arrays.inputs.len(), arrays.outputs.len());
     for i in 0..n {
         let p = if walk.backward { n - 1 - i } else { i };
         let head = if walk.backward {
@@ -334,27 +334,23 @@ pub(crate) unsafe fn scan_operator(
         if i == 0 || (walk.segmented() && head) {
             running.copy_from_slice(&init);
         }
-        // Read every input element before anything is written: an output may be an input.
-        let inputs: Vec<&[u8]> = arrays
-            .inputs
-            .iter()
-            .zip(arrays.input_layouts)
-            .map(|(&a, l)| std::slice::from_raw_parts((a as *const u8).add(p * l.size), l.size))
-            .collect();
+        // Every input element is read before the outputs are made: an output may be an input.
+        let mut inputs: [&[u8]; 4] = [&[]; 4];
+        for (slot, (&a, l)) in inputs.iter_mut().zip(arrays.inputs.iter().zip(arrays.input_layouts)) {
+            *slot = std::slice::from_raw_parts((a as *const u8).add(p * l.size), l.size);
+        }
         match &host.load {
-            Some(load) if desc.load.is_some() => load(p as u64, &inputs, &mut element),
+            Some(load) if desc.load.is_some() => load(p as u64, &inputs[..num_inputs], &mut element),
             _ => element.copy_from_slice(inputs[0]),
         }
-        combine(&running, &element, &mut next);
+        (host.combine)(&running, &element, &mut next);
         let result = if scan.inclusive { &next } else { &running };
-        let mut outputs: Vec<&mut [u8]> = arrays
-            .outputs
-            .iter()
-            .zip(arrays.output_layouts)
-            .map(|(&a, l)| std::slice::from_raw_parts_mut((a as *mut u8).add(p * l.size), l.size))
-            .collect();
+        let mut outputs: [&mut [u8]; 2] = Default::default();
+        for (slot, (&a, l)) in outputs.iter_mut().zip(arrays.outputs.iter().zip(arrays.output_layouts)) {
+            *slot = std::slice::from_raw_parts_mut((a as *mut u8).add(p * l.size), l.size);
+        }
         match &host.store {
-            Some(store) if desc.store.is_some() => store(result, &mut outputs),
+            Some(store) if desc.store.is_some() => store(result, &mut outputs[..num_outputs]),
             _ => outputs[0].copy_from_slice(result),
         }
         std::mem::swap(&mut running, &mut next);
