@@ -218,26 +218,35 @@ fn extreme_identity(dtype: DType, max: bool, size: usize) -> Vec<u8> {
 /// `y[i] = log(exp(x[0]) + ... + exp(x[i]))` over f32 or f64, numerically stable.
 pub fn logcumsumexp(dtype: DType) -> Result<OperatorDesc> {
     let t = float_type("logcumsumexp", dtype)?;
+    // f32 takes the hardware's approximate exp2 and log2 (a few ulp here: exp2 of
+    // arguments <= 0, log2 of arguments >= 1), without their subnormal fix-ups.
+    let (exp_neg, log) = if dtype == DType::F32 {
+        (
+            "float y; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(-x * 1.44269504f)); return y;",
+            "float y; asm(\"lg2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x)); return y * 0.693147181f;",
+        )
+    } else {
+        ("return exp(-x);", "return log(x);")
+    };
     let source = format!(
         r#"struct LogSum {{ {t} max, scaled; }};  // log(sum) = max + log(scaled), scaled >= 1
+__device__ {t} exp_neg({t} x) {{ {exp_neg} }}  // exp(-x), x >= 0
+__device__ {t} log_of({t} x) {{ {log} }}
 __device__ LogSum log_add(LogSum first, LogSum then) {{
-    // Rescales the smaller sum to the larger maximum, so no exponential exceeds 1, without
-    // branches (the scan's chains are latency-bound). Equal maxima scale by 1, which also
-    // keeps -inf - -inf and inf - inf out of the exponential: the empty sum (-inf, 0) is
-    // the identity, and sums at infinity stay there.
+    // Rescales the sum with the smaller maximum to the larger one, so no exponential
+    // exceeds 1, without branches (the scan's chains are latency-bound): only the max
+    // is a chain from element to element. Equal maxima scale by 1, which also keeps
+    // inf - inf out of the exponential: the empty sum (-inf, 0) is the identity, and
+    // sums at infinity stay there. A NaN maximum makes the factor, so the sum, NaN.
+    const {t} distance = first.max - then.max;
+    const {t} factor = first.max == then.max ? {t}(1) : exp_neg(fabs(distance));
     const bool first_larger = first.max >= then.max;
-    const {t} big = first_larger ? first.max : then.max, small = first_larger ? then.max : first.max;
-    const {t} big_scaled = first_larger ? first.scaled : then.scaled, small_scaled = first_larger ? then.scaled : first.scaled;
-    const {t} factor = small == big ? {t}(1) : {exp}(small - big);
-    return LogSum{{big, big_scaled + small_scaled * factor}};
+    const {t} kept = first_larger ? first.scaled : then.scaled, rescaled = first_larger ? then.scaled : first.scaled;
+    return LogSum{{fmax(first.max, then.max), fma(rescaled, factor, kept)}};
 }}
 __device__ LogSum make_term(int64_t, {t} x) {{ return LogSum{{x, 1}}; }}
-__device__ void write_log_sum(const LogSum& s, {t}& y) {{ y = s.max + {log}(s.scaled); }}
-"#,
-        // f32: the hardware's approximate exp and log (a few ulp here: exp of arguments
-        // <= 0, log of arguments >= 1).
-        exp = if dtype == DType::F32 { "__expf" } else { "exp" },
-        log = if dtype == DType::F32 { "__logf" } else { "log" },
+__device__ void write_log_sum(const LogSum& s, {t}& y) {{ y = s.max + log_of(s.scaled); }}
+"#
     );
     let identity = host_floats!(dtype, |T| [T::NEG_INFINITY, 0.0 as T]
         .iter()
@@ -246,13 +255,17 @@ __device__ void write_log_sum(const LogSum& s, {t}& y) {{ y = s.max + {log}(s.sc
     let host = host_floats!(dtype, |T| HostOperator {
         combine: Arc::new(|l, r, out| {
             let (first, then) = ((read::<T>(l, 0), read::<T>(l, 1)), (read::<T>(r, 0), read::<T>(r, 1)));
-            let (big, small) = if first.0 >= then.0 {
-                (first, then)
+            let factor = if first.0 == then.0 {
+                1.0
             } else {
-                (then, first)
+                (-(first.0 - then.0).abs()).exp()
             };
-            let factor = if small.0 == big.0 { 1.0 } else { (small.0 - big.0).exp() };
-            let result = (big.0, big.1 + small.1 * factor);
+            let (kept, rescaled) = if first.0 >= then.0 {
+                (first.1, then.1)
+            } else {
+                (then.1, first.1)
+            };
+            let result = (first.0.max(then.0), rescaled.mul_add(factor, kept));
             write(out, 0, result.0);
             write(out, 1, result.1);
         }),

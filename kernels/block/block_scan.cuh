@@ -2,8 +2,8 @@
 //
 //   1. each thread scans its row of ITEMS items sequentially (thread level);
 //   2. each warp scans the column of its 32 row totals (warp level);
-//   3. every thread folds the warp totals before its own warp (block level; at most
-//      32 of them, read from shared memory in order).
+//   3. every warp scans the warp totals (block level; at most 32 of them, read from
+//      shared memory), and each thread takes the one before its own warp.
 // The result is split in two so that single-pass callers can fetch the tile's prefix
 // (the look-back) between computing the block aggregate and finishing the rows:
 // `scan_rows` leaves each thread with its scanned row and its in-tile prefix;
@@ -79,16 +79,14 @@ struct BlockMatrixScan {
         Carry before_in_warp = shfl_up(column, 1);
         if (lane == 31) warp_total[warp] = column;
         data_barrier<THREADS>();
-        Carry before_warp = CarryOp::identity();
-        Carry all = CarryOp::identity();
-#pragma unroll
-        for (int w = 0; w < WARPS; ++w) {
-            Carry t = warp_total[w];
-            if (w == warp) before_warp = all;
-            all = CarryOp::combine(all, t);
-        }
-        thread_prefix = lane == 0 ? before_warp : CarryOp::combine(before_warp, before_in_warp);
-        tile_aggregate = all;
+        // Every warp scans the warp totals in its first WARPS lanes: log-depth, where a
+        // fold in each thread would chain WARPS combines (long for user operators).
+        Carry totals = warp_inclusive_scan<CarryOp, WARPS>(lane < WARPS ? warp_total[lane] : CarryOp::identity(), lane);
+        const Carry total_before = shfl_idx(totals, warp == 0 ? 0 : warp - 1);
+        tile_aggregate = shfl_idx(totals, WARPS - 1);
+        const Carry before_warp = warp == 0 ? CarryOp::identity() : total_before;
+        if (lane == 0) thread_prefix = before_warp;
+        else thread_prefix = warp == 0 ? before_in_warp : CarryOp::combine(before_warp, before_in_warp);
     }
 
     // Writes the scanned rows (without any tile prefix) back to the matrix, so that a

@@ -180,11 +180,17 @@ struct BulkSource<Op, Gather<Op, I0, I1, I2, I3>, THREADS, ITEMS, REVERSE> {
         read_array(buffer, B0, r, x1);
         read_array(buffer, B0 + B1, r, x2);
         read_array(buffer, B0 + B1 + B2, r, x3);
+        const long long first = src.index + start + r * ITEMS - shift;
+        if (valid == TILE) {  // whole tiles (shift 0) need no bounds
 #pragma unroll
-        for (int p = 0; p < ITEMS; ++p) {
-            const int e = r * ITEMS + p - shift;
-            row[L::item(p)] = e >= 0 && e < valid ? Op::load(src.index + start + e, x0[p], x1[p], x2[p], x3[p])
-                                                  : Op::identity();
+            for (int p = 0; p < ITEMS; ++p) row[L::item(p)] = Op::load(first + p, x0[p], x1[p], x2[p], x3[p]);
+        } else {
+#pragma unroll
+            for (int p = 0; p < ITEMS; ++p) {
+                // One unsigned compare: e < 0 wraps above every valid count (at most TILE).
+                const int e = r * ITEMS + p - shift;
+                row[L::item(p)] = (u32)e < (u32)valid ? Op::load(first + p, x0[p], x1[p], x2[p], x3[p]) : Op::identity();
+            }
         }
     }
 };

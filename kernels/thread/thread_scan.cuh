@@ -48,7 +48,8 @@ SCANRT_DEVICE Seg<typename Op::T> thread_segmented_inclusive_scan(typename Op::T
     row[0] = running;
 #pragma unroll
     for (int i = 1; i < ITEMS; ++i) {
-        running = ((heads >> i) & 1u) ? Op::combine(init, row[i]) : Op::combine(running, row[i]);
+        // One combine per element: pick its left operand, not between two results.
+        running = Op::combine(((heads >> i) & 1u) ? init : running, row[i]);
         row[i] = running;
     }
     return Seg<typename Op::T>{running, heads != 0u};

@@ -53,13 +53,16 @@ SCANRT_DEVICE Seg<T> shfl_idx(Seg<T> v, int src) {
     return Seg<T>{shfl_idx(v.value, src), __shfl_sync(SCANRT_FULL_MASK, v.head, src)};
 }
 
-// Inclusive scan across the 32 lanes; all lanes must call it.
-template <typename Op>
+// Inclusive scan across the first LANES lanes (a power of two; the lanes above scan
+// groups of their own); all lanes must call it.
+template <typename Op, int LANES = 32>
 SCANRT_DEVICE typename Op::T warp_inclusive_scan(typename Op::T v, int lane) {
 #pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-        typename Op::T up = shfl_up(v, d);
-        if (lane >= d) v = Op::combine(up, v);
+    for (int d = 1; d < LANES; d <<= 1) {
+        // Every lane combines and selects: a branch around the combine would issue the
+        // same instructions for the warp, plus the branch's own.
+        const typename Op::T combined = Op::combine(shfl_up(v, d), v);
+        v = lane >= d ? combined : v;
     }
     return v;
 }
