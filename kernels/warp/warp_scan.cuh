@@ -53,8 +53,8 @@ SCANRT_DEVICE Seg<T> shfl_idx(Seg<T> v, int src) {
     return Seg<T>{shfl_idx(v.value, src), __shfl_sync(SCANRT_FULL_MASK, v.head, src)};
 }
 
-// Inclusive scan across the first LANES lanes (a power of two; the lanes above scan
-// groups of their own); all lanes must call it.
+// Inclusive scan of lanes 0 .. LANES - 1 (what lanes from LANES on get is no scan of
+// anything); all lanes must call it.
 template <typename Op, int LANES = 32>
 SCANRT_DEVICE typename Op::T warp_inclusive_scan(typename Op::T v, int lane) {
 #pragma unroll

@@ -236,8 +236,8 @@ fn compile_options(target: Target) -> Vec<String> {
 
 /// Options that change how fast NVRTC compiles, never what: outside the cache key. NVRTC
 /// 12.4+ optimises and assembles a program's kernels on parallel threads (a user
-/// operator's first kernel set holds two or three kernels: H100 host, about half the
-/// time of one thread).
+/// operator's first kernel set holds two or three kernels: 1.3 s on one thread, 1.0 s
+/// on eight, on the H100 machine's host).
 fn speed_options(version: (i32, i32)) -> Vec<String> {
     if version < (12, 4) {
         return Vec::new();
