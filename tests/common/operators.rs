@@ -240,16 +240,11 @@ pub fn check_extreme(
     )?;
     let values = vv.read::<u32>(stream, n)?;
     let indices = iv.read::<u32>(stream, n)?;
-    for p in 0..n {
-        if (values[p], indices[p]) != expect[p] {
-            return Err(format!(
-                "{shape:?} max={max}: element {p} = {:?} expected {:?}",
-                (values[p], indices[p]),
-                expect[p]
-            ));
-        }
-    }
-    Ok(())
+    exactly_equal(
+        &format!("{shape:?} max={max}"),
+        values.into_iter().zip(indices),
+        &expect,
+    )
 }
 
 /// logcumsumexp (f32), with values near the float maximum now and then.
@@ -358,16 +353,11 @@ pub fn check_matrix_product(
         &shape.scan().with_algorithm(algorithm),
     )?;
     let got = ov.read::<u32>(stream, 4 * n)?;
-    for p in 0..n {
-        if got[4 * p..4 * p + 4] != expect[p] {
-            return Err(format!(
-                "{shape:?} {algorithm:?}: element {p} = {:?} expected {:?}",
-                &got[4 * p..4 * p + 4],
-                expect[p]
-            ));
-        }
-    }
-    Ok(())
+    exactly_equal(
+        &format!("{shape:?} {algorithm:?}"),
+        got.chunks_exact(4).map(|m| [m[0], m[1], m[2], m[3]]),
+        &expect,
+    )
 }
 
 /// The line-of-sight example: visible flags and horizons against a sequential sweep
@@ -416,13 +406,19 @@ pub fn check_line_of_sight(
         &shape.scan(),
     )?;
     let (visible, horizons) = (vv.read::<u32>(stream, n)?, hv.read::<f32>(stream, n)?);
-    for p in 0..n {
-        if (visible[p], horizons[p]) != expect[p] {
-            return Err(format!(
-                "{shape:?}: point {p} = {:?} expected {:?}",
-                (visible[p], horizons[p]),
-                expect[p]
-            ));
+    exactly_equal(&format!("{shape:?}"), visible.into_iter().zip(horizons), &expect)
+}
+
+/// The first element where `got` differs from `expect` (bitwise-exact results), named
+/// with `case`.
+fn exactly_equal<T: PartialEq + std::fmt::Debug>(
+    case: &str,
+    got: impl Iterator<Item = T>,
+    expect: &[T],
+) -> Result<(), String> {
+    for (p, (g, e)) in got.zip(expect).enumerate() {
+        if g != *e {
+            return Err(format!("{case}: element {p} = {g:?} expected {e:?}"));
         }
     }
     Ok(())
