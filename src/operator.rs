@@ -32,7 +32,7 @@ use crate::runtime::workspace::{lookback_bytes, Workspace};
 use crate::runtime::Memo;
 use crate::scan::desc::ScanDesc;
 use crate::scan::desc::Segments;
-use crate::scan::kernels::{KernelKind, ScanKernels, TranslationUnit};
+use crate::scan::kernels::{KernelKind, Program, ScanKernels, TranslationUnit};
 use crate::scan::overlaps;
 use crate::scan::plan::{choose_algorithm, launch_kernels, segment_param, shape_flags, KernelLaunch};
 use crate::scan::tuning::{operator_shape, TileShape};
@@ -355,8 +355,8 @@ impl OperatorDesc {
 
     /// The `struct Op` and types of the operator's translation unit: the user's source
     /// under `#line` directives (so compiler messages cite its own lines), then the glue
-    /// the kernels call.
-    fn unit(&self, matrix: bool) -> TranslationUnit {
+    /// the kernels call. The unit holds `kernels` (where the tile shape has them).
+    fn unit(&self, kernels: &[KernelKind]) -> TranslationUnit {
         let OperatorDesc {
             name,
             source,
@@ -421,7 +421,6 @@ typedef {state} In;
         } else {
             ("Acc*".into(), "(Acc*)output".into())
         };
-        let plain = self.plain_arrays();
         TranslationUnit {
             definitions,
             source_type,
@@ -434,9 +433,7 @@ typedef {state} In;
             } else {
                 "(unsigned long long)&init"
             },
-            bulk: !matrix,
-            wave: plain && !matrix,
-            matrix,
+            kernels: kernels.to_vec(),
         }
     }
 }
@@ -463,15 +460,21 @@ impl Context {
     }
 }
 
-/// The source of an operator's kernel set for one direction and segmentation on
+/// The programs of an operator's kernel set for one direction and segmentation on
 /// `sm_<arch>` (the matrix scan's set, or the single pass's), with its tile shape.
-fn kernel_source(
+///
+/// The single pass's kernels compile as one program each, on parallel threads
+/// (`ScanKernels::load`): its register-staged kernel alone takes most of a set's compile
+/// time, so a new operator's first set is ready in about the time of that one kernel.
+/// The matrix scan's three small kernels stay one program.
+fn kernel_programs(
     desc: &OperatorDesc,
     arch: i32,
     direction: Direction,
     segmented: bool,
     matrix: bool,
-) -> (KernelSource, TranslationUnit, TileShape) {
+) -> (Vec<Program>, TileShape) {
+    use KernelKind::*;
     let shape = operator_shape(
         arch,
         desc.state_size,
@@ -479,16 +482,34 @@ fn kernel_source(
         segmented,
         desc.bulk_element_bytes(),
     );
-    let unit = desc.unit(matrix);
-    let source = KernelSource {
-        name: format!(
-            "operator {} {direction:?} segmented={segmented} matrix={matrix} {shape:?}",
-            desc.name
-        ),
-        text: unit.text(&shape, direction, segmented),
-        headers: KERNEL_HEADERS,
+    let groups: &[&[KernelKind]] = if matrix {
+        &[&[MatrixReduce, MatrixScanSums, MatrixScanTiles]]
+    } else if desc.plain_arrays() {
+        &[&[SinglePass], &[SinglePassBulk], &[SinglePassWave]]
+    } else {
+        // The one-wave kernel scans plain arrays only.
+        &[&[SinglePass], &[SinglePassBulk]]
     };
-    (source, unit, shape)
+    let programs = groups
+        .iter()
+        .filter_map(|&kernels| {
+            let unit = desc.unit(kernels);
+            let kernels: Vec<KernelKind> = kernels.iter().copied().filter(|&k| unit.has(k, &shape)).collect();
+            let name = format!(
+                "operator {} {direction:?} segmented={segmented} {kernels:?} {shape:?}",
+                desc.name
+            );
+            (!kernels.is_empty()).then(|| Program {
+                source: KernelSource {
+                    name,
+                    text: unit.text(&shape, direction, segmented),
+                    headers: KERNEL_HEADERS,
+                },
+                kernels,
+            })
+        })
+        .collect();
+    (programs, shape)
 }
 
 /// Compiles every kernel set of the operator `desc` (both directions, segmented or not,
@@ -503,8 +524,9 @@ pub fn compile_operator(desc: &OperatorDesc, arch: i32) -> Result<usize> {
     for direction in [Direction::Forward, Direction::Backward] {
         for segmented in [false, true] {
             for matrix in [false, true] {
-                let (source, _, _) = kernel_source(desc, arch, direction, segmented, matrix);
-                bytes += nvrtc.compile_cached(&source, target)?.len();
+                for program in kernel_programs(desc, arch, direction, segmented, matrix).0 {
+                    bytes += nvrtc.compile_cached(&program.source, target)?.len();
+                }
             }
         }
     }
@@ -524,9 +546,8 @@ impl Operator {
         let dev = inner.ctx.gpu()?;
         inner.kernel_sets.get_or_try_init(&(direction, segmented, matrix), || {
             let desc = &inner.desc;
-            let (source, unit, shape) = kernel_source(desc, dev.arch, direction, segmented, matrix);
-            let kinds = KernelKind::ALL.into_iter().filter(|&k| unit.has(k, &shape));
-            ScanKernels::load(dev, &source, shape, kinds, desc.bulk_element_bytes())
+            let (programs, shape) = kernel_programs(desc, dev.arch, direction, segmented, matrix);
+            ScanKernels::load(dev, &programs, shape, desc.bulk_element_bytes())
         })
     }
 

@@ -219,30 +219,42 @@ fn extreme_identity(dtype: DType, max: bool, size: usize) -> Vec<u8> {
 pub fn logcumsumexp(dtype: DType) -> Result<OperatorDesc> {
     let t = float_type("logcumsumexp", dtype)?;
     // f32 takes the hardware's approximate exp2 and log2 (a few ulp here: exp2 of
-    // arguments <= 0, log2 of arguments >= 1), without their subnormal fix-ups.
-    let (exp_neg, log) = if dtype == DType::F32 {
+    // arguments <= 0, log2 of arguments >= 1), without their subnormal fix-ups, and
+    // sm_80's NaN-propagating maximum.
+    let (exp, log, max_nan) = if dtype == DType::F32 {
         (
-            "float y; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(-x * 1.44269504f)); return y;",
+            "float y; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x * 1.44269504f)); return y;",
             "float y; asm(\"lg2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x)); return y * 0.693147181f;",
+            r#"
+#if __CUDA_ARCH__ >= 800
+    float m; asm("max.NaN.f32 %0, %1, %2;" : "=f"(m) : "f"(a), "f"(b)); return m;
+#else
+    return a != a || b != b ? a + b : fmaxf(a, b);
+#endif
+"#,
         )
     } else {
-        ("return exp(-x);", "return log(x);")
+        (
+            "return exp(x);",
+            "return log(x);",
+            "return a != a || b != b ? a + b : fmax(a, b);",
+        )
     };
     let source = format!(
         r#"struct LogSum {{ {t} max, scaled; }};  // log(sum) = max + log(scaled), scaled >= 1
-__device__ {t} exp_neg({t} x) {{ {exp_neg} }}  // exp(-x), x >= 0
+__device__ {t} exp_of({t} x) {{ {exp} }}  // x <= 0
 __device__ {t} log_of({t} x) {{ {log} }}
+__device__ {t} max_nan({t} a, {t} b) {{ {max_nan} }}  // NaN when either is
 __device__ LogSum log_add(LogSum first, LogSum then) {{
     // Rescales the sum with the smaller maximum to the larger one, so no exponential
     // exceeds 1, without branches (the scan's chains are latency-bound): only the max
-    // is a chain from element to element. Equal maxima scale by 1, which also keeps
-    // inf - inf out of the exponential: the empty sum (-inf, 0) is the identity, and
-    // sums at infinity stay there. A NaN maximum makes the factor, so the sum, NaN.
-    const {t} distance = first.max - then.max;
-    const {t} factor = first.max == then.max ? {t}(1) : exp_neg(fabs(distance));
+    // is a chain from element to element. Equal maxima scale by 1; so do equal
+    // infinities, whose NaN distance fmin drops: the empty sum (-inf, 0) is the
+    // identity, and sums at infinity stay there. A NaN maximum stays NaN, so the output.
+    const {t} factor = exp_of(fmin(-fabs(first.max - then.max), {t}(0)));
     const bool first_larger = first.max >= then.max;
     const {t} kept = first_larger ? first.scaled : then.scaled, rescaled = first_larger ? then.scaled : first.scaled;
-    return LogSum{{fmax(first.max, then.max), fma(rescaled, factor, kept)}};
+    return LogSum{{max_nan(first.max, then.max), fma(rescaled, factor, kept)}};
 }}
 __device__ LogSum make_term(int64_t, {t} x) {{ return LogSum{{x, 1}}; }}
 __device__ void write_log_sum(const LogSum& s, {t}& y) {{ y = s.max + log_of(s.scaled); }}
@@ -255,17 +267,23 @@ __device__ void write_log_sum(const LogSum& s, {t}& y) {{ y = s.max + log_of(s.s
     let host = host_floats!(dtype, |T| HostOperator {
         combine: Arc::new(|l, r, out| {
             let (first, then) = ((read::<T>(l, 0), read::<T>(l, 1)), (read::<T>(r, 0), read::<T>(r, 1)));
-            let factor = if first.0 == then.0 {
+            let distance = first.0 - then.0;
+            let factor = if distance.is_nan() {
                 1.0
             } else {
-                (-(first.0 - then.0).abs()).exp()
+                (-distance.abs()).exp()
+            };
+            let max = if first.0.is_nan() || then.0.is_nan() {
+                T::NAN
+            } else {
+                first.0.max(then.0)
             };
             let (kept, rescaled) = if first.0 >= then.0 {
                 (first.1, then.1)
             } else {
                 (then.1, first.1)
             };
-            let result = (first.0.max(then.0), rescaled.mul_add(factor, kept));
+            let result = (max, rescaled.mul_add(factor, kept));
             write(out, 0, result.0);
             write(out, 1, result.1);
         }),

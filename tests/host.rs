@@ -482,12 +482,14 @@ fn recipes_and_user_operators_on_the_host_backend() {
             check_extreme(&ctx, &stream, &op, max, &mut rng, shape).unwrap();
         }
     }
-    let op = ctx
-        .create_operator(scanrt::recipes::logcumsumexp(DType::F32).unwrap())
-        .unwrap();
-    for _ in 0..40 {
-        let shape = Shape::random(&mut rng, &sizes);
-        check_logcumsumexp(&ctx, &stream, &op, &mut rng, shape).unwrap();
+    for dtype in [DType::F32, DType::F64] {
+        let op = ctx
+            .create_operator(scanrt::recipes::logcumsumexp(dtype).unwrap())
+            .unwrap();
+        for _ in 0..40 {
+            let shape = Shape::random(&mut rng, &sizes);
+            check_logcumsumexp(&ctx, &stream, &op, &mut rng, shape).unwrap();
+        }
     }
     let sight = ctx.create_operator(examples::line_of_sight()).unwrap();
     let fibonacci = ctx.create_operator(examples::fibonacci_matrix()).unwrap();

@@ -18,16 +18,16 @@ template <typename A, typename B> struct SameType { static const bool value = fa
 template <typename A> struct SameType<A, A> { static const bool value = true; };
 
 // Physical row `row` (ITEMS elements) of an array of T in a buffer, as 16-byte vectors
-// where the row is whole vectors.
+// where the row is whole vectors: vector v at v ^ swizzle (see ParkedStates).
 template <typename T, int ITEMS>
 struct BufferRow {
     static const bool VECTORS = ITEMS * sizeof(T) % 16 == 0;
-    static SCANRT_DEVICE void read(const T* array, int row, T (&x)[ITEMS]) {
+    static SCANRT_DEVICE void read(const T* array, int row, T (&x)[ITEMS], int swizzle = 0) {
         const T* src = array + row * ITEMS;
         if constexpr (VECTORS) {
 #pragma unroll
             for (int v = 0; v < ITEMS * (int)sizeof(T) / 16; ++v) {
-                const uint4 w = reinterpret_cast<const uint4*>(src)[v];
+                const uint4 w = reinterpret_cast<const uint4*>(src)[v ^ swizzle];
                 memcpy(&x[v * (16 / sizeof(T))], &w, 16);
             }
         } else {
@@ -35,14 +35,14 @@ struct BufferRow {
             for (int i = 0; i < ITEMS; ++i) x[i] = src[i];
         }
     }
-    static SCANRT_DEVICE void write(T* array, int row, const T (&x)[ITEMS]) {
+    static SCANRT_DEVICE void write(T* array, int row, const T (&x)[ITEMS], int swizzle = 0) {
         T* dst = array + row * ITEMS;
         if constexpr (VECTORS) {
 #pragma unroll
             for (int v = 0; v < ITEMS * (int)sizeof(T) / 16; ++v) {
                 uint4 w;
                 memcpy(&w, &x[v * (16 / sizeof(T))], 16);
-                reinterpret_cast<uint4*>(dst)[v] = w;
+                reinterpret_cast<uint4*>(dst)[v ^ swizzle] = w;
             }
         } else {
 #pragma unroll
@@ -59,21 +59,43 @@ struct LogicalRow {
     static SCANRT_DEVICE int item(int p) { return REVERSE ? ITEMS - 1 - p : p; }  // physical <-> logical
 };
 
-// The parked states: rows of Acc from the buffer's start.
+// A thread's row of Acc, in logical order, at its physical row of the buffer (plain
+// sources and destinations: the array itself), its vectors at v ^ swizzle.
 template <typename Acc, int THREADS, int ITEMS, bool REVERSE>
-struct ParkedStates {
+struct StateRow {
     typedef LogicalRow<THREADS, ITEMS, REVERSE> L;
-    static SCANRT_DEVICE void read(const unsigned char* buffer, int tid, Acc (&row)[ITEMS]) {
+    static SCANRT_DEVICE void read(const unsigned char* buffer, int tid, Acc (&row)[ITEMS], int swizzle = 0) {
         Acc x[ITEMS];
-        BufferRow<Acc, ITEMS>::read(reinterpret_cast<const Acc*>(buffer), L::physical_row(tid), x);
+        BufferRow<Acc, ITEMS>::read(reinterpret_cast<const Acc*>(buffer), L::physical_row(tid), x, swizzle);
 #pragma unroll
         for (int p = 0; p < ITEMS; ++p) row[L::item(p)] = x[p];
     }
-    static SCANRT_DEVICE void write(unsigned char* buffer, int tid, const Acc (&row)[ITEMS]) {
+    static SCANRT_DEVICE void write(unsigned char* buffer, int tid, const Acc (&row)[ITEMS], int swizzle = 0) {
         Acc x[ITEMS];
 #pragma unroll
         for (int p = 0; p < ITEMS; ++p) x[p] = row[L::item(p)];
-        BufferRow<Acc, ITEMS>::write(reinterpret_cast<Acc*>(buffer), L::physical_row(tid), x);
+        BufferRow<Acc, ITEMS>::write(reinterpret_cast<Acc*>(buffer), L::physical_row(tid), x, swizzle);
+    }
+};
+
+// The parked states: each thread's StateRow, swizzled. A 16-byte shared access serves
+// eight threads at once, in one wavefront when they hit the eight different 16-byte
+// groups of banks. Rows of V vectors start on only 8 / gcd(V, 8) groups (a transform's
+// twelve 8-byte states, V = 6, conflict two ways), so row r keeps vector v at
+// v ^ ((r * G / 8) % G), G = gcd(V, 8): any eight consecutive rows then cover every
+// group, and the swizzle stays inside the row (G divides V). Rows of odd V (the plain
+// scans' 112-byte rows) are not swizzled.
+template <typename Acc, int THREADS, int ITEMS, bool REVERSE>
+struct ParkedStates {
+    typedef StateRow<Acc, THREADS, ITEMS, REVERSE> Row;
+    static const int V = ITEMS * sizeof(Acc) / 16;
+    static const int G = !BufferRow<Acc, ITEMS>::VECTORS ? 1 : V % 8 == 0 ? 8 : V % 4 == 0 ? 4 : V % 2 == 0 ? 2 : 1;
+    static SCANRT_DEVICE int swizzle(int tid) { return LogicalRow<THREADS, ITEMS, REVERSE>::physical_row(tid) * G / 8 % G; }
+    static SCANRT_DEVICE void read(const unsigned char* buffer, int tid, Acc (&row)[ITEMS]) {
+        Row::read(buffer, tid, row, swizzle(tid));
+    }
+    static SCANRT_DEVICE void write(unsigned char* buffer, int tid, const Acc (&row)[ITEMS]) {
+        Row::write(buffer, tid, row, swizzle(tid));
     }
 };
 
@@ -108,7 +130,7 @@ struct BulkSource<Op, const In*, THREADS, ITEMS, REVERSE> {
     }
     static SCANRT_DEVICE void read_row(const unsigned char* buffer, const In*, long long, long long, int, int tid,
                                        Acc (&row)[ITEMS]) {
-        ParkedStates<Acc, THREADS, ITEMS, REVERSE>::read(buffer, tid, row);
+        StateRow<Acc, THREADS, ITEMS, REVERSE>::read(buffer, tid, row);
     }
 };
 
@@ -198,14 +220,15 @@ struct BulkSource<Op, Gather<Op, I0, I1, I2, I3>, THREADS, ITEMS, REVERSE> {
 // Where a tile goes; slots as for BulkSource.
 template <typename Op, typename Dst, int THREADS, int ITEMS, bool REVERSE> struct BulkDestination;
 
-// A plain array of accumulators (Acc = Op::T): the finished rows are the parked rows.
+// A plain array of accumulators (Acc = Op::T): each thread writes its finished row over
+// its parked row.
 template <typename Op, typename Acc, int THREADS, int ITEMS, bool REVERSE>
 struct BulkDestination<Op, Acc*, THREADS, ITEMS, REVERSE> {
     static const int TILE = THREADS * ITEMS;
     static const int BYTES = sizeof(Acc);
     static const bool OVERLAPS = false;
     static SCANRT_DEVICE void write_row(unsigned char* buffer, int tid, const Acc (&row)[ITEMS]) {
-        ParkedStates<Acc, THREADS, ITEMS, REVERSE>::write(buffer, tid, row);
+        StateRow<Acc, THREADS, ITEMS, REVERSE>::write(buffer, tid, row);
     }
     // Thread 0, after the rows are written and fenced for the async proxy.
     static SCANRT_DEVICE void issue_stores(Acc* out, long long start, const unsigned char* buffer) {

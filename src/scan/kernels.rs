@@ -144,9 +144,7 @@ typedef {i} In;
             destination: "(Acc*)output".into(),
             extra_params: "",
             init: "init_bits",
-            bulk: self.has(KernelKind::SinglePassBulk),
-            wave: self.has(KernelKind::SinglePassWave),
-            matrix: true,
+            kernels: KernelKind::ALL.into_iter().filter(|&k| self.has(k)).collect(),
         };
         // The name says everything that decides the text: it keys the loaded modules.
         KernelSource {
@@ -176,24 +174,20 @@ pub(crate) struct TranslationUnit {
     pub extra_params: &'static str,
     /// The expression of the kernels' `init_bits` argument.
     pub init: &'static str,
-    /// The set may have the bulk-copy kernel, where the tile shape has one.
-    pub bulk: bool,
-    /// The set may have the one-wave kernel (plain arrays only), where the shape has one.
-    pub wave: bool,
-    /// The set has the matrix scan's kernels (built-in sets always; an operator compiles
-    /// them apart, on first use, so that its first compile is short).
-    pub matrix: bool,
+    /// The kernels the unit holds where the tile shape has them: a built-in set compiles
+    /// as one unit; an operator's, one unit per kernel (src/operator.rs).
+    pub kernels: Vec<KernelKind>,
 }
 
 impl TranslationUnit {
     /// Whether the unit compiled for `shape` holds `kind`.
     pub fn has(&self, kind: KernelKind, shape: &TileShape) -> bool {
-        match kind {
-            KernelKind::SinglePassBulk => self.bulk && shape.bulk_buffers > 0,
-            KernelKind::SinglePassWave => self.wave && shape.wave_threads > 0,
-            KernelKind::MatrixReduce | KernelKind::MatrixScanSums | KernelKind::MatrixScanTiles => self.matrix,
-            KernelKind::SinglePass => true,
-        }
+        self.kernels.contains(&kind)
+            && match kind {
+                KernelKind::SinglePassBulk => shape.bulk_buffers > 0,
+                KernelKind::SinglePassWave => shape.wave_threads > 0,
+                _ => true,
+            }
     }
 
     pub fn text(&self, shape: &TileShape, direction: Direction, seg: bool) -> String {
@@ -238,7 +232,8 @@ impl TranslationUnit {
         let heads = "(const void*)heads";
         let lookback = "(void*)workspace, status_capacity, (FaultReport*)report";
         let scratch = "(Carry*)(workspace + sizeof(LookbackHeader))";
-        let matrix_include = if self.matrix {
+        let matrix = self.has(KernelKind::MatrixReduce, shape);
+        let matrix_include = if matrix {
             "#include \"device/matrix_scan.cuh\"\n"
         } else {
             ""
@@ -251,12 +246,17 @@ impl TranslationUnit {
 typedef {source_type} Src;
 typedef {destination_type} Dst;
 typedef CarryOf<Op, {seg}>::Op_::T Carry;
-extern "C" __global__ void __launch_bounds__({threads} + 32, {min_blocks_per_sm}) scanrt_single_pass{p} {{
+"#
+        );
+        if self.has(KernelKind::SinglePass, shape) {
+            text += &format!(
+                r#"extern "C" __global__ void __launch_bounds__({threads} + 32, {min_blocks_per_sm}) scanrt_single_pass{p} {{
     single_pass_scan<Op, Src, Dst, {threads}, {items}, {slots}, {spin}, {sleep}, {reverse}, {seg}>({source}, {destination}, n, {init}, flags, {heads}, {lookback});
 }}
 "#
-        );
-        if self.matrix {
+            );
+        }
+        if matrix {
             text += &format!(
                 r#"extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_reduce{p} {{
     matrix_reduce<Op, Src, {threads}, {items}, {reverse}, {seg}>({source}, n, {scratch}, {init}, flags, {heads});
@@ -324,27 +324,50 @@ pub(crate) fn every_specialization(arch: i32) -> Vec<Specialization> {
 pub(crate) struct ScanKernels {
     pub shape: TileShape,
     kernels: [Option<LoadedKernel>; KernelKind::ALL.len()],
-    _module: Arc<CudaModule>,
+    _modules: Vec<Arc<CudaModule>>,
+}
+
+/// One NVRTC program of a kernel set, and the kernels it holds.
+pub(crate) struct Program {
+    pub source: KernelSource,
+    pub kernels: Vec<KernelKind>,
 }
 
 impl ScanKernels {
-    /// Loads the kernels `kinds` of `source`, compiled for `shape`, whose bulk-copy buffers
-    /// hold `buffer_element_bytes` per element (the accumulator's size, or a transform's
-    /// larger arrays), compiling it or taking it from a pack or the disk cache. Only
-    /// loading needs the device's context, so only this enters it.
+    /// Loads the kernel set made of `programs`, compiled for `shape`, whose bulk-copy
+    /// buffers hold `buffer_element_bytes` per element (the accumulator's size, or a
+    /// transform's larger arrays), compiling each or taking it from a pack or the disk
+    /// cache. Several programs compile on parallel threads: a set's first compile takes
+    /// as long as its longest program. Only loading needs the device's context, so only
+    /// this enters it.
     pub fn load(
         dev: &GpuDevice,
-        source: &KernelSource,
+        programs: &[Program],
         shape: TileShape,
-        kinds: impl Iterator<Item = KernelKind>,
         buffer_element_bytes: usize,
     ) -> Result<Arc<ScanKernels>> {
+        let module = |program: &Program| {
+            let _current = dev.enter()?;
+            dev.module(&program.source)
+        };
+        let modules: Vec<Arc<CudaModule>> = match programs {
+            [one] => vec![module(one)?],
+            _ => std::thread::scope(|scope| {
+                let threads: Vec<_> = programs.iter().map(|p| scope.spawn(move || module(p))).collect();
+                // A compile thread never panics short of a bug; its panic is passed on.
+                threads
+                    .into_iter()
+                    .map(|t| t.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                    .collect::<Result<_>>()
+            })?,
+        };
         let _current = dev.enter()?;
-        let module = dev.module(source)?;
         let mut kernels: [Option<LoadedKernel>; KernelKind::ALL.len()] = Default::default();
-        for kind in kinds {
-            let (block, shared_bytes) = kind.launch_shape(&shape, buffer_element_bytes);
-            kernels[kind as usize] = Some(dev.kernel(&module, kind.entry(), block, shared_bytes)?);
+        for (program, module) in programs.iter().zip(&modules) {
+            for &kind in &program.kernels {
+                let (block, shared_bytes) = kind.launch_shape(&shape, buffer_element_bytes);
+                kernels[kind as usize] = Some(dev.kernel(module, kind.entry(), block, shared_bytes)?);
+            }
         }
         log::debug!(
             "kernel set ready: {} kernels with their occupancy",
@@ -353,7 +376,7 @@ impl ScanKernels {
         Ok(Arc::new(ScanKernels {
             shape,
             kernels,
-            _module: module,
+            _modules: modules,
         }))
     }
 
@@ -375,8 +398,11 @@ impl KernelSets {
     pub fn get(&self, dev: &GpuDevice, spec: Specialization) -> Result<Arc<ScanKernels>> {
         self.sets.get_or_try_init(&spec, || {
             log::debug!("loading kernel set {spec:?}");
-            let kinds = KernelKind::ALL.into_iter().filter(|&k| spec.has(k));
-            ScanKernels::load(dev, &spec.source(), spec.shape, kinds, spec.output.size())
+            let program = Program {
+                source: spec.source(),
+                kernels: KernelKind::ALL.into_iter().filter(|&k| spec.has(k)).collect(),
+            };
+            ScanKernels::load(dev, &[program], spec.shape, spec.output.size())
         })
     }
 

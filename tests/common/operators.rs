@@ -247,7 +247,9 @@ pub fn check_extreme(
     )
 }
 
-/// logcumsumexp (f32), with values near the float maximum now and then.
+/// logcumsumexp of `op.desc()`'s type (f32 or f64), with values near the type's maximum
+/// now and then and, in one case of eight, infinities and NaN: -inf adds nothing, +inf
+/// makes the rest of its segment +inf, NaN makes it NaN.
 pub fn check_logcumsumexp(
     ctx: &Context,
     stream: &Stream,
@@ -256,16 +258,21 @@ pub fn check_logcumsumexp(
     shape: Shape,
 ) -> Result<(), String> {
     let n = shape.n;
-    let huge = rng.below(2) == 0;
-    let x: Vec<f32> = (0..n)
-        .map(|_| {
-            if huge && rng.below(10) == 0 {
-                f32::MAX * 0.99
-            } else {
-                (rng.below(4001) as f32 - 2000.0) / 100.0
-            }
+    let f32 = op.desc().state_size == 8;
+    let near_max = if f32 { f32::MAX as f64 * 0.99 } else { f64::MAX * 0.99 };
+    let (huge, specials) = (rng.below(2) == 0, rng.below(8) == 0);
+    let mut x: Vec<f64> = (0..n)
+        .map(|_| match rng.below(400) {
+            0..=39 if huge => near_max,
+            40..=47 if specials => f64::NEG_INFINITY,
+            48..=49 if specials => f64::INFINITY,
+            50 if specials => f64::NAN,
+            _ => (rng.below(4001) as f64 - 2000.0) / 100.0,
         })
         .collect();
+    if f32 {
+        x.iter_mut().for_each(|v| *v = *v as f32 as f64);
+    }
     let starts = shape.starts(rng);
     let mut expect = vec![0f64; n];
     let (mut m, mut s) = (f64::NEG_INFINITY, 0f64);
@@ -273,22 +280,46 @@ pub fn check_logcumsumexp(
         if restart {
             (m, s) = (f64::NEG_INFINITY, 0.0);
         }
-        let v = x[p] as f64;
-        if v > m {
+        let v = x[p];
+        if v.is_nan() || m.is_nan() {
+            m = f64::NAN;
+        } else if v > m {
             s = s * (m - v).exp() + 1.0;
             m = v;
+        } else if v == m {
+            s += 1.0; // infinities included
         } else {
             s += (v - m).exp();
         }
         expect[p] = m + s.ln();
     }
-    let xv = Array::new(ctx, stream, &x, shape.offset);
-    let yv = Array::new(ctx, stream, &vec![0f32; n], shape.offset);
-    run(ctx, stream, op, &[xv.addr], &[yv.addr], &shape, &starts, &shape.scan())?;
-    let got = yv.read::<f32>(stream, n)?;
+    let yv;
+    let got: Vec<f64> = if f32 {
+        let xv = Array::new(
+            ctx,
+            stream,
+            &x.iter().map(|&v| v as f32).collect::<Vec<_>>(),
+            shape.offset,
+        );
+        yv = Array::new(ctx, stream, &vec![0f32; n], shape.offset);
+        run(ctx, stream, op, &[xv.addr], &[yv.addr], &shape, &starts, &shape.scan())?;
+        yv.read::<f32>(stream, n)?.into_iter().map(f64::from).collect()
+    } else {
+        let xv = Array::new(ctx, stream, &x, shape.offset);
+        yv = Array::new(ctx, stream, &vec![0f64; n], shape.offset);
+        run(ctx, stream, op, &[xv.addr], &[yv.addr], &shape, &starts, &shape.scan())?;
+        yv.read::<f64>(stream, n)?
+    };
+    // f32 takes the hardware's approximate exp2 and log2.
+    let tolerance = if f32 { 4e-5 } else { 1e-10 };
     for p in 0..n {
-        let (g, e) = (got[p] as f64, expect[p]);
-        if !g.is_finite() || (g - e).abs() > 1e-5 * e.abs().max(1.0) * 4.0 {
+        let (g, e) = (got[p], expect[p]);
+        let agree = if e.is_finite() {
+            (g - e).abs() <= tolerance * e.abs().max(1.0)
+        } else {
+            g == e || g.is_nan() && e.is_nan()
+        };
+        if !agree {
             return Err(format!("{shape:?}: y[{p}] = {g} expected {e}"));
         }
     }

@@ -71,14 +71,16 @@ pub fn recipes_match_sequential_loops() {
             .collect();
         tally(results.into_iter(), &format!("cumulative extreme max={max}"));
     }
-    let op = ctx.create_operator(recipes::logcumsumexp(DType::F32).unwrap()).unwrap();
-    let results: Vec<_> = (0..cases)
-        .map(|_| {
-            let shape = Shape::random(&mut rng, &sizes);
-            check_logcumsumexp(ctx, &stream, &op, &mut rng, shape)
-        })
-        .collect();
-    tally(results.into_iter(), "logcumsumexp");
+    for dtype in [DType::F32, DType::F64] {
+        let op = ctx.create_operator(recipes::logcumsumexp(dtype).unwrap()).unwrap();
+        let results: Vec<_> = (0..cases)
+            .map(|_| {
+                let shape = Shape::random(&mut rng, &sizes);
+                check_logcumsumexp(ctx, &stream, &op, &mut rng, shape)
+            })
+            .collect();
+        tally(results.into_iter(), &format!("logcumsumexp {dtype:?}"));
+    }
 }
 
 pub fn examples_match_sequential_loops() {
