@@ -466,7 +466,8 @@ impl Context {
 /// The single pass's kernels compile as one program each, on parallel threads
 /// (`ScanKernels::load`): its register-staged kernel alone takes most of a set's compile
 /// time, so a new operator's first set is ready in about the time of that one kernel.
-/// The matrix scan's three small kernels stay one program.
+/// The matrix scan's set (its three kernels, and the single pass for one-tile scans) is
+/// compiled on first use, as one program.
 fn kernel_programs(
     desc: &OperatorDesc,
     arch: i32,
@@ -483,7 +484,8 @@ fn kernel_programs(
         desc.bulk_element_bytes(),
     );
     let groups: &[&[KernelKind]] = if matrix {
-        &[&[MatrixReduce, MatrixScanSums, MatrixScanTiles]]
+        // A scan of one tile runs the single pass whatever the algorithm.
+        &[&[SinglePass, MatrixReduce, MatrixScanSums, MatrixScanTiles]]
     } else if desc.plain_arrays() {
         &[&[SinglePass], &[SinglePassBulk], &[SinglePassWave]]
     } else {
