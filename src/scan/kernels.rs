@@ -175,7 +175,7 @@ pub(crate) struct TranslationUnit {
     /// The expression of the kernels' `init_bits` argument.
     pub init: &'static str,
     /// The kernels the unit holds where the tile shape has them: a built-in set compiles
-    /// as one unit; an operator's, one unit per kernel (src/operator.rs).
+    /// as one unit; an operator's single pass, as one unit per kernel (src/operator.rs).
     pub kernels: Vec<KernelKind>,
 }
 
