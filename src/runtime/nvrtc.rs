@@ -235,9 +235,9 @@ fn compile_options(target: Target) -> Vec<String> {
 }
 
 /// Options that change how fast NVRTC compiles, never what: outside the cache key. NVRTC
-/// 12.4+ optimises and assembles a program's kernels on parallel threads (a user
-/// operator's first kernel set holds two or three kernels: 1.3 s on one thread, 1.0 s
-/// on eight, on the H100 machine's host).
+/// 12.4+ optimises and assembles a program's kernels on parallel threads: this serves
+/// programs of several kernels (a built-in kernel set that no pack holds, an operator's
+/// matrix-scan set); an operator's single-pass kernels are programs of their own.
 fn speed_options(version: (i32, i32)) -> Vec<String> {
     if version < (12, 4) {
         return Vec::new();

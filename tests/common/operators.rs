@@ -124,6 +124,36 @@ fn run(
     stream.synchronize().map_err(|e| e.to_string())
 }
 
+/// Runs `scan` of `op` from the input arrays `inputs` to one output array of the same
+/// type (all bits set until written; with `in_place`, the last input itself), and reads
+/// the output.
+#[allow(clippy::too_many_arguments)]
+fn scan_to_one_array<T: scanrt::Scalar>(
+    ctx: &Context,
+    stream: &Stream,
+    op: &scanrt::Operator,
+    shape: &Shape,
+    starts: &[bool],
+    scan: &OperatorScan,
+    inputs: &[&[T]],
+    in_place: bool,
+) -> Result<Vec<T>, String> {
+    let arrays: Vec<Array> = inputs
+        .iter()
+        .map(|x| Array::new(ctx, stream, x, shape.offset))
+        .collect();
+    let fresh;
+    let out = if in_place {
+        arrays.last().unwrap()
+    } else {
+        fresh = Array::new(ctx, stream, &vec![T::from_bits(u64::MAX); shape.n], shape.offset);
+        &fresh
+    };
+    let addresses: Vec<u64> = arrays.iter().map(|a| a.addr).collect();
+    run(ctx, stream, op, &addresses, &[out.addr], shape, starts, scan)?;
+    out.read::<T>(stream, shape.n)
+}
+
 /// Linear recurrence `h = a h_prev + b` (f32 or f64) with an initial state; in place over
 /// b now and then.
 pub fn check_recurrence(
@@ -155,41 +185,12 @@ pub fn check_recurrence(
             a.iter().map(|&x| x as f32).collect(),
             b.iter().map(|&x| x as f32).collect(),
         );
-        let (av, bv) = (
-            Array::new(ctx, stream, &af, shape.offset),
-            Array::new(ctx, stream, &bf, shape.offset),
-        );
-        let hv = Array::new(ctx, stream, &vec![f32::NAN; n], shape.offset);
-        let out = if in_place { &bv } else { &hv };
-        run(
-            ctx,
-            stream,
-            op,
-            &[av.addr, bv.addr],
-            &[out.addr],
-            &shape,
-            &starts,
-            &scan,
-        )?;
-        out.read::<f32>(stream, n)?.iter().map(|&x| x as f64).collect()
+        scan_to_one_array(ctx, stream, op, &shape, &starts, &scan, &[&af, &bf], in_place)?
+            .into_iter()
+            .map(f64::from)
+            .collect()
     } else {
-        let (av, bv) = (
-            Array::new(ctx, stream, &a, shape.offset),
-            Array::new(ctx, stream, &b, shape.offset),
-        );
-        let hv = Array::new(ctx, stream, &vec![f64::NAN; n], shape.offset);
-        let out = if in_place { &bv } else { &hv };
-        run(
-            ctx,
-            stream,
-            op,
-            &[av.addr, bv.addr],
-            &[out.addr],
-            &shape,
-            &starts,
-            &scan,
-        )?;
-        out.read::<f64>(stream, n)?
+        scan_to_one_array(ctx, stream, op, &shape, &starts, &scan, &[&a, &b], in_place)?
     };
     let tolerance = if dtype == DType::F32 { 2e-4 } else { 1e-11 };
     for p in 0..n {
@@ -293,22 +294,15 @@ pub fn check_logcumsumexp(
         }
         expect[p] = m + s.ln();
     }
-    let yv;
+    let scan = shape.scan();
     let got: Vec<f64> = if f32 {
-        let xv = Array::new(
-            ctx,
-            stream,
-            &x.iter().map(|&v| v as f32).collect::<Vec<_>>(),
-            shape.offset,
-        );
-        yv = Array::new(ctx, stream, &vec![0f32; n], shape.offset);
-        run(ctx, stream, op, &[xv.addr], &[yv.addr], &shape, &starts, &shape.scan())?;
-        yv.read::<f32>(stream, n)?.into_iter().map(f64::from).collect()
+        let x: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+        scan_to_one_array(ctx, stream, op, &shape, &starts, &scan, &[&x], false)?
+            .into_iter()
+            .map(f64::from)
+            .collect()
     } else {
-        let xv = Array::new(ctx, stream, &x, shape.offset);
-        yv = Array::new(ctx, stream, &vec![0f64; n], shape.offset);
-        run(ctx, stream, op, &[xv.addr], &[yv.addr], &shape, &starts, &shape.scan())?;
-        yv.read::<f64>(stream, n)?
+        scan_to_one_array(ctx, stream, op, &shape, &starts, &scan, &[&x], false)?
     };
     // f32 takes the hardware's approximate exp2 and log2.
     let tolerance = if f32 { 4e-5 } else { 1e-10 };
