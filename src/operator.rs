@@ -339,13 +339,13 @@ impl OperatorDesc {
         Ok(())
     }
 
-    /// Bytes per element of the bulk-copy kernel's buffers: the state, or the input or the
-    /// output arrays together where they are larger (kernels/block/bulk_io.cuh).
+    /// Bytes per element of the bulk-copy kernel's buffers: the input or the output arrays
+    /// together, whichever are larger; a plain array is one of states. States wider than
+    /// that do not park in the buffer: the kernel rescans the inputs instead
+    /// (kernels/device/single_pass_bulk.cuh, `BulkTile`).
     fn bulk_element_bytes(&self) -> usize {
-        let total = |types: Option<&[DType]>| types.map_or(0, |t| t.iter().map(|d| d.size()).sum());
-        self.state_size
-            .max(total(self.input_types()))
-            .max(total(self.output_types()))
+        let total = |types: Option<&[DType]>| types.map_or(self.state_size, |t| t.iter().map(|d| d.size()).sum());
+        total(self.input_types()).max(total(self.output_types()))
     }
 
     /// Whether inputs and outputs are plain arrays of states.

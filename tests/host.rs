@@ -509,6 +509,7 @@ fn recipes_and_user_operators_on_the_host_backend() {
     let shape = Shape {
         n: 10,
         backward: false,
+        exclusive: false,
         segments: 0,
         row: 1,
         offset: 0,

@@ -4,8 +4,9 @@
 //
 // A buffer holds a tile in physical order, TILE * BYTES bytes. It is used three ways in
 // turn: the source's arrays as loaded (bulk copies, or the data threads' copy of a partial
-// or misaligned tile), then the scanned states parked between rounds (rows of Acc), then
-// the destination's arrays as stored. A plain source or destination is one array of the
+// or misaligned tile), then the scanned states parked between rounds (rows of Acc; not for
+// states wider than the arrays, which single_pass_bulk.cuh rescans), then the
+// destination's arrays as stored. A plain source or destination is one array of the
 // accumulator type whose rows sit where the states' rows do, so each thread reads and
 // writes only its own row. A transform's arrays (`Gather`, `Scatter`) lie one after the
 // other, so a thread's row of one array overlaps other threads' state rows: OVERLAPS says

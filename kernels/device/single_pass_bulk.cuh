@@ -11,8 +11,9 @@
 //     round seq        rows scanned in registers and parked back; AGGREGATE published
 //     round seq+LAG-1  handed to the look-back warp (the round after publication, with
 //                      the four buffers the host uses)
-//     round seq+LAG    prefix folded in, bulk store issued; the store's shared-memory reads
-//                      drain during the next round's scan, then the buffer takes seq + BUFFERS
+//     round seq+LAG    prefix folded in (or the rows rescanned from it: BulkTile), bulk
+//                      store issued; the store's shared-memory reads drain during the
+//                      next round's scan, then the buffer takes seq + BUFFERS
 //
 // Why this shape. The register-staged kernel holds a tile's loads in registers and L1,
 // so it can afford two buffers only (more shared memory starves L1 of the lines its loads
@@ -39,7 +40,8 @@
 // states from them as a row is read, and write their output arrays there before the bulk
 // stores (block/bulk_io.cuh): a recurrence moves 12 bytes per f32 element, as in the
 // register-staged kernel. Small scans use the register-staged kernel, which starts its
-// first loads before its ticket returns; the host picks by size (src/scan/tuning.rs).
+// first loads before its ticket returns; the host picks by size (src/scan/tuning.rs), and
+// never launches this kernel for a single tile.
 #pragma once
 #include "block/bulk_io.cuh"
 #include "device/single_pass_scan.cuh"
@@ -90,12 +92,19 @@ template <typename V> struct Handover {
     }
 };
 
+// A buffer holds a tile's arrays (the accumulator's, for plain ones). Scanned states park
+// there between rounds when they fit. A transform whose states are wider than its arrays
+// (logcumsumexp: 8-byte states of 4-byte arrays) rescans its rows from the inputs still in
+// the buffer once the prefix is known instead: one more row read, no parked rows, and
+// buffers of the arrays' size, so more blocks fit on an SM.
+template <typename Op, typename Src, typename Dst, int THREADS, int ITEMS> struct BulkTile {
+    static const int BYTES =
+        MaxOf<BulkSource<Op, Src, THREADS, ITEMS, false>::BYTES, BulkDestination<Op, Dst, THREADS, ITEMS, false>::BYTES>::value;
+    static const bool RESCAN = BYTES < (int)sizeof(typename Op::T);
+};
+
 // Launched with THREADS data threads plus one look-back warp (blockDim.x = THREADS + 32)
 // and BUFFERS * THREADS * ITEMS * BulkTile::BYTES bytes of dynamic shared memory.
-template <typename Op, typename Src, typename Dst, int THREADS, int ITEMS> struct BulkTile {
-    static const int BYTES = MaxOf<MaxOf<BulkSource<Op, Src, THREADS, ITEMS, false>::BYTES, sizeof(typename Op::T)>::value,
-                                   BulkDestination<Op, Dst, THREADS, ITEMS, false>::BYTES>::value;
-};
 template <typename Op, typename Src, typename Dst, int THREADS, int ITEMS, int BUFFERS, int LOOKBACK_SLOTS_PER_LANE,
           int SPIN_BEFORE_SLEEP, int SLEEP_NS, bool REVERSE, bool SEGMENTED>
 SCANRT_DEVICE void single_pass_scan_bulk(Src src, Dst dst, long long n, unsigned long long init_bits, unsigned flags,
@@ -116,7 +125,8 @@ SCANRT_DEVICE void single_pass_scan_bulk(Src src, Dst dst, long long n, unsigned
     // The look-back warp gets one round per tile: the hand-over comes HANDOFF_DELAY rounds
     // after the tile's publication, its prefix is needed LAG rounds after it.
     const int HANDOFF_DELAY = LAG - 1;
-    const u32 BUFFER_BYTES = TILE * BulkTile<Op, Src, Dst, THREADS, ITEMS>::BYTES;
+    typedef BulkTile<Op, Src, Dst, THREADS, ITEMS> Buffer;
+    const u32 BUFFER_BYTES = TILE * Buffer::BYTES;
 
     extern __shared__ __align__(128) unsigned char dynamic_shared[];
     if (dynamic_shared_bytes() < BUFFERS * BUFFER_BYTES) return;  // launched wrongly: write nothing
@@ -155,13 +165,16 @@ SCANRT_DEVICE void single_pass_scan_bulk(Src src, Dst dst, long long n, unsigned
     // Slot s of a buffer holds physical element s - shift of its tile (bulk_io.cuh).
     auto shift_of = [&](u32 tile) { return REVERSE ? TILE - (int)valid_of(tile) : 0; };
     // What a data thread keeps of a parked tile: its in-tile prefix and, for a segmented
-    // scan, how many leading row elements lie before the row's first head.
+    // scan, how many leading row elements lie before the row's first head (the row's
+    // heads, when it is rescanned).
     struct Parked {
         Carry thread_prefix;
         int open;
+        u32 heads;
     };
     // Data threads: scans the loaded tile of `seq` in its buffer (copying it in first when
-    // no bulk load brought it) and parks the rows there without the tile prefix.
+    // no bulk load brought it) and parks the rows there without the tile prefix (or leaves
+    // the inputs there, to be rescanned).
     auto scan_tile = [&](u32 seq, u32 tile, bool bulk_loaded, Carry& aggregate) -> Parked {
         unsigned char* buffer = buffer_of(seq);
         const long long valid = valid_of(tile), start = tile_start<REVERSE>(tile, TILE, valid, n);
@@ -173,25 +186,34 @@ SCANRT_DEVICE void single_pass_scan_bulk(Src src, Dst dst, long long n, unsigned
         }
         Scan scan;
         Source::read_row(buffer, src, start, valid, shift_of(tile), tid, scan.row);
-        if constexpr (Source::OVERLAPS) data_barrier<THREADS>();  // every row read before states replace them
         scan.scan_row_registers(warp_total[seq & 1], inclusive, tid, row_head_bits, init);
-        Parking::write(buffer, tid, scan.row);
+        if constexpr (!Buffer::RESCAN) {
+            if constexpr (Source::OVERLAPS) data_barrier<THREADS>();  // every row read before states replace them
+            Parking::write(buffer, tid, scan.row);
+        }
         aggregate = scan.tile_aggregate;
-        return Parked{scan.thread_prefix, scan.open};
+        return Parked{scan.thread_prefix, scan.open, row_head_bits};
     };
     // Data threads: folds the prefix into the parked tile of `seq` (into the row's open
-    // elements only, for a segmented scan) and stores it.
+    // elements only, for a segmented scan), or rescans its rows from the prefix, and
+    // stores it.
     auto finish_tile = [&](u32 seq, u32 tile, Parked parked, Carry tile_prefix) {
         unsigned char* buffer = buffer_of(seq);
-        Acc row[ITEMS];
-        Parking::read(buffer, tid, row);
-        const Acc prefix = Scan::carried_value(CarryOp::combine(tile_prefix, parked.thread_prefix));
-#pragma unroll
-        for (int i = 0; i < ITEMS; ++i)
-            if (!SEGMENTED || i < parked.open) row[i] = Op::combine(prefix, row[i]);
-        if constexpr (Destination::OVERLAPS) data_barrier<THREADS>();  // every state read before outputs replace them
-        Destination::write_row(buffer, tid, row);
         const long long valid = valid_of(tile), start = tile_start<REVERSE>(tile, TILE, valid, n);
+        const Acc prefix = Scan::carried_value(CarryOp::combine(tile_prefix, parked.thread_prefix));
+        Acc row[ITEMS];
+        if constexpr (Buffer::RESCAN) {
+            Source::read_row(buffer, src, start, valid, shift_of(tile), tid, row);
+            thread_scan_from<Op, SEGMENTED>(prefix, row, inclusive, parked.heads, init);
+            data_barrier<THREADS>();  // every input row read before outputs replace them
+        } else {
+            Parking::read(buffer, tid, row);
+#pragma unroll
+            for (int i = 0; i < ITEMS; ++i)
+                if (!SEGMENTED || i < parked.open) row[i] = Op::combine(prefix, row[i]);
+            if constexpr (Destination::OVERLAPS) data_barrier<THREADS>();  // every state read before outputs replace them
+        }
+        Destination::write_row(buffer, tid, row);
         if (valid == TILE && vector_out) {
             fence_proxy_async();
             data_barrier<THREADS>();
@@ -202,14 +224,7 @@ SCANRT_DEVICE void single_pass_scan_bulk(Src src, Dst dst, long long n, unsigned
         }
     };
 
-    if (num_tiles == 1) {  // one tile: no look-back, no workspace
-        if (lookback_warp) return;
-        Carry aggregate;
-        finish_tile(0, 0, scan_tile(0, 0, false, aggregate), carry_in);
-        if (tid == 0) bulk_stores_done();
-        return;
-    }
-
+    if (num_tiles < 2) return;  // the host scans one tile with the register-staged kernel: write nothing
     LookbackHeader* header = (LookbackHeader*)workspace;
     Status status(header + 1, status_capacity);
     const u32 last_ticket = num_tiles + gridDim.x - 1;
@@ -255,39 +270,43 @@ SCANRT_DEVICE void single_pass_scan_bulk(Src src, Dst dst, long long n, unsigned
             }
             shift_parked();
         };
-        u32 seq = 0;
-        for (;; ++seq) {
+        // Once the tickets run out (round `stopped`), LAG more rounds finish what is
+        // parked: one loop, so the tile pipeline is inlined once (NVRTC time).
+        u32 stopped = ~0u;
+        for (u32 seq = 0; seq < stopped || seq - stopped < (u32)LAG; ++seq) {
             const int b = seq % BUFFERS;
-            unsigned long long drawn = 0;
-            mbarrier_wait(&loaded[b], (seq / BUFFERS) & 1);
-            const u32 tile = Handover<u32>::load(&tile_s[b], lane);
-            if (tile >= num_tiles) {
-                for (int h = (int)seq - HANDOFF_DELAY; h < (int)seq; ++h)
-                    if (h >= 0) named_barrier_arrive(Barriers::handoff(h % BUFFERS), PIPELINE);
-                named_barrier_arrive(Barriers::handoff(b), PIPELINE);  // tile_s[b]: no more tiles
-                break;
-            }
-            if (tid == 0) drawn = draw_ticket(header);  // read after the scan: its latency hides behind it
-            Carry aggregate;
-            const Parked scanned = scan_tile(seq, tile, bulk_loads(tile), aggregate);
-            if (tid == 0) {
-                publish_scanned<CarryOp>(status, tile, aggregate, carry_in, tag);
-                Handover<Carry>::store(&aggregate_s[b], aggregate);
-            }
-            // A tile goes to the look-back warp only HANDOFF_DELAY rounds after its
-            // publication (see the top of the file).
-            if ((int)seq >= HANDOFF_DELAY)
-                named_barrier_arrive(Barriers::handoff((seq - HANDOFF_DELAY) % BUFFERS), PIPELINE);
-            if (tid == 0) {
-                pass_on_header(header, drawn, last_ticket);
-                bulk_stores_read();  // the buffer of seq + 1 was stored from in the last round
-                issue_load(seq + 1, (u32)drawn);
+            Parked scanned = {};
+            if (seq < stopped) {
+                unsigned long long drawn = 0;
+                mbarrier_wait(&loaded[b], (seq / BUFFERS) & 1);
+                const u32 tile = Handover<u32>::load(&tile_s[b], lane);
+                if (tile >= num_tiles) {
+                    for (int h = (int)seq - HANDOFF_DELAY; h < (int)seq; ++h)
+                        if (h >= 0) named_barrier_arrive(Barriers::handoff(h % BUFFERS), PIPELINE);
+                    named_barrier_arrive(Barriers::handoff(b), PIPELINE);  // tile_s[b]: no more tiles
+                    stopped = seq;
+                } else {
+                    if (tid == 0) drawn = draw_ticket(header);  // read after the scan: its latency hides behind it
+                    Carry aggregate;
+                    scanned = scan_tile(seq, tile, bulk_loads(tile), aggregate);
+                    if (tid == 0) {
+                        publish_scanned<CarryOp>(status, tile, aggregate, carry_in, tag);
+                        Handover<Carry>::store(&aggregate_s[b], aggregate);
+                    }
+                    // A tile goes to the look-back warp only HANDOFF_DELAY rounds after its
+                    // publication (see the top of the file).
+                    if ((int)seq >= HANDOFF_DELAY)
+                        named_barrier_arrive(Barriers::handoff((seq - HANDOFF_DELAY) % BUFFERS), PIPELINE);
+                    if (tid == 0) {
+                        pass_on_header(header, drawn, last_ticket);
+                        bulk_stores_read();  // the buffer of seq + 1 was stored from in the last round
+                        issue_load(seq + 1, (u32)drawn);
+                    }
+                }
             }
             finish_parked((int)seq - LAG);
             parked[LAG - 1] = scanned;
         }
-        // No more tickets: finish what is parked.
-        for (int f = (int)seq - LAG; f < (int)seq; ++f) finish_parked(f);
         if (tid == 0) bulk_stores_done();
     }
 

@@ -44,6 +44,13 @@ SCANRT_DEVICE void single_pass_scan(Src in, Dst out, long long n, unsigned long 
     // Tile ids are 32-bit, like the ticket (the host launches at most 2^31 - 1 tiles);
     // element offsets are 64-bit.
     const u32 num_tiles = (u32)((n + TILE - 1) / TILE);
+    // A scan of one tile takes the same rounds without the protocol: no ticket, no
+    // publication, no look-back, no workspace.
+    const bool one_tile = num_tiles == 1;
+    LookbackHeader* header = (LookbackHeader*)workspace;
+    Status status(header + 1, status_capacity);
+    const u32 last_ticket = num_tiles + gridDim.x - 1;
+    Watchdog dog{header, report, 0};
 
     // What a data thread keeps of a scanned, parked tile (registers are the scarce
     // resource here: the tile's aggregate goes to shared memory instead).
@@ -57,10 +64,16 @@ SCANRT_DEVICE void single_pass_scan(Src in, Dst out, long long n, unsigned long 
         const long long valid = min((long long)TILE, n - tile * TILE);
         regs.load(in + tile_start<REVERSE>(tile, TILE, valid, n), valid, tile_mode(valid, TILE, vector_in), tid);
     };
-    // Stages, scans and parks the loaded `tile` in shared[buffer] (data threads only);
-    // the tile's aggregate comes back in `aggregate` for the caller to publish at once.
-    auto scan_loaded = [&](int buffer, long long tile, const Regs& regs, Carry& aggregate) -> Parked {
-        const long long valid = min((long long)TILE, n - tile * TILE);
+    // Stages, scans and parks the loaded `tile` in shared[buffer] (data threads only),
+    // and publishes its first status from thread 0 at once: INCLUSIVE when nothing before
+    // it can matter (tile 0, or a segment head inside it), else AGGREGATE for the
+    // look-backs of later tiles. The look-back warp finds the aggregate in
+    // aggregate_s[buffer]. (The caller's __syncthreads() orders that hand-over; the data
+    // threads' own barrier before it costs little and keeps compute-sanitizer racecheck
+    // from misreporting it, as a reduced program in the git history showed:
+    // bench/racecheck_named_barrier.cu.)
+    auto scan_and_publish = [&](int buffer, u32 tile, const Regs& regs) -> Parked {
+        const long long valid = min((long long)TILE, n - (long long)tile * TILE);
         const long long start = tile_start<REVERSE>(tile, TILE, valid, n);
         // Flags are read while the tile's loads are in flight; keys (a row of them per
         // thread) only once the loaded values are staged, so the two never hold
@@ -74,7 +87,11 @@ SCANRT_DEVICE void single_pass_scan(Src in, Dst out, long long n, unsigned long 
         Scan scan;
         scan.scan_rows(shared[buffer], inclusive, tid, row, init);
         scan.park_rows(shared[buffer], tid);
-        aggregate = scan.tile_aggregate;
+        if (tid == 0) {
+            if (!one_tile) publish_scanned<CarryOp>(status, tile, scan.tile_aggregate, carry_in, generation_tag(generation_s));
+            aggregate_s[buffer] = scan.tile_aggregate;
+        }
+        data_barrier<THREADS>();
         return Parked{scan.thread_prefix, scan.open};
     };
     // Folds the prefix into the parked tile and stores it (data threads only).
@@ -85,90 +102,60 @@ SCANRT_DEVICE void single_pass_scan(Src in, Dst out, long long n, unsigned long 
         data_barrier<THREADS>();
         store_tile<REVERSE>(shared[buffer].matrix, out + start, valid, tile_mode(valid, TILE, vector_out), tid);
     };
-    if (num_tiles == 1) {  // the single-block path: no look-back, no workspace
-        if (lookback_warp) return;
-        Regs regs;
-        load_tile(0, regs);
-        Carry aggregate;
-        finish_tile(0, 0, scan_loaded(0, 0, regs, aggregate), carry_in);
-        return;
-    }
-
-    LookbackHeader* header = (LookbackHeader*)workspace;
-    Status status(header + 1, status_capacity);
-    const u32 last_ticket = num_tiles + gridDim.x - 1;
-    // Scans the loaded `tile` into shared[buffer] (data threads only) and publishes its
-    // first status from thread 0 at once: INCLUSIVE when nothing before it can matter
-    // (tile 0, or a segment head inside it), else AGGREGATE for the look-backs of later
-    // tiles. The look-back warp finds the aggregate in aggregate_s[buffer]. (The caller's
-    // __syncthreads() orders that hand-over; the data threads' own barrier before it costs
-    // little and keeps compute-sanitizer racecheck from misreporting it, as a reduced
-    // program in the git history showed: bench/racecheck_named_barrier.cu.)
-    auto scan_and_publish = [&](int buffer, u32 tile, const Regs& regs, u32 tag) -> Parked {
-        Carry aggregate;
-        const Parked parked = scan_loaded(buffer, tile, regs, aggregate);
-        if (tid == 0) {
-            publish_scanned<CarryOp>(status, tile, aggregate, carry_in, tag);
-            aggregate_s[buffer] = aggregate;
-        }
-        data_barrier<THREADS>();
-        return parked;
-    };
-    // Blocks mostly draw their first tickets in launch order, so each starts loading tile
-    // blockIdx.x (< num_tiles) while its first ticket is in flight, and loads again only
-    // if it drew another: small scans do not wait for the atomic before their loads.
-    Regs first_regs;
-    if (!lookback_warp) load_tile(blockIdx.x, first_regs);
-    if (tid == 0) {
-        const unsigned long long drawn = first_ticket<Status>(header, report, num_tiles, status_capacity);
-        pass_on_header(header, drawn, last_ticket);
-        generation_s = (u32)(drawn >> 32);
-        next_tile_s = (u32)drawn;
-    }
-    __syncthreads();
-    Watchdog dog{header, report, 0};
-    const u32 generation = generation_s;
-    const u32 tag = generation_tag(generation);
-    u32 tile = next_tile_s;
-    int buffer = 0;
-    Parked current = {}, next = {};
-    if (!lookback_warp && tile < num_tiles) {
-        if (tile != blockIdx.x) load_tile(tile, first_regs);
-        current = scan_and_publish(buffer, tile, first_regs, tag);
-    }
-    __syncthreads();
-
-    // Each round overlaps the look-back of `tile` (look-back warp) with loading, scanning
-    // and publishing the AGGREGATE of the block's next tile (data threads).
-    while (tile < num_tiles) {
+    // Each round overlaps the look-back of the parked tile (look-back warp) with loading,
+    // scanning and publishing the AGGREGATE of the block's next tile (data threads), then
+    // finishes the parked tile. The first round has nothing parked. The tile pipeline is
+    // written once, in this loop: each inlined copy of it costs NVRTC time on every cold
+    // compile.
+    u32 parked_tile = num_tiles;  // none
+    Parked parked = {};
+    int buffer = 0;  // shared[buffer] holds the parked tile
+    for (bool first_round = true;; first_round = false) {
+        Parked next = {};
         if (lookback_warp) {
-            const Carry prefix = resolve_prefix<CarryOp, Status, LOOKBACK_SLOTS_PER_LANE, SPIN_BEFORE_SLEEP, SLEEP_NS>(
-                status, tile, aggregate_s[buffer], carry_in, tag, lane, deterministic, dog);
-            if (lane == 0) tile_prefix_s = prefix;
+            if (parked_tile < num_tiles) {
+                const Carry prefix =
+                    one_tile ? carry_in
+                             : resolve_prefix<CarryOp, Status, LOOKBACK_SLOTS_PER_LANE, SPIN_BEFORE_SLEEP, SLEEP_NS>(
+                                   status, parked_tile, aggregate_s[buffer], carry_in, generation_tag(generation_s),
+                                   lane, deterministic, dog);
+                if (lane == 0) tile_prefix_s = prefix;
+            }
         } else {
+            // Blocks mostly draw their first tickets in launch order, so each starts
+            // loading tile blockIdx.x (< num_tiles) while its first ticket is in flight,
+            // and loads again only if it drew another: small scans do not wait for the
+            // atomic before their loads.
+            Regs regs;
+            if (first_round) load_tile(blockIdx.x, regs);
             if (tid == 0) {
-                const unsigned long long drawn = draw_ticket(header);
-                pass_on_header(header, drawn, last_ticket);
-                next_tile_s = (u32)drawn;
+                u32 upcoming = first_round ? 0 : num_tiles;
+                if (!one_tile) {
+                    const unsigned long long drawn = first_round
+                        ? first_ticket<Status>(header, report, num_tiles, status_capacity)
+                        : draw_ticket(header);
+                    pass_on_header(header, drawn, last_ticket);
+                    if (first_round) generation_s = (u32)(drawn >> 32);
+                    upcoming = (u32)drawn;
+                }
+                next_tile_s = upcoming;
             }
             data_barrier<THREADS>();
             const u32 upcoming = next_tile_s;
             if (upcoming < num_tiles) {
-                Regs regs;
-                load_tile(upcoming, regs);
-                next = scan_and_publish(buffer ^ 1, upcoming, regs, tag);
+                if (!first_round || upcoming != blockIdx.x) load_tile(upcoming, regs);
+                next = scan_and_publish(buffer ^ 1, upcoming, regs);
             }
         }
         __syncthreads();  // the prefix is known; the next tile is scanned and parked
         const u32 upcoming = next_tile_s;
-        if (!lookback_warp) {
-            finish_tile(buffer, tile, current, tile_prefix_s);
-            current = next;
-        }
+        if (!lookback_warp && parked_tile < num_tiles) finish_tile(buffer, parked_tile, parked, tile_prefix_s);
+        if (upcoming >= num_tiles) break;
         __syncthreads();  // the finished buffer is free; next_tile_s may be drawn again
         buffer ^= 1;
-        tile = upcoming;
+        parked_tile = upcoming;
+        parked = next;
     }
-
-    clear_before_tags_repeat(header, status, status_capacity, generation, tid);
+    if (one_tile) return;
+    clear_before_tags_repeat(header, status, status_capacity, generation_s, tid);
 }

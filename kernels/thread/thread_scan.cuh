@@ -69,3 +69,27 @@ SCANRT_DEVICE Seg<typename Op::T> thread_segmented_exclusive_scan(typename Op::T
     }
     return Seg<typename Op::T>{running, heads != 0u};
 }
+
+// A row scanned again from `prefix`, everything before it (the bulk-copy kernel's
+// rescan), in place, inclusive or exclusive. A segmented row restarts from `init` at its
+// heads, as above.
+template <typename Op, bool SEGMENTED, int ITEMS>
+SCANRT_DEVICE void thread_scan_from(typename Op::T prefix, typename Op::T (&row)[ITEMS], bool inclusive, u32 heads,
+                                    typename Op::T init) {
+    typename Op::T running = prefix;
+    if (inclusive) {
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) {
+            running = Op::combine(SEGMENTED && ((heads >> i) & 1u) ? init : running, row[i]);
+            row[i] = running;
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) {
+            if (SEGMENTED && ((heads >> i) & 1u)) running = init;
+            typename Op::T x = row[i];
+            row[i] = running;
+            running = Op::combine(running, x);
+        }
+    }
+}

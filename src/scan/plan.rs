@@ -416,10 +416,12 @@ pub(crate) unsafe fn launch_kernels<P: KernelParams>(
     // in one wave.
     let deterministic = flags & contract::FLAG_DETERMINISTIC != 0;
     let wave_tiles = launch.n.div_ceil(shape.wave_tile_elems().max(1));
+    let bulk_tiles = launch.n.div_ceil(shape.bulk_tile_elems().max(1));
     // Scans whose tiles all fit on the device at once take the one-wave kernel (one
     // block per tile); large ones stream through the bulk-copy kernel where there is
-    // one. Both kernels' tiles are at least as long as the register-staged kernel's,
-    // so the workspace's slots cover them too.
+    // one (from two of its tiles: it has no one-tile path). Both kernels' tiles are at
+    // least as long as the register-staged kernel's, so the workspace's slots cover them
+    // too.
     let (kernel, kernel_tiles, persistent) = match (
         kernels.get(KernelKind::SinglePassWave),
         kernels.get(KernelKind::SinglePassBulk),
@@ -427,8 +429,8 @@ pub(crate) unsafe fn launch_kernels<P: KernelParams>(
         (Some(wave), _) if aligned && !deterministic && wave_tiles <= wave_max_tiles(wave.resident_blocks) => {
             (wave, wave_tiles, false)
         }
-        (_, Some(bulk)) if launch.tiles >= shape.bulk_min_tiles => {
-            (bulk, launch.n.div_ceil(shape.bulk_tile_elems()), shape.persistent)
+        (_, Some(bulk)) if launch.tiles >= shape.bulk_min_tiles && bulk_tiles >= 2 => {
+            (bulk, bulk_tiles, shape.persistent)
         }
         _ => (single_pass, launch.tiles, shape.persistent),
     };

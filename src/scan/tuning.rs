@@ -34,6 +34,9 @@ struct TuningRow {
     bulk_row_bytes: u32,
     bulk_min_blocks_per_sm: [u32; 2],
     bulk_min_tiles: [u64; 2],
+    /// Blocks per SM of the bulk-copy kernel for transforms that rescan their rows (states
+    /// wider than their arrays), plain / segmented.
+    bulk_rescan_min_blocks_per_sm: [u32; 2],
     /// One-wave kernel (plain scans whose tiles all fit on the device at once): threads
     /// (0: none), look-back slots per lane, blocks per SM.
     wave_threads: u32,
@@ -46,10 +49,13 @@ struct TuningRow {
 /// lane beat 2 (0.86) and 4 (0.84). Bulk copy: 4 buffers of 256 rows of 112 bytes at 2
 /// blocks/SM, u32 0.96 and u64 0.97-0.98 of memcpy at 2^28 (16 KiB tiles at 3/SM: 0.92 /
 /// 0.94); faster from 512 tiles (u32 2^22: 17.8-18.3 against 18.5-22.3 us). One wave: 512
-/// x 16 with 4 slots per lane, u32 2^20 in 6.5 against 8.6 us.
+/// x 16 with 4 slots per lane, u32 2^20 in 6.5 against 8.6 us. Rescanning transforms:
+/// logcumsumexp f32 at 2^28 ran 0.955 of memcpy at 4 blocks/SM (52 registers), 0.897 at
+/// the 3 its registers allowed unbounded (bench_compare --operators); its segmented rows
+/// spill at 4 and keep 2.
 const SM90: TuningRow = TuningRow {
     min_arch: 90,
-    provenance: "H100 SXM, bench_compare --variant (tile shapes) and bench/run_gpu_bench.sh (thresholds), 2026",
+    provenance: "H100 SXM, bench_compare --variant (tile shapes), --operators (rescanning transforms) and bench/run_gpu_bench.sh (thresholds), 2026",
     row_accumulator_bytes: 64,
     lookback_slots_per_lane: 1,
     spin_before_sleep: 8,
@@ -59,6 +65,7 @@ const SM90: TuningRow = TuningRow {
     bulk_row_bytes: 112,
     bulk_min_blocks_per_sm: [2, 3],
     bulk_min_tiles: [512, 4096],
+    bulk_rescan_min_blocks_per_sm: [4, 2],
     wave_threads: 512,
     wave_lookback_slots_per_lane: 4,
     wave_min_blocks_per_sm: 2,
@@ -179,10 +186,11 @@ pub(crate) fn tile_shape(arch: i32, input: DType, output: DType, segmented: bool
 /// 4 or 8 bytes read and written as plain arrays scans exactly like the built-in type of
 /// its size, the bulk-copy and one-wave kernels included (a user-defined u32 sum runs the
 /// built-in sum's kernels). Transforms of such states take the same shapes and the
-/// bulk-copy kernel with buffers of `bulk_element_bytes` per element (the larger of the
-/// state and the input or output arrays' bytes), but no one-wave kernel. Wider states take
-/// the register-staged and matrix kernels: rows short enough that two tiles of states fit
-/// in static shared memory (48 KiB: 2 x 128 x (ITEMS + 1) x state bytes).
+/// bulk-copy kernel with buffers of `bulk_element_bytes` per element (the input or the
+/// output arrays' bytes, whichever are larger; states wider than that are rescanned), but
+/// no one-wave kernel. Wider states take the register-staged and matrix kernels: rows
+/// short enough that two tiles of states fit in static shared memory (48 KiB: 2 x 128 x
+/// (ITEMS + 1) x state bytes).
 pub(crate) fn operator_shape(
     arch: i32,
     state_bytes: usize,
@@ -197,15 +205,22 @@ pub(crate) fn operator_shape(
             if plain_arrays {
                 shape
             } else {
-                // The bulk-copy kernel's buffers hold a transform's arrays: rows of at most
-                // the row's bytes, whole 16-byte vectors of 4-byte arrays (for a recurrence
-                // f32, 12 items of 8 bytes: two blocks of 4 such buffers fit per SM, as the
-                // u64 scan's). Segmented scans take the same rows: batched rows need no
+                // The bulk-copy kernel's buffers hold a transform's arrays, and its rows of
+                // states are scanned in registers: rows of at most the row's bytes of
+                // either, whole 16-byte vectors of 4-byte arrays (for a recurrence f32,
+                // 12 items of 8 bytes: two blocks of 4 such buffers fit per SM, as the u64
+                // scan's; logcumsumexp f32 rescans 12 items of 4-byte arrays, at four
+                // blocks per SM). Segmented scans take the same rows: batched rows need no
                 // flag vectors (byte flags of rows other than 8 or 16 items are read one
                 // by one).
+                let row_element_bytes = bulk_element_bytes.max(state_bytes) as u32;
                 TileShape {
-                    bulk_items: ((row(arch).bulk_row_bytes / bulk_element_bytes as u32) & !3).max(4),
-                    bulk_min_blocks_per_sm: row(arch).bulk_min_blocks_per_sm[0],
+                    bulk_items: ((row(arch).bulk_row_bytes / row_element_bytes) & !3).max(4),
+                    bulk_min_blocks_per_sm: if bulk_element_bytes < state_bytes {
+                        row(arch).bulk_rescan_min_blocks_per_sm[segmented as usize]
+                    } else {
+                        row(arch).bulk_min_blocks_per_sm[0]
+                    },
                     wave_threads: 0,
                     ..shape
                 }
@@ -267,7 +282,8 @@ pub(crate) fn wave_max_tiles(resident_blocks: u32) -> u64 {
 
 /// Overrides of the kernel choice, for tests that run a kernel at every size: they
 /// change which kernel runs, never what it computes. Read once per process.
-/// `SCANRT_BULK_MIN_TILES=t`: the bulk-copy kernel from t tiles on (2: always).
+/// `SCANRT_BULK_MIN_TILES=t`: the bulk-copy kernel from t tiles on (2: whenever the scan
+/// spans two of its tiles).
 /// `SCANRT_WAVE_MAX_TILES=t`: the one-wave kernel up to t tiles (0: never).
 struct KernelSelection {
     bulk_min_tiles: Option<u64>,

@@ -10,12 +10,14 @@ use super::Rng;
 #[path = "../../examples/operators/mod.rs"]
 pub mod examples;
 
-/// One randomized shape: length, direction, segments (byte flags or rows) and offsets
-/// into larger buffers (misaligned starts).
+/// One randomized shape: length, direction, inclusive or exclusive, segments (byte flags
+/// or rows) and offsets into larger buffers (misaligned starts).
 #[derive(Debug, Clone, Copy)]
 pub struct Shape {
     pub n: usize,
     pub backward: bool,
+    /// Element i's output leaves input i out.
+    pub exclusive: bool,
     /// 0: unsegmented; 1: random byte flags; 2: rows of `row` elements.
     pub segments: u8,
     pub row: u64,
@@ -29,6 +31,7 @@ impl Shape {
         Shape {
             n,
             backward: rng.below(2) == 1,
+            exclusive: rng.below(3) == 0,
             segments: rng.below(3) as u8,
             row: 1 + rng.below(n.max(1) as u64 / 3 + 2),
             offset: if rng.below(3) == 0 { 1 + rng.below(3) } else { 0 },
@@ -46,7 +49,11 @@ impl Shape {
             .collect()
     }
     pub fn scan(&self) -> OperatorScan {
-        let mut s = OperatorScan::inclusive();
+        let mut s = if self.exclusive {
+            OperatorScan::exclusive()
+        } else {
+            OperatorScan::inclusive()
+        };
         if self.backward {
             s = s.backward();
         }
@@ -57,6 +64,15 @@ impl Shape {
             1 => s.segmented(Segments::ByteFlags),
             2 => s.segmented(Segments::Rows(self.row)),
             _ => s,
+        }
+    }
+    /// What element p's output holds: the running state after its own input, or before
+    /// it (exclusive).
+    pub fn output<S: Copy>(&self, before: S, after: S) -> S {
+        if self.exclusive {
+            before
+        } else {
+            after
         }
     }
     /// The traversal order of physical indices, and whether each restarts.
@@ -175,8 +191,9 @@ pub fn check_recurrence(
         if restart {
             h = h0;
         }
+        let before = h;
         h = a[p] * h + b[p];
-        expect[p] = h;
+        expect[p] = shape.output(before, h);
     }
     let in_place = rng.below(4) == 0;
     let scan = shape.scan().with_init(recipes::recurrence_init(dtype, h0).unwrap());
@@ -219,12 +236,19 @@ pub fn check_extreme(
     let x: Vec<u32> = (0..n).map(|_| rng.below(1000) as u32).collect();
     let starts = shape.starts(rng);
     let mut expect = vec![(0u32, 0u32); n];
-    let mut best = (0u32, 0u32);
+    // The identity (what an exclusive scan writes at a segment's start) has index
+    // 0xffffffff and loses every comparison, ties included.
+    let identity = (if max { u32::MIN } else { u32::MAX }, u32::MAX);
+    let mut best = identity;
     for (p, restart) in shape.walk(&starts) {
-        if restart || if max { x[p] > best.0 } else { x[p] < best.0 } {
+        if restart {
+            best = identity;
+        }
+        let before = best;
+        if best == identity || if max { x[p] > best.0 } else { x[p] < best.0 } {
             best = (x[p], p as u32);
         }
-        expect[p] = best;
+        expect[p] = shape.output(before, best);
     }
     let xv = Array::new(ctx, stream, &x, shape.offset);
     let vv = Array::new(ctx, stream, &vec![7u32; n], shape.offset);
@@ -275,12 +299,16 @@ pub fn check_logcumsumexp(
         x.iter_mut().for_each(|v| *v = *v as f32 as f64);
     }
     let starts = shape.starts(rng);
+    // Now and then an initial state: one more term before every segment.
+    let init = (rng.below(2) == 0).then(|| (rng.below(2001) as f64 - 1000.0) / 64.0); // exact in f32
+    let start = init.map_or((f64::NEG_INFINITY, 0f64), |v| (v, 1.0));
     let mut expect = vec![0f64; n];
-    let (mut m, mut s) = (f64::NEG_INFINITY, 0f64);
+    let (mut m, mut s) = start;
     for (p, restart) in shape.walk(&starts) {
         if restart {
-            (m, s) = (f64::NEG_INFINITY, 0.0);
+            (m, s) = start;
         }
+        let before = m + s.ln();
         let v = x[p];
         if v.is_nan() || m.is_nan() {
             m = f64::NAN;
@@ -292,9 +320,17 @@ pub fn check_logcumsumexp(
         } else {
             s += (v - m).exp();
         }
-        expect[p] = m + s.ln();
+        expect[p] = shape.output(before, m + s.ln());
     }
-    let scan = shape.scan();
+    let mut scan = shape.scan();
+    if let Some(v) = init {
+        let state: Vec<u8> = if f32 {
+            [v as f32, 1.0].iter().flat_map(|x| x.to_ne_bytes()).collect()
+        } else {
+            [v, 1.0].iter().flat_map(|x| x.to_ne_bytes()).collect()
+        };
+        scan = scan.with_init(state);
+    }
     let got: Vec<f64> = if f32 {
         let x: Vec<f32> = x.iter().map(|&v| v as f32).collect();
         scan_to_one_array(ctx, stream, op, &shape, &starts, &scan, &[&x], false)?
@@ -360,8 +396,9 @@ pub fn check_matrix_product(
         if restart {
             acc = [1, 0, 0, 1];
         }
+        let before = acc;
         acc = mat_mul(mats[p], acc);
-        expect[p] = acc;
+        expect[p] = shape.output(before, acc);
     }
     let flat: Vec<u32> = mats.iter().flatten().copied().collect();
     // States travel as their bytes; a misaligned offset is whole states (16 bytes).
@@ -394,6 +431,12 @@ pub fn check_line_of_sight(
     rng: &mut Rng,
     shape: Shape,
 ) -> Result<(), String> {
+    // Its outputs are defined for inclusive scans (the horizon before each point is part
+    // of the state).
+    let shape = Shape {
+        exclusive: false,
+        ..shape
+    };
     let n = shape.n;
     let rise: Vec<f32> = (0..n).map(|_| rng.below(201) as f32 - 100.0).collect();
     let distance: Vec<f32> = (0..n).map(|_| rng.below(20) as f32).collect();
@@ -467,8 +510,9 @@ pub fn check_fibonacci_matrix(
         if restart {
             acc = [1, 0, 0, 1];
         }
+        let before = acc[1];
         acc = examples::mat_mul(acc, mats[p]);
-        expect[p] = acc[1];
+        expect[p] = shape.output(before, acc[1]);
     }
     let flat: Vec<u32> = mats.iter().flatten().copied().collect();
     let iv = Array::new(ctx, stream, &flat, 4 * shape.offset);
@@ -500,6 +544,7 @@ pub fn check_polynomials(
     let shape = Shape {
         n,
         backward: true,
+        exclusive: false,
         segments: 2,
         row: terms as u64,
         offset: 0,

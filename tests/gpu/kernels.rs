@@ -1,14 +1,15 @@
 //! Each single-pass kernel at every size (the suites rerun with one kernel forced), the
 //! look-back's tag wrap-around, and the compute-sanitizer subset.
 
-use scanrt::{Algorithm, Buffer, DType, Direction, Op, RawScan, ScanDesc, Segments};
+use scanrt::{recipes, Algorithm, Buffer, DType, Direction, Op, RawScan, ScanDesc, Segments};
 
+use crate::common::operators::*;
 use crate::common::*;
 use crate::support::*;
 
 /// The suites that reach the single-pass kernels at every size, alignment, direction and
 /// mode, rerun in a child process by the tests that force one kernel everywhere.
-const SINGLE_PASS_SUITES: [&str; 11] = [
+const SINGLE_PASS_SUITES: [&str; 13] = [
     "scans::randomized_every_pair_operator_mode_and_algorithm",
     "scans::random_sizes_misaligned_and_in_place",
     "backward_segmented::randomized_backward_segmented_and_deterministic",
@@ -20,6 +21,8 @@ const SINGLE_PASS_SUITES: [&str; 11] = [
     "applications::caller_workspace_back_to_back",
     "kernels::tag_wraparound_clears_stale_slots",
     "scans::seed_examples_on_the_gpu",
+    "operators::recipes_match_sequential_loops",
+    "operators::examples_match_sequential_loops",
 ];
 
 /// Whether this process already forces one single-pass kernel (a child of the tests
@@ -49,12 +52,13 @@ fn rerun_suites(suites: &[&str], env: &[(&str, &str)], what: &str) {
     assert!(failed.is_empty(), "with {what}, these suites failed: {failed:?}");
 }
 
-/// The bulk-copy single pass (sm_90+, input type = output type) serves only scans of at
-/// least `bulk_min_tiles` tiles (512, segmented 4096) that the one-wave kernel does not
-/// take. This test reruns the suites that reach it in a child process with
-/// `SCANRT_BULK_MIN_TILES=2` (and the one-wave kernel off), so that it also meets every
-/// edge size, partial and misaligned tile, in-place buffer, backward and deterministic
-/// scan, graph replay, caller workspace and tag wrap-around.
+/// The bulk-copy single pass (sm_90+, input type = output type, or an operator's
+/// transforms) serves only scans of at least `bulk_min_tiles` tiles (512, segmented 4096)
+/// that the one-wave kernel does not take. This test reruns the suites that reach it in a
+/// child process with `SCANRT_BULK_MIN_TILES=2` (and the one-wave kernel off), so that it
+/// also meets every edge size, partial and misaligned tile, in-place buffer, backward and
+/// deterministic scan, graph replay, caller workspace, tag wrap-around, and the recipes'
+/// transforms (logcumsumexp's rescanned rows).
 pub(crate) fn bulk_copy_single_pass_at_every_size() {
     let ctx = gpu();
     if forcing_a_kernel() {
@@ -147,7 +151,7 @@ pub(crate) fn tag_wraparound_clears_stale_slots() {
 
 /// A small representative set for compute-sanitizer (memcheck, racecheck, synccheck):
 /// every algorithm, 4- and 8-byte accumulators, multi-tile, partial tiles, misaligned
-/// and in-place, backward, and every segment format.
+/// and in-place, backward, every segment format, and operators' transforms.
 pub(crate) fn sanitizer_subset() {
     let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
@@ -208,6 +212,29 @@ pub(crate) fn sanitizer_subset() {
                 };
                 with_pair!(pair, run_case(ctx, &stream, &mut rng, c)).unwrap_or_else(|e| panic!("{pair:?} {c:?}: {e}"));
             }
+        }
+    }
+    // Operators' transforms: states parked in shared memory (the recurrence) and rows
+    // rescanned from their inputs (logcumsumexp), on one tile, the register-staged kernel
+    // and (from 512 tiles) the bulk-copy one; inclusive and exclusive, both directions,
+    // segmented, misaligned.
+    let recurrence = ctx
+        .create_operator(recipes::linear_recurrence(DType::F32).unwrap())
+        .unwrap();
+    let logcumsumexp = ctx.create_operator(recipes::logcumsumexp(DType::F32).unwrap()).unwrap();
+    for (i, n) in [3000usize, 70_001, (1 << 20) + 17].into_iter().enumerate() {
+        for (backward, segments) in [(false, 0u8), (true, 1), (false, 2)] {
+            let shape = Shape {
+                n,
+                backward,
+                exclusive: segments != 2,
+                segments,
+                row: 1000,
+                offset: i as u64 % 2,
+                deterministic: false,
+            };
+            check_recurrence(ctx, &stream, &recurrence, DType::F32, &mut rng, shape).unwrap();
+            check_logcumsumexp(ctx, &stream, &logcumsumexp, &mut rng, shape).unwrap();
         }
     }
 }

@@ -217,6 +217,7 @@ pub fn bad_operators_get_a_status_and_the_compiler_log() {
         Shape {
             n: 5000,
             backward: false,
+            exclusive: false,
             segments: 0,
             row: 1,
             offset: 0,
