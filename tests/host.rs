@@ -472,6 +472,7 @@ fn recipes_and_user_operators_on_the_host_backend() {
             let shape = Shape::random(&mut rng, &sizes);
             check_recurrence(&ctx, &stream, &op, dtype, &mut rng, shape).unwrap();
         }
+        check_recurrence_in_chunks(&ctx, &stream, &op, dtype, &mut rng, 5000).unwrap();
     }
     for max in [true, false] {
         let op = ctx

@@ -222,6 +222,68 @@ pub fn check_recurrence(
     Ok(())
 }
 
+/// A linear recurrence (f32 or f64) scanned in chunks of random lengths, each starting
+/// from the last state the chunk before it wrote (carry in and out, as for a sequence
+/// streamed through in pieces), against one sequential loop over the whole.
+pub fn check_recurrence_in_chunks(
+    ctx: &Context,
+    stream: &Stream,
+    op: &scanrt::Operator,
+    dtype: DType,
+    rng: &mut Rng,
+    n: usize,
+) -> Result<(), String> {
+    let a: Vec<f64> = (0..n).map(|_| (rng.below(2001) as f64 - 1000.0) / 1000.0).collect();
+    let b: Vec<f64> = (0..n).map(|_| (rng.below(2001) as f64 - 1000.0) / 500.0).collect();
+    let h0 = (rng.below(100) as f64 - 50.0) / 10.0;
+    let mut expect = Vec::with_capacity(n);
+    let mut h = h0;
+    for p in 0..n {
+        h = a[p] * h + b[p];
+        expect.push(h);
+    }
+    let mut got: Vec<f64> = Vec::with_capacity(n);
+    while got.len() < n {
+        let (start, len) = (got.len(), (1 + rng.below(n as u64 / 3 + 1) as usize).min(n - got.len()));
+        let carry = got.last().copied().unwrap_or(h0);
+        let shape = Shape {
+            n: len,
+            backward: false,
+            exclusive: false,
+            segments: 0,
+            row: 1,
+            offset: 0,
+            deterministic: false,
+        };
+        let scan = OperatorScan::inclusive().with_init(recipes::recurrence_init(dtype, carry).unwrap());
+        let (a, b, starts) = (&a[start..start + len], &b[start..start + len], vec![false; len]);
+        if dtype == DType::F32 {
+            let (af, bf): (Vec<f32>, Vec<f32>) = (
+                a.iter().map(|&x| x as f32).collect(),
+                b.iter().map(|&x| x as f32).collect(),
+            );
+            let h = scan_to_one_array(ctx, stream, op, &shape, &starts, &scan, &[&af, &bf], false)?;
+            got.extend(h.into_iter().map(f64::from));
+        } else {
+            got.extend(scan_to_one_array(
+                ctx,
+                stream,
+                op,
+                &shape,
+                &starts,
+                &scan,
+                &[a, b],
+                false,
+            )?);
+        }
+    }
+    let tolerance = if dtype == DType::F32 { 2e-4 } else { 1e-11 };
+    match (0..n).find(|&p| !((got[p] - expect[p]).abs() <= tolerance * (1.0 + expect[p].abs()) * 8.0)) {
+        Some(p) => Err(format!("{n} in chunks: h[{p}] = {} expected {}", got[p], expect[p])),
+        None => Ok(()),
+    }
+}
+
 /// Running max or min with the index of the first extreme in traversal order (u32 values).
 pub fn check_extreme(
     ctx: &Context,

@@ -56,6 +56,7 @@ pub fn recipes_match_sequential_loops() {
                 let shape = Shape::random(&mut rng, &sizes);
                 check_recurrence(ctx, &stream, &op, dtype, &mut rng, shape)
             })
+            .chain([1000, 100_000, 3 << 19].map(|n| check_recurrence_in_chunks(ctx, &stream, &op, dtype, &mut rng, n)))
             .collect();
         tally(results.into_iter(), &format!("linear recurrence {dtype:?}"));
     }
