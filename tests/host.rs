@@ -507,15 +507,7 @@ fn recipes_and_user_operators_on_the_host_backend() {
     }
     // Without host functions the host backend refuses with a specific status.
     let op = ctx.create_operator(matrix_product()).unwrap();
-    let shape = Shape {
-        n: 10,
-        backward: false,
-        exclusive: false,
-        segments: 0,
-        row: 1,
-        offset: 0,
-        deterministic: false,
-    };
+    let shape = Shape::plain(10);
     let e = check_matrix_product(&ctx, &stream, &op, &mut rng, shape, scanrt::Algorithm::Auto).unwrap_err();
     assert!(e.contains("no host functions"), "{e}");
 }

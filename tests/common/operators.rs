@@ -26,6 +26,18 @@ pub struct Shape {
 }
 
 impl Shape {
+    /// A forward, inclusive, unsegmented scan of `n` aligned elements.
+    pub fn plain(n: usize) -> Shape {
+        Shape {
+            n,
+            backward: false,
+            exclusive: false,
+            segments: 0,
+            row: 1,
+            offset: 0,
+            deterministic: false,
+        }
+    }
     pub fn random(rng: &mut Rng, sizes: &[usize]) -> Shape {
         let n = sizes[rng.below(sizes.len() as u64) as usize];
         Shape {
@@ -246,15 +258,7 @@ pub fn check_recurrence_in_chunks(
     while got.len() < n {
         let (start, len) = (got.len(), (1 + rng.below(n as u64 / 3 + 1) as usize).min(n - got.len()));
         let carry = got.last().copied().unwrap_or(h0);
-        let shape = Shape {
-            n: len,
-            backward: false,
-            exclusive: false,
-            segments: 0,
-            row: 1,
-            offset: 0,
-            deterministic: false,
-        };
+        let shape = Shape::plain(len);
         let scan = OperatorScan::inclusive().with_init(recipes::recurrence_init(dtype, carry).unwrap());
         let (a, b, starts) = (&a[start..start + len], &b[start..start + len], vec![false; len]);
         if dtype == DType::F32 {

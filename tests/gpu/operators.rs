@@ -212,20 +212,5 @@ pub fn bad_operators_get_a_status_and_the_compiler_log() {
     let stream = ctx.new_stream().unwrap();
     let op = ctx.create_operator(recipes::logcumsumexp(DType::F32).unwrap()).unwrap();
     let mut rng = Rng(1);
-    check_logcumsumexp(
-        ctx,
-        &stream,
-        &op,
-        &mut rng,
-        Shape {
-            n: 5000,
-            backward: false,
-            exclusive: false,
-            segments: 0,
-            row: 1,
-            offset: 0,
-            deterministic: false,
-        },
-    )
-    .unwrap();
+    check_logcumsumexp(ctx, &stream, &op, &mut rng, Shape::plain(5000)).unwrap();
 }
