@@ -187,10 +187,9 @@ SCANRT_DEVICE void single_pass_scan_bulk(Src src, Dst dst, long long n, unsigned
         Scan scan;
         Source::read_row(buffer, src, start, valid, shift_of(tile), tid, scan.row);
         scan.scan_row_registers(warp_total[seq & 1], inclusive, tid, row_head_bits, init);
-        if constexpr (!Buffer::RESCAN) {
-            if constexpr (Source::OVERLAPS) data_barrier<THREADS>();  // every row read before states replace them
-            Parking::write(buffer, tid, scan.row);
-        }
+        // The block scan's barrier orders every thread's row reads before any states
+        // replace them (a transform's arrays overlap other threads' rows).
+        if constexpr (!Buffer::RESCAN) Parking::write(buffer, tid, scan.row);
         aggregate = scan.tile_aggregate;
         return Parked{scan.thread_prefix, scan.open, row_head_bits};
     };

@@ -35,8 +35,10 @@ struct TuningRow {
     bulk_min_blocks_per_sm: [u32; 2],
     bulk_min_tiles: [u64; 2],
     /// Blocks per SM of the bulk-copy kernel for transforms that rescan their rows (states
-    /// wider than their arrays), plain / segmented.
+    /// wider than their arrays), plain / segmented, where their buffers fit.
     bulk_rescan_min_blocks_per_sm: [u32; 2],
+    /// Shared memory of one SM (the architecture's, not measured).
+    shared_bytes_per_sm: u32,
     /// One-wave kernel (plain scans whose tiles all fit on the device at once): threads
     /// (0: none), look-back slots per lane, blocks per SM.
     wave_threads: u32,
@@ -66,6 +68,7 @@ const SM90: TuningRow = TuningRow {
     bulk_min_blocks_per_sm: [2, 3],
     bulk_min_tiles: [512, 4096],
     bulk_rescan_min_blocks_per_sm: [4, 2],
+    shared_bytes_per_sm: 228 * 1024,
     wave_threads: 512,
     wave_lookback_slots_per_lane: 4,
     wave_min_blocks_per_sm: 2,
@@ -76,6 +79,7 @@ const ROWS: &[TuningRow] = &[
         min_arch: 80,
         provenance: "not measured on sm_80: sm_90's row without the bulk-copy kernel (sm_90+ only)",
         bulk_buffers: 0,
+        shared_bytes_per_sm: 164 * 1024,
         ..SM90
     },
     SM90,
@@ -213,11 +217,27 @@ pub(crate) fn operator_shape(
                 // blocks per SM). Segmented scans take the same rows: batched rows need no
                 // flag vectors (byte flags of rows other than 8 or 16 items are read one
                 // by one).
+                //
+                // The workspace counts register-staged tiles, so a transform whose bulk
+                // tiles would be shorter (wide arrays of a 4-byte state: 12 items against
+                // 16) takes no bulk-copy kernel. A rescanning transform asks for as many
+                // blocks as the tuning row and the SM's shared memory allow (each block also
+                // holds about 2 KiB of static and reserved shared memory).
                 let row_element_bytes = bulk_element_bytes.max(state_bytes) as u32;
+                let bulk_items = ((row(arch).bulk_row_bytes / row_element_bytes) & !3).max(4);
+                let buffer_bytes = shape.bulk_buffers * shape.threads * bulk_items * bulk_element_bytes as u32;
+                let fitting_blocks = row(arch).shared_bytes_per_sm / (buffer_bytes + 2048);
                 TileShape {
-                    bulk_items: ((row(arch).bulk_row_bytes / row_element_bytes) & !3).max(4),
+                    bulk_buffers: if bulk_items >= shape.items {
+                        shape.bulk_buffers
+                    } else {
+                        0
+                    },
+                    bulk_items,
                     bulk_min_blocks_per_sm: if bulk_element_bytes < state_bytes {
                         row(arch).bulk_rescan_min_blocks_per_sm[segmented as usize]
+                            .min(fitting_blocks)
+                            .max(1)
                     } else {
                         row(arch).bulk_min_blocks_per_sm[0]
                     },
@@ -385,6 +405,29 @@ mod tests {
         assert_eq!(row(90).min_arch, 90);
         assert_eq!(row(120).min_arch, 100);
         assert_eq!(row(75).min_arch, 80);
+    }
+
+    #[test]
+    fn operator_shapes_share_the_workspace_and_fit_the_sm() {
+        for state in [4usize, 8] {
+            for segmented in [false, true] {
+                for bulk_element_bytes in 1..=48 {
+                    let s = operator_shape(90, state, false, segmented, bulk_element_bytes);
+                    let case = format!("state {state}, arrays {bulk_element_bytes} B, segmented {segmented}: {s:?}");
+                    if s.bulk_buffers == 0 {
+                        assert!(s.threads * s.bulk_items < s.threads * s.items, "{case}");
+                        continue;
+                    }
+                    // One workspace, sized by the register-staged kernel's tiles, serves both.
+                    assert!(s.bulk_tile_elems() >= s.tile_elems(), "{case}");
+                    // The blocks the kernel is built for fit in shared memory.
+                    let per_block = s.bulk_shared_bytes(bulk_element_bytes) + 2048;
+                    assert!(s.bulk_min_blocks_per_sm * per_block <= 228 * 1024, "{case}");
+                }
+            }
+        }
+        // logcumsumexp f32 (8-byte states, 4-byte arrays) rescans at four blocks per SM.
+        assert_eq!(operator_shape(90, 8, false, false, 4).bulk_min_blocks_per_sm, 4);
     }
 
     #[test]

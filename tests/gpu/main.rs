@@ -39,6 +39,7 @@ fn main() {
             operators::examples_match_sequential_loops,
             operators::wide_non_commutative_states_every_algorithm,
             operators::user_u32_sum_equals_the_built_in_sum,
+            operators::narrow_states_of_wide_arrays,
             operators::bad_operators_get_a_status_and_the_compiler_log,
             scans::randomized_every_pair_operator_mode_and_algorithm,
             scans::random_sizes_misaligned_and_in_place,

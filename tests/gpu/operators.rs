@@ -133,6 +133,53 @@ pub fn wide_non_commutative_states_every_algorithm() {
     tally(results.into_iter(), "2x2 matrix products");
 }
 
+/// A 4-byte state built from two 4-byte arrays (a running sum of products, u32, exact):
+/// its bulk-copy rows would be shorter than its register-staged ones, so it must scan on
+/// a workspace counted in register-staged tiles at every size.
+pub fn narrow_states_of_wide_arrays() {
+    let (ctx, stream) = (gpu(), gpu().new_stream().unwrap());
+    let desc = OperatorDesc::new(
+        "sum_of_products",
+        "__device__ uint32_t add(uint32_t a, uint32_t b) { return a + b; }\n\
+         __device__ uint32_t product(int64_t, uint32_t a, uint32_t b) { return a * b; }\n",
+        "uint32_t",
+        4,
+        4,
+        "add",
+        &[0; 4],
+    )
+    .with_load("product", &[DType::U32, DType::U32]);
+    let op = ctx.create_operator(desc).unwrap();
+    let mut rng = Rng(6);
+    for n in [4097usize, (1 << 20) + 3, (1 << 22) + 1] {
+        let (a, b): (Vec<u32>, Vec<u32>) = (0..n).map(|_| (rng.next_u64() as u32, rng.next_u64() as u32)).unzip();
+        let (av, bv) = (
+            scanrt::Buffer::from_slice(ctx, &stream, &a).unwrap(),
+            scanrt::Buffer::from_slice(ctx, &stream, &b).unwrap(),
+        );
+        let output = scanrt::Buffer::new(ctx, DType::U32, n as u64).unwrap();
+        // SAFETY: every buffer holds n u32 values.
+        unsafe {
+            op.scan_raw(
+                &stream,
+                &[av.addr(), bv.addr()],
+                &[output.addr()],
+                n as u64,
+                0,
+                &scanrt::OperatorScan::inclusive(),
+                None,
+            )
+        }
+        .unwrap_or_else(|e| panic!("n = {n}: {e}"));
+        let got: Vec<u32> = output.download(&stream, n).unwrap();
+        let mut running = 0u32;
+        for i in 0..n {
+            running = running.wrapping_add(a[i].wrapping_mul(b[i]));
+            assert_eq!(got[i], running, "n = {n}, element {i}");
+        }
+    }
+}
+
 pub fn user_u32_sum_equals_the_built_in_sum() {
     let (ctx, stream) = (gpu(), gpu().new_stream().unwrap());
     let sum = OperatorDesc::new(
