@@ -420,8 +420,9 @@ pub(crate) unsafe fn launch_kernels<P: KernelParams>(
     // Scans whose tiles all fit on the device at once take the one-wave kernel (one
     // block per tile); large ones stream through the bulk-copy kernel where there is
     // one (from two of its tiles: it has no one-tile path). Both kernels' tiles are at
-    // least as long as the register-staged kernel's, so the workspace's slots cover them
-    // too.
+    // least as long as the register-staged kernel's (tuning.rs), so the workspace's
+    // slots cover them too; a bulk-copy shape that broke this would fall back here
+    // rather than fault.
     let (kernel, kernel_tiles, persistent) = match (
         kernels.get(KernelKind::SinglePassWave),
         kernels.get(KernelKind::SinglePassBulk),
@@ -429,7 +430,7 @@ pub(crate) unsafe fn launch_kernels<P: KernelParams>(
         (Some(wave), _) if aligned && !deterministic && wave_tiles <= wave_max_tiles(wave.resident_blocks) => {
             (wave, wave_tiles, false)
         }
-        (_, Some(bulk)) if launch.tiles >= shape.bulk_min_tiles && bulk_tiles >= 2 => {
+        (_, Some(bulk)) if launch.tiles >= shape.bulk_min_tiles && (2..=launch.tiles).contains(&bulk_tiles) => {
             (bulk, bulk_tiles, shape.persistent)
         }
         _ => (single_pass, launch.tiles, shape.persistent),
