@@ -165,11 +165,9 @@ SCANRT_DEVICE void single_pass_scan_bulk(Src src, Dst dst, long long n, unsigned
     // Slot s of a buffer holds physical element s - shift of its tile (bulk_io.cuh).
     auto shift_of = [&](u32 tile) { return REVERSE ? TILE - (int)valid_of(tile) : 0; };
     // What a data thread keeps of a parked tile: its in-tile prefix and, for a segmented
-    // scan, how many leading row elements lie before the row's first head (the row's
-    // heads, when it is rescanned).
+    // scan, its row's heads.
     struct Parked {
         Carry thread_prefix;
-        int open;
         u32 heads;
     };
     // Data threads: scans the loaded tile of `seq` in its buffer (copying it in first when
@@ -191,7 +189,7 @@ SCANRT_DEVICE void single_pass_scan_bulk(Src src, Dst dst, long long n, unsigned
         // replace them (a transform's arrays overlap other threads' rows).
         if constexpr (!Buffer::RESCAN) Parking::write(buffer, tid, scan.row);
         aggregate = scan.tile_aggregate;
-        return Parked{scan.thread_prefix, scan.open, row_head_bits};
+        return Parked{scan.thread_prefix, row_head_bits};
     };
     // Data threads: folds the prefix into the parked tile of `seq` (into the row's open
     // elements only, for a segmented scan), or rescans its rows from the prefix, and
@@ -207,9 +205,10 @@ SCANRT_DEVICE void single_pass_scan_bulk(Src src, Dst dst, long long n, unsigned
             data_barrier<THREADS>();  // every input row read before outputs replace them
         } else {
             Parking::read(buffer, tid, row);
+            const int open = parked.heads ? __ffs(parked.heads) - 1 : ITEMS;  // before the first head
 #pragma unroll
             for (int i = 0; i < ITEMS; ++i)
-                if (!SEGMENTED || i < parked.open) row[i] = Op::combine(prefix, row[i]);
+                if (!SEGMENTED || i < open) row[i] = Op::combine(prefix, row[i]);
             if constexpr (Destination::OVERLAPS) data_barrier<THREADS>();  // every state read before outputs replace them
         }
         Destination::write_row(buffer, tid, row);

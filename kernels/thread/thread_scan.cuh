@@ -23,10 +23,11 @@ SCANRT_DEVICE typename Op::T thread_inclusive_scan(typename Op::T (&row)[ITEMS])
     return row[ITEMS - 1];
 }
 
-// In-place exclusive scan of a row (row[0] becomes the identity); returns the row total.
+// In-place exclusive scan of a row from `running`, what comes before it (row[0] becomes
+// it); returns the row total.
 template <typename Op, int ITEMS>
-SCANRT_DEVICE typename Op::T thread_exclusive_scan(typename Op::T (&row)[ITEMS]) {
-    typename Op::T running = Op::identity();
+SCANRT_DEVICE typename Op::T thread_exclusive_scan(typename Op::T (&row)[ITEMS],
+                                                   typename Op::T running = Op::identity()) {
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
         typename Op::T x = row[i];
@@ -55,11 +56,11 @@ SCANRT_DEVICE Seg<typename Op::T> thread_segmented_inclusive_scan(typename Op::T
     return Seg<typename Op::T>{running, heads != 0u};
 }
 
-// Exclusive: a head's own output is `init`.
+// Exclusive, from `running` as above: a head's own output is `init`.
 template <typename Op, int ITEMS>
 SCANRT_DEVICE Seg<typename Op::T> thread_segmented_exclusive_scan(typename Op::T (&row)[ITEMS], u32 heads,
-                                                                  typename Op::T init) {
-    typename Op::T running = Op::identity();
+                                                                  typename Op::T init,
+                                                                  typename Op::T running = Op::identity()) {
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
         if ((heads >> i) & 1u) running = init;
@@ -76,20 +77,15 @@ SCANRT_DEVICE Seg<typename Op::T> thread_segmented_exclusive_scan(typename Op::T
 template <typename Op, bool SEGMENTED, int ITEMS>
 SCANRT_DEVICE void thread_scan_from(typename Op::T prefix, typename Op::T (&row)[ITEMS], bool inclusive, u32 heads,
                                     typename Op::T init) {
+    if (!inclusive) {
+        if constexpr (SEGMENTED) thread_segmented_exclusive_scan<Op>(row, heads, init, prefix);
+        else thread_exclusive_scan<Op>(row, prefix);
+        return;
+    }
     typename Op::T running = prefix;
-    if (inclusive) {
 #pragma unroll
-        for (int i = 0; i < ITEMS; ++i) {
-            running = Op::combine(SEGMENTED && ((heads >> i) & 1u) ? init : running, row[i]);
-            row[i] = running;
-        }
-    } else {
-#pragma unroll
-        for (int i = 0; i < ITEMS; ++i) {
-            if (SEGMENTED && ((heads >> i) & 1u)) running = init;
-            typename Op::T x = row[i];
-            row[i] = running;
-            running = Op::combine(running, x);
-        }
+    for (int i = 0; i < ITEMS; ++i) {
+        running = Op::combine(SEGMENTED && ((heads >> i) & 1u) ? init : running, row[i]);
+        row[i] = running;
     }
 }

@@ -182,6 +182,49 @@ fn scan_to_one_array<T: scanrt::Scalar>(
     out.read::<T>(stream, shape.n)
 }
 
+/// Random recurrence inputs: a in [-1, 1] (a stable recurrence: errors stay near the
+/// rounding of each step), b, and an initial state.
+fn recurrence_inputs(rng: &mut Rng, n: usize) -> (Vec<f64>, Vec<f64>, f64) {
+    let a: Vec<f64> = (0..n).map(|_| (rng.below(2001) as f64 - 1000.0) / 1000.0).collect();
+    let b: Vec<f64> = (0..n).map(|_| (rng.below(2001) as f64 - 1000.0) / 500.0).collect();
+    (a, b, (rng.below(100) as f64 - 50.0) / 10.0)
+}
+
+/// Runs a recurrence scan of `a` and `b` in `dtype` (f32 or f64) into one output array,
+/// read back as f64.
+#[allow(clippy::too_many_arguments)]
+fn scan_recurrence(
+    ctx: &Context,
+    stream: &Stream,
+    op: &scanrt::Operator,
+    dtype: DType,
+    shape: &Shape,
+    starts: &[bool],
+    scan: &OperatorScan,
+    (a, b): (&[f64], &[f64]),
+    in_place: bool,
+) -> Result<Vec<f64>, String> {
+    if dtype == DType::F32 {
+        let narrow = |x: &[f64]| -> Vec<f32> { x.iter().map(|&v| v as f32).collect() };
+        let (af, bf) = (narrow(a), narrow(b));
+        Ok(
+            scan_to_one_array(ctx, stream, op, shape, starts, scan, &[&af, &bf], in_place)?
+                .into_iter()
+                .map(f64::from)
+                .collect(),
+        )
+    } else {
+        scan_to_one_array(ctx, stream, op, shape, starts, scan, &[a, b], in_place)
+    }
+}
+
+/// The first element where a recurrence's `got` is not within `dtype`'s tolerance of
+/// `expect`.
+fn recurrence_mismatch(dtype: DType, got: &[f64], expect: &[f64]) -> Option<usize> {
+    let tolerance = if dtype == DType::F32 { 2e-4 } else { 1e-11 };
+    (0..expect.len()).find(|&p| !((got[p] - expect[p]).abs() <= tolerance * (1.0 + expect[p].abs()) * 8.0))
+}
+
 /// Linear recurrence `h = a h_prev + b` (f32 or f64) with an initial state; in place over
 /// b now and then.
 pub fn check_recurrence(
@@ -193,9 +236,7 @@ pub fn check_recurrence(
     shape: Shape,
 ) -> Result<(), String> {
     let n = shape.n;
-    let a: Vec<f64> = (0..n).map(|_| (rng.below(2001) as f64 - 1000.0) / 1000.0).collect();
-    let b: Vec<f64> = (0..n).map(|_| (rng.below(2001) as f64 - 1000.0) / 500.0).collect();
-    let h0 = (rng.below(100) as f64 - 50.0) / 10.0;
+    let (a, b, h0) = recurrence_inputs(rng, n);
     let starts = shape.starts(rng);
     let mut expect = vec![0.0f64; n];
     let mut h = h0;
@@ -209,29 +250,14 @@ pub fn check_recurrence(
     }
     let in_place = rng.below(4) == 0;
     let scan = shape.scan().with_init(recipes::recurrence_init(dtype, h0).unwrap());
-    let got: Vec<f64> = if dtype == DType::F32 {
-        let (af, bf): (Vec<f32>, Vec<f32>) = (
-            a.iter().map(|&x| x as f32).collect(),
-            b.iter().map(|&x| x as f32).collect(),
-        );
-        scan_to_one_array(ctx, stream, op, &shape, &starts, &scan, &[&af, &bf], in_place)?
-            .into_iter()
-            .map(f64::from)
-            .collect()
-    } else {
-        scan_to_one_array(ctx, stream, op, &shape, &starts, &scan, &[&a, &b], in_place)?
-    };
-    let tolerance = if dtype == DType::F32 { 2e-4 } else { 1e-11 };
-    for p in 0..n {
-        // |a| <= 1 keeps the recurrence stable: errors stay near the rounding of each step.
-        if !((got[p] - expect[p]).abs() <= tolerance * (1.0 + expect[p].abs()) * 8.0) {
-            return Err(format!(
-                "{shape:?} in_place={in_place}: h[{p}] = {} expected {}",
-                got[p], expect[p]
-            ));
-        }
+    let got = scan_recurrence(ctx, stream, op, dtype, &shape, &starts, &scan, (&a, &b), in_place)?;
+    match recurrence_mismatch(dtype, &got, &expect) {
+        Some(p) => Err(format!(
+            "{shape:?} in_place={in_place}: h[{p}] = {} expected {}",
+            got[p], expect[p]
+        )),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// A linear recurrence (f32 or f64) scanned in chunks of random lengths, each starting
@@ -245,9 +271,7 @@ pub fn check_recurrence_in_chunks(
     rng: &mut Rng,
     n: usize,
 ) -> Result<(), String> {
-    let a: Vec<f64> = (0..n).map(|_| (rng.below(2001) as f64 - 1000.0) / 1000.0).collect();
-    let b: Vec<f64> = (0..n).map(|_| (rng.below(2001) as f64 - 1000.0) / 500.0).collect();
-    let h0 = (rng.below(100) as f64 - 50.0) / 10.0;
+    let (a, b, h0) = recurrence_inputs(rng, n);
     let mut expect = Vec::with_capacity(n);
     let mut h = h0;
     for p in 0..n {
@@ -258,31 +282,21 @@ pub fn check_recurrence_in_chunks(
     while got.len() < n {
         let (start, len) = (got.len(), (1 + rng.below(n as u64 / 3 + 1) as usize).min(n - got.len()));
         let carry = got.last().copied().unwrap_or(h0);
-        let shape = Shape::plain(len);
         let scan = OperatorScan::inclusive().with_init(recipes::recurrence_init(dtype, carry).unwrap());
-        let (a, b, starts) = (&a[start..start + len], &b[start..start + len], vec![false; len]);
-        if dtype == DType::F32 {
-            let (af, bf): (Vec<f32>, Vec<f32>) = (
-                a.iter().map(|&x| x as f32).collect(),
-                b.iter().map(|&x| x as f32).collect(),
-            );
-            let h = scan_to_one_array(ctx, stream, op, &shape, &starts, &scan, &[&af, &bf], false)?;
-            got.extend(h.into_iter().map(f64::from));
-        } else {
-            got.extend(scan_to_one_array(
-                ctx,
-                stream,
-                op,
-                &shape,
-                &starts,
-                &scan,
-                &[a, b],
-                false,
-            )?);
-        }
+        let chunk = (&a[start..start + len], &b[start..start + len]);
+        got.extend(scan_recurrence(
+            ctx,
+            stream,
+            op,
+            dtype,
+            &Shape::plain(len),
+            &vec![false; len],
+            &scan,
+            chunk,
+            false,
+        )?);
     }
-    let tolerance = if dtype == DType::F32 { 2e-4 } else { 1e-11 };
-    match (0..n).find(|&p| !((got[p] - expect[p]).abs() <= tolerance * (1.0 + expect[p].abs()) * 8.0)) {
+    match recurrence_mismatch(dtype, &got, &expect) {
         Some(p) => Err(format!("{n} in chunks: h[{p}] = {} expected {}", got[p], expect[p])),
         None => Ok(()),
     }
