@@ -34,8 +34,9 @@ pub struct ScanParams {
     pub init_bits: u64,
     /// `FLAG_*` bits, and a `HEADS_*` kind at `HEADS_KIND_SHIFT`.
     pub flags: u32,
-    /// Zero (keeps the struct a multiple of 8 bytes).
-    pub reserved: u32,
+    /// The launching call's serial number, which a kernel writes into its fault report
+    /// so that the host can name the call (`runtime::calls`).
+    pub call: u32,
 }
 
 // The host passes ScanParams to kernels as the bytes of their parameter list, so it must
@@ -164,8 +165,8 @@ pub struct FaultReport {
     pub workspace: u64,
     /// A `FAULT_*` code; 0 = nothing to report. Written last.
     pub code: u32,
-    /// Zero.
-    pub reserved: u32,
+    /// `ScanParams::call` of the launch that reported.
+    pub call: u32,
 }
 
 /// No valid seal: never initialised, or overwritten.

@@ -27,14 +27,15 @@ use crate::context::{Context, Engine, ScanInfo};
 use crate::contract::{self, OperatorLaunch, MAX_STATE_BYTES};
 use crate::error::{bail, Result};
 use crate::kernels::KERNEL_HEADERS;
+use crate::runtime::calls::CallLabel;
 use crate::runtime::nvrtc::KernelSource;
-use crate::runtime::workspace::{lookback_bytes, Workspace};
+use crate::runtime::workspace::Workspace;
 use crate::runtime::Memo;
 use crate::scan::desc::ScanDesc;
 use crate::scan::desc::Segments;
 use crate::scan::kernels::{KernelKind, Program, ScanKernels, TranslationUnit};
 use crate::scan::overlaps;
-use crate::scan::plan::{choose_algorithm, launch_kernels, segment_param, shape_flags, KernelLaunch};
+use crate::scan::plan::{choose_algorithm, launch_kernels, segment_param, shape_flags, KernelLaunch, TileCounts};
 use crate::scan::tuning::{operator_shape, TileShape};
 use crate::stream::Stream;
 use crate::tables::{Algorithm, Backend, ChoiceReason, Direction, Op};
@@ -185,6 +186,8 @@ struct OperatorInner {
     /// The layout of each input and output array, derived from `desc` once.
     inputs: Vec<ArrayLayout>,
     outputs: Vec<ArrayLayout>,
+    /// `desc.name`, shared with the call log that names a faulting call.
+    name: Arc<str>,
     /// The kernel sets compiled so far, by (direction, segmented, matrix): the single-pass
     /// kernels and the matrix scan's are compiled apart, each on first use.
     kernel_sets: Memo<(Direction, bool, bool), Arc<ScanKernels>>,
@@ -449,6 +452,7 @@ impl Context {
                 ctx: self.clone(),
                 inputs: desc.array_layouts(desc.input_types()),
                 outputs: desc.array_layouts(desc.output_types()),
+                name: desc.name.as_str().into(),
                 desc,
                 kernel_sets: Memo::default(),
             }),
@@ -634,13 +638,7 @@ impl Operator {
             dev.check_device_range(segments, bytes, "segment data")?;
         }
 
-        let tiles = n.div_ceil(kernels.shape.tile_elems());
-        if tiles > i32::MAX as u64 {
-            bail!(
-                LengthOverflow,
-                "n = {n} needs {tiles} tiles, more than one launch can address"
-            );
-        }
+        let tiles = TileCounts::new(&kernels, n, desc.state_size)?;
         // Whole tiles are 16-byte aligned when every array's start (forward) or end
         // (backward) is.
         let aligned = |addrs: &[u64], layouts: &[ArrayLayout]| {
@@ -691,14 +689,9 @@ impl Operator {
             &KernelLaunch {
                 kernels: &kernels,
                 algorithm,
+                tiles: &tiles,
+                label: CallLabel::Operator(inner.name.clone()),
                 n,
-                tiles,
-                workspace_bytes: if tiles > 1 {
-                    lookback_bytes(desc.state_size, tiles)
-                } else {
-                    0
-                },
-                value_bytes: desc.state_size,
             },
             raw_stream,
             &mut params,
@@ -733,14 +726,10 @@ impl Operator {
         if self.inner.ctx.gpu().is_err() {
             return Ok(0);
         }
-        // Both families share the tile shape, hence the workspace.
+        // The single-pass set holds every kernel of the matrix scan's tile shape and
+        // more, so its workspace serves both algorithms.
         let kernels = self.kernels(scan.direction, scan.segments != Segments::None, false)?;
-        let tiles = n.div_ceil(kernels.shape.tile_elems());
-        Ok(if tiles > 1 {
-            lookback_bytes(self.inner.desc.state_size, tiles)
-        } else {
-            0
-        })
+        Ok(TileCounts::new(&kernels, n, self.inner.desc.state_size)?.workspace_bytes())
     }
 
     /// The addresses of buffers passed as an operator's arrays, checked for type, owner

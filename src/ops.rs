@@ -4,8 +4,13 @@
 //! below.
 //!
 //! Semantics: integer sum and product wrap; min and max keep the earlier operand on ties
-//! and NaN (`b < a ? b : a`); identities are 0 (-0.0 for floats, the identity of IEEE
-//! addition), 1, the type's max / min (+-inf for floats), all-ones and 0.
+//! and propagate NaN, as NumPy's `minimum`/`maximum` and torch's `cummin`/`cummax` do: a
+//! NaN operand is the result (the earlier one when both are), so a scan's running extreme
+//! is NaN from the first NaN on. Both rules pick one element of the sequence whatever
+//! the grouping (the first NaN, else the first extreme), so min and max stay associative
+//! with NaN and every algorithm gives the sequential loop's bits. Identities are 0 (-0.0
+//! for floats, the identity of IEEE addition), 1, the type's max / min (+-inf for
+//! floats), all-ones and 0.
 
 use crate::tables::Op;
 use crate::types::Scalar;
@@ -30,8 +35,19 @@ impl Op {
         let (cuda_combine, cuda_identity, integers_only, float_order_sensitive) = match self {
             Op::Sum => ("T(U(a) + U(b))", "T(-T(0))", false, true),
             Op::Product => ("T(U(a) * U(b))", "T(1)", false, true),
-            Op::Min => ("b < a ? b : a", "Limits<T>::highest()", false, false),
-            Op::Max => ("a < b ? b : a", "Limits<T>::lowest()", false, false),
+            // `x != x` only for NaN (integers fold it away).
+            Op::Min => (
+                "(b < a || b != b) && a == a ? b : a",
+                "Limits<T>::highest()",
+                false,
+                false,
+            ),
+            Op::Max => (
+                "(a < b || b != b) && a == a ? b : a",
+                "Limits<T>::lowest()",
+                false,
+                false,
+            ),
             Op::BitAnd => ("a & b", "T(~T(0))", true, false),
             Op::BitOr => ("a | b", "T(0)", true, false),
             Op::BitXor => ("a ^ b", "T(0)", true, false),
@@ -101,8 +117,8 @@ macro_rules! float_acc {
                 match op {
                     Op::Sum => a + b,
                     Op::Product => a * b,
-                    Op::Min => if b < a { b } else { a },
-                    Op::Max => if a < b { b } else { a },
+                    Op::Min => if (b < a || b.is_nan()) && !a.is_nan() { b } else { a },
+                    Op::Max => if (a < b || b.is_nan()) && !a.is_nan() { b } else { a },
                     _ => unreachable!("integer-only operators on floats are rejected by check_types"),
                 }
             }

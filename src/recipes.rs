@@ -7,7 +7,9 @@
 //!   An initial state `h0` is the initial value [`recurrence_init`]; the final state is
 //!   the last element written (the first, backward).
 //! * [`cumulative_extreme`]: running max or min with the index of the extreme (the first
-//!   in traversal order on ties; NaN never wins); reads `x`, writes the value and index.
+//!   in traversal order on ties); NaN propagates, as in the built-in min and max: from
+//!   the first NaN of a segment on, the extreme is that NaN and its index. Reads `x`,
+//!   writes the value and index.
 //! * [`logcumsumexp`]: `y[i] = log(sum_{j <= i} exp(x[j]))` without overflow: states
 //!   `(m, s)` mean `m + log(s)` with `m` the running maximum, so no exponential exceeds 1.
 
@@ -140,7 +142,11 @@ pub fn recurrence_init(dtype: DType, h0: f64) -> Result<Vec<u8>> {
 }
 
 /// Running maximum (`max`) or minimum of `dtype` values with the index of the extreme:
-/// input `x`, outputs the extreme (`dtype`) and its index (u32: n < 2^32 - 1).
+/// input `x`, outputs the extreme (`dtype`) and its index (u32: n < 2^32 - 1). Ties keep
+/// the first index in traversal order; a NaN is the extreme from where it appears (the
+/// first NaN's index stays), as NumPy's `maximum.accumulate` and torch's `cummax`
+/// propagate NaN (torch moves the index to each later NaN and, on ties, to the later
+/// element).
 pub fn cumulative_extreme(dtype: DType, max: bool) -> Result<OperatorDesc> {
     if dtype == DType::U8 {
         bail!(
@@ -152,11 +158,13 @@ pub fn cumulative_extreme(dtype: DType, max: bool) -> Result<OperatorDesc> {
     let wins = if max { ">" } else { "<" };
     let source = format!(
         r#"struct Extreme {{ {t} value; uint32_t index; {pad} }};
-// The later operand wins only when strictly better: the first extreme is kept on ties,
-// and NaN (every comparison false) never wins. The identity (index 0xffffffff) loses
-// every comparison, ties included.
+// The later operand wins only when strictly better: the first extreme is kept on ties.
+// NaN is better than every number and a NaN is never displaced, so the first NaN wins
+// whatever the grouping (associative). The identity (index 0xffffffff) loses to every
+// operand, ties included. `v != v` only for NaN (integers fold it away).
 __device__ Extreme better(Extreme first, Extreme then) {{
-    return first.index == 0xffffffffu || (then.index != 0xffffffffu && then.value {wins} first.value) ? then : first;
+    const bool then_better = first.value == first.value && (then.value {wins} first.value || then.value != then.value);
+    return first.index == 0xffffffffu || (then.index != 0xffffffffu && then_better) ? then : first;
 }}
 __device__ Extreme make_candidate(int64_t i, {t} x) {{ return Extreme{{x, (uint32_t)i}}; }}
 __device__ void write_extreme(const Extreme& e, {t}& value, uint32_t& index) {{ value = e.value; index = e.index; }}
@@ -174,11 +182,9 @@ __device__ void write_extreme(const Extreme& e, {t}& value, uint32_t& index) {{ 
                 || !empty(r)
                     && host_values!(dtype, |T| {
                         let (first, then) = (read::<T>(l, 0), read::<T>(r, 0));
-                        if max {
-                            then > first
-                        } else {
-                            then < first
-                        }
+                        #[allow(clippy::eq_op)] // x != x: NaN (never for integers)
+                        let (first_nan, then_nan) = (first != first, then != then);
+                        !first_nan && (then_nan || if max { then > first } else { then < first })
                     });
             out.copy_from_slice(if better { r } else { l });
         }),

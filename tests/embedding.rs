@@ -339,6 +339,13 @@ fn expect_fault(result: scanrt::Result<()>, words: &str) {
     let e = result.expect_err("a workspace fault");
     assert_eq!(e.status, ScanrtStatus::WorkspaceFault, "{}", e.message);
     assert!(e.message.contains(words), "{}", e.message);
+    // The message names the call whose kernel found the fault, not only the call that
+    // reports it.
+    assert!(
+        e.message.contains("scan call #") && e.message.contains("(sum of "),
+        "{}",
+        e.message
+    );
 }
 
 /// Garbage, zeroed-but-uninitialised, stale, undersized, poisoned and overflowing caller

@@ -474,13 +474,15 @@ fn recipes_and_user_operators_on_the_host_backend() {
         }
         check_recurrence_in_chunks(&ctx, &stream, &op, dtype, &mut rng, 5000).unwrap();
     }
-    for max in [true, false] {
-        let op = ctx
-            .create_operator(scanrt::recipes::cumulative_extreme(DType::U32, max).unwrap())
-            .unwrap();
-        for _ in 0..40 {
-            let shape = Shape::random(&mut rng, &sizes);
-            check_extreme(&ctx, &stream, &op, max, &mut rng, shape).unwrap();
+    for dtype in EXTREME_TYPES {
+        for max in [true, false] {
+            let op = ctx
+                .create_operator(scanrt::recipes::cumulative_extreme(dtype, max).unwrap())
+                .unwrap();
+            for _ in 0..40 {
+                let shape = Shape::random(&mut rng, &sizes);
+                check_extreme_of(dtype, &ctx, &stream, &op, max, &mut rng, shape).unwrap();
+            }
         }
     }
     for dtype in [DType::F32, DType::F64] {
@@ -510,4 +512,25 @@ fn recipes_and_user_operators_on_the_host_backend() {
     let shape = Shape::plain(10);
     let e = check_matrix_product(&ctx, &stream, &op, &mut rng, shape, scanrt::Algorithm::Auto).unwrap_err();
     assert!(e.contains("no host functions"), "{e}");
+}
+
+/// The operator space (tests/common/operator_space.rs) on the host backend: every state
+/// width, load and output form, crossed with every combination of direction,
+/// inclusive/exclusive, segment form and initial state, at small lengths.
+#[test]
+fn operator_space_on_the_host_backend() {
+    use common::operator_space::*;
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let seed = 0x5eed_0057;
+    let mut rng = Rng(seed);
+    let small = [1, 2, 3, 31, 33, 127, 128, 129, 1000, 4097];
+    let sizes: Vec<usize> = small.iter().cycle().take(axis_combinations().len()).copied().collect();
+    for lane_op in LaneOp::all() {
+        let op = ctx.create_operator(lane_op.desc()).unwrap();
+        for i in 0..sizes.len() {
+            let case = Case::nth(&lane_op, &sizes, i, &mut rng);
+            check_case(&ctx, &stream, &op, &lane_op, &case).unwrap_or_else(|e| panic!("seed {seed:#x}: {e}"));
+        }
+    }
 }

@@ -1,5 +1,6 @@
 //! Compiles every built-in kernel set (type pair x operator x direction x segmented, each
-//! with its small-scan shape) with NVRTC for sm_90 (no GPU needed), on every core. Reports
+//! with its small-scan shape) and every kernel set of the operator space the GPU suite
+//! sweeps (tests/common/operator_space.rs) with NVRTC for sm_90 (no GPU needed). Reports
 //! "ignored" when libnvrtc is not on the library path. Through the disk cache, so the
 //! same run fills a cache for a machine with that NVRTC version (scripts/stage.sh).
 
@@ -7,10 +8,16 @@
 mod common;
 
 use common::harness::{self, tests};
-use scanrt::{compile_kernel_sets, compile_specialization, DType, Op, ScanDesc};
+use scanrt::{compile_kernel_sets, compile_operator, compile_specialization, DType, Op, ScanDesc};
 
 fn main() {
-    harness::run(tests![every_specialization_compiles_with_nvrtc], no_nvrtc)
+    harness::run(
+        tests![
+            every_specialization_compiles_with_nvrtc,
+            the_operator_space_compiles_with_nvrtc
+        ],
+        no_nvrtc,
+    )
 }
 
 /// Why NVRTC cannot compile here, if it cannot.
@@ -27,4 +34,23 @@ fn every_specialization_compiles_with_nvrtc() {
     assert_eq!(small, 0, "{small} suspiciously small images");
     eprintln!("compiled {} kernel sets for sm_90", images.len());
     assert!(images.len() >= 4 * 80, "only {} kernel sets", images.len());
+}
+
+/// Every state width, load and output form of the operator space, every kernel set,
+/// compiled on every core.
+fn the_operator_space_compiles_with_nvrtc() {
+    let ops = common::operator_space::LaneOp::all();
+    let threads = std::thread::available_parallelism().map_or(1, |p| p.get());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(op) = ops.get(i) else { break };
+                let bytes = compile_operator(&op.desc(), 90).unwrap_or_else(|e| panic!("{}: {e}", op.name()));
+                assert!(bytes > 1000, "{}: {bytes} bytes of images", op.name());
+            });
+        }
+    });
+    eprintln!("compiled the kernel sets of {} operators for sm_90", ops.len());
 }

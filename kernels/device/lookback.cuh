@@ -102,11 +102,19 @@ SCANRT_DEVICE unsigned long long scanrt_workspace_seal(unsigned long long area_b
 SCANRT_DEVICE u64 ld_relaxed(const u64* p) { u64 v; asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory"); return v; }
 SCANRT_DEVICE void st_relaxed(u64* p, u64 v) { asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory"); }
 
-// Tells the host which workspace faulted and why (the code is written last).
-SCANRT_DEVICE void tell_host(FaultReport* report, const LookbackHeader* header, u32 code) {
-    *(volatile unsigned long long*)&report->workspace = (unsigned long long)header;
+// Where a kernel reports a fault: the host's mailbox, and the serial of the call that
+// launched the kernel (`ScanParams::call`), so the host can name it.
+struct FaultSink {
+    FaultReport* report;
+    u32 call;
+};
+
+// Tells the host which workspace faulted, in which call, and why (the code is written last).
+SCANRT_DEVICE void tell_host(FaultSink sink, const LookbackHeader* header, u32 code) {
+    *(volatile unsigned long long*)&sink.report->workspace = (unsigned long long)header;
+    *(volatile u32*)&sink.report->call = sink.call;
     __threadfence_system();
-    *(volatile u32*)&report->code = code;
+    *(volatile u32*)&sink.report->code = code;
 }
 
 // Bounds the look-back's waits (WATCHDOG_NS). Called by the whole warp once per
@@ -114,7 +122,7 @@ SCANRT_DEVICE void tell_host(FaultReport* report, const LookbackHeader* header, 
 // compare) and the warp leaves together.
 struct Watchdog {
     LookbackHeader* header;
-    FaultReport* report;
+    FaultSink report;
     unsigned long long started;  // when the current wait reached 1024 polls
     SCANRT_DEVICE bool expired(int spins, int lane) {
         if ((spins & 1023) != 1023) return false;
@@ -386,7 +394,7 @@ SCANRT_DEVICE u32 generation_tag(u32 generation) { return 1u + generation % TAG_
 // nothing and write no output.
 #define SCANRT_REFUSED_TICKET 0xffffffffull  // [generation 0 | no tile]
 template <typename Status>
-SCANRT_DEVICE unsigned long long first_ticket(LookbackHeader* header, FaultReport* report, u32 num_tiles,
+SCANRT_DEVICE unsigned long long first_ticket(LookbackHeader* header, FaultSink report, u32 num_tiles,
                                               long long host_slots) {
     const unsigned long long area = *(volatile unsigned long long*)&header->area_bytes;
     const unsigned long long seal = *(volatile unsigned long long*)&header->seal;

@@ -109,7 +109,7 @@ template <typename Op, typename Src, typename Dst, int THREADS, int ITEMS, int B
           int SPIN_BEFORE_SLEEP, int SLEEP_NS, bool REVERSE, bool SEGMENTED>
 SCANRT_DEVICE void single_pass_scan_bulk(Src src, Dst dst, long long n, unsigned long long init_bits, unsigned flags,
                                          const void* heads, void* workspace, long long status_capacity,
-                                         FaultReport* report) {
+                                         FaultSink report) {
     typedef typename Op::T Acc;
     typedef BulkSource<Op, Src, THREADS, ITEMS, REVERSE> Source;
     typedef BulkDestination<Op, Dst, THREADS, ITEMS, REVERSE> Destination;

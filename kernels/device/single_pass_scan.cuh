@@ -18,7 +18,7 @@ template <typename Op, typename Src, typename Dst, int THREADS, int ITEMS, int L
           int SPIN_BEFORE_SLEEP, int SLEEP_NS, bool REVERSE, bool SEGMENTED>
 SCANRT_DEVICE void single_pass_scan(Src in, Dst out, long long n, unsigned long long init_bits,
                                     unsigned flags, const void* heads, void* workspace, long long status_capacity,
-                                    FaultReport* report) {
+                                    FaultSink report) {
     typedef typename Op::T Acc;
     typedef BlockMatrixScan<Op, THREADS, ITEMS, SEGMENTED> Scan;
     typedef typename Scan::CarryOp CarryOp;

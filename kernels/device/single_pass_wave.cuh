@@ -33,7 +33,7 @@ template <typename Op, typename In, int THREADS, int ITEMS, int LOOKBACK_SLOTS_P
           int SLEEP_NS, bool REVERSE>
 SCANRT_DEVICE void single_pass_scan_wave(const In* in, typename Op::T* out, long long n, unsigned long long init_bits,
                                          unsigned flags, void* workspace, long long status_capacity,
-                                         FaultReport* report) {
+                                         FaultSink report) {
     typedef typename Op::T Acc;
     typedef StripedTile<Op, In, THREADS, ITEMS, REVERSE> Tile;
     typedef TileStatus<Acc> Status;

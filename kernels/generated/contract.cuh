@@ -112,8 +112,9 @@ struct ScanParams {
   uint64_t init_bits;
   /// `FLAG_*` bits, and a `HEADS_*` kind at `HEADS_KIND_SHIFT`.
   uint32_t flags;
-  /// Zero (keeps the struct a multiple of 8 bytes).
-  uint32_t reserved;
+  /// The launching call's serial number, which a kernel writes into its fault report
+  /// so that the host can name the call (`runtime::calls`).
+  uint32_t call;
 };
 
 /// The bytes of a user-defined operator's initial value (`MAX_STATE_BYTES` of them).
@@ -161,8 +162,8 @@ struct FaultReport {
   uint64_t workspace;
   /// A `FAULT_*` code; 0 = nothing to report. Written last.
   uint32_t code;
-  /// Zero.
-  uint32_t reserved;
+  /// `ScanParams::call` of the launch that reported.
+  uint32_t call;
 };
 
 // The scan kernels' parameter list: ScanParams's fields, in order, as separate
@@ -170,6 +171,6 @@ struct FaultReport {
 // one ScanParams as the parameter buffer; separate parameters let the compiler
 // load each where it is used (a struct parameter cost the segmented single-pass
 // kernel 150 bytes of spills per thread).
-#define SCANRT_SCAN_PARAMS uint64_t input, uint64_t output, uint64_t heads, uint64_t workspace, uint64_t report, int64_t n, int64_t status_capacity, uint64_t init_bits, uint32_t flags, uint32_t reserved
+#define SCANRT_SCAN_PARAMS uint64_t input, uint64_t output, uint64_t heads, uint64_t workspace, uint64_t report, int64_t n, int64_t status_capacity, uint64_t init_bits, uint32_t flags, uint32_t call
 // A user-defined operator's kernels take these after SCANRT_SCAN_PARAMS.
 #define SCANRT_OPERATOR_PARAMS uint64_t input1, uint64_t input2, uint64_t input3, uint64_t output1, StateBytes init

@@ -339,7 +339,8 @@ pub unsafe extern "C" fn scanrt_linear_recurrence_init(
 }
 
 /// Creates the running maximum (`max` nonzero) or minimum of `dtype` values with the index
-/// of the extreme (the first in traversal order on ties; NaN never wins): input `x`,
+/// of the extreme (the first in traversal order on ties; NaN propagates: from the first
+/// NaN of a segment on, the extreme is that NaN and its index): input `x`,
 /// outputs the extreme (`dtype`) and its index (`SCANRT_DTYPE_U32`; n < 2^32 - 1).
 #[no_mangle]
 pub unsafe extern "C" fn scanrt_operator_create_cumulative_extreme(

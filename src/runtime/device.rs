@@ -15,6 +15,7 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaModule};
 use once_cell::sync::OnceCell;
 
 use crate::error::{bail, Error, Result, ScanrtStatus};
+use crate::runtime::calls::CallLog;
 use crate::runtime::driver::{self, check, CurrentContext, SharedContext};
 use crate::runtime::kernel_pack;
 use crate::runtime::nvrtc::{KernelSource, Nvrtc};
@@ -91,6 +92,8 @@ pub(crate) struct GpuDevice {
     pub workspaces: WorkspacePool,
     /// Where kernels report refused workspaces and expired look-backs.
     pub faults: Arc<FaultMailbox>,
+    /// The recent launching calls, which a fault report names by serial.
+    pub calls: CallLog,
 }
 
 impl GpuDevice {
@@ -131,6 +134,7 @@ impl GpuDevice {
             modules: Memo::default(),
             workspaces: WorkspacePool::new(),
             faults,
+            calls: CallLog::new(),
         })
     }
 
@@ -209,7 +213,8 @@ impl GpuDevice {
         match self.faults.take() {
             None => Ok(()),
             Some(fault) => {
-                let error = fault_error(fault, self.workspaces.discard(fault.workspace));
+                let call = self.calls.describe(fault.call);
+                let error = fault_error(fault, &call, self.workspaces.discard(fault.workspace));
                 log::warn!("{}", error.message);
                 Err(error)
             }

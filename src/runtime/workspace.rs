@@ -70,6 +70,14 @@ pub(crate) fn lookback_bytes(acc_size: usize, slots: u64) -> usize {
     LOOKBACK_HEADER_BYTES + slots as usize * contract::status_slot_bytes(acc_size)
 }
 
+/// Bytes of a pooled workspace for `slots` tiles of `acc_size`-byte values: slots for
+/// values of at least 16 bytes, which serve every narrower value too (slot sizes grow
+/// with the value's), so a stream's scans of any built-in type share one workspace; a
+/// power of two of them, at least `MIN_POOLED_SLOTS`, so it rarely grows.
+fn pooled_bytes(acc_size: usize, slots: u64) -> usize {
+    lookback_bytes(acc_size.max(16), slots.max(MIN_POOLED_SLOTS).next_power_of_two())
+}
+
 /// How many status slots fit into a workspace of `bytes`.
 pub(crate) fn lookback_slots(acc_size: usize, bytes: usize) -> u64 {
     (bytes.saturating_sub(LOOKBACK_HEADER_BYTES) / contract::status_slot_bytes(acc_size)) as u64
@@ -188,6 +196,8 @@ unsafe impl Sync for FaultMailbox {}
 pub(crate) struct Fault {
     pub workspace: CUdeviceptr,
     pub code: u32,
+    /// The serial of the call whose kernel reported (`runtime::calls`).
+    pub call: u32,
 }
 
 impl FaultMailbox {
@@ -226,10 +236,11 @@ impl FaultMailbox {
     pub fn take(&self) -> Option<Fault> {
         // SAFETY: `host` is live, aligned mapped memory of the right layout (see new),
         // accessed by the host only through these atomics.
-        let (code, workspace) = unsafe {
+        let (code, workspace, call) = unsafe {
             (
                 AtomicU32::from_ptr(std::ptr::addr_of_mut!((*self.host).code)),
                 AtomicU64::from_ptr(std::ptr::addr_of_mut!((*self.host).workspace)),
+                AtomicU32::from_ptr(std::ptr::addr_of_mut!((*self.host).call)),
             )
         };
         if code.load(Ordering::Relaxed) == 0 {
@@ -239,6 +250,7 @@ impl FaultMailbox {
         (code != 0).then(|| Fault {
             workspace: workspace.load(Ordering::Acquire),
             code,
+            call: call.load(Ordering::Acquire),
         })
     }
 }
@@ -256,13 +268,13 @@ impl Drop for FaultMailbox {
     }
 }
 
-/// The error a reported fault becomes.
-pub(crate) fn fault_error(fault: Fault, pooled: bool) -> Error {
-    let Fault { workspace, code } = fault;
+/// The error a reported fault becomes; `call` names the call whose kernel reported it.
+pub(crate) fn fault_error(fault: Fault, call: &str, pooled: bool) -> Error {
+    let Fault { workspace, code, .. } = fault;
     let what = if pooled {
-        "a scan on this context found its stream's pooled workspace"
+        format!("{call} found its stream's pooled workspace")
     } else {
-        "a scan on this context found the workspace"
+        format!("{call} found the workspace")
     };
     let after = if pooled {
         "scanrt replaced the stream's workspace"
@@ -371,8 +383,7 @@ impl WorkspacePool {
                     return Ok(entry.workspace.clone());
                 }
             }
-            // New, or grown: 16-byte slots make it fit either accumulator size.
-            let bytes = lookback_bytes(16, slots.max(MIN_POOLED_SLOTS).next_power_of_two());
+            let bytes = pooled_bytes(acc_size, slots);
             log::debug!("workspace of {bytes} bytes for stream {id}");
             let mut ptr: CUdeviceptr = 0;
             // SAFETY: out-pointer to a local; the stream belongs to the current context
@@ -604,5 +615,33 @@ mod tests {
         assert_eq!(lookback_slots(4, lookback_bytes(4, 100)), 100);
         assert_eq!(lookback_slots(8, lookback_bytes(8, 100)), 100);
         assert_eq!(lookback_bytes(8, 1) - LOOKBACK_HEADER_BYTES, 16);
+    }
+
+    /// A pooled workspace holds the slots it was asked for, for its value size and every
+    /// narrower one, for every state size an operator may have (4 to 64 bytes; a pool
+    /// sized for 16-byte values once faulted on 40-byte states from 2^20 elements).
+    #[test]
+    fn pooled_workspaces_hold_every_value_size() {
+        for acc_size in (4..=contract::MAX_STATE_BYTES as usize).step_by(4) {
+            for slots in [
+                1,
+                2,
+                1000,
+                MIN_POOLED_SLOTS - 1,
+                MIN_POOLED_SLOTS + 1,
+                8193,
+                1 << 17,
+                (1 << 24) + 3,
+            ] {
+                let bytes = pooled_bytes(acc_size, slots);
+                for narrower in (4..=acc_size).step_by(4) {
+                    assert!(
+                        lookback_slots(narrower, bytes) >= slots,
+                        "{slots} slots of {acc_size}-byte values: {bytes} bytes hold {} of {narrower} bytes",
+                        lookback_slots(narrower, bytes)
+                    );
+                }
+            }
+        }
     }
 }

@@ -230,7 +230,7 @@ impl TranslationUnit {
         let sum_items = if seg { 4 } else { items };
         let p = format!("(SCANRT_SCAN_PARAMS{extra_params})");
         let heads = "(const void*)heads";
-        let lookback = "(void*)workspace, status_capacity, (FaultReport*)report";
+        let lookback = "(void*)workspace, status_capacity, FaultSink{(FaultReport*)report, call}";
         let scratch = "(Carry*)(workspace + sizeof(LookbackHeader))";
         let matrix = self.has(KernelKind::MatrixReduce, shape);
         let matrix_include = if matrix {

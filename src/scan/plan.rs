@@ -9,6 +9,7 @@ use cudarc::driver::sys::CUstream;
 use crate::context::{Context, Engine, GpuEngine, ScanInfo};
 use crate::contract::{self, ScanParams};
 use crate::error::{bail, Result};
+use crate::runtime::calls::CallLabel;
 use crate::runtime::device::GpuDevice;
 use crate::runtime::driver;
 use crate::runtime::workspace::{self, lookback_bytes, lookback_slots, Workspace};
@@ -69,11 +70,8 @@ pub struct ScanPlan {
 /// What a GPU plan chose.
 struct GpuPlan {
     kernels: Arc<ScanKernels>,
-    /// Tiles of the register-staged kernel (the bulk-copy and one-wave kernels' tiles are
-    /// at least as long, so a workspace for these serves them all).
-    tiles: u64,
-    /// Bytes of look-back workspace (0 for a single tile).
-    workspace_bytes: usize,
+    /// Tiles of each kernel of the set, and the workspace that serves all of them.
+    tiles: TileCounts,
     init_bits: u64,
     /// Launch flags that do not depend on the addresses.
     flags: u32,
@@ -169,21 +167,9 @@ impl ScanPlan {
                 let kernels = engine
                     .kernel_sets
                     .get(dev, Specialization::for_scan(dev.arch, input, output, desc, n))?;
-                let tiles = n.div_ceil(kernels.shape.tile_elems());
-                if tiles > i32::MAX as u64 {
-                    bail!(
-                        LengthOverflow,
-                        "n = {n} needs {tiles} tiles, more than one launch can address"
-                    );
-                }
                 let plan = GpuPlan {
-                    workspace_bytes: if tiles > 1 {
-                        lookback_bytes(output.size(), tiles)
-                    } else {
-                        0
-                    },
+                    tiles: TileCounts::new(&kernels, n, output.size())?,
                     kernels,
-                    tiles,
                     init_bits: desc.init_bits(output)?.unwrap_or(0),
                     flags: shape_flags(desc, algorithm),
                 };
@@ -204,7 +190,7 @@ impl ScanPlan {
 
     /// Bytes of workspace an execution with a caller's workspace needs (0: none).
     pub fn workspace_bytes(&self) -> usize {
-        self.gpu.as_ref().map_or(0, |g| g.workspace_bytes)
+        self.gpu.as_ref().map_or(0, |g| g.tiles.workspace_bytes())
     }
 
     /// Where the plan runs, which algorithm, and why.
@@ -294,10 +280,13 @@ impl ScanPlan {
             &KernelLaunch {
                 kernels: &plan.kernels,
                 algorithm: self.algorithm,
+                tiles: &plan.tiles,
+                label: CallLabel::Builtin {
+                    op: self.desc.op.describe(),
+                    input: self.input.describe(),
+                    output: self.output.describe(),
+                },
                 n: self.n,
-                tiles: plan.tiles,
-                workspace_bytes: plan.workspace_bytes,
-                value_bytes: self.output.size(),
             },
             raw_stream,
             &mut params,
@@ -322,21 +311,80 @@ impl KernelParams for contract::OperatorLaunch {
     }
 }
 
-/// What the launch of a planned scan needs to know.
-pub(crate) struct KernelLaunch<'a> {
-    pub kernels: &'a Arc<ScanKernels>,
-    pub algorithm: Algorithm,
-    pub n: u64,
-    /// Tiles of the register-staged kernel.
-    pub tiles: u64,
-    pub workspace_bytes: usize,
+/// How many tiles a scan of `n` elements has on each single-pass kernel of its set, and
+/// the look-back slots that serve every one of them. The plan sizes workspaces with it
+/// and the launch takes its kernel's tile count from it, so a workspace scanrt sized
+/// holds the tiles of whichever kernel runs, whatever the tile shapes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TileCounts {
+    /// Tiles of the register-staged kernel (also the matrix scan's: same tiles).
+    pub register_staged: u64,
+    /// Tiles of the one-wave kernel, where the set has one.
+    pub wave: Option<u64>,
+    /// Tiles of the bulk-copy kernel, where the set has one.
+    pub bulk: Option<u64>,
     /// Bytes of the carried value (the status slots' size follows from it).
     pub value_bytes: usize,
 }
 
+impl TileCounts {
+    /// The counts for a scan of `n` elements on `kernels`, carrying `value_bytes`-byte
+    /// values; `LengthOverflow` where a launch could not address the tiles.
+    pub fn new(kernels: &ScanKernels, n: u64, value_bytes: usize) -> Result<TileCounts> {
+        let shape = &kernels.shape;
+        let tiles_of = |elems: u64| n.div_ceil(elems.max(1));
+        let counts = TileCounts {
+            register_staged: tiles_of(shape.tile_elems()),
+            wave: kernels
+                .get(KernelKind::SinglePassWave)
+                .map(|_| tiles_of(shape.wave_tile_elems())),
+            bulk: kernels
+                .get(KernelKind::SinglePassBulk)
+                .map(|_| tiles_of(shape.bulk_tile_elems())),
+            value_bytes,
+        };
+        // Tile ids and tickets are 32-bit on the device.
+        if counts.slots() > i32::MAX as u64 {
+            bail!(
+                LengthOverflow,
+                "n = {n} needs {} tiles, more than one launch can address",
+                counts.slots()
+            );
+        }
+        Ok(counts)
+    }
+
+    /// Status slots a workspace needs: the most tiles any kernel of the set may draw.
+    pub fn slots(&self) -> u64 {
+        self.register_staged
+            .max(self.wave.unwrap_or(0))
+            .max(self.bulk.unwrap_or(0))
+    }
+
+    /// Bytes of look-back workspace (0 for a one-tile scan, which needs none).
+    pub fn workspace_bytes(&self) -> usize {
+        if self.register_staged > 1 {
+            lookback_bytes(self.value_bytes, self.slots())
+        } else {
+            0
+        }
+    }
+}
+
+/// What the launch of a planned scan needs to know.
+pub(crate) struct KernelLaunch<'a> {
+    pub kernels: &'a Arc<ScanKernels>,
+    pub algorithm: Algorithm,
+    pub tiles: &'a TileCounts,
+    /// What the call scans, as a later fault report names it, and its length.
+    pub label: CallLabel,
+    pub n: u64,
+}
+
 /// Launches a scan whose addresses are checked and whose `params` are filled in except for
 /// the workspace: picks the workspace (the caller's, the graph's or the stream's pooled
-/// one) and the kernel, and queues it on `raw_stream`.
+/// one) and the kernel, and queues it on `raw_stream`. A workspace too small for the
+/// kernel is refused here, before anything is queued.
 ///
 /// # Safety
 /// `params` must be what `launch.kernels` were compiled for, with valid addresses.
@@ -348,56 +396,54 @@ pub(crate) unsafe fn launch_kernels<P: KernelParams>(
     workspace: Option<Workspace>,
 ) -> Result<()> {
     let kernels = launch.kernels;
+    let tiles = launch.tiles;
     let flags = params.scan().flags;
     let single_pass = kernels.get(KernelKind::SinglePass).expect("every kernel set has one");
-    if launch.tiles == 1 {
+    if tiles.register_staged == 1 {
         // One block, no look-back state: the same for every algorithm.
         return single_pass.launch(1, raw_stream, params);
     }
 
-    let acc_size = launch.value_bytes;
+    let acc_size = tiles.value_bytes;
     // `_pooled` keeps a pooled workspace from being freed until the launch is queued.
     let (ws, slots, _pooled) = match workspace {
         Some(ws) => {
             workspace::check_caller(dev, ws)?;
-            let slots = lookback_slots(acc_size, ws.bytes);
-            if slots < launch.tiles {
-                bail!(
-                    BufferTooSmall,
-                    "workspace of {} bytes holds {slots} tiles; this scan needs {} bytes",
-                    ws.bytes,
-                    launch.workspace_bytes
-                );
-            }
-            (ws.ptr, slots, None)
+            (ws.ptr, lookback_slots(acc_size, ws.bytes), None)
         }
         None => match driver::capture_graph(raw_stream)? {
             // A captured scan gets a workspace of its own that the graph keeps alive,
             // so that replays never share one with plain calls or with each other.
             Some(graph) => {
-                let ptr = workspace::for_graph(
-                    graph,
-                    launch.workspace_bytes,
-                    kernels.clone(),
-                    dev.faults.clone(),
-                    dev.ctx.clone(),
-                )?;
-                (ptr, launch.tiles, None)
+                let bytes = tiles.workspace_bytes();
+                let ptr = workspace::for_graph(graph, bytes, kernels.clone(), dev.faults.clone(), dev.ctx.clone())?;
+                (ptr, lookback_slots(acc_size, bytes), None)
             }
             None => {
-                let pooled = dev.workspaces.for_stream(raw_stream, acc_size, launch.tiles)?;
+                let pooled = dev.workspaces.for_stream(raw_stream, acc_size, tiles.slots())?;
                 (pooled.ptr, lookback_slots(acc_size, pooled.bytes), Some(pooled))
             }
         },
     };
+    if slots < tiles.slots() {
+        // Only a caller's workspace can get here: scanrt sizes its own from `tiles`.
+        bail!(
+            BufferTooSmall,
+            "workspace of {} bytes holds {slots} tiles; this scan needs {} bytes ({} tiles)",
+            workspace.map_or(0, |w| w.bytes),
+            tiles.workspace_bytes(),
+            tiles.slots()
+        );
+    }
     params.scan().workspace = ws;
     params.scan().status_capacity = slots as i64;
+    params.scan().call = dev.calls.record(launch.label.clone(), launch.n, raw_stream as usize);
 
     if launch.algorithm == Algorithm::Matrix {
         // Reduce, scan the tile sums, scan the tiles. The tile sums (accumulators, or
         // (value, head) pairs of at most 16 bytes) live in the slot area (8 or 16
         // bytes per tile), which the last kernel zeroes again.
-        let grid = launch.tiles as u32;
+        let grid = tiles.register_staged as u32;
         for (kind, grid) in [
             (KernelKind::MatrixReduce, grid),
             (KernelKind::MatrixScanSums, 1),
@@ -409,31 +455,26 @@ pub(crate) unsafe fn launch_kernels<P: KernelParams>(
         return Ok(());
     }
 
-    let shape = &kernels.shape;
     let aligned = flags & contract::FLAG_VECTOR_IN != 0 && flags & contract::FLAG_VECTOR_OUT != 0;
     // A deterministic scan's association order is the tile shape's, so its kernel may
     // depend on n alone, not on alignment or on the SM count that decides what fits
     // in one wave.
     let deterministic = flags & contract::FLAG_DETERMINISTIC != 0;
-    let wave_tiles = launch.n.div_ceil(shape.wave_tile_elems().max(1));
-    let bulk_tiles = launch.n.div_ceil(shape.bulk_tile_elems().max(1));
     // Scans whose tiles all fit on the device at once take the one-wave kernel (one
     // block per tile); large ones stream through the bulk-copy kernel where there is
-    // one (from two of its tiles: it has no one-tile path). Both kernels' tiles are at
-    // least as long as the register-staged kernel's (tuning.rs), so the workspace's
-    // slots cover them too; a bulk-copy shape that broke this would fall back here
-    // rather than fault.
-    let (kernel, kernel_tiles, persistent) = match (
-        kernels.get(KernelKind::SinglePassWave),
-        kernels.get(KernelKind::SinglePassBulk),
-    ) {
-        (Some(wave), _) if aligned && !deterministic && wave_tiles <= wave_max_tiles(wave.resident_blocks) => {
+    // one (from two of its tiles: it has no one-tile path).
+    let wave = kernels.get(KernelKind::SinglePassWave).zip(tiles.wave);
+    let bulk = kernels.get(KernelKind::SinglePassBulk).zip(tiles.bulk);
+    let (kernel, kernel_tiles, persistent) = match (wave, bulk) {
+        (Some((wave, wave_tiles)), _)
+            if aligned && !deterministic && wave_tiles <= wave_max_tiles(wave.resident_blocks) =>
+        {
             (wave, wave_tiles, false)
         }
-        (_, Some(bulk)) if launch.tiles >= shape.bulk_min_tiles && (2..=launch.tiles).contains(&bulk_tiles) => {
-            (bulk, bulk_tiles, shape.persistent)
+        (_, Some((bulk, bulk_tiles))) if tiles.register_staged >= kernels.shape.bulk_min_tiles && bulk_tiles >= 2 => {
+            (bulk, bulk_tiles, kernels.shape.persistent)
         }
-        _ => (single_pass, launch.tiles, shape.persistent),
+        _ => (single_pass, tiles.register_staged, kernels.shape.persistent),
     };
     let grid = if persistent {
         kernel_tiles.min(kernel.resident_blocks as u64)

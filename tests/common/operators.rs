@@ -4,7 +4,7 @@
 
 use scanrt::{recipes, Buffer, Context, DType, OperatorDesc, OperatorScan, Segments, Stream};
 
-use super::Rng;
+use super::{encode_segments, Rng};
 
 /// The examples' operators (examples/line_of_sight.rs, examples/fibonacci.rs).
 #[path = "../../examples/operators/mod.rs"]
@@ -18,7 +18,8 @@ pub struct Shape {
     pub backward: bool,
     /// Element i's output leaves input i out.
     pub exclusive: bool,
-    /// 0: unsegmented; 1: random byte flags; 2: rows of `row` elements.
+    /// 0: unsegmented; 1: random byte flags; 2: rows of `row` elements; 3: random bit
+    /// flags; 4: random runs of u32 keys.
     pub segments: u8,
     pub row: u64,
     pub offset: u64,
@@ -44,7 +45,7 @@ impl Shape {
             n,
             backward: rng.below(2) == 1,
             exclusive: rng.below(3) == 0,
-            segments: rng.below(3) as u8,
+            segments: rng.below(5) as u8,
             row: 1 + rng.below(n.max(1) as u64 / 3 + 2),
             offset: if rng.below(3) == 0 { 1 + rng.below(3) } else { 0 },
             deterministic: rng.below(4) == 0,
@@ -54,7 +55,7 @@ impl Shape {
     pub fn starts(&self, rng: &mut Rng) -> Vec<bool> {
         (0..self.n as u64)
             .map(|p| match self.segments {
-                1 => rng.below(50) == 0,
+                1 | 3 | 4 => rng.below(50) == 0,
                 2 => p % self.row == 0,
                 _ => false,
             })
@@ -75,6 +76,8 @@ impl Shape {
         match self.segments {
             1 => s.segmented(Segments::ByteFlags),
             2 => s.segmented(Segments::Rows(self.row)),
+            3 => s.segmented(Segments::BitFlags),
+            4 => s.segmented(Segments::Keys(DType::U32)),
             _ => s,
         }
     }
@@ -144,9 +147,14 @@ fn run(
     starts: &[bool],
     scan: &OperatorScan,
 ) -> Result<(), String> {
-    let flags: Vec<u8> = starts.iter().map(|&s| s as u8).collect();
-    let flag_buffer = Buffer::from_slice(ctx, stream, &flags).map_err(|e| e.to_string())?;
-    let segments = if shape.segments == 1 { flag_buffer.addr() } else { 0 };
+    // Flags or keys as the segment form reads them (byte values and keys drawn from n).
+    let data = encode_segments(&mut Rng(shape.n as u64), scan.segments, starts);
+    let data_buffer = Buffer::from_slice(ctx, stream, &data).map_err(|e| e.to_string())?;
+    let segments = if scan.segments.has_data() {
+        data_buffer.addr()
+    } else {
+        0
+    };
     // SAFETY: all addresses are in live allocations of this context holding n elements.
     unsafe { op.scan_raw(stream, inputs, outputs, shape.n as u64, segments, scan, None) }.map_err(|e| e.to_string())?;
     stream.synchronize().map_err(|e| e.to_string())
@@ -302,8 +310,101 @@ pub fn check_recurrence_in_chunks(
     }
 }
 
-/// Running max or min with the index of the first extreme in traversal order (u32 values).
-pub fn check_extreme(
+/// Values for the cumulative extreme checks: few distinct ones (many ties) and, for
+/// floats, NaN (one in 50), infinities and signed zeros now and then.
+pub trait ExtremeInput: scanrt::Scalar + PartialOrd {
+    fn draw(rng: &mut Rng) -> Self;
+    /// The identity of max (`max`) or min: the type's extreme, which loses every tie.
+    fn identity(max: bool) -> Self;
+}
+
+impl ExtremeInput for u32 {
+    fn draw(rng: &mut Rng) -> u32 {
+        match rng.below(100) {
+            0 => u32::MAX,
+            1 => 0,
+            _ => rng.below(1000) as u32,
+        }
+    }
+    fn identity(max: bool) -> u32 {
+        if max {
+            u32::MIN
+        } else {
+            u32::MAX
+        }
+    }
+}
+
+impl ExtremeInput for i64 {
+    fn draw(rng: &mut Rng) -> i64 {
+        match rng.below(100) {
+            0 => i64::MAX,
+            1 => i64::MIN,
+            _ => rng.below(1000) as i64 - 500,
+        }
+    }
+    fn identity(max: bool) -> i64 {
+        if max {
+            i64::MIN
+        } else {
+            i64::MAX
+        }
+    }
+}
+
+macro_rules! float_extreme {
+    ($t:ty) => {
+        impl ExtremeInput for $t {
+            fn draw(rng: &mut Rng) -> $t {
+                match rng.below(100) {
+                    0 | 1 => <$t>::NAN,
+                    2 => <$t>::INFINITY,
+                    3 => <$t>::NEG_INFINITY,
+                    4 => -0.0,
+                    5 => 0.0,
+                    _ => (rng.below(1000) as $t - 500.0) / 4.0,
+                }
+            }
+            fn identity(max: bool) -> $t {
+                if max {
+                    <$t>::NEG_INFINITY
+                } else {
+                    <$t>::INFINITY
+                }
+            }
+        }
+    };
+}
+float_extreme!(f32);
+float_extreme!(f64);
+
+/// The types the cumulative extreme checks run: `check_extreme` of each.
+pub const EXTREME_TYPES: [DType; 4] = [DType::U32, DType::I64, DType::F32, DType::F64];
+
+/// `check_extreme` of the Rust type of `dtype` (one of `EXTREME_TYPES`).
+pub fn check_extreme_of(
+    dtype: DType,
+    ctx: &Context,
+    stream: &Stream,
+    op: &scanrt::Operator,
+    max: bool,
+    rng: &mut Rng,
+    shape: Shape,
+) -> Result<(), String> {
+    match dtype {
+        DType::U32 => check_extreme::<u32>(ctx, stream, op, max, rng, shape),
+        DType::I64 => check_extreme::<i64>(ctx, stream, op, max, rng, shape),
+        DType::F32 => check_extreme::<f32>(ctx, stream, op, max, rng, shape),
+        DType::F64 => check_extreme::<f64>(ctx, stream, op, max, rng, shape),
+        other => panic!("no extreme check for {other:?}"),
+    }
+}
+
+/// Running max or min with the index of the extreme, against the documented rule: the
+/// first extreme in traversal order wins ties; NaN propagates (from the first NaN of a
+/// segment on, the extreme is that NaN and its index); an initial state, when drawn, is
+/// where every segment starts. Values are compared bit for bit (-0.0 and +0.0 differ).
+pub fn check_extreme<T: ExtremeInput>(
     ctx: &Context,
     stream: &Stream,
     op: &scanrt::Operator,
@@ -312,43 +413,47 @@ pub fn check_extreme(
     shape: Shape,
 ) -> Result<(), String> {
     let n = shape.n;
-    // Few distinct values: many ties.
-    let x: Vec<u32> = (0..n).map(|_| rng.below(1000) as u32).collect();
+    let x: Vec<T> = (0..n).map(|_| T::draw(rng)).collect();
     let starts = shape.starts(rng);
-    let mut expect = vec![(0u32, 0u32); n];
-    // The identity (what an exclusive scan writes at a segment's start) has index
-    // 0xffffffff and loses every comparison, ties included.
-    let identity = (if max { u32::MIN } else { u32::MAX }, u32::MAX);
-    let mut best = identity;
+    // The identity has index 0xffffffff and loses every comparison, ties included.
+    let identity = (T::identity(max), u32::MAX);
+    let init = (rng.below(3) == 0).then(|| (T::draw(rng), rng.below(1 << 20) as u32));
+    let start = init.unwrap_or(identity);
+    #[allow(clippy::eq_op)]
+    let is_nan = |v: T| v != v;
+    let mut expect = vec![(T::from_bits(0), 0u32); n];
+    let mut best = start;
     for (p, restart) in shape.walk(&starts) {
         if restart {
-            best = identity;
+            best = start;
         }
         let before = best;
-        if best == identity || if max { x[p] > best.0 } else { x[p] < best.0 } {
+        let wins =
+            best.1 == u32::MAX || !is_nan(best.0) && (is_nan(x[p]) || if max { x[p] > best.0 } else { x[p] < best.0 });
+        if wins {
             best = (x[p], p as u32);
         }
         expect[p] = shape.output(before, best);
     }
+    let mut scan = shape.scan();
+    if let Some((value, index)) = init {
+        let size = op.desc().state_size;
+        let mut bytes = vec![0u8; size];
+        let vs = T::DTYPE.size();
+        bytes[..vs].copy_from_slice(&value.to_bits().to_ne_bytes()[..vs]);
+        bytes[vs..vs + 4].copy_from_slice(&index.to_ne_bytes());
+        scan = scan.with_init(bytes);
+    }
     let xv = Array::new(ctx, stream, &x, shape.offset);
-    let vv = Array::new(ctx, stream, &vec![7u32; n], shape.offset);
+    let vv = Array::new(ctx, stream, &vec![T::from_bits(7); n], shape.offset);
     let iv = Array::new(ctx, stream, &vec![7u32; n], 0);
-    run(
-        ctx,
-        stream,
-        op,
-        &[xv.addr],
-        &[vv.addr, iv.addr],
-        &shape,
-        &starts,
-        &shape.scan(),
-    )?;
-    let values = vv.read::<u32>(stream, n)?;
+    run(ctx, stream, op, &[xv.addr], &[vv.addr, iv.addr], &shape, &starts, &scan)?;
+    let values = vv.read::<T>(stream, n)?;
     let indices = iv.read::<u32>(stream, n)?;
     exactly_equal(
-        &format!("{shape:?} max={max}"),
-        values.into_iter().zip(indices),
-        &expect,
+        &format!("{:?} {shape:?} max={max} init={init:?}", T::DTYPE),
+        values.into_iter().map(|v| v.to_bits()).zip(indices),
+        &expect.iter().map(|&(v, i)| (v.to_bits(), i)).collect::<Vec<_>>(),
     )
 }
 

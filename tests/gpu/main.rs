@@ -11,6 +11,7 @@ mod backward_segmented;
 mod bad_input;
 mod determinism;
 mod kernels;
+mod operator_space;
 mod operators;
 mod scans;
 
@@ -35,6 +36,10 @@ fn main() {
             kernels::one_wave_single_pass_at_every_size,
             kernels::tag_wraparound_clears_stale_slots,
             kernels::sanitizer_subset,
+            operator_space::operator_space_states_of_4_to_16_bytes,
+            operator_space::operator_space_states_of_20_to_32_bytes,
+            operator_space::operator_space_states_of_36_to_48_bytes,
+            operator_space::operator_space_states_of_52_to_64_bytes,
             operators::recipes_match_sequential_loops,
             operators::examples_match_sequential_loops,
             operators::wide_non_commutative_states_every_algorithm,

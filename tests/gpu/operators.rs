@@ -62,17 +62,19 @@ pub fn recipes_match_sequential_loops() {
         }
         tally(results.into_iter(), &format!("linear recurrence {dtype:?}"));
     }
-    for max in [true, false] {
-        let op = ctx
-            .create_operator(recipes::cumulative_extreme(DType::U32, max).unwrap())
-            .unwrap();
-        let results: Vec<_> = (0..cases)
-            .map(|_| {
-                let shape = Shape::random(&mut rng, &sizes);
-                check_extreme(ctx, &stream, &op, max, &mut rng, shape)
-            })
-            .collect();
-        tally(results.into_iter(), &format!("cumulative extreme max={max}"));
+    for dtype in EXTREME_TYPES {
+        for max in [true, false] {
+            let op = ctx
+                .create_operator(recipes::cumulative_extreme(dtype, max).unwrap())
+                .unwrap();
+            let results: Vec<_> = (0..cases)
+                .map(|_| {
+                    let shape = Shape::random(&mut rng, &sizes);
+                    check_extreme_of(dtype, ctx, &stream, &op, max, &mut rng, shape)
+                })
+                .collect();
+            tally(results.into_iter(), &format!("cumulative extreme {dtype:?} max={max}"));
+        }
     }
     for dtype in [DType::F32, DType::F64] {
         let op = ctx.create_operator(recipes::logcumsumexp(dtype).unwrap()).unwrap();
