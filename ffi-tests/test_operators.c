@@ -683,10 +683,162 @@ static void test_threads(env_t *e) {
     scanrt_operator_destroy(op);
 }
 
+/* ------------------------------------------------------------------------------------ */
+/* Reported failures, as a new user met them                                             */
+
+/* States of K u32 lanes (40 to 64 bytes), each lane a running sum of x + lane, loaded
+ * from one u32 array and stored to two (the first and last lanes); forward, inclusive,
+ * automatic. These failed from about 2^20 elements with a workspace fault reported by
+ * the next call; the next call must now succeed too. */
+#define WIDE_SOURCE_FORMAT                                                                        \
+    "struct Wide { uint32_t v[%d]; };\n"                                                         \
+    "__device__ Wide add(Wide a, Wide b) { for (int j = 0; j < %d; ++j) a.v[j] += b.v[j]; return a; }\n" \
+    "__device__ Wide lanes(int64_t, uint32_t x) { Wide w; for (int j = 0; j < %d; ++j) w.v[j] = x + j; return w; }\n" \
+    "__device__ void ends(const Wide& w, uint32_t& first, uint32_t& last) { first = w.v[0]; last = w.v[%d - 1]; }\n"
+static void host_wide_add(const void *a, const void *b, void *out, void *user) {
+    const int k = *(const int *)user;
+    for (int j = 0; j < k; j++) ((uint32_t *)out)[j] = ((const uint32_t *)a)[j] + ((const uint32_t *)b)[j];
+}
+static void host_wide_lanes(uint64_t i, const void *const *inputs, void *state, void *user) {
+    (void)i;
+    const int k = *(const int *)user;
+    for (int j = 0; j < k; j++) ((uint32_t *)state)[j] = *(const uint32_t *)inputs[0] + (uint32_t)j;
+}
+static void host_wide_ends(const void *state, void *const *outputs, void *user) {
+    const int k = *(const int *)user;
+    *(uint32_t *)outputs[0] = ((const uint32_t *)state)[0];
+    *(uint32_t *)outputs[1] = ((const uint32_t *)state)[k - 1];
+}
+
+static void test_wide_states(env_t *e) {
+    g_phase = "wide states";
+    static const int lanes[] = {10, 12, 14, 16};
+    static const uint32_t zeros[16] = {0};
+    static const int32_t in_types[1] = {SCANRT_DTYPE_U32}, out_types[2] = {SCANRT_DTYPE_U32, SCANRT_DTYPE_U32};
+    const size_t counts[] = {(1u << 20) - 1, 1u << 20, (1u << 22) + 3};
+    uint64_t rng = 40;
+    for (size_t l = 0; l < sizeof lanes / sizeof lanes[0]; l++) {
+        const int k = lanes[l];
+        char source[1024];
+        snprintf(source, sizeof source, WIDE_SOURCE_FORMAT, k, k, k, k);
+        scanrt_operator_desc d;
+        EXPECT_OK(scanrt_operator_desc_init(&d));
+        d.name = "wide", d.source = source, d.state_type = "Wide";
+        d.state_size = 4 * (size_t)k, d.state_align = 4, d.combine = "add", d.identity = zeros;
+        d.load = "lanes", d.input_dtypes = in_types, d.num_inputs = 1;
+        d.store = "ends", d.output_dtypes = out_types, d.num_outputs = 2;
+        d.host_combine = host_wide_add, d.host_load = host_wide_lanes, d.host_store = host_wide_ends;
+        d.host_user_data = (void *)&lanes[l];
+        scanrt_operator *op = NULL;
+        if (!EXPECT_OK(scanrt_operator_create(e->ctx, &d, &op))) continue;
+        /* The host backend takes the smallest length only (its host functions are slow). */
+        for (size_t c = 0; c < (e->backend == SCANRT_BACKEND_GPU ? 3u : 1u); c++) {
+            const size_t n = counts[c];
+            uint32_t *x = xmalloc(n * 4), *first = xmalloc(n * 4), *last = xmalloc(n * 4);
+            for (size_t i = 0; i < n; i++) x[i] = (uint32_t)splitmix64(&rng);
+            scanrt_buffer *in = upload(e->ctx, e->s, SCANRT_DTYPE_U32, x, n);
+            scanrt_buffer *out[2] = {sentinel_buffer(e->ctx, e->s, SCANRT_DTYPE_U32, n, n * 4),
+                                     sentinel_buffer(e->ctx, e->s, SCANRT_DTYPE_U32, n, n * 4)};
+            scanrt_scan_desc desc;
+            EXPECT_OK(scanrt_scan_desc_init(&desc));
+            char what[96];
+            snprintf(what, sizeof what, "%d-byte state, n = %zu", 4 * k, n);
+            const scanrt_buffer *inputs[1] = {in}, *outputs[2] = {out[0], out[1]};
+            if (expect_status_at(__LINE__, what, scanrt_operator_scan(op, e->s, inputs, 1, outputs, 2, &desc, NULL, NULL),
+                                 SCANRT_STATUS_OK)) {
+                download(out[0], e->s, first, n);
+                download(out[1], e->s, last, n);
+                uint32_t sum = 0;
+                for (size_t i = 0; i < n; i++) {
+                    sum += x[i];
+                    if (first[i] != sum || last[i] != sum + (uint32_t)((i + 1) * (size_t)(k - 1))) {
+                        CHECK(0, "%s: element %zu = (%u, %u), expected (%u, %u)", what, i, first[i], last[i], sum,
+                              sum + (uint32_t)((i + 1) * (size_t)(k - 1)));
+                        break;
+                    }
+                }
+                /* The next call on the stream, a built-in scan, sees no fault of this one. */
+                scanrt_scan_desc sum_desc;
+                EXPECT_OK(scanrt_scan_desc_init(&sum_desc));
+                expect_status_at(__LINE__, what, scanrt_scan(e->ctx, e->s, in, out[0], &sum_desc, NULL),
+                                 SCANRT_STATUS_OK);
+            }
+            scanrt_buffer_destroy(in), scanrt_buffer_destroy(out[0]), scanrt_buffer_destroy(out[1]);
+            free(x), free(first), free(last);
+        }
+        scanrt_operator_destroy(op);
+    }
+}
+
+/* Cumulative max and min of f32 with byte-flag segments and NaN inputs (one in 50, a
+ * segment start in 97), every algorithm: NaN propagates from the first NaN of a segment
+ * on, with that NaN's index; ties keep the first index. */
+static void test_extreme_with_nan(env_t *e) {
+    g_phase = "cumulative extreme with NaN";
+    static const int32_t algorithms[] = {SCANRT_ALGORITHM_AUTO, SCANRT_ALGORITHM_MATRIX,
+                                         SCANRT_ALGORITHM_DETERMINISTIC_SINGLE_PASS};
+    const size_t counts[] = {4095, 70001, 1u << 20};
+    uint64_t rng = 50;
+    for (int max = 0; max < 2; max++) {
+        scanrt_operator *op = NULL;
+        if (!EXPECT_OK(scanrt_operator_create_cumulative_extreme(e->ctx, SCANRT_DTYPE_F32, max, &op))) continue;
+        for (size_t c = 0; c < 3; c++)
+            for (int a = 0; a < 3; a++)
+                for (int backward = 0; backward < 2; backward++) {
+                    const size_t n = counts[c];
+                    float *x = xmalloc(n * 4), *value = xmalloc(n * 4), *want_value = xmalloc(n * 4);
+                    uint32_t *index = xmalloc(n * 4), *want_index = xmalloc(n * 4);
+                    for (size_t i = 0; i < n; i++)
+                        x[i] = splitmix64(&rng) % 50 == 0 ? NAN : (float)(splitmix64(&rng) % 200) - 100.0f;
+                    shape_t sh = make_shape(&rng, n, backward, SEG_FLAGS);
+                    float best = 0;
+                    uint32_t best_index = 0;
+                    for (size_t k = 0; k < n; k++) {
+                        const size_t p = position(k, n, backward);
+                        const int restart = k == 0 || restarts(p, n, backward, sh.flags, sh.row);
+                        const int better = !isnan(best) && (isnan(x[p]) || (max ? x[p] > best : x[p] < best));
+                        if (restart || better) best = x[p], best_index = (uint32_t)p;
+                        want_value[p] = best, want_index[p] = best_index;
+                    }
+                    scanrt_buffer *flags, *in = upload(e->ctx, e->s, SCANRT_DTYPE_F32, x, n);
+                    scanrt_buffer *values = sentinel_buffer(e->ctx, e->s, SCANRT_DTYPE_F32, n, n * 4);
+                    scanrt_buffer *indices = sentinel_buffer(e->ctx, e->s, SCANRT_DTYPE_U32, n, n * 4);
+                    scanrt_scan_desc d = shape_desc(e, &sh, &flags);
+                    d.algorithm = algorithms[a];
+                    char what[128];
+                    snprintf(what, sizeof what, "f32 cum%s with NaN, n=%zu algorithm=%d backward=%d",
+                             max ? "max" : "min", n, algorithms[a], backward);
+                    const scanrt_buffer *inputs[1] = {in}, *outputs[2] = {values, indices};
+                    if (expect_status_at(__LINE__, what,
+                                         scanrt_operator_scan(op, e->s, inputs, 1, outputs, 2, &d, NULL, NULL),
+                                         SCANRT_STATUS_OK)) {
+                        download(values, e->s, value, n);
+                        download(indices, e->s, index, n);
+                        size_t wrong = 0, first = n;
+                        for (size_t p = 0; p < n; p++) {
+                            const int same = isnan(want_value[p]) ? isnan(value[p]) : value[p] == want_value[p];
+                            if (!same || index[p] != want_index[p]) {
+                                if (!wrong++) first = p;
+                            }
+                        }
+                        CHECK(wrong == 0, "%s: %zu wrong pairs, first at %zu: (%g, %u), expected (%g, %u)", what, wrong,
+                              first, wrong ? value[first] : 0.0, wrong ? index[first] : 0,
+                              wrong ? want_value[first] : 0.0, wrong ? want_index[first] : 0);
+                    }
+                    scanrt_buffer_destroy(in), scanrt_buffer_destroy(values), scanrt_buffer_destroy(indices);
+                    scanrt_buffer_destroy(flags);
+                    free(x), free(value), free(want_value), free(index), free(want_index), free(sh.flags);
+                }
+        scanrt_operator_destroy(op);
+    }
+}
+
 static void run_all(scanrt_context *ctx, int backend) {
     env_t e = {ctx, NULL, backend};
     if (!EXPECT_OK(scanrt_stream_create(ctx, &e.s))) return;
     test_recipes(&e);
+    test_wide_states(&e);
+    test_extreme_with_nan(&e);
     test_user_operators(&e);
     test_errors(&e);
     test_threads(&e);

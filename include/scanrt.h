@@ -472,7 +472,8 @@ scanrt_status scanrt_operator_create_linear_recurrence(const struct scanrt_conte
 scanrt_status scanrt_linear_recurrence_init(int32_t dtype, double h0, void *state, size_t bytes);
 
 // Creates the running maximum (`max` nonzero) or minimum of `dtype` values with the index
-// of the extreme (the first in traversal order on ties; NaN never wins): input `x`,
+// of the extreme (the first in traversal order on ties; NaN propagates: from the first
+// NaN of a segment on, the extreme is that NaN and its index): input `x`,
 // outputs the extreme (`dtype`) and its index (`SCANRT_DTYPE_U32`; n < 2^32 - 1).
 scanrt_status scanrt_operator_create_cumulative_extreme(const struct scanrt_context *ctx,
                                                         int32_t dtype,

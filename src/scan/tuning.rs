@@ -119,8 +119,8 @@ pub(crate) struct TileShape {
     pub skip_lookback: bool,
     /// Tile buffers of the bulk-copy kernel (sm_90+, input type = output type); 0: none.
     pub bulk_buffers: u32,
-    /// Items per thread of the bulk-copy kernel's tiles (at least `items`, so a workspace
-    /// sized for the register-staged kernel's tiles holds the bulk kernel's too).
+    /// Items per thread of the bulk-copy kernel's tiles (workspaces count the tiles of
+    /// every kernel of a set: `scan::plan::TileCounts`).
     pub bulk_items: u32,
     pub bulk_min_blocks_per_sm: u32,
     /// Scans of at least this many tiles take the bulk-copy kernel when there is one.
@@ -218,9 +218,10 @@ pub(crate) fn operator_shape(
                 // flag vectors (byte flags of rows other than 8 or 16 items are read one
                 // by one).
                 //
-                // The workspace counts register-staged tiles, so a transform whose bulk
-                // tiles would be shorter (wide arrays of a 4-byte state: 12 items against
-                // 16) takes no bulk-copy kernel. A rescanning transform asks for as many
+                // A transform whose bulk tiles would be shorter than its register-staged
+                // ones (wide arrays of a 4-byte state: 12 items against 16) takes no
+                // bulk-copy kernel: more look-backs per byte, not measured as a gain. A
+                // rescanning transform asks for as many
                 // blocks as the tuning row and the SM's shared memory allow (each block also
                 // holds about 2 KiB of static and reserved shared memory).
                 let row_element_bytes = bulk_element_bytes.max(state_bytes) as u32;
@@ -408,7 +409,7 @@ mod tests {
     }
 
     #[test]
-    fn operator_shapes_share_the_workspace_and_fit_the_sm() {
+    fn operator_bulk_tiles_are_no_shorter_and_fit_the_sm() {
         for state in [4usize, 8] {
             for segmented in [false, true] {
                 for bulk_element_bytes in 1..=48 {
@@ -418,7 +419,7 @@ mod tests {
                         assert!(s.threads * s.bulk_items < s.threads * s.items, "{case}");
                         continue;
                     }
-                    // One workspace, sized by the register-staged kernel's tiles, serves both.
+                    // Bulk tiles at least as long as the register-staged ones (see above).
                     assert!(s.bulk_tile_elems() >= s.tile_elems(), "{case}");
                     // The blocks the kernel is built for fit in shared memory.
                     let per_block = s.bulk_shared_bytes(bulk_element_bytes) + 2048;
@@ -436,7 +437,7 @@ mod tests {
             for output in DType::ALL {
                 for segmented in [false, true] {
                     let s = tile_shape(90, input, output, segmented);
-                    // One workspace, sized by the register-staged kernel's tiles, serves both.
+                    // Bulk tiles at least as long as the register-staged ones.
                     assert!(s.bulk_items >= s.items, "{input:?} -> {output:?}: {s:?}");
                     // Bulk-copy rows are read as 16-byte vectors (when input = output).
                     assert_eq!(s.bulk_items * output.size() as u32 % 16, 0, "{input:?} -> {output:?}");

@@ -9,7 +9,7 @@ use crate::support::*;
 
 /// The suites that reach the single-pass kernels at every size, alignment, direction and
 /// mode, rerun in a child process by the tests that force one kernel everywhere.
-const SINGLE_PASS_SUITES: [&str; 13] = [
+const SINGLE_PASS_SUITES: [&str; 14] = [
     "scans::randomized_every_pair_operator_mode_and_algorithm",
     "scans::random_sizes_misaligned_and_in_place",
     "backward_segmented::randomized_backward_segmented_and_deterministic",
@@ -23,6 +23,7 @@ const SINGLE_PASS_SUITES: [&str; 13] = [
     "scans::seed_examples_on_the_gpu",
     "operators::recipes_match_sequential_loops",
     "operators::examples_match_sequential_loops",
+    "operator_space::operator_space_states_of_4_to_16_bytes",
 ];
 
 /// Whether this process already forces one single-pass kernel (a child of the tests
@@ -236,5 +237,44 @@ pub(crate) fn sanitizer_subset() {
             check_recurrence(ctx, &stream, &recurrence, DType::F32, &mut rng, shape).unwrap();
             check_logcumsumexp(ctx, &stream, &logcumsumexp, &mut rng, shape).unwrap();
         }
+    }
+    // The operator space's widest states (64 bytes: flag-and-payload status slots, a
+    // pooled workspace grown for them at 2^20 + 3 elements) with every algorithm, and its
+    // narrowest transform on the bulk-copy kernel (from 512 tiles of 4096).
+    use crate::common::operator_space::{self as space, check_case, LaneOp, SegmentForm};
+    let widest = [true, false].map(|load| LaneOp {
+        width: 64,
+        load,
+        outputs: if load { 2 } else { 0 },
+    });
+    let narrowest = LaneOp {
+        width: 4,
+        load: true,
+        outputs: 1,
+    };
+    let plan = widest
+        .iter()
+        .flat_map(|op| [129usize, 70_001, (1 << 20) + 3].map(|n| (*op, n)))
+        .chain([(narrowest, (1 << 21) + 5)]);
+    for (i, (lane_op, n)) in plan.enumerate() {
+        let op = ctx.create_operator(lane_op.desc()).unwrap();
+        let (algorithm, deterministic) = [
+            (Algorithm::Auto, false),
+            (Algorithm::Auto, true),
+            (Algorithm::Matrix, false),
+        ][i % 3];
+        let case = space::Case {
+            n,
+            algorithm,
+            deterministic,
+            backward: i % 2 == 1,
+            exclusive: i % 4 < 2,
+            segments: [SegmentForm::None, SegmentForm::ByteFlags, SegmentForm::Rows][i % 3],
+            init: true,
+            offset: (i % 2) as u64,
+            in_place: !lane_op.load && i % 2 == 0,
+            seed: rng.next_u64(),
+        };
+        check_case(ctx, &stream, &op, &lane_op, &case).unwrap();
     }
 }
