@@ -382,12 +382,15 @@ impl OperatorDesc {
         let (o0, o1) = (slot(o, 0), slot(o, 1));
         let load = self.load.as_ref().map_or(String::new(), |(f, t)| {
             let args = ["x0", "x1", "x2", "x3"][..t.len()].join(", ");
-            format!("    static SCANRT_DEVICE T load(long long i, {i0} x0, {i1} x1, {i2} x2, {i3} x3) {{ return {f}(i, {args}); }}\n")
+            format!("    static SCANRT_DEVICE T load(long long i, {i0} x0, {i1} x1, {i2} x2, {i3} x3) {{ return ::{f}(i, {args}); }}\n")
         });
         let store = self.store.as_ref().map_or(String::new(), |(f, t)| {
             let args = ["y0", "y1"][..t.len()].join(", ");
-            format!("    static SCANRT_DEVICE void store(const T& s, {o0}& y0, {o1}& y1) {{ {f}(s, {args}); }}\n")
+            format!("    static SCANRT_DEVICE void store(const T& s, {o0}& y0, {o1}& y1) {{ ::{f}(s, {args}); }}\n")
         });
+        // The glue calls the user's functions by their global names (`::f`): a user
+        // function named `combine`, `load` or `store` would otherwise resolve to the
+        // glue's own member and recurse.
         let definitions = format!(
             r#"#line 1 "{name}"
 {source}
@@ -403,7 +406,7 @@ struct Op {{
         memcpy(&t, words, sizeof(T));
         return t;
     }}
-    static SCANRT_DEVICE T combine(T a, T b) {{ return {combine}(a, b); }}
+    static SCANRT_DEVICE T combine(T a, T b) {{ return ::{combine}(a, b); }}
 {load}{store}}};
 typedef {state} In;
 "#

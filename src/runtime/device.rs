@@ -13,6 +13,7 @@ use std::sync::Arc;
 use cudarc::driver::sys::{self, CUdeviceptr, CUstream};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule};
 use once_cell::sync::OnceCell;
+use sha2::{Digest, Sha256};
 
 use crate::error::{bail, Error, Result, ScanrtStatus};
 use crate::runtime::calls::CallLog;
@@ -86,8 +87,9 @@ pub(crate) struct GpuDevice {
     pub arch: i32,
     pub sm_count: u32,
     nvrtc: OnceCell<Nvrtc>,
-    /// Modules by their source's name (which names everything that decides the source).
-    modules: Memo<String, Arc<CudaModule>>,
+    /// Modules by the SHA-256 of their source text: two sources under one name (two
+    /// user operators of one name, or a recipe for two types) never share a module.
+    modules: Memo<[u8; 32], Arc<CudaModule>>,
     /// One look-back workspace per stream (by the driver's stream id).
     pub workspaces: WorkspacePool,
     /// Where kernels report refused workspaces and expired look-backs.
@@ -165,7 +167,8 @@ impl GpuDevice {
     /// The module compiled from `source` (from the disk cache when it holds it), loaded
     /// once. The caller has entered the device's context.
     pub fn module(&self, source: &KernelSource) -> Result<Arc<CudaModule>> {
-        self.modules.get_or_try_init(&source.name, || {
+        let key: [u8; 32] = Sha256::digest(source.text.as_bytes()).into();
+        self.modules.get_or_try_init(&key, || {
             if let Some(image) = kernel_pack::image(source, self.arch) {
                 log::debug!("kernel pack hit: {} ({} bytes)", source.name, image.len());
                 let module = self.ctx.load_module(cudarc::nvrtc::Ptx::from_binary(image))?;

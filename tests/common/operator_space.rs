@@ -6,7 +6,9 @@
 //! directions, inclusive and exclusive, segment forms, initial states, misaligned and
 //! in-place arrays), checked against a sequential loop written here.
 //!
-//! The combine is exact and order-sensitive: lanes pair up as affine maps modulo 2^32
+//! The CUDA functions are named `combine`, `load` and `store`, as the operator glue's
+//! own members are (the glue must call the user's). The combine is exact and
+//! order-sensitive: lanes pair up as affine maps modulo 2^32
 //! (`x -> a * x + b`, composed in sequence order; an odd last lane adds), so a tile
 //! combined out of order, a lost carry or a lane dropped anywhere changes the result.
 
@@ -78,7 +80,7 @@ impl LaneOp {
         );
         if self.load {
             source.push_str(&format!(
-                "__device__ Lanes make(int64_t i, uint32_t x) {{\n\
+                "__device__ Lanes load(int64_t i, uint32_t x) {{\n\
                      Lanes s;\n\
                  #pragma unroll\n\
                      for (uint32_t j = 0; j < {k}; ++j)\n\
@@ -96,10 +98,10 @@ impl LaneOp {
         .replace('K', &k.to_string());
         match self.outputs {
             1 => source.push_str(&format!(
-                "__device__ void put(const Lanes& s, uint32_t& out0) {{\n{folds} out0 = y0;\n}}\n"
+                "__device__ void store(const Lanes& s, uint32_t& out0) {{\n{folds} out0 = y0;\n}}\n"
             )),
             2 => source.push_str(&format!(
-                "__device__ void put(const Lanes& s, uint32_t& out0, uint32_t& out1) {{\n{folds} out0 = y0; out1 = y1;\n}}\n"
+                "__device__ void store(const Lanes& s, uint32_t& out0, uint32_t& out1) {{\n{folds} out0 = y0; out1 = y1;\n}}\n"
             )),
             _ => {}
         }
@@ -122,14 +124,14 @@ impl LaneOp {
             store: None,
         };
         if self.load {
-            desc = desc.with_load("make", &[DType::U32]);
+            desc = desc.with_load("load", &[DType::U32]);
             host.load = Some(Arc::new(move |i, x, out| {
                 let x = u32::from_ne_bytes(x[0][..4].try_into().unwrap());
                 put_words(out, &make(k, i as u64, x));
             }));
         }
         if self.outputs > 0 {
-            desc = desc.with_store("put", &vec![DType::U32; self.outputs]);
+            desc = desc.with_store("store", &vec![DType::U32; self.outputs]);
             host.store = Some(Arc::new(move |s, y| {
                 let folded = fold(&words(s));
                 for (o, y) in y.iter_mut().enumerate() {
@@ -267,10 +269,10 @@ pub fn axis_combinations() -> Vec<(usize, bool, bool, SegmentForm, bool)> {
 }
 
 impl Case {
-    /// The `i`-th case of a sweep over `sizes` for `op`: size i, with the discrete axes
-    /// running through every combination (from a random starting point) as i grows, so
-    /// that a sweep of at least 120 sizes crosses each combination; alignment and in
-    /// place drawn at random.
+    /// The `i`-th case of a sweep over `sizes` for `op`: size i (cycling through them),
+    /// with the discrete axes running through every combination (from a random starting
+    /// point) as i grows, so that a sweep of `sweep_length(sizes)` cases meets every
+    /// size and every combination; alignment and in place drawn at random.
     pub fn nth(op: &LaneOp, sizes: &[usize], i: usize, rng: &mut Rng) -> Case {
         let combos = axis_combinations();
         let start = rng.below(combos.len() as u64) as usize;
@@ -278,7 +280,7 @@ impl Case {
         let (algorithm, deterministic) = ALGORITHMS[a];
         let in_place = op.outputs == 0 && !op.load && rng.below(4) == 0;
         Case {
-            n: sizes[i],
+            n: sizes[i % sizes.len()],
             algorithm,
             deterministic,
             backward,
@@ -290,6 +292,11 @@ impl Case {
             seed: rng.next_u64(),
         }
     }
+}
+
+/// Cases of a sweep over `sizes`: every size, and at least every combination of the axes.
+pub fn sweep_length(sizes: &[usize]) -> usize {
+    sizes.len().max(axis_combinations().len())
 }
 
 /// Lengths that cross every tile boundary of every operator kernel: one, two, a look-back

@@ -46,6 +46,7 @@ fn main() {
             operators::user_u32_sum_equals_the_built_in_sum,
             operators::narrow_states_of_wide_arrays,
             operators::bad_operators_get_a_status_and_the_compiler_log,
+            operators::operators_of_one_name_keep_their_own_kernels,
             scans::randomized_every_pair_operator_mode_and_algorithm,
             scans::random_sizes_misaligned_and_in_place,
             scans::large_inputs_up_to_2_pow_28,

@@ -263,3 +263,42 @@ pub fn bad_operators_get_a_status_and_the_compiler_log() {
     let mut rng = Rng(1);
     check_logcumsumexp(ctx, &stream, &op, &mut rng, Shape::plain(5000)).unwrap();
 }
+
+/// Two operators of one name (and two recipes of one name for two types) keep their own
+/// kernels: a context once handed the first one's module to the second.
+pub fn operators_of_one_name_keep_their_own_kernels() {
+    let (ctx, stream) = (gpu(), gpu().new_stream().unwrap());
+    let op = |expression: &str| {
+        let source = format!("__device__ uint32_t f(uint32_t a, uint32_t b) {{ return {expression}; }}\n");
+        ctx.create_operator(OperatorDesc::new("same_name", &source, "uint32_t", 4, 4, "f", &[0; 4]))
+            .unwrap()
+    };
+    let (sum, xor) = (op("a + b"), op("a ^ b"));
+    let n = 10_000usize;
+    let mut rng = Rng(9);
+    let x: Vec<u32> = (0..n).map(|_| rng.next_u64() as u32).collect();
+    let input = scanrt::Buffer::from_slice(ctx, &stream, &x).unwrap();
+    let folds: [(&scanrt::Operator, fn(u32, u32) -> u32); 2] = [(&sum, u32::wrapping_add), (&xor, |a, b| a ^ b)];
+    for (op, fold) in folds {
+        let output = scanrt::Buffer::new(ctx, DType::U32, n as u64).unwrap();
+        // SAFETY: both buffers hold n u32 values.
+        unsafe {
+            op.scan_raw(
+                &stream,
+                &[input.addr()],
+                &[output.addr()],
+                n as u64,
+                0,
+                &scanrt::OperatorScan::inclusive(),
+                None,
+            )
+        }
+        .unwrap();
+        let got: Vec<u32> = output.download(&stream, n).unwrap();
+        let mut running = 0u32;
+        for i in 0..n {
+            running = fold(running, x[i]);
+            assert_eq!(got[i], running, "element {i}");
+        }
+    }
+}
