@@ -4,7 +4,8 @@ use std::ffi::c_void;
 
 use cudarc::driver::sys;
 
-use crate::context::{Context, Engine};
+use crate::context::Context;
+use crate::engine::Engine;
 use crate::error::{bail, Error, Result};
 use crate::runtime::driver::check;
 use crate::stream::Stream;
@@ -218,5 +219,15 @@ impl Drop for Buffer {
                 }
             }
         }
+    }
+}
+
+impl Context {
+    /// `ContextMismatch` unless `buffer` was allocated by this context.
+    pub(crate) fn check_buffer_owner(&self, buffer: &Buffer) -> Result<()> {
+        if !self.same(&buffer.ctx) {
+            bail!(ContextMismatch, "a buffer was created by another scanrt context");
+        }
+        Ok(())
     }
 }

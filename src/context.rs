@@ -1,48 +1,20 @@
-//! The public Rust API: contexts, streams and buffers, and the scan entry points.
+//! The context: a cloneable handle on an engine (`crate::engine`: the host, or a GPU
+//! device), made once and shared. Streams (`crate::stream`), buffers (`crate::buffer`),
+//! scans (`crate::scan::api`) and operators (`crate::operator`) add their entry points to
+//! it from their own modules.
 //!
 //! What is thread-safe: a [`Context`] is `Send + Sync` and may be shared by any number
-//! of threads; so are [`Stream`] and [`Buffer`] handles. Calls on *different* streams
-//! run concurrently. Calls on the *same* stream from several threads are safe but
-//! ordered only by whichever call reaches the stream first, exactly as with CUDA.
+//! of threads; so are [`Stream`](crate::Stream) and [`Buffer`](crate::Buffer) handles.
+//! Calls on *different* streams run concurrently. Calls on the *same* stream from several
+//! threads are safe but ordered only by whichever call reaches the stream first, exactly
+//! as with CUDA.
 
-use std::ffi::c_void;
 use std::sync::Arc;
 
-use cudarc::driver::sys::CUstream;
-use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
-
-use crate::buffer::Buffer;
-use crate::error::{bail, Error, Result, ScanrtStatus};
-use crate::runtime::device::{GpuDevice, LoadedKernel};
-use crate::runtime::workspace::Workspace;
-use crate::scan::desc::{ScanDesc, Segments};
-use crate::scan::kernels::{KernelKind, KernelSets, Specialization};
-use crate::scan::plan::{ScanIo, ScanPlan};
-use crate::scan::RawScan;
-use crate::stream::Stream;
+use crate::engine::{Engine, GpuEngine};
+use crate::error::Result;
+use crate::runtime::device::GpuDevice;
 pub use crate::tables::Backend;
-use crate::tables::{Algorithm, ChoiceReason, Op};
-use crate::types::{check_types, DType, Scalar};
-
-/// What a context runs on.
-pub(crate) enum Engine {
-    Host,
-    Gpu(GpuEngine),
-}
-
-/// A GPU context's device and the kernel sets of the algorithms loaded on it.
-pub(crate) struct GpuEngine {
-    pub kernel_sets: KernelSets,
-    pub device: GpuDevice,
-}
-
-impl Drop for GpuEngine {
-    /// The kernel sets let go of their modules first; the device unloads them, with its
-    /// context entered, when it drops (after this).
-    fn drop(&mut self) {
-        self.kernel_sets.clear();
-    }
-}
 
 /// A scanrt context: a CUDA device (through its primary context, so it shares memory
 /// and streams with CUDA runtime code in the same process) or the host backend.
@@ -52,26 +24,6 @@ pub struct Context {
     backend_reason: Arc<str>,
 }
 
-/// What a scan call did: where it ran, which algorithm, and why that one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ScanInfo {
-    /// Where the scan ran.
-    pub backend: Backend,
-    /// The algorithm that ran.
-    pub algorithm: Algorithm,
-    /// Why that algorithm.
-    pub reason: ChoiceReason,
-}
-
-impl Engine {
-    fn gpu(device: GpuDevice) -> Engine {
-        Engine::Gpu(GpuEngine {
-            kernel_sets: KernelSets::default(),
-            device,
-        })
-    }
-}
-
 impl Context {
     /// Opens a context on CUDA device `device` or on the host. `Auto` takes the GPU when
     /// a CUDA driver, a device and NVRTC are there, and the host when the driver or every
@@ -79,34 +31,7 @@ impl Context {
     /// is returned, never hidden. [`Context::backend_reason`] says why it chose what it
     /// chose.
     pub fn new(backend: Backend, device: usize) -> Result<Context> {
-        let (engine, reason) = match backend {
-            Backend::Host => (Engine::Host, "the host backend was requested".to_string()),
-            Backend::Gpu => {
-                let d = GpuDevice::open(device)?;
-                d.check_kernel_source()?;
-                let reason = format!("the GPU backend was requested: CUDA device {device}");
-                (Engine::gpu(d), reason)
-            }
-            // Only a missing driver, device or NVRTC sends Auto to the host; an ordinal
-            // out of range or a failing driver is the caller's to see.
-            Backend::Auto => {
-                let host_because = |e: Error| (Engine::Host, format!("auto: the host, because {}", e.message));
-                match crate::runtime::device::device_count() {
-                    Err(e) if matches!(e.status, ScanrtStatus::NoDriver | ScanrtStatus::NoDevice) => host_because(e),
-                    Err(e) => return Err(e),
-                    Ok(_) => {
-                        let d = GpuDevice::open(device)?;
-                        match d.check_kernel_source() {
-                            Ok(()) => (
-                                Engine::gpu(d),
-                                format!("auto: CUDA device {device} and its kernels are usable"),
-                            ),
-                            Err(e) => host_because(e),
-                        }
-                    }
-                }
-            }
-        };
+        let (engine, reason) = Engine::open(backend, device)?;
         if backend == Backend::Auto && matches!(engine, Engine::Host) {
             log::warn!("context: {reason}");
         } else {
@@ -151,18 +76,14 @@ impl Context {
         &self.engine
     }
 
+    /// The GPU device, or `WrongBackend` on the host backend.
     pub(crate) fn gpu(&self) -> Result<&GpuDevice> {
-        Ok(&self.gpu_engine()?.device)
+        Ok(&self.engine.gpu()?.device)
     }
 
+    /// The GPU engine, or `WrongBackend` on the host backend.
     pub(crate) fn gpu_engine(&self) -> Result<&GpuEngine> {
-        match &*self.engine {
-            Engine::Gpu(e) => Ok(e),
-            Engine::Host => bail!(
-                WrongBackend,
-                "this operation needs a GPU context; the context runs on the host backend"
-            ),
-        }
+        self.engine.gpu()
     }
 
     pub(crate) fn same(&self, other: &Context) -> bool {
@@ -174,157 +95,11 @@ impl Context {
         Ok(&*self.gpu()?.ctx)
     }
 
-    /// A new stream owned by scanrt (a no-op stream on the host backend).
-    pub fn new_stream(&self) -> Result<Stream> {
-        let cuda = match &*self.engine {
-            Engine::Host => None,
-            Engine::Gpu(GpuEngine { device: d, .. }) => {
-                let _current = d.enter()?;
-                Some(d.ctx.new_stream()?)
-            }
-        };
-        Ok(Stream::owned(self, cuda))
-    }
-
-    /// Adopts an application's `CUstream` / `cudaStream_t` (NULL = the legacy default
-    /// stream) without taking ownership: scanrt never destroys it.
-    ///
-    /// # Safety
-    /// The stream must stay valid while the returned `Stream` is used.
-    pub unsafe fn borrow_stream(&self, raw: *mut c_void) -> Result<Stream> {
-        let d = self.gpu()?;
-        let _current = d.enter()?;
-        d.check_stream(raw as CUstream)?;
-        Ok(Stream::borrowed(self, raw, true))
-    }
-
-    /// Compiles (or loads from the disk cache) the kernels for a type pair and operator
-    /// ahead of the first scan. A no-op on the host backend.
-    pub fn prepare(&self, input: DType, output: DType, op: Op) -> Result<()> {
-        check_types(input, output, op)?;
-        if let Engine::Gpu(engine) = &*self.engine {
-            let d = &engine.device;
-            let _current = d.enter()?;
-            let (regular, small) = Specialization::all_for(d.arch, input, output, &ScanDesc::inclusive(op));
-            for spec in std::iter::once(regular).chain(small) {
-                engine.kernel_sets.get(d, spec)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// A one-line description of the kernels a type pair and operator use on this
-    /// context (tile shapes, resources, where the tuning comes from), compiling them if
-    /// needed.
-    pub fn kernel_report(&self, input: DType, output: DType, op: Op) -> Result<String> {
-        check_types(input, output, op)?;
-        let engine = self.gpu_engine()?;
-        let d = &engine.device;
-        let _current = d.enter()?;
-        let (regular, _) = Specialization::all_for(d.arch, input, output, &ScanDesc::inclusive(op));
-        let set = engine.kernel_sets.get(d, regular)?;
-        let s = set.shape;
-        let describe = |k: &LoadedKernel| -> Result<String> {
-            let f = &k.function;
-            Ok(format!(
-                "{} resident blocks, {} registers, {} B local (spills), {} B static + {} B dynamic shared",
-                k.resident_blocks,
-                f.num_regs()?,
-                f.local_size_bytes()?,
-                f.shared_size_bytes()?,
-                k.shared_bytes
-            ))
-        };
-        let bulk = match set.get(KernelKind::SinglePassBulk) {
-            Some(k) => format!(
-                "; bulk-copy single pass from {} tiles ({} buffers of {} items): {}",
-                s.bulk_min_tiles,
-                s.bulk_buffers,
-                s.bulk_tile_elems(),
-                describe(k)?
-            ),
-            None => String::new(),
-        };
-        let wave = match set.get(KernelKind::SinglePassWave) {
-            Some(k) => format!(
-                "; one-wave single pass ({} per tile, look-back {} slots per lane): {}",
-                s.wave_tile_elems(),
-                s.wave_lookback_slots_per_lane,
-                describe(k)?
-            ),
-            None => String::new(),
-        };
-        let single_pass = set.get(KernelKind::SinglePass).expect("every kernel set has one");
-        Ok(format!(
-            "{}x{} items ({} per tile), look-back {} slots per lane, spin {} then sleep {} ns, min blocks/SM {}, \
-             persistent {}; single pass: {}{bulk}{wave}; tuning: {}",
-            s.threads,
-            s.items,
-            s.tile_elems(),
-            s.lookback_slots_per_lane,
-            s.spin_before_sleep,
-            s.sleep_ns,
-            s.min_blocks_per_sm,
-            s.persistent,
-            describe(single_pass)?,
-            crate::scan::tuning::provenance(d.arch)
-        ))
-    }
-
-    /// The tile lengths, in elements, of the kernels that scan `input` into `output` as
-    /// `desc` says on this context: (register-staged, bulk-copy, one-wave), 0 where
-    /// there is no such kernel. Sizes around them are the edge cases of the look-back;
-    /// tests and benchmarks use them. Compiles nothing: the lengths are tuning data.
-    pub fn tile_lengths(&self, input: DType, output: DType, desc: &ScanDesc) -> Result<(u64, u64, u64)> {
-        check_types(input, output, desc.op)?;
-        let (regular, _) = Specialization::all_for(self.gpu()?.arch, input, output, desc);
-        let s = regular.shape;
-        let bulk = if regular.has(KernelKind::SinglePassBulk) {
-            s.bulk_tile_elems()
-        } else {
-            0
-        };
-        let wave = if regular.has(KernelKind::SinglePassWave) {
-            s.wave_tile_elems()
-        } else {
-            0
-        };
-        Ok((s.tile_elems(), bulk, wave))
-    }
-
-    /// Plans a scan of `n` elements of `input` into `output` as `desc` says: validates
-    /// it, chooses the algorithm and, on a GPU, loads its kernels and sizes its
-    /// workspace. Execute it with [`ScanPlan::execute`] (any number of times).
-    pub fn plan(&self, input: DType, output: DType, n: u64, desc: &ScanDesc) -> Result<ScanPlan> {
-        ScanPlan::new(self, input, output, n, desc)
-    }
-
-    /// Bytes of workspace [`Context::scan_raw`] needs for `req` when given one (0 = none).
-    pub fn workspace_size(&self, req: &RawScan, desc: &ScanDesc) -> Result<usize> {
-        Ok(self
-            .plan(req.input_dtype, req.output_dtype, req.n, desc)?
-            .workspace_bytes())
-    }
-
-    /// Initialises a caller-provided workspace on `stream` (zero-fills it and writes its
-    /// sealed header). Required before its first use, and again after a `WorkspaceFault`
-    /// names it; a kernel refuses a workspace that was not initialised, or was
-    /// initialised for fewer tiles than its scan needs.
-    pub fn init_workspace(&self, stream: &Stream, workspace: Workspace) -> Result<()> {
-        let d = self.gpu()?;
-        self.check_stream_owner(stream)?;
-        let _current = d.enter()?;
-        crate::runtime::workspace::check_caller(d, workspace)?;
-        // SAFETY: the range was just checked to be device memory of this device, aligned
-        // and long enough for the header.
-        unsafe { crate::runtime::workspace::initialise(workspace.ptr, workspace.bytes, stream.raw() as CUstream) }
-    }
-
     /// Releases the look-back workspaces of the per-stream pool that no call is using,
     /// and those of destroyed streams (which waits for the device when there are any).
     /// Graphs keep their own workspaces. A no-op on the host backend.
     pub fn trim(&self) -> Result<()> {
-        if let Engine::Gpu(GpuEngine { device: d, .. }) = &*self.engine {
+        if let Some(d) = self.engine.device() {
             let _current = d.enter()?;
             d.workspaces.trim()?;
         }
@@ -333,170 +108,19 @@ impl Context {
 
     /// The number of streams whose look-back workspace the pool holds (0 on the host).
     pub fn pooled_workspaces(&self) -> usize {
-        match &*self.engine {
-            Engine::Host => 0,
-            Engine::Gpu(GpuEngine { device: d, .. }) => d.workspaces.len(),
-        }
+        self.engine.device().map_or(0, |d| d.workspaces.len())
     }
 
     /// Returns, as an error, a fault a kernel of this context reported since the last
     /// call (a refused workspace or an expired look-back: `WorkspaceFault`). Scan calls
     /// check this first; call it to learn of a fault without scanning.
     pub fn check_faults(&self) -> Result<()> {
-        match &*self.engine {
-            Engine::Host => Ok(()),
-            Engine::Gpu(GpuEngine { device: d, .. }) => {
+        match self.engine.device() {
+            None => Ok(()),
+            Some(d) => {
                 let _current = d.enter()?;
                 d.take_fault()
             }
         }
-    }
-
-    pub(crate) fn check_stream_owner(&self, stream: &Stream) -> Result<()> {
-        if !self.same(&stream.ctx) {
-            bail!(ContextMismatch, "the stream was created by another scanrt context");
-        }
-        Ok(())
-    }
-
-    /// The scan over raw addresses: device pointers on a GPU context, host pointers on
-    /// the host backend; a plan executed once. Asynchronous on `stream` for the GPU. Bad
-    /// input returns an error before anything is written.
-    ///
-    /// # Safety
-    /// On the host backend the pointers must be valid for `n` elements. On a GPU the
-    /// driver checks that they are device memory large enough, but they must stay
-    /// allocated until the scan completes on the stream.
-    pub unsafe fn scan_raw(
-        &self,
-        stream: &Stream,
-        req: &RawScan,
-        desc: &ScanDesc,
-        workspace: Option<Workspace>,
-    ) -> Result<ScanInfo> {
-        self.check_stream_owner(stream)?;
-        let io = ScanIo::new(req.input, req.output).with_segments(req.segments);
-        self.plan(req.input_dtype, req.output_dtype, req.n, desc)?
-            .execute(stream, &io, workspace)
-    }
-
-    /// Scans `input` into `output` (scanrt buffers of this context; pass the same buffer
-    /// twice to scan in place). The output is written through a shared reference because
-    /// its memory is device memory ordered by the stream, not Rust-owned data.
-    pub fn scan(&self, stream: &Stream, input: &Buffer, output: &Buffer, desc: &ScanDesc) -> Result<ScanInfo> {
-        let io = self.buffer_io(input, output, None)?;
-        let plan = self.plan(input.dtype, output.dtype, input.len, desc)?;
-        // SAFETY: both buffers are live allocations of this context of the checked lengths.
-        unsafe { plan.execute(stream, &io, None) }
-    }
-
-    /// A segmented scan (`desc.segments` says how `segments` is read): byte flags in a
-    /// `U8` buffer, bit flags in a `U32` buffer, keys in a buffer of the key type.
-    pub fn scan_segmented(
-        &self,
-        stream: &Stream,
-        input: &Buffer,
-        segments: &Buffer,
-        output: &Buffer,
-        desc: &ScanDesc,
-    ) -> Result<ScanInfo> {
-        self.check_buffer_owner(segments)?;
-        let (want, needed) = match desc.segments {
-            Segments::None => bail!(
-                InvalidArgument,
-                "scan_segmented needs a descriptor with segments (ByteFlags, BitFlags or Keys)"
-            ),
-            Segments::ByteFlags => (DType::U8, input.len),
-            Segments::BitFlags => (DType::U32, input.len.div_ceil(32)),
-            Segments::Keys(k) => (k, input.len),
-            Segments::Rows(_) => bail!(
-                InvalidArgument,
-                "rows have no segment data: scan them with scan() and a descriptor with Segments::Rows"
-            ),
-        };
-        if segments.dtype != want {
-            bail!(
-                InvalidArgument,
-                "{} segments need a {} buffer, not {}",
-                desc.segments.c_name(),
-                want.c_name(),
-                segments.dtype.c_name()
-            );
-        }
-        if segments.len < needed {
-            bail!(
-                BufferTooSmall,
-                "{} for {} elements need {needed} entries but the buffer holds {}",
-                desc.segments.c_name(),
-                input.len,
-                segments.len
-            );
-        }
-        let io = self.buffer_io(input, output, Some(segments))?;
-        let plan = self.plan(input.dtype, output.dtype, input.len, desc)?;
-        // SAFETY: all three buffers are live allocations of this context of checked lengths.
-        unsafe { plan.execute(stream, &io, None) }
-    }
-
-    /// The addresses of a scan of buffers of this context (their lengths checked), with
-    /// the segment data of a segmented scan when it is a buffer too.
-    pub(crate) fn buffer_io(&self, input: &Buffer, output: &Buffer, segments: Option<&Buffer>) -> Result<ScanIo> {
-        self.check_buffer_owner(input)?;
-        self.check_buffer_owner(output)?;
-        if output.len < input.len {
-            bail!(
-                BufferTooSmall,
-                "output holds {} elements but the input has {}",
-                output.len,
-                input.len
-            );
-        }
-        Ok(ScanIo {
-            input: input.addr(),
-            output: output.addr(),
-            segments: segments.map_or(0, |s| s.addr()),
-            known_buffers: true,
-            known_segments: segments.is_some(),
-        })
-    }
-
-    /// Scans cudarc slices directly (GPU contexts). The slices must live on this
-    /// context's device. The scan runs on `stream`; order it after the slices' own
-    /// cudarc stream yourself (for example by passing that stream to `borrow_stream`).
-    pub fn scan_cuda<I: Scalar + cudarc::driver::DeviceRepr, O: Scalar + cudarc::driver::DeviceRepr>(
-        &self,
-        stream: &Stream,
-        input: &CudaSlice<I>,
-        output: &mut CudaSlice<O>,
-        desc: &ScanDesc,
-    ) -> Result<ScanInfo> {
-        if output.len() < input.len() {
-            bail!(
-                BufferTooSmall,
-                "output holds {} elements, input {}",
-                output.len(),
-                input.len()
-            );
-        }
-        let cuda_stream = input.stream().clone();
-        let (in_ptr, _r) = input.device_ptr(&cuda_stream);
-        let (out_ptr, _w) = output.device_ptr_mut(&cuda_stream);
-        let req = RawScan {
-            input: in_ptr,
-            input_dtype: I::DTYPE,
-            output: out_ptr,
-            output_dtype: O::DTYPE,
-            n: input.len() as u64,
-            segments: 0,
-        };
-        // SAFETY: the slices are live allocations (range-checked by the driver query).
-        unsafe { self.scan_raw(stream, &req, desc, None) }
-    }
-
-    pub(crate) fn check_buffer_owner(&self, buffer: &Buffer) -> Result<()> {
-        if !self.same(&buffer.ctx) {
-            bail!(ContextMismatch, "a buffer was created by another scanrt context");
-        }
-        Ok(())
     }
 }

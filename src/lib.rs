@@ -22,6 +22,7 @@ mod tables;
 
 mod buffer;
 mod context;
+mod engine;
 // The contract has a header of its own (kernels/generated/contract.cuh); keep it out of
 // the C ABI's:
 /// cbindgen:ignore
@@ -38,7 +39,7 @@ mod stream;
 mod types;
 
 pub use buffer::Buffer;
-pub use context::{Context, ScanInfo};
+pub use context::Context;
 pub use error::{Error, Result};
 pub use operator::{
     compile_operator, HostCombine, HostLoad, HostOperator, HostStore, Operator, OperatorDesc, OperatorScan,
@@ -50,7 +51,7 @@ pub use runtime::workspace::POOL_STREAMS as MAX_POOLED_STREAMS;
 pub use scan::desc::{ScanDesc, Segments};
 pub use scan::plan::{ScanIo, ScanPlan};
 pub use scan::reference::{reference_scan, reference_scan_segmented};
-pub use scan::RawScan;
+pub use scan::{RawScan, ScanInfo};
 pub use stream::Stream;
 pub use tables::{Algorithm, Backend, ChoiceReason, DType, Direction, LogLevel, Op, ScanrtStatus, SegmentKind};
 pub use types::{check_types, DTypeInfo, InitValue, NumberKind, Scalar, Widen, TYPE_PAIRS};

@@ -23,8 +23,9 @@ use std::sync::Arc;
 
 use cudarc::driver::sys::CUstream;
 
-use crate::context::{Context, Engine, ScanInfo};
+use crate::context::Context;
 use crate::contract::{self, OperatorLaunch, MAX_STATE_BYTES};
+use crate::engine::Engine;
 use crate::error::{bail, Result};
 use crate::kernels::KERNEL_HEADERS;
 use crate::runtime::calls::CallLabel;
@@ -37,6 +38,7 @@ use crate::scan::kernels::{KernelKind, Program, ScanKernels, TranslationUnit};
 use crate::scan::overlaps;
 use crate::scan::plan::{choose_algorithm, launch_kernels, segment_param, shape_flags, KernelLaunch, TileCounts};
 use crate::scan::tuning::{operator_shape, TileShape};
+use crate::scan::ScanInfo;
 use crate::stream::Stream;
 use crate::tables::{Algorithm, Backend, ChoiceReason, Direction, Op};
 use crate::types::DType;

@@ -7,8 +7,9 @@ use cudarc::driver::sys::{self, CUstream};
 use cudarc::driver::CudaStream;
 
 use crate::context::Context;
-use crate::error::Result;
+use crate::error::{bail, Result};
 use crate::runtime::driver::{check, PreserveCurrent};
+use crate::runtime::workspace::{self, Workspace};
 
 /// A stream: owned by scanrt, or borrowed from the application.
 pub struct Stream {
@@ -72,6 +73,55 @@ impl Stream {
             // SAFETY: the stream belongs to this context (checked when it was made, or by
             // the caller's contract for raw handles).
             check(unsafe { sys::cuStreamSynchronize(self.raw) }, "cuStreamSynchronize")?;
+        }
+        Ok(())
+    }
+}
+
+/// The stream entry points of a context.
+impl Context {
+    /// A new stream owned by scanrt (a no-op stream on the host backend).
+    pub fn new_stream(&self) -> Result<Stream> {
+        let cuda = match self.engine().device() {
+            None => None,
+            Some(d) => {
+                let _current = d.enter()?;
+                Some(d.ctx.new_stream()?)
+            }
+        };
+        Ok(Stream::owned(self, cuda))
+    }
+
+    /// Adopts an application's `CUstream` / `cudaStream_t` (NULL = the legacy default
+    /// stream) without taking ownership: scanrt never destroys it.
+    ///
+    /// # Safety
+    /// The stream must stay valid while the returned `Stream` is used.
+    pub unsafe fn borrow_stream(&self, raw: *mut c_void) -> Result<Stream> {
+        let d = self.gpu()?;
+        let _current = d.enter()?;
+        d.check_stream(raw as CUstream)?;
+        Ok(Stream::borrowed(self, raw, true))
+    }
+
+    /// Initialises a caller-provided workspace on `stream` (zero-fills it and writes its
+    /// sealed header). Required before its first use, and again after a `WorkspaceFault`
+    /// names it; a kernel refuses a workspace that was not initialised, or was
+    /// initialised for fewer tiles than its scan needs.
+    pub fn init_workspace(&self, stream: &Stream, workspace: Workspace) -> Result<()> {
+        let d = self.gpu()?;
+        self.check_stream_owner(stream)?;
+        let _current = d.enter()?;
+        d.check_workspace(workspace)?;
+        // SAFETY: the range was just checked to be device memory of this device, aligned
+        // and long enough for the header.
+        unsafe { workspace::initialise(workspace.ptr, workspace.bytes, stream.raw() as CUstream) }
+    }
+
+    /// `ContextMismatch` unless `stream` was made or adopted by this context.
+    pub(crate) fn check_stream_owner(&self, stream: &Stream) -> Result<()> {
+        if !self.same(&stream.ctx) {
+            bail!(ContextMismatch, "the stream was created by another scanrt context");
         }
         Ok(())
     }

@@ -18,9 +18,10 @@ use sha2::{Digest, Sha256};
 use crate::error::{bail, Error, Result, ScanrtStatus};
 use crate::runtime::calls::CallLog;
 use crate::runtime::driver::{self, check, CurrentContext, SharedContext};
+use crate::runtime::faults::{fault_error, FaultMailbox};
 use crate::runtime::kernel_pack;
 use crate::runtime::nvrtc::{KernelSource, Nvrtc};
-use crate::runtime::workspace::{self, fault_error, FaultMailbox, WorkspacePool};
+use crate::runtime::workspace::{self, Workspace, WorkspacePool};
 use crate::runtime::Memo;
 
 /// A kernel of a loaded module and how it is launched.
@@ -222,6 +223,14 @@ impl GpuDevice {
                 Err(error)
             }
         }
+    }
+
+    /// The checks a caller's workspace passes before it is initialised or used: its
+    /// layout (`workspace::check_layout`), and device memory of this device all the way.
+    /// The caller has entered the device's context.
+    pub fn check_workspace(&self, workspace: Workspace) -> Result<()> {
+        workspace::check_layout(workspace)?;
+        self.check_device_range(workspace.ptr, workspace.bytes as u64, "workspace")
     }
 
     /// Checks that `[ptr, ptr + bytes)` is device memory of this device.

@@ -1,7 +1,7 @@
 //! Look-back workspaces: their layout (a `contract::LookbackHeader` and status slots, as
-//! kernels/device/lookback.cuh uses them), the per-stream pool, the workspaces that
-//! captured graphs own, and the fault mailbox through which kernels tell the host that
-//! they refused a workspace or gave up a wait.
+//! kernels/device/lookback.cuh uses them), the checks a caller's workspace passes, and
+//! the per-stream pool. Graph-owned workspaces are in `graph_workspace`, the fault
+//! mailbox kernels report to in `faults`.
 //!
 //! Why each piece exists:
 //! - A workspace holds the tile tickets of the scans queued on one stream, so two streams
@@ -15,28 +15,20 @@
 //!   serve scans queued on a stream that may have been destroyed (the driver must never
 //!   see a destroyed handle), so it waits in the graveyard until the device is
 //!   synchronised: at `trim`, once `GRAVEYARD_LIMIT` wait, and at drop.
-//! - A scan captured into a graph gets a workspace of its own, which the graph keeps,
-//!   with the kernel module and the CUDA context, through a CUDA user object: the graph
-//!   can be replayed on any stream, beside plain calls, after `trim`, and after the
-//!   scanrt context is gone.
 //! - Every workspace starts with a sealed header; kernels refuse one whose seal, size or
 //!   fault word is wrong, and bound every look-back wait. Either way they write the
 //!   workspace address and a code to the mapped `FaultReport`, which the next call on the
 //!   context returns as `WorkspaceFault`.
 
-use std::any::Any;
 use std::collections::HashMap;
-use std::ffi::c_void;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use cudarc::driver::sys::{self, CUdeviceptr, CUstream};
 use parking_lot::Mutex;
 
-use crate::contract::{self, FaultReport, LookbackHeader};
-use crate::error::{bail, Error, Result, ScanrtStatus};
-use crate::runtime::device::GpuDevice;
-use crate::runtime::driver::{self, check, CurrentContext, SharedContext};
+use crate::contract::{self, LookbackHeader};
+use crate::error::{bail, Result};
+use crate::runtime::driver::{self, check};
 
 /// A caller-provided workspace: 16-byte aligned, initialised by `Context::init_workspace`
 /// before its first use, used by one scan at a time.
@@ -107,11 +99,10 @@ pub(crate) unsafe fn initialise(ptr: CUdeviceptr, bytes: usize, stream: CUstream
     Ok(())
 }
 
-/// The checks a caller's workspace passes before it is initialised or used: 16-byte
-/// aligned (slots are read as 16-byte words), room for the header, and device memory of
-/// this device all the way (checked arithmetic). The caller has entered the device's
-/// context.
-pub(crate) fn check_caller(dev: &GpuDevice, workspace: Workspace) -> Result<()> {
+/// The layout checks a caller's workspace passes before it is initialised or used:
+/// 16-byte aligned (slots are read as 16-byte words) and room for the header.
+/// `GpuDevice::check_workspace` adds that it is device memory of the device.
+pub(crate) fn check_layout(workspace: Workspace) -> Result<()> {
     if workspace.ptr % 16 != 0 {
         bail!(
             InvalidArgument,
@@ -125,33 +116,7 @@ pub(crate) fn check_caller(dev: &GpuDevice, workspace: Workspace) -> Result<()> 
             workspace.bytes
         );
     }
-    dev.check_device_range(workspace.ptr, workspace.bytes as u64, "workspace")
-}
-
-/// Allocates and initialises a workspace now, outside any stream order (a private stream,
-/// synchronised), for use inside a capture.
-fn allocate_initialised_now(bytes: usize) -> Result<CUdeviceptr> {
-    let mut ptr: CUdeviceptr = 0;
-    // SAFETY: out-pointers to locals; the memsets run on a private stream that is
-    // synchronised before the pointer is handed out, and everything is freed on error.
-    unsafe {
-        check(sys::cuMemAlloc_v2(&mut ptr, bytes), "cuMemAlloc")?;
-        let mut s: CUstream = std::ptr::null_mut();
-        let r = check(
-            sys::cuStreamCreate(&mut s, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32),
-            "cuStreamCreate",
-        )
-        .and_then(|_| {
-            let r = initialise(ptr, bytes, s).and_then(|_| check(sys::cuStreamSynchronize(s), "cuStreamSynchronize"));
-            sys::cuStreamDestroy_v2(s);
-            r
-        });
-        if let Err(e) = r {
-            sys::cuMemFree_v2(ptr);
-            return Err(e);
-        }
-    }
-    Ok(ptr)
+    Ok(())
 }
 
 /// Sets up the device's memory pool with one small stream-ordered allocation on a
@@ -174,137 +139,6 @@ pub(crate) fn warm_memory_pool() -> Result<()> {
         sys::cuStreamDestroy_v2(s);
         r
     }
-}
-
-/// Mapped pinned host memory holding the `contract::FaultReport` kernels write to.
-/// Shared by the device and by every graph that captured a scan, so a replay after the
-/// context is gone still writes to live memory.
-pub(crate) struct FaultMailbox {
-    host: *mut FaultReport,
-    /// The same memory as the kernels address it.
-    pub device: CUdeviceptr,
-    ctx: SharedContext,
-}
-
-// SAFETY: the host words are only read and written with volatile accesses; the pointer
-// stays valid until drop.
-unsafe impl Send for FaultMailbox {}
-unsafe impl Sync for FaultMailbox {}
-
-/// A fault a kernel reported.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Fault {
-    pub workspace: CUdeviceptr,
-    pub code: u32,
-    /// The serial of the call whose kernel reported (`runtime::calls`).
-    pub call: u32,
-}
-
-impl FaultMailbox {
-    /// The caller has entered `ctx`.
-    pub fn new(ctx: SharedContext) -> Result<Arc<FaultMailbox>> {
-        let mut host: *mut c_void = std::ptr::null_mut();
-        let mut device: CUdeviceptr = 0;
-        // SAFETY: out-pointers to locals; the allocation is freed if the second call fails.
-        unsafe {
-            check(
-                sys::cuMemHostAlloc(
-                    &mut host,
-                    std::mem::size_of::<FaultReport>(),
-                    sys::CU_MEMHOSTALLOC_DEVICEMAP | sys::CU_MEMHOSTALLOC_PORTABLE,
-                ),
-                "cuMemHostAlloc",
-            )?;
-            std::ptr::write_volatile(host as *mut FaultReport, FaultReport::default());
-            if let Err(e) = check(
-                sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0),
-                "cuMemHostGetDevicePointer",
-            ) {
-                sys::cuMemFreeHost(host);
-                return Err(e);
-            }
-        }
-        Ok(Arc::new(FaultMailbox {
-            host: host as *mut FaultReport,
-            device,
-            ctx,
-        }))
-    }
-
-    /// Takes the pending fault, if any: the code (written last by the kernel) is swapped
-    /// for 0 atomically, so two threads never both take one and a later fault is kept.
-    pub fn take(&self) -> Option<Fault> {
-        // SAFETY: `host` is live, aligned mapped memory of the right layout (see new),
-        // accessed by the host only through these atomics.
-        let (code, workspace, call) = unsafe {
-            (
-                AtomicU32::from_ptr(std::ptr::addr_of_mut!((*self.host).code)),
-                AtomicU64::from_ptr(std::ptr::addr_of_mut!((*self.host).workspace)),
-                AtomicU32::from_ptr(std::ptr::addr_of_mut!((*self.host).call)),
-            )
-        };
-        if code.load(Ordering::Relaxed) == 0 {
-            return None;
-        }
-        let code = code.swap(0, Ordering::Acquire);
-        (code != 0).then(|| Fault {
-            workspace: workspace.load(Ordering::Acquire),
-            code,
-            call: call.load(Ordering::Acquire),
-        })
-    }
-}
-
-impl Drop for FaultMailbox {
-    /// In relaxed capture mode: another thread's capture must not make the free fail.
-    fn drop(&mut self) {
-        let _ = driver::with_relaxed_capture(|| {
-            let _current = CurrentContext::enter(self.ctx.cu_ctx())?;
-            // SAFETY: allocated by cuMemHostAlloc in `new`, freed once; nothing refers to
-            // it any more (the device and every graph holding it are gone).
-            unsafe { sys::cuMemFreeHost(self.host as *mut c_void) };
-            Ok(())
-        });
-    }
-}
-
-/// The error a reported fault becomes; `call` names the call whose kernel reported it.
-pub(crate) fn fault_error(fault: Fault, call: &str, pooled: bool) -> Error {
-    let Fault { workspace, code, .. } = fault;
-    let what = if pooled {
-        format!("{call} found its stream's pooled workspace")
-    } else {
-        format!("{call} found the workspace")
-    };
-    let after = if pooled {
-        "scanrt replaced the stream's workspace"
-    } else {
-        "initialise it again with scanrt_workspace_init before reusing it"
-    };
-    let cause = |code: u32| match code {
-        contract::FAULT_UNINITIALISED => "uninitialised (never initialised, or overwritten)".to_string(),
-        contract::FAULT_TOO_SMALL => "initialised for fewer tiles than the scan needed".to_string(),
-        contract::FAULT_LARGER => {
-            "initialised for more bytes than the call passed (pass the size it was initialised with)".to_string()
-        }
-        contract::FAULT_WATCHDOG => format!(
-            "broken: a look-back waited more than {} s for a predecessor tile and gave up (two scans running on \
-             one workspace at once, or a corrupted one), so that scan's output is undefined",
-            contract::WATCHDOG_NS / 1_000_000_000
-        ),
-        c => format!("faulty (code {c})"),
-    };
-    let message = if code & contract::FAULT_POISONED != 0 {
-        format!(
-            "{what} at {workspace:#x} poisoned by an earlier fault (it was {}) and wrote no output; {after}",
-            cause(code & (contract::FAULT_POISONED - 1))
-        )
-    } else if code == contract::FAULT_WATCHDOG {
-        format!("{what} at {workspace:#x} {}; {after}", cause(code))
-    } else {
-        format!("{what} at {workspace:#x} {} and wrote no output; {after}", cause(code))
-    };
-    Error::new(ScanrtStatus::WorkspaceFault, message)
 }
 
 /// The unique id the driver gives a stream (also the legacy and per-thread default
@@ -500,108 +334,6 @@ impl WorkspacePool {
         drop(all);
         let _ = self.bury();
     }
-}
-
-/// What a captured graph keeps alive for its launches: the workspace, the kernels (any
-/// algorithm's loaded module set), the fault mailbox and the context, released on a
-/// thread of scanrt's when the graph is destroyed.
-struct GraphKeepAlive {
-    workspace: CUdeviceptr,
-    _kernels: Arc<dyn Any + Send + Sync>,
-    _report: Arc<FaultMailbox>,
-    ctx: SharedContext,
-}
-
-impl Drop for GraphKeepAlive {
-    /// In relaxed capture mode: another thread's capture (or the capturing caller's own,
-    /// on an error path) must not make the free fail or break that capture.
-    fn drop(&mut self) {
-        let _ = driver::with_relaxed_capture(|| {
-            let _current = CurrentContext::enter(self.ctx.cu_ctx())?;
-            // SAFETY: the graph and its executions are done (CUDA released its user
-            // object), or the graph never got it; allocated by allocate_initialised_now,
-            // freed once.
-            unsafe { sys::cuMemFree_v2(self.workspace) };
-            Ok(())
-        });
-    }
-}
-
-/// The user object's destructor. CUDA forbids driver calls in it, so the release runs on
-/// a new thread; should none start, the resources are leaked rather than freed here.
-unsafe extern "C" fn release_graph_resources(keep: *mut c_void) {
-    let _ = std::panic::catch_unwind(|| {
-        // SAFETY: `keep` is the Box leaked in `for_graph`, handed to CUDA exactly once.
-        // ManuallyDrop: a failed spawn drops the closure here, which must not free.
-        let keep = std::mem::ManuallyDrop::new(unsafe { Box::from_raw(keep as *mut GraphKeepAlive) });
-        let _ = std::thread::Builder::new()
-            .name("scanrt-graph-release".into())
-            .spawn(move || {
-                // The module's unload too runs in relaxed capture mode.
-                let _ = driver::with_relaxed_capture(|| {
-                    drop(std::mem::ManuallyDrop::into_inner(keep));
-                    Ok(())
-                });
-            });
-    });
-}
-
-/// A workspace of `bytes` for one scan being captured into `graph`, owned by the graph.
-/// The caller has entered the device's context.
-pub(crate) fn for_graph(
-    graph: sys::CUgraph,
-    bytes: usize,
-    kernels: Arc<dyn Any + Send + Sync>,
-    report: Arc<FaultMailbox>,
-    ctx: SharedContext,
-) -> Result<CUdeviceptr> {
-    if bytes < LOOKBACK_HEADER_BYTES {
-        bail!(
-            InvalidArgument,
-            "a graph workspace of {bytes} bytes has no room for its header"
-        );
-    }
-    let workspace = driver::with_relaxed_capture(|| allocate_initialised_now(bytes))?;
-    let keep = Box::into_raw(Box::new(GraphKeepAlive {
-        workspace,
-        _kernels: kernels,
-        _report: report,
-        ctx,
-    }));
-    let mut object: sys::CUuserObject = std::ptr::null_mut();
-    // SAFETY: `keep` is a live Box that CUDA hands back to release_graph_resources once;
-    // on failure here it is reclaimed instead. The graph is the one being captured.
-    unsafe {
-        let created = check(
-            sys::cuUserObjectCreate(
-                &mut object,
-                keep as *mut c_void,
-                Some(release_graph_resources),
-                1,
-                sys::CUuserObject_flags_enum::CU_USER_OBJECT_NO_DESTRUCTOR_SYNC as u32,
-            ),
-            "cuUserObjectCreate",
-        );
-        if let Err(e) = created {
-            drop(Box::from_raw(keep));
-            return Err(e);
-        }
-        // Moves our reference to the graph: the object lives as long as the graph and
-        // every executable graph instantiated from it.
-        check(
-            sys::cuGraphRetainUserObject(
-                graph,
-                object,
-                1,
-                sys::CUuserObjectRetain_flags_enum::CU_GRAPH_USER_OBJECT_MOVE as u32,
-            ),
-            "cuGraphRetainUserObject",
-        )
-        .inspect_err(|_| {
-            sys::cuUserObjectRelease(object, 1);
-        })?;
-    }
-    Ok(workspace)
 }
 
 #[cfg(test)]

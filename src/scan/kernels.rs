@@ -405,9 +405,4 @@ impl KernelSets {
             ScanKernels::load(dev, &[program], spec.shape, spec.output.size())
         })
     }
-
-    /// Lets go of every set (modules stay loaded while the device or a graph holds them).
-    pub fn clear(&self) {
-        self.sets.clear();
-    }
 }

@@ -1,8 +1,10 @@
 //! The scan algorithm: what a scan computes (`desc`), its plan (`plan`: validated once,
-//! algorithm, kernel set, workspace and launch chosen once), its GPU kernel sets
-//! (`kernels`) and their tuning (`tuning`), the host backend (`host`) and the sequential
-//! reference (`reference`). This file holds the request and its validation.
+//! algorithm, kernel set, workspace and launch chosen once), the context's scan entry
+//! points (`api`), its GPU kernel sets (`kernels`) and their tuning (`tuning`), the host
+//! backend (`host`) and the sequential reference (`reference`). This file holds the
+//! request, what a call reports, and their validation.
 
+pub(crate) mod api;
 pub(crate) mod desc;
 pub(crate) mod host;
 pub(crate) mod kernels;
@@ -11,8 +13,20 @@ pub(crate) mod reference;
 pub(crate) mod tuning;
 
 use crate::error::{bail, Result};
+use crate::tables::{Algorithm, Backend, ChoiceReason};
 use crate::types::{check_types, DType};
 use desc::ScanDesc;
+
+/// What a scan call did: where it ran, which algorithm, and why that one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScanInfo {
+    /// Where the scan ran.
+    pub backend: Backend,
+    /// The algorithm that ran.
+    pub algorithm: Algorithm,
+    /// Why that algorithm.
+    pub reason: ChoiceReason,
+}
 
 /// One scan over raw addresses: host addresses on the host backend, device addresses on
 /// a GPU. `output` may equal `input` (in place) when both types have the same size.

@@ -6,17 +6,19 @@ use std::sync::Arc;
 
 use cudarc::driver::sys::CUstream;
 
-use crate::context::{Context, Engine, GpuEngine, ScanInfo};
+use crate::context::Context;
 use crate::contract::{self, ScanParams};
+use crate::engine::{Engine, GpuEngine};
 use crate::error::{bail, Result};
 use crate::runtime::calls::CallLabel;
 use crate::runtime::device::GpuDevice;
 use crate::runtime::driver;
-use crate::runtime::workspace::{self, lookback_bytes, lookback_slots, Workspace};
+use crate::runtime::graph_workspace;
+use crate::runtime::workspace::{lookback_bytes, lookback_slots, Workspace};
 use crate::scan::desc::{ScanDesc, Segments};
-use crate::scan::kernels::{KernelKind, ScanKernels, Specialization};
+use crate::scan::kernels::{KernelKind, KernelSets, ScanKernels, Specialization};
 use crate::scan::tuning::wave_max_tiles;
-use crate::scan::{check_overlaps, validate_addresses, validate_shape, RawScan};
+use crate::scan::{check_overlaps, validate_addresses, validate_shape, RawScan, ScanInfo};
 use crate::stream::Stream;
 use crate::tables::Backend;
 use crate::tables::{Algorithm, ChoiceReason, Direction};
@@ -165,7 +167,8 @@ impl ScanPlan {
                     choose_algorithm(desc.algorithm, desc.deterministic, desc.order_sensitive(output));
                 let dev = &engine.device;
                 let kernels = engine
-                    .kernel_sets
+                    .algorithms
+                    .get::<KernelSets>()
                     .get(dev, Specialization::for_scan(dev.arch, input, output, desc, n))?;
                 let plan = GpuPlan {
                     tiles: TileCounts::new(&kernels, n, output.size())?,
@@ -408,7 +411,7 @@ pub(crate) unsafe fn launch_kernels<P: KernelParams>(
     // `_pooled` keeps a pooled workspace from being freed until the launch is queued.
     let (ws, slots, _pooled) = match workspace {
         Some(ws) => {
-            workspace::check_caller(dev, ws)?;
+            dev.check_workspace(ws)?;
             (ws.ptr, lookback_slots(acc_size, ws.bytes), None)
         }
         None => match driver::capture_graph(raw_stream)? {
@@ -416,7 +419,8 @@ pub(crate) unsafe fn launch_kernels<P: KernelParams>(
             // so that replays never share one with plain calls or with each other.
             Some(graph) => {
                 let bytes = tiles.workspace_bytes();
-                let ptr = workspace::for_graph(graph, bytes, kernels.clone(), dev.faults.clone(), dev.ctx.clone())?;
+                let ptr =
+                    graph_workspace::for_graph(graph, bytes, kernels.clone(), dev.faults.clone(), dev.ctx.clone())?;
                 (ptr, lookback_slots(acc_size, bytes), None)
             }
             None => {

@@ -1,0 +1,145 @@
+//! The fault mailbox: mapped pinned host memory through which kernels tell the host that
+//! they refused a workspace (bad seal, size or fault word) or gave up a bounded wait, and
+//! the error such a fault becomes at the next call on the context, naming the call whose
+//! kernel reported it.
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use cudarc::driver::sys::{self, CUdeviceptr};
+
+use crate::contract::{self, FaultReport};
+use crate::error::{Error, Result, ScanrtStatus};
+use crate::runtime::driver::{self, check, CurrentContext, SharedContext};
+
+/// Mapped pinned host memory holding the `contract::FaultReport` kernels write to.
+/// Shared by the device and by every graph that captured a scan, so a replay after the
+/// context is gone still writes to live memory.
+pub(crate) struct FaultMailbox {
+    host: *mut FaultReport,
+    /// The same memory as the kernels address it.
+    pub device: CUdeviceptr,
+    ctx: SharedContext,
+}
+
+// SAFETY: the host words are only read and written with volatile accesses; the pointer
+// stays valid until drop.
+unsafe impl Send for FaultMailbox {}
+unsafe impl Sync for FaultMailbox {}
+
+/// A fault a kernel reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fault {
+    pub workspace: CUdeviceptr,
+    pub code: u32,
+    /// The serial of the call whose kernel reported (`runtime::calls`).
+    pub call: u32,
+}
+
+impl FaultMailbox {
+    /// The caller has entered `ctx`.
+    pub fn new(ctx: SharedContext) -> Result<Arc<FaultMailbox>> {
+        let mut host: *mut c_void = std::ptr::null_mut();
+        let mut device: CUdeviceptr = 0;
+        // SAFETY: out-pointers to locals; the allocation is freed if the second call fails.
+        unsafe {
+            check(
+                sys::cuMemHostAlloc(
+                    &mut host,
+                    std::mem::size_of::<FaultReport>(),
+                    sys::CU_MEMHOSTALLOC_DEVICEMAP | sys::CU_MEMHOSTALLOC_PORTABLE,
+                ),
+                "cuMemHostAlloc",
+            )?;
+            std::ptr::write_volatile(host as *mut FaultReport, FaultReport::default());
+            if let Err(e) = check(
+                sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0),
+                "cuMemHostGetDevicePointer",
+            ) {
+                sys::cuMemFreeHost(host);
+                return Err(e);
+            }
+        }
+        Ok(Arc::new(FaultMailbox {
+            host: host as *mut FaultReport,
+            device,
+            ctx,
+        }))
+    }
+
+    /// Takes the pending fault, if any: the code (written last by the kernel) is swapped
+    /// for 0 atomically, so two threads never both take one and a later fault is kept.
+    pub fn take(&self) -> Option<Fault> {
+        // SAFETY: `host` is live, aligned mapped memory of the right layout (see new),
+        // accessed by the host only through these atomics.
+        let (code, workspace, call) = unsafe {
+            (
+                AtomicU32::from_ptr(std::ptr::addr_of_mut!((*self.host).code)),
+                AtomicU64::from_ptr(std::ptr::addr_of_mut!((*self.host).workspace)),
+                AtomicU32::from_ptr(std::ptr::addr_of_mut!((*self.host).call)),
+            )
+        };
+        if code.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        let code = code.swap(0, Ordering::Acquire);
+        (code != 0).then(|| Fault {
+            workspace: workspace.load(Ordering::Acquire),
+            code,
+            call: call.load(Ordering::Acquire),
+        })
+    }
+}
+
+impl Drop for FaultMailbox {
+    /// In relaxed capture mode: another thread's capture must not make the free fail.
+    fn drop(&mut self) {
+        let _ = driver::with_relaxed_capture(|| {
+            let _current = CurrentContext::enter(self.ctx.cu_ctx())?;
+            // SAFETY: allocated by cuMemHostAlloc in `new`, freed once; nothing refers to
+            // it any more (the device and every graph holding it are gone).
+            unsafe { sys::cuMemFreeHost(self.host as *mut c_void) };
+            Ok(())
+        });
+    }
+}
+
+/// The error a reported fault becomes; `call` names the call whose kernel reported it.
+pub(crate) fn fault_error(fault: Fault, call: &str, pooled: bool) -> Error {
+    let Fault { workspace, code, .. } = fault;
+    let what = if pooled {
+        format!("{call} found its stream's pooled workspace")
+    } else {
+        format!("{call} found the workspace")
+    };
+    let after = if pooled {
+        "scanrt replaced the stream's workspace"
+    } else {
+        "initialise it again with scanrt_workspace_init before reusing it"
+    };
+    let cause = |code: u32| match code {
+        contract::FAULT_UNINITIALISED => "uninitialised (never initialised, or overwritten)".to_string(),
+        contract::FAULT_TOO_SMALL => "initialised for fewer tiles than the scan needed".to_string(),
+        contract::FAULT_LARGER => {
+            "initialised for more bytes than the call passed (pass the size it was initialised with)".to_string()
+        }
+        contract::FAULT_WATCHDOG => format!(
+            "broken: a look-back waited more than {} s for a predecessor tile and gave up (two scans running on \
+             one workspace at once, or a corrupted one), so that scan's output is undefined",
+            contract::WATCHDOG_NS / 1_000_000_000
+        ),
+        c => format!("faulty (code {c})"),
+    };
+    let message = if code & contract::FAULT_POISONED != 0 {
+        format!(
+            "{what} at {workspace:#x} poisoned by an earlier fault (it was {}) and wrote no output; {after}",
+            cause(code & (contract::FAULT_POISONED - 1))
+        )
+    } else if code == contract::FAULT_WATCHDOG {
+        format!("{what} at {workspace:#x} {}; {after}", cause(code))
+    } else {
+        format!("{what} at {workspace:#x} {} and wrote no output; {after}", cause(code))
+    };
+    Error::new(ScanrtStatus::WorkspaceFault, message)
+}

@@ -1,0 +1,263 @@
+//! The scan entry points of a context: planning, workspace sizes, and scans of buffers,
+//! raw addresses and cudarc slices. Each is a plan (`scan::plan`) executed once.
+
+use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
+
+use crate::buffer::Buffer;
+use crate::context::Context;
+use crate::engine::Engine;
+use crate::error::{bail, Result};
+use crate::runtime::device::LoadedKernel;
+use crate::runtime::workspace::Workspace;
+use crate::scan::desc::{ScanDesc, Segments};
+use crate::scan::kernels::{KernelKind, KernelSets, Specialization};
+use crate::scan::plan::{ScanIo, ScanPlan};
+use crate::scan::{RawScan, ScanInfo};
+use crate::stream::Stream;
+use crate::tables::Op;
+use crate::types::{check_types, DType, Scalar};
+
+impl Context {
+    /// Compiles (or loads from the disk cache) the kernels for a type pair and operator
+    /// ahead of the first scan. A no-op on the host backend.
+    pub fn prepare(&self, input: DType, output: DType, op: Op) -> Result<()> {
+        check_types(input, output, op)?;
+        if let Engine::Gpu(engine) = self.engine() {
+            let d = &engine.device;
+            let _current = d.enter()?;
+            let (regular, small) = Specialization::all_for(d.arch, input, output, &ScanDesc::inclusive(op));
+            let sets = engine.algorithms.get::<KernelSets>();
+            for spec in std::iter::once(regular).chain(small) {
+                sets.get(d, spec)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A one-line description of the kernels a type pair and operator use on this
+    /// context (tile shapes, resources, where the tuning comes from), compiling them if
+    /// needed.
+    pub fn kernel_report(&self, input: DType, output: DType, op: Op) -> Result<String> {
+        check_types(input, output, op)?;
+        let engine = self.gpu_engine()?;
+        let d = &engine.device;
+        let _current = d.enter()?;
+        let (regular, _) = Specialization::all_for(d.arch, input, output, &ScanDesc::inclusive(op));
+        let set = engine.algorithms.get::<KernelSets>().get(d, regular)?;
+        let s = set.shape;
+        let describe = |k: &LoadedKernel| -> Result<String> {
+            let f = &k.function;
+            Ok(format!(
+                "{} resident blocks, {} registers, {} B local (spills), {} B static + {} B dynamic shared",
+                k.resident_blocks,
+                f.num_regs()?,
+                f.local_size_bytes()?,
+                f.shared_size_bytes()?,
+                k.shared_bytes
+            ))
+        };
+        let bulk = match set.get(KernelKind::SinglePassBulk) {
+            Some(k) => format!(
+                "; bulk-copy single pass from {} tiles ({} buffers of {} items): {}",
+                s.bulk_min_tiles,
+                s.bulk_buffers,
+                s.bulk_tile_elems(),
+                describe(k)?
+            ),
+            None => String::new(),
+        };
+        let wave = match set.get(KernelKind::SinglePassWave) {
+            Some(k) => format!(
+                "; one-wave single pass ({} per tile, look-back {} slots per lane): {}",
+                s.wave_tile_elems(),
+                s.wave_lookback_slots_per_lane,
+                describe(k)?
+            ),
+            None => String::new(),
+        };
+        let single_pass = set.get(KernelKind::SinglePass).expect("every kernel set has one");
+        Ok(format!(
+            "{}x{} items ({} per tile), look-back {} slots per lane, spin {} then sleep {} ns, min blocks/SM {}, \
+             persistent {}; single pass: {}{bulk}{wave}; tuning: {}",
+            s.threads,
+            s.items,
+            s.tile_elems(),
+            s.lookback_slots_per_lane,
+            s.spin_before_sleep,
+            s.sleep_ns,
+            s.min_blocks_per_sm,
+            s.persistent,
+            describe(single_pass)?,
+            crate::scan::tuning::provenance(d.arch)
+        ))
+    }
+
+    /// The tile lengths, in elements, of the kernels that scan `input` into `output` as
+    /// `desc` says on this context: (register-staged, bulk-copy, one-wave), 0 where
+    /// there is no such kernel. Sizes around them are the edge cases of the look-back;
+    /// tests and benchmarks use them. Compiles nothing: the lengths are tuning data.
+    pub fn tile_lengths(&self, input: DType, output: DType, desc: &ScanDesc) -> Result<(u64, u64, u64)> {
+        check_types(input, output, desc.op)?;
+        let (regular, _) = Specialization::all_for(self.gpu()?.arch, input, output, desc);
+        let s = regular.shape;
+        let bulk = if regular.has(KernelKind::SinglePassBulk) {
+            s.bulk_tile_elems()
+        } else {
+            0
+        };
+        let wave = if regular.has(KernelKind::SinglePassWave) {
+            s.wave_tile_elems()
+        } else {
+            0
+        };
+        Ok((s.tile_elems(), bulk, wave))
+    }
+
+    /// Plans a scan of `n` elements of `input` into `output` as `desc` says: validates
+    /// it, chooses the algorithm and, on a GPU, loads its kernels and sizes its
+    /// workspace. Execute it with [`ScanPlan::execute`] (any number of times).
+    pub fn plan(&self, input: DType, output: DType, n: u64, desc: &ScanDesc) -> Result<ScanPlan> {
+        ScanPlan::new(self, input, output, n, desc)
+    }
+
+    /// Bytes of workspace [`Context::scan_raw`] needs for `req` when given one (0 = none).
+    pub fn workspace_size(&self, req: &RawScan, desc: &ScanDesc) -> Result<usize> {
+        Ok(self
+            .plan(req.input_dtype, req.output_dtype, req.n, desc)?
+            .workspace_bytes())
+    }
+
+    /// The scan over raw addresses: device pointers on a GPU context, host pointers on
+    /// the host backend; a plan executed once. Asynchronous on `stream` for the GPU. Bad
+    /// input returns an error before anything is written.
+    ///
+    /// # Safety
+    /// On the host backend the pointers must be valid for `n` elements. On a GPU the
+    /// driver checks that they are device memory large enough, but they must stay
+    /// allocated until the scan completes on the stream.
+    pub unsafe fn scan_raw(
+        &self,
+        stream: &Stream,
+        req: &RawScan,
+        desc: &ScanDesc,
+        workspace: Option<Workspace>,
+    ) -> Result<ScanInfo> {
+        self.check_stream_owner(stream)?;
+        let io = ScanIo::new(req.input, req.output).with_segments(req.segments);
+        self.plan(req.input_dtype, req.output_dtype, req.n, desc)?
+            .execute(stream, &io, workspace)
+    }
+
+    /// Scans `input` into `output` (scanrt buffers of this context; pass the same buffer
+    /// twice to scan in place). The output is written through a shared reference because
+    /// its memory is device memory ordered by the stream, not Rust-owned data.
+    pub fn scan(&self, stream: &Stream, input: &Buffer, output: &Buffer, desc: &ScanDesc) -> Result<ScanInfo> {
+        let io = self.buffer_io(input, output, None)?;
+        let plan = self.plan(input.dtype, output.dtype, input.len, desc)?;
+        // SAFETY: both buffers are live allocations of this context of the checked lengths.
+        unsafe { plan.execute(stream, &io, None) }
+    }
+
+    /// A segmented scan (`desc.segments` says how `segments` is read): byte flags in a
+    /// `U8` buffer, bit flags in a `U32` buffer, keys in a buffer of the key type.
+    pub fn scan_segmented(
+        &self,
+        stream: &Stream,
+        input: &Buffer,
+        segments: &Buffer,
+        output: &Buffer,
+        desc: &ScanDesc,
+    ) -> Result<ScanInfo> {
+        self.check_buffer_owner(segments)?;
+        let (want, needed) = match desc.segments {
+            Segments::None => bail!(
+                InvalidArgument,
+                "scan_segmented needs a descriptor with segments (ByteFlags, BitFlags or Keys)"
+            ),
+            Segments::ByteFlags => (DType::U8, input.len),
+            Segments::BitFlags => (DType::U32, input.len.div_ceil(32)),
+            Segments::Keys(k) => (k, input.len),
+            Segments::Rows(_) => bail!(
+                InvalidArgument,
+                "rows have no segment data: scan them with scan() and a descriptor with Segments::Rows"
+            ),
+        };
+        if segments.dtype != want {
+            bail!(
+                InvalidArgument,
+                "{} segments need a {} buffer, not {}",
+                desc.segments.c_name(),
+                want.c_name(),
+                segments.dtype.c_name()
+            );
+        }
+        if segments.len < needed {
+            bail!(
+                BufferTooSmall,
+                "{} for {} elements need {needed} entries but the buffer holds {}",
+                desc.segments.c_name(),
+                input.len,
+                segments.len
+            );
+        }
+        let io = self.buffer_io(input, output, Some(segments))?;
+        let plan = self.plan(input.dtype, output.dtype, input.len, desc)?;
+        // SAFETY: all three buffers are live allocations of this context of checked lengths.
+        unsafe { plan.execute(stream, &io, None) }
+    }
+
+    /// The addresses of a scan of buffers of this context (their lengths checked), with
+    /// the segment data of a segmented scan when it is a buffer too.
+    pub(crate) fn buffer_io(&self, input: &Buffer, output: &Buffer, segments: Option<&Buffer>) -> Result<ScanIo> {
+        self.check_buffer_owner(input)?;
+        self.check_buffer_owner(output)?;
+        if output.len < input.len {
+            bail!(
+                BufferTooSmall,
+                "output holds {} elements but the input has {}",
+                output.len,
+                input.len
+            );
+        }
+        Ok(ScanIo {
+            input: input.addr(),
+            output: output.addr(),
+            segments: segments.map_or(0, |s| s.addr()),
+            known_buffers: true,
+            known_segments: segments.is_some(),
+        })
+    }
+
+    /// Scans cudarc slices directly (GPU contexts). The slices must live on this
+    /// context's device. The scan runs on `stream`; order it after the slices' own
+    /// cudarc stream yourself (for example by passing that stream to `borrow_stream`).
+    pub fn scan_cuda<I: Scalar + cudarc::driver::DeviceRepr, O: Scalar + cudarc::driver::DeviceRepr>(
+        &self,
+        stream: &Stream,
+        input: &CudaSlice<I>,
+        output: &mut CudaSlice<O>,
+        desc: &ScanDesc,
+    ) -> Result<ScanInfo> {
+        if output.len() < input.len() {
+            bail!(
+                BufferTooSmall,
+                "output holds {} elements, input {}",
+                output.len(),
+                input.len()
+            );
+        }
+        let cuda_stream = input.stream().clone();
+        let (in_ptr, _r) = input.device_ptr(&cuda_stream);
+        let (out_ptr, _w) = output.device_ptr_mut(&cuda_stream);
+        let req = RawScan {
+            input: in_ptr,
+            input_dtype: I::DTYPE,
+            output: out_ptr,
+            output_dtype: O::DTYPE,
+            n: input.len() as u64,
+            segments: 0,
+        };
+        // SAFETY: the slices are live allocations (range-checked by the driver query).
+        unsafe { self.scan_raw(stream, &req, desc, None) }
+    }
+}
