@@ -54,6 +54,27 @@ pub struct StateBytes {
     pub words: [u64; 8],
 }
 
+impl StateBytes {
+    /// A state of at most `MAX_STATE_BYTES` bytes (longer input is cut there; callers
+    /// check the length first), zero-padded.
+    pub fn from_bytes(bytes: &[u8]) -> StateBytes {
+        let mut state = StateBytes::default();
+        for (word, chunk) in state.words.iter_mut().zip(bytes.chunks(8)) {
+            let mut padded = [0u8; 8];
+            padded[..chunk.len()].copy_from_slice(chunk);
+            *word = u64::from_ne_bytes(padded);
+        }
+        state
+    }
+
+    /// A built-in type's value, as its bits zero-extended to 64 (`ScanParams::init_bits`).
+    pub fn from_bits(bits: u64) -> StateBytes {
+        let mut state = StateBytes::default();
+        state.words[0] = bits;
+        state
+    }
+}
+
 /// The further parameters of a user-defined operator's kernels, after `ScanParams`'s
 /// (`SCANRT_OPERATOR_PARAMS`): the host passes `ScanParams` and this struct back to back
 /// as one parameter buffer (`OperatorLaunch`), laid out as the kernels declare them.

@@ -11,7 +11,8 @@ use crate::runtime::device::LoadedKernel;
 use crate::runtime::workspace::Workspace;
 use crate::scan::desc::{ScanDesc, Segments};
 use crate::scan::kernels::{KernelKind, KernelSets, Specialization};
-use crate::scan::plan::{ScanIo, ScanPlan};
+use crate::scan::operator_model::BuiltinOperator;
+use crate::scan::plan::{PlanOperator, ScanIo, ScanPlan};
 use crate::scan::{RawScan, ScanInfo};
 use crate::stream::Stream;
 use crate::tables::Op;
@@ -117,7 +118,10 @@ impl Context {
     /// it, chooses the algorithm and, on a GPU, loads its kernels and sizes its
     /// workspace. Execute it with [`ScanPlan::execute`] (any number of times).
     pub fn plan(&self, input: DType, output: DType, n: u64, desc: &ScanDesc) -> Result<ScanPlan> {
-        ScanPlan::new(self, input, output, n, desc)
+        check_types(input, output, desc.op)?;
+        let shape = desc.shape(output)?;
+        let operator = PlanOperator::Builtin(BuiltinOperator::new(desc.op, input, output));
+        ScanPlan::new(self, operator, n, shape)
     }
 
     /// Bytes of workspace [`Context::scan_raw`] needs for `req` when given one (0 = none).

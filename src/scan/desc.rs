@@ -1,5 +1,6 @@
 //! What a scan computes: the descriptor and its segment forms.
 
+use crate::contract::StateBytes;
 use crate::error::{bail, Result};
 use crate::tables::{Algorithm, Direction, Op, SegmentKind};
 use crate::types::{DType, InitValue, Scalar};
@@ -91,6 +92,20 @@ impl Segments {
     }
 }
 
+/// How a scan runs, whatever its operator: what a [`ScanDesc`] or an
+/// [`OperatorScan`](crate::OperatorScan) says besides the operator, with the initial state
+/// as its bytes. The plan (`scan::plan`) works with it alone.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct ScanShape {
+    pub inclusive: bool,
+    /// The initial state; `None`: the operator's identity.
+    pub init: Option<StateBytes>,
+    pub algorithm: Algorithm,
+    pub direction: Direction,
+    pub deterministic: bool,
+    pub segments: Segments,
+}
+
 /// What to compute: `out[i] = init . in[0] . ... . in[i]` (inclusive) or
 /// `out[i] = init . in[0] . ... . in[i-1]` (exclusive, `out[0] = init`), where `.` is
 /// `op` in the output type and `init` defaults to the operator's identity. Backward
@@ -152,6 +167,18 @@ impl ScanDesc {
     pub fn with_init<T: Scalar>(mut self, init: T) -> Self {
         self.init = Some(InitValue::of(init));
         self
+    }
+    /// What the descriptor says besides the operator, for a scan into `output` values
+    /// (the initial value checked against that type).
+    pub(crate) fn shape(&self, output: DType) -> Result<ScanShape> {
+        Ok(ScanShape {
+            inclusive: self.inclusive,
+            init: self.init_bits(output)?.map(StateBytes::from_bits),
+            algorithm: self.algorithm,
+            direction: self.direction,
+            deterministic: self.deterministic,
+            segments: self.segments,
+        })
     }
     /// The initial value's bits as the output type, checked against it.
     pub(crate) fn init_bits(&self, output: DType) -> Result<Option<u64>> {

@@ -79,9 +79,9 @@ fn combine<O: Accumulator, const K: usize>(a: O, b: O) -> O {
 
 /// Segment data in host memory: where segments start, in memory order.
 #[derive(Clone, Copy)]
-struct Heads {
-    data: usize,
-    kind: Segments,
+pub(crate) struct Heads {
+    pub data: usize,
+    pub kind: Segments,
 }
 
 impl Heads {
@@ -107,19 +107,22 @@ impl Heads {
 
 /// The traversal: logical index i visits physical element `physical(i)`.
 #[derive(Clone, Copy)]
-struct Walk {
-    n: usize,
-    backward: bool,
-    heads: Heads,
+pub(crate) struct Walk {
+    pub n: usize,
+    pub backward: bool,
+    pub heads: Heads,
 }
 
 impl Walk {
-    fn segmented(&self) -> bool {
+    pub fn segmented(&self) -> bool {
         self.heads.kind != Segments::None
     }
     /// Whether logical element i (physical p) restarts the running value.
+    ///
+    /// # Safety
+    /// As [`Heads::starts`], for p and its neighbour in traversal order.
     #[inline]
-    unsafe fn head<const BACKWARD: bool>(&self, p: usize) -> bool {
+    pub unsafe fn head<const BACKWARD: bool>(&self, p: usize) -> bool {
         if BACKWARD {
             p == self.n - 1 || self.heads.starts(p + 1)
         } else {
@@ -295,64 +298,4 @@ where
         scan_chunk::<I, O, K, BACKWARD, INCLUSIVE>(a, &walk, range, prefix, init);
     };
     fork(threads, &work);
-}
-
-/// Runs a user-defined operator's scan on host arrays with its host functions, one
-/// element at a time in traversal order (`crate::operator`).
-///
-/// # Safety
-/// As [`scan`]: every array must hold `n` elements of its type, `segments` the segment
-/// data `scan.segments` describes, outputs exactly an input or disjoint from all.
-pub(crate) unsafe fn scan_operator(
-    desc: &crate::operator::OperatorDesc,
-    host: &crate::operator::HostOperator,
-    arrays: &crate::operator::Arrays,
-    n: u64,
-    segments: u64,
-    scan: &crate::operator::OperatorScan,
-) {
-    let n = n as usize;
-    let size = desc.state_size;
-    let walk = Walk {
-        n,
-        backward: scan.direction == Direction::Backward,
-        heads: Heads {
-            data: segments as usize,
-            kind: scan.segments,
-        },
-    };
-    let init = scan.init.clone().unwrap_or_else(|| desc.identity.clone());
-    let (mut running, mut element, mut next) = (desc.identity.clone(), vec![0u8; size], vec![0u8; size]);
-    let (num_inputs, num_outputs) = (arrays.inputs.len(), arrays.outputs.len());
-    for i in 0..n {
-        let p = if walk.backward { n - 1 - i } else { i };
-        let head = if walk.backward {
-            walk.head::<true>(p)
-        } else {
-            walk.head::<false>(p)
-        };
-        if i == 0 || (walk.segmented() && head) {
-            running.copy_from_slice(&init);
-        }
-        // Every input element is read before the outputs are made: an output may be an input.
-        let mut inputs: [&[u8]; 4] = [&[]; 4];
-        for (slot, (&a, l)) in inputs.iter_mut().zip(arrays.inputs.iter().zip(arrays.input_layouts)) {
-            *slot = std::slice::from_raw_parts((a as *const u8).add(p * l.size), l.size);
-        }
-        match &host.load {
-            Some(load) if desc.load.is_some() => load(p as u64, &inputs[..num_inputs], &mut element),
-            _ => element.copy_from_slice(inputs[0]),
-        }
-        (host.combine)(&running, &element, &mut next);
-        let result = if scan.inclusive { &next } else { &running };
-        let mut outputs: [&mut [u8]; 2] = Default::default();
-        for (slot, (&a, l)) in outputs.iter_mut().zip(arrays.outputs.iter().zip(arrays.output_layouts)) {
-            *slot = std::slice::from_raw_parts_mut((a as *mut u8).add(p * l.size), l.size);
-        }
-        match &host.store {
-            Some(store) if desc.store.is_some() => store(result, &mut outputs[..num_outputs]),
-            _ => outputs[0].copy_from_slice(result),
-        }
-        std::mem::swap(&mut running, &mut next);
-    }
 }

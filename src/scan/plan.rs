@@ -1,28 +1,26 @@
 //! A scan's plan: validated once, with its algorithm, kernel set, tile count and
 //! workspace chosen once; then executed any number of times on any addresses of the
-//! planned shape. Every scan entry point (Rust and C) is a plan and an execution.
+//! planned shape. Every scan entry point, built-in or user-defined operator, Rust or C,
+//! is a plan and an execution: the operator describes itself through one model
+//! (`scan::operator_model`), the launch is `scan::launch`.
 
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUstream;
 
 use crate::context::Context;
-use crate::contract::{self, ScanParams};
+use crate::contract::{self, OperatorLaunch, OperatorParams, ScanParams};
 use crate::engine::{Engine, GpuEngine};
-use crate::error::{bail, Result};
-use crate::runtime::calls::CallLabel;
-use crate::runtime::device::GpuDevice;
-use crate::runtime::driver;
-use crate::runtime::graph_workspace;
-use crate::runtime::workspace::{lookback_bytes, lookback_slots, Workspace};
-use crate::scan::desc::{ScanDesc, Segments};
-use crate::scan::kernels::{KernelKind, KernelSets, ScanKernels, Specialization};
-use crate::scan::tuning::wave_max_tiles;
-use crate::scan::{check_overlaps, validate_addresses, validate_shape, RawScan, ScanInfo};
+use crate::error::Result;
+use crate::runtime::workspace::Workspace;
+use crate::scan::checks::{check_overlaps, validate_addresses, validate_shape};
+use crate::scan::desc::{ScanShape, Segments};
+use crate::scan::kernels::ScanKernels;
+use crate::scan::launch::{launch_kernels, KernelLaunch, TileCounts};
+use crate::scan::operator_model::{ArrayLayout, BuiltinOperator, OperatorModel, ScanArrays};
+use crate::scan::ScanInfo;
 use crate::stream::Stream;
-use crate::tables::Backend;
-use crate::tables::{Algorithm, ChoiceReason, Direction};
-use crate::types::DType;
+use crate::tables::{Algorithm, Backend, ChoiceReason, Direction};
 
 /// The addresses one execution of a plan scans: device pointers on a GPU context, host
 /// pointers on the host backend.
@@ -56,17 +54,32 @@ impl ScanIo {
     }
 }
 
-/// A validated scan of `n` elements of one type pair as a descriptor says, bound to the
-/// context that made it ([`Context::plan`]).
+/// A validated scan of `n` elements with one operator (built-in or user-defined), bound
+/// to the context that made it ([`Context::plan`], `Operator::plan`).
 pub struct ScanPlan {
     ctx: Context,
-    input: DType,
-    output: DType,
+    operator: PlanOperator,
     n: u64,
-    desc: ScanDesc,
+    shape: ScanShape,
     algorithm: Algorithm,
     reason: ChoiceReason,
     gpu: Option<GpuPlan>,
+}
+
+/// The operator a plan scans with. Built-in operators are held by value, so that a
+/// plan (one per call of the plain entry points) allocates nothing.
+pub(crate) enum PlanOperator {
+    Builtin(BuiltinOperator),
+    User(Arc<dyn OperatorModel>),
+}
+
+impl PlanOperator {
+    fn model(&self) -> &dyn OperatorModel {
+        match self {
+            PlanOperator::Builtin(op) => op,
+            PlanOperator::User(op) => &**op,
+        }
+    }
 }
 
 /// What a GPU plan chose.
@@ -74,7 +87,6 @@ struct GpuPlan {
     kernels: Arc<ScanKernels>,
     /// Tiles of each kernel of the set, and the workspace that serves all of them.
     tiles: TileCounts,
-    init_bits: u64,
     /// Launch flags that do not depend on the addresses.
     flags: u32,
 }
@@ -99,8 +111,8 @@ pub(crate) fn choose_algorithm(
     }
 }
 
-/// Launch flags that follow from the descriptor.
-pub(crate) fn shape_flags(desc: &ScanDesc, algorithm: Algorithm) -> u32 {
+/// Launch flags that follow from the shape.
+pub(crate) fn shape_flags(desc: &ScanShape, algorithm: Algorithm) -> u32 {
     let mut flags = 0;
     if desc.inclusive {
         flags |= contract::FLAG_INCLUSIVE;
@@ -129,24 +141,30 @@ pub(crate) fn segment_param(segments: &Segments, data: u64) -> u64 {
     }
 }
 
-/// Launch flags that follow from the addresses: whole tiles are 16-byte aligned when the
-/// array's start (forward) or end (backward: tiles are counted from the end) is.
-fn address_flags(req: &RawScan, desc: &ScanDesc) -> u32 {
-    let aligned = |ptr: u64, elem_bytes: u64| match desc.direction {
+/// Launch flags that follow from the addresses: whole tiles are 16-byte aligned when
+/// every array's start (forward) or end (backward: tiles are counted from the end) is.
+fn address_flags(arrays: &ScanArrays, model: &dyn OperatorModel, n: u64, shape: &ScanShape) -> u32 {
+    let aligned = |ptr: u64, elem_bytes: u64| match shape.direction {
         Direction::Forward => ptr % 16 == 0,
-        Direction::Backward => (ptr + req.n * elem_bytes) % 16 == 0,
+        Direction::Backward => (ptr + n * elem_bytes) % 16 == 0,
+    };
+    let all_aligned = |addrs: &[u64], layouts: &[ArrayLayout]| {
+        addrs
+            .iter()
+            .zip(layouts)
+            .all(|(&a, layout)| aligned(a, layout.size as u64))
     };
     let mut flags = 0;
-    if aligned(req.input, req.input_dtype.size() as u64) {
+    if all_aligned(arrays.inputs, model.inputs()) {
         flags |= contract::FLAG_VECTOR_IN;
     }
-    if aligned(req.output, req.output_dtype.size() as u64) {
+    if all_aligned(arrays.outputs, model.outputs()) {
         flags |= contract::FLAG_VECTOR_OUT;
     }
     // Rows of byte flags or keys are read as 16-byte vectors when the tiles' spans are aligned.
-    let vector_heads = match desc.segments {
-        Segments::ByteFlags => aligned(req.segments, 1),
-        Segments::Keys(k) => aligned(req.segments, k.size() as u64),
+    let vector_heads = match shape.segments {
+        Segments::ByteFlags => aligned(arrays.segments, 1),
+        Segments::Keys(k) => aligned(arrays.segments, k.size() as u64),
         Segments::None | Segments::BitFlags | Segments::Rows(_) => false,
     };
     if vector_heads {
@@ -158,33 +176,28 @@ fn address_flags(req: &RawScan, desc: &ScanDesc) -> u32 {
 impl ScanPlan {
     /// Validates the shape, chooses the algorithm and, on a GPU, loads the kernel set
     /// (compiling it unless a cache holds it) and sizes the workspace.
-    pub(crate) fn new(ctx: &Context, input: DType, output: DType, n: u64, desc: &ScanDesc) -> Result<ScanPlan> {
-        validate_shape(input, output, n, desc)?;
+    pub(crate) fn new(ctx: &Context, operator: PlanOperator, n: u64, shape: ScanShape) -> Result<ScanPlan> {
+        let model = operator.model();
+        validate_shape(model, n, &shape)?;
         let (algorithm, reason, gpu) = match ctx.engine() {
             Engine::Host => (Algorithm::Host, ChoiceReason::HostBackend, None),
             Engine::Gpu(engine) => {
                 let (algorithm, reason) =
-                    choose_algorithm(desc.algorithm, desc.deterministic, desc.order_sensitive(output));
-                let dev = &engine.device;
-                let kernels = engine
-                    .algorithms
-                    .get::<KernelSets>()
-                    .get(dev, Specialization::for_scan(dev.arch, input, output, desc, n))?;
+                    choose_algorithm(shape.algorithm, shape.deterministic, model.order_sensitive());
+                let kernels = model.kernels(engine, &shape, algorithm, n)?;
                 let plan = GpuPlan {
-                    tiles: TileCounts::new(&kernels, n, output.size())?,
+                    tiles: TileCounts::new(&kernels, n, model.state_bytes())?,
                     kernels,
-                    init_bits: desc.init_bits(output)?.unwrap_or(0),
-                    flags: shape_flags(desc, algorithm),
+                    flags: shape_flags(&shape, algorithm),
                 };
                 (algorithm, reason, Some(plan))
             }
         };
         Ok(ScanPlan {
             ctx: ctx.clone(),
-            input,
-            output,
+            operator,
             n,
-            desc: *desc,
+            shape,
             algorithm,
             reason,
             gpu,
@@ -212,287 +225,126 @@ impl ScanPlan {
     /// Runs the plan on `io`'s addresses, asynchronously on `stream` for the GPU. Scratch
     /// comes from `workspace` when given (see [`Context::init_workspace`]), else from the
     /// context's per-stream pool (or, inside a stream capture, from the graph). Bad
-    /// addresses return an error before anything is written.
+    /// addresses return an error before anything is written. A plan of an operator with
+    /// several arrays runs with `Operator::scan_raw`.
     ///
     /// # Safety
     /// On the host backend the addresses must be valid for `n` elements (and the segment
     /// data). On a GPU the driver checks that they are device memory large enough, but
     /// they must stay allocated until the scan completes on the stream.
     pub unsafe fn execute(&self, stream: &Stream, io: &ScanIo, workspace: Option<Workspace>) -> Result<ScanInfo> {
-        self.ctx.check_stream_owner(stream)?;
-        let req = RawScan {
-            input: io.input,
-            input_dtype: self.input,
-            output: io.output,
-            output_dtype: self.output,
-            n: self.n,
+        let arrays = ScanArrays {
+            inputs: &[io.input],
+            outputs: &[io.output],
             segments: io.segments,
+            known_arrays: io.known_buffers,
+            known_segments: io.known_segments,
         };
-        validate_addresses(&req, &self.desc)?;
+        self.run(stream, &arrays, workspace)
+    }
+
+    /// [`ScanPlan::execute`] on any number of arrays.
+    ///
+    /// # Safety
+    /// As [`ScanPlan::execute`].
+    pub(crate) unsafe fn run(
+        &self,
+        stream: &Stream,
+        arrays: &ScanArrays,
+        workspace: Option<Workspace>,
+    ) -> Result<ScanInfo> {
+        self.ctx.check_stream_owner(stream)?;
+        let model = self.operator.model();
+        validate_addresses(model, arrays, self.n, &self.shape)?;
         match (self.ctx.engine(), &self.gpu) {
-            (Engine::Gpu(engine), Some(plan)) => self.execute_gpu(engine, plan, stream, io, &req, workspace)?,
+            (Engine::Gpu(engine), Some(plan)) => self.run_gpu(engine, plan, stream, arrays, workspace)?,
             _ => {
-                check_overlaps(&req, &self.desc)?;
-                crate::scan::host::scan(&req, &self.desc)?;
+                check_overlaps(model, arrays, self.n, &self.shape)?;
+                model.scan_on_host(arrays, self.n, &self.shape)?;
             }
         }
         Ok(self.info())
     }
 
-    unsafe fn execute_gpu(
+    unsafe fn run_gpu(
         &self,
         engine: &GpuEngine,
         plan: &GpuPlan,
         stream: &Stream,
-        io: &ScanIo,
-        req: &RawScan,
+        arrays: &ScanArrays,
         workspace: Option<Workspace>,
     ) -> Result<()> {
+        let (model, n, shape) = (self.operator.model(), self.n, &self.shape);
         let dev = &engine.device;
         let _current = dev.enter()?;
         dev.take_fault()?;
-        if self.n == 0 {
+        if n == 0 {
             return Ok(());
         }
         let raw_stream = stream.raw() as CUstream;
         if !stream.verified() {
             dev.check_stream(raw_stream)?;
         }
-        if !io.known_buffers {
-            dev.check_device_range(req.input, req.input_bytes(), "input")?;
-            dev.check_device_range(req.output, req.output_bytes(), "output")?;
+        if !arrays.known_arrays {
+            for (&addr, layout) in arrays.inputs.iter().zip(model.inputs()) {
+                dev.check_device_range(addr, n * layout.size as u64, "input")?;
+            }
+            for (&addr, layout) in arrays.outputs.iter().zip(model.outputs()) {
+                dev.check_device_range(addr, n * layout.size as u64, "output")?;
+            }
         }
-        if self.desc.segments.has_data() && !io.known_segments {
-            dev.check_device_range(req.segments, req.segment_bytes(&self.desc), "segment data")?;
+        if shape.segments.has_data() && !arrays.known_segments {
+            let bytes = shape.segments.data_bytes(n).unwrap_or(0);
+            dev.check_device_range(arrays.segments, bytes, "segment data")?;
         }
-        check_overlaps(req, &self.desc)?;
+        check_overlaps(model, arrays, n, shape)?;
 
-        let flags = plan.flags | address_flags(req, &self.desc);
-        let mut params = ScanParams {
-            input: req.input,
-            output: req.output,
-            heads: segment_param(&self.desc.segments, req.segments),
+        let init = shape.init.unwrap_or_default();
+        let scan = ScanParams {
+            input: arrays.inputs[0],
+            output: arrays.outputs[0],
+            heads: segment_param(&shape.segments, arrays.segments),
             report: dev.faults.device,
-            n: self.n as i64,
-            init_bits: plan.init_bits,
-            flags,
+            n: n as i64,
+            init_bits: init.words[0],
+            flags: plan.flags | address_flags(arrays, model, n, shape),
             ..Default::default()
         };
-        launch_kernels(
-            dev,
-            &KernelLaunch {
-                kernels: &plan.kernels,
-                algorithm: self.algorithm,
-                tiles: &plan.tiles,
-                label: CallLabel::Builtin {
-                    op: self.desc.op.describe(),
-                    input: self.input.describe(),
-                    output: self.output.describe(),
-                },
-                n: self.n,
-            },
-            raw_stream,
-            &mut params,
-            workspace,
-        )
-    }
-}
-
-/// The parameter buffer of a scan kernel: `ScanParams`, or `ScanParams` followed by a
-/// user-defined operator's own (`contract::OperatorLaunch`).
-pub(crate) trait KernelParams: Copy {
-    fn scan(&mut self) -> &mut ScanParams;
-}
-impl KernelParams for ScanParams {
-    fn scan(&mut self) -> &mut ScanParams {
-        self
-    }
-}
-impl KernelParams for contract::OperatorLaunch {
-    fn scan(&mut self) -> &mut ScanParams {
-        &mut self.scan
-    }
-}
-
-/// How many tiles a scan of `n` elements has on each single-pass kernel of its set, and
-/// the look-back slots that serve every one of them. The plan sizes workspaces with it
-/// and the launch takes its kernel's tile count from it, so a workspace scanrt sized
-/// holds the tiles of whichever kernel runs, whatever the tile shapes.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct TileCounts {
-    /// Tiles of the register-staged kernel (also the matrix scan's: same tiles).
-    pub register_staged: u64,
-    /// Tiles of the one-wave kernel, where the set has one.
-    pub wave: Option<u64>,
-    /// Tiles of the bulk-copy kernel, where the set has one.
-    pub bulk: Option<u64>,
-    /// Bytes of the carried value (the status slots' size follows from it).
-    pub value_bytes: usize,
-}
-
-impl TileCounts {
-    /// The counts for a scan of `n` elements on `kernels`, carrying `value_bytes`-byte
-    /// values; `LengthOverflow` where a launch could not address the tiles.
-    pub fn new(kernels: &ScanKernels, n: u64, value_bytes: usize) -> Result<TileCounts> {
-        let shape = &kernels.shape;
-        let tiles_of = |elems: u64| n.div_ceil(elems.max(1));
-        let counts = TileCounts {
-            register_staged: tiles_of(shape.tile_elems()),
-            wave: kernels
-                .get(KernelKind::SinglePassWave)
-                .map(|_| tiles_of(shape.wave_tile_elems())),
-            bulk: kernels
-                .get(KernelKind::SinglePassBulk)
-                .map(|_| tiles_of(shape.bulk_tile_elems())),
-            value_bytes,
+        let launch = KernelLaunch {
+            kernels: &plan.kernels,
+            algorithm: self.algorithm,
+            tiles: &plan.tiles,
+            label: model.label(),
+            n,
         };
-        // Tile ids and tickets are 32-bit on the device.
-        if counts.slots() > i32::MAX as u64 {
-            bail!(
-                LengthOverflow,
-                "n = {n} needs {} tiles, more than one launch can address",
-                counts.slots()
-            );
-        }
-        Ok(counts)
-    }
-
-    /// Status slots a workspace needs: the most tiles any kernel of the set may draw.
-    pub fn slots(&self) -> u64 {
-        self.register_staged
-            .max(self.wave.unwrap_or(0))
-            .max(self.bulk.unwrap_or(0))
-    }
-
-    /// Bytes of look-back workspace (0 for a one-tile scan, which needs none).
-    pub fn workspace_bytes(&self) -> usize {
-        if self.register_staged > 1 {
-            lookback_bytes(self.value_bytes, self.slots())
+        // The parameter buffer is what the model's kernels were compiled for, with the
+        // addresses checked above.
+        if model.takes_operator_params() {
+            let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
+            let params = OperatorLaunch {
+                scan,
+                operator: OperatorParams {
+                    input1: at(arrays.inputs, 1),
+                    input2: at(arrays.inputs, 2),
+                    input3: at(arrays.inputs, 3),
+                    output1: at(arrays.outputs, 1),
+                    init,
+                },
+            };
+            launch_kernels(dev, &launch, raw_stream, &mut { params }, workspace)
         } else {
-            0
+            launch_kernels(dev, &launch, raw_stream, &mut { scan }, workspace)
         }
     }
-}
-
-/// What the launch of a planned scan needs to know.
-pub(crate) struct KernelLaunch<'a> {
-    pub kernels: &'a Arc<ScanKernels>,
-    pub algorithm: Algorithm,
-    pub tiles: &'a TileCounts,
-    /// What the call scans, as a later fault report names it, and its length.
-    pub label: CallLabel,
-    pub n: u64,
-}
-
-/// Launches a scan whose addresses are checked and whose `params` are filled in except for
-/// the workspace: picks the workspace (the caller's, the graph's or the stream's pooled
-/// one) and the kernel, and queues it on `raw_stream`. A workspace too small for the
-/// kernel is refused here, before anything is queued.
-///
-/// # Safety
-/// `params` must be what `launch.kernels` were compiled for, with valid addresses.
-pub(crate) unsafe fn launch_kernels<P: KernelParams>(
-    dev: &GpuDevice,
-    launch: &KernelLaunch,
-    raw_stream: CUstream,
-    params: &mut P,
-    workspace: Option<Workspace>,
-) -> Result<()> {
-    let kernels = launch.kernels;
-    let tiles = launch.tiles;
-    let flags = params.scan().flags;
-    let single_pass = kernels.get(KernelKind::SinglePass).expect("every kernel set has one");
-    if tiles.register_staged == 1 {
-        // One block, no look-back state: the same for every algorithm.
-        return single_pass.launch(1, raw_stream, params);
-    }
-
-    let acc_size = tiles.value_bytes;
-    // `_pooled` keeps a pooled workspace from being freed until the launch is queued.
-    let (ws, slots, _pooled) = match workspace {
-        Some(ws) => {
-            dev.check_workspace(ws)?;
-            (ws.ptr, lookback_slots(acc_size, ws.bytes), None)
-        }
-        None => match driver::capture_graph(raw_stream)? {
-            // A captured scan gets a workspace of its own that the graph keeps alive,
-            // so that replays never share one with plain calls or with each other.
-            Some(graph) => {
-                let bytes = tiles.workspace_bytes();
-                let ptr =
-                    graph_workspace::for_graph(graph, bytes, kernels.clone(), dev.faults.clone(), dev.ctx.clone())?;
-                (ptr, lookback_slots(acc_size, bytes), None)
-            }
-            None => {
-                let pooled = dev.workspaces.for_stream(raw_stream, acc_size, tiles.slots())?;
-                (pooled.ptr, lookback_slots(acc_size, pooled.bytes), Some(pooled))
-            }
-        },
-    };
-    if slots < tiles.slots() {
-        // Only a caller's workspace can get here: scanrt sizes its own from `tiles`.
-        bail!(
-            BufferTooSmall,
-            "workspace of {} bytes holds {slots} tiles; this scan needs {} bytes ({} tiles)",
-            workspace.map_or(0, |w| w.bytes),
-            tiles.workspace_bytes(),
-            tiles.slots()
-        );
-    }
-    params.scan().workspace = ws;
-    params.scan().status_capacity = slots as i64;
-    params.scan().call = dev.calls.record(launch.label.clone(), launch.n, raw_stream as usize);
-
-    if launch.algorithm == Algorithm::Matrix {
-        // Reduce, scan the tile sums, scan the tiles. The tile sums (accumulators, or
-        // (value, head) pairs of at most 16 bytes) live in the slot area (8 or 16
-        // bytes per tile), which the last kernel zeroes again.
-        let grid = tiles.register_staged as u32;
-        for (kind, grid) in [
-            (KernelKind::MatrixReduce, grid),
-            (KernelKind::MatrixScanSums, 1),
-            (KernelKind::MatrixScanTiles, grid),
-        ] {
-            let kernel = kernels.get(kind).expect("every kernel set has the matrix scan");
-            kernel.launch(grid, raw_stream, params)?;
-        }
-        return Ok(());
-    }
-
-    let aligned = flags & contract::FLAG_VECTOR_IN != 0 && flags & contract::FLAG_VECTOR_OUT != 0;
-    // A deterministic scan's association order is the tile shape's, so its kernel may
-    // depend on n alone, not on alignment or on the SM count that decides what fits
-    // in one wave.
-    let deterministic = flags & contract::FLAG_DETERMINISTIC != 0;
-    // Scans whose tiles all fit on the device at once take the one-wave kernel (one
-    // block per tile); large ones stream through the bulk-copy kernel where there is
-    // one (from two of its tiles: it has no one-tile path).
-    let wave = kernels.get(KernelKind::SinglePassWave).zip(tiles.wave);
-    let bulk = kernels.get(KernelKind::SinglePassBulk).zip(tiles.bulk);
-    let (kernel, kernel_tiles, persistent) = match (wave, bulk) {
-        (Some((wave, wave_tiles)), _)
-            if aligned && !deterministic && wave_tiles <= wave_max_tiles(wave.resident_blocks) =>
-        {
-            (wave, wave_tiles, false)
-        }
-        (_, Some((bulk, bulk_tiles))) if tiles.register_staged >= kernels.shape.bulk_min_tiles && bulk_tiles >= 2 => {
-            (bulk, bulk_tiles, kernels.shape.persistent)
-        }
-        _ => (single_pass, tiles.register_staged, kernels.shape.persistent),
-    };
-    let grid = if persistent {
-        kernel_tiles.min(kernel.resident_blocks as u64)
-    } else {
-        kernel_tiles
-    };
-    kernel.launch(grid as u32, raw_stream, params)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::contract::*;
+    use crate::scan::desc::ScanDesc;
     use crate::tables::Op;
+    use crate::types::DType;
 
     /// The choice for a built-in scan of `output` values, as `ScanPlan::new` makes it.
     fn choose(desc: &ScanDesc, output: DType) -> (Algorithm, ChoiceReason) {
@@ -536,11 +388,21 @@ mod tests {
 
     #[test]
     fn vector_flags_follow_the_traversal() {
-        let req = |input: u64, output: u64, segments: u64, n: u64| RawScan {
-            segments,
-            ..RawScan::new(input, DType::U32, output, DType::U32, n)
+        // (input, output, segments, n) of a u32 sum.
+        type Req = (u64, u64, u64, u64);
+        let req = |input: u64, output: u64, segments: u64, n: u64| -> Req { (input, output, segments, n) };
+        let model = BuiltinOperator::new(Op::Sum, DType::U32, DType::U32);
+        let flags = |&(input, output, segments, n): &Req, d: &ScanDesc, a: Algorithm| {
+            let shape = d.shape(DType::U32).unwrap();
+            let arrays = ScanArrays {
+                inputs: &[input],
+                outputs: &[output],
+                segments,
+                known_arrays: false,
+                known_segments: false,
+            };
+            shape_flags(&shape, a) | address_flags(&arrays, &model, n, &shape)
         };
-        let flags = |r: &RawScan, d: &ScanDesc, a: Algorithm| shape_flags(d, a) | address_flags(r, d);
         let forward = ScanDesc::inclusive(Op::Sum);
         let backward = forward.backward();
         let vec = FLAG_VECTOR_IN | FLAG_VECTOR_OUT;

@@ -1,0 +1,176 @@
+//! The CUDA side of a user-defined operator: the translation unit that puts the user's
+//! source under `#line` directives and wraps it in the `struct Op` the kernels call, the
+//! programs of each kernel set, and compiling them without a GPU.
+
+use crate::error::Result;
+use crate::kernels::KERNEL_HEADERS;
+use crate::operator::desc::OperatorDesc;
+use crate::runtime::nvrtc::KernelSource;
+use crate::scan::kernels::{KernelKind, Program, TranslationUnit};
+use crate::scan::tuning::{operator_shape, TileShape};
+use crate::tables::Direction;
+use crate::types::DType;
+
+impl OperatorDesc {
+    /// The `struct Op` and types of the operator's translation unit: the user's source
+    /// under `#line` directives (so compiler messages cite its own lines), then the glue
+    /// the kernels call. The unit holds `kernels` (where the tile shape has them).
+    pub(crate) fn unit(&self, kernels: &[KernelKind]) -> TranslationUnit {
+        let OperatorDesc {
+            name,
+            source,
+            state_type: state,
+            state_size: size,
+            state_align: align,
+            combine,
+            ..
+        } = self;
+        let words: Vec<String> = self
+            .identity
+            .chunks(4)
+            .map(|w| format!("0x{:08x}u", u32::from_ne_bytes(w.try_into().unwrap())))
+            .collect();
+        let words = words.join(", ");
+        let cuda = |t: &DType| t.info().cuda;
+        let slot = |types: Option<&[DType]>, i: usize| types.and_then(|t| t.get(i)).map_or("NoArray", cuda);
+        let (i, o) = (self.input_types(), self.output_types());
+        let (i0, i1, i2, i3) = (slot(i, 0), slot(i, 1), slot(i, 2), slot(i, 3));
+        let (o0, o1) = (slot(o, 0), slot(o, 1));
+        let load = self.load.as_ref().map_or(String::new(), |(f, t)| {
+            let args = ["x0", "x1", "x2", "x3"][..t.len()].join(", ");
+            format!("    static SCANRT_DEVICE T load(long long i, {i0} x0, {i1} x1, {i2} x2, {i3} x3) {{ return ::{f}(i, {args}); }}\n")
+        });
+        let store = self.store.as_ref().map_or(String::new(), |(f, t)| {
+            let args = ["y0", "y1"][..t.len()].join(", ");
+            format!("    static SCANRT_DEVICE void store(const T& s, {o0}& y0, {o1}& y1) {{ ::{f}(s, {args}); }}\n")
+        });
+        // The glue calls the user's functions by their global names (`::f`): a user
+        // function named `combine`, `load` or `store` would otherwise resolve to the
+        // glue's own member and recurse.
+        let definitions = format!(
+            r#"#line 1 "{name}"
+{source}
+#line 1 "scanrt operator glue"
+static_assert(sizeof({state}) == {size}, "scanrt: sizeof({state}) differs from the state_size the host declared ({size})");
+static_assert(alignof({state}) == {align}, "scanrt: alignof({state}) differs from the state_align the host declared ({align})");
+struct Op {{
+    typedef {state} T;
+    static const bool COMMUTATIVE = false;
+    static SCANRT_DEVICE T identity() {{
+        const u32 words[] = {{{words}}};
+        T t;
+        memcpy(&t, words, sizeof(T));
+        return t;
+    }}
+    static SCANRT_DEVICE T combine(T a, T b) {{ return ::{combine}(a, b); }}
+{load}{store}}};
+typedef {state} In;
+"#
+        );
+        let (source_type, source) = if self.load.is_some() {
+            (
+                format!("Gather<Op, {i0}, {i1}, {i2}, {i3}>"),
+                format!("Src{{(const {i0}*)input, (const {i1}*)input1, (const {i2}*)input2, (const {i3}*)input3, 0}}"),
+            )
+        } else {
+            ("const In*".into(), "(const In*)input".into())
+        };
+        let (destination_type, destination) = if self.store.is_some() {
+            (
+                format!("Scatter<Op, {o0}, {o1}>"),
+                format!("Dst{{({o0}*)output, ({o1}*)output1}}"),
+            )
+        } else {
+            ("Acc*".into(), "(Acc*)output".into())
+        };
+        TranslationUnit {
+            definitions,
+            source_type,
+            source,
+            destination_type,
+            destination,
+            extra_params: ", SCANRT_OPERATOR_PARAMS",
+            init: if *size <= 8 {
+                "init_bits"
+            } else {
+                "(unsigned long long)&init"
+            },
+            kernels: kernels.to_vec(),
+        }
+    }
+}
+
+/// The programs of an operator's kernel set for one direction and segmentation on
+/// `sm_<arch>` (the matrix scan's set, or the single pass's), with its tile shape.
+///
+/// The single pass's kernels compile as one program each, on parallel threads
+/// (`ScanKernels::load`): its register-staged kernel alone takes most of a set's compile
+/// time, so a new operator's first set is ready in about the time of that one kernel.
+/// The matrix scan's set (its three kernels, and the single pass for one-tile scans) is
+/// compiled on first use, as one program.
+pub(crate) fn kernel_programs(
+    desc: &OperatorDesc,
+    arch: i32,
+    direction: Direction,
+    segmented: bool,
+    matrix: bool,
+) -> (Vec<Program>, TileShape) {
+    use KernelKind::*;
+    let shape = operator_shape(
+        arch,
+        desc.state_size,
+        desc.plain_arrays(),
+        segmented,
+        desc.bulk_element_bytes(),
+    );
+    let groups: &[&[KernelKind]] = if matrix {
+        // A scan of one tile runs the single pass whatever the algorithm.
+        &[&[SinglePass, MatrixReduce, MatrixScanSums, MatrixScanTiles]]
+    } else if desc.plain_arrays() {
+        &[&[SinglePass], &[SinglePassBulk], &[SinglePassWave]]
+    } else {
+        // The one-wave kernel scans plain arrays only.
+        &[&[SinglePass], &[SinglePassBulk]]
+    };
+    let programs = groups
+        .iter()
+        .filter_map(|&kernels| {
+            let unit = desc.unit(kernels);
+            let kernels: Vec<KernelKind> = kernels.iter().copied().filter(|&k| unit.has(k, &shape)).collect();
+            let name = format!(
+                "operator {} {direction:?} segmented={segmented} {kernels:?} {shape:?}",
+                desc.name
+            );
+            (!kernels.is_empty()).then(|| Program {
+                source: KernelSource {
+                    name,
+                    text: unit.text(&shape, direction, segmented),
+                    headers: KERNEL_HEADERS,
+                },
+                kernels,
+            })
+        })
+        .collect();
+    (programs, shape)
+}
+
+/// Compiles every kernel set of the operator `desc` (both directions, segmented or not,
+/// single pass and matrix scan) with NVRTC for `sm_<arch>`, without a GPU, through the
+/// disk cache; returns the images' total size. A bad source fails with `CompileError` and
+/// the compiler's log.
+pub fn compile_operator(desc: &OperatorDesc, arch: i32) -> Result<usize> {
+    desc.check()?;
+    let nvrtc = crate::runtime::nvrtc::Nvrtc::load()?;
+    let target = nvrtc.target_for(arch)?;
+    let mut bytes = 0;
+    for direction in [Direction::Forward, Direction::Backward] {
+        for segmented in [false, true] {
+            for matrix in [false, true] {
+                for program in kernel_programs(desc, arch, direction, segmented, matrix).0 {
+                    bytes += nvrtc.compile_cached(&program.source, target)?.len();
+                }
+            }
+        }
+    }
+    Ok(bytes)
+}

@@ -1,0 +1,309 @@
+//! User-defined operators: a state type and an associative combine written in CUDA C++,
+//! handed over at run time, compiled by NVRTC once (or loaded from the disk cache) and
+//! scanned by the same kernels and look-back as the built-in operators.
+//!
+//! An operator names, in its source:
+//! * the state type (any trivially copyable type of 4 to `MAX_STATE_BYTES` bytes, a
+//!   multiple of 4; its size and alignment are checked against what the host declares);
+//! * `__device__ State combine(State a, State b)`, associative, `a` first in sequence
+//!   order (it need not commute);
+//! * optionally a transform: `__device__ State load(int64_t i, I0 x0, ...)` building
+//!   element i from up to four input arrays of built-in types, and `__device__ void store(const
+//!   State& s, O0& y0, ...)` writing each result to up to two output arrays. Without
+//!   them the scan reads and writes arrays of states.
+//!
+//! The identity comes as bytes. An operator may also bring host functions, which the
+//! host backend runs; without them it refuses with `UnsupportedCombination`.
+//!
+//! Kernel sets are compiled per direction, segmentation and algorithm family (single
+//! pass, or the matrix scan) on first use and belong to the operator: dropping it unloads
+//! them.
+//!
+//! Files: `desc` (the description and its checks), `glue` (the CUDA translation unit and
+//! its programs), `host` (the host backend's scan); this one holds the operator object and
+//! its model for the scan plan (`scan::operator_model`), through which its scans run like
+//! any other.
+
+mod desc;
+mod glue;
+mod host;
+
+use std::sync::Arc;
+
+pub use desc::{HostCombine, HostLoad, HostOperator, HostStore, OperatorDesc, OperatorScan};
+pub use glue::compile_operator;
+
+use crate::buffer::Buffer;
+use crate::context::Context;
+use crate::engine::{Engine, GpuEngine};
+use crate::error::{bail, Result};
+use crate::runtime::calls::CallLabel;
+use crate::runtime::device::GpuDevice;
+use crate::runtime::workspace::Workspace;
+use crate::runtime::Memo;
+use crate::scan::desc::{ScanShape, Segments};
+use crate::scan::kernels::ScanKernels;
+use crate::scan::operator_model::{ArrayLayout, OperatorModel, ScanArrays};
+use crate::scan::plan::{PlanOperator, ScanPlan};
+use crate::scan::ScanInfo;
+use crate::stream::Stream;
+use crate::tables::{Algorithm, Direction};
+use crate::types::DType;
+
+/// A compiled user-defined operator of one context. Cheap to clone; scans may run from
+/// any number of threads.
+#[derive(Clone)]
+pub struct Operator {
+    inner: Arc<OperatorInner>,
+}
+
+/// The operator as scan plans see it (`OperatorModel`).
+struct OperatorInner {
+    ctx: Context,
+    desc: OperatorDesc,
+    /// The layout of each input and output array, derived from `desc` once.
+    inputs: Vec<ArrayLayout>,
+    outputs: Vec<ArrayLayout>,
+    /// `desc.name`, shared with the call log that names a faulting call.
+    name: Arc<str>,
+    /// The kernel sets compiled so far, by (direction, segmented, matrix): the single-pass
+    /// kernels and the matrix scan's are compiled apart, each on first use.
+    kernel_sets: Memo<(Direction, bool, bool), Arc<ScanKernels>>,
+}
+
+impl Context {
+    /// Creates a user-defined operator. On a GPU context its forward kernel set is
+    /// compiled (or loaded from the disk cache) now, so a bad source fails here, with
+    /// `CompileError` and the compiler's log citing the operator's own lines.
+    pub fn create_operator(&self, desc: OperatorDesc) -> Result<Operator> {
+        desc.check()?;
+        let inner = OperatorInner {
+            ctx: self.clone(),
+            inputs: desc.array_layouts(desc.input_types()),
+            outputs: desc.array_layouts(desc.output_types()),
+            name: desc.name.as_str().into(),
+            desc,
+            kernel_sets: Memo::default(),
+        };
+        if let Engine::Gpu(engine) = self.engine() {
+            inner.kernel_set(&engine.device, Direction::Forward, false, false)?;
+        }
+        Ok(Operator { inner: Arc::new(inner) })
+    }
+}
+
+impl OperatorInner {
+    /// The kernel set for one direction, segmentation and algorithm family, compiled on
+    /// first use.
+    fn kernel_set(
+        &self,
+        dev: &GpuDevice,
+        direction: Direction,
+        segmented: bool,
+        matrix: bool,
+    ) -> Result<Arc<ScanKernels>> {
+        self.kernel_sets.get_or_try_init(&(direction, segmented, matrix), || {
+            let desc = &self.desc;
+            let (programs, shape) = glue::kernel_programs(desc, dev.arch, direction, segmented, matrix);
+            ScanKernels::load(dev, &programs, shape, desc.bulk_element_bytes())
+        })
+    }
+}
+
+impl OperatorModel for OperatorInner {
+    fn subject(&self) -> String {
+        format!("operator {}", self.desc.name)
+    }
+
+    fn label(&self) -> CallLabel {
+        CallLabel::Operator(self.name.clone())
+    }
+
+    fn state_bytes(&self) -> usize {
+        self.desc.state_size
+    }
+
+    fn inputs(&self) -> &[ArrayLayout] {
+        &self.inputs
+    }
+
+    fn outputs(&self) -> &[ArrayLayout] {
+        &self.outputs
+    }
+
+    /// A user operator may depend on association order.
+    fn order_sensitive(&self) -> bool {
+        true
+    }
+
+    /// The initial state's length was checked when the scan became a shape
+    /// (`OperatorScan::shape`).
+    fn check_shape(&self, _shape: &ScanShape) -> Result<()> {
+        Ok(())
+    }
+
+    fn kernels(
+        &self,
+        engine: &GpuEngine,
+        shape: &ScanShape,
+        algorithm: Algorithm,
+        _n: u64,
+    ) -> Result<Arc<ScanKernels>> {
+        if shape.algorithm == Algorithm::Host {
+            bail!(
+                InvalidArgument,
+                "Algorithm::Host is reported, not requested; create a host context instead"
+            );
+        }
+        let segmented = shape.segments != Segments::None;
+        self.kernel_set(
+            &engine.device,
+            shape.direction,
+            segmented,
+            algorithm == Algorithm::Matrix,
+        )
+    }
+
+    fn takes_operator_params(&self) -> bool {
+        true
+    }
+
+    unsafe fn scan_on_host(&self, arrays: &ScanArrays, n: u64, shape: &ScanShape) -> Result<()> {
+        let Some(host) = &self.desc.host else {
+            bail!(
+                UnsupportedCombination,
+                "operator {} has no host functions, so the host backend cannot run it",
+                self.desc.name
+            );
+        };
+        host::scan(&self.desc, host, &self.inputs, &self.outputs, arrays, n, shape);
+        Ok(())
+    }
+}
+
+impl Operator {
+    /// What the operator was created from.
+    pub fn desc(&self) -> &OperatorDesc {
+        &self.inner.desc
+    }
+
+    /// The context the operator belongs to.
+    pub fn context(&self) -> &Context {
+        &self.inner.ctx
+    }
+
+    /// Plans a scan of `n` elements with this operator as `scan` says: validates it,
+    /// chooses the algorithm and, on a GPU, loads its kernels (compiling them on first
+    /// use) and sizes its workspace. The plan runs with [`Operator::scan_raw`]'s arrays.
+    pub fn plan(&self, n: u64, scan: &OperatorScan) -> Result<ScanPlan> {
+        let shape = scan.shape(&self.inner.desc)?;
+        ScanPlan::new(&self.inner.ctx, PlanOperator::User(self.inner.clone()), n, shape)
+    }
+
+    /// Scans `n` elements of device arrays (host arrays on a host context): `inputs` are
+    /// the load's input arrays in order (one array of states without a load), `outputs`
+    /// the store's (one array of states without a store), `segments` the segment data of
+    /// a segmented scan (0 otherwise). Outputs may be exactly an input (in place) or
+    /// disjoint from every input. Asynchronous on `stream` for the GPU.
+    ///
+    /// # Safety
+    /// As [`crate::ScanPlan::execute`]: on the host backend every address must be valid for
+    /// `n` elements; on a GPU the driver checks the ranges, but they must stay allocated
+    /// until the scan completes.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn scan_raw(
+        &self,
+        stream: &Stream,
+        inputs: &[u64],
+        outputs: &[u64],
+        n: u64,
+        segments: u64,
+        scan: &OperatorScan,
+        workspace: Option<Workspace>,
+    ) -> Result<ScanInfo> {
+        let arrays = ScanArrays {
+            inputs,
+            outputs,
+            segments,
+            known_arrays: false,
+            known_segments: false,
+        };
+        self.plan(n, scan)?.run(stream, &arrays, workspace)
+    }
+
+    /// Scans buffers of the operator's context: `inputs` of the load's types (or one
+    /// `U8` buffer of states), `outputs` likewise. The scan covers the first output's
+    /// elements; every other buffer must hold at least as many.
+    pub fn scan(
+        &self,
+        stream: &Stream,
+        inputs: &[&Buffer],
+        outputs: &[&Buffer],
+        scan: &OperatorScan,
+    ) -> Result<ScanInfo> {
+        let (inputs, outputs, n) = self.buffer_arrays(inputs, outputs)?;
+        let arrays = ScanArrays {
+            inputs: &inputs,
+            outputs: &outputs,
+            segments: 0,
+            known_arrays: true,
+            known_segments: false,
+        };
+        // SAFETY: every address is a live buffer of this context holding n elements.
+        unsafe { self.plan(n, scan)?.run(stream, &arrays, None) }
+    }
+
+    /// The workspace bytes `scan_raw` needs for `n` elements with `scan` (0 when none
+    /// is needed: one tile, or the host backend). Compiles the kernel set on first use.
+    pub fn workspace_bytes(&self, n: u64, scan: &OperatorScan) -> Result<usize> {
+        Ok(self.plan(n, scan)?.workspace_bytes())
+    }
+
+    /// The addresses of buffers passed as an operator's arrays, checked for type, owner
+    /// and length, and the scan's length (the first output's elements).
+    pub(crate) fn buffer_arrays(&self, inputs: &[&Buffer], outputs: &[&Buffer]) -> Result<(Vec<u64>, Vec<u64>, u64)> {
+        let desc = &self.inner.desc;
+        // Elements of `buffer` as array `i` of `types` (a U8 buffer of states without types).
+        let elements = |buffer: &Buffer, types: Option<&[DType]>, i: usize, what: &str| -> Result<u64> {
+            self.inner.ctx.check_buffer_owner(buffer)?;
+            let want = types.map_or(DType::U8, |t| t.get(i).copied().unwrap_or(DType::U8));
+            if buffer.dtype() != want {
+                bail!(
+                    InvalidArgument,
+                    "{what} {i} of operator {} must be a {} buffer, not {}",
+                    desc.name,
+                    want.c_name(),
+                    buffer.dtype().c_name()
+                );
+            }
+            Ok(if types.is_some() {
+                buffer.len()
+            } else {
+                buffer.len() / desc.state_size as u64
+            })
+        };
+        let Some(first) = outputs.first() else {
+            bail!(InvalidArgument, "operator {}: no output array", desc.name);
+        };
+        let n = elements(first, desc.output_types(), 0, "output")?;
+        let addresses = |buffers: &[&Buffer], types: Option<&[DType]>, what: &str| -> Result<Vec<u64>> {
+            let mut addrs = Vec::new();
+            for (i, b) in buffers.iter().enumerate() {
+                if elements(b, types, i, what)? < n {
+                    bail!(
+                        BufferTooSmall,
+                        "{what} {i} of operator {} holds fewer than {n} elements",
+                        desc.name
+                    );
+                }
+                addrs.push(b.addr());
+            }
+            Ok(addrs)
+        };
+        Ok((
+            addresses(inputs, desc.input_types(), "input")?,
+            addresses(outputs, desc.output_types(), "output")?,
+            n,
+        ))
+    }
+}

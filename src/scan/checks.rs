@@ -1,0 +1,157 @@
+//! The checks every scan passes, whatever its operator: its shape when it is planned,
+//! its addresses (and their overlaps) when it runs.
+
+use crate::error::{bail, Result};
+use crate::scan::desc::ScanShape;
+use crate::scan::operator_model::{ArrayLayout, OperatorModel, ScanArrays};
+
+/// The checks of a scan's shape, at plan time: the operator's own (types, initial
+/// state), the segment form, and lengths that fit the address space.
+pub(crate) fn validate_shape(model: &dyn OperatorModel, n: u64, shape: &ScanShape) -> Result<()> {
+    model.check_shape(shape)?;
+    shape.segments.check()?;
+    let max_bytes = isize::MAX as u64;
+    let fits = |layout: &ArrayLayout| n.checked_mul(layout.size as u64).is_some_and(|b| b <= max_bytes);
+    if !model.inputs().iter().chain(model.outputs()).all(fits) {
+        bail!(LengthOverflow, "n = {n} elements overflows the address space");
+    }
+    if !shape.segments.data_bytes(n).is_some_and(|b| b <= max_bytes) {
+        bail!(LengthOverflow, "segment data for n = {n} elements overflows");
+    }
+    Ok(())
+}
+
+/// The checks of a scan's addresses that need no device, at run time (after
+/// [`validate_shape`]): one address per array of the operator, no NULLs, no ranges that
+/// wrap around, aligned elements, segment data exactly when the shape asks for it. On
+/// success the ranges are well formed.
+pub(crate) fn validate_addresses(
+    model: &dyn OperatorModel,
+    arrays: &ScanArrays,
+    n: u64,
+    shape: &ScanShape,
+) -> Result<()> {
+    let (inputs, outputs) = (model.inputs(), model.outputs());
+    if arrays.inputs.len() != inputs.len() || arrays.outputs.len() != outputs.len() {
+        bail!(
+            InvalidArgument,
+            "{} reads {} and writes {} arrays; the call passed {} and {}",
+            model.subject(),
+            inputs.len(),
+            outputs.len(),
+            arrays.inputs.len(),
+            arrays.outputs.len()
+        );
+    }
+    let segmented = shape.segments.has_data();
+    if !segmented && arrays.segments != 0 {
+        bail!(
+            InvalidArgument,
+            "segment data was passed but the segments ({}) have none",
+            shape.segments.c_name()
+        );
+    }
+    if n == 0 {
+        return Ok(());
+    }
+    for (&addr, layout) in arrays
+        .inputs
+        .iter()
+        .chain(arrays.outputs)
+        .zip(inputs.iter().chain(outputs))
+    {
+        if addr == 0 {
+            bail!(
+                NullArgument,
+                "{}: array addresses must not be NULL when n > 0",
+                model.subject()
+            );
+        }
+        if n.checked_mul(layout.size as u64)
+            .and_then(|b| addr.checked_add(b))
+            .is_none()
+        {
+            bail!(
+                LengthOverflow,
+                "an array of n = {n} elements wraps around the address space"
+            );
+        }
+        if addr % layout.align as u64 != 0 {
+            bail!(
+                InvalidArgument,
+                "{}: arrays must be aligned to their elements ({} bytes)",
+                model.subject(),
+                layout.align
+            );
+        }
+    }
+    if segmented {
+        if arrays.segments == 0 {
+            bail!(
+                NullArgument,
+                "a segmented scan needs its segment flags or keys (NULL given)"
+            );
+        }
+        if arrays
+            .segments
+            .checked_add(shape.segments.data_bytes(n).unwrap_or(u64::MAX))
+            .is_none()
+        {
+            bail!(LengthOverflow, "segment data for n = {n} elements overflows");
+        }
+        if arrays.segments % shape.segments.alignment() != 0 {
+            bail!(
+                InvalidArgument,
+                "segment data must be aligned to {} bytes for {}",
+                shape.segments.alignment(),
+                shape.segments.c_name()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The overlap rules of arrays that passed [`validate_addresses`]: every output is
+/// exactly one input (same start and element size: in place) or disjoint from all of
+/// them, outputs are disjoint, and segment data never overlaps an output (the scan reads
+/// flags or neighbouring keys after other tiles were written). Checked after the
+/// backend's own range checks, so that an output shorter than `n` elements is reported
+/// as too small, not as overlapping whatever the allocator placed behind it.
+pub(crate) fn check_overlaps(model: &dyn OperatorModel, arrays: &ScanArrays, n: u64, shape: &ScanShape) -> Result<()> {
+    let bytes = |layout: &ArrayLayout| n * layout.size as u64;
+    let (inputs, outputs) = (model.inputs(), model.outputs());
+    for (o, (&out, out_layout)) in arrays.outputs.iter().zip(outputs).enumerate() {
+        let out_bytes = bytes(out_layout);
+        for (&input, in_layout) in arrays.inputs.iter().zip(inputs) {
+            let exact = input == out && in_layout.size == out_layout.size;
+            if !exact && overlaps(input, bytes(in_layout), out, out_bytes) {
+                bail!(
+                    PartialOverlap,
+                    "{}: output {o} overlaps an input without being the same range (only exact in-place scans are allowed)",
+                    model.subject()
+                );
+            }
+        }
+        for (&other, other_layout) in arrays.outputs.iter().zip(outputs).skip(o + 1) {
+            if overlaps(other, bytes(other_layout), out, out_bytes) {
+                bail!(PartialOverlap, "{}: the outputs overlap", model.subject());
+            }
+        }
+        if shape.segments.has_data()
+            && overlaps(
+                arrays.segments,
+                shape.segments.data_bytes(n).unwrap_or(0),
+                out,
+                out_bytes,
+            )
+        {
+            bail!(PartialOverlap, "the segment flags or keys overlap output {o}");
+        }
+    }
+    Ok(())
+}
+
+/// Whether the byte ranges `[a, a + a_bytes)` and `[b, b + b_bytes)` share a byte.
+pub(crate) fn overlaps(a: u64, a_bytes: u64, b: u64, b_bytes: u64) -> bool {
+    a < b + b_bytes && b < a + a_bytes
+}

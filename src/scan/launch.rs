@@ -1,0 +1,208 @@
+//! The launch of a planned scan: how many tiles each kernel of its set has (and so the
+//! workspace that serves every one of them), which workspace it gets (the caller's, the
+//! graph's or the stream's pooled one), and which kernel runs it.
+
+use std::sync::Arc;
+
+use cudarc::driver::sys::CUstream;
+
+use crate::contract::{self, ScanParams};
+use crate::error::{bail, Result};
+use crate::runtime::calls::CallLabel;
+use crate::runtime::device::GpuDevice;
+use crate::runtime::driver;
+use crate::runtime::graph_workspace;
+use crate::runtime::workspace::{lookback_bytes, lookback_slots, Workspace};
+use crate::scan::kernels::{KernelKind, ScanKernels};
+use crate::scan::tuning::wave_max_tiles;
+use crate::tables::Algorithm;
+
+/// The parameter buffer of a scan kernel: `ScanParams`, or `ScanParams` followed by a
+/// user-defined operator's own (`contract::OperatorLaunch`).
+pub(crate) trait KernelParams: Copy {
+    fn scan(&mut self) -> &mut ScanParams;
+}
+impl KernelParams for ScanParams {
+    fn scan(&mut self) -> &mut ScanParams {
+        self
+    }
+}
+impl KernelParams for contract::OperatorLaunch {
+    fn scan(&mut self) -> &mut ScanParams {
+        &mut self.scan
+    }
+}
+
+/// How many tiles a scan of `n` elements has on each single-pass kernel of its set, and
+/// the look-back slots that serve every one of them. The plan sizes workspaces with it
+/// and the launch takes its kernel's tile count from it, so a workspace scanrt sized
+/// holds the tiles of whichever kernel runs, whatever the tile shapes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TileCounts {
+    /// Tiles of the register-staged kernel (also the matrix scan's: same tiles).
+    pub register_staged: u64,
+    /// Tiles of the one-wave kernel, where the set has one.
+    pub wave: Option<u64>,
+    /// Tiles of the bulk-copy kernel, where the set has one.
+    pub bulk: Option<u64>,
+    /// Bytes of the carried value (the status slots' size follows from it).
+    pub value_bytes: usize,
+}
+
+impl TileCounts {
+    /// The counts for a scan of `n` elements on `kernels`, carrying `value_bytes`-byte
+    /// values; `LengthOverflow` where a launch could not address the tiles.
+    pub fn new(kernels: &ScanKernels, n: u64, value_bytes: usize) -> Result<TileCounts> {
+        let shape = &kernels.shape;
+        let tiles_of = |elems: u64| n.div_ceil(elems.max(1));
+        let counts = TileCounts {
+            register_staged: tiles_of(shape.tile_elems()),
+            wave: kernels
+                .get(KernelKind::SinglePassWave)
+                .map(|_| tiles_of(shape.wave_tile_elems())),
+            bulk: kernels
+                .get(KernelKind::SinglePassBulk)
+                .map(|_| tiles_of(shape.bulk_tile_elems())),
+            value_bytes,
+        };
+        // Tile ids and tickets are 32-bit on the device.
+        if counts.slots() > i32::MAX as u64 {
+            bail!(
+                LengthOverflow,
+                "n = {n} needs {} tiles, more than one launch can address",
+                counts.slots()
+            );
+        }
+        Ok(counts)
+    }
+
+    /// Status slots a workspace needs: the most tiles any kernel of the set may draw.
+    pub fn slots(&self) -> u64 {
+        self.register_staged
+            .max(self.wave.unwrap_or(0))
+            .max(self.bulk.unwrap_or(0))
+    }
+
+    /// Bytes of look-back workspace (0 for a one-tile scan, which needs none).
+    pub fn workspace_bytes(&self) -> usize {
+        if self.register_staged > 1 {
+            lookback_bytes(self.value_bytes, self.slots())
+        } else {
+            0
+        }
+    }
+}
+
+/// What the launch of a planned scan needs to know.
+pub(crate) struct KernelLaunch<'a> {
+    pub kernels: &'a Arc<ScanKernels>,
+    pub algorithm: Algorithm,
+    pub tiles: &'a TileCounts,
+    /// What the call scans, as a later fault report names it, and its length.
+    pub label: CallLabel,
+    pub n: u64,
+}
+
+/// Launches a scan whose addresses are checked and whose `params` are filled in except for
+/// the workspace: picks the workspace (the caller's, the graph's or the stream's pooled
+/// one) and the kernel, and queues it on `raw_stream`. A workspace too small for the
+/// kernel is refused here, before anything is queued.
+///
+/// # Safety
+/// `params` must be what `launch.kernels` were compiled for, with valid addresses.
+pub(crate) unsafe fn launch_kernels<P: KernelParams>(
+    dev: &GpuDevice,
+    launch: &KernelLaunch,
+    raw_stream: CUstream,
+    params: &mut P,
+    workspace: Option<Workspace>,
+) -> Result<()> {
+    let kernels = launch.kernels;
+    let tiles = launch.tiles;
+    let flags = params.scan().flags;
+    let single_pass = kernels.get(KernelKind::SinglePass).expect("every kernel set has one");
+    if tiles.register_staged == 1 {
+        // One block, no look-back state: the same for every algorithm.
+        return single_pass.launch(1, raw_stream, params);
+    }
+
+    let acc_size = tiles.value_bytes;
+    // `_pooled` keeps a pooled workspace from being freed until the launch is queued.
+    let (ws, slots, _pooled) = match workspace {
+        Some(ws) => {
+            dev.check_workspace(ws)?;
+            (ws.ptr, lookback_slots(acc_size, ws.bytes), None)
+        }
+        None => match driver::capture_graph(raw_stream)? {
+            // A captured scan gets a workspace of its own that the graph keeps alive,
+            // so that replays never share one with plain calls or with each other.
+            Some(graph) => {
+                let bytes = tiles.workspace_bytes();
+                let ptr =
+                    graph_workspace::for_graph(graph, bytes, kernels.clone(), dev.faults.clone(), dev.ctx.clone())?;
+                (ptr, lookback_slots(acc_size, bytes), None)
+            }
+            None => {
+                let pooled = dev.workspaces.for_stream(raw_stream, acc_size, tiles.slots())?;
+                (pooled.ptr, lookback_slots(acc_size, pooled.bytes), Some(pooled))
+            }
+        },
+    };
+    if slots < tiles.slots() {
+        // Only a caller's workspace can get here: scanrt sizes its own from `tiles`.
+        bail!(
+            BufferTooSmall,
+            "workspace of {} bytes holds {slots} tiles; this scan needs {} bytes ({} tiles)",
+            workspace.map_or(0, |w| w.bytes),
+            tiles.workspace_bytes(),
+            tiles.slots()
+        );
+    }
+    params.scan().workspace = ws;
+    params.scan().status_capacity = slots as i64;
+    params.scan().call = dev.calls.record(launch.label.clone(), launch.n, raw_stream as usize);
+
+    if launch.algorithm == Algorithm::Matrix {
+        // Reduce, scan the tile sums, scan the tiles. The tile sums (accumulators, or
+        // (value, head) pairs of at most 16 bytes) live in the slot area (8 or 16
+        // bytes per tile), which the last kernel zeroes again.
+        let grid = tiles.register_staged as u32;
+        for (kind, grid) in [
+            (KernelKind::MatrixReduce, grid),
+            (KernelKind::MatrixScanSums, 1),
+            (KernelKind::MatrixScanTiles, grid),
+        ] {
+            let kernel = kernels.get(kind).expect("every kernel set has the matrix scan");
+            kernel.launch(grid, raw_stream, params)?;
+        }
+        return Ok(());
+    }
+
+    let aligned = flags & contract::FLAG_VECTOR_IN != 0 && flags & contract::FLAG_VECTOR_OUT != 0;
+    // A deterministic scan's association order is the tile shape's, so its kernel may
+    // depend on n alone, not on alignment or on the SM count that decides what fits
+    // in one wave.
+    let deterministic = flags & contract::FLAG_DETERMINISTIC != 0;
+    // Scans whose tiles all fit on the device at once take the one-wave kernel (one
+    // block per tile); large ones stream through the bulk-copy kernel where there is
+    // one (from two of its tiles: it has no one-tile path).
+    let wave = kernels.get(KernelKind::SinglePassWave).zip(tiles.wave);
+    let bulk = kernels.get(KernelKind::SinglePassBulk).zip(tiles.bulk);
+    let (kernel, kernel_tiles, persistent) = match (wave, bulk) {
+        (Some((wave, wave_tiles)), _)
+            if aligned && !deterministic && wave_tiles <= wave_max_tiles(wave.resident_blocks) =>
+        {
+            (wave, wave_tiles, false)
+        }
+        (_, Some((bulk, bulk_tiles))) if tiles.register_staged >= kernels.shape.bulk_min_tiles && bulk_tiles >= 2 => {
+            (bulk, bulk_tiles, kernels.shape.persistent)
+        }
+        _ => (single_pass, tiles.register_staged, kernels.shape.persistent),
+    };
+    let grid = if persistent {
+        kernel_tiles.min(kernel.resident_blocks as u64)
+    } else {
+        kernel_tiles
+    };
+    kernel.launch(grid as u32, raw_stream, params)
+}

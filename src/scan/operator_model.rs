@@ -1,0 +1,176 @@
+//! The one operator model every scan plan works with. A built-in operator over a type
+//! pair ([`BuiltinOperator`], a predefined description, as CUB's functors are) and a
+//! user-defined operator (`crate::operator`) both describe themselves to the plan by the
+//! same trait: the state a scan carries, the arrays it reads and writes, where its kernel
+//! sets come from, and how the host backend runs it.
+
+use std::sync::Arc;
+
+use crate::engine::GpuEngine;
+use crate::error::Result;
+use crate::runtime::calls::CallLabel;
+use crate::scan::desc::{ScanDesc, ScanShape};
+use crate::scan::kernels::{KernelSets, ScanKernels, Specialization};
+use crate::scan::RawScan;
+use crate::tables::{Algorithm, Op};
+use crate::types::{check_types, DType, InitValue};
+
+/// Element size and alignment of one array a scan reads or writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ArrayLayout {
+    pub size: usize,
+    pub align: usize,
+}
+
+impl ArrayLayout {
+    /// The layout of an array of `dtype`.
+    pub fn of(dtype: DType) -> ArrayLayout {
+        ArrayLayout {
+            size: dtype.size(),
+            align: dtype.size(),
+        }
+    }
+}
+
+/// The addresses one execution of a plan scans: device addresses on a GPU context, host
+/// addresses on the host backend.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ScanArrays<'a> {
+    /// One address per input array of the operator, in order.
+    pub inputs: &'a [u64],
+    /// One address per output array.
+    pub outputs: &'a [u64],
+    /// The segment flags or keys of a segmented scan; 0 otherwise.
+    pub segments: u64,
+    /// Inputs and outputs are scanrt buffers of the plan's context, of checked lengths,
+    /// so the driver need not be asked about them again.
+    pub known_arrays: bool,
+    /// Likewise the segment data.
+    pub known_segments: bool,
+}
+
+/// What a scan plan needs of its operator.
+pub(crate) trait OperatorModel: Send + Sync {
+    /// Names the operator in error messages: "the scan" or "operator NAME".
+    fn subject(&self) -> String;
+    /// What a fault report names the call by.
+    fn label(&self) -> CallLabel;
+    /// Bytes of the state the scan carries between tiles (its look-back slots, its
+    /// initial state).
+    fn state_bytes(&self) -> usize;
+    /// The arrays each element is read from, in order.
+    fn inputs(&self) -> &[ArrayLayout];
+    /// The arrays each result is written to, in order.
+    fn outputs(&self) -> &[ArrayLayout];
+    /// Whether the result may depend on the association order (then a determinism
+    /// promise needs the fixed-order look-back).
+    fn order_sensitive(&self) -> bool;
+    /// The checks of the scan's shape that belong to the operator (types, initial state).
+    fn check_shape(&self, shape: &ScanShape) -> Result<()>;
+    /// The kernel set that runs `algorithm` over `n` elements as `shape` says, loaded
+    /// (compiled on first use) on `engine`.
+    fn kernels(&self, engine: &GpuEngine, shape: &ScanShape, algorithm: Algorithm, n: u64) -> Result<Arc<ScanKernels>>;
+    /// Whether its kernels take `contract::OperatorParams` after `ScanParams`.
+    fn takes_operator_params(&self) -> bool;
+    /// Runs the scan on the host backend.
+    ///
+    /// # Safety
+    /// The arrays passed the plan's checks and hold `n` elements of their layouts (the
+    /// segment data as `shape.segments` says).
+    unsafe fn scan_on_host(&self, arrays: &ScanArrays, n: u64, shape: &ScanShape) -> Result<()>;
+}
+
+/// A built-in operator (`Op`) scanning `input` elements into `output` elements.
+pub(crate) struct BuiltinOperator {
+    pub op: Op,
+    pub input: DType,
+    pub output: DType,
+    layouts: [ArrayLayout; 2],
+}
+
+impl BuiltinOperator {
+    pub fn new(op: Op, input: DType, output: DType) -> BuiltinOperator {
+        BuiltinOperator {
+            op,
+            input,
+            output,
+            layouts: [ArrayLayout::of(input), ArrayLayout::of(output)],
+        }
+    }
+
+    /// The descriptor of a scan with this operator shaped as `shape`.
+    fn desc(&self, shape: &ScanShape) -> ScanDesc {
+        ScanDesc {
+            op: self.op,
+            inclusive: shape.inclusive,
+            init: shape.init.map(|init| InitValue::from_bits(self.output, init.words[0])),
+            algorithm: shape.algorithm,
+            direction: shape.direction,
+            deterministic: shape.deterministic,
+            segments: shape.segments,
+        }
+    }
+}
+
+impl OperatorModel for BuiltinOperator {
+    fn subject(&self) -> String {
+        "the scan".into()
+    }
+
+    fn label(&self) -> CallLabel {
+        CallLabel::Builtin {
+            op: self.op.describe(),
+            input: self.input.describe(),
+            output: self.output.describe(),
+        }
+    }
+
+    fn state_bytes(&self) -> usize {
+        self.output.size()
+    }
+
+    fn inputs(&self) -> &[ArrayLayout] {
+        &self.layouts[..1]
+    }
+
+    fn outputs(&self) -> &[ArrayLayout] {
+        &self.layouts[1..]
+    }
+
+    fn order_sensitive(&self) -> bool {
+        self.output.is_float() && self.op.definition().float_order_sensitive
+    }
+
+    fn check_shape(&self, _shape: &ScanShape) -> Result<()> {
+        // The initial value's type was checked when the descriptor became a shape.
+        check_types(self.input, self.output, self.op)
+    }
+
+    fn kernels(
+        &self,
+        engine: &GpuEngine,
+        shape: &ScanShape,
+        _algorithm: Algorithm,
+        n: u64,
+    ) -> Result<Arc<ScanKernels>> {
+        let dev = &engine.device;
+        let spec = Specialization::for_scan(dev.arch, self.input, self.output, &self.desc(shape), n);
+        engine.algorithms.get::<KernelSets>().get(dev, spec)
+    }
+
+    fn takes_operator_params(&self) -> bool {
+        false
+    }
+
+    unsafe fn scan_on_host(&self, arrays: &ScanArrays, n: u64, shape: &ScanShape) -> Result<()> {
+        let req = RawScan {
+            input: arrays.inputs[0],
+            input_dtype: self.input,
+            output: arrays.outputs[0],
+            output_dtype: self.output,
+            n,
+            segments: arrays.segments,
+        };
+        crate::scan::host::scan(&req, &self.desc(shape))
+    }
+}
