@@ -198,10 +198,6 @@ typedef enum scanrt_log_level {
 // Patch version of the scanrt library this header belongs to.
 #define SCANRT_VERSION_PATCH 0
 
-// The kernels of a scan kernel set. Every kernel takes the fields of one
-// `contract::ScanParams` (`SCANRT_SCAN_PARAMS`).
-typedef struct KernelKind KernelKind;
-
 // A typed array: scanrt-owned memory or a view of an application's device pointer.
 typedef struct scanrt_buffer scanrt_buffer;
 
@@ -343,8 +339,6 @@ typedef struct scanrt_scan_info {
   // Zero; keeps the struct free of padding, so the next field appended changes its size.
   int32_t reserved;
 } scanrt_scan_info;
-
-
 
 #ifdef __cplusplus
 extern "C" {

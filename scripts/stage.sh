@@ -16,9 +16,10 @@ for line in sys.stdin:
         shutil.copy(m["executable"], "stage/tests/" + m["target"]["name"])
 '
 cp target/release/scanrt-demo target/release/scanrt-pack stage/bin/
-cp target/release/examples/{bench_compare,line_of_sight,fibonacci,polynomial} stage/bin/
-crit=$(ls -t target/release/deps/scan-* | grep -v '\.d$' | head -1)
-cp "$crit" stage/bin/scan_criterion
+cp target/release/examples/{line_of_sight,fibonacci,polynomial} stage/bin/
+newest() { ls -t target/release/deps/"$1"-* | grep -v '\.d$' | head -1; }
+cp "$(newest compare)" stage/bin/bench_compare
+cp "$(newest scan)" stage/bin/scan_criterion
 scripts/install.sh "$PWD/stage/prefix" >/dev/null  # builds the C libraries (feature capi)
 strip stage/bin/* stage/tests/* 2>/dev/null || true
 strip --strip-debug stage/prefix/lib/*.a stage/prefix/lib/*.so 2>/dev/null || true

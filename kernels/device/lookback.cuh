@@ -439,12 +439,7 @@ SCANRT_DEVICE typename CarryOp::T resolve_prefix(const Status& status, u32 tile,
                                                  typename CarryOp::T carry_in, u32 tag, int lane, bool deterministic,
                                                  Watchdog& dog) {
     typedef typename CarryOp::T Carry;
-#ifdef SCANRT_DEBUG_SKIP_LOOKBACK
-    const bool skip = true;  // experiments: measure the pipeline alone (wrong results)
-#else
-    const bool skip = false;
-#endif
-    if (tile == 0 || skip) return carry_in;
+    if (tile == 0) return carry_in;
     const bool published = SlotCodec<Carry>::head(aggregate);  // INCLUSIVE already
     if (deterministic) {
         const Carry prefix = look_back_deterministic<CarryOp, Status, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile, tag, lane, dog);

@@ -33,7 +33,7 @@ pub(crate) enum KernelKind {
 }
 
 impl KernelKind {
-    pub const ALL: [KernelKind; 6] = [
+    pub(crate) const ALL: [KernelKind; 6] = [
         KernelKind::SinglePass,
         KernelKind::SinglePassBulk,
         KernelKind::SinglePassWave,
@@ -206,14 +206,6 @@ impl TranslationUnit {
             wave_min_blocks_per_sm,
             ..
         } = *shape;
-        #[cfg(feature = "experiments")]
-        let defines = if shape.skip_lookback {
-            "#define SCANRT_DEBUG_SKIP_LOOKBACK 1\n"
-        } else {
-            ""
-        };
-        #[cfg(not(feature = "experiments"))]
-        let defines = "";
         let TranslationUnit {
             definitions,
             source_type,
@@ -239,7 +231,7 @@ impl TranslationUnit {
             ""
         };
         let mut text = format!(
-            r#"{defines}#include "device/single_pass_scan.cuh"
+            r#"#include "device/single_pass_scan.cuh"
 #include "device/single_pass_bulk.cuh"
 #include "device/single_pass_wave.cuh"
 {matrix_include}{definitions}typedef Op::T Acc;

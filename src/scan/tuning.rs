@@ -114,9 +114,6 @@ pub(crate) struct TileShape {
     pub min_blocks_per_sm: u32,
     /// Launch only as many single-pass blocks as fit on the device at once.
     pub persistent: bool,
-    /// Experiments only: every tile takes the initial value as its prefix (wrong results).
-    #[cfg(feature = "experiments")]
-    pub skip_lookback: bool,
     /// Tile buffers of the bulk-copy kernel (sm_90+, input type = output type); 0: none.
     pub bulk_buffers: u32,
     /// Items per thread of the bulk-copy kernel's tiles (workspaces count the tiles of
@@ -166,8 +163,6 @@ pub(crate) fn tile_shape(arch: i32, input: DType, output: DType, segmented: bool
         sleep_ns: r.sleep_ns,
         min_blocks_per_sm: if row_bytes <= 64 { r.min_blocks_per_sm } else { 0 },
         persistent: true,
-        #[cfg(feature = "experiments")]
-        skip_lookback: false,
         bulk_buffers: r.bulk_buffers,
         // Segmented scans keep their rows: their heads come in 8- or 16-byte flag vectors.
         bulk_items: if segmented {
@@ -328,7 +323,7 @@ fn kernel_selection() -> &'static KernelSelection {
 mod experiments {
     use super::TileShape;
 
-    /// `SCANRT_TILE_OVERRIDE=threads:items:slots_per_lane:spin:sleep_ns:min_blocks:persistent:skip_lookback[:bulk_buffers[:bulk_items:bulk_min_blocks]]`
+    /// `SCANRT_TILE_OVERRIDE=threads:items:slots_per_lane:spin:sleep_ns:min_blocks:persistent[:bulk_buffers[:bulk_items:bulk_min_blocks]]`
     /// replaces the register-staged and bulk-copy shapes of every kernel set (items must
     /// suit every type pair used; no small-scan or one-wave kernels).
     static TILE: once_cell::sync::Lazy<Option<Vec<u32>>> = once_cell::sync::Lazy::new(|| {
@@ -337,7 +332,7 @@ mod experiments {
             .split(':')
             .map(|x| x.parse().ok())
             .collect::<Option<_>>()?;
-        (v.len() >= 8).then_some(v)
+        (v.len() >= 7).then_some(v)
     });
     /// `SCANRT_WAVE_OVERRIDE=threads:slots_per_lane:min_blocks[:spin:sleep_ns]` replaces
     /// the one-wave kernel's shape of plain kernel sets.
@@ -360,14 +355,13 @@ mod experiments {
                 sleep_ns: f[4],
                 min_blocks_per_sm: f[5],
                 persistent: f[6] != 0,
-                skip_lookback: f[7] != 0,
-                bulk_buffers: f.get(8).copied().unwrap_or(0),
+                bulk_buffers: f.get(7).copied().unwrap_or(0),
                 bulk_items: if segmented {
                     f[1]
                 } else {
-                    f.get(9).copied().unwrap_or(f[1]).max(f[1])
+                    f.get(8).copied().unwrap_or(f[1]).max(f[1])
                 },
-                bulk_min_blocks_per_sm: f.get(10).copied().unwrap_or(f[5]),
+                bulk_min_blocks_per_sm: f.get(9).copied().unwrap_or(f[5]),
                 wave_threads: 0,
                 ..shape
             },

@@ -1,0 +1,101 @@
+//! The scans beside the inclusive sum at 2^20, 2^24 and 2^28: backward, deterministic and
+//! segmented (byte and bit flags, keys, the matrix algorithm).
+
+use scanrt::{Algorithm, Buffer, Context, DType, Op, RawScan, ScanDesc, Segments, Stream};
+
+use crate::{fill, Timer};
+
+/// Backward, deterministic and segmented scans (CSV lines as in the sweep; the
+/// algorithm Auto picked goes to stderr).
+pub fn run(ctx: &Context, stream: &Stream, timer: &Timer) {
+    let sizes = [1u64 << 20, 1 << 24, 1 << 28];
+    let max_n = 1u64 << 28;
+    let reps = |n: u64| {
+        if n <= 1 << 22 {
+            200
+        } else if n <= 1 << 27 {
+            30
+        } else {
+            10
+        }
+    };
+    let time = |label: &str, name: &str, n: u64, req: &RawScan, desc: &ScanDesc| {
+        let mut info = None;
+        let us = timer.median_us(stream, reps(n), || {
+            info = Some(unsafe { ctx.scan_raw(stream, req, desc, None) }.unwrap());
+        });
+        println!("{label},{name},{n},{us:.3}");
+        if n == max_n {
+            let info = info.unwrap();
+            eprintln!("{label} {name} n={n}: ran {:?} ({:?})", info.algorithm, info.reason);
+        }
+    };
+    for (name, dtype) in [
+        ("u32", DType::U32),
+        ("f32", DType::F32),
+        ("u64", DType::U64),
+        ("f64", DType::F64),
+    ] {
+        let src = Buffer::new(ctx, dtype, max_n).unwrap();
+        let dst = Buffer::new(ctx, dtype, max_n).unwrap();
+        fill(&src, dtype, max_n);
+        for &n in &sizes {
+            let req = RawScan::new(src.addr(), dtype, dst.addr(), dtype, n);
+            for (label, algorithm) in [
+                ("scanrt_backward_single_pass", Algorithm::SinglePass),
+                ("scanrt_backward_matrix", Algorithm::Matrix),
+            ] {
+                time(
+                    label,
+                    name,
+                    n,
+                    &req,
+                    &ScanDesc::inclusive(Op::Sum).backward().with_algorithm(algorithm),
+                );
+            }
+            if dtype.is_float() {
+                time(
+                    "scanrt_deterministic",
+                    name,
+                    n,
+                    &req,
+                    &ScanDesc::inclusive(Op::Sum).deterministic(),
+                );
+            }
+        }
+    }
+    // Segmented u32 sums: segments of 1024 elements as flags, packed bits and keys.
+    let src = Buffer::new(ctx, DType::U32, max_n).unwrap();
+    let dst = Buffer::new(ctx, DType::U32, max_n).unwrap();
+    fill(&src, DType::U32, max_n);
+    let flags: Vec<u8> = (0..max_n).map(|i| (i % 1024 == 0) as u8).collect();
+    let bits: Vec<u32> = (0..max_n.div_ceil(32)).map(|w| (w % 32 == 0) as u32).collect();
+    let keys: Vec<u32> = (0..max_n).map(|i| (i / 1024) as u32).collect();
+    let flags = Buffer::from_slice(ctx, stream, &flags).unwrap();
+    let bits = Buffer::from_slice(ctx, stream, &bits).unwrap();
+    let keys = Buffer::from_slice(ctx, stream, &keys).unwrap();
+    for &n in &sizes {
+        let seg = |data: &Buffer| RawScan {
+            segments: data.addr(),
+            ..RawScan::new(src.addr(), DType::U32, dst.addr(), DType::U32, n)
+        };
+        let sum = ScanDesc::inclusive(Op::Sum);
+        for (label, data, desc) in [
+            ("scanrt_seg_bytes", &flags, sum.segmented(Segments::ByteFlags)),
+            (
+                "scanrt_seg_bytes_backward",
+                &flags,
+                sum.segmented(Segments::ByteFlags).backward(),
+            ),
+            (
+                "scanrt_seg_bytes_matrix",
+                &flags,
+                sum.segmented(Segments::ByteFlags).with_algorithm(Algorithm::Matrix),
+            ),
+            ("scanrt_seg_bits", &bits, sum.segmented(Segments::BitFlags)),
+            ("scanrt_by_key", &keys, sum.segmented(Segments::Keys(DType::U32))),
+        ] {
+            time(label, "u32", n, &seg(data), &desc);
+        }
+    }
+}
