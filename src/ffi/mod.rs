@@ -18,6 +18,7 @@ mod buffer;
 mod context;
 mod logging;
 mod operator;
+mod operator_scan;
 mod scan;
 mod stream;
 mod strings;

@@ -1,0 +1,215 @@
+//! Scans with user-defined operators: on buffers, on device pointers with the
+//! application's stream, with a caller's workspace, and the workspace query.
+
+use std::ffi::c_void;
+
+use super::buffer::scanrt_buffer;
+use super::operator::{array_list, scanrt_operator};
+use super::scan::{scanrt_scan_desc, scanrt_scan_info, traversal_from_c, InfoOut};
+use super::stream::scanrt_stream;
+use super::versioned::read_versioned;
+use super::{boundary, non_null, non_null_mut};
+use crate::error::{bail, Result};
+use crate::operator::{Operator, OperatorScan};
+use crate::runtime::workspace::Workspace;
+use crate::stream::Stream;
+use crate::tables::ScanrtStatus;
+
+/// The operator scan a C descriptor and initial state ask for.
+unsafe fn scan_from_c(
+    op: &Operator,
+    desc: *const scanrt_scan_desc,
+    init: *const c_void,
+) -> Result<(OperatorScan, u64)> {
+    let d = read_versioned(desc, "desc")?;
+    if d.has_init != 0 {
+        bail!(
+            InvalidArgument,
+            "an operator scan takes its initial state as the init argument; desc->has_init must be 0"
+        );
+    }
+    let (algorithm, direction, segments) = traversal_from_c(&d)?;
+    let state_size = op.desc().state_size;
+    // SAFETY: a non-NULL init holds one state (the caller's contract).
+    let init = (!init.is_null()).then(|| std::slice::from_raw_parts(init as *const u8, state_size).to_vec());
+    let scan = OperatorScan {
+        inclusive: d.inclusive != 0,
+        init,
+        algorithm,
+        direction,
+        deterministic: d.deterministic != 0,
+        segments,
+    };
+    Ok((scan, d.segment_data as u64))
+}
+
+/// `count` addresses at `p`, as integers.
+unsafe fn addresses<T>(p: *const *const T, count: usize, what: &str) -> Result<Vec<u64>> {
+    Ok(array_list(p, count, what)?.iter().map(|&a| a as u64).collect())
+}
+
+/// Scans with operator `op` on `stream` (of the operator's context): `inputs` are the
+/// load's input buffers in order (one `SCANRT_DTYPE_U8` buffer of states without a load),
+/// `outputs` the store's likewise. The scan covers the first output's elements; every
+/// other buffer holds at least as many. `desc` gives inclusive, algorithm, direction,
+/// deterministic and segments (its `op` and `init` are not used); `init` is the initial
+/// state (`state_size` bytes, host memory) or NULL for the identity. An output may be
+/// exactly an input (in place). `info` may be NULL.
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_operator_scan(
+    op: *const scanrt_operator,
+    stream: *const scanrt_stream,
+    inputs: *const *const scanrt_buffer,
+    num_inputs: usize,
+    outputs: *const *const scanrt_buffer,
+    num_outputs: usize,
+    desc: *const scanrt_scan_desc,
+    init: *const c_void,
+    info: *mut scanrt_scan_info,
+) -> ScanrtStatus {
+    boundary(|| {
+        let op = &non_null(op, "op")?.inner;
+        let stream = &non_null(stream, "stream")?.inner;
+        let info = InfoOut::check(info)?;
+        let buffers = |p: *const *const scanrt_buffer, count: usize, what: &str| -> Result<Vec<&crate::Buffer>> {
+            addresses(p, count, what)?
+                .into_iter()
+                .map(|b| Ok(&non_null(b as *const scanrt_buffer, what)?.inner))
+                .collect()
+        };
+        let (inputs, outputs) = (
+            buffers(inputs, num_inputs, "inputs")?,
+            buffers(outputs, num_outputs, "outputs")?,
+        );
+        let (scan, segments) = scan_from_c(op, desc, init)?;
+        let (inputs, outputs, n) = op.buffer_arrays(&inputs, &outputs)?;
+        // SAFETY: the arrays are live buffers of the operator's context holding n
+        // elements; the segment data is range-checked on a GPU and is host memory the
+        // caller vouches for on the host backend (as for scanrt_scan).
+        info.write(op.scan_raw(stream, &inputs, &outputs, n, segments, &scan, None)?);
+        Ok(())
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn scan_device(
+    op: *const scanrt_operator,
+    cuda_stream: *mut c_void,
+    inputs: *const *const c_void,
+    num_inputs: usize,
+    outputs: *const *mut c_void,
+    num_outputs: usize,
+    n: u64,
+    desc: *const scanrt_scan_desc,
+    init: *const c_void,
+    workspace: Option<Workspace>,
+    info: *mut scanrt_scan_info,
+) -> Result<()> {
+    let op = &non_null(op, "op")?.inner;
+    let ctx = op.context();
+    ctx.gpu()?; // device pointers need a GPU context
+    let info = InfoOut::check(info)?;
+    let inputs = addresses(inputs, num_inputs, "inputs")?;
+    let outputs = addresses(outputs as *const *const c_void, num_outputs, "outputs")?;
+    let (scan, segments) = scan_from_c(op, desc, init)?;
+    // The raw handle is checked with the driver by the scan itself.
+    let stream = Stream::borrowed(ctx, cuda_stream, false);
+    // SAFETY: every range is checked with the driver before anything runs.
+    info.write(op.scan_raw(&stream, &inputs, &outputs, n, segments, &scan, workspace)?);
+    Ok(())
+}
+
+/// Scans `n` elements of device arrays with operator `op` on the application's
+/// `cuda_stream` (a `cudaStream_t`; NULL = legacy default stream), asynchronously:
+/// `inputs` and `outputs` as for `scanrt_operator_scan`, as device pointers. Pointers are
+/// checked with the driver before anything is written.
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_operator_scan_device(
+    op: *const scanrt_operator,
+    cuda_stream: *mut c_void,
+    inputs: *const *const c_void,
+    num_inputs: usize,
+    outputs: *const *mut c_void,
+    num_outputs: usize,
+    n: u64,
+    desc: *const scanrt_scan_desc,
+    init: *const c_void,
+    info: *mut scanrt_scan_info,
+) -> ScanrtStatus {
+    boundary(|| {
+        scan_device(
+            op,
+            cuda_stream,
+            inputs,
+            num_inputs,
+            outputs,
+            num_outputs,
+            n,
+            desc,
+            init,
+            None,
+            info,
+        )
+    })
+}
+
+/// Writes to `*bytes` the workspace `scanrt_operator_scan_device_with_workspace` needs
+/// for `n` elements with `desc` (0 when none is needed).
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_operator_workspace_size(
+    op: *const scanrt_operator,
+    n: u64,
+    desc: *const scanrt_scan_desc,
+    bytes: *mut usize,
+) -> ScanrtStatus {
+    boundary(|| {
+        let op = &non_null(op, "op")?.inner;
+        let (scan, _) = scan_from_c(op, desc, std::ptr::null())?;
+        *non_null_mut(bytes, "bytes")? = op.workspace_bytes(n, &scan)?;
+        Ok(())
+    })
+}
+
+/// `scanrt_operator_scan_device` with a caller-provided workspace, initialised by
+/// `scanrt_workspace_init` (see there): no allocation at all, for CUDA-graph capture.
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_operator_scan_device_with_workspace(
+    op: *const scanrt_operator,
+    cuda_stream: *mut c_void,
+    inputs: *const *const c_void,
+    num_inputs: usize,
+    outputs: *const *mut c_void,
+    num_outputs: usize,
+    n: u64,
+    desc: *const scanrt_scan_desc,
+    init: *const c_void,
+    workspace: *mut c_void,
+    workspace_bytes: usize,
+    info: *mut scanrt_scan_info,
+) -> ScanrtStatus {
+    boundary(|| {
+        if workspace.is_null() && workspace_bytes > 0 {
+            bail!(
+                NullArgument,
+                "workspace is NULL but workspace_bytes is {workspace_bytes}"
+            );
+        }
+        let workspace = Workspace {
+            ptr: workspace as u64,
+            bytes: workspace_bytes,
+        };
+        scan_device(
+            op,
+            cuda_stream,
+            inputs,
+            num_inputs,
+            outputs,
+            num_outputs,
+            n,
+            desc,
+            init,
+            Some(workspace),
+            info,
+        )
+    })
+}
