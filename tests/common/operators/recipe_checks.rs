@@ -1,0 +1,358 @@
+//! The recipes (linear recurrence, cumulative extreme, logcumsumexp) against sequential
+//! loops written here.
+
+use scanrt::{recipes, Context, DType, OperatorScan, Stream};
+
+use super::*;
+use crate::common::Rng;
+
+/// Random recurrence inputs: a in [-1, 1] (a stable recurrence: errors stay near the
+/// rounding of each step), b, and an initial state.
+fn recurrence_inputs(rng: &mut Rng, n: usize) -> (Vec<f64>, Vec<f64>, f64) {
+    let a: Vec<f64> = (0..n).map(|_| (rng.below(2001) as f64 - 1000.0) / 1000.0).collect();
+    let b: Vec<f64> = (0..n).map(|_| (rng.below(2001) as f64 - 1000.0) / 500.0).collect();
+    (a, b, (rng.below(100) as f64 - 50.0) / 10.0)
+}
+
+/// Runs a recurrence scan of `a` and `b` in `dtype` (f32 or f64) into one output array,
+/// read back as f64.
+#[allow(clippy::too_many_arguments)]
+fn scan_recurrence(
+    ctx: &Context,
+    stream: &Stream,
+    op: &scanrt::Operator,
+    dtype: DType,
+    shape: &Shape,
+    starts: &[bool],
+    scan: &OperatorScan,
+    (a, b): (&[f64], &[f64]),
+    in_place: bool,
+) -> Result<Vec<f64>, String> {
+    if dtype == DType::F32 {
+        let narrow = |x: &[f64]| -> Vec<f32> { x.iter().map(|&v| v as f32).collect() };
+        let (af, bf) = (narrow(a), narrow(b));
+        Ok(
+            scan_to_one_array(ctx, stream, op, shape, starts, scan, &[&af, &bf], in_place)?
+                .into_iter()
+                .map(f64::from)
+                .collect(),
+        )
+    } else {
+        scan_to_one_array(ctx, stream, op, shape, starts, scan, &[a, b], in_place)
+    }
+}
+
+/// The first element where a recurrence's `got` is not within `dtype`'s tolerance of
+/// `expect`.
+fn recurrence_mismatch(dtype: DType, got: &[f64], expect: &[f64]) -> Option<usize> {
+    let tolerance = if dtype == DType::F32 { 2e-4 } else { 1e-11 };
+    (0..expect.len()).find(|&p| !((got[p] - expect[p]).abs() <= tolerance * (1.0 + expect[p].abs()) * 8.0))
+}
+
+/// Linear recurrence `h = a h_prev + b` (f32 or f64) with an initial state; in place over
+/// b now and then.
+pub fn check_recurrence(
+    ctx: &Context,
+    stream: &Stream,
+    op: &scanrt::Operator,
+    dtype: DType,
+    rng: &mut Rng,
+    shape: Shape,
+) -> Result<(), String> {
+    let n = shape.n;
+    let (a, b, h0) = recurrence_inputs(rng, n);
+    let starts = shape.starts(rng);
+    let mut expect = vec![0.0f64; n];
+    let mut h = h0;
+    for (p, restart) in shape.walk(&starts) {
+        if restart {
+            h = h0;
+        }
+        let before = h;
+        h = a[p] * h + b[p];
+        expect[p] = shape.output(before, h);
+    }
+    let in_place = rng.below(4) == 0;
+    let scan = shape.scan().with_init(recipes::recurrence_init(dtype, h0).unwrap());
+    let got = scan_recurrence(ctx, stream, op, dtype, &shape, &starts, &scan, (&a, &b), in_place)?;
+    match recurrence_mismatch(dtype, &got, &expect) {
+        Some(p) => Err(format!(
+            "{shape:?} in_place={in_place}: h[{p}] = {} expected {}",
+            got[p], expect[p]
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A linear recurrence (f32 or f64) scanned in chunks of random lengths, each starting
+/// from the last state the chunk before it wrote (carry in and out, as for a sequence
+/// streamed through in pieces), against one sequential loop over the whole.
+pub fn check_recurrence_in_chunks(
+    ctx: &Context,
+    stream: &Stream,
+    op: &scanrt::Operator,
+    dtype: DType,
+    rng: &mut Rng,
+    n: usize,
+) -> Result<(), String> {
+    let (a, b, h0) = recurrence_inputs(rng, n);
+    let mut expect = Vec::with_capacity(n);
+    let mut h = h0;
+    for p in 0..n {
+        h = a[p] * h + b[p];
+        expect.push(h);
+    }
+    let mut got: Vec<f64> = Vec::with_capacity(n);
+    while got.len() < n {
+        let (start, len) = (got.len(), (1 + rng.below(n as u64 / 3 + 1) as usize).min(n - got.len()));
+        let carry = got.last().copied().unwrap_or(h0);
+        let scan = OperatorScan::inclusive().with_init(recipes::recurrence_init(dtype, carry).unwrap());
+        let chunk = (&a[start..start + len], &b[start..start + len]);
+        got.extend(scan_recurrence(
+            ctx,
+            stream,
+            op,
+            dtype,
+            &Shape::plain(len),
+            &vec![false; len],
+            &scan,
+            chunk,
+            false,
+        )?);
+    }
+    match recurrence_mismatch(dtype, &got, &expect) {
+        Some(p) => Err(format!("{n} in chunks: h[{p}] = {} expected {}", got[p], expect[p])),
+        None => Ok(()),
+    }
+}
+
+/// Values for the cumulative extreme checks: few distinct ones (many ties) and, for
+/// floats, NaN (one in 50), infinities and signed zeros now and then.
+pub trait ExtremeInput: scanrt::Scalar + PartialOrd {
+    fn draw(rng: &mut Rng) -> Self;
+    /// The identity of max (`max`) or min: the type's extreme, which loses every tie.
+    fn identity(max: bool) -> Self;
+}
+
+impl ExtremeInput for u32 {
+    fn draw(rng: &mut Rng) -> u32 {
+        match rng.below(100) {
+            0 => u32::MAX,
+            1 => 0,
+            _ => rng.below(1000) as u32,
+        }
+    }
+    fn identity(max: bool) -> u32 {
+        if max {
+            u32::MIN
+        } else {
+            u32::MAX
+        }
+    }
+}
+
+impl ExtremeInput for i64 {
+    fn draw(rng: &mut Rng) -> i64 {
+        match rng.below(100) {
+            0 => i64::MAX,
+            1 => i64::MIN,
+            _ => rng.below(1000) as i64 - 500,
+        }
+    }
+    fn identity(max: bool) -> i64 {
+        if max {
+            i64::MIN
+        } else {
+            i64::MAX
+        }
+    }
+}
+
+macro_rules! float_extreme {
+    ($t:ty) => {
+        impl ExtremeInput for $t {
+            fn draw(rng: &mut Rng) -> $t {
+                match rng.below(100) {
+                    0 | 1 => <$t>::NAN,
+                    2 => <$t>::INFINITY,
+                    3 => <$t>::NEG_INFINITY,
+                    4 => -0.0,
+                    5 => 0.0,
+                    _ => (rng.below(1000) as $t - 500.0) / 4.0,
+                }
+            }
+            fn identity(max: bool) -> $t {
+                if max {
+                    <$t>::NEG_INFINITY
+                } else {
+                    <$t>::INFINITY
+                }
+            }
+        }
+    };
+}
+float_extreme!(f32);
+float_extreme!(f64);
+
+/// The types the cumulative extreme checks run: `check_extreme` of each.
+pub const EXTREME_TYPES: [DType; 4] = [DType::U32, DType::I64, DType::F32, DType::F64];
+
+/// `check_extreme` of the Rust type of `dtype` (one of `EXTREME_TYPES`).
+pub fn check_extreme_of(
+    dtype: DType,
+    ctx: &Context,
+    stream: &Stream,
+    op: &scanrt::Operator,
+    max: bool,
+    rng: &mut Rng,
+    shape: Shape,
+) -> Result<(), String> {
+    match dtype {
+        DType::U32 => check_extreme::<u32>(ctx, stream, op, max, rng, shape),
+        DType::I64 => check_extreme::<i64>(ctx, stream, op, max, rng, shape),
+        DType::F32 => check_extreme::<f32>(ctx, stream, op, max, rng, shape),
+        DType::F64 => check_extreme::<f64>(ctx, stream, op, max, rng, shape),
+        other => panic!("no extreme check for {other:?}"),
+    }
+}
+
+/// Running max or min with the index of the extreme, against the documented rule: the
+/// first extreme in traversal order wins ties; NaN propagates (from the first NaN of a
+/// segment on, the extreme is that NaN and its index); an initial state, when drawn, is
+/// where every segment starts. Values are compared bit for bit (-0.0 and +0.0 differ).
+pub fn check_extreme<T: ExtremeInput>(
+    ctx: &Context,
+    stream: &Stream,
+    op: &scanrt::Operator,
+    max: bool,
+    rng: &mut Rng,
+    shape: Shape,
+) -> Result<(), String> {
+    let n = shape.n;
+    let x: Vec<T> = (0..n).map(|_| T::draw(rng)).collect();
+    let starts = shape.starts(rng);
+    // The identity has index 0xffffffff and loses every comparison, ties included.
+    let identity = (T::identity(max), u32::MAX);
+    let init = (rng.below(3) == 0).then(|| (T::draw(rng), rng.below(1 << 20) as u32));
+    let start = init.unwrap_or(identity);
+    #[allow(clippy::eq_op)]
+    let is_nan = |v: T| v != v;
+    let mut expect = vec![(T::from_bits(0), 0u32); n];
+    let mut best = start;
+    for (p, restart) in shape.walk(&starts) {
+        if restart {
+            best = start;
+        }
+        let before = best;
+        let wins =
+            best.1 == u32::MAX || !is_nan(best.0) && (is_nan(x[p]) || if max { x[p] > best.0 } else { x[p] < best.0 });
+        if wins {
+            best = (x[p], p as u32);
+        }
+        expect[p] = shape.output(before, best);
+    }
+    let mut scan = shape.scan();
+    if let Some((value, index)) = init {
+        let size = op.desc().state_size;
+        let mut bytes = vec![0u8; size];
+        let vs = T::DTYPE.size();
+        bytes[..vs].copy_from_slice(&value.to_bits().to_ne_bytes()[..vs]);
+        bytes[vs..vs + 4].copy_from_slice(&index.to_ne_bytes());
+        scan = scan.with_init(bytes);
+    }
+    let xv = Array::new(ctx, stream, &x, shape.offset);
+    let vv = Array::new(ctx, stream, &vec![T::from_bits(7); n], shape.offset);
+    let iv = Array::new(ctx, stream, &vec![7u32; n], 0);
+    run(ctx, stream, op, &[xv.addr], &[vv.addr, iv.addr], &shape, &starts, &scan)?;
+    let values = vv.read::<T>(stream, n)?;
+    let indices = iv.read::<u32>(stream, n)?;
+    exactly_equal(
+        &format!("{:?} {shape:?} max={max} init={init:?}", T::DTYPE),
+        values.into_iter().map(|v| v.to_bits()).zip(indices),
+        &expect.iter().map(|&(v, i)| (v.to_bits(), i)).collect::<Vec<_>>(),
+    )
+}
+
+/// logcumsumexp of `op.desc()`'s type (f32 or f64), with values near the type's maximum
+/// now and then and, in one case of eight, infinities and NaN: -inf adds nothing, +inf
+/// makes the rest of its segment +inf, NaN makes it NaN.
+pub fn check_logcumsumexp(
+    ctx: &Context,
+    stream: &Stream,
+    op: &scanrt::Operator,
+    rng: &mut Rng,
+    shape: Shape,
+) -> Result<(), String> {
+    let n = shape.n;
+    let f32 = op.desc().state_size == 8;
+    let near_max = if f32 { f32::MAX as f64 * 0.99 } else { f64::MAX * 0.99 };
+    let (huge, specials) = (rng.below(2) == 0, rng.below(8) == 0);
+    let mut x: Vec<f64> = (0..n)
+        .map(|_| match rng.below(400) {
+            0..=39 if huge => near_max,
+            40..=47 if specials => f64::NEG_INFINITY,
+            48..=49 if specials => f64::INFINITY,
+            50 if specials => f64::NAN,
+            _ => (rng.below(4001) as f64 - 2000.0) / 100.0,
+        })
+        .collect();
+    if f32 {
+        x.iter_mut().for_each(|v| *v = *v as f32 as f64);
+    }
+    let starts = shape.starts(rng);
+    // Now and then an initial state: one more term before every segment.
+    let init = (rng.below(2) == 0).then(|| (rng.below(2001) as f64 - 1000.0) / 64.0); // exact in f32
+    let start = init.map_or((f64::NEG_INFINITY, 0f64), |v| (v, 1.0));
+    let mut expect = vec![0f64; n];
+    let (mut m, mut s) = start;
+    for (p, restart) in shape.walk(&starts) {
+        if restart {
+            (m, s) = start;
+        }
+        let before = m + s.ln();
+        let v = x[p];
+        if v.is_nan() || m.is_nan() {
+            m = f64::NAN;
+        } else if v > m {
+            s = s * (m - v).exp() + 1.0;
+            m = v;
+        } else if v == m {
+            s += 1.0; // infinities included
+        } else {
+            s += (v - m).exp();
+        }
+        expect[p] = shape.output(before, m + s.ln());
+    }
+    let mut scan = shape.scan();
+    if let Some(v) = init {
+        let state: Vec<u8> = if f32 {
+            [v as f32, 1.0].iter().flat_map(|x| x.to_ne_bytes()).collect()
+        } else {
+            [v, 1.0].iter().flat_map(|x| x.to_ne_bytes()).collect()
+        };
+        scan = scan.with_init(state);
+    }
+    let got: Vec<f64> = if f32 {
+        let x: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+        scan_to_one_array(ctx, stream, op, &shape, &starts, &scan, &[&x], false)?
+            .into_iter()
+            .map(f64::from)
+            .collect()
+    } else {
+        scan_to_one_array(ctx, stream, op, &shape, &starts, &scan, &[&x], false)?
+    };
+    // f32 takes the hardware's approximate exp2 and log2.
+    let tolerance = if f32 { 4e-5 } else { 1e-10 };
+    for p in 0..n {
+        let (g, e) = (got[p], expect[p]);
+        let agree = if e.is_finite() {
+            (g - e).abs() <= tolerance * e.abs().max(1.0)
+        } else {
+            g == e || g.is_nan() && e.is_nan()
+        };
+        if !agree {
+            return Err(format!("{shape:?}: y[{p}] = {g} expected {e}"));
+        }
+    }
+    Ok(())
+}
