@@ -116,7 +116,7 @@ SCANRT_DEVICE void single_pass_scan_bulk(Src src, Dst dst, long long n, unsigned
     typedef BlockMatrixScan<Op, THREADS, ITEMS, SEGMENTED> Scan;
     typedef typename Scan::CarryOp CarryOp;
     typedef typename Scan::Carry Carry;
-    typedef TileStatus<Carry> Status;
+    typedef TilePrefixAgent<CarryOp, LOOKBACK_SLOTS_PER_LANE, SPIN_BEFORE_SLEEP, SLEEP_NS> Agent;
     typedef PipelineBarriers<BUFFERS> Barriers;
     typedef ParkedStates<Acc, THREADS, ITEMS, REVERSE> Parking;
     static_assert(BUFFERS >= 3, "one buffer loads, one is scanned, one drains its store");
@@ -223,19 +223,16 @@ SCANRT_DEVICE void single_pass_scan_bulk(Src src, Dst dst, long long n, unsigned
     };
 
     if (num_tiles < 2) return;  // the host scans one tile with the register-staged kernel: write nothing
-    LookbackHeader* header = (LookbackHeader*)workspace;
-    Status status(header + 1, status_capacity);
-    const u32 last_ticket = num_tiles + gridDim.x - 1;
+    Agent agent(workspace, status_capacity, report, num_tiles, num_tiles + gridDim.x - 1, carry_in, deterministic);
     if (tid == 0) {
         for (int b = 0; b < BUFFERS; ++b) mbarrier_init(&loaded[b], 1);
         mbarrier_init_fence();
-        const unsigned long long drawn = first_ticket<Status>(header, report, num_tiles, status_capacity);
-        pass_on_header(header, drawn, last_ticket);
+        const unsigned long long drawn = agent.first_ticket();
+        agent.hand_on(drawn);
         generation_s = (u32)(drawn >> 32);
         issue_load(0, (u32)drawn);  // a refused ticket names no tile: the block ends at once
     }
     __syncthreads();
-    Watchdog dog{header, report, 0};
     const u32 generation = generation_s;
     const u32 tag = generation_tag(generation);
 
@@ -246,8 +243,7 @@ SCANRT_DEVICE void single_pass_scan_bulk(Src src, Dst dst, long long n, unsigned
             named_barrier_sync(Barriers::handoff(b), PIPELINE);
             const u32 tile = Handover<u32>::load(&tile_s[b], lane);
             if (tile >= num_tiles) break;
-            const Carry prefix = resolve_prefix<CarryOp, Status, LOOKBACK_SLOTS_PER_LANE, SPIN_BEFORE_SLEEP, SLEEP_NS>(
-                status, tile, Handover<Carry>::load(&aggregate_s[b], lane), carry_in, tag, lane, deterministic, dog);
+            const Carry prefix = agent.resolve(tile, Handover<Carry>::load(&aggregate_s[b], lane), tag, lane);
             if (lane == 0) Handover<Carry>::store(&prefix_s[b], prefix);
             named_barrier_arrive(Barriers::prefix(b), PIPELINE);
         }
@@ -284,11 +280,11 @@ SCANRT_DEVICE void single_pass_scan_bulk(Src src, Dst dst, long long n, unsigned
                     named_barrier_arrive(Barriers::handoff(b), PIPELINE);  // tile_s[b]: no more tiles
                     stopped = seq;
                 } else {
-                    if (tid == 0) drawn = draw_ticket(header);  // read after the scan: its latency hides behind it
+                    if (tid == 0) drawn = agent.draw();  // read after the scan: its latency hides behind it
                     Carry aggregate;
                     scanned = scan_tile(seq, tile, bulk_loads(tile), aggregate);
                     if (tid == 0) {
-                        publish_scanned<CarryOp>(status, tile, aggregate, carry_in, tag);
+                        agent.publish(tile, aggregate, tag);
                         Handover<Carry>::store(&aggregate_s[b], aggregate);
                     }
                     // A tile goes to the look-back warp only HANDOFF_DELAY rounds after its
@@ -296,7 +292,7 @@ SCANRT_DEVICE void single_pass_scan_bulk(Src src, Dst dst, long long n, unsigned
                     if ((int)seq >= HANDOFF_DELAY)
                         named_barrier_arrive(Barriers::handoff((seq - HANDOFF_DELAY) % BUFFERS), PIPELINE);
                     if (tid == 0) {
-                        pass_on_header(header, drawn, last_ticket);
+                        agent.hand_on(drawn);
                         bulk_stores_read();  // the buffer of seq + 1 was stored from in the last round
                         issue_load(seq + 1, (u32)drawn);
                     }
@@ -308,5 +304,5 @@ SCANRT_DEVICE void single_pass_scan_bulk(Src src, Dst dst, long long n, unsigned
         if (tid == 0) bulk_stores_done();
     }
 
-    clear_before_tags_repeat(header, status, status_capacity, generation, tid);
+    agent.finish(generation, tid);
 }

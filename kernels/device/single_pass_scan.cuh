@@ -2,12 +2,13 @@
 // (Merrill & Garland 2016) and dynamic tile ids (PMPP ch. 8, seed 003).
 //
 // The protocol, and why it neither deadlocks nor reads a stale or torn value, is
-// device/lookback.cuh. This kernel hides each look-back behind the next tile's loads:
+// device/lookback.cuh; the kernel reaches it through the block's TilePrefixAgent
+// (agent/tile_prefix.cuh). This kernel hides each look-back behind the next tile's loads:
 // while its look-back warp resolves tile t's prefix, the data threads load, scan and
 // publish the block's next tile.
 #pragma once
+#include "agent/tile_prefix.cuh"
 #include "block/block_scan.cuh"
-#include "device/lookback.cuh"
 #include "device/scan_params.cuh"
 #include "block/transform_io.cuh"
 
@@ -23,7 +24,7 @@ SCANRT_DEVICE void single_pass_scan(Src in, Dst out, long long n, unsigned long 
     typedef BlockMatrixScan<Op, THREADS, ITEMS, SEGMENTED> Scan;
     typedef typename Scan::CarryOp CarryOp;
     typedef typename Scan::Carry Carry;
-    typedef TileStatus<Carry> Status;
+    typedef TilePrefixAgent<CarryOp, LOOKBACK_SLOTS_PER_LANE, SPIN_BEFORE_SLEEP, SLEEP_NS> Agent;
     const int TILE = THREADS * ITEMS;
     // Two shared tiles: the one waiting for its prefix stays parked in shared memory while
     // the next one is staged and scanned in the other (registers hold one tile at most).
@@ -47,10 +48,7 @@ SCANRT_DEVICE void single_pass_scan(Src in, Dst out, long long n, unsigned long 
     // A scan of one tile takes the same rounds without the protocol: no ticket, no
     // publication, no look-back, no workspace.
     const bool one_tile = num_tiles == 1;
-    LookbackHeader* header = (LookbackHeader*)workspace;
-    Status status(header + 1, status_capacity);
-    const u32 last_ticket = num_tiles + gridDim.x - 1;
-    Watchdog dog{header, report, 0};
+    Agent agent(workspace, status_capacity, report, num_tiles, num_tiles + gridDim.x - 1, carry_in, deterministic);
 
     // What a data thread keeps of a scanned, parked tile (registers are the scarce
     // resource here: the tile's aggregate goes to shared memory instead).
@@ -88,7 +86,7 @@ SCANRT_DEVICE void single_pass_scan(Src in, Dst out, long long n, unsigned long 
         scan.scan_rows(shared[buffer], inclusive, tid, row, init);
         scan.park_rows(shared[buffer], tid);
         if (tid == 0) {
-            if (!one_tile) publish_scanned<CarryOp>(status, tile, scan.tile_aggregate, carry_in, generation_tag(generation_s));
+            if (!one_tile) agent.publish(tile, scan.tile_aggregate, generation_tag(generation_s));
             aggregate_s[buffer] = scan.tile_aggregate;
         }
         data_barrier<THREADS>();
@@ -114,11 +112,9 @@ SCANRT_DEVICE void single_pass_scan(Src in, Dst out, long long n, unsigned long 
         Parked next = {};
         if (lookback_warp) {
             if (parked_tile < num_tiles) {
-                const Carry prefix =
-                    one_tile ? carry_in
-                             : resolve_prefix<CarryOp, Status, LOOKBACK_SLOTS_PER_LANE, SPIN_BEFORE_SLEEP, SLEEP_NS>(
-                                   status, parked_tile, aggregate_s[buffer], carry_in, generation_tag(generation_s),
-                                   lane, deterministic, dog);
+                const Carry prefix = one_tile ? carry_in
+                                              : agent.resolve(parked_tile, aggregate_s[buffer],
+                                                              generation_tag(generation_s), lane);
                 if (lane == 0) tile_prefix_s = prefix;
             }
         } else {
@@ -131,10 +127,8 @@ SCANRT_DEVICE void single_pass_scan(Src in, Dst out, long long n, unsigned long 
             if (tid == 0) {
                 u32 upcoming = first_round ? 0 : num_tiles;
                 if (!one_tile) {
-                    const unsigned long long drawn = first_round
-                        ? first_ticket<Status>(header, report, num_tiles, status_capacity)
-                        : draw_ticket(header);
-                    pass_on_header(header, drawn, last_ticket);
+                    const unsigned long long drawn = first_round ? agent.first_ticket() : agent.draw();
+                    agent.hand_on(drawn);
                     if (first_round) generation_s = (u32)(drawn >> 32);
                     upcoming = (u32)drawn;
                 }
@@ -157,5 +151,5 @@ SCANRT_DEVICE void single_pass_scan(Src in, Dst out, long long n, unsigned long 
         parked = next;
     }
     if (one_tile) return;
-    clear_before_tags_repeat(header, status, status_capacity, generation_s, tid);
+    agent.finish(generation_s, tid);
 }

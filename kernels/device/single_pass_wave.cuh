@@ -36,7 +36,7 @@ SCANRT_DEVICE void single_pass_scan_wave(const In* in, typename Op::T* out, long
                                          FaultSink report) {
     typedef typename Op::T Acc;
     typedef StripedTile<Op, In, THREADS, ITEMS, REVERSE> Tile;
-    typedef TileStatus<Acc> Status;
+    typedef TilePrefixAgent<Op, LOOKBACK_SLOTS_PER_LANE, SPIN_BEFORE_SLEEP, SLEEP_NS> Agent;
     const int TILE = Tile::TILE, WARPS = Tile::WARPS;
     __shared__ Acc warp_total_s[WARPS];
     __shared__ Acc prefix_s;
@@ -46,19 +46,18 @@ SCANRT_DEVICE void single_pass_scan_wave(const In* in, typename Op::T* out, long
     const bool inclusive = flags & FLAG_INCLUSIVE;
     const bool deterministic = flags & FLAG_DETERMINISTIC;
     const Acc carry_in = initial_value<Op>(init_bits, flags);
-    LookbackHeader* header = (LookbackHeader*)workspace;
-    Status status(header + 1, status_capacity);
+    // One ticket per block: the block that draws ticket gridDim.x - 1 hands the header on.
+    Agent agent(workspace, status_capacity, report, gridDim.x, gridDim.x - 1, carry_in, deterministic);
 
     if (tid == 0) {
-        const unsigned long long drawn = first_ticket<Status>(header, report, gridDim.x, status_capacity);
-        pass_on_header(header, drawn, gridDim.x - 1);
+        const unsigned long long drawn = agent.first_ticket();
+        agent.hand_on(drawn);
         generation_s = (u32)(drawn >> 32);
         tile_s = (u32)drawn;
     }
     __syncthreads();
     const u32 generation = generation_s, tile = tile_s;
     if (tile >= gridDim.x) return;  // refused workspace
-    Watchdog dog{header, report, 0};
     const u32 tag = generation_tag(generation);
     const long long valid_ll = min((long long)TILE, n - (long long)tile * TILE);
     const int valid = (int)valid_ll;
@@ -73,15 +72,14 @@ SCANRT_DEVICE void single_pass_scan_wave(const In* in, typename Op::T* out, long
     __syncthreads();
     Acc before_warp, aggregate;
     fold_warps<Op, WARPS>(warp_total_s, warp, before_warp, aggregate);
-    if (tid == 0) publish_scanned<Op>(status, tile, aggregate, carry_in, tag);
+    if (tid == 0) agent.publish(tile, aggregate, tag);
     if (warp == 0) {
-        const Acc prefix = resolve_prefix<Op, Status, LOOKBACK_SLOTS_PER_LANE, SPIN_BEFORE_SLEEP, SLEEP_NS>(
-            status, tile, aggregate, carry_in, tag, lane, deterministic, dog);
+        const Acc prefix = agent.resolve(tile, aggregate, tag, lane);
         if (lane == 0) prefix_s = prefix;
     }
     __syncthreads();
     t.store(out + start, valid, whole && (flags & FLAG_VECTOR_OUT), inclusive, Op::combine(prefix_s, before_warp),
             warp, lane);
 
-    clear_before_tags_repeat(header, status, status_capacity, generation, tid);
+    agent.finish(generation, tid);
 }
