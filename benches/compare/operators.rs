@@ -6,7 +6,7 @@ use scanrt::{Buffer, Context, DType, Op, RawScan, ScanDesc, Segments, Stream};
 use crate::Timer;
 
 /// User-defined operators and recipes beside memcpy and the built-in sum, in one run
-/// (issue 21's targets). Throughput counts the bytes a scan moves (its reads and writes):
+/// (with the targets the operators were built to). Throughput counts the bytes a scan moves (its reads and writes):
 /// the memcpy control copies half as many bytes, so the ratio is memcpy time / scan time.
 pub fn run(ctx: &Context, stream: &Stream, timer: &Timer) {
     use scanrt::{recipes, OperatorDesc, OperatorScan};

@@ -276,7 +276,7 @@ SCANRT_DEVICE bool closes_lookback(u32 flag, Carry value) {
 // adjacent slots. (The persistent kernels run K = 1: their look-backs rarely walk far;
 // what they wait for is predecessors that have drawn their ticket but not yet published,
 // and wider polls only add L2 traffic. The one-wave kernel, whose tiles all publish at
-// about the same time, reaches further per round trip. See docs/PERFORMANCE.md.) Only
+// about the same time, reaches further per round trip: tuning.rs, the rows' wave slots.) Only
 // slots still INVALID are polled again. A window is done as soon as every slot above its
 // nearest closing slot is published (slots below it do not matter), or, with no closing
 // slot, when all are published; then the walk goes on below it.

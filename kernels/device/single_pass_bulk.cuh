@@ -19,9 +19,10 @@
 // so it can afford two buffers only (more shared memory starves L1 of the lines its loads
 // are in flight in). Bulk loads land in the buffers themselves, so a block keeps the next
 // load in flight while it folds and stores, and four buffers still stream at memcpy speed
-// with the look-back skipped (H100, docs/PERFORMANCE.md). The extra buffers give the
-// look-back slack: a tile reaches the look-back warp one round after its publication,
-// when its predecessors have mostly published too, so the warp polls less (starting
+// with the look-back skipped (measured on an H100 with a debug switch since removed). The
+// extra buffers give the look-back slack: a tile reaches the look-back warp one round
+// after its publication, when its predecessors have mostly published too, so the warp
+// polls less (starting
 // look-backs earlier, or running two look-back warps, measured slower), and its prefix
 // is needed only one round later. A look-back costs a few polls of L2 that queue behind
 // the streaming loads (about a round of a 16 KiB tile), so the host gives this kernel

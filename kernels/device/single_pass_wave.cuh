@@ -19,7 +19,7 @@
 //     reaches further in one round trip resolves sooner.
 // Its loads wait for the ticket: a block's first ticket hardly ever equals its blockIdx.x
 // (measured: 0-4 of 256 blocks on an H100), so loading blockIdx.x's tile while the ticket
-// is in flight only adds traffic (docs/PERFORMANCE.md, ninth session).
+// is in flight only adds traffic.
 //
 // Progress: a block publishes its tile's AGGREGATE before it waits for anything, and it
 // waits only for smaller tiles, whose blocks drew their tickets earlier and so are

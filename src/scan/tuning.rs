@@ -5,7 +5,7 @@
 //! Measured rows are re-measured with `bench/run_gpu_bench.sh` (report: ratios against
 //! memcpy and CUB in the same run) and, for tile shapes, `bench_compare --variant` under
 //! the `experiments` feature, whose `SCANRT_TILE_OVERRIDE` / `SCANRT_WAVE_OVERRIDE`
-//! replace a row's shapes without rebuilding (docs/PERFORMANCE.md).
+//! replace a row's shapes without rebuilding (docs/PERFORMANCE.md, Tuning).
 
 use crate::types::DType;
 
