@@ -58,7 +58,7 @@ pub struct OperatorDesc {
     pub host: Option<HostOperator>,
 }
 
-/// How an operator scan runs: the same choices as a built-in scan's [`ScanDesc`], with
+/// How an operator scan runs: the same choices as a built-in scan's [`ScanDesc`](crate::ScanDesc), with
 /// the initial value as the state's bytes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OperatorScan {
