@@ -1,0 +1,81 @@
+//! Recipes, the examples' operators and the operator space on the host backend.
+
+use crate::common::*;
+use scanrt::{Backend, Context, DType};
+
+#[test]
+fn recipes_and_user_operators_on_the_host_backend() {
+    use crate::common::operators::*;
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let mut rng = Rng(0x4057);
+    let sizes = [1, 2, 3, 100, 1000, 4097];
+    for dtype in [DType::F32, DType::F64] {
+        let op = ctx
+            .create_operator(scanrt::recipes::linear_recurrence(dtype).unwrap())
+            .unwrap();
+        for _ in 0..40 {
+            let shape = Shape::random(&mut rng, &sizes);
+            check_recurrence(&ctx, &stream, &op, dtype, &mut rng, shape).unwrap();
+        }
+        check_recurrence_in_chunks(&ctx, &stream, &op, dtype, &mut rng, 5000).unwrap();
+    }
+    for dtype in EXTREME_TYPES {
+        for max in [true, false] {
+            let op = ctx
+                .create_operator(scanrt::recipes::cumulative_extreme(dtype, max).unwrap())
+                .unwrap();
+            for _ in 0..40 {
+                let shape = Shape::random(&mut rng, &sizes);
+                check_extreme_of(dtype, &ctx, &stream, &op, max, &mut rng, shape).unwrap();
+            }
+        }
+    }
+    for dtype in [DType::F32, DType::F64] {
+        let op = ctx
+            .create_operator(scanrt::recipes::logcumsumexp(dtype).unwrap())
+            .unwrap();
+        for _ in 0..40 {
+            let shape = Shape::random(&mut rng, &sizes);
+            check_logcumsumexp(&ctx, &stream, &op, &mut rng, shape).unwrap();
+        }
+    }
+    let sight = ctx.create_operator(examples::line_of_sight()).unwrap();
+    let fibonacci = ctx.create_operator(examples::fibonacci_matrix()).unwrap();
+    let recurrence = ctx
+        .create_operator(scanrt::recipes::linear_recurrence(DType::F64).unwrap())
+        .unwrap();
+    for _ in 0..40 {
+        let shape = Shape::random(&mut rng, &sizes);
+        check_line_of_sight(&ctx, &stream, &sight, &mut rng, shape).unwrap();
+        let shape = Shape::random(&mut rng, &sizes);
+        check_fibonacci_matrix(&ctx, &stream, &fibonacci, &mut rng, shape).unwrap();
+        let (rows, terms) = (1 + rng.below(50) as usize, 1 + rng.below(100) as usize);
+        check_polynomials(&ctx, &stream, &recurrence, &mut rng, rows, terms).unwrap();
+    }
+    // Without host functions the host backend refuses with a specific status.
+    let op = ctx.create_operator(matrix_product()).unwrap();
+    let shape = Shape::plain(10);
+    let e = check_matrix_product(&ctx, &stream, &op, &mut rng, shape, scanrt::Algorithm::Auto).unwrap_err();
+    assert!(e.contains("no host functions"), "{e}");
+}
+
+/// The operator space (tests/common/operator_space.rs) on the host backend: every state
+/// width, load and output form, crossed with every combination of direction,
+/// inclusive/exclusive, segment form and initial state, at small lengths.
+#[test]
+fn operator_space_on_the_host_backend() {
+    use crate::common::operator_space::*;
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let seed = 0x5eed_0057;
+    let mut rng = Rng(seed);
+    let small = [1, 2, 3, 31, 33, 127, 128, 129, 1000, 4097];
+    for lane_op in LaneOp::all() {
+        let op = ctx.create_operator(lane_op.desc()).unwrap();
+        for i in 0..sweep_length(&small) {
+            let case = Case::nth(&lane_op, &small, i, &mut rng);
+            check_case(&ctx, &stream, &op, &lane_op, &case).unwrap_or_else(|e| panic!("seed {seed:#x}: {e}"));
+        }
+    }
+}
