@@ -136,12 +136,6 @@ impl OperatorModel for OperatorInner {
         true
     }
 
-    /// The initial state's length was checked when the scan became a shape
-    /// (`OperatorScan::shape`).
-    fn check_shape(&self, _shape: &ScanShape) -> Result<()> {
-        Ok(())
-    }
-
     fn kernels(
         &self,
         engine: &GpuEngine,

@@ -118,6 +118,7 @@ impl Context {
     /// it, chooses the algorithm and, on a GPU, loads its kernels and sizes its
     /// workspace. Execute it with [`ScanPlan::execute`] (any number of times).
     pub fn plan(&self, input: DType, output: DType, n: u64, desc: &ScanDesc) -> Result<ScanPlan> {
+        // The pair before the initial value, whose type follows from the pair.
         check_types(input, output, desc.op)?;
         let shape = desc.shape(output)?;
         let operator = PlanOperator::Builtin(BuiltinOperator::new(desc.op, input, output));

@@ -5,10 +5,10 @@ use crate::error::{bail, Result};
 use crate::scan::desc::ScanShape;
 use crate::scan::operator_model::{ArrayLayout, OperatorModel, ScanArrays};
 
-/// The checks of a scan's shape, at plan time: the operator's own (types, initial
-/// state), the segment form, and lengths that fit the address space.
+/// The checks of a scan's shape, at plan time: the segment form, and lengths that fit
+/// the address space. The operator's own (its types, the initial state's type or size)
+/// were made when the shape was (`ScanDesc::shape`, `OperatorScan::shape`).
 pub(crate) fn validate_shape(model: &dyn OperatorModel, n: u64, shape: &ScanShape) -> Result<()> {
-    model.check_shape(shape)?;
     shape.segments.check()?;
     let max_bytes = isize::MAX as u64;
     let fits = |layout: &ArrayLayout| n.checked_mul(layout.size as u64).is_some_and(|b| b <= max_bytes);

@@ -13,7 +13,7 @@ use crate::scan::desc::{ScanDesc, ScanShape};
 use crate::scan::kernels::{KernelSets, ScanKernels, Specialization};
 use crate::scan::RawScan;
 use crate::tables::{Algorithm, Op};
-use crate::types::{check_types, DType, InitValue};
+use crate::types::{DType, InitValue};
 
 /// Element size and alignment of one array a scan reads or writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,8 +65,6 @@ pub(crate) trait OperatorModel: Send + Sync {
     /// Whether the result may depend on the association order (then a determinism
     /// promise needs the fixed-order look-back).
     fn order_sensitive(&self) -> bool;
-    /// The checks of the scan's shape that belong to the operator (types, initial state).
-    fn check_shape(&self, shape: &ScanShape) -> Result<()>;
     /// The kernel set that runs `algorithm` over `n` elements as `shape` says, loaded
     /// (compiled on first use) on `engine`.
     fn kernels(&self, engine: &GpuEngine, shape: &ScanShape, algorithm: Algorithm, n: u64) -> Result<Arc<ScanKernels>>;
@@ -80,7 +78,8 @@ pub(crate) trait OperatorModel: Send + Sync {
     unsafe fn scan_on_host(&self, arrays: &ScanArrays, n: u64, shape: &ScanShape) -> Result<()>;
 }
 
-/// A built-in operator (`Op`) scanning `input` elements into `output` elements.
+/// A built-in operator (`Op`) scanning `input` elements into `output` elements, a pair
+/// `check_types` accepted (`Context::plan`).
 pub(crate) struct BuiltinOperator {
     pub op: Op,
     pub input: DType,
@@ -139,11 +138,6 @@ impl OperatorModel for BuiltinOperator {
 
     fn order_sensitive(&self) -> bool {
         self.output.is_float() && self.op.definition().float_order_sensitive
-    }
-
-    fn check_shape(&self, _shape: &ScanShape) -> Result<()> {
-        // The initial value's type was checked when the descriptor became a shape.
-        check_types(self.input, self.output, self.op)
     }
 
     fn kernels(
