@@ -393,4 +393,16 @@ static inline scanrt_context *open_auto_context(const char *program, int32_t *ba
     return ctx;
 }
 
+/* Where AUTO gave the GPU, runs `run` again on a host context: the host backend's contract
+ * holds on GPU machines too. */
+static inline void also_on_the_host(int32_t backend, void (*run)(scanrt_context *ctx, int32_t backend)) {
+    if (backend != SCANRT_BACKEND_GPU) return;
+    scanrt_context *host = NULL;
+    EXPECT_OK(scanrt_context_create(SCANRT_BACKEND_HOST, 0, &host));
+    if (host) {
+        run(host, SCANRT_BACKEND_HOST);
+        scanrt_context_destroy(host);
+    }
+}
+
 #endif

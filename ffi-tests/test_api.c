@@ -321,6 +321,11 @@ static void test_buffers(scanrt_context *ctx, int backend) {
 /* ------------------------------------------------------------------------------------ */
 /* Scans through buffers                                                                 */
 
+static void host_api(scanrt_context *ctx, int32_t backend) {
+    test_streams(ctx, backend);
+    test_buffers(ctx, backend);
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     test_version_and_strings();
@@ -334,16 +339,7 @@ int main(void) {
     test_prepare(ctx);
     test_streams(ctx, backend);
     test_buffers(ctx, backend);
-    if (backend == SCANRT_BACKEND_GPU) {
-        /* The host backend's contract holds on GPU machines too. */
-        scanrt_context *host = NULL;
-        EXPECT_OK(scanrt_context_create(SCANRT_BACKEND_HOST, 0, &host));
-        if (host) {
-            test_streams(host, SCANRT_BACKEND_HOST);
-            test_buffers(host, SCANRT_BACKEND_HOST);
-            scanrt_context_destroy(host);
-        }
-    }
+    also_on_the_host(backend, host_api);
     scanrt_context_destroy(ctx);
     return check_summary("test_api", backend_name(backend));
 }

@@ -173,15 +173,7 @@ int main(void) {
     int32_t backend;
     scanrt_context *ctx = open_auto_context("test_scan_errors", &backend);
     test_scan_errors(ctx, backend);
-    if (backend == SCANRT_BACKEND_GPU) {
-        /* The host backend's contract holds on GPU machines too. */
-        scanrt_context *host = NULL;
-        EXPECT_OK(scanrt_context_create(SCANRT_BACKEND_HOST, 0, &host));
-        if (host) {
-            test_scan_errors(host, SCANRT_BACKEND_HOST);
-            scanrt_context_destroy(host);
-        }
-    }
+    also_on_the_host(backend, test_scan_errors);
     scanrt_context_destroy(ctx);
     return check_summary("test_scan_errors", backend_name(backend));
 }

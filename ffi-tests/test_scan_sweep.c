@@ -354,22 +354,18 @@ static void test_segmented_backward_deterministic(scanrt_context *ctx, int backe
 }
 
 
+static void host_sweep(scanrt_context *ctx, int32_t backend) {
+    sweep(ctx, backend, "host");
+    test_segmented_backward_deterministic(ctx, backend);
+}
+
 int main(void) {
     int32_t backend;
     scanrt_context *ctx = open_auto_context("test_scan_sweep", &backend);
     sweep(ctx, backend, backend_name(backend));
     test_segmented_backward_deterministic(ctx, backend);
     test_threads(ctx);
-    if (backend == SCANRT_BACKEND_GPU) {
-        /* The host backend's contract holds on GPU machines too. */
-        scanrt_context *host = NULL;
-        EXPECT_OK(scanrt_context_create(SCANRT_BACKEND_HOST, 0, &host));
-        if (host) {
-            sweep(host, SCANRT_BACKEND_HOST, "host");
-            test_segmented_backward_deterministic(host, SCANRT_BACKEND_HOST);
-            scanrt_context_destroy(host);
-        }
-    }
+    also_on_the_host(backend, host_sweep);
     scanrt_context_destroy(ctx);
     return check_summary("test_scan_sweep", backend_name(backend));
 }
