@@ -188,7 +188,8 @@ impl Operator {
 
     /// Plans a scan of `n` elements with this operator as `scan` says: validates it,
     /// chooses the algorithm and, on a GPU, loads its kernels (compiling them on first
-    /// use) and sizes its workspace. The plan runs with [`Operator::scan_raw`]'s arrays.
+    /// use) and sizes its workspace. Run it with [`ScanPlan::execute_arrays`] (any number
+    /// of times, on any arrays of its length).
     pub fn plan(&self, n: u64, scan: &OperatorScan) -> Result<ScanPlan> {
         let shape = scan.shape(&self.inner.desc)?;
         ScanPlan::new(&self.inner.ctx, PlanOperator::User(self.inner.clone()), n, shape)
@@ -215,14 +216,8 @@ impl Operator {
         scan: &OperatorScan,
         workspace: Option<Workspace>,
     ) -> Result<ScanInfo> {
-        let arrays = ScanArrays {
-            inputs,
-            outputs,
-            segments,
-            known_arrays: false,
-            known_segments: false,
-        };
-        self.plan(n, scan)?.run(stream, &arrays, workspace)
+        self.plan(n, scan)?
+            .execute_arrays(stream, inputs, outputs, segments, workspace)
     }
 
     /// Scans buffers of the operator's context: `inputs` of the load's types (or one

@@ -226,7 +226,7 @@ impl ScanPlan {
     /// comes from `workspace` when given (see [`Context::init_workspace`]), else from the
     /// context's per-stream pool (or, inside a stream capture, from the graph). Bad
     /// addresses return an error before anything is written. A plan of an operator with
-    /// several arrays runs with `Operator::scan_raw`.
+    /// several arrays runs with [`ScanPlan::execute_arrays`].
     ///
     /// # Safety
     /// On the host backend the addresses must be valid for `n` elements (and the segment
@@ -239,6 +239,32 @@ impl ScanPlan {
             segments: io.segments,
             known_arrays: io.known_buffers,
             known_segments: io.known_segments,
+        };
+        self.run(stream, &arrays, workspace)
+    }
+
+    /// Runs the plan of a user-defined operator (`Operator::plan`) on its arrays: `inputs`
+    /// are the load's input arrays in order (one array of states without a load),
+    /// `outputs` the store's (one array of states without a store), `segments` the
+    /// segment data of a segmented scan (0 otherwise), as `Operator::scan_raw` takes them.
+    /// A plan made once runs on any arrays of its length.
+    ///
+    /// # Safety
+    /// As [`ScanPlan::execute`].
+    pub unsafe fn execute_arrays(
+        &self,
+        stream: &Stream,
+        inputs: &[u64],
+        outputs: &[u64],
+        segments: u64,
+        workspace: Option<Workspace>,
+    ) -> Result<ScanInfo> {
+        let arrays = ScanArrays {
+            inputs,
+            outputs,
+            segments,
+            known_arrays: false,
+            known_segments: false,
         };
         self.run(stream, &arrays, workspace)
     }

@@ -79,3 +79,49 @@ fn operator_space_on_the_host_backend() {
         }
     }
 }
+
+/// An operator's plan, made once, runs on other arrays of its length (`execute_arrays`),
+/// each result the sequential loop's; arrays of another count are refused.
+#[test]
+fn an_operator_plan_runs_on_any_arrays() {
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let op = ctx
+        .create_operator(scanrt::recipes::linear_recurrence(DType::F64).unwrap())
+        .unwrap();
+    let n = 1000;
+    let plan = op.plan(n as u64, &scanrt::OperatorScan::inclusive()).unwrap();
+    let mut rng = Rng(0x91a7);
+    for round in 0..3 {
+        let a: Vec<f64> = (0..n).map(|_| (rng.below(2001) as f64 - 1000.0) / 1000.0).collect();
+        let b: Vec<f64> = (0..n).map(|_| rng.below(1000) as f64).collect();
+        let mut h = vec![f64::NAN; n];
+        // SAFETY: host arrays of n elements each, alive across the (synchronous) host scan.
+        unsafe {
+            plan.execute_arrays(
+                &stream,
+                &[a.as_ptr() as u64, b.as_ptr() as u64],
+                &[h.as_mut_ptr() as u64],
+                0,
+                None,
+            )
+        }
+        .unwrap();
+        // The host functions may fuse or associate the multiply-add differently: a bound
+        // far below any wrong element's error (|a| <= 1, so errors do not grow).
+        let mut state = 0.0f64;
+        for i in 0..n {
+            state = a[i] * state + b[i];
+            let tolerance = 1e-12 * state.abs().max(1.0);
+            assert!(
+                (h[i] - state).abs() <= tolerance,
+                "round {round}, element {i}: {} against {state}",
+                h[i]
+            );
+        }
+        // SAFETY: refused before anything is read or written.
+        let e = unsafe { plan.execute_arrays(&stream, &[a.as_ptr() as u64], &[h.as_mut_ptr() as u64], 0, None) }
+            .unwrap_err();
+        assert_eq!(e.status, scanrt::ScanrtStatus::InvalidArgument, "{}", e.message);
+    }
+}
