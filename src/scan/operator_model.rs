@@ -137,7 +137,7 @@ impl OperatorModel for BuiltinOperator {
     }
 
     fn order_sensitive(&self) -> bool {
-        self.output.is_float() && self.op.definition().float_order_sensitive
+        ScanDesc::inclusive(self.op).order_sensitive(self.output)
     }
 
     fn kernels(

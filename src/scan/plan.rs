@@ -326,7 +326,7 @@ impl ScanPlan {
         check_overlaps(model, arrays, n, shape)?;
 
         let init = shape.init.unwrap_or_default();
-        let scan = ScanParams {
+        let mut scan = ScanParams {
             input: arrays.inputs[0],
             output: arrays.outputs[0],
             heads: segment_param(&shape.segments, arrays.segments),
@@ -347,7 +347,7 @@ impl ScanPlan {
         // addresses checked above.
         if model.takes_operator_params() {
             let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
-            let params = OperatorLaunch {
+            let mut params = OperatorLaunch {
                 scan,
                 operator: OperatorParams {
                     input1: at(arrays.inputs, 1),
@@ -357,9 +357,9 @@ impl ScanPlan {
                     init,
                 },
             };
-            launch_kernels(dev, &launch, raw_stream, &mut { params }, workspace)
+            launch_kernels(dev, &launch, raw_stream, &mut params, workspace)
         } else {
-            launch_kernels(dev, &launch, raw_stream, &mut { scan }, workspace)
+            launch_kernels(dev, &launch, raw_stream, &mut scan, workspace)
         }
     }
 }
