@@ -10,6 +10,7 @@
 #include "check.h"
 #include "scan_reference.h"
 
+#include <math.h>
 #include <pthread.h>
 
 typedef struct {
@@ -353,10 +354,66 @@ static void test_segmented_backward_deterministic(scanrt_context *ctx, int backe
     scanrt_stream_destroy(s);
 }
 
+/* f32 data summed in an f64 accumulator (`has_accumulator`): every result is the f64
+ * running sum rounded once to f32, which an f32 accumulator would miss by far more than
+ * the rounding of a reordered f64 sum; forward and backward, both algorithms. A wrong
+ * accumulator type is refused with a message. */
+static void test_wide_accumulator(scanrt_context *ctx, int backend) {
+    g_phase = "wide accumulator";
+    const size_t n = 300001;
+    scanrt_stream *s = NULL;
+    EXPECT_OK(scanrt_stream_create(ctx, &s));
+    float *x = malloc(n * sizeof *x), *got = malloc(n * sizeof *got);
+    uint64_t state = 0xACC;
+    for (size_t i = 0; i < n; i++) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        double m = (double)(state >> 40) / (double)(1ull << 24) + 0.5;
+        x[i] = (float)((state >> 13 & 1) ? m * 1000.0 : -m * 0.001);
+    }
+    scanrt_buffer *in = make_buffer(ctx, SCANRT_DTYPE_F32, n), *out = make_buffer(ctx, SCANRT_DTYPE_F32, n);
+    EXPECT_OK(scanrt_buffer_upload(in, s, x, n));
+    for (int backward = 0; backward < 2; backward++) {
+        for (int alg = 0; alg < 2; alg++) {
+            scanrt_scan_desc d;
+            scanrt_scan_desc_init(&d);
+            d.has_accumulator = 1;
+            d.accumulator = SCANRT_DTYPE_F64;
+            d.has_init = 1;
+            d.init.f64 = 0.25;
+            d.direction = backward ? SCANRT_DIRECTION_BACKWARD : SCANRT_DIRECTION_FORWARD;
+            if (backend == SCANRT_BACKEND_GPU && alg) d.algorithm = SCANRT_ALGORITHM_MATRIX;
+            if (!expect_status_at(__LINE__, "wide accumulator", scanrt_scan(ctx, s, in, out, &d, NULL), SCANRT_STATUS_OK))
+                continue;
+            EXPECT_OK(scanrt_buffer_download(out, s, got, n));
+            double running = 0.25, abs_sum = 0.25;
+            size_t bad = 0;
+            for (size_t k = 0; k < n; k++) {
+                size_t i = backward ? n - 1 - k : k;
+                running += x[i];
+                abs_sum += fabs(x[i]);
+                double want = (double)(float)running;
+                double ulp = fabs(want) * 1.2e-7 + 1e-30;
+                if (fabs((double)got[i] - want) > ulp + (double)n * 2.3e-16 * abs_sum) bad++;
+            }
+            CHECK(bad == 0, "f32 via f64 %s alg=%d: %zu of %zu results are not the f64 sum rounded once",
+                  backward ? "backward" : "forward", d.algorithm, bad, n);
+        }
+    }
+    scanrt_scan_desc d;
+    scanrt_scan_desc_init(&d);
+    d.has_accumulator = 1;
+    d.accumulator = SCANRT_DTYPE_I64;
+    EXPECT(scanrt_scan(ctx, s, in, out, &d, NULL), SCANRT_STATUS_UNSUPPORTED_COMBINATION);
+    CHECK(strstr(scanrt_last_error_message(), "accumulated in") != NULL, "message: %s", scanrt_last_error_message());
+    scanrt_buffer_destroy(in), scanrt_buffer_destroy(out);
+    free(x), free(got);
+    scanrt_stream_destroy(s);
+}
 
 static void host_sweep(scanrt_context *ctx, int32_t backend) {
     sweep(ctx, backend, "host");
     test_segmented_backward_deterministic(ctx, backend);
+    test_wide_accumulator(ctx, backend);
 }
 
 int main(void) {
@@ -364,6 +421,7 @@ int main(void) {
     scanrt_context *ctx = open_auto_context("test_scan_sweep", &backend);
     sweep(ctx, backend, backend_name(backend));
     test_segmented_backward_deterministic(ctx, backend);
+    test_wide_accumulator(ctx, backend);
     test_threads(ctx);
     also_on_the_host(backend, host_sweep);
     scanrt_context_destroy(ctx);

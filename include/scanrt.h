@@ -275,7 +275,8 @@ typedef struct scanrt_operator_desc {
   void *host_user_data;
 } scanrt_operator_desc;
 
-// An initial value, read as the scan's output type.
+// An initial value, read as the scan's accumulator type (its output type unless the
+// descriptor names another).
 typedef union scanrt_value {
   // For `SCANRT_DTYPE_I32` outputs.
   int32_t i32;
@@ -303,7 +304,7 @@ typedef struct scanrt_scan_desc {
   int32_t inclusive;
   // Nonzero when `init` holds an initial value (else the operator's identity is used).
   int32_t has_init;
-  // The initial value, as the output type.
+  // The initial value, as the accumulator type (the output type by default).
   union scanrt_value init;
   // A `scanrt_algorithm` value (`SCANRT_ALGORITHM_AUTO` by default).
   int32_t algorithm;
@@ -322,6 +323,12 @@ typedef struct scanrt_scan_desc {
   const void *segment_data;
   // The row length when `segments` is `SCANRT_SEGMENTS_ROWS` (since 0.4).
   uint64_t row_length;
+  // Nonzero when `accumulator` names the type the operator combines in (since 0.5);
+  // zero: the output type.
+  int32_t has_accumulator;
+  // A `scanrt_dtype` wider than the output, each result narrowed as it is written
+  // (`SCANRT_DTYPE_F64` for `SCANRT_DTYPE_F32` data and results).
+  int32_t accumulator;
 } scanrt_scan_desc;
 
 // What a scan call did (optional out parameter of the scan functions). Initialise with

@@ -54,7 +54,9 @@ pub use scan::reference::{reference_scan, reference_scan_segmented};
 pub use scan::{RawScan, ScanInfo};
 pub use stream::Stream;
 pub use tables::{Algorithm, Backend, ChoiceReason, DType, Direction, LogLevel, Op, ScanrtStatus, SegmentKind};
-pub use types::{check_types, DTypeInfo, InitValue, NumberKind, Scalar, Widen, TYPE_PAIRS};
+pub use types::{
+    check_types, DTypeInfo, InitValue, Narrow, NumberKind, Scalar, ScanTypes, Widen, NARROWING_TYPES, TYPE_PAIRS,
+};
 
 /// The directory of the on-disk kernel cache, or why there is none (turned off, or a
 /// directory refused as not private: see `SCANRT_CACHE_DIR` in the README). Without one,
@@ -126,10 +128,11 @@ pub fn check_kernel_pack(path: &std::path::Path) -> Result<usize> {
 /// small-scan shape) with NVRTC for `sm_<arch>`, without a GPU, returning the images'
 /// total size. Goes through the disk cache, like [`compile_kernel_sets`].
 pub fn compile_specialization(input: DType, output: DType, desc: &ScanDesc, arch: i32) -> Result<usize> {
-    check_types(input, output, desc.op)?;
+    let types = desc.types(input, output);
+    types.check(desc.op)?;
     let nvrtc = runtime::nvrtc::Nvrtc::load()?;
     let target = nvrtc.target_for(arch)?;
-    let (regular, small) = scan::kernels::Specialization::all_for(arch, input, output, desc);
+    let (regular, small) = scan::kernels::Specialization::all_for(arch, types, desc);
     let mut bytes = 0;
     for spec in std::iter::once(regular).chain(small) {
         bytes += nvrtc.compile_cached(&spec.source(), target)?.len();

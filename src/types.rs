@@ -146,6 +146,163 @@ macro_rules! widen_impls {
 }
 with_type_pairs!(widen_impls!());
 
+/// Calls `$callback!` with the table of accumulators wider than the output: elements are
+/// read as the input type, combined in the accumulator and narrowed when written. Rows:
+/// `(Input, input_rust_type, Accumulator, accumulator_rust_type, Output, output_rust_type)`.
+/// (f32 sums in f64 lose no precision to the length of the scan.)
+#[doc(hidden)]
+#[macro_export]
+macro_rules! with_narrowing_types {
+    ($callback:ident ! $args:tt) => {
+        $crate::$callback! { $args
+            (F32, f32, F64, f64, F32, f32)
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! narrowing_type_array {
+    (() $(($i:ident, $it:ty, $a:ident, $at:ty, $o:ident, $ot:ty))*) => {
+        [$($crate::ScanTypes { input: $crate::DType::$i, accumulator: $crate::DType::$a, output: $crate::DType::$o }),*]
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! narrowing_type_count {
+    (() $(($i:ident, $it:ty, $a:ident, $at:ty, $o:ident, $ot:ty))*) => {
+        <[&str]>::len(&[$(stringify!($i)),*])
+    };
+}
+
+/// Every (input, accumulator, output) triple whose accumulator is wider than its output.
+pub const NARROWING_TYPES: [ScanTypes; with_narrowing_types!(narrowing_type_count!())] =
+    with_narrowing_types!(narrowing_type_array!());
+
+/// The three types of a built-in scan: elements are read as `input`, combined in
+/// `accumulator` (the type of the initial value and of the carries between tiles) and
+/// written as `output`. The accumulator is the output type unless a scan asks for a
+/// wider one ([`NARROWING_TYPES`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ScanTypes {
+    /// The element type read.
+    pub input: DType,
+    /// The type the operator combines in.
+    pub accumulator: DType,
+    /// The element type written.
+    pub output: DType,
+}
+
+impl ScanTypes {
+    /// The types of a scan of `input` into `output`, accumulating in `accumulator`
+    /// (`None`: the output type).
+    pub fn new(input: DType, output: DType, accumulator: Option<DType>) -> ScanTypes {
+        ScanTypes {
+            input,
+            accumulator: accumulator.unwrap_or(output),
+            output,
+        }
+    }
+    /// Whether results are narrowed from a wider accumulator when written.
+    pub fn narrows(&self) -> bool {
+        self.accumulator != self.output
+    }
+    /// Checks the triple for `op`: a pair of [`TYPE_PAIRS`] accumulating in its output
+    /// type, or a row of [`NARROWING_TYPES`], with `op` defined on the accumulator.
+    pub fn check(&self, op: crate::Op) -> Result<()> {
+        if !self.narrows() {
+            return check_types(self.input, self.output, op);
+        }
+        if !NARROWING_TYPES.contains(self) {
+            bail!(
+                UnsupportedCombination,
+                "{} input cannot be accumulated in {} and written as {}; a wider accumulator is offered for {}",
+                self.input.c_name(),
+                self.accumulator.c_name(),
+                self.output.c_name(),
+                NARROWING_TYPES
+                    .iter()
+                    .map(|t| format!(
+                        "{} -> {} -> {}",
+                        t.input.c_name(),
+                        t.accumulator.c_name(),
+                        t.output.c_name()
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        check_types(self.input, self.accumulator, op)
+    }
+}
+
+/// Evaluates `$body` with the type aliases `$I`, `$A` and `$O` bound to the Rust types of
+/// a checked [`ScanTypes`] (a pair of [`TYPE_PAIRS`] with `$A = $O`, or a row of
+/// [`NARROWING_TYPES`]); panics for any other triple.
+#[macro_export]
+macro_rules! dispatch_scan_types {
+    ($types:expr, |$I:ident, $A:ident, $O:ident| $body:expr) => {{
+        let types: $crate::ScanTypes = $types;
+        if types.narrows() {
+            $crate::with_narrowing_types!(dispatch_narrowing_rows!(types, $I, $A, $O, $body))
+        } else {
+            $crate::dispatch_pair!(types.input, types.output, |$I, $O| {
+                #[allow(dead_code)]
+                type $A = $O;
+                $body
+            })
+        }
+    }};
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! dispatch_narrowing_rows {
+    (($types:expr, $I:ident, $A:ident, $O:ident, $body:expr) $(($i:ident, $it:ty, $a:ident, $at:ty, $o:ident, $ot:ty))*) => {
+        match ($types.input, $types.accumulator, $types.output) {
+            $(($crate::DType::$i, $crate::DType::$a, $crate::DType::$o) => {
+                #[allow(dead_code)]
+                type $I = $it;
+                #[allow(dead_code)]
+                type $A = $at;
+                #[allow(dead_code)]
+                type $O = $ot;
+                $body
+            })*
+            (i, a, o) => panic!("{:?} -> {:?} -> {:?} is not a supported triple", i, a, o),
+        }
+    };
+}
+
+/// Conversion of an accumulator into the output type: the identity where they are the
+/// same type, a rounding conversion for the rows of [`NARROWING_TYPES`].
+pub trait Narrow<O> {
+    /// The value as the output type.
+    fn narrow(self) -> O;
+}
+
+impl<T> Narrow<T> for T {
+    #[inline(always)]
+    fn narrow(self) -> T {
+        self
+    }
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! narrow_impls {
+    (() $(($i:ident, $it:ty, $a:ident, $at:ty, $o:ident, $ot:ty))*) => {$(
+        impl $crate::Narrow<$ot> for $at {
+            #[inline(always)]
+            fn narrow(self) -> $ot {
+                self as $ot
+            }
+        }
+    )*};
+}
+with_narrowing_types!(narrow_impls!());
+
 /// Checks that `op` is defined on the output type and that `input` can be accumulated in
 /// `output` (a pair of [`TYPE_PAIRS`]).
 pub fn check_types(input: DType, output: DType, op: crate::Op) -> Result<()> {

@@ -17,7 +17,8 @@ use crate::tables::ScanrtStatus;
 use crate::tables::{Algorithm, Direction, Op, SegmentKind};
 use crate::types::{DType, InitValue};
 
-/// An initial value, read as the scan's output type.
+/// An initial value, read as the scan's accumulator type (its output type unless the
+/// descriptor names another).
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub union scanrt_value {
@@ -49,7 +50,7 @@ pub struct scanrt_scan_desc {
     pub inclusive: i32,
     /// Nonzero when `init` holds an initial value (else the operator's identity is used).
     pub has_init: i32,
-    /// The initial value, as the output type.
+    /// The initial value, as the accumulator type (the output type by default).
     pub init: scanrt_value,
     /// A `scanrt_algorithm` value (`SCANRT_ALGORITHM_AUTO` by default).
     pub algorithm: i32,
@@ -68,6 +69,12 @@ pub struct scanrt_scan_desc {
     pub segment_data: *const c_void,
     /// The row length when `segments` is `SCANRT_SEGMENTS_ROWS` (since 0.4).
     pub row_length: u64,
+    /// Nonzero when `accumulator` names the type the operator combines in (since 0.5);
+    /// zero: the output type.
+    pub has_accumulator: i32,
+    /// A `scanrt_dtype` wider than the output, each result narrowed as it is written
+    /// (`SCANRT_DTYPE_F64` for `SCANRT_DTYPE_F32` data and results).
+    pub accumulator: i32,
 }
 
 /// What a scan call did (optional out parameter of the scan functions). Initialise with
@@ -109,11 +116,17 @@ pub(crate) fn traversal_from_c(desc: &scanrt_scan_desc) -> Result<(Algorithm, Di
 fn desc_from_c(desc: &scanrt_scan_desc, output: DType) -> Result<ScanDesc> {
     let op = Op::from_c(desc.op)?;
     let (algorithm, direction, segments) = traversal_from_c(desc)?;
-    // SAFETY: every union member is plain old data; we read the one the output type names.
+    let accumulator = match desc.has_accumulator {
+        0 => None,
+        _ => Some(DType::from_c(desc.accumulator)?),
+    };
+    let init_type = accumulator.unwrap_or(output);
+    // SAFETY: every union member is plain old data; we read the one the accumulator
+    // type names.
     let init = (desc.has_init != 0).then(|| unsafe {
         InitValue::from_bits(
-            output,
-            match output.size() {
+            init_type,
+            match init_type.size() {
                 1 => desc.init.u32 as u8 as u64,
                 4 => desc.init.u32 as u64,
                 _ => desc.init.u64,
@@ -124,6 +137,7 @@ fn desc_from_c(desc: &scanrt_scan_desc, output: DType) -> Result<ScanDesc> {
         op,
         inclusive: desc.inclusive != 0,
         init,
+        accumulator,
         algorithm,
         direction,
         deterministic: desc.deterministic != 0,
@@ -148,6 +162,8 @@ impl Default for scanrt_scan_desc {
             key_dtype: DType::U32 as i32,
             segment_data: std::ptr::null(),
             row_length: 0,
+            has_accumulator: 0,
+            accumulator: DType::F64 as i32,
         }
     }
 }

@@ -16,17 +16,18 @@ use crate::scan::plan::{PlanOperator, ScanIo, ScanPlan};
 use crate::scan::{RawScan, ScanInfo};
 use crate::stream::Stream;
 use crate::tables::Op;
-use crate::types::{check_types, DType, Scalar};
+use crate::types::{DType, Scalar, ScanTypes};
 
 impl Context {
     /// Compiles (or loads from the disk cache) the kernels for a type pair and operator
     /// ahead of the first scan. A no-op on the host backend.
     pub fn prepare(&self, input: DType, output: DType, op: Op) -> Result<()> {
-        check_types(input, output, op)?;
+        let types = ScanTypes::new(input, output, None);
+        types.check(op)?;
         if let Engine::Gpu(engine) = self.engine() {
             let d = &engine.device;
             let _current = d.enter()?;
-            let (regular, small) = Specialization::all_for(d.arch, input, output, &ScanDesc::inclusive(op));
+            let (regular, small) = Specialization::all_for(d.arch, types, &ScanDesc::inclusive(op));
             let sets = engine.algorithms.get::<KernelSets>();
             for spec in std::iter::once(regular).chain(small) {
                 sets.get(d, spec)?;
@@ -39,11 +40,12 @@ impl Context {
     /// context (tile shapes, resources, where the tuning comes from), compiling them if
     /// needed.
     pub fn kernel_report(&self, input: DType, output: DType, op: Op) -> Result<String> {
-        check_types(input, output, op)?;
+        let types = ScanTypes::new(input, output, None);
+        types.check(op)?;
         let engine = self.gpu_engine()?;
         let d = &engine.device;
         let _current = d.enter()?;
-        let (regular, _) = Specialization::all_for(d.arch, input, output, &ScanDesc::inclusive(op));
+        let (regular, _) = Specialization::all_for(d.arch, types, &ScanDesc::inclusive(op));
         let set = engine.algorithms.get::<KernelSets>().get(d, regular)?;
         let s = set.shape;
         let describe = |k: &LoadedKernel| -> Result<String> {
@@ -98,8 +100,9 @@ impl Context {
     /// there is no such kernel. Sizes around them are the edge cases of the look-back;
     /// tests and benchmarks use them. Compiles nothing: the lengths are tuning data.
     pub fn tile_lengths(&self, input: DType, output: DType, desc: &ScanDesc) -> Result<(u64, u64, u64)> {
-        check_types(input, output, desc.op)?;
-        let (regular, _) = Specialization::all_for(self.gpu()?.arch, input, output, desc);
+        let types = desc.types(input, output);
+        types.check(desc.op)?;
+        let (regular, _) = Specialization::all_for(self.gpu()?.arch, types, desc);
         let s = regular.shape;
         let bulk = if regular.has(KernelKind::SinglePassBulk) {
             s.bulk_tile_elems()
@@ -118,10 +121,11 @@ impl Context {
     /// it, chooses the algorithm and, on a GPU, loads its kernels and sizes its
     /// workspace. Execute it with [`ScanPlan::execute`] (any number of times).
     pub fn plan(&self, input: DType, output: DType, n: u64, desc: &ScanDesc) -> Result<ScanPlan> {
-        // The pair before the initial value, whose type follows from the pair.
-        check_types(input, output, desc.op)?;
-        let shape = desc.shape(output)?;
-        let operator = PlanOperator::Builtin(BuiltinOperator::new(desc.op, input, output));
+        // The types before the initial value, whose type is the accumulator's.
+        let types = desc.types(input, output);
+        types.check(desc.op)?;
+        let shape = desc.shape(types.accumulator)?;
+        let operator = PlanOperator::Builtin(BuiltinOperator::new(desc.op, types));
         ScanPlan::new(self, operator, n, shape)
     }
 

@@ -3,7 +3,7 @@
 use crate::contract::StateBytes;
 use crate::error::{bail, Result};
 use crate::tables::{Algorithm, Direction, Op, SegmentKind};
-use crate::types::{DType, InitValue, Scalar};
+use crate::types::{DType, InitValue, Scalar, ScanTypes};
 
 /// How a segmented scan is told where segments start. The data (flags or keys, one
 /// entry per element, in memory order) travels beside the input: [`RawScan::segments`](crate::RawScan).
@@ -108,7 +108,7 @@ pub(crate) struct ScanShape {
 
 /// What to compute: `out[i] = init . in[0] . ... . in[i]` (inclusive) or
 /// `out[i] = init . in[0] . ... . in[i-1]` (exclusive, `out[0] = init`), where `.` is
-/// `op` in the output type and `init` defaults to the operator's identity. Backward
+/// `op` in the accumulator type (the output type by default) and `init` defaults to the operator's identity. Backward
 /// scans run the same recurrence from the last element; segmented scans run it within
 /// each segment, every segment starting from `init`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -117,9 +117,13 @@ pub struct ScanDesc {
     pub op: Op,
     /// Inclusive (element i includes input i) or exclusive.
     pub inclusive: bool,
-    /// The initial value; `None` = the operator's identity. Its type must be the output
-    /// type (checked when the scan is validated).
+    /// The initial value; `None` = the operator's identity. Its type must be the
+    /// accumulator type (checked when the scan is validated).
     pub init: Option<InitValue>,
+    /// The type the operator combines in; `None` = the output type. A wider one (a row
+    /// of [`NARROWING_TYPES`](crate::NARROWING_TYPES), e.g. f32 data summed in f64) is
+    /// narrowed to the output type as each result is written.
+    pub accumulator: Option<DType>,
     /// The algorithm asked for (`Auto`: the fastest that keeps the promises).
     pub algorithm: Algorithm,
     /// Forward (from element 0) or backward (from the last).
@@ -138,6 +142,7 @@ impl Default for ScanDesc {
             op: Op::Sum,
             inclusive: true,
             init: None,
+            accumulator: None,
             algorithm: Algorithm::Auto,
             direction: Direction::Forward,
             deterministic: false,
@@ -163,33 +168,44 @@ impl ScanDesc {
         }
     }
     /// Starts the scan (every segment of a segmented scan) from `init`, a value of the
-    /// scan's output type: a scan whose output type differs fails with `InvalidArgument`.
+    /// scan's accumulator type (the output type unless [`ScanDesc::accumulate_in`] says
+    /// otherwise): a scan whose accumulator type differs fails with `InvalidArgument`.
     pub fn with_init<T: Scalar>(mut self, init: T) -> Self {
         self.init = Some(InitValue::of(init));
         self
     }
-    /// What the descriptor says besides the operator, for a scan into `output` values
-    /// (the initial value checked against that type).
-    pub(crate) fn shape(&self, output: DType) -> Result<ScanShape> {
+    /// Combines in `accumulator` and narrows each result to the output type (a row of
+    /// [`NARROWING_TYPES`](crate::NARROWING_TYPES)).
+    pub fn accumulate_in(mut self, accumulator: DType) -> Self {
+        self.accumulator = Some(accumulator);
+        self
+    }
+    /// The types of a scan of `input` into `output` as this descriptor says.
+    pub fn types(&self, input: DType, output: DType) -> ScanTypes {
+        ScanTypes::new(input, output, self.accumulator)
+    }
+    /// What the descriptor says besides the operator, for a scan accumulating in
+    /// `accumulator` (the initial value checked against that type).
+    pub(crate) fn shape(&self, accumulator: DType) -> Result<ScanShape> {
         Ok(ScanShape {
             inclusive: self.inclusive,
-            init: self.init_bits(output)?.map(StateBytes::from_bits),
+            init: self.init_bits(accumulator)?.map(StateBytes::from_bits),
             algorithm: self.algorithm,
             direction: self.direction,
             deterministic: self.deterministic,
             segments: self.segments,
         })
     }
-    /// The initial value's bits as the output type, checked against it.
-    pub(crate) fn init_bits(&self, output: DType) -> Result<Option<u64>> {
+    /// The initial value's bits as the accumulator type, checked against it.
+    pub(crate) fn init_bits(&self, accumulator: DType) -> Result<Option<u64>> {
         match self.init {
             None => Ok(None),
-            Some(v) if v.dtype() == output => Ok(Some(v.bits())),
+            Some(v) if v.dtype() == accumulator => Ok(Some(v.bits())),
             Some(v) => bail!(
                 InvalidArgument,
-                "the initial value is a {} but the scan's output type is {}",
+                "the initial value is a {} but the scan accumulates in {}",
                 v.dtype().c_name(),
-                output.c_name()
+                accumulator.c_name()
             ),
         }
     }
@@ -213,8 +229,9 @@ impl ScanDesc {
         self.segments = segments;
         self
     }
-    /// Whether the result can depend on the association order: float sums and products.
-    pub fn order_sensitive(&self, output: DType) -> bool {
-        output.is_float() && self.op.definition().float_order_sensitive
+    /// Whether the result can depend on the association order: float sums and products
+    /// (`accumulator`: the type the operator combines in).
+    pub fn order_sensitive(&self, accumulator: DType) -> bool {
+        accumulator.is_float() && self.op.definition().float_order_sensitive
     }
 }

@@ -21,13 +21,13 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::dispatch_pair;
+use crate::dispatch_scan_types;
 use crate::error::Result;
 use crate::ops::{dispatch_op, op_at, Accumulator};
 use crate::scan::desc::{ScanDesc, Segments};
 use crate::scan::RawScan;
 use crate::tables::{DType, Direction};
-use crate::types::{Scalar, Widen};
+use crate::types::{Narrow, Scalar, Widen};
 
 /// Elements per chunk: the unit of parallel work and of the association order. Input and
 /// output of a chunk (at most 2 x 8 x 2^15 bytes) stay in a core's L2 between its two
@@ -45,7 +45,8 @@ pub(crate) unsafe fn scan(req: &RawScan, desc: &ScanDesc) -> Result<()> {
     if req.n == 0 {
         return Ok(());
     }
-    let init_bits = desc.init_bits(req.output_dtype)?;
+    let types = desc.types(req.input_dtype, req.output_dtype);
+    let init_bits = desc.init_bits(types.accumulator)?;
     let walk = Walk {
         n: req.n as usize,
         backward: desc.direction == Direction::Backward,
@@ -55,17 +56,17 @@ pub(crate) unsafe fn scan(req: &RawScan, desc: &ScanDesc) -> Result<()> {
         },
     };
     let inclusive = desc.inclusive;
-    dispatch_pair!(req.input_dtype, req.output_dtype, |I, O| {
+    dispatch_scan_types!(types, |I, A, O| {
         dispatch_op!(desc.op, |K| {
             let init = init_bits
-                .map(<O as Scalar>::from_bits)
-                .unwrap_or_else(|| O::identity(op_at::<K>()));
+                .map(<A as Scalar>::from_bits)
+                .unwrap_or_else(|| A::identity(op_at::<K>()));
             let arrays = Arrays(req.input as *const I, req.output as *mut O);
             match (walk.backward, inclusive) {
-                (false, true) => run::<I, O, K, false, true>(arrays, walk, init),
-                (false, false) => run::<I, O, K, false, false>(arrays, walk, init),
-                (true, true) => run::<I, O, K, true, true>(arrays, walk, init),
-                (true, false) => run::<I, O, K, true, false>(arrays, walk, init),
+                (false, true) => run::<I, A, O, K, false, true>(arrays, walk, init),
+                (false, false) => run::<I, A, O, K, false, false>(arrays, walk, init),
+                (true, true) => run::<I, A, O, K, true, true>(arrays, walk, init),
+                (true, false) => run::<I, A, O, K, true, false>(arrays, walk, init),
             }
         })
     });
@@ -151,21 +152,21 @@ fn chunk_range<const BACKWARD: bool>(n: usize, c: usize) -> std::ops::Range<usiz
 /// A chunk's fold from the identity: (whether it holds a segment head, the value since
 /// its last head, or since its start).
 #[inline]
-unsafe fn reduce<I: Widen<O> + Copy, O: Accumulator, const K: usize, const BACKWARD: bool>(
+unsafe fn reduce<I: Widen<A> + Copy, A: Accumulator, O, const K: usize, const BACKWARD: bool>(
     a: Arrays<I, O>,
     walk: &Walk,
     range: std::ops::Range<usize>,
-    init: O,
-) -> (bool, O) {
-    let mut acc = O::identity(op_at::<K>());
+    init: A,
+) -> (bool, A) {
+    let mut acc = A::identity(op_at::<K>());
     if !walk.segmented() {
         if BACKWARD {
             for p in range.rev() {
-                acc = combine::<O, K>(acc, (*a.0.add(p)).widen());
+                acc = combine::<A, K>(acc, (*a.0.add(p)).widen());
             }
         } else {
             for p in range {
-                acc = combine::<O, K>(acc, (*a.0.add(p)).widen());
+                acc = combine::<A, K>(acc, (*a.0.add(p)).widen());
             }
         }
         return (false, acc);
@@ -176,7 +177,7 @@ unsafe fn reduce<I: Widen<O> + Copy, O: Accumulator, const K: usize, const BACKW
             seen = true;
             acc = init;
         }
-        acc = combine::<O, K>(acc, (*a.0.add(p)).widen());
+        acc = combine::<A, K>(acc, (*a.0.add(p)).widen());
     };
     if BACKWARD {
         range.rev().for_each(&mut visit);
@@ -189,8 +190,9 @@ unsafe fn reduce<I: Widen<O> + Copy, O: Accumulator, const K: usize, const BACKW
 /// Scans a chunk from `carry`; returns the running value after it.
 #[inline]
 unsafe fn scan_chunk<
-    I: Widen<O> + Copy,
-    O: Accumulator,
+    I: Widen<A> + Copy,
+    A: Accumulator + Narrow<O>,
+    O,
     const K: usize,
     const BACKWARD: bool,
     const INCLUSIVE: bool,
@@ -198,23 +200,23 @@ unsafe fn scan_chunk<
     a: Arrays<I, O>,
     walk: &Walk,
     range: std::ops::Range<usize>,
-    carry: O,
-    init: O,
-) -> O {
+    carry: A,
+    init: A,
+) -> A {
     let mut running = carry;
     if !walk.segmented() {
         // The hot loop: no head test, nothing but the operator between load and store.
         let (input, output) = (a.0, a.1);
         if BACKWARD {
             for p in range.rev() {
-                let next = combine::<O, K>(running, (*input.add(p)).widen());
-                *output.add(p) = if INCLUSIVE { next } else { running };
+                let next = combine::<A, K>(running, (*input.add(p)).widen());
+                *output.add(p) = if INCLUSIVE { next } else { running }.narrow();
                 running = next;
             }
         } else {
             for p in range {
-                let next = combine::<O, K>(running, (*input.add(p)).widen());
-                *output.add(p) = if INCLUSIVE { next } else { running };
+                let next = combine::<A, K>(running, (*input.add(p)).widen());
+                *output.add(p) = if INCLUSIVE { next } else { running }.narrow();
                 running = next;
             }
         }
@@ -224,8 +226,8 @@ unsafe fn scan_chunk<
         if walk.head::<BACKWARD>(p) {
             running = init;
         }
-        let next = combine::<O, K>(running, (*a.0.add(p)).widen());
-        *a.1.add(p) = if INCLUSIVE { next } else { running };
+        let next = combine::<A, K>(running, (*a.0.add(p)).widen());
+        *a.1.add(p) = if INCLUSIVE { next } else { running }.narrow();
         running = next;
     };
     if BACKWARD {
@@ -257,16 +259,20 @@ fn fork(workers: usize, work: &(impl Fn() + Sync)) {
     }
 }
 
-unsafe fn run<I, O, const K: usize, const BACKWARD: bool, const INCLUSIVE: bool>(a: Arrays<I, O>, walk: Walk, init: O)
-where
-    I: Widen<O> + Copy + Send + Sync,
-    O: Accumulator,
+unsafe fn run<I, A, O, const K: usize, const BACKWARD: bool, const INCLUSIVE: bool>(
+    a: Arrays<I, O>,
+    walk: Walk,
+    init: A,
+) where
+    I: Widen<A> + Copy + Send + Sync,
+    A: Accumulator + Narrow<O>,
+    O: Copy + Send + Sync,
 {
     let n = walk.n;
     let chunks = n.div_ceil(CHUNK);
-    let order_free = !(O::DTYPE.is_float() && op_at::<K>().definition().float_order_sensitive);
+    let order_free = !(A::DTYPE.is_float() && op_at::<K>().definition().float_order_sensitive);
     if chunks == 1 || (order_free && rayon::current_num_threads() == 1) {
-        scan_chunk::<I, O, K, BACKWARD, INCLUSIVE>(a, &walk, 0..n, init, init);
+        scan_chunk::<I, A, O, K, BACKWARD, INCLUSIVE>(a, &walk, 0..n, init, init);
         return;
     }
     let threads = rayon::current_num_threads().min(chunks);
@@ -282,7 +288,7 @@ where
             return;
         }
         let range = chunk_range::<BACKWARD>(n, c);
-        let (seen, aggregate) = reduce::<I, O, K, BACKWARD>(a, &walk, range.clone(), init);
+        let (seen, aggregate) = reduce::<I, A, O, K, BACKWARD>(a, &walk, range.clone(), init);
         while frontier.done.load(Ordering::Acquire) != c {
             std::hint::spin_loop();
         }
@@ -291,11 +297,11 @@ where
         let inclusive = if seen {
             aggregate
         } else {
-            combine::<O, K>(prefix, aggregate)
+            combine::<A, K>(prefix, aggregate)
         };
         unsafe { *frontier.value.get() = inclusive };
         frontier.done.store(c + 1, Ordering::Release);
-        scan_chunk::<I, O, K, BACKWARD, INCLUSIVE>(a, &walk, range, prefix, init);
+        scan_chunk::<I, A, O, K, BACKWARD, INCLUSIVE>(a, &walk, range, prefix, init);
     };
     fork(threads, &work);
 }

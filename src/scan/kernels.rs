@@ -14,7 +14,7 @@ use crate::runtime::Memo;
 use crate::scan::desc::ScanDesc;
 use crate::scan::tuning::{small_scan_shape, takes_small_shape, tile_shape, TileShape};
 use crate::tables::{Direction, Op, SegmentKind};
-use crate::types::DType;
+use crate::types::ScanTypes;
 
 /// The kernels of a scan kernel set. Every kernel takes the fields of one
 /// `contract::ScanParams` (`SCANRT_SCAN_PARAMS`).
@@ -65,13 +65,12 @@ impl KernelKind {
     }
 }
 
-/// One kernel set: every kernel for an (input type, output type, operator, direction,
-/// segmented or not, tile shape). Everything else (inclusive, initial value, alignment,
+/// One kernel set: every kernel for an (input, accumulator and output type, operator,
+/// direction, segmented or not, tile shape). Everything else (inclusive, initial value, alignment,
 /// determinism, the kind of segment data) is a launch flag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct Specialization {
-    pub input: DType,
-    pub output: DType,
+    pub types: ScanTypes,
     pub op: Op,
     pub direction: Direction,
     pub segmented: bool,
@@ -80,8 +79,8 @@ pub(crate) struct Specialization {
 
 impl Specialization {
     /// The kernel set a scan of `n` elements runs on `sm_<arch>`.
-    pub fn for_scan(arch: i32, input: DType, output: DType, desc: &ScanDesc, n: u64) -> Specialization {
-        let (regular, small) = Self::all_for(arch, input, output, desc);
+    pub fn for_scan(arch: i32, types: ScanTypes, desc: &ScanDesc, n: u64) -> Specialization {
+        let (regular, small) = Self::all_for(arch, types, desc);
         match small {
             Some(small) if takes_small_shape(&regular.shape, &small.shape, n) => small,
             _ => regular,
@@ -90,17 +89,13 @@ impl Specialization {
 
     /// Every kernel set scans of this kind may run: the regular tile shape and, where
     /// there is one, the small-scan shape.
-    pub fn all_for(
-        arch: i32,
-        input: DType,
-        output: DType,
-        desc: &ScanDesc,
-    ) -> (Specialization, Option<Specialization>) {
+    pub fn all_for(arch: i32, types: ScanTypes, desc: &ScanDesc) -> (Specialization, Option<Specialization>) {
         let segmented = desc.segments.kind() != SegmentKind::None;
-        let regular = tile_shape(arch, input, output, segmented);
+        // The tile shape follows the types the kernels hold in registers.
+        let (input, accumulator) = (types.input, types.accumulator);
+        let regular = tile_shape(arch, input, accumulator, segmented);
         let spec = |shape| Specialization {
-            input,
-            output,
+            types,
             op: desc.op,
             direction: desc.direction,
             segmented,
@@ -113,8 +108,12 @@ impl Specialization {
     pub fn has(&self, kind: KernelKind) -> bool {
         match kind {
             // A bulk copy moves bits, so the input must already be the output type.
-            KernelKind::SinglePassBulk => self.shape.bulk_buffers > 0 && self.input == self.output,
-            KernelKind::SinglePassWave => self.shape.wave_threads > 0,
+            KernelKind::SinglePassBulk => {
+                let t = self.types;
+                self.shape.bulk_buffers > 0 && t.input == t.accumulator && t.accumulator == t.output
+            }
+            // The one-wave kernel writes accumulators.
+            KernelKind::SinglePassWave => self.shape.wave_threads > 0 && !self.types.narrows(),
             _ => true,
         }
     }
@@ -122,26 +121,39 @@ impl Specialization {
     /// The translation unit NVRTC compiles: the layered headers instantiated with
     /// extern "C" entry points (no name mangling), each taking `ScanParams`'s fields.
     pub fn source(&self) -> KernelSource {
-        let (i, o) = (self.input.info().cuda, self.output.info().cuda);
+        let t = self.types;
+        let (i, a, o) = (t.input.info().cuda, t.accumulator.info().cuda, t.output.info().cuda);
         let op = self.op.definition();
         let (combine, identity) = (op.cuda_combine, op.cuda_identity);
+        // A wider accumulator is narrowed as results are written, through the
+        // destination transforms write through (block/transform_io.cuh).
+        let (narrow, destination_type, destination) = if t.narrows() {
+            (
+                "    static SCANRT_DEVICE void store(T s, Out& y, NoArray&) { y = Out(s); }\n",
+                "Scatter<Op, Out, NoArray>",
+                "Dst{(Out*)output, (NoArray*)0}",
+            )
+        } else {
+            ("", "Acc*", "(Acc*)output")
+        };
         let definitions = format!(
-            r#"struct Op {{
-    typedef {o} T;
+            r#"typedef {i} In;
+typedef {o} Out;
+struct Op {{
+    typedef {a} T;
     typedef Wrapping<T>::U U;
     static const bool COMMUTATIVE = true;
     static SCANRT_DEVICE T identity() {{ return {identity}; }}
     static SCANRT_DEVICE T combine(T a, T b) {{ return {combine}; }}
-}};
-typedef {i} In;
+{narrow}}};
 "#
         );
         let unit = TranslationUnit {
             definitions,
             source_type: "const In*".into(),
             source: "(const In*)input".into(),
-            destination_type: "Acc*".into(),
-            destination: "(Acc*)output".into(),
+            destination_type: destination_type.into(),
+            destination: destination.into(),
             extra_params: "",
             init: "init_bits",
             kernels: KernelKind::ALL.into_iter().filter(|&k| self.has(k)).collect(),
@@ -288,11 +300,9 @@ extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_scan_tiles
 /// regular tile shape and, where there is one, the small-scan shape.
 pub(crate) fn every_specialization(arch: i32) -> Vec<Specialization> {
     let mut all = Vec::new();
-    for (input, output) in crate::types::TYPE_PAIRS {
-        for op in Op::ALL
-            .into_iter()
-            .filter(|&op| crate::types::check_types(input, output, op).is_ok())
-        {
+    let pairs = crate::types::TYPE_PAIRS.map(|(input, output)| ScanTypes::new(input, output, None));
+    for types in pairs.into_iter().chain(crate::types::NARROWING_TYPES) {
+        for op in Op::ALL.into_iter().filter(|&op| types.check(op).is_ok()) {
             for direction in [Direction::Forward, Direction::Backward] {
                 for segments in [
                     crate::scan::desc::Segments::None,
@@ -303,7 +313,7 @@ pub(crate) fn every_specialization(arch: i32) -> Vec<Specialization> {
                         segments,
                         ..ScanDesc::inclusive(op)
                     };
-                    let (regular, small) = Specialization::all_for(arch, input, output, &desc);
+                    let (regular, small) = Specialization::all_for(arch, types, &desc);
                     all.extend(std::iter::once(regular).chain(small));
                 }
             }
@@ -394,7 +404,7 @@ impl KernelSets {
                 source: spec.source(),
                 kernels: KernelKind::ALL.into_iter().filter(|&k| spec.has(k)).collect(),
             };
-            ScanKernels::load(dev, &[program], spec.shape, spec.output.size())
+            ScanKernels::load(dev, &[program], spec.shape, spec.types.accumulator.size())
         })
     }
 }

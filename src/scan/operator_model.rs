@@ -13,7 +13,7 @@ use crate::scan::desc::{ScanDesc, ScanShape};
 use crate::scan::kernels::{KernelSets, ScanKernels, Specialization};
 use crate::scan::RawScan;
 use crate::tables::{Algorithm, Op};
-use crate::types::{DType, InitValue};
+use crate::types::{DType, InitValue, ScanTypes};
 
 /// Element size and alignment of one array a scan reads or writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,22 +78,20 @@ pub(crate) trait OperatorModel: Send + Sync {
     unsafe fn scan_on_host(&self, arrays: &ScanArrays, n: u64, shape: &ScanShape) -> Result<()>;
 }
 
-/// A built-in operator (`Op`) scanning `input` elements into `output` elements, a pair
-/// `check_types` accepted (`Context::plan`).
+/// A built-in operator (`Op`) over its scan's types, a triple `ScanTypes::check`
+/// accepted (`Context::plan`).
 pub(crate) struct BuiltinOperator {
     pub op: Op,
-    pub input: DType,
-    pub output: DType,
+    pub types: ScanTypes,
     layouts: [ArrayLayout; 2],
 }
 
 impl BuiltinOperator {
-    pub fn new(op: Op, input: DType, output: DType) -> BuiltinOperator {
+    pub fn new(op: Op, types: ScanTypes) -> BuiltinOperator {
         BuiltinOperator {
             op,
-            input,
-            output,
-            layouts: [ArrayLayout::of(input), ArrayLayout::of(output)],
+            types,
+            layouts: [ArrayLayout::of(types.input), ArrayLayout::of(types.output)],
         }
     }
 
@@ -102,7 +100,10 @@ impl BuiltinOperator {
         ScanDesc {
             op: self.op,
             inclusive: shape.inclusive,
-            init: shape.init.map(|init| InitValue::from_bits(self.output, init.words[0])),
+            init: shape
+                .init
+                .map(|init| InitValue::from_bits(self.types.accumulator, init.words[0])),
+            accumulator: Some(self.types.accumulator),
             algorithm: shape.algorithm,
             direction: shape.direction,
             deterministic: shape.deterministic,
@@ -119,13 +120,13 @@ impl OperatorModel for BuiltinOperator {
     fn label(&self) -> CallLabel {
         CallLabel::Builtin {
             op: self.op.describe(),
-            input: self.input.describe(),
-            output: self.output.describe(),
+            input: self.types.input.describe(),
+            output: self.types.output.describe(),
         }
     }
 
     fn state_bytes(&self) -> usize {
-        self.output.size()
+        self.types.accumulator.size()
     }
 
     fn inputs(&self) -> &[ArrayLayout] {
@@ -137,7 +138,7 @@ impl OperatorModel for BuiltinOperator {
     }
 
     fn order_sensitive(&self) -> bool {
-        ScanDesc::inclusive(self.op).order_sensitive(self.output)
+        ScanDesc::inclusive(self.op).order_sensitive(self.types.accumulator)
     }
 
     fn kernels(
@@ -148,7 +149,7 @@ impl OperatorModel for BuiltinOperator {
         n: u64,
     ) -> Result<Arc<ScanKernels>> {
         let dev = &engine.device;
-        let spec = Specialization::for_scan(dev.arch, self.input, self.output, &self.desc(shape), n);
+        let spec = Specialization::for_scan(dev.arch, self.types, &self.desc(shape), n);
         engine.algorithms.get::<KernelSets>().get(dev, spec)
     }
 
@@ -159,9 +160,9 @@ impl OperatorModel for BuiltinOperator {
     unsafe fn scan_on_host(&self, arrays: &ScanArrays, n: u64, shape: &ScanShape) -> Result<()> {
         let req = RawScan {
             input: arrays.inputs[0],
-            input_dtype: self.input,
+            input_dtype: self.types.input,
             output: arrays.outputs[0],
-            output_dtype: self.output,
+            output_dtype: self.types.output,
             n,
             segments: arrays.segments,
         };

@@ -8,6 +8,7 @@ use scanrt::{
     reference_scan_segmented, Accumulator, Backend, Context, DType, Direction, Op, Scalar, ScanDesc, Segments, Widen,
 };
 
+pub mod accumulators;
 pub mod harness;
 pub mod operator_space;
 pub mod operators;

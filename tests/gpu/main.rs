@@ -53,6 +53,7 @@ fn main() {
             scans::more_than_2_pow_32_elements,
             scans::zero_length_is_a_no_op,
             scans::seed_examples_on_the_gpu,
+            scans::wide_accumulators_every_algorithm_and_tile_boundary,
         ],
         common::no_gpu,
     )

@@ -216,3 +216,33 @@ pub(crate) fn seed_examples_on_the_gpu() {
         }
     }
 }
+
+/// f32 data combined in f64 (`ScanDesc::accumulate_in`) through every algorithm, both
+/// directions, flags and rows, in place, at every tile boundary of the kernels that
+/// run it and past 2^24.
+pub(crate) fn wide_accumulators_every_algorithm_and_tile_boundary() {
+    let ctx = gpu();
+    let stream = ctx.new_stream().unwrap();
+    assert!(crate::common::accumulators::narrow_accumulation_would_fail(100_000));
+    let desc = ScanDesc::inclusive(Op::Sum).accumulate_in(DType::F64);
+    let (tile, _, wave) = ctx.tile_lengths(DType::F32, DType::F32, &desc).unwrap();
+    assert_eq!(
+        wave, 0,
+        "the one-wave kernel writes accumulators; a narrowing set has none"
+    );
+    let tile = tile as usize;
+    let mut sizes = vec![1, 2, 33, tile - 1, tile, tile + 1, 2 * tile + 1, (1 << 16) + 1, 1 << 20];
+    sizes.extend([(1 << 24) + 3]);
+    let failures = crate::common::accumulators::sweep_wide_accumulators(
+        ctx,
+        &stream,
+        0x5CA9_F64,
+        &sizes,
+        &[
+            Algorithm::SinglePass,
+            Algorithm::DeterministicSinglePass,
+            Algorithm::Matrix,
+        ],
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -290,3 +290,45 @@ fn host_keeps_negative_zero() {
         }
     }
 }
+
+/// f32 data summed (and multiplied, min, max) in f64 on the host backend, every
+/// direction, segment form and mode, around the backend's chunk boundaries.
+#[test]
+fn host_backend_wide_accumulators_match_the_f64_reference() {
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    assert!(
+        common::accumulators::narrow_accumulation_would_fail(100_000),
+        "the comparison must tell an f32 accumulator from an f64 one"
+    );
+    let chunk = 1 << 15;
+    let sizes = [0, 1, 2, 31, chunk - 1, chunk, chunk + 1, 3 * chunk + 17];
+    let failures = common::accumulators::sweep_wide_accumulators(&ctx, &stream, 0xF64, &sizes, &[Algorithm::Auto]);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn accumulators_outside_the_table_are_refused() {
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let input = Buffer::from_slice(&ctx, &stream, &[1u32, 2, 3]).unwrap();
+    let output = Buffer::new(&ctx, DType::U32, 3).unwrap();
+    for (acc, status) in [
+        (DType::U8, ScanrtStatus::UnsupportedCombination),
+        (DType::F32, ScanrtStatus::UnsupportedCombination),
+    ] {
+        let desc = ScanDesc::inclusive(Op::Sum).accumulate_in(acc);
+        let e = ctx.scan(&stream, &input, &output, &desc).unwrap_err();
+        assert_eq!(e.status, status, "{}", e.message);
+        assert!(e.message.contains("accumulated in"), "{}", e.message);
+    }
+    // The initial value has the accumulator's type.
+    let input = Buffer::from_slice(&ctx, &stream, &[1f32, 2.0]).unwrap();
+    let output = Buffer::new(&ctx, DType::F32, 2).unwrap();
+    let desc = ScanDesc::inclusive(Op::Sum).accumulate_in(DType::F64).with_init(1f32);
+    let e = ctx.scan(&stream, &input, &output, &desc).unwrap_err();
+    assert_eq!(e.status, ScanrtStatus::InvalidArgument);
+    let desc = ScanDesc::inclusive(Op::Sum).accumulate_in(DType::F64).with_init(1f64);
+    ctx.scan(&stream, &input, &output, &desc).unwrap();
+    assert_eq!(output.download::<f32>(&stream, 2).unwrap(), vec![2.0, 4.0]);
+}
