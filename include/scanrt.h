@@ -189,6 +189,9 @@ typedef enum scanrt_log_level {
 } scanrt_log_level;
 
 
+// The most dimensions a view has.
+#define MAX_DIMS 8
+
 // Major version of the scanrt library this header belongs to.
 #define SCANRT_VERSION_MAJOR 0
 
@@ -210,70 +213,25 @@ typedef struct scanrt_operator scanrt_operator;
 // A stream: created by scanrt, or wrapping an application's `cudaStream_t`.
 typedef struct scanrt_stream scanrt_stream;
 
-// Receives one log line: the `scanrt_log_level`, the module that logged it (for example
-// `scanrt::runtime::nvrtc`) and the message, both NUL-terminated and valid only during
-// the call. Called on whichever thread logs; it must not call back into scanrt.
-typedef void (*scanrt_log_callback)(void *user,
-                                    int32_t level,
-                                    const char *target,
-                                    const char *message);
-
-// What a user-defined operator is. Initialise with `scanrt_operator_desc_init`, then
-// set fields; strings are NUL-terminated UTF-8 and are copied by
-// `scanrt_operator_create`.
-//
-// `source` is CUDA C++ (compiled by NVRTC without the standard headers; `uint32_t`,
-// `int64_t` and friends are defined) that defines the state type `state_type` (trivially
-// copyable, 4 to 64 bytes, a multiple of 4) and `__device__` functions:
-// `State combine(State a, State b)`, associative with `a` first in sequence order (it
-// need not commute); optionally `State load(int64_t i, I0 x0, ...)` building element `i`
-// from up to four input arrays of `input_dtypes`, and `void store(const State& s, O0& y0,
-// ...)` writing each result to one or two output arrays of `output_dtypes`. Without a
-// load (a store) the scan reads (writes) one array of states.
-typedef struct scanrt_operator_desc {
-  // `sizeof(scanrt_operator_desc)` as the caller compiled it, set by the
-  // `scanrt_operator_desc_init` macro.
+// A typed view of memory: element `[i0, i1, ...]` of `dtype` at
+// `data + (i0 * strides[0] + i1 * strides[1] + ...) * element size`. The fields of a
+// DLPack `DLTensor` map onto it one to one (`data` = `DLTensor.data + byte_offset`).
+// Device memory on a GPU context, host memory on the host backend. Initialise with
+// `scanrt_array_init`, then set fields.
+typedef struct scanrt_array {
+  // `sizeof(scanrt_array)` as the caller compiled it, set by `scanrt_array_init`.
   size_t struct_size;
-  // Names the operator in compiler messages (`name(line): error ...`) and logs.
-  const char *name;
-  // The CUDA source.
-  const char *source;
-  // The state type's name.
-  const char *state_type;
-  // `sizeof` of the state type as the host compiled it (checked against the device's).
-  size_t state_size;
-  // `alignof` of the state type as the host compiled it (checked likewise).
-  size_t state_align;
-  // The combine function's name.
-  const char *combine;
-  // The identity: `state_size` bytes.
-  const void *identity;
-  // The load function's name, or NULL (the input is an array of states).
-  const char *load;
-  // The `scanrt_dtype` of each input array of `load` (1 to 4).
-  const int32_t *input_dtypes;
-  // How many entries `input_dtypes` has.
-  size_t num_inputs;
-  // The store function's name, or NULL (the output is an array of states).
-  const char *store;
-  // The `scanrt_dtype` of each output array of `store` (1 or 2).
-  const int32_t *output_dtypes;
-  // How many entries `output_dtypes` has.
-  size_t num_outputs;
-  // Host functions for the host backend (NULL: the host backend returns
-  // `SCANRT_STATUS_UNSUPPORTED_COMBINATION`). They may be called from several threads
-  // at once and must not unwind or `longjmp` out. `*out = combine(*a, *b)`: each
-  // pointer addresses one state.
-  void (*host_combine)(const void *a, const void *b, void *out, void *user_data);
-  // The host `load` (required with `load` and `host_combine`): `*state = load(index,
-  // *inputs[0], ...)`, `inputs[k]` addressing element `index` of input array k.
-  void (*host_load)(uint64_t index, const void *const *inputs, void *state, void *user_data);
-  // The host `store` (required with `store` and `host_combine`): `store(*state,
-  // *outputs[0], ...)`, `outputs[k]` addressing the element of output array k to write.
-  void (*host_store)(const void *state, void *const *outputs, void *user_data);
-  // Passed to every host function as `user_data`; must outlive the operator.
-  void *host_user_data;
-} scanrt_operator_desc;
+  // The first element (`[0, 0, ...]`).
+  void *data;
+  // A `scanrt_dtype` value.
+  int32_t dtype;
+  // Dimensions (0 to 8).
+  int32_t ndim;
+  // `ndim` extents.
+  const int64_t *shape;
+  // `ndim` strides in elements, or NULL for a row-major (C-contiguous) array.
+  const int64_t *strides;
+} scanrt_array;
 
 // An initial value, read as the scan's accumulator type (its output type unless the
 // descriptor names another).
@@ -347,9 +305,93 @@ typedef struct scanrt_scan_info {
   int32_t reserved;
 } scanrt_scan_info;
 
+// Receives one log line: the `scanrt_log_level`, the module that logged it (for example
+// `scanrt::runtime::nvrtc`) and the message, both NUL-terminated and valid only during
+// the call. Called on whichever thread logs; it must not call back into scanrt.
+typedef void (*scanrt_log_callback)(void *user,
+                                    int32_t level,
+                                    const char *target,
+                                    const char *message);
+
+// What a user-defined operator is. Initialise with `scanrt_operator_desc_init`, then
+// set fields; strings are NUL-terminated UTF-8 and are copied by
+// `scanrt_operator_create`.
+//
+// `source` is CUDA C++ (compiled by NVRTC without the standard headers; `uint32_t`,
+// `int64_t` and friends are defined) that defines the state type `state_type` (trivially
+// copyable, 4 to 64 bytes, a multiple of 4) and `__device__` functions:
+// `State combine(State a, State b)`, associative with `a` first in sequence order (it
+// need not commute); optionally `State load(int64_t i, I0 x0, ...)` building element `i`
+// from up to four input arrays of `input_dtypes`, and `void store(const State& s, O0& y0,
+// ...)` writing each result to one or two output arrays of `output_dtypes`. Without a
+// load (a store) the scan reads (writes) one array of states.
+typedef struct scanrt_operator_desc {
+  // `sizeof(scanrt_operator_desc)` as the caller compiled it, set by the
+  // `scanrt_operator_desc_init` macro.
+  size_t struct_size;
+  // Names the operator in compiler messages (`name(line): error ...`) and logs.
+  const char *name;
+  // The CUDA source.
+  const char *source;
+  // The state type's name.
+  const char *state_type;
+  // `sizeof` of the state type as the host compiled it (checked against the device's).
+  size_t state_size;
+  // `alignof` of the state type as the host compiled it (checked likewise).
+  size_t state_align;
+  // The combine function's name.
+  const char *combine;
+  // The identity: `state_size` bytes.
+  const void *identity;
+  // The load function's name, or NULL (the input is an array of states).
+  const char *load;
+  // The `scanrt_dtype` of each input array of `load` (1 to 4).
+  const int32_t *input_dtypes;
+  // How many entries `input_dtypes` has.
+  size_t num_inputs;
+  // The store function's name, or NULL (the output is an array of states).
+  const char *store;
+  // The `scanrt_dtype` of each output array of `store` (1 or 2).
+  const int32_t *output_dtypes;
+  // How many entries `output_dtypes` has.
+  size_t num_outputs;
+  // Host functions for the host backend (NULL: the host backend returns
+  // `SCANRT_STATUS_UNSUPPORTED_COMBINATION`). They may be called from several threads
+  // at once and must not unwind or `longjmp` out. `*out = combine(*a, *b)`: each
+  // pointer addresses one state.
+  void (*host_combine)(const void *a, const void *b, void *out, void *user_data);
+  // The host `load` (required with `load` and `host_combine`): `*state = load(index,
+  // *inputs[0], ...)`, `inputs[k]` addressing element `index` of input array k.
+  void (*host_load)(uint64_t index, const void *const *inputs, void *state, void *user_data);
+  // The host `store` (required with `store` and `host_combine`): `store(*state,
+  // *outputs[0], ...)`, `outputs[k]` addressing the element of output array k to write.
+  void (*host_store)(const void *state, void *const *outputs, void *user_data);
+  // Passed to every host function as `user_data`; must outlive the operator.
+  void *host_user_data;
+} scanrt_operator_desc;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+// Sets the defaults (a 1-D `SCANRT_DTYPE_U32` array, no data) over the first `size`
+// bytes of `array`. Call it through the `scanrt_array_init(array)` macro.
+scanrt_status scanrt_array_init_sized(struct scanrt_array *array, size_t size);
+
+// Scans `input` along `axis` (negative counts from the last, as NumPy does) into
+// `output`, an array of the same shape, on `stream`, asynchronously on a GPU. A 1-D
+// array is one scan (segmented as `desc` says, its segment data at `desc->segment_data`);
+// along the last axis of a row-major array each row is scanned on its own. Layouts no
+// kernel scans yet (strided arrays, earlier axes) return
+// `SCANRT_STATUS_UNSUPPORTED_COMBINATION`. Device pointers are checked with the driver
+// as for `scanrt_scan_device`. `info` may be NULL.
+scanrt_status scanrt_scan_array(const struct scanrt_context *ctx,
+                                const struct scanrt_stream *stream,
+                                const struct scanrt_array *input,
+                                const struct scanrt_array *output,
+                                int32_t axis,
+                                const struct scanrt_scan_desc *desc,
+                                struct scanrt_scan_info *info);
 
 // Allocates a buffer of `len` elements of `dtype` (a `scanrt_dtype`): device memory on
 // a GPU context, host memory on the host backend.
@@ -672,6 +714,7 @@ const char *scanrt_last_error_message(void);
 #define scanrt_scan_desc_init(desc) scanrt_scan_desc_init_sized((desc), sizeof *(desc))
 #define scanrt_scan_info_init(info) scanrt_scan_info_init_sized((info), sizeof *(info))
 #define scanrt_operator_desc_init(desc) scanrt_operator_desc_init_sized((desc), sizeof *(desc))
+#define scanrt_array_init(array) scanrt_array_init_sized((array), sizeof *(array))
 #endif
 
 /* Streams: NULL is the legacy default stream, as in the CUDA driver API. A translation

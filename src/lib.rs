@@ -20,6 +20,7 @@
 mod c_enum;
 mod tables;
 
+mod array;
 mod buffer;
 mod context;
 mod engine;
@@ -38,6 +39,7 @@ mod scan;
 mod stream;
 mod types;
 
+pub use array::{ArrayView, MAX_DIMS};
 pub use buffer::Buffer;
 pub use context::Context;
 pub use error::{Error, Result};

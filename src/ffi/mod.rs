@@ -1,5 +1,5 @@
 //! The C ABI: a thin shell over the Rust API, split by domain (`context`, `stream`,
-//! `buffer`, `scan`, `operator`, `strings`, `logging`) over the helpers here: the one panic boundary, the
+//! `buffer`, `array`, `scan`, `operator`, `strings`, `logging`) over the helpers here: the one panic boundary, the
 //! thread-local last error, and the casts from C handles and out-parameters.
 //!
 //! `include/scanrt.h` is generated from these files by cbindgen (build.rs), with the C
@@ -14,6 +14,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::error::{Error, Result, ScanrtStatus};
 
+mod array;
 mod buffer;
 mod context;
 mod logging;
@@ -24,6 +25,7 @@ mod stream;
 mod strings;
 mod versioned;
 
+pub use array::*;
 pub use buffer::*;
 pub use context::*;
 pub use logging::*;

@@ -113,7 +113,7 @@ pub(crate) fn traversal_from_c(desc: &scanrt_scan_desc) -> Result<(Algorithm, Di
     Ok((algorithm, direction, segments))
 }
 
-fn desc_from_c(desc: &scanrt_scan_desc, output: DType) -> Result<ScanDesc> {
+pub(crate) fn desc_from_c(desc: &scanrt_scan_desc, output: DType) -> Result<ScanDesc> {
     let op = Op::from_c(desc.op)?;
     let (algorithm, direction, segments) = traversal_from_c(desc)?;
     let accumulator = match desc.has_accumulator {
@@ -272,7 +272,7 @@ pub unsafe extern "C" fn scanrt_scan(
         let desc = desc_from_c(&c_desc, output.dtype())?;
         let io = ScanIo {
             segments: c_desc.segment_data as u64,
-            ..ctx.buffer_io(input, output, None)?
+            ..ctx.buffer_io(input, output)?
         };
         let plan = ctx.plan(input.dtype(), output.dtype(), input.len(), &desc)?;
         // SAFETY: the buffers are live allocations of `ctx` of the checked lengths; the

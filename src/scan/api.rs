@@ -3,6 +3,7 @@
 
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 
+use crate::array::{ArrayView, AxisLayout};
 use crate::buffer::Buffer;
 use crate::context::Context;
 use crate::engine::Engine;
@@ -161,10 +162,8 @@ impl Context {
     /// twice to scan in place). The output is written through a shared reference because
     /// its memory is device memory ordered by the stream, not Rust-owned data.
     pub fn scan(&self, stream: &Stream, input: &Buffer, output: &Buffer, desc: &ScanDesc) -> Result<ScanInfo> {
-        let io = self.buffer_io(input, output, None)?;
-        let plan = self.plan(input.dtype, output.dtype, input.len, desc)?;
-        // SAFETY: both buffers are live allocations of this context of the checked lengths.
-        unsafe { plan.execute(stream, &io, None) }
+        let (input, output) = self.buffer_views(input, output)?;
+        self.scan_views(stream, &input, &output, None, -1, desc)
     }
 
     /// A segmented scan (`desc.segments` says how `segments` is read): byte flags in a
@@ -178,63 +177,123 @@ impl Context {
         desc: &ScanDesc,
     ) -> Result<ScanInfo> {
         self.check_buffer_owner(segments)?;
-        let (want, needed) = match desc.segments {
-            Segments::None => bail!(
-                InvalidArgument,
-                "scan_segmented needs a descriptor with segments (ByteFlags, BitFlags or Keys)"
-            ),
-            Segments::ByteFlags => (DType::U8, input.len),
-            Segments::BitFlags => (DType::U32, input.len.div_ceil(32)),
-            Segments::Keys(k) => (k, input.len),
-            Segments::Rows(_) => bail!(
-                InvalidArgument,
-                "rows have no segment data: scan them with scan() and a descriptor with Segments::Rows"
-            ),
-        };
-        if segments.dtype != want {
-            bail!(
-                InvalidArgument,
-                "{} segments need a {} buffer, not {}",
-                desc.segments.c_name(),
-                want.c_name(),
-                segments.dtype.c_name()
-            );
-        }
-        if segments.len < needed {
-            bail!(
-                BufferTooSmall,
-                "{} for {} elements need {needed} entries but the buffer holds {}",
-                desc.segments.c_name(),
-                input.len,
-                segments.len
-            );
-        }
-        let io = self.buffer_io(input, output, Some(segments))?;
-        let plan = self.plan(input.dtype, output.dtype, input.len, desc)?;
-        // SAFETY: all three buffers are live allocations of this context of checked lengths.
-        unsafe { plan.execute(stream, &io, None) }
+        let (input, output) = self.buffer_views(input, output)?;
+        let segments = ArrayView::of_buffer(segments);
+        self.scan_views(stream, &input, &output, Some(&segments), -1, desc)
     }
 
-    /// The addresses of a scan of buffers of this context (their lengths checked), with
-    /// the segment data of a segmented scan when it is a buffer too.
-    pub(crate) fn buffer_io(&self, input: &Buffer, output: &Buffer, segments: Option<&Buffer>) -> Result<ScanIo> {
-        self.check_buffer_owner(input)?;
-        self.check_buffer_owner(output)?;
-        if output.len < input.len {
-            bail!(
-                BufferTooSmall,
-                "output holds {} elements but the input has {}",
-                output.len,
-                input.len
-            );
-        }
+    /// Scans `input` along `axis` (negative: from the last, as NumPy counts) into
+    /// `output`, a view of the same shape: a 1-D array, or each row of a row-major array
+    /// along its last axis (the batched-rows scan). Views that no kernel scans yet
+    /// (strided, along an earlier axis) fail with `UnsupportedCombination`.
+    pub fn scan_array(
+        &self,
+        stream: &Stream,
+        input: &ArrayView,
+        output: &ArrayView,
+        axis: isize,
+        desc: &ScanDesc,
+    ) -> Result<ScanInfo> {
+        self.scan_views(stream, input, output, None, axis, desc)
+    }
+
+    /// A segmented scan of 1-D views: `segments` holds byte flags (`U8`), bit flags
+    /// (`U32` words) or keys (the key type), as `desc.segments` says.
+    pub fn scan_array_segmented(
+        &self,
+        stream: &Stream,
+        input: &ArrayView,
+        segments: &ArrayView,
+        output: &ArrayView,
+        desc: &ScanDesc,
+    ) -> Result<ScanInfo> {
+        self.scan_views(stream, input, output, Some(segments), -1, desc)
+    }
+
+    /// The addresses of a scan of buffers of this context (their lengths checked).
+    pub(crate) fn buffer_io(&self, input: &Buffer, output: &Buffer) -> Result<ScanIo> {
+        let (input, output) = self.buffer_views(input, output)?;
         Ok(ScanIo {
             input: input.addr(),
             output: output.addr(),
-            segments: segments.map_or(0, |s| s.addr()),
+            segments: 0,
             known_buffers: true,
-            known_segments: segments.is_some(),
+            known_segments: false,
         })
+    }
+
+    /// Views of the buffers of a buffer scan: the output is seen at the input's length
+    /// (it may be longer).
+    fn buffer_views<'a>(&self, input: &'a Buffer, output: &'a Buffer) -> Result<(ArrayView<'a>, ArrayView<'a>)> {
+        self.check_buffer_owner(input)?;
+        self.check_buffer_owner(output)?;
+        if output.len() < input.len() {
+            bail!(
+                BufferTooSmall,
+                "output holds {} elements but the input has {}",
+                output.len(),
+                input.len()
+            );
+        }
+        Ok((
+            ArrayView::of_buffer(input),
+            ArrayView::of_buffer_shaped(output, &[input.len()])?,
+        ))
+    }
+
+    /// Every scan of views: the layout along the axis, the segment data's type and
+    /// length, then a plan executed once.
+    fn scan_views(
+        &self,
+        stream: &Stream,
+        input: &ArrayView,
+        output: &ArrayView,
+        segments: Option<&ArrayView>,
+        axis: isize,
+        desc: &ScanDesc,
+    ) -> Result<ScanInfo> {
+        input.check_output(output)?;
+        let mut desc = *desc;
+        let n = match input.axis_layout(axis)? {
+            AxisLayout::Flat { n } => n,
+            AxisLayout::Rows { rows, len } => {
+                if desc.segments != Segments::None {
+                    bail!(
+                        InvalidArgument,
+                        "a scan along the last axis of a {}-D array restarts at each row already; \
+                         segment 1-D arrays only (or scan rows with Segments::Rows)",
+                        input.shape().len()
+                    );
+                }
+                desc.segments = Segments::Rows(len);
+                rows * len
+            }
+        };
+        output.axis_layout(axis)?;
+        let segment_addr = match (segments, desc.segments) {
+            (Some(s), kind) => {
+                check_segment_view(s, kind, n)?;
+                s.addr()
+            }
+            (None, kind) if kind.has_data() => bail!(
+                InvalidArgument,
+                "{} segments need their data: call the segmented scan",
+                kind.c_name()
+            ),
+            (None, _) => 0,
+        };
+        let io = ScanIo {
+            input: input.addr(),
+            output: output.addr(),
+            segments: segment_addr,
+            known_buffers: input.known && output.known,
+            known_segments: segments.is_some_and(|s| s.known),
+        };
+        let plan = self.plan(input.dtype(), output.dtype(), n, &desc)?;
+        // SAFETY: views are valid for their shapes: borrowed buffers and slices by
+        // construction, raw addresses by their constructors' contracts; the output's
+        // shape is the input's, the segment data's type and length were checked.
+        unsafe { plan.execute(stream, &io, None) }
     }
 
     /// Scans cudarc slices directly (GPU contexts). The slices must live on this
@@ -269,4 +328,43 @@ impl Context {
         // SAFETY: the slices are live allocations (range-checked by the driver query).
         unsafe { self.scan_raw(stream, &req, desc, None) }
     }
+}
+
+/// Checks the segment data of a scan of `n` elements: a 1-D contiguous view of the type
+/// `kind` reads, holding at least the entries `n` elements need.
+fn check_segment_view(segments: &ArrayView, kind: Segments, n: u64) -> Result<()> {
+    let (want, needed) = match kind {
+        Segments::None => bail!(
+            InvalidArgument,
+            "segment data was given but the descriptor has no segments (ByteFlags, BitFlags or Keys)"
+        ),
+        Segments::ByteFlags => (DType::U8, n),
+        Segments::BitFlags => (DType::U32, n.div_ceil(32)),
+        Segments::Keys(k) => (k, n),
+        Segments::Rows(_) => bail!(
+            InvalidArgument,
+            "rows have no segment data: scan them with a descriptor with Segments::Rows alone"
+        ),
+    };
+    if segments.dtype() != want {
+        bail!(
+            InvalidArgument,
+            "{} segments need {} data, not {}",
+            kind.c_name(),
+            want.c_name(),
+            segments.dtype().c_name()
+        );
+    }
+    if !matches!(segments.axis_layout(-1)?, AxisLayout::Flat { .. }) {
+        bail!(InvalidArgument, "segment data is a 1-D array");
+    }
+    let len = segments.len().unwrap_or(u64::MAX);
+    if len < needed {
+        bail!(
+            BufferTooSmall,
+            "{} for {n} elements need {needed} entries but the segment data holds {len}",
+            kind.c_name()
+        );
+    }
+    Ok(())
 }

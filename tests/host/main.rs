@@ -2,6 +2,7 @@
 //! plus the validation rules every backend shares (`validation`) and user-defined
 //! operators on the host (`operators`).
 
+mod arrays;
 #[path = "../common/mod.rs"]
 mod common;
 mod operators;

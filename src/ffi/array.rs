@@ -1,0 +1,152 @@
+//! Typed array views: `scanrt_array` (DLPack's fields: a pointer, a type, a shape and
+//! strides in elements) and the scan along an axis of one.
+
+use std::ffi::c_void;
+
+use super::context::scanrt_context;
+use super::scan::{desc_from_c, scanrt_scan_desc, scanrt_scan_info, InfoOut};
+use super::stream::scanrt_stream;
+use super::versioned::{caller_size, init_sized, Versioned};
+use super::{boundary, non_null};
+use crate::array::{ArrayView, MAX_DIMS};
+use crate::error::{bail, Result};
+use crate::scan::desc::Segments;
+use crate::tables::ScanrtStatus;
+use crate::types::DType;
+
+/// A typed view of memory: element `[i0, i1, ...]` of `dtype` at
+/// `data + (i0 * strides[0] + i1 * strides[1] + ...) * element size`. The fields of a
+/// DLPack `DLTensor` map onto it one to one (`data` = `DLTensor.data + byte_offset`).
+/// Device memory on a GPU context, host memory on the host backend. Initialise with
+/// `scanrt_array_init`, then set fields.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct scanrt_array {
+    /// `sizeof(scanrt_array)` as the caller compiled it, set by `scanrt_array_init`.
+    pub struct_size: usize,
+    /// The first element (`[0, 0, ...]`).
+    pub data: *mut c_void,
+    /// A `scanrt_dtype` value.
+    pub dtype: i32,
+    /// Dimensions (0 to 8).
+    pub ndim: i32,
+    /// `ndim` extents.
+    pub shape: *const i64,
+    /// `ndim` strides in elements, or NULL for a row-major (C-contiguous) array.
+    pub strides: *const i64,
+}
+
+impl Default for scanrt_array {
+    fn default() -> Self {
+        scanrt_array {
+            struct_size: std::mem::size_of::<scanrt_array>(),
+            data: std::ptr::null_mut(),
+            dtype: DType::U32 as i32,
+            ndim: 1,
+            shape: std::ptr::null(),
+            strides: std::ptr::null(),
+        }
+    }
+}
+
+impl Versioned for scanrt_array {
+    const NAME: &'static str = "scanrt_array";
+    const INIT: &'static str = "scanrt_array_init";
+    const V1_SIZE: usize = 40;
+    fn with_size(self, struct_size: usize) -> Self {
+        scanrt_array { struct_size, ..self }
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<scanrt_array>() >= scanrt_array::V1_SIZE);
+
+/// Sets the defaults (a 1-D `SCANRT_DTYPE_U32` array, no data) over the first `size`
+/// bytes of `array`. Call it through the `scanrt_array_init(array)` macro.
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_array_init_sized(array: *mut scanrt_array, size: usize) -> ScanrtStatus {
+    boundary(|| init_sized(array, size, "array"))
+}
+
+/// The caller's array as a view.
+///
+/// # Safety
+/// `array` points to a `scanrt_array` whose shape and strides hold `ndim` entries and
+/// whose memory is valid for them.
+unsafe fn view_of<'a>(array: *const scanrt_array, what: &str) -> Result<ArrayView<'a>> {
+    caller_size(array, what)?;
+    let a = non_null(array, what)?;
+    let dtype = DType::from_c(a.dtype)?;
+    let ndim = match usize::try_from(a.ndim) {
+        Ok(d) if d <= MAX_DIMS => d,
+        _ => bail!(
+            InvalidArgument,
+            "{what}->ndim is {}; an array has 0 to {MAX_DIMS} dimensions",
+            a.ndim
+        ),
+    };
+    let entries = |p: *const i64, name: &str| -> Result<&[i64]> {
+        if ndim == 0 {
+            return Ok(&[]);
+        }
+        // SAFETY: the caller's shape and strides hold ndim entries.
+        Ok(unsafe { std::slice::from_raw_parts(non_null(p, name)?, ndim) })
+    };
+    let shape = entries(a.shape, &format!("{what}->shape"))?;
+    if let Some(d) = shape.iter().find(|&&d| d < 0) {
+        bail!(InvalidArgument, "{what}->shape has a negative extent ({d})");
+    }
+    let shape: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
+    if a.strides.is_null() {
+        ArrayView::contiguous(a.data as u64, dtype, &shape)
+    } else {
+        ArrayView::strided(a.data as u64, dtype, &shape, entries(a.strides, "strides")?)
+    }
+}
+
+/// Scans `input` along `axis` (negative counts from the last, as NumPy does) into
+/// `output`, an array of the same shape, on `stream`, asynchronously on a GPU. A 1-D
+/// array is one scan (segmented as `desc` says, its segment data at `desc->segment_data`);
+/// along the last axis of a row-major array each row is scanned on its own. Layouts no
+/// kernel scans yet (strided arrays, earlier axes) return
+/// `SCANRT_STATUS_UNSUPPORTED_COMBINATION`. Device pointers are checked with the driver
+/// as for `scanrt_scan_device`. `info` may be NULL.
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_scan_array(
+    ctx: *const scanrt_context,
+    stream: *const scanrt_stream,
+    input: *const scanrt_array,
+    output: *const scanrt_array,
+    axis: i32,
+    desc: *const scanrt_scan_desc,
+    info: *mut scanrt_scan_info,
+) -> ScanrtStatus {
+    boundary(|| {
+        let ctx = &non_null(ctx, "ctx")?.inner;
+        let stream = &non_null(stream, "stream")?.inner;
+        let input = view_of(input, "input")?;
+        let output = view_of(output, "output")?;
+        let info = InfoOut::check(info)?;
+        let c_desc = super::versioned::read_versioned(desc, "desc")?;
+        let desc = desc_from_c(&c_desc, output.dtype())?;
+        let result = if desc.segments.has_data() {
+            let data = c_desc.segment_data as u64;
+            let entries = match desc.segments {
+                Segments::BitFlags => input.len().unwrap_or(0).div_ceil(32),
+                _ => input.len().unwrap_or(0),
+            };
+            let dtype = match desc.segments {
+                Segments::ByteFlags => DType::U8,
+                Segments::Keys(k) => k,
+                _ => DType::U32,
+            };
+            // SAFETY: the caller vouches for host segment data on the host backend; a GPU
+            // context range-checks device memory with the driver.
+            let segments = ArrayView::contiguous(data, dtype, &[entries])?;
+            ctx.scan_array_segmented(stream, &input, &segments, &output, &desc)?
+        } else {
+            ctx.scan_array(stream, &input, &output, axis as isize, &desc)?
+        };
+        info.write(result);
+        Ok(())
+    })
+}

@@ -1,0 +1,280 @@
+//! Typed array views (`ArrayView`) on the host backend: 1-D slices, rows of row-major
+//! arrays along the last axis, DLPack tensors, segment data, and every refusal (layouts
+//! no kernel scans yet, shapes, axes, read-only outputs) with nothing written.
+
+use scanrt::{
+    reference_scan, reference_scan_segmented, ArrayView, Backend, Buffer, Context, DType, Direction, Op, ScanDesc,
+    ScanrtStatus, Segments,
+};
+
+use crate::common::Rng;
+
+fn host() -> (Context, scanrt::Stream) {
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    (ctx, stream)
+}
+
+fn random_u32(rng: &mut Rng, n: usize) -> Vec<u32> {
+    (0..n).map(|_| rng.below(1000) as u32).collect()
+}
+
+#[test]
+fn slices_and_rows_along_the_last_axis_match_the_reference() {
+    let (ctx, stream) = host();
+    let mut rng = Rng(0xA77A);
+    for (rows, len) in [
+        (1u64, 1u64),
+        (1, 1000),
+        (7, 1),
+        (3, 33),
+        (64, 1000),
+        (1000, 3),
+        (0, 5),
+        (5, 0),
+    ] {
+        for direction in [Direction::Forward, Direction::Backward] {
+            for inclusive in [true, false] {
+                let n = (rows * len) as usize;
+                let input = random_u32(&mut rng, n);
+                let mut got = vec![0xDEAD_BEEFu32; n];
+                let desc = ScanDesc {
+                    inclusive,
+                    direction,
+                    ..ScanDesc::inclusive(Op::Sum)
+                };
+                // SAFETY: both vectors hold rows * len elements and outlive the scan.
+                let (i, o) = unsafe {
+                    (
+                        ArrayView::contiguous(input.as_ptr() as u64, DType::U32, &[rows, len]).unwrap(),
+                        ArrayView::contiguous(got.as_mut_ptr() as u64, DType::U32, &[rows, len]).unwrap(),
+                    )
+                };
+                for axis in [-1isize, 1] {
+                    ctx.scan_array(&stream, &i, &o, axis, &desc).unwrap();
+                    let starts: Vec<bool> = (0..n).map(|p| p as u64 % len.max(1) == 0).collect();
+                    let want: Vec<u32> = reference_scan_segmented(&input, Some(&starts), &desc);
+                    assert_eq!(
+                        got, want,
+                        "{rows}x{len} {direction:?} inclusive={inclusive} axis {axis}"
+                    );
+                }
+            }
+        }
+    }
+    // 1-D slices, the output written through a mutable borrow.
+    let input = random_u32(&mut rng, 100_001);
+    let mut out = vec![0u64; input.len()];
+    let desc = ScanDesc::exclusive(Op::Sum).with_init(5u64);
+    ctx.scan_array(
+        &stream,
+        &ArrayView::of_slice(&input),
+        &ArrayView::of_slice_mut(&mut out),
+        0,
+        &desc,
+    )
+    .unwrap();
+    assert_eq!(out, reference_scan::<u32, u64>(&input, &desc));
+}
+
+#[test]
+fn buffers_seen_as_arrays_and_segment_data() {
+    let (ctx, stream) = host();
+    let mut rng = Rng(0xB0F);
+    let input: Vec<f64> = (0..12).map(|i| i as f64 * 0.5).collect();
+    let a = Buffer::from_slice(&ctx, &stream, &input).unwrap();
+    let b = Buffer::new(&ctx, DType::F64, 12).unwrap();
+    let desc = ScanDesc::inclusive(Op::Max);
+    ctx.scan_array(
+        &stream,
+        &ArrayView::of_buffer_shaped(&a, &[3, 4]).unwrap(),
+        &ArrayView::of_buffer_shaped(&b, &[3, 4]).unwrap(),
+        -1,
+        &desc,
+    )
+    .unwrap();
+    let got: Vec<f64> = b.download(&stream, 12).unwrap();
+    assert_eq!(got, input, "a row-wise running max of increasing rows is the rows");
+    // A view past the buffer's end is refused.
+    let e = ArrayView::of_buffer_shaped(&a, &[4, 4]).unwrap_err();
+    assert_eq!(e.status, ScanrtStatus::BufferTooSmall);
+
+    // Byte-flag segments as a view; too few flags are refused.
+    let values = random_u32(&mut rng, 5000);
+    let flags: Vec<u8> = (0..5000).map(|_| (rng.below(50) == 0) as u8).collect();
+    let mut out = vec![0u32; 5000];
+    let desc = ScanDesc::inclusive(Op::Sum).segmented(Segments::ByteFlags);
+    let e = ctx
+        .scan_array_segmented(
+            &stream,
+            &ArrayView::of_slice(&values),
+            &ArrayView::of_slice(&flags[..4999]),
+            &ArrayView::of_slice_mut(&mut out),
+            &desc,
+        )
+        .unwrap_err();
+    assert_eq!(e.status, ScanrtStatus::BufferTooSmall, "{}", e.message);
+    assert!(out.iter().all(|&x| x == 0), "nothing is written on error");
+    ctx.scan_array_segmented(
+        &stream,
+        &ArrayView::of_slice(&values),
+        &ArrayView::of_slice(&flags),
+        &ArrayView::of_slice_mut(&mut out),
+        &desc,
+    )
+    .unwrap();
+    let starts: Vec<bool> = flags.iter().map(|&f| f != 0).collect();
+    assert_eq!(out, reference_scan_segmented::<u32, u32>(&values, Some(&starts), &desc));
+}
+
+#[test]
+fn dlpack_tensors_map_onto_views() {
+    use dlpark::ffi::{DLDataType, DLDataTypeCode, DLDevice, DLDeviceType, DLTensor};
+    let (ctx, stream) = host();
+    let input: Vec<i64> = (0..24).map(|i| i - 7).collect();
+    let mut out = vec![0i64; 24];
+    let mut shape = [4i64, 6];
+    let tensor = |data: *mut std::ffi::c_void, shape: &mut [i64; 2], strides: *mut i64, byte_offset: u64| DLTensor {
+        data,
+        device: DLDevice {
+            device_type: DLDeviceType::CPU,
+            device_id: 0,
+        },
+        ndim: 2,
+        dtype: DLDataType {
+            code: DLDataTypeCode::INT,
+            bits: 64,
+            lanes: 1,
+        },
+        shape: shape.as_mut_ptr(),
+        strides,
+        byte_offset,
+    };
+    let mut compact = [6i64, 1];
+    // SAFETY: the tensors describe live vectors of 24 elements.
+    unsafe {
+        let i = ArrayView::from_dlpack(&tensor(input.as_ptr() as *mut _, &mut shape, std::ptr::null_mut(), 0)).unwrap();
+        let o =
+            ArrayView::from_dlpack(&tensor(out.as_mut_ptr() as *mut _, &mut shape, compact.as_mut_ptr(), 0)).unwrap();
+        assert_eq!(i.shape(), &[4, 6]);
+        assert_eq!(o.strides(), &[6, 1]);
+        ctx.scan_array(&stream, &i, &o, 1, &ScanDesc::inclusive(Op::Min))
+            .unwrap();
+        // Transposed strides: a column layout, not scanned yet.
+        let mut transposed = [1i64, 4];
+        let t = ArrayView::from_dlpack(&tensor(
+            input.as_ptr() as *mut _,
+            &mut shape,
+            transposed.as_mut_ptr(),
+            0,
+        ))
+        .unwrap();
+        let e = ctx.scan_array(&stream, &t, &o, 1, &ScanDesc::default()).unwrap_err();
+        assert_eq!(e.status, ScanrtStatus::UnsupportedCombination, "{}", e.message);
+        // byte_offset moves the first element.
+        let mut one = [1i64, 6];
+        let shifted =
+            ArrayView::from_dlpack(&tensor(input.as_ptr() as *mut _, &mut one, std::ptr::null_mut(), 48)).unwrap();
+        assert_eq!(shifted.addr(), input.as_ptr() as u64 + 48);
+        // Types scanrt does not have are refused by name.
+        let mut half = tensor(input.as_ptr() as *mut _, &mut shape, std::ptr::null_mut(), 0);
+        half.dtype = DLDataType {
+            code: DLDataTypeCode::FLOAT,
+            bits: 16,
+            lanes: 1,
+        };
+        let e = ArrayView::from_dlpack(&half).unwrap_err();
+        assert_eq!(e.status, ScanrtStatus::UnsupportedCombination);
+    }
+    for r in 0..4 {
+        let mut running = i64::MAX;
+        for c in 0..6 {
+            running = running.min(input[r * 6 + c]);
+            assert_eq!(out[r * 6 + c], running);
+        }
+    }
+}
+
+#[test]
+fn layouts_and_arguments_that_are_refused_write_nothing() {
+    let (ctx, stream) = host();
+    let input = vec![1u32; 64];
+    let mut out = vec![9u32; 64];
+    let o_addr = out.as_mut_ptr() as u64;
+    let sum = ScanDesc::default();
+    let status = |r: scanrt::Result<scanrt::ScanInfo>| r.unwrap_err().status;
+    // SAFETY: every view covers at most the 64 elements of its vector.
+    unsafe {
+        let i = |shape: &[u64]| ArrayView::contiguous(input.as_ptr() as u64, DType::U32, shape).unwrap();
+        let o = |shape: &[u64]| ArrayView::contiguous(o_addr, DType::U32, shape).unwrap();
+        // Along an earlier axis of a matrix: a column scan.
+        assert_eq!(
+            status(ctx.scan_array(&stream, &i(&[8, 8]), &o(&[8, 8]), 0, &sum)),
+            ScanrtStatus::UnsupportedCombination
+        );
+        assert_eq!(
+            status(ctx.scan_array(&stream, &i(&[8, 8]), &o(&[8, 8]), -2, &sum)),
+            ScanrtStatus::UnsupportedCombination
+        );
+        // Axes out of range.
+        for axis in [2isize, -3] {
+            assert_eq!(
+                status(ctx.scan_array(&stream, &i(&[8, 8]), &o(&[8, 8]), axis, &sum)),
+                ScanrtStatus::InvalidArgument
+            );
+        }
+        // Shapes that differ.
+        assert_eq!(
+            status(ctx.scan_array(&stream, &i(&[8, 8]), &o(&[64]), -1, &sum)),
+            ScanrtStatus::InvalidArgument
+        );
+        // A row pitch (strided rows).
+        let pitched = ArrayView::strided(input.as_ptr() as u64, DType::U32, &[4, 8], &[16, 1]).unwrap();
+        let pitched_out = ArrayView::strided(o_addr, DType::U32, &[4, 8], &[16, 1]).unwrap();
+        assert_eq!(
+            status(ctx.scan_array(&stream, &pitched, &pitched_out, -1, &sum)),
+            ScanrtStatus::UnsupportedCombination
+        );
+        // Rows with segments besides.
+        let seg = ScanDesc::default().segmented(Segments::Rows(4));
+        assert_eq!(
+            status(ctx.scan_array(&stream, &i(&[8, 8]), &o(&[8, 8]), -1, &seg)),
+            ScanrtStatus::InvalidArgument
+        );
+        // Flags without their data.
+        let flags = ScanDesc::default().segmented(Segments::ByteFlags);
+        assert_eq!(
+            status(ctx.scan_array(&stream, &i(&[64]), &o(&[64]), 0, &flags)),
+            ScanrtStatus::InvalidArgument
+        );
+        // More than 8 dimensions, and a NULL address with elements.
+        assert_eq!(
+            ArrayView::contiguous(o_addr, DType::U32, &[1; 9]).unwrap_err().status,
+            ScanrtStatus::InvalidArgument
+        );
+        assert_eq!(
+            ArrayView::contiguous(0, DType::U32, &[3]).unwrap_err().status,
+            ScanrtStatus::NullArgument
+        );
+        // Extent-1 dimensions take any stride; the scan runs along the only long axis.
+        let column = ArrayView::strided(input.as_ptr() as u64, DType::U32, &[64, 1], &[1, 999]).unwrap();
+        let column_out = ArrayView::strided(o_addr, DType::U32, &[64, 1], &[1, 7]).unwrap();
+        assert!(out.iter().all(|&x| x == 9), "nothing was written by a refused call");
+        ctx.scan_array(&stream, &column, &column_out, 0, &sum).unwrap();
+    }
+    assert_eq!(out, (1..=64).collect::<Vec<u32>>());
+    // A read-only output.
+    let mut fresh = vec![0u32; 64];
+    let e = ctx
+        .scan_array(
+            &stream,
+            &ArrayView::of_slice(&input),
+            &ArrayView::of_slice(&fresh),
+            0,
+            &sum,
+        )
+        .unwrap_err();
+    assert_eq!(e.status, ScanrtStatus::InvalidArgument);
+    fresh[0] = 1;
+    assert_eq!(fresh[0], 1);
+}
