@@ -2,7 +2,9 @@
 //! sequential reference, edge sizes, misaligned and in-place buffers, large and more than
 //! 2^32 elements, zero length, and the seeds' worked examples.
 
-use scanrt::{check_types, Algorithm, Buffer, DType, Direction, Op, RawScan, ScanDesc, Segments, TYPE_PAIRS};
+use scanrt::{
+    check_types, Algorithm, Buffer, DType, Direction, Op, RawScan, ScanDesc, ScanrtStatus, Segments, TYPE_PAIRS,
+};
 
 use crate::common::*;
 use crate::support::*;
@@ -245,4 +247,64 @@ pub(crate) fn wide_accumulators_every_algorithm_and_tile_boundary() {
         ],
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Typed array views on the GPU: rows of row-major arrays along the last axis (every
+/// row length around the tile boundaries, both directions), device addresses of memory
+/// scanrt did not allocate, and host memory refused with a status.
+pub(crate) fn array_views_rows_and_foreign_memory() {
+    use scanrt::ArrayView;
+    let ctx = gpu();
+    let stream = ctx.new_stream().unwrap();
+    let mut rng = Rng(0xA77A_6A);
+    let (tile, _, _) = tile_lengths(ctx, DType::F32, DType::F32);
+    let mut tally = Tally::default();
+    for (rows, len) in [
+        (1usize, tile + 1),
+        (3, tile - 1),
+        (1000, 33),
+        (7, 3 * tile + 5),
+        (1 << 12, 1 << 10),
+    ] {
+        for direction in [Direction::Forward, Direction::Backward] {
+            let n = rows * len;
+            let input: Vec<f32> = random_vec(&mut rng, Op::Sum, n);
+            let a = Buffer::from_slice(ctx, &stream, &input).unwrap();
+            let b = Buffer::new(ctx, DType::F32, n as u64).unwrap();
+            let desc = ScanDesc {
+                direction,
+                ..ScanDesc::inclusive(Op::Sum)
+            };
+            let shape = [rows as u64, len as u64];
+            // The output as a raw device address: the driver checks it.
+            let out = unsafe { ArrayView::contiguous(b.addr(), DType::F32, &shape).unwrap() };
+            ctx.scan_array(
+                &stream,
+                &ArrayView::of_buffer_shaped(&a, &shape).unwrap(),
+                &out,
+                -1,
+                &desc,
+            )
+            .unwrap();
+            let got: Vec<f32> = b.download(&stream, n).unwrap();
+            let starts: Vec<bool> = (0..n).map(|p| p % len == 0).collect();
+            tally.record(
+                compare_segmented(&input, Some(&starts), &desc, &got, gpu_depth(len)),
+                || format!("{rows}x{len} {direction:?}"),
+            );
+        }
+    }
+    tally.assert_no_failures("array views");
+    let host = vec![1u32; 1024];
+    let out = Buffer::new(ctx, DType::U32, 1024).unwrap();
+    let e = ctx
+        .scan_array(
+            &stream,
+            &ArrayView::of_slice(&host),
+            &ArrayView::of_buffer(&out),
+            0,
+            &ScanDesc::default(),
+        )
+        .unwrap_err();
+    assert_eq!(e.status, ScanrtStatus::NotDeviceMemory, "{}", e.message);
 }

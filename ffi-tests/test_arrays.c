@@ -1,0 +1,134 @@
+/* test_arrays: scanrt_array views and scanrt_scan_array: 1-D arrays, rows of row-major
+ * matrices along the last axis (and axis -1), segment data, and the refusals (strided
+ * layouts and earlier axes not scanned yet, bad shapes, axes, dimensions, struct sizes)
+ * with nothing written. Arrays live in scanrt buffers (scanrt_buffer_pointer), so the same
+ * program runs on the AUTO backend and on the host. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "scanrt.h"
+
+#define CHECK_FILE "test_arrays.c"
+#include "check.h"
+#include "scan_reference.h"
+
+static scanrt_array array_of(scanrt_buffer *b, int32_t dtype, int32_t ndim, const int64_t *shape,
+                             const int64_t *strides) {
+    scanrt_array a;
+    EXPECT_OK(scanrt_array_init(&a));
+    EXPECT_OK(scanrt_buffer_pointer(b, &a.data));
+    a.dtype = dtype;
+    a.ndim = ndim;
+    a.shape = shape;
+    a.strides = strides;
+    return a;
+}
+
+static void test_rows(scanrt_context *ctx, scanrt_stream *s) {
+    g_phase = "rows along the last axis";
+    const int64_t shapes[][2] = {{1, 1}, {1, 5000}, {3, 1}, {17, 33}, {1000, 1000}, {2, 70000}};
+    uint64_t state = 0xA77A;
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        const int64_t rows = shapes[k][0], len = shapes[k][1];
+        const size_t n = (size_t)(rows * len);
+        uint32_t *x = malloc(n * 4), *got = malloc(n * 8);
+        uint64_t *want = malloc(n * 8);
+        for (size_t i = 0; i < n; i++) x[i] = (uint32_t)((state = state * 6364136223846793005ull + 1) >> 54);
+        scanrt_buffer *in = make_buffer(ctx, SCANRT_DTYPE_U32, n), *out = make_buffer(ctx, SCANRT_DTYPE_U64, n);
+        EXPECT_OK(scanrt_buffer_upload(in, s, x, n));
+        for (int backward = 0; backward < 2; backward++) {
+            scanrt_scan_desc d;
+            scanrt_scan_desc_init(&d);
+            d.inclusive = 0;
+            d.direction = backward;
+            scanrt_array a = array_of(in, SCANRT_DTYPE_U32, 2, shapes[k], NULL);
+            scanrt_array b = array_of(out, SCANRT_DTYPE_U64, 2, shapes[k], NULL);
+            EXPECT_OK(scanrt_scan_array(ctx, s, &a, &b, backward ? -1 : 1, &d, NULL));
+            EXPECT_OK(scanrt_buffer_download(out, s, got, n));
+            for (int64_t r = 0; r < rows; r++) {
+                uint64_t running = 0;
+                for (int64_t j = 0; j < len; j++) {
+                    int64_t c = backward ? len - 1 - j : j;
+                    want[r * len + c] = running;
+                    running += x[r * len + c];
+                }
+            }
+            CHECK(memcmp(got, want, n * 8) == 0, "exclusive %s sums of %lld rows of %lld",
+                  backward ? "backward" : "forward", (long long)rows, (long long)len);
+        }
+        scanrt_buffer_destroy(in), scanrt_buffer_destroy(out);
+        free(x), free(got), free(want);
+    }
+}
+
+static void test_refusals(scanrt_context *ctx, scanrt_stream *s) {
+    g_phase = "refused arrays";
+    const size_t n = 64;
+    scanrt_buffer *in = make_buffer(ctx, SCANRT_DTYPE_F32, n), *out = make_buffer(ctx, SCANRT_DTYPE_F32, n);
+    float ones[64], got[64], poison[64];
+    for (size_t i = 0; i < n; i++) ones[i] = 1.0f, poison[i] = -7.0f;
+    EXPECT_OK(scanrt_buffer_upload(in, s, ones, n));
+    EXPECT_OK(scanrt_buffer_upload(out, s, poison, n));
+    scanrt_scan_desc d;
+    scanrt_scan_desc_init(&d);
+    const int64_t square[2] = {8, 8}, flat[1] = {64}, pitch[2] = {16, 1}, wide[2] = {4, 8}, negative[1] = {-1};
+    scanrt_array a = array_of(in, SCANRT_DTYPE_F32, 2, square, NULL), b = array_of(out, SCANRT_DTYPE_F32, 2, square, NULL);
+    EXPECT(scanrt_scan_array(ctx, s, &a, &b, 0, &d, NULL), SCANRT_STATUS_UNSUPPORTED_COMBINATION);
+    CHECK(strstr(scanrt_last_error_message(), "column") != NULL, "message: %s", scanrt_last_error_message());
+    EXPECT(scanrt_scan_array(ctx, s, &a, &b, 2, &d, NULL), SCANRT_STATUS_INVALID_ARGUMENT);
+    EXPECT(scanrt_scan_array(ctx, s, &a, &b, -3, &d, NULL), SCANRT_STATUS_INVALID_ARGUMENT);
+    scanrt_array c = array_of(out, SCANRT_DTYPE_F32, 1, flat, NULL);
+    EXPECT(scanrt_scan_array(ctx, s, &a, &c, -1, &d, NULL), SCANRT_STATUS_INVALID_ARGUMENT);
+    scanrt_array p = array_of(in, SCANRT_DTYPE_F32, 2, wide, pitch), q = array_of(out, SCANRT_DTYPE_F32, 2, wide, pitch);
+    EXPECT(scanrt_scan_array(ctx, s, &p, &q, -1, &d, NULL), SCANRT_STATUS_UNSUPPORTED_COMBINATION);
+    scanrt_array neg = array_of(in, SCANRT_DTYPE_F32, 1, negative, NULL);
+    EXPECT(scanrt_scan_array(ctx, s, &neg, &c, 0, &d, NULL), SCANRT_STATUS_INVALID_ARGUMENT);
+    scanrt_array nine = a;
+    nine.ndim = 9;
+    EXPECT(scanrt_scan_array(ctx, s, &nine, &b, 0, &d, NULL), SCANRT_STATUS_INVALID_ARGUMENT);
+    scanrt_array no_shape = a;
+    no_shape.shape = NULL;
+    EXPECT(scanrt_scan_array(ctx, s, &no_shape, &b, 0, &d, NULL), SCANRT_STATUS_NULL_ARGUMENT);
+    scanrt_array old = a;
+    old.struct_size = 8;
+    EXPECT(scanrt_scan_array(ctx, s, &old, &b, 0, &d, NULL), SCANRT_STATUS_INVALID_ARGUMENT);
+    EXPECT(scanrt_scan_array(ctx, s, NULL, &b, 0, &d, NULL), SCANRT_STATUS_NULL_ARGUMENT);
+    scanrt_array i64_out = array_of(out, SCANRT_DTYPE_I64, 2, square, NULL);
+    EXPECT(scanrt_scan_array(ctx, s, &a, &i64_out, -1, &d, NULL), SCANRT_STATUS_UNSUPPORTED_COMBINATION);
+    EXPECT_OK(scanrt_buffer_download(out, s, got, n));
+    CHECK(memcmp(got, poison, sizeof got) == 0, "a refused scan wrote its output");
+
+    /* Segment data from the descriptor, on a 1-D array. */
+    g_phase = "segmented 1-D array";
+    uint8_t flags[64] = {0};
+    flags[10] = flags[40] = 1;
+    scanrt_buffer *fb = make_buffer(ctx, SCANRT_DTYPE_U8, n);
+    EXPECT_OK(scanrt_buffer_upload(fb, s, flags, n));
+    d.segments = SCANRT_SEGMENTS_BYTE_FLAGS;
+    EXPECT_OK(scanrt_buffer_pointer(fb, (void **)&d.segment_data));
+    scanrt_array x1 = array_of(in, SCANRT_DTYPE_F32, 1, flat, NULL), y1 = array_of(out, SCANRT_DTYPE_F32, 1, flat, NULL);
+    EXPECT_OK(scanrt_scan_array(ctx, s, &x1, &y1, 0, &d, NULL));
+    EXPECT_OK(scanrt_buffer_download(out, s, got, n));
+    for (size_t i = 0; i < n; i++) {
+        float want = (float)(i < 10 ? i + 1 : i < 40 ? i - 9 : i - 39);
+        CHECK(got[i] == want, "segmented element %zu: %g, want %g", i, got[i], want);
+    }
+    scanrt_buffer_destroy(in), scanrt_buffer_destroy(out), scanrt_buffer_destroy(fb);
+}
+
+static void run(scanrt_context *ctx, int32_t backend) {
+    (void)backend;
+    scanrt_stream *s = NULL;
+    EXPECT_OK(scanrt_stream_create(ctx, &s));
+    test_rows(ctx, s);
+    test_refusals(ctx, s);
+    scanrt_stream_destroy(s);
+}
+
+int main(void) {
+    int32_t backend;
+    scanrt_context *ctx = open_auto_context("test_arrays", &backend);
+    run(ctx, backend);
+    also_on_the_host(backend, run);
+    scanrt_context_destroy(ctx);
+    return check_summary("test_arrays", backend_name(backend));
+}
