@@ -69,7 +69,7 @@ pub struct scanrt_scan_desc {
     pub segment_data: *const c_void,
     /// The row length when `segments` is `SCANRT_SEGMENTS_ROWS` (since 0.4).
     pub row_length: u64,
-    /// Nonzero when `accumulator` names the type the operator combines in (since 0.5);
+    /// Nonzero when `accumulator` names the type the operator combines in (since 0.4);
     /// zero: the output type.
     pub has_accumulator: i32,
     /// A `scanrt_dtype` wider than the output, each result narrowed as it is written

@@ -417,7 +417,7 @@ mod tests {
         // (input, output, segments, n) of a u32 sum.
         type Req = (u64, u64, u64, u64);
         let req = |input: u64, output: u64, segments: u64, n: u64| -> Req { (input, output, segments, n) };
-        let model = BuiltinOperator::new(Op::Sum, DType::U32, DType::U32);
+        let model = BuiltinOperator::new(Op::Sum, crate::types::ScanTypes::new(DType::U32, DType::U32, None));
         let flags = |&(input, output, segments, n): &Req, d: &ScanDesc, a: Algorithm| {
             let shape = d.shape(DType::U32).unwrap();
             let arrays = ScanArrays {
