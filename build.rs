@@ -118,6 +118,7 @@ mod c_headers {
             )
             .include_item("ScanParams")
             .include_item("OperatorParams")
+            .include_item("SelectParams")
             .include_item("LookbackHeader")
             .include_item("FaultReport");
         match contract.generate() {
@@ -127,6 +128,7 @@ mod c_headers {
                 let text = String::from_utf8(bytes).expect("cbindgen writes UTF-8");
                 let params = kernel_parameter_list(&text, "ScanParams");
                 let operator_params = kernel_parameter_list(&text, "OperatorParams");
+                let select_params = kernel_parameter_list(&text, "SelectParams");
                 let text = format!(
                     "{text}\n// The scan kernels' parameter list: ScanParams's fields, in order, as separate\n\
                          // parameters. The driver lays them out exactly as the struct, so the host passes\n\
@@ -135,7 +137,9 @@ mod c_headers {
                          // kernel 150 bytes of spills per thread).\n\
                          #define SCANRT_SCAN_PARAMS {params}\n\
                          // A user-defined operator's kernels take these after SCANRT_SCAN_PARAMS.\n\
-                         #define SCANRT_OPERATOR_PARAMS {operator_params}\n"
+                         #define SCANRT_OPERATOR_PARAMS {operator_params}\n\
+                         // The select and partition kernels' parameter list: SelectParams's fields.\n\
+                         #define SCANRT_SELECT_PARAMS {select_params}\n"
                 );
                 write_if_changed(&crate_dir.join("kernels/generated/contract.cuh"), text.as_bytes());
             }

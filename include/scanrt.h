@@ -281,7 +281,7 @@ typedef struct scanrt_scan_desc {
   const void *segment_data;
   // The row length when `segments` is `SCANRT_SEGMENTS_ROWS` (since 0.4).
   uint64_t row_length;
-  // Nonzero when `accumulator` names the type the operator combines in (since 0.5);
+  // Nonzero when `accumulator` names the type the operator combines in (since 0.4);
   // zero: the output type.
   int32_t has_accumulator;
   // A `scanrt_dtype` wider than the output, each result narrowed as it is written

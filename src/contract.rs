@@ -105,6 +105,42 @@ pub struct OperatorLaunch {
 
 const _: () = assert!(std::mem::size_of::<OperatorLaunch>() == 8 * 8 + 2 * 4 + 4 * 8 + 64);
 
+/// The parameters of the select and partition kernels (`SCANRT_SELECT_PARAMS`), passed
+/// as ScanParams are. Addresses are device pointers; 0 where a kernel has no use for one.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SelectParams {
+    /// The input elements (`const T*`).
+    pub input: u64,
+    /// The selection's flags (bytes, or bits in 32-bit words); 0 for predicates.
+    pub selection: u64,
+    /// Where the selected elements (or their indices) go.
+    pub output: u64,
+    /// A two-output partition's rejected elements; 0 otherwise.
+    pub rejected: u64,
+    /// Where the number of selected elements is written (`unsigned long long*`).
+    pub num_selected: u64,
+    /// The look-back workspace (a `LookbackHeader` and its status slots).
+    pub workspace: u64,
+    /// Where a kernel reports a refused workspace or an expired look-back (`FaultReport*`).
+    pub report: u64,
+    /// Elements of the input.
+    pub n: i64,
+    /// Status slots the host checked the workspace to hold.
+    pub status_capacity: i64,
+    /// Selected elements past this many are counted but not written.
+    pub capacity: u64,
+    /// A comparison's operand, as the element type's bits.
+    pub operand_bits: u64,
+    /// `FLAG_VECTOR_IN` (whole tiles load as vectors), `FLAG_VECTOR_HEADS` (byte flags
+    /// load as words).
+    pub flags: u32,
+    /// The launching call's serial number (as `ScanParams::call`).
+    pub call: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<SelectParams>() == 11 * 8 + 2 * 4);
+
 /// Inclusive scan (else exclusive).
 pub const FLAG_INCLUSIVE: u32 = 1;
 /// `init_bits` holds an initial value (else the identity).

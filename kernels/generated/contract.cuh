@@ -139,6 +139,38 @@ struct OperatorParams {
   StateBytes init;
 };
 
+/// The parameters of the select and partition kernels (`SCANRT_SELECT_PARAMS`), passed
+/// as ScanParams are. Addresses are device pointers; 0 where a kernel has no use for one.
+struct SelectParams {
+  /// The input elements (`const T*`).
+  uint64_t input;
+  /// The selection's flags (bytes, or bits in 32-bit words); 0 for predicates.
+  uint64_t selection;
+  /// Where the selected elements (or their indices) go.
+  uint64_t output;
+  /// A two-output partition's rejected elements; 0 otherwise.
+  uint64_t rejected;
+  /// Where the number of selected elements is written (`unsigned long long*`).
+  uint64_t num_selected;
+  /// The look-back workspace (a `LookbackHeader` and its status slots).
+  uint64_t workspace;
+  /// Where a kernel reports a refused workspace or an expired look-back (`FaultReport*`).
+  uint64_t report;
+  /// Elements of the input.
+  int64_t n;
+  /// Status slots the host checked the workspace to hold.
+  int64_t status_capacity;
+  /// Selected elements past this many are counted but not written.
+  uint64_t capacity;
+  /// A comparison's operand, as the element type's bits.
+  uint64_t operand_bits;
+  /// `FLAG_VECTOR_IN` (whole tiles load as vectors), `FLAG_VECTOR_HEADS` (byte flags
+  /// load as words).
+  uint32_t flags;
+  /// The launching call's serial number (as `ScanParams::call`).
+  uint32_t call;
+};
+
 /// The look-back workspace header; the status slots follow it. Initialised by the host
 /// (zero-filled, then `area_bytes` and `seal` written), then owned by the kernels.
 struct LookbackHeader {
@@ -174,3 +206,5 @@ struct FaultReport {
 #define SCANRT_SCAN_PARAMS uint64_t input, uint64_t output, uint64_t heads, uint64_t workspace, uint64_t report, int64_t n, int64_t status_capacity, uint64_t init_bits, uint32_t flags, uint32_t call
 // A user-defined operator's kernels take these after SCANRT_SCAN_PARAMS.
 #define SCANRT_OPERATOR_PARAMS uint64_t input1, uint64_t input2, uint64_t input3, uint64_t output1, StateBytes init
+// The select and partition kernels' parameter list: SelectParams's fields.
+#define SCANRT_SELECT_PARAMS uint64_t input, uint64_t selection, uint64_t output, uint64_t rejected, uint64_t num_selected, uint64_t workspace, uint64_t report, int64_t n, int64_t status_capacity, uint64_t capacity, uint64_t operand_bits, uint32_t flags, uint32_t call

@@ -33,6 +33,7 @@ use std::sync::Arc;
 pub use desc::{HostCombine, HostLoad, HostOperator, HostStore, OperatorDesc, OperatorScan};
 pub use glue::compile_operator;
 
+use crate::array::ArrayView;
 use crate::buffer::Buffer;
 use crate::context::Context;
 use crate::engine::{Engine, GpuEngine};
@@ -41,6 +42,7 @@ use crate::runtime::calls::CallLabel;
 use crate::runtime::device::GpuDevice;
 use crate::runtime::workspace::Workspace;
 use crate::runtime::Memo;
+use crate::scan::checks::check_segment_view;
 use crate::scan::desc::{ScanShape, Segments};
 use crate::scan::kernels::ScanKernels;
 use crate::scan::operator_model::{ArrayLayout, OperatorModel, ScanArrays};
@@ -230,15 +232,53 @@ impl Operator {
         outputs: &[&Buffer],
         scan: &OperatorScan,
     ) -> Result<ScanInfo> {
-        let (inputs, outputs, n) = self.buffer_arrays(inputs, outputs)?;
+        for b in inputs.iter().chain(outputs) {
+            self.inner.ctx.check_buffer_owner(b)?;
+        }
+        self.scan_arrays(stream, &buffer_views(inputs), &buffer_views(outputs), None, scan)
+    }
+
+    /// The addresses of buffers of the operator's context passed as its arrays, checked
+    /// for owner, type and length, and the scan's length (the first output's elements).
+    pub(crate) fn buffer_arrays(&self, inputs: &[&Buffer], outputs: &[&Buffer]) -> Result<(Vec<u64>, Vec<u64>, u64)> {
+        for b in inputs.iter().chain(outputs) {
+            self.inner.ctx.check_buffer_owner(b)?;
+        }
+        self.array_addresses(&buffer_views(inputs), &buffer_views(outputs))
+    }
+
+    /// Scans 1-D array views (device memory on a GPU context, host memory on the host
+    /// backend): `inputs` of the load's types (or one `U8` array of states), `outputs`
+    /// likewise, `segments` the flags or keys of a segmented scan. The scan covers the
+    /// first output's elements; every other array must hold at least as many.
+    pub fn scan_arrays(
+        &self,
+        stream: &Stream,
+        inputs: &[ArrayView],
+        outputs: &[ArrayView],
+        segments: Option<&ArrayView>,
+        scan: &OperatorScan,
+    ) -> Result<ScanInfo> {
+        let (input_addrs, output_addrs, n) = self.array_addresses(inputs, outputs)?;
+        if let Some(s) = segments {
+            check_segment_view(s, scan.segments, n)?;
+        } else if scan.segments.has_data() {
+            bail!(
+                InvalidArgument,
+                "{} segments need their data: pass the segment array",
+                scan.segments.c_name()
+            );
+        }
         let arrays = ScanArrays {
-            inputs: &inputs,
-            outputs: &outputs,
-            segments: 0,
-            known_arrays: true,
-            known_segments: false,
+            inputs: &input_addrs,
+            outputs: &output_addrs,
+            segments: segments.map_or(0, |s| s.addr()),
+            known_arrays: inputs.iter().chain(outputs).all(|v| v.known),
+            known_segments: segments.is_some_and(|s| s.known),
         };
-        // SAFETY: every address is a live buffer of this context holding n elements.
+        // SAFETY: views are valid for their lengths (borrowed buffers and slices by
+        // construction, raw addresses by their constructors' contracts), each holding at
+        // least n elements, the segment data checked for type and length.
         unsafe { self.plan(n, scan)?.run(stream, &arrays, None) }
     }
 
@@ -248,44 +288,60 @@ impl Operator {
         Ok(self.plan(n, scan)?.workspace_bytes())
     }
 
-    /// The addresses of buffers passed as an operator's arrays, checked for type, owner
+    /// The addresses of views passed as an operator's arrays, checked for type, shape
     /// and length, and the scan's length (the first output's elements).
-    pub(crate) fn buffer_arrays(&self, inputs: &[&Buffer], outputs: &[&Buffer]) -> Result<(Vec<u64>, Vec<u64>, u64)> {
+    fn array_addresses(&self, inputs: &[ArrayView], outputs: &[ArrayView]) -> Result<(Vec<u64>, Vec<u64>, u64)> {
         let desc = &self.inner.desc;
-        // Elements of `buffer` as array `i` of `types` (a U8 buffer of states without types).
-        let elements = |buffer: &Buffer, types: Option<&[DType]>, i: usize, what: &str| -> Result<u64> {
-            self.inner.ctx.check_buffer_owner(buffer)?;
+        // Elements of `view` as array `i` of `types` (a U8 array of states without types).
+        let elements = |view: &ArrayView, types: Option<&[DType]>, i: usize, what: &str| -> Result<u64> {
             let want = types.map_or(DType::U8, |t| t.get(i).copied().unwrap_or(DType::U8));
-            if buffer.dtype() != want {
+            if view.dtype() != want {
                 bail!(
                     InvalidArgument,
-                    "{what} {i} of operator {} must be a {} buffer, not {}",
+                    "{what} {i} of operator {} must be a {} array, not {}",
                     desc.name,
                     want.c_name(),
-                    buffer.dtype().c_name()
+                    view.dtype().c_name()
                 );
             }
+            if view.shape().len() != 1 || view.strides()[0] != 1 {
+                bail!(
+                    UnsupportedCombination,
+                    "{what} {i} of operator {}: operator scans take 1-D contiguous arrays (shape {:?}, strides {:?})",
+                    desc.name,
+                    view.shape(),
+                    view.strides()
+                );
+            }
+            let len = view.len().unwrap_or(0);
             Ok(if types.is_some() {
-                buffer.len()
+                len
             } else {
-                buffer.len() / desc.state_size as u64
+                len / desc.state_size as u64
             })
         };
         let Some(first) = outputs.first() else {
             bail!(InvalidArgument, "operator {}: no output array", desc.name);
         };
         let n = elements(first, desc.output_types(), 0, "output")?;
-        let addresses = |buffers: &[&Buffer], types: Option<&[DType]>, what: &str| -> Result<Vec<u64>> {
+        let addresses = |views: &[ArrayView], types: Option<&[DType]>, what: &str| -> Result<Vec<u64>> {
             let mut addrs = Vec::new();
-            for (i, b) in buffers.iter().enumerate() {
-                if elements(b, types, i, what)? < n {
+            for (i, v) in views.iter().enumerate() {
+                if elements(v, types, i, what)? < n {
                     bail!(
                         BufferTooSmall,
                         "{what} {i} of operator {} holds fewer than {n} elements",
                         desc.name
                     );
                 }
-                addrs.push(b.addr());
+                if what == "output" && !v.writable {
+                    bail!(
+                        InvalidArgument,
+                        "output {i} of operator {} is a read-only view",
+                        desc.name
+                    );
+                }
+                addrs.push(v.addr());
             }
             Ok(addrs)
         };
@@ -295,4 +351,9 @@ impl Operator {
             n,
         ))
     }
+}
+
+/// Whole-buffer views.
+fn buffer_views<'a>(buffers: &[&'a Buffer]) -> Vec<ArrayView<'a>> {
+    buffers.iter().map(|b| ArrayView::of_buffer(b)).collect()
 }

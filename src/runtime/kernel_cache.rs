@@ -16,8 +16,10 @@
 
 use std::fs::OpenOptions;
 use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+
+use super::trust::private;
 
 use sha2::{Digest, Sha256};
 
@@ -46,22 +48,6 @@ fn configured_dir() -> Option<PathBuf> {
         return Some(PathBuf::from(d).join("scanrt"));
     }
     std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("scanrt"))
-}
-
-/// Whether `meta` belongs to this user and no one else may write it.
-fn private(meta: &std::fs::Metadata) -> Result<(), String> {
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
-    if meta.uid() != me {
-        return Err(format!(
-            "it is owned by uid {}, not by this user (uid {me})",
-            meta.uid()
-        ));
-    }
-    if meta.mode() & 0o022 != 0 {
-        return Err(format!("group or others may write it (mode {:o})", meta.mode() & 0o777));
-    }
-    Ok(())
 }
 
 /// The cache directory after creating it (0700) and checking it, or why there is none.
@@ -137,7 +123,7 @@ pub(crate) fn write(dir: &Path, key: &Key, extension: &str, image: &[u8]) -> std
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
     fn scratch(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("scanrt-cache-test-{name}-{}", std::process::id()));

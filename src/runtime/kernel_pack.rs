@@ -10,6 +10,9 @@
 //! - The packs are looked for in `$SCANRT_KERNEL_PACK_DIR` (empty: no packs), else in
 //!   `share/scanrt/kernels` beside the `lib/` or `bin/` directory that holds the scanrt
 //!   library or executable, else in that directory itself.
+//! - A pack is trusted as the kernel cache is (`runtime::trust`): it and every directory
+//!   on its path must be owned by the user or root and writable by no one else (sticky
+//!   directories aside); otherwise it is refused with a log line and NVRTC compiles.
 //!
 //! File layout, little-endian: the magic, the format version (u32), the architecture
 //! (u32), the entry count (u64). Then per entry: the key (32 bytes), the offset and
@@ -236,6 +239,11 @@ pub(crate) fn for_arch(arch: i32) -> Option<std::sync::Arc<Pack>> {
             pack_dirs().into_iter().find_map(|dir| {
                 let path = dir.join(file_name(arch));
                 if !path.is_file() {
+                    return None;
+                }
+                // A pack is code this process runs: refused where others could replace it.
+                if let Err(why) = super::trust::trusted_file(&path) {
+                    log::warn!("kernel pack {} refused: {why}", path.display());
                     return None;
                 }
                 match Pack::open(&path) {

@@ -1,8 +1,8 @@
 //! The GPU runtime, which knows nothing of scans: driver calls (`driver`, the only
 //! module besides the launch helper that calls the raw driver API), devices and their
 //! loaded modules (`device`), NVRTC (`nvrtc`) and its disk cache (`kernel_cache`), kernels
-//! compiled ahead of time (`kernel_pack`), look-back workspaces (`workspace`, and
-//! `graph_workspace` for captured scans), the fault mailbox kernels report to (`faults`)
+//! compiled ahead of time (`kernel_pack`), look-back workspaces (`workspace`,
+//! `graph_workspace` for captured scans, `launch_workspace` choosing one per launch), the fault mailbox kernels report to (`faults`)
 //! and the log of recent calls that names a faulting one (`calls`). Algorithms (`crate::scan`,
 //! and later select, partition, radix sort) generate sources and launch kernels on it.
 
@@ -13,7 +13,9 @@ pub(crate) mod faults;
 pub(crate) mod graph_workspace;
 pub(crate) mod kernel_cache;
 pub(crate) mod kernel_pack;
+pub(crate) mod launch_workspace;
 pub(crate) mod nvrtc;
+pub(crate) mod trust;
 pub(crate) mod workspace;
 
 use std::collections::HashMap;

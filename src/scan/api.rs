@@ -10,6 +10,7 @@ use crate::engine::Engine;
 use crate::error::{bail, Result};
 use crate::runtime::device::LoadedKernel;
 use crate::runtime::workspace::Workspace;
+use crate::scan::checks::check_segment_view;
 use crate::scan::desc::{ScanDesc, Segments};
 use crate::scan::kernels::{KernelKind, KernelSets, Specialization};
 use crate::scan::operator_model::BuiltinOperator;
@@ -328,43 +329,4 @@ impl Context {
         // SAFETY: the slices are live allocations (range-checked by the driver query).
         unsafe { self.scan_raw(stream, &req, desc, None) }
     }
-}
-
-/// Checks the segment data of a scan of `n` elements: a 1-D contiguous view of the type
-/// `kind` reads, holding at least the entries `n` elements need.
-fn check_segment_view(segments: &ArrayView, kind: Segments, n: u64) -> Result<()> {
-    let (want, needed) = match kind {
-        Segments::None => bail!(
-            InvalidArgument,
-            "segment data was given but the descriptor has no segments (ByteFlags, BitFlags or Keys)"
-        ),
-        Segments::ByteFlags => (DType::U8, n),
-        Segments::BitFlags => (DType::U32, n.div_ceil(32)),
-        Segments::Keys(k) => (k, n),
-        Segments::Rows(_) => bail!(
-            InvalidArgument,
-            "rows have no segment data: scan them with a descriptor with Segments::Rows alone"
-        ),
-    };
-    if segments.dtype() != want {
-        bail!(
-            InvalidArgument,
-            "{} segments need {} data, not {}",
-            kind.c_name(),
-            want.c_name(),
-            segments.dtype().c_name()
-        );
-    }
-    if !matches!(segments.axis_layout(-1)?, AxisLayout::Flat { .. }) {
-        bail!(InvalidArgument, "segment data is a 1-D array");
-    }
-    let len = segments.len().unwrap_or(u64::MAX);
-    if len < needed {
-        bail!(
-            BufferTooSmall,
-            "{} for {n} elements need {needed} entries but the segment data holds {len}",
-            kind.c_name()
-        );
-    }
-    Ok(())
 }

@@ -1,9 +1,11 @@
 //! The checks every scan passes, whatever its operator: its shape when it is planned,
 //! its addresses (and their overlaps) when it runs.
 
+use crate::array::{ArrayView, AxisLayout};
 use crate::error::{bail, Result};
-use crate::scan::desc::ScanShape;
+use crate::scan::desc::{ScanShape, Segments};
 use crate::scan::operator_model::{ArrayLayout, OperatorModel, ScanArrays};
+use crate::types::DType;
 
 /// The checks of a scan's shape, at plan time: the segment form, and lengths that fit
 /// the address space. The operator's own (its types, the initial state's type or size)
@@ -154,4 +156,43 @@ pub(crate) fn check_overlaps(model: &dyn OperatorModel, arrays: &ScanArrays, n: 
 /// Whether the byte ranges `[a, a + a_bytes)` and `[b, b + b_bytes)` share a byte.
 pub(crate) fn overlaps(a: u64, a_bytes: u64, b: u64, b_bytes: u64) -> bool {
     a < b + b_bytes && b < a + a_bytes
+}
+
+/// Checks the segment data of a scan of `n` elements: a 1-D contiguous view of the type
+/// `kind` reads, holding at least the entries `n` elements need.
+pub(crate) fn check_segment_view(segments: &ArrayView, kind: Segments, n: u64) -> Result<()> {
+    let (want, needed) = match kind {
+        Segments::None => bail!(
+            InvalidArgument,
+            "segment data was given but the descriptor has no segments (ByteFlags, BitFlags or Keys)"
+        ),
+        Segments::ByteFlags => (DType::U8, n),
+        Segments::BitFlags => (DType::U32, n.div_ceil(32)),
+        Segments::Keys(k) => (k, n),
+        Segments::Rows(_) => bail!(
+            InvalidArgument,
+            "rows have no segment data: scan them with a descriptor with Segments::Rows alone"
+        ),
+    };
+    if segments.dtype() != want {
+        bail!(
+            InvalidArgument,
+            "{} segments need {} data, not {}",
+            kind.c_name(),
+            want.c_name(),
+            segments.dtype().c_name()
+        );
+    }
+    if !matches!(segments.axis_layout(-1)?, AxisLayout::Flat { .. }) {
+        bail!(InvalidArgument, "segment data is a 1-D array");
+    }
+    let len = segments.len().unwrap_or(u64::MAX);
+    if len < needed {
+        bail!(
+            BufferTooSmall,
+            "{} for {n} elements need {needed} entries but the segment data holds {len}",
+            kind.c_name()
+        );
+    }
+    Ok(())
 }

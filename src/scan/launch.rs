@@ -1,6 +1,6 @@
 //! The launch of a planned scan: how many tiles each kernel of its set has (and so the
-//! workspace that serves every one of them), which workspace it gets (the caller's, the
-//! graph's or the stream's pooled one), and which kernel runs it.
+//! workspace that serves every one of them) and which kernel runs it; the workspace comes
+//! from `runtime::launch_workspace`.
 
 use std::sync::Arc;
 
@@ -10,9 +10,8 @@ use crate::contract::{self, ScanParams};
 use crate::error::{bail, Result};
 use crate::runtime::calls::CallLabel;
 use crate::runtime::device::GpuDevice;
-use crate::runtime::driver;
-use crate::runtime::graph_workspace;
-use crate::runtime::workspace::{lookback_bytes, lookback_slots, Workspace};
+use crate::runtime::launch_workspace;
+use crate::runtime::workspace::{lookback_bytes, Workspace};
 use crate::scan::kernels::{KernelKind, ScanKernels};
 use crate::scan::tuning::wave_max_tiles;
 use crate::tables::Algorithm;
@@ -126,40 +125,16 @@ pub(crate) unsafe fn launch_kernels<P: KernelParams>(
         return single_pass.launch(1, raw_stream, params);
     }
 
-    let acc_size = tiles.value_bytes;
-    // `_pooled` keeps a pooled workspace from being freed until the launch is queued.
-    let (ws, slots, _pooled) = match workspace {
-        Some(ws) => {
-            dev.check_workspace(ws)?;
-            (ws.ptr, lookback_slots(acc_size, ws.bytes), None)
-        }
-        None => match driver::capture_graph(raw_stream)? {
-            // A captured scan gets a workspace of its own that the graph keeps alive,
-            // so that replays never share one with plain calls or with each other.
-            Some(graph) => {
-                let bytes = tiles.workspace_bytes();
-                let ptr =
-                    graph_workspace::for_graph(graph, bytes, kernels.clone(), dev.faults.clone(), dev.ctx.clone())?;
-                (ptr, lookback_slots(acc_size, bytes), None)
-            }
-            None => {
-                let pooled = dev.workspaces.for_stream(raw_stream, acc_size, tiles.slots())?;
-                (pooled.ptr, lookback_slots(acc_size, pooled.bytes), Some(pooled))
-            }
-        },
-    };
-    if slots < tiles.slots() {
-        // Only a caller's workspace can get here: scanrt sizes its own from `tiles`.
-        bail!(
-            BufferTooSmall,
-            "workspace of {} bytes holds {slots} tiles; this scan needs {} bytes ({} tiles)",
-            workspace.map_or(0, |w| w.bytes),
-            tiles.workspace_bytes(),
-            tiles.slots()
-        );
-    }
-    params.scan().workspace = ws;
-    params.scan().status_capacity = slots as i64;
+    let ws = launch_workspace::acquire(
+        dev,
+        raw_stream,
+        workspace,
+        tiles.value_bytes,
+        tiles.slots(),
+        kernels.clone(),
+    )?;
+    params.scan().workspace = ws.ptr;
+    params.scan().status_capacity = ws.slots as i64;
     params.scan().call = dev.calls.record(launch.label.clone(), launch.n, raw_stream as usize);
 
     if launch.algorithm == Algorithm::Matrix {

@@ -278,3 +278,93 @@ fn layouts_and_arguments_that_are_refused_write_nothing() {
     fresh[0] = 1;
     assert_eq!(fresh[0], 1);
 }
+
+/// A user-defined operator over views: the linear recurrence h = a * h + b on host
+/// slices, with byte-flag segments, against a sequential loop; refusals for views an
+/// operator cannot scan.
+#[test]
+fn operator_scans_take_array_views() {
+    use scanrt::{OperatorScan, Segments};
+    let (ctx, stream) = host();
+    let op = ctx
+        .create_operator(scanrt::recipes::linear_recurrence(DType::F64).unwrap())
+        .unwrap();
+    let mut rng = Rng(0x0BE7);
+    let n = 10_007;
+    let a: Vec<f64> = (0..n).map(|_| 0.5 + rng.below(100) as f64 / 200.0).collect();
+    let b: Vec<f64> = (0..n).map(|_| rng.below(100) as f64 / 10.0 - 5.0).collect();
+    let flags: Vec<u8> = (0..n).map(|_| (rng.below(300) == 0) as u8).collect();
+    let mut h = vec![0f64; n];
+    let scan = OperatorScan {
+        segments: Segments::ByteFlags,
+        ..OperatorScan::default()
+    };
+    op.scan_arrays(
+        &stream,
+        &[ArrayView::of_slice(&a), ArrayView::of_slice(&b)],
+        &[ArrayView::of_slice_mut(&mut h)],
+        Some(&ArrayView::of_slice(&flags)),
+        &scan,
+    )
+    .unwrap();
+    let mut running = 0.0;
+    for i in 0..n {
+        if i == 0 || flags[i] != 0 {
+            running = 0.0;
+        }
+        running = a[i] * running + b[i];
+        assert!(
+            (h[i] - running).abs() <= 1e-9 * running.abs().max(1.0),
+            "element {i}: {} vs {running}",
+            h[i]
+        );
+    }
+    // Wrong types, 2-D views, missing segment data and read-only outputs are refused.
+    let ints = vec![0u32; n];
+    let status = |r: scanrt::Result<scanrt::ScanInfo>| r.unwrap_err().status;
+    let ro = [ArrayView::of_slice(&h)];
+    assert_eq!(
+        status(op.scan_arrays(
+            &stream,
+            &[ArrayView::of_slice(&a), ArrayView::of_slice(&b)],
+            &ro,
+            Some(&ArrayView::of_slice(&flags)),
+            &scan
+        )),
+        ScanrtStatus::InvalidArgument
+    );
+    let mut h2 = vec![0f64; n];
+    assert_eq!(
+        status(op.scan_arrays(
+            &stream,
+            &[ArrayView::of_slice(&ints), ArrayView::of_slice(&b)],
+            &[ArrayView::of_slice_mut(&mut h2)],
+            Some(&ArrayView::of_slice(&flags)),
+            &scan
+        )),
+        ScanrtStatus::InvalidArgument
+    );
+    assert_eq!(
+        status(op.scan_arrays(
+            &stream,
+            &[ArrayView::of_slice(&a), ArrayView::of_slice(&b)],
+            &[ArrayView::of_slice_mut(&mut h2)],
+            None,
+            &scan
+        )),
+        ScanrtStatus::InvalidArgument
+    );
+    // SAFETY: a 2-D view of h2's n elements.
+    let square = unsafe { ArrayView::contiguous(h2.as_mut_ptr() as u64, DType::F64, &[1, n as u64]).unwrap() };
+    assert_eq!(
+        status(op.scan_arrays(
+            &stream,
+            &[ArrayView::of_slice(&a), ArrayView::of_slice(&b)],
+            &[square],
+            Some(&ArrayView::of_slice(&flags)),
+            &scan
+        )),
+        ScanrtStatus::UnsupportedCombination
+    );
+    assert!(h2.iter().all(|&x| x == 0.0), "nothing is written on error");
+}
