@@ -170,6 +170,47 @@ typedef enum scanrt_segments {
   SCANRT_SEGMENTS_ROWS = 4,
 } scanrt_segments;
 
+// Which elements a selection keeps, or a partition puts first (`scanrt_select_desc.rule`).
+typedef enum scanrt_select_rule {
+  // One byte per element beside the input; nonzero keeps the element.
+  SCANRT_SELECT_BYTE_FLAGS = 0,
+  // Flags packed 32 to a `uint32_t` word: bit i of word w is element 32*w + i.
+  SCANRT_SELECT_BIT_FLAGS = 1,
+  // `x == operand`.
+  SCANRT_SELECT_EQUAL = 2,
+  // `x != operand`.
+  SCANRT_SELECT_NOT_EQUAL = 3,
+  // `x < operand`.
+  SCANRT_SELECT_LESS = 4,
+  // `x <= operand`.
+  SCANRT_SELECT_LESS_EQUAL = 5,
+  // `x > operand`.
+  SCANRT_SELECT_GREATER = 6,
+  // `x >= operand`.
+  SCANRT_SELECT_GREATER_EQUAL = 7,
+  // Elements that are not zero.
+  SCANRT_SELECT_NONZERO = 8,
+  // Elements that are not NaN.
+  SCANRT_SELECT_NOT_NAN = 9,
+  // The first of each run of equal elements (unique).
+  SCANRT_SELECT_RUN_HEADS = 10,
+  // A user-defined predicate (`predicate_source`, `predicate_function`).
+  SCANRT_SELECT_PREDICATE = 11,
+} scanrt_select_rule;
+
+// What a selection writes (`scanrt_select_desc.output`).
+typedef enum scanrt_select_output {
+  // The selected elements, in order.
+  SCANRT_SELECT_OUTPUT_VALUES = 0,
+  // The indices of the selected elements (a U32 or U64 output), in order.
+  SCANRT_SELECT_OUTPUT_INDICES = 1,
+  // A partition into one array of n: the selected elements in order, then the
+  // rejected ones in reverse order from the end (as CUB's `DevicePartition`).
+  SCANRT_SELECT_OUTPUT_PARTITION_REVERSED = 2,
+  // A partition into two arrays, both in order.
+  SCANRT_SELECT_OUTPUT_PARTITION_TWO = 3,
+} scanrt_select_output;
+
 // How much scanrt tells a log callback (`scanrt_set_log_callback`); each level
 // includes the ones above it.
 typedef enum scanrt_log_level {
@@ -369,6 +410,30 @@ typedef struct scanrt_operator_desc {
   // Passed to every host function as `user_data`; must outlive the operator.
   void *host_user_data;
 } scanrt_operator_desc;
+
+// What a selection computes. Initialise with `scanrt_select_desc_init`, then set fields.
+typedef struct scanrt_select_desc {
+  // `sizeof(scanrt_select_desc)` as the caller compiled it, set by
+  // `scanrt_select_desc_init`.
+  size_t struct_size;
+  // A `scanrt_select_rule` value (`SCANRT_SELECT_BYTE_FLAGS` by default).
+  int32_t rule;
+  // A `scanrt_select_output` value (`SCANRT_SELECT_OUTPUT_VALUES` by default).
+  int32_t output;
+  // A comparison's operand, as the element type.
+  union scanrt_value operand;
+  // Nonzero: write at most `capacity` selected elements (selections only; the count
+  // still counts them all).
+  int32_t has_capacity;
+  // Zero; keeps the struct free of padding.
+  int32_t reserved;
+  // See `has_capacity`.
+  uint64_t capacity;
+  // `SCANRT_SELECT_PREDICATE`: CUDA source defining `__device__ bool FUNCTION(T x)`.
+  const char *predicate_source;
+  // `SCANRT_SELECT_PREDICATE`: the function's name.
+  const char *predicate_function;
+} scanrt_select_desc;
 
 #ifdef __cplusplus
 extern "C" {
@@ -660,6 +725,27 @@ scanrt_status scanrt_scan_device_with_workspace(const struct scanrt_context *ctx
                                                 size_t workspace_bytes,
                                                 struct scanrt_scan_info *info);
 
+// Sets the defaults (keep by byte flags, write the values, no capacity) over the first
+// `size` bytes of `desc`. Call it through the `scanrt_select_desc_init(desc)` macro.
+scanrt_status scanrt_select_desc_init_sized(struct scanrt_select_desc *desc, size_t size);
+
+// Selects elements of `input` as `desc` says, in order, into `output` (a partition also
+// writes the rejected ones: at the end of `output` in reverse, or into `rejected`), and
+// writes how many were selected to `*num_selected` (device memory on a GPU context, so the
+// caller never waits for it; host memory on the host backend), asynchronously on
+// `stream`. Arrays are 1-D; `flags` is the byte or bit flags of a flag selection (else
+// NULL). The output holds n elements (or the capacity's); values may be selected in place
+// (`output` = `input`). Bad input returns a status before anything is written. A
+// user-defined predicate runs on GPU contexts only.
+scanrt_status scanrt_select(const struct scanrt_context *ctx,
+                            const struct scanrt_stream *stream,
+                            const struct scanrt_array *input,
+                            const struct scanrt_array *flags,
+                            const struct scanrt_array *output,
+                            const struct scanrt_array *rejected,
+                            uint64_t *num_selected,
+                            const struct scanrt_select_desc *desc);
+
 // Creates a stream owned by scanrt (a no-op stream on the host backend).
 scanrt_status scanrt_stream_create(const struct scanrt_context *ctx, struct scanrt_stream **out);
 
@@ -715,6 +801,7 @@ const char *scanrt_last_error_message(void);
 #define scanrt_scan_info_init(info) scanrt_scan_info_init_sized((info), sizeof *(info))
 #define scanrt_operator_desc_init(desc) scanrt_operator_desc_init_sized((desc), sizeof *(desc))
 #define scanrt_array_init(array) scanrt_array_init_sized((array), sizeof *(array))
+#define scanrt_select_desc_init(desc) scanrt_select_desc_init_sized((desc), sizeof *(desc))
 #endif
 
 /* Streams: NULL is the legacy default stream, as in the CUDA driver API. A translation

@@ -234,6 +234,19 @@ impl<'a> ArrayView<'a> {
         })
     }
 
+    /// Bytes from the first element to past the last, for a compact view.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.len().unwrap_or(u64::MAX).saturating_mul(self.dtype.size() as u64)
+    }
+
+    /// Whether the memory of two compact views overlaps.
+    pub(crate) fn overlaps(&self, other: &ArrayView) -> bool {
+        !self.is_empty()
+            && !other.is_empty()
+            && self.addr < other.addr.saturating_add(other.bytes())
+            && other.addr < self.addr.saturating_add(self.bytes())
+    }
+
     /// Checks that `output` can receive a scan of `self`: writable, the same shape (its
     /// own type).
     pub(crate) fn check_output(&self, output: &ArrayView) -> Result<()> {

@@ -36,6 +36,7 @@ mod ops;
 pub mod recipes;
 mod runtime;
 mod scan;
+mod select;
 mod stream;
 mod types;
 
@@ -54,8 +55,12 @@ pub use scan::desc::{ScanDesc, Segments};
 pub use scan::plan::{ScanIo, ScanPlan};
 pub use scan::reference::{reference_scan, reference_scan_segmented};
 pub use scan::{RawScan, ScanInfo};
+pub use select::desc::{Comparison, Predicate, SelectDesc, SelectOutput, Selection};
+pub use select::SelectArrays;
 pub use stream::Stream;
-pub use tables::{Algorithm, Backend, ChoiceReason, DType, Direction, LogLevel, Op, ScanrtStatus, SegmentKind};
+pub use tables::{
+    Algorithm, Backend, ChoiceReason, DType, Direction, LogLevel, Op, ScanrtStatus, SegmentKind, SelectRule,
+};
 pub use types::{
     check_types, DTypeInfo, InitValue, Narrow, NumberKind, Scalar, ScanTypes, Widen, NARROWING_TYPES, TYPE_PAIRS,
 };
@@ -83,15 +88,9 @@ pub fn build_kernel_pack(arch: i32, dir: &std::path::Path) -> Result<(std::path:
             nvrtc.version.1
         );
     }
-    let images = scan::kernels::every_specialization(arch)
+    let images = every_built_in_source(arch)
         .par_iter()
-        .map(|spec| {
-            let source = spec.source();
-            Ok((
-                runtime::kernel_pack::key(&source, arch),
-                nvrtc.compile(&source, target)?,
-            ))
-        })
+        .map(|source| Ok((runtime::kernel_pack::key(source, arch), nvrtc.compile(source, target)?)))
         .collect::<Result<Vec<_>>>()?;
     let path = dir.join(runtime::kernel_pack::file_name(arch));
     runtime::kernel_pack::write(&path, arch, &images)?;
@@ -113,10 +112,20 @@ pub fn compile_kernel_sets(arch: i32) -> Result<Vec<usize>> {
     use rayon::prelude::*;
     let nvrtc = runtime::nvrtc::Nvrtc::load()?;
     let target = nvrtc.target_for(arch)?;
-    scan::kernels::every_specialization(arch)
+    every_built_in_source(arch)
         .par_iter()
-        .map(|spec| nvrtc.compile_cached(&spec.source(), target).map(|image| image.len()))
+        .map(|source| nvrtc.compile_cached(source, target).map(|image| image.len()))
         .collect()
+}
+
+/// The source of every built-in kernel set for `sm_<arch>`: the scan's and the select
+/// kernels'.
+fn every_built_in_source(arch: i32) -> Vec<runtime::nvrtc::KernelSource> {
+    let scans = scan::kernels::every_specialization(arch)
+        .into_iter()
+        .map(|s| s.source());
+    let selects = select::kernels::every_select_spec().into_iter().map(|s| s.source());
+    scans.chain(selects).collect()
 }
 
 /// Checks the kernel pack at `path`: its index and every image's checksum. Returns the

@@ -156,6 +156,47 @@ c_enums! {
         Rows = 4, "ROWS", "rows";
     }
 
+    /// Which elements a selection keeps, or a partition puts first (`scanrt_select_desc.rule`).
+    pub enum SelectRule("scanrt_select_rule", "SCANRT_SELECT_") default ByteFlags {
+        /// One byte per element beside the input; nonzero keeps the element.
+        ByteFlags = 0, "BYTE_FLAGS", "byte flags";
+        /// Flags packed 32 to a `uint32_t` word: bit i of word w is element 32*w + i.
+        BitFlags = 1, "BIT_FLAGS", "bit flags";
+        /// `x == operand`.
+        Equal = 2, "EQUAL", "equal to the operand";
+        /// `x != operand`.
+        NotEqual = 3, "NOT_EQUAL", "not equal to the operand";
+        /// `x < operand`.
+        Less = 4, "LESS", "less than the operand";
+        /// `x <= operand`.
+        LessEqual = 5, "LESS_EQUAL", "at most the operand";
+        /// `x > operand`.
+        Greater = 6, "GREATER", "greater than the operand";
+        /// `x >= operand`.
+        GreaterEqual = 7, "GREATER_EQUAL", "at least the operand";
+        /// Elements that are not zero.
+        NonZero = 8, "NONZERO", "nonzero";
+        /// Elements that are not NaN.
+        NotNan = 9, "NOT_NAN", "not NaN";
+        /// The first of each run of equal elements (unique).
+        RunHeads = 10, "RUN_HEADS", "first of each run";
+        /// A user-defined predicate (`predicate_source`, `predicate_function`).
+        Predicate = 11, "PREDICATE", "user-defined predicate";
+    }
+
+    /// What a selection writes (`scanrt_select_desc.output`).
+    pub enum SelectOutput("scanrt_select_output", "SCANRT_SELECT_OUTPUT_") default Values {
+        /// The selected elements, in order.
+        Values = 0, "VALUES", "values";
+        /// The indices of the selected elements (a U32 or U64 output), in order.
+        Indices = 1, "INDICES", "indices";
+        /// A partition into one array of n: the selected elements in order, then the
+        /// rejected ones in reverse order from the end (as CUB's `DevicePartition`).
+        PartitionReversed = 2, "PARTITION_REVERSED", "partition, rejected reversed at the end";
+        /// A partition into two arrays, both in order.
+        PartitionTwo = 3, "PARTITION_TWO", "partition into two arrays";
+    }
+
     /// How much scanrt tells a log callback (`scanrt_set_log_callback`); each level
     /// includes the ones above it.
     pub enum LogLevel("scanrt_log_level", "SCANRT_LOG_") default Off {

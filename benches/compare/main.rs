@@ -8,6 +8,7 @@
 //!     bench_compare --first-call   (a new process's first scan: first_call.rs)
 //!     bench_compare --operators    (user-defined operators and recipes: operators.rs)
 //!     bench_compare --variant      (tuning experiments: variant.rs)
+//!     bench_compare --select       (selections beside CUB: select.rs, bench/run_select_bench.sh)
 //!
 //! Built as the cargo bench `compare` (`cargo bench --bench compare -- --quick`);
 //! scripts/stage.sh stages it as stage/bin/bench_compare.
@@ -25,6 +26,7 @@ mod features;
 mod first_call;
 mod latency;
 mod operators;
+mod select;
 mod variant;
 
 use cudarc::driver::sys;
@@ -126,6 +128,9 @@ fn main() {
     }
     if variant {
         return variant::run(&ctx, &stream, &timer);
+    }
+    if std::env::args().any(|a| a == "--select") {
+        return select::run(&ctx, &stream, &timer);
     }
     let sizes = sizes(quick);
     let max_n = *sizes.iter().max().unwrap();

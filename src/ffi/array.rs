@@ -72,7 +72,7 @@ pub unsafe extern "C" fn scanrt_array_init_sized(array: *mut scanrt_array, size:
 /// # Safety
 /// `array` points to a `scanrt_array` whose shape and strides hold `ndim` entries and
 /// whose memory is valid for them.
-unsafe fn view_of<'a>(array: *const scanrt_array, what: &str) -> Result<ArrayView<'a>> {
+pub(super) unsafe fn view_of<'a>(array: *const scanrt_array, what: &str) -> Result<ArrayView<'a>> {
     caller_size(array, what)?;
     let a = non_null(array, what)?;
     let dtype = DType::from_c(a.dtype)?;

@@ -1,5 +1,5 @@
 //! The C ABI: a thin shell over the Rust API, split by domain (`context`, `stream`,
-//! `buffer`, `array`, `scan`, `operator`, `strings`, `logging`) over the helpers here: the one panic boundary, the
+//! `buffer`, `array`, `scan`, `select`, `operator`, `strings`, `logging`) over the helpers here: the one panic boundary, the
 //! thread-local last error, and the casts from C handles and out-parameters.
 //!
 //! `include/scanrt.h` is generated from these files by cbindgen (build.rs), with the C
@@ -21,6 +21,7 @@ mod logging;
 mod operator;
 mod operator_scan;
 mod scan;
+mod select;
 mod stream;
 mod strings;
 mod versioned;
@@ -31,6 +32,7 @@ pub use context::*;
 pub use logging::*;
 pub use operator::*;
 pub use scan::*;
+pub use select::*;
 pub use stream::*;
 pub use strings::*;
 

@@ -1,10 +1,11 @@
 //! User-defined operators: the description and its conversion, creation (and the
 //! built-in recipes), destruction. Their scans are in `operator_scan`.
 
-use std::ffi::{c_char, c_void, CStr};
+use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
 use super::context::scanrt_context;
+use super::strings::{optional_text, required_text};
 use super::versioned::{init_sized, read_versioned, Versioned};
 use super::{boundary, non_null, non_null_mut, put};
 use crate::error::{bail, Result};
@@ -116,24 +117,6 @@ impl Versioned for scanrt_operator_desc {
 
 const _: () = assert!(std::mem::size_of::<scanrt_operator_desc>() >= scanrt_operator_desc::V1_SIZE);
 
-/// A required C string field.
-unsafe fn text(p: *const c_char, what: &str) -> Result<String> {
-    optional_text(p, what)?
-        .ok_or_else(|| crate::error::Error::new(ScanrtStatus::NullArgument, format!("{what} must not be NULL")))
-}
-
-/// An optional C string field (NULL: None).
-unsafe fn optional_text(p: *const c_char, what: &str) -> Result<Option<String>> {
-    if p.is_null() {
-        return Ok(None);
-    }
-    // SAFETY: a non-NULL string field is NUL-terminated (the struct's contract).
-    match CStr::from_ptr(p).to_str() {
-        Ok(s) => Ok(Some(s.to_owned())),
-        Err(_) => bail!(InvalidArgument, "{what} is not UTF-8"),
-    }
-}
-
 /// The `count` entries at `p` of one of an operator's array lists (at most four).
 pub(super) unsafe fn array_list<'a, T>(p: *const T, count: usize, what: &str) -> Result<&'a [T]> {
     if count > 4 {
@@ -244,12 +227,12 @@ unsafe fn desc_from_c(desc: *const scanrt_operator_desc) -> Result<OperatorDesc>
     // SAFETY: the identity holds state_size bytes (the struct's contract), bounded above.
     let identity = std::slice::from_raw_parts(d.identity as *const u8, d.state_size);
     Ok(OperatorDesc {
-        name: text(d.name, "desc->name")?,
-        source: text(d.source, "desc->source")?,
-        state_type: text(d.state_type, "desc->state_type")?,
+        name: required_text(d.name, "desc->name")?,
+        source: required_text(d.source, "desc->source")?,
+        state_type: required_text(d.state_type, "desc->state_type")?,
         state_size: d.state_size,
         state_align: d.state_align,
-        combine: text(d.combine, "desc->combine")?,
+        combine: required_text(d.combine, "desc->combine")?,
         identity: identity.to_vec(),
         load: load.map(|f| (f, inputs)),
         store: store.map(|f| (f, outputs)),

@@ -1,6 +1,8 @@
 //! Strings and versions: names of status codes and choice reasons, the last error.
 
-use std::ffi::c_char;
+use std::ffi::{c_char, CStr};
+
+use crate::error::{bail, Result};
 
 use super::{LAST_ERROR, SCANRT_VERSION_MAJOR, SCANRT_VERSION_MINOR, SCANRT_VERSION_PATCH};
 use crate::tables::{Algorithm, ChoiceReason, DType, LogLevel, Op, ScanrtStatus};
@@ -77,4 +79,22 @@ pub extern "C" fn scanrt_last_error_message() -> *const c_char {
             _ => EMPTY.as_ptr() as *const c_char,
         })
         .unwrap_or(EMPTY.as_ptr() as *const c_char)
+}
+
+/// A required C string field.
+pub(super) unsafe fn required_text(p: *const c_char, what: &str) -> Result<String> {
+    optional_text(p, what)?
+        .ok_or_else(|| crate::error::Error::new(ScanrtStatus::NullArgument, format!("{what} must not be NULL")))
+}
+
+/// An optional C string field (NULL: None).
+pub(super) unsafe fn optional_text(p: *const c_char, what: &str) -> Result<Option<String>> {
+    if p.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: a non-NULL string field is NUL-terminated (the struct's contract).
+    match CStr::from_ptr(p).to_str() {
+        Ok(s) => Ok(Some(s.to_owned())),
+        Err(_) => bail!(InvalidArgument, "{what} is not UTF-8"),
+    }
 }

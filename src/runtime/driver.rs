@@ -231,3 +231,12 @@ pub(crate) unsafe fn launch_with_buffer(
         "cuLaunchKernel",
     )
 }
+
+/// Zero-fills `bytes` bytes of device memory at `ptr`, ordered on `stream` (capturable).
+///
+/// # Safety
+/// `[ptr, ptr + bytes)` is device memory of the current context, `stream` a live stream
+/// of it.
+pub(crate) unsafe fn zero_async(ptr: CUdeviceptr, bytes: usize, stream: CUstream) -> Result<()> {
+    check(sys::cuMemsetD8Async(ptr, 0, bytes, stream), "cuMemsetD8Async")
+}

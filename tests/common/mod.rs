@@ -12,6 +12,7 @@ pub mod accumulators;
 pub mod harness;
 pub mod operator_space;
 pub mod operators;
+pub mod select;
 
 /// The GPU context the GPU suites share, or why there is none.
 pub static GPU: Lazy<Result<Context, String>> = Lazy::new(|| {

@@ -14,6 +14,7 @@ mod kernels;
 mod operator_space;
 mod operators;
 mod scans;
+mod select;
 
 use common::harness::{self, tests};
 
@@ -55,6 +56,9 @@ fn main() {
             scans::seed_examples_on_the_gpu,
             scans::wide_accumulators_every_algorithm_and_tile_boundary,
             scans::array_views_rows_and_foreign_memory,
+            select::selections_at_every_tile_boundary,
+            select::select_more_than_2_pow_32_elements,
+            select::select_sanitizer_subset,
         ],
         common::no_gpu,
     )

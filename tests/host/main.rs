@@ -333,3 +333,12 @@ fn accumulators_outside_the_table_are_refused() {
     ctx.scan(&stream, &input, &output, &desc).unwrap();
     assert_eq!(output.download::<f32>(&stream, 2).unwrap(), vec![2.0, 4.0]);
 }
+
+/// Selections, partitions and unique on the host backend against the sequential loop.
+#[test]
+fn host_selections_match_the_sequential_loop() {
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let failures = common::select::sweep_selections(&ctx, &stream, 0x5E1EC7, &[0, 1, 2, 33, 1000, 4097]);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Selections beside CUB and memcpy in one run on a GPU machine: builds the CUB harness
+# (bench/cub_select.cu), runs it and `bench_compare --select` (staged by scripts/stage.sh),
+# and prints each case's time, its fraction of memcpy speed and CUB time / scanrt time.
+# usage: bench/run_select_bench.sh STAGE_DIR OUT_DIR
+set -euo pipefail
+stage=$1 out=$2
+mkdir -p "$out"
+here=$(cd "$(dirname "$0")" && pwd)
+bin=$(mktemp -d)
+nvcc -O3 -std=c++17 -arch=sm_90 -o "$bin/cub_select" "$here/cub_select.cu"
+"$bin/cub_select" > "$out/cub_select.csv"
+"$stage/bin/bench_compare" --select > "$out/scanrt_select.csv"
+python3 - "$out/scanrt_select.csv" "$out/cub_select.csv" <<'PY'
+import csv, sys
+t = {}
+for path in sys.argv[1:]:
+    for impl, dtype, n, us in csv.reader(open(path)):
+        t[(impl, dtype, int(n))] = float(us)
+targets = {"select_flagged": 1.2, "partition_flagged": 1.2, "unique": 1.2, "select_if": 1.0}
+print(f"{'case':20} {'type':4} {'n':>10} {'scanrt us':>10} {'of memcpy':>9} {'CUB us':>9} {'CUB/scanrt':>10}  target")
+for (impl, dtype, n), us in sorted(t.items(), key=lambda kv: (kv[0][2], kv[0][1], kv[0][0])):
+    if not impl.startswith("scanrt_"):
+        continue
+    case = impl[len("scanrt_"):]
+    copy, cub = t.get((f"memcpy_{case}", dtype, n)), t.get((f"cub_{case}", dtype, n))
+    ratio = cub / us if cub else float("nan")
+    target = targets.get(case, 1.0)
+    verdict = "met" if ratio >= target else "NOT MET"
+    print(f"{case:20} {dtype:4} {n:>10} {us:>10.1} {copy / us:>9.3} {cub or float('nan'):>9.1} {ratio:>10.2}  >= {target} {verdict}")
+PY

@@ -1,0 +1,102 @@
+//! Selections beside CUB (bench/cub_select.cu, merged by bench/run_select_bench.sh) and
+//! memcpy: byte-flag selection, a comparison selection, a partition and unique, on the
+//! same data as the CUB harness (flags set with probability 1/2; values 0..99 in runs
+//! of mean length 2; the comparison keeps x < 50). Prints CSV lines
+//!   impl,dtype,n,microseconds
+//! and, per case, `memcpy_<case>`: a copy of half the bytes the case moves (its reads
+//! plus its writes), so memcpy time / scanrt time is the fraction of memcpy speed.
+
+use cudarc::driver::sys;
+use scanrt::{
+    ArrayView, Buffer, Comparison, Context, DType, InitValue, Scalar, SelectArrays, SelectDesc, SelectOutput,
+    Selection, Stream,
+};
+
+use crate::Timer;
+
+pub fn run(ctx: &Context, stream: &Stream, timer: &Timer) {
+    for n in [1u64 << 20, 1 << 24, 1 << 28] {
+        typed::<u32>(ctx, stream, timer, "u32", n);
+        typed::<f32>(ctx, stream, timer, "f32", n);
+        typed::<u64>(ctx, stream, timer, "u64", n);
+    }
+}
+
+fn typed<T: Scalar>(ctx: &Context, stream: &Stream, timer: &Timer, name: &str, n: u64) {
+    let size = T::DTYPE.size() as u64;
+    let (mut values, mut flags) = (Vec::with_capacity(n as usize), Vec::with_capacity(n as usize));
+    let mut state: u64 = 12345;
+    let mut run_value = 0u64;
+    for _ in 0..n {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        flags.push(((state >> 33) & 1) as u8);
+        if (state >> 40) & 1 == 1 {
+            run_value = (state >> 45) % 100;
+        }
+        values.push(value_of::<T>(run_value));
+    }
+    let input = Buffer::from_slice(ctx, stream, &values).unwrap();
+    let flag_buf = Buffer::from_slice(ctx, stream, &flags).unwrap();
+    let out = Buffer::new(ctx, T::DTYPE, n).unwrap();
+    let count = Buffer::new(ctx, DType::U64, 1).unwrap();
+    let scratch = Buffer::new(ctx, DType::U8, 2 * n * size + n).unwrap();
+    let reps = if n >= 1 << 26 { 10 } else { 50 };
+    let fifty = InitValue::of(value_of::<T>(50));
+    for (label, selection, output) in [
+        ("select_flagged", Selection::ByteFlags, SelectOutput::Values),
+        (
+            "select_if",
+            Selection::Compare(Comparison::Less, fifty),
+            SelectOutput::Values,
+        ),
+        (
+            "partition_flagged",
+            Selection::ByteFlags,
+            SelectOutput::PartitionReversed,
+        ),
+        ("unique", Selection::RunHeads, SelectOutput::Values),
+    ] {
+        let uses_flags = selection.data_type().is_some();
+        let desc = SelectDesc {
+            selection,
+            output,
+            capacity: None,
+        };
+        let arrays = SelectArrays {
+            input: ArrayView::of_buffer(&input),
+            flags: uses_flags.then(|| ArrayView::of_buffer(&flag_buf)),
+            output: ArrayView::of_buffer(&out),
+            rejected: None,
+            num_selected: ArrayView::of_buffer(&count),
+        };
+        let us = timer.median_us(stream, reps, || ctx.select(stream, &arrays, &desc).unwrap());
+        println!("scanrt_{label},{name},{n},{us:.3}");
+        let kept = ctx.selected_count(stream, &count).unwrap();
+        let written = if output == SelectOutput::PartitionReversed {
+            n
+        } else {
+            kept
+        };
+        let moved = n * size + if uses_flags { n } else { 0 } + written * size;
+        let copy = timer.median_us(stream, reps, || unsafe {
+            sys::cuMemcpyDtoDAsync_v2(
+                scratch.addr() + moved / 2,
+                scratch.addr(),
+                (moved / 2) as usize,
+                stream.raw() as sys::CUstream,
+            );
+        });
+        println!("memcpy_{label},{name},{n},{copy:.3}");
+        eprintln!("{label} {name} n={n}: kept {kept}, {:.1} GB/s", moved as f64 / us / 1e3);
+    }
+}
+
+fn value_of<T: Scalar>(v: u64) -> T {
+    match T::DTYPE {
+        DType::F32 => T::from_bits((v as f32).to_bits() as u64),
+        DType::F64 => T::from_bits((v as f64).to_bits()),
+        _ => T::from_bits(v),
+    }
+}

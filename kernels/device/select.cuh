@@ -1,0 +1,238 @@
+// scanrt kernels, level 4: stream compaction and partition in one pass, on the look-back
+// protocol through the agent (agent/tile_prefix.cuh), carrying the count of selected
+// elements before each tile.
+//
+// One block per tile (THREADS x ITEMS elements; the host launches one block per tile and
+// tiles are drawn by ticket, so the look-back waits only on running blocks). A tile:
+//   1. loads its elements in rounds of one 16-byte vector per thread (coalesced), and
+//      decides which to keep by the rule (`Rule`: flags, a predicate, or "differs from
+//      the previous element");
+//   2. ranks the kept elements of each (round, warp) by ballots, and the (round, warp)
+//      totals by one warp scan: every element's rank among the tile's kept ones;
+//   3. publishes the tile's count, resolves the count before it (one warp);
+//   4. compacts the tile in shared memory (kept first, then the rejected ones, both in
+//      order), and writes the kept ones with consecutive, coalesced stores at
+//      [prefix, prefix + count) (only those below `capacity`), the rejected ones after
+//      the selected of a partition, in reverse from the end of `output` or in order into
+//      `rejected`;
+//   5. the last tile writes the total count to `num_selected`.
+// Stable: elements keep their order. Values move as bits (or, for SELECT_INDICES, their
+// indices are written).
+#pragma once
+#include "agent/tile_prefix.cuh"
+#include "block/tile_io.cuh"
+
+#define SCANRT_SELECT_VALUES    0
+#define SCANRT_SELECT_INDICES   1
+#define SCANRT_PARTITION_REVERSED 2
+#define SCANRT_PARTITION_TWO    3
+
+template <bool C, typename A, typename B> struct Conditional { typedef A Type; };
+template <typename A, typename B> struct Conditional<false, A, B> { typedef B Type; };
+
+// The look-back carry: how many elements the tiles before kept.
+struct SelectCountOp {
+    typedef u64 T;
+    static const bool COMMUTATIVE = true;
+    static SCANRT_DEVICE T identity() { return 0; }
+    static SCANRT_DEVICE T combine(T a, T b) { return a + b; }
+};
+
+// What a rule sees of one element: its value, its index, the one before it (for runs),
+// and the selection data (flags).
+struct SelectSource {
+    const void* data;  // byte flags (u8) or bit flags (u32 words); unused by predicates
+    unsigned long long operand_bits;  // a comparison's value
+};
+
+template <typename T, typename Rule, typename Out, int THREADS, int ITEMS, int LOOKBACK_SLOTS_PER_LANE,
+          int SPIN_BEFORE_SLEEP, int SLEEP_NS, int MODE>
+SCANRT_DEVICE void select_tile_pass(const T* in, SelectSource source, Out* out, T* rejected_out,
+                                    unsigned long long* num_selected, long long n, unsigned long long capacity,
+                                    unsigned flags, void* workspace, long long status_capacity, FaultSink report) {
+    typedef TilePrefixAgent<SelectCountOp, LOOKBACK_SLOTS_PER_LANE, SPIN_BEFORE_SLEEP, SLEEP_NS> Agent;
+    const int VEC = VectorWidth<T>::VEC < ITEMS ? VectorWidth<T>::VEC : ITEMS;
+    const int ROUNDS = ITEMS / VEC, WARPS = THREADS / 32, TILE = THREADS * ITEMS;
+    static_assert(ROUNDS * WARPS <= 32, "one warp scans the (round, warp) totals");
+    // Partitions keep every element of the tile in the buffer; selections the kept ones.
+    typedef typename Conditional<MODE == SCANRT_SELECT_INDICES, Out, T>::Type Slot;
+    __shared__ Slot buffer_s[TILE];
+    __shared__ u32 round_total_s[32];
+    __shared__ u64 prefix_s;
+    __shared__ u32 tile_s, generation_s, kept_s;
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const u32 num_tiles = gridDim.x;
+    Agent agent(workspace, status_capacity, report, num_tiles, num_tiles - 1, 0, false);
+    if (tid == 0) {
+        const unsigned long long drawn = agent.first_ticket();
+        agent.hand_on(drawn);
+        generation_s = (u32)(drawn >> 32);
+        tile_s = (u32)drawn;
+    }
+    __syncthreads();
+    const u32 generation = generation_s, tile = tile_s;
+    if (tile >= num_tiles) return;  // refused workspace
+    const u32 tag = generation_tag(generation);
+    const long long base = (long long)tile * TILE;
+    const int valid = (int)min((long long)TILE, n - base);
+    const bool vector = valid == TILE && (flags & FLAG_VECTOR_IN);
+
+    // 1. Load and decide. Element (r, j) of this thread is tile element (r * THREADS + tid) * VEC + j.
+    T x[ROUNDS][VEC];
+    bool keep[ROUNDS][VEC];
+#pragma unroll
+    for (int r = 0; r < ROUNDS; ++r) {
+        const int e = (r * THREADS + tid) * VEC;
+        if (vector) {
+            Vec<T, VEC> v = *reinterpret_cast<const Vec<T, VEC>*>(in + base + e);
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) x[r][j] = v.v[j];
+        } else {
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) x[r][j] = e + j < valid ? in[base + e + j] : T();
+        }
+        Rule::template decide<VEC>(x[r], in, source, base + e, valid - e, lane, flags, keep[r]);
+    }
+
+    // 2. Ranks within (round, warp) by ballots; the (round, warp) totals scanned by warp 0.
+    u32 rank[ROUNDS][VEC];
+    const u32 below = (1u << lane) - 1u;
+#pragma unroll
+    for (int r = 0; r < ROUNDS; ++r) {
+        u32 before = 0, total = 0;
+        u32 mine = 0;
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) {
+            const u32 ballot = __ballot_sync(SCANRT_FULL_MASK, keep[r][j]);
+            before += __popc(ballot & below);
+            total += __popc(ballot);
+        }
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) {
+            rank[r][j] = before + mine;
+            mine += keep[r][j];
+        }
+        if (lane == 0) round_total_s[r * WARPS + warp] = total;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        const u32 t = lane < ROUNDS * WARPS ? round_total_s[lane] : 0u;
+        u32 inclusive = t;
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+            const u32 other = __shfl_up_sync(SCANRT_FULL_MASK, inclusive, d);
+            if (lane >= d) inclusive += other;
+        }
+        const u32 kept = __shfl_sync(SCANRT_FULL_MASK, inclusive, 31);
+        // 3. The count before this tile.
+        if (lane == 0) agent.publish(tile, (u64)kept, tag);
+        const u64 prefix = agent.resolve(tile, (u64)kept, tag, lane);
+        __syncwarp();
+        if (lane < ROUNDS * WARPS) round_total_s[lane] = inclusive - t;
+        if (lane == 0) {
+            prefix_s = prefix;
+            kept_s = kept;
+        }
+    }
+    __syncthreads();
+    const u64 prefix = prefix_s;
+    const u32 kept = kept_s;
+
+    // 4. Compact in shared memory: kept elements at their ranks, rejected ones (of a
+    //    partition) after them in order.
+#pragma unroll
+    for (int r = 0; r < ROUNDS; ++r) {
+        const u32 offset = round_total_s[r * WARPS + warp];
+        const int e = (r * THREADS + tid) * VEC;
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) {
+            const u32 k = offset + rank[r][j];
+            if (keep[r][j]) {
+                if constexpr (MODE == SCANRT_SELECT_INDICES) buffer_s[k] = (Out)(base + e + j);
+                else buffer_s[k] = x[r][j];
+            } else if constexpr (MODE == SCANRT_PARTITION_REVERSED || MODE == SCANRT_PARTITION_TWO) {
+                if (e + j < valid) buffer_s[kept + (e + j - k)] = x[r][j];
+            }
+        }
+    }
+    __syncthreads();
+    for (int s = tid; s < (int)kept; s += THREADS) {
+        const u64 p = prefix + s;
+        if (p < capacity) out[p] = buffer_s[s];
+    }
+    if constexpr (MODE == SCANRT_PARTITION_REVERSED || MODE == SCANRT_PARTITION_TWO) {
+        const u64 rejected_before = (u64)base - prefix;
+        for (int s = (int)kept + tid; s < valid; s += THREADS) {
+            const u64 q = rejected_before + (s - kept);
+            if constexpr (MODE == SCANRT_PARTITION_REVERSED) out[n - 1 - q] = buffer_s[s];
+            else rejected_out[q] = buffer_s[s];
+        }
+    }
+    // 5. The total, from the last tile.
+    if (tile == num_tiles - 1 && tid == 0) *num_selected = prefix + kept;
+    agent.finish(generation, tid);
+}
+
+// ---- Rules: which elements a selection keeps --------------------------------------------
+
+// Byte flags: element i is kept when flags[i] != 0.
+struct KeepByteFlags {
+    template <int VEC, typename T>
+    static SCANRT_DEVICE void decide(const T (&)[VEC], const T*, SelectSource s, long long i, int left, int,
+                                     unsigned flags, bool (&keep)[VEC]) {
+        const u8* f = (const u8*)s.data + i;
+        if (left >= VEC && (flags & FLAG_VECTOR_HEADS) && VEC >= 4) {
+#pragma unroll
+            for (int w = 0; w < VEC / 4; ++w) {
+                const u32 word = *reinterpret_cast<const u32*>(f + 4 * w);
+#pragma unroll
+                for (int b = 0; b < 4; ++b) keep[4 * w + b] = (word >> (8 * b)) & 0xffu;
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) keep[j] = j < left && f[j] != 0;
+        }
+    }
+};
+
+// Bit flags: bit i % 32 of word i / 32.
+struct KeepBitFlags {
+    template <int VEC, typename T>
+    static SCANRT_DEVICE void decide(const T (&)[VEC], const T*, SelectSource s, long long i, int left, int,
+                                     unsigned, bool (&keep)[VEC]) {
+        // VEC divides 32 and i is a multiple of VEC: the bits lie in one word.
+        const u32 word = left > 0 ? ((const u32*)s.data)[i >> 5] : 0u;
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) keep[j] = j < left && ((word >> ((i + j) & 31)) & 1u);
+    }
+};
+
+// A predicate on the value (`Pred::test(x, operand)`).
+template <typename Pred>
+struct KeepIf {
+    template <int VEC, typename T>
+    static SCANRT_DEVICE void decide(const T (&x)[VEC], const T*, SelectSource s, long long i, int left, int,
+                                     unsigned, bool (&keep)[VEC]) {
+        const T operand = Bits<T>::from((typename Bits<T>::W)s.operand_bits);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) keep[j] = j < left && Pred::test(x[j], operand, i + j);
+    }
+};
+
+// The first of each run of equal elements (==: every NaN starts a run, -0.0 == +0.0).
+struct KeepRunHeads {
+    template <int VEC, typename T>
+    static SCANRT_DEVICE void decide(const T (&x)[VEC], const T* in, SelectSource, long long i, int left, int lane,
+                                     unsigned, bool (&keep)[VEC]) {
+        // The element before this thread's first: the previous lane's last (its vector
+        // precedes this one), or for lane 0 the one before in memory.
+        T before = shfl_up(x[VEC - 1], 1);
+        if (lane == 0 && i > 0 && left > 0) before = in[i - 1];
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) {
+            const T previous = j == 0 ? before : x[j - 1];
+            keep[j] = j < left && (i + j == 0 || !(x[j] == previous));
+        }
+    }
+};

@@ -1,0 +1,86 @@
+//! Selections on the host backend: one sequential pass (compaction is bound by memory,
+//! and the count of each element's predecessors is the whole of the dependence).
+
+use crate::error::Result;
+use crate::select::desc::{SelectDesc, SelectOutput, Selection};
+use crate::select::SelectArrays;
+use crate::types::{DType, Scalar};
+
+/// Elements the host compares, as their own type.
+trait HostElement: Scalar + PartialOrd + Default {
+    fn is_zero(self) -> bool {
+        self == Self::default()
+    }
+    #[allow(clippy::eq_op)]
+    fn is_nan(self) -> bool {
+        self != self
+    }
+}
+impl<T: Scalar + PartialOrd + Default> HostElement for T {}
+
+/// Runs a checked selection of `n` elements, writing at most `capacity` selected ones.
+///
+/// # Safety
+/// The views are host memory valid for their lengths, which the checks compared with `n`.
+pub(crate) unsafe fn select(a: &SelectArrays, desc: &SelectDesc, n: u64, capacity: u64) -> Result<()> {
+    macro_rules! run {
+        ($($d:ident => $t:ty),*) => {
+            match a.input.dtype() {
+                $(DType::$d => run_typed::<$t>(a, desc, n as usize, capacity as usize),)*
+            }
+        };
+    }
+    run!(U8 => u8, I32 => i32, U32 => u32, I64 => i64, U64 => u64, F32 => f32, F64 => f64)
+}
+
+unsafe fn run_typed<T: HostElement>(a: &SelectArrays, desc: &SelectDesc, n: usize, capacity: usize) -> Result<()> {
+    let input = std::slice::from_raw_parts(a.input.addr() as *const T, n);
+    let keep = |i: usize| -> bool {
+        let x = input[i];
+        match &desc.selection {
+            Selection::ByteFlags => *(a.flags.unwrap().addr() as *const u8).add(i) != 0,
+            Selection::BitFlags => (*(a.flags.unwrap().addr() as *const u32).add(i / 32) >> (i % 32)) & 1 == 1,
+            Selection::Compare(c, operand) => c.holds(x, T::from_bits(operand.bits())),
+            Selection::NonZero => !x.is_zero(),
+            Selection::NotNan => !x.is_nan(),
+            Selection::RunHeads => i == 0 || x != input[i - 1],
+            Selection::Predicate(p) => p.host.as_ref().is_some_and(|f| f(x.to_bits())),
+        }
+    };
+    if let Selection::Predicate(p) = &desc.selection {
+        if p.host.is_none() && n > 0 {
+            crate::error::bail!(
+                UnsupportedCombination,
+                "predicate {} has no host function: the host backend cannot run it",
+                p.function
+            );
+        }
+    }
+    // In place (output = input), element i is read before position i (<= i) is written.
+    let out = a.output.addr();
+    let mut selected = 0usize;
+    let mut rejected = 0usize;
+    for i in 0..n {
+        if keep(i) {
+            if selected < capacity {
+                match desc.output {
+                    SelectOutput::Indices if a.output.dtype() == DType::U32 => {
+                        *(out as *mut u32).add(selected) = i as u32
+                    }
+                    SelectOutput::Indices => *(out as *mut u64).add(selected) = i as u64,
+                    _ => *(out as *mut T).add(selected) = input[i],
+                }
+            }
+            selected += 1;
+        } else {
+            match desc.output {
+                SelectOutput::PartitionReversed => *(out as *mut T).add(n - 1 - rejected) = input[i],
+                SelectOutput::PartitionTwo => *(a.rejected.unwrap().addr() as *mut T).add(rejected) = input[i],
+                _ => {}
+            }
+            rejected += 1;
+        }
+    }
+    *(a.num_selected.addr() as *mut u64) = selected as u64;
+    Ok(())
+}

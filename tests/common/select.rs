@@ -1,0 +1,343 @@
+//! Selections against a sequential loop, shared by the host and GPU suites: every element
+//! type, rule (byte and bit flags, the six comparisons, nonzero, not-NaN, run heads, a user
+//! predicate), output form (values, U32 and U64 indices, both partitions), flag density
+//! (none, all, half, sparse), capacity, in place, and the sizes the caller names (the
+//! kernels' tile boundaries). Outputs past what a call may write must keep their poison.
+
+use scanrt::{
+    ArrayView, Buffer, Comparison, Context, DType, InitValue, Predicate, Scalar, SelectArrays, SelectDesc,
+    SelectOutput, Selection, Stream,
+};
+
+use super::Rng;
+
+/// One case.
+#[derive(Debug, Clone)]
+pub struct SelectCase {
+    pub dtype: DType,
+    pub selection: Selection,
+    pub output: SelectOutput,
+    pub index_type: DType,
+    pub n: usize,
+    /// Flags set with probability 1 / density (0: none, 1: all).
+    pub density: u64,
+    pub capacity: Option<u64>,
+    pub in_place: bool,
+}
+
+/// Element values: few distinct ones (runs and equalities), floats with NaN and signed
+/// zeros, as the bits of `dtype`.
+fn random_bits(rng: &mut Rng, dtype: DType) -> u64 {
+    let small = rng.below(6);
+    match dtype {
+        DType::F32 => match rng.below(16) {
+            0 => f32::NAN.to_bits() as u64,
+            1 => (-0.0f32).to_bits() as u64,
+            _ => (small as f32 - 2.0).to_bits() as u64,
+        },
+        DType::F64 => match rng.below(16) {
+            0 => f64::NAN.to_bits(),
+            1 => (-0.0f64).to_bits(),
+            _ => (small as f64 - 2.0).to_bits(),
+        },
+        DType::I32 => (small as i32 - 2) as u32 as u64,
+        DType::I64 => (small as i64 - 2) as u64,
+        _ => small,
+    }
+}
+
+/// A user predicate on every type: "greater than 1", with its host twin.
+pub fn greater_than_one(dtype: DType) -> Predicate {
+    let t = dtype.info().cuda;
+    let host: std::sync::Arc<dyn Fn(u64) -> bool + Send + Sync> = match dtype {
+        DType::F32 => std::sync::Arc::new(|b| f32::from_bits(b as u32) > 1.0),
+        DType::F64 => std::sync::Arc::new(|b| f64::from_bits(b) > 1.0),
+        DType::I32 => std::sync::Arc::new(|b| (b as u32 as i32) > 1),
+        DType::I64 => std::sync::Arc::new(|b| (b as i64) > 1),
+        _ => std::sync::Arc::new(|b| b > 1),
+    };
+    Predicate {
+        source: format!("__device__ bool greater_than_one({t} x) {{ return x > ({t})1; }}"),
+        function: "greater_than_one".into(),
+        host: Some(host),
+    }
+}
+
+/// The rules of the sweep for `dtype` (comparisons with a random operand).
+pub fn rules(rng: &mut Rng, dtype: DType) -> Vec<Selection> {
+    let operand = value_with_bits(dtype, random_bits(rng, dtype));
+    let mut all = vec![Selection::ByteFlags, Selection::BitFlags];
+    for c in [
+        Comparison::Equal,
+        Comparison::NotEqual,
+        Comparison::Less,
+        Comparison::LessEqual,
+        Comparison::Greater,
+        Comparison::GreaterEqual,
+    ] {
+        all.push(Selection::Compare(c, operand));
+    }
+    all.extend([
+        Selection::NonZero,
+        Selection::NotNan,
+        Selection::RunHeads,
+        Selection::Predicate(greater_than_one(dtype)),
+    ]);
+    all
+}
+
+fn value_of(dtype: DType, bits: u64) -> f64 {
+    match dtype {
+        DType::F32 => f32::from_bits(bits as u32) as f64,
+        DType::F64 => f64::from_bits(bits),
+        DType::I32 => bits as u32 as i32 as f64,
+        DType::I64 => bits as i64 as f64,
+        _ => bits as f64,
+    }
+}
+
+/// Runs one case against the sequential loop.
+pub fn run_select_case(ctx: &Context, stream: &Stream, rng: &mut Rng, c: &SelectCase) -> Result<(), String> {
+    let bits: Vec<u64> = (0..c.n).map(|_| random_bits(rng, c.dtype)).collect();
+    let flags: Vec<u8> = (0..c.n)
+        .map(|_| (c.density != 0 && rng.below(c.density) == 0) as u8)
+        .collect();
+    let packed: Vec<u32> = (0..c.n.div_ceil(32))
+        .map(|w| {
+            (0..32)
+                .filter(|&b| w * 32 + b < c.n && flags[w * 32 + b] != 0)
+                .fold(0u32, |a, b| a | 1 << b)
+        })
+        .collect();
+    // The reference: which elements are kept, by the rule's plain definition.
+    let x = |i: usize| value_of(c.dtype, bits[i]);
+    let keep: Vec<bool> = (0..c.n)
+        .map(|i| match &c.selection {
+            Selection::ByteFlags | Selection::BitFlags => flags[i] != 0,
+            Selection::Compare(cmp, operand) => {
+                let o = value_of(c.dtype, operand_bits(operand));
+                match cmp {
+                    Comparison::Equal => x(i) == o,
+                    Comparison::NotEqual => x(i) != o,
+                    Comparison::Less => x(i) < o,
+                    Comparison::LessEqual => x(i) <= o,
+                    Comparison::Greater => x(i) > o,
+                    Comparison::GreaterEqual => x(i) >= o,
+                }
+            }
+            Selection::NonZero => x(i) != 0.0,
+            Selection::NotNan => !x(i).is_nan(),
+            Selection::RunHeads => i == 0 || x(i) != x(i - 1),
+            Selection::Predicate(_) => x(i) > 1.0,
+        })
+        .collect();
+    let kept: Vec<usize> = (0..c.n).filter(|&i| keep[i]).collect();
+    let rejected: Vec<usize> = (0..c.n).filter(|&i| !keep[i]).collect();
+
+    let e = |e: scanrt::Error| format!("{}: {}", e.status.c_name(), e.message);
+    let input = upload_bits(ctx, stream, c.dtype, &bits).map_err(e)?;
+    let flag_buf = match c.selection {
+        Selection::ByteFlags => Some(Buffer::from_slice(ctx, stream, &flags).map_err(e)?),
+        Selection::BitFlags => Some(Buffer::from_slice(ctx, stream, &packed).map_err(e)?),
+        _ => None,
+    };
+    let out_type = if c.output == SelectOutput::Indices {
+        c.index_type
+    } else {
+        c.dtype
+    };
+    let poison = |dtype: DType| 0xA5A5_A5A5_A5A5_A5A5u64 >> (64 - 8 * dtype.size());
+    let out_buf = upload_bits(ctx, stream, out_type, &vec![poison(out_type); c.n + 3]).map_err(e)?;
+    let rejected_buf = upload_bits(ctx, stream, c.dtype, &vec![poison(c.dtype); c.n + 3]).map_err(e)?;
+    let count = Buffer::from_slice(ctx, stream, &[u64::MAX]).map_err(e)?;
+    let out = if c.in_place { &input } else { &out_buf };
+    let desc = SelectDesc {
+        selection: c.selection.clone(),
+        output: c.output,
+        capacity: c.capacity,
+    };
+    let arrays = SelectArrays {
+        input: ArrayView::of_buffer(&input),
+        flags: flag_buf.as_ref().map(ArrayView::of_buffer),
+        output: ArrayView::of_buffer_shaped(out, &[c.n as u64]).map_err(e)?,
+        rejected: (c.output == SelectOutput::PartitionTwo)
+            .then(|| ArrayView::of_buffer_shaped(&rejected_buf, &[c.n as u64]))
+            .transpose()
+            .map_err(e)?,
+        num_selected: ArrayView::of_buffer(&count),
+    };
+    ctx.select(stream, &arrays, &desc).map_err(e)?;
+    let got_count = count.download::<u64>(stream, 1).map_err(e)?[0];
+    if got_count != kept.len() as u64 {
+        return Err(format!("count {got_count}, want {}", kept.len()));
+    }
+    let got = download_bits(out, stream, if c.in_place { c.n } else { c.n + 3 }).map_err(e)?;
+    let written = kept.len().min(c.capacity.map_or(usize::MAX, |cap| cap as usize));
+    for (k, &i) in kept.iter().take(written).enumerate() {
+        let want = if c.output == SelectOutput::Indices {
+            i as u64
+        } else {
+            bits[i]
+        };
+        if got[k] != want {
+            return Err(format!(
+                "selected element {k} (index {i}): got {:#x}, want {want:#x}",
+                got[k]
+            ));
+        }
+    }
+    match c.output {
+        SelectOutput::PartitionReversed => {
+            for (r, &i) in rejected.iter().enumerate() {
+                if got[c.n - 1 - r] != bits[i] {
+                    return Err(format!(
+                        "rejected element {r} (index {i}) at the end: got {:#x}, want {:#x}",
+                        got[c.n - 1 - r],
+                        bits[i]
+                    ));
+                }
+            }
+        }
+        SelectOutput::PartitionTwo => {
+            let rej = download_bits(&rejected_buf, stream, c.n + 3).map_err(e)?;
+            for (r, &i) in rejected.iter().enumerate() {
+                if rej[r] != bits[i] {
+                    return Err(format!("rejected element {r} (index {i}) differs"));
+                }
+            }
+            if rej[rejected.len()..].iter().any(|&b| b != poison(c.dtype)) {
+                return Err("a rejected slot past the rejected elements was written".into());
+            }
+        }
+        _ if !c.in_place => {
+            if got[written..].iter().any(|&b| b != poison(out_type)) {
+                return Err(format!("an output slot past the {written} written ones was written"));
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn operand_bits(v: &InitValue) -> u64 {
+    match v.dtype() {
+        DType::U8 => v.value::<u8>().unwrap() as u64,
+        DType::I32 => v.value::<i32>().unwrap() as u32 as u64,
+        DType::U32 => v.value::<u32>().unwrap() as u64,
+        DType::I64 => v.value::<i64>().unwrap() as u64,
+        DType::U64 => v.value::<u64>().unwrap(),
+        DType::F32 => v.value::<f32>().unwrap().to_bits() as u64,
+        DType::F64 => v.value::<f64>().unwrap().to_bits(),
+    }
+}
+
+/// A buffer of `dtype` elements with the given bits.
+fn upload_bits(ctx: &Context, stream: &Stream, dtype: DType, bits: &[u64]) -> scanrt::Result<Buffer> {
+    macro_rules! typed {
+        ($t:ty) => {
+            Buffer::from_slice(
+                ctx,
+                stream,
+                &bits
+                    .iter()
+                    .map(|&b| <$t as Scalar>::from_bits(b))
+                    .collect::<Vec<$t>>(),
+            )
+        };
+    }
+    match dtype {
+        DType::U8 => typed!(u8),
+        DType::I32 => typed!(i32),
+        DType::U32 => typed!(u32),
+        DType::I64 => typed!(i64),
+        DType::U64 => typed!(u64),
+        DType::F32 => typed!(f32),
+        DType::F64 => typed!(f64),
+    }
+}
+
+/// The bits of a buffer's first `n` elements.
+fn download_bits(buf: &Buffer, stream: &Stream, n: usize) -> scanrt::Result<Vec<u64>> {
+    macro_rules! typed {
+        ($t:ty) => {
+            buf.download::<$t>(stream, n)?
+                .into_iter()
+                .map(Scalar::to_bits)
+                .collect()
+        };
+    }
+    Ok(match buf.dtype() {
+        DType::U8 => typed!(u8),
+        DType::I32 => typed!(i32),
+        DType::U32 => typed!(u32),
+        DType::I64 => typed!(i64),
+        DType::U64 => typed!(u64),
+        DType::F32 => typed!(f32),
+        DType::F64 => typed!(f64),
+    })
+}
+
+/// A typed value of `dtype` with the given bits.
+fn value_with_bits(dtype: DType, bits: u64) -> InitValue {
+    match dtype {
+        DType::U8 => InitValue::of(<u8 as Scalar>::from_bits(bits)),
+        DType::I32 => InitValue::of(<i32 as Scalar>::from_bits(bits)),
+        DType::U32 => InitValue::of(<u32 as Scalar>::from_bits(bits)),
+        DType::I64 => InitValue::of(<i64 as Scalar>::from_bits(bits)),
+        DType::U64 => InitValue::of(<u64 as Scalar>::from_bits(bits)),
+        DType::F32 => InitValue::of(<f32 as Scalar>::from_bits(bits)),
+        DType::F64 => InitValue::of(<f64 as Scalar>::from_bits(bits)),
+    }
+}
+
+/// Every case over `sizes`; returns the failures, each naming its case.
+pub fn sweep_selections(ctx: &Context, stream: &Stream, seed: u64, sizes: &[usize]) -> Vec<String> {
+    let mut rng = Rng(seed);
+    let mut failures = Vec::new();
+    let mut cases = 0;
+    for dtype in [
+        DType::U8,
+        DType::I32,
+        DType::U32,
+        DType::I64,
+        DType::U64,
+        DType::F32,
+        DType::F64,
+    ] {
+        for selection in rules(&mut rng, dtype) {
+            for &n in sizes {
+                let forms: &[SelectOutput] = match selection {
+                    Selection::ByteFlags | Selection::Compare(Comparison::Less, _) | Selection::RunHeads => &[
+                        SelectOutput::Values,
+                        SelectOutput::Indices,
+                        SelectOutput::PartitionReversed,
+                        SelectOutput::PartitionTwo,
+                    ],
+                    _ => &[SelectOutput::Values, SelectOutput::Indices],
+                };
+                for &output in forms {
+                    let c = SelectCase {
+                        dtype,
+                        selection: selection.clone(),
+                        output,
+                        index_type: if rng.below(2) == 0 { DType::U32 } else { DType::U64 },
+                        n,
+                        density: [0, 1, 2, 97][rng.below(4) as usize],
+                        capacity: (output == SelectOutput::Values || output == SelectOutput::Indices)
+                            .then(|| rng.below(4) == 0)
+                            .filter(|&b| b)
+                            .map(|_| rng.below(n as u64 + 1)),
+                        in_place: output == SelectOutput::Values && rng.below(3) == 0,
+                    };
+                    cases += 1;
+                    let state = rng.0;
+                    if let Err(e) = run_select_case(ctx, stream, &mut rng, &c) {
+                        failures.push(format!("{c:?} (rng state {state:#x}): {e}"));
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("selections: {cases} cases, {} failed (seed {seed:#x})", failures.len());
+    failures
+}

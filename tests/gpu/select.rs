@@ -1,0 +1,97 @@
+//! Selections on the GPU: the shared sweep (every type, rule, output form, flag density,
+//! capacity, in place) at every tile boundary of the select kernels and past 2^20; more
+//! than 2^32 elements; a subset for compute-sanitizer; and graph capture.
+
+use scanrt::{ArrayView, Buffer, DType, SelectArrays, SelectDesc, SelectOutput, Selection};
+
+use crate::common::select::{run_select_case, sweep_selections, SelectCase};
+use crate::common::*;
+
+pub(crate) fn selections_at_every_tile_boundary() {
+    let ctx = gpu();
+    let stream = ctx.new_stream().unwrap();
+    // Tiles of 4096 elements (2048 for 8-byte ones).
+    let sizes = [
+        1,
+        2,
+        33,
+        2047,
+        2048,
+        2049,
+        4095,
+        4096,
+        4097,
+        3 * 4096 + 5,
+        (1 << 16) + 1,
+        (1 << 20) + 3,
+    ];
+    let failures = sweep_selections(ctx, &stream, 0x5E1EC7_6A, &sizes);
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// The indices of the nonzero bytes of 2^32 + 2^20 + 7 bytes, checked in full.
+pub(crate) fn select_more_than_2_pow_32_elements() {
+    let ctx = gpu();
+    let stream = ctx.new_stream().unwrap();
+    let n: u64 = (1 << 32) + (1 << 20) + 7;
+    let bytes: Vec<u8> = (0..n)
+        .map(|i| ((i.wrapping_mul(2654435761) >> 9) & 3 == 0) as u8 * 7)
+        .collect();
+    let kept: u64 = bytes.iter().map(|&b| (b != 0) as u64).sum();
+    let input = Buffer::from_slice(ctx, &stream, &bytes).unwrap();
+    let out = Buffer::new(ctx, DType::U64, kept + 1).unwrap();
+    let count = Buffer::new(ctx, DType::U64, 1).unwrap();
+    let arrays = SelectArrays {
+        input: ArrayView::of_buffer(&input),
+        flags: None,
+        output: ArrayView::of_buffer(&out),
+        rejected: None,
+        num_selected: ArrayView::of_buffer(&count),
+    };
+    // The output holds only `kept + 1` indices: the capacity says so.
+    let desc = SelectDesc::new(Selection::NonZero).indices().with_capacity(kept + 1);
+    ctx.select(&stream, &arrays, &desc).unwrap();
+    assert_eq!(ctx.selected_count(&stream, &count).unwrap(), kept);
+    let got: Vec<u64> = out.download(&stream, kept as usize).unwrap();
+    let mut k = 0usize;
+    for (i, &b) in bytes.iter().enumerate() {
+        if b != 0 {
+            assert_eq!(got[k], i as u64, "selected index {k}");
+            k += 1;
+        }
+    }
+    eprintln!("selected {kept} of {n} elements");
+}
+
+/// A few selections of each form, small and large, for compute-sanitizer.
+pub(crate) fn select_sanitizer_subset() {
+    let ctx = gpu();
+    let stream = ctx.new_stream().unwrap();
+    let mut rng = Rng(0x5A5E);
+    for (dtype, n) in [(DType::U32, 5000usize), (DType::F64, 70_001), (DType::U8, 300_001)] {
+        for (selection, output) in [
+            (Selection::ByteFlags, SelectOutput::Values),
+            (Selection::RunHeads, SelectOutput::Indices),
+            (Selection::NotNan, SelectOutput::Values),
+            (Selection::ByteFlags, SelectOutput::PartitionReversed),
+            (Selection::BitFlags, SelectOutput::PartitionTwo),
+        ] {
+            let c = SelectCase {
+                dtype,
+                selection,
+                output,
+                index_type: DType::U64,
+                n,
+                density: 2,
+                capacity: None,
+                in_place: output == SelectOutput::Values,
+            };
+            run_select_case(ctx, &stream, &mut rng, &c).unwrap_or_else(|e| panic!("{c:?}: {e}"));
+        }
+    }
+}
