@@ -214,11 +214,26 @@ struct KeepIf {
     template <int VEC, typename T>
     static SCANRT_DEVICE void decide(const T (&x)[VEC], const T*, SelectSource s, long long i, int left, int,
                                      unsigned, bool (&keep)[VEC]) {
-        const T operand = Bits<T>::from((typename Bits<T>::W)s.operand_bits);
+        T operand;
+        memcpy(&operand, &s.operand_bits, sizeof(T));  // the low bytes (little-endian)
 #pragma unroll
         for (int j = 0; j < VEC; ++j) keep[j] = j < left && Pred::test(x[j], operand, i + j);
     }
 };
+
+// The previous lane's value, for any element type (bytes travel in a 32-bit word).
+template <typename T>
+SCANRT_DEVICE T shfl_up_any(T v) {
+    if constexpr (sizeof(T) < 4) {
+        u32 w = 0;
+        memcpy(&w, &v, sizeof(T));
+        w = __shfl_up_sync(SCANRT_FULL_MASK, w, 1);
+        memcpy(&v, &w, sizeof(T));
+        return v;
+    } else {
+        return shfl_up(v, 1);
+    }
+}
 
 // The first of each run of equal elements (==: every NaN starts a run, -0.0 == +0.0).
 struct KeepRunHeads {
@@ -227,7 +242,7 @@ struct KeepRunHeads {
                                      unsigned, bool (&keep)[VEC]) {
         // The element before this thread's first: the previous lane's last (its vector
         // precedes this one), or for lane 0 the one before in memory.
-        T before = shfl_up(x[VEC - 1], 1);
+        T before = shfl_up_any(x[VEC - 1]);
         if (lane == 0 && i > 0 && left > 0) before = in[i - 1];
 #pragma unroll
         for (int j = 0; j < VEC; ++j) {

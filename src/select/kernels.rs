@@ -210,37 +210,55 @@ mod tests {
             return;
         };
         let target = nvrtc.target_for(90).unwrap();
-        let rules = [
-            (DType::U32, RuleKey::ByteFlags),
-            (DType::U8, RuleKey::BitFlags),
-            (DType::F64, RuleKey::Compare(Comparison::GreaterEqual)),
-            (DType::I32, RuleKey::NonZero),
-            (DType::F32, RuleKey::NotNan),
-            (DType::U64, RuleKey::RunHeads),
-            (
-                DType::F32,
-                RuleKey::Predicate(
-                    "__device__ bool positive(float x) { return x > 0.0f; }".into(),
-                    "positive".into(),
-                ),
-            ),
-        ];
-        for (dtype, rule) in rules {
+        let predicate = |t: &str| {
+            RuleKey::Predicate(
+                format!("__device__ bool positive({t} x) {{ return x > ({t})0; }}").into(),
+                "positive".into(),
+            )
+        };
+        let mut specs = Vec::new();
+        for dtype in [
+            DType::U8,
+            DType::I32,
+            DType::U32,
+            DType::I64,
+            DType::U64,
+            DType::F32,
+            DType::F64,
+        ] {
+            let rules = [
+                RuleKey::ByteFlags,
+                RuleKey::BitFlags,
+                RuleKey::Compare(Comparison::GreaterEqual),
+                RuleKey::NonZero,
+                RuleKey::NotNan,
+                RuleKey::RunHeads,
+                predicate(dtype.info().cuda),
+            ];
+            for rule in rules {
+                specs.push(SelectSpec {
+                    dtype,
+                    output: dtype,
+                    rule,
+                    form: SelectOutput::Values,
+                });
+            }
             for (form, output) in [
-                (SelectOutput::Values, dtype),
                 (SelectOutput::Indices, DType::U32),
                 (SelectOutput::PartitionReversed, dtype),
                 (SelectOutput::PartitionTwo, dtype),
             ] {
-                let spec = SelectSpec {
+                specs.push(SelectSpec {
                     dtype,
                     output,
-                    rule: rule.clone(),
+                    rule: RuleKey::RunHeads,
                     form,
-                };
-                if let Err(e) = nvrtc.compile(&spec.source(), target) {
-                    panic!("{spec:?}: {}", e.message);
-                }
+                });
+            }
+        }
+        for spec in specs {
+            if let Err(e) = nvrtc.compile(&spec.source(), target) {
+                panic!("{spec:?}: {}", e.message);
             }
         }
     }
