@@ -209,6 +209,9 @@ typedef enum scanrt_select_output {
   SCANRT_SELECT_OUTPUT_PARTITION_REVERSED = 2,
   // A partition into two arrays, both in order.
   SCANRT_SELECT_OUTPUT_PARTITION_TWO = 3,
+  // A run-length encoding (with `SCANRT_SELECT_RUN_HEADS`): each run's value, in
+  // order, and its length in a second array (U32 or U64).
+  SCANRT_SELECT_OUTPUT_RUN_LENGTHS = 4,
 } scanrt_select_output;
 
 // How much scanrt tells a log callback (`scanrt_set_log_callback`); each level
@@ -745,6 +748,17 @@ scanrt_status scanrt_select(const struct scanrt_context *ctx,
                             const struct scanrt_array *rejected,
                             uint64_t *num_selected,
                             const struct scanrt_select_desc *desc);
+
+// Run-length encodes `input` (1-D): the value of each run of equal elements (`==`: every
+// NaN is a run of its own) into `values`, its length into `lengths` (U32 or U64), and the
+// number of runs into `*num_runs` (device memory on a GPU context, host memory on the
+// host backend), in one pass, asynchronously on `stream`. Both outputs hold n elements.
+scanrt_status scanrt_run_length_encode(const struct scanrt_context *ctx,
+                                       const struct scanrt_stream *stream,
+                                       const struct scanrt_array *input,
+                                       const struct scanrt_array *values,
+                                       const struct scanrt_array *lengths,
+                                       uint64_t *num_runs);
 
 // Creates a stream owned by scanrt (a no-op stream on the host backend).
 scanrt_status scanrt_stream_create(const struct scanrt_context *ctx, struct scanrt_stream **out);

@@ -116,8 +116,9 @@ pub struct SelectParams {
     pub selection: u64,
     /// Where the selected elements (or their indices) go.
     pub output: u64,
-    /// A two-output partition's rejected elements; 0 otherwise.
-    pub rejected: u64,
+    /// A two-array partition's rejected elements, or a run-length encoding's lengths; 0
+    /// otherwise.
+    pub second: u64,
     /// Where the number of selected elements is written (`unsigned long long*`).
     pub num_selected: u64,
     /// The look-back workspace (a `LookbackHeader` and its status slots).

@@ -195,6 +195,9 @@ c_enums! {
         PartitionReversed = 2, "PARTITION_REVERSED", "partition, rejected reversed at the end";
         /// A partition into two arrays, both in order.
         PartitionTwo = 3, "PARTITION_TWO", "partition into two arrays";
+        /// A run-length encoding (with `SCANRT_SELECT_RUN_HEADS`): each run's value, in
+        /// order, and its length in a second array (U32 or U64).
+        RunLengths = 4, "RUN_LENGTHS", "run-length encoding";
     }
 
     /// How much scanrt tells a log callback (`scanrt_set_log_callback`); each level

@@ -69,6 +69,7 @@ fn typed<T: Scalar>(ctx: &Context, stream: &Stream, timer: &Timer, name: &str, n
             flags: uses_flags.then(|| ArrayView::of_buffer(&flag_buf)),
             output: ArrayView::of_buffer(&out),
             rejected: None,
+            lengths: None,
             num_selected: ArrayView::of_buffer(&count),
         };
         let us = timer.median_us(stream, reps, || ctx.select(stream, &arrays, &desc).unwrap());

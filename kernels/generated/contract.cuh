@@ -148,8 +148,9 @@ struct SelectParams {
   uint64_t selection;
   /// Where the selected elements (or their indices) go.
   uint64_t output;
-  /// A two-output partition's rejected elements; 0 otherwise.
-  uint64_t rejected;
+  /// A two-array partition's rejected elements, or a run-length encoding's lengths; 0
+  /// otherwise.
+  uint64_t second;
   /// Where the number of selected elements is written (`unsigned long long*`).
   uint64_t num_selected;
   /// The look-back workspace (a `LookbackHeader` and its status slots).
@@ -207,4 +208,4 @@ struct FaultReport {
 // A user-defined operator's kernels take these after SCANRT_SCAN_PARAMS.
 #define SCANRT_OPERATOR_PARAMS uint64_t input1, uint64_t input2, uint64_t input3, uint64_t output1, StateBytes init
 // The select and partition kernels' parameter list: SelectParams's fields.
-#define SCANRT_SELECT_PARAMS uint64_t input, uint64_t selection, uint64_t output, uint64_t rejected, uint64_t num_selected, uint64_t workspace, uint64_t report, int64_t n, int64_t status_capacity, uint64_t capacity, uint64_t operand_bits, uint32_t flags, uint32_t call
+#define SCANRT_SELECT_PARAMS uint64_t input, uint64_t selection, uint64_t output, uint64_t second, uint64_t num_selected, uint64_t workspace, uint64_t report, int64_t n, int64_t status_capacity, uint64_t capacity, uint64_t operand_bits, uint32_t flags, uint32_t call

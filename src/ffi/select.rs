@@ -159,8 +159,37 @@ pub unsafe extern "C" fn scanrt_select(
             flags,
             output,
             rejected,
+            lengths: None,
             num_selected: count,
         };
         ctx.select(stream, &arrays, &desc)
+    })
+}
+
+/// Run-length encodes `input` (1-D): the value of each run of equal elements (`==`: every
+/// NaN is a run of its own) into `values`, its length into `lengths` (U32 or U64), and the
+/// number of runs into `*num_runs` (device memory on a GPU context, host memory on the
+/// host backend), in one pass, asynchronously on `stream`. Both outputs hold n elements.
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_run_length_encode(
+    ctx: *const scanrt_context,
+    stream: *const scanrt_stream,
+    input: *const scanrt_array,
+    values: *const scanrt_array,
+    lengths: *const scanrt_array,
+    num_runs: *mut u64,
+) -> ScanrtStatus {
+    boundary(|| {
+        let ctx = &non_null(ctx, "ctx")?.inner;
+        let stream = &non_null(stream, "stream")?.inner;
+        let (input, values, lengths) = (
+            view_of(input, "input")?,
+            view_of(values, "values")?,
+            view_of(lengths, "lengths")?,
+        );
+        non_null(num_runs as *const u64, "num_runs")?;
+        // SAFETY: the caller's count, one u64 (range-checked by the driver on a GPU).
+        let count = ArrayView::contiguous(num_runs as *mut c_void as u64, DType::U64, &[1])?;
+        ctx.run_length_encode(stream, &input, &values, &lengths, &count)
     })
 }

@@ -56,6 +56,25 @@ unsafe fn run_typed<T: HostElement>(a: &SelectArrays, desc: &SelectDesc, n: usiz
             );
         }
     }
+    if desc.output == SelectOutput::RunLengths {
+        let lengths = a.lengths.expect("checked: a run-length encoding has its lengths");
+        let mut runs = 0usize;
+        let mut start = 0usize;
+        for i in 0..n {
+            if i + 1 == n || input[i + 1] != input[i] {
+                *(a.output.addr() as *mut T).add(runs) = input[start];
+                let length = (i + 1 - start) as u64;
+                match lengths.dtype() {
+                    DType::U32 => *(lengths.addr() as *mut u32).add(runs) = length as u32,
+                    _ => *(lengths.addr() as *mut u64).add(runs) = length,
+                }
+                runs += 1;
+                start = i + 1;
+            }
+        }
+        *(a.num_selected.addr() as *mut u64) = runs as u64;
+        return Ok(());
+    }
     // In place (output = input), element i is read before position i (<= i) is written.
     let out = a.output.addr();
     let mut selected = 0usize;

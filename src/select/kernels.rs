@@ -45,13 +45,16 @@ pub(crate) enum RuleKey {
     NonZero,
     NotNan,
     RunHeads,
+    /// The last element of each run (a run-length encoding).
+    RunEnds,
     /// A user predicate: its source and function.
     Predicate(Arc<str>, Arc<str>),
 }
 
 impl RuleKey {
-    pub fn of(selection: &Selection) -> RuleKey {
+    pub fn of(selection: &Selection, output: SelectOutput) -> RuleKey {
         match selection {
+            Selection::RunHeads if output == SelectOutput::RunLengths => RuleKey::RunEnds,
             Selection::ByteFlags => RuleKey::ByteFlags,
             Selection::BitFlags => RuleKey::BitFlags,
             Selection::Compare(c, _) => RuleKey::Compare(*c),
@@ -67,7 +70,7 @@ impl RuleKey {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct SelectSpec {
     pub dtype: DType,
-    /// The output's type: the element type, or the indices' (`U32`, `U64`).
+    /// The output's type: the element type, or the indices' or run lengths' (`U32`, `U64`).
     pub output: DType,
     pub rule: RuleKey,
     pub form: SelectOutput,
@@ -82,6 +85,7 @@ impl SelectSpec {
             RuleKey::ByteFlags => (String::new(), "KeepByteFlags".to_string()),
             RuleKey::BitFlags => (String::new(), "KeepBitFlags".to_string()),
             RuleKey::RunHeads => (String::new(), "KeepRunHeads".to_string()),
+            RuleKey::RunEnds => (String::new(), "KeepRunEnds".to_string()),
             RuleKey::Compare(c) => (predicate(t, c.cuda()), "KeepIf<Pred>".into()),
             RuleKey::NonZero => (predicate(t, "x != T(0)"), "KeepIf<Pred>".into()),
             // `x == x` only fails for NaN (integers fold it away).
@@ -96,6 +100,7 @@ impl SelectSpec {
             SelectOutput::Indices => "SCANRT_SELECT_INDICES",
             SelectOutput::PartitionReversed => "SCANRT_PARTITION_REVERSED",
             SelectOutput::PartitionTwo => "SCANRT_PARTITION_TWO",
+            SelectOutput::RunLengths => "SCANRT_RUN_LENGTHS",
         };
         let items = items(self.dtype);
         let text = format!(
@@ -103,7 +108,7 @@ impl SelectSpec {
 {prelude}
 extern "C" __global__ void __launch_bounds__({THREADS}) scanrt_select(SCANRT_SELECT_PARAMS) {{
     select_tile_pass<{t}, {rule}, {o}, {THREADS}, {items}, {LOOKBACK_SLOTS_PER_LANE}, {SPIN_BEFORE_SLEEP}, {SLEEP_NS}, {mode}>(
-        (const {t}*)input, SelectSource{{(const void*)selection, operand_bits}}, ({o}*)output, ({t}*)rejected,
+        (const {t}*)input, SelectSource{{(const void*)selection, operand_bits, n}}, ({o}*)output, (void*)second,
         (unsigned long long*)num_selected, n, capacity, flags, (void*)workspace, status_capacity,
         FaultSink{{(FaultReport*)report, call}});
 }}
@@ -185,6 +190,14 @@ pub(crate) fn every_select_spec() -> Vec<SelectSpec> {
                 form: SelectOutput::Indices,
             });
         }
+        for lengths in [DType::U32, DType::U64] {
+            all.push(SelectSpec {
+                dtype,
+                output: lengths,
+                rule: RuleKey::RunEnds,
+                form: SelectOutput::RunLengths,
+            });
+        }
         for form in [SelectOutput::PartitionReversed, SelectOutput::PartitionTwo] {
             all.push(SelectSpec {
                 dtype,
@@ -243,15 +256,17 @@ mod tests {
                     form: SelectOutput::Values,
                 });
             }
-            for (form, output) in [
-                (SelectOutput::Indices, DType::U32),
-                (SelectOutput::PartitionReversed, dtype),
-                (SelectOutput::PartitionTwo, dtype),
+            for (form, output, rule) in [
+                (SelectOutput::Indices, DType::U32, RuleKey::RunHeads),
+                (SelectOutput::PartitionReversed, dtype, RuleKey::RunHeads),
+                (SelectOutput::PartitionTwo, dtype, RuleKey::RunHeads),
+                (SelectOutput::RunLengths, DType::U32, RuleKey::RunEnds),
+                (SelectOutput::RunLengths, DType::U64, RuleKey::RunEnds),
             ] {
                 specs.push(SelectSpec {
                     dtype,
                     output,
-                    rule: RuleKey::RunHeads,
+                    rule,
                     form,
                 });
             }

@@ -36,6 +36,8 @@ pub struct SelectArrays<'a> {
     pub output: ArrayView<'a>,
     /// A two-array partition's rejected elements.
     pub rejected: Option<ArrayView<'a>>,
+    /// A run-length encoding's run lengths (`U32` or `U64`).
+    pub lengths: Option<ArrayView<'a>>,
     /// One `U64`: the number of selected elements, written by the call (stream-ordered).
     pub num_selected: ArrayView<'a>,
 }
@@ -64,6 +66,33 @@ impl Context {
             Engine::Host => unsafe { host::select(arrays, desc, checked.n, checked.capacity) },
             Engine::Gpu(engine) => launch(engine, stream, arrays, desc, &checked),
         }
+    }
+
+    /// Run-length encodes `input`: the value of each run of equal elements into `values`,
+    /// its length into `lengths` (`U32` or `U64`), the number of runs into `num_runs` (one
+    /// `U64`), in one pass, asynchronously on `stream` for a GPU. Both outputs hold `n`.
+    pub fn run_length_encode(
+        &self,
+        stream: &Stream,
+        input: &ArrayView,
+        values: &ArrayView,
+        lengths: &ArrayView,
+        num_runs: &ArrayView,
+    ) -> Result<()> {
+        let arrays = SelectArrays {
+            input: *input,
+            flags: None,
+            output: *values,
+            rejected: None,
+            lengths: Some(*lengths),
+            num_selected: *num_runs,
+        };
+        let desc = SelectDesc {
+            selection: Selection::RunHeads,
+            output: SelectOutput::RunLengths,
+            capacity: None,
+        };
+        self.select(stream, &arrays, &desc)
     }
 
     /// The number of selected elements `num_selected` holds, after waiting for `stream`
@@ -125,11 +154,31 @@ fn check(a: &SelectArrays, desc: &SelectDesc) -> Result<Checked> {
         desc.output,
         SelectOutput::PartitionReversed | SelectOutput::PartitionTwo
     );
-    if partition && desc.capacity.is_some() {
+    let runs = desc.output == SelectOutput::RunLengths;
+    if (partition || runs) && desc.capacity.is_some() {
+        bail!(InvalidArgument, "a partition or run-length encoding takes no capacity");
+    }
+    if runs && !matches!(desc.selection, Selection::RunHeads) {
         bail!(
             InvalidArgument,
-            "a partition writes every element: it takes no capacity"
+            "a run-length encoding selects runs: Selection::RunHeads"
         );
+    }
+    match (runs, &a.lengths) {
+        (true, Some(l)) => {
+            if one_d(l, "lengths")? < n || !matches!(l.dtype(), DType::U32 | DType::U64) || !l.writable {
+                bail!(
+                    InvalidArgument,
+                    "run lengths are a writable U32 or U64 array of at least {n} elements"
+                );
+            }
+            if l.dtype() == DType::U32 && n > u32::MAX as u64 {
+                bail!(LengthOverflow, "a run of {n} elements may not fit U32 lengths: use U64");
+            }
+        }
+        (true, None) => bail!(InvalidArgument, "a run-length encoding needs its lengths array"),
+        (false, Some(_)) => bail!(InvalidArgument, "only a run-length encoding takes a lengths array"),
+        (false, None) => {}
     }
     let output = a.output.dtype();
     match desc.output {
@@ -183,11 +232,15 @@ fn check(a: &SelectArrays, desc: &SelectDesc) -> Result<Checked> {
     // Overlaps: values may be selected in place (the look-back orders every tile's load
     // before any write over it); nothing else may share memory.
     let in_place_ok = matches!(desc.output, SelectOutput::Values | SelectOutput::PartitionTwo);
-    let outputs: Vec<(&str, &ArrayView)> = [("output", Some(&a.output)), ("rejected array", a.rejected.as_ref())]
-        .into_iter()
-        .filter_map(|(w, v)| v.map(|v| (w, v)))
-        .chain(std::iter::once(("count", &a.num_selected)))
-        .collect();
+    let outputs: Vec<(&str, &ArrayView)> = [
+        ("output", Some(&a.output)),
+        ("rejected array", a.rejected.as_ref()),
+        ("lengths", a.lengths.as_ref()),
+    ]
+    .into_iter()
+    .filter_map(|(w, v)| v.map(|v| (w, v)))
+    .chain(std::iter::once(("count", &a.num_selected)))
+    .collect();
     for (i, (what, out)) in outputs.iter().enumerate() {
         let exact = out.addr() == a.input.addr() && *what == "output" && in_place_ok;
         if !exact && out.overlaps(&a.input) {
@@ -207,8 +260,9 @@ fn check(a: &SelectArrays, desc: &SelectDesc) -> Result<Checked> {
         capacity,
         spec: SelectSpec {
             dtype,
-            output,
-            rule: RuleKey::of(&desc.selection),
+            // A run-length encoding's kernel is specialised on its lengths' type.
+            output: a.lengths.map_or(output, |l| l.dtype()),
+            rule: RuleKey::of(&desc.selection, desc.output),
             form: desc.output,
         },
     })
@@ -229,11 +283,12 @@ fn launch(engine: &GpuEngine, stream: &Stream, a: &SelectArrays, desc: &SelectDe
         a.flags.as_ref(),
         Some(&a.output),
         a.rejected.as_ref(),
+        a.lengths.as_ref(),
         Some(&a.num_selected),
     ];
     for (v, what) in views
         .iter()
-        .zip(["input", "flags", "output", "rejected array", "count"])
+        .zip(["input", "flags", "output", "rejected array", "lengths", "count"])
     {
         if let Some(v) = v.filter(|v| !v.known && !v.is_empty()) {
             let bytes = if what == "output" {
@@ -257,7 +312,9 @@ fn launch(engine: &GpuEngine, stream: &Stream, a: &SelectArrays, desc: &SelectDe
             c.n
         );
     }
-    let workspace = launch_workspace::acquire(dev, raw_stream, None, 8, tiles, kernel.clone() as Arc<_>)?;
+    // The carry: a count (8 bytes), or a run-length encoding's count and last end (16).
+    let carry_bytes = if c.spec.form == SelectOutput::RunLengths { 16 } else { 8 };
+    let workspace = launch_workspace::acquire(dev, raw_stream, None, carry_bytes, tiles, kernel.clone() as Arc<_>)?;
     let aligned = |v: &ArrayView, bytes: u64| v.addr() % bytes == 0;
     let mut flags = 0;
     if aligned(&a.input, 16) {
@@ -274,7 +331,7 @@ fn launch(engine: &GpuEngine, stream: &Stream, a: &SelectArrays, desc: &SelectDe
         input: a.input.addr(),
         selection: a.flags.map_or(0, |f| f.addr()),
         output: a.output.addr(),
-        rejected: a.rejected.map_or(0, |r| r.addr()),
+        second: a.rejected.or(a.lengths).map_or(0, |v| v.addr()),
         num_selected: a.num_selected.addr(),
         workspace: workspace.ptr,
         report: dev.faults.device,

@@ -149,6 +149,8 @@ pub fn run_select_case(ctx: &Context, stream: &Stream, rng: &mut Rng, c: &Select
     let poison = |dtype: DType| 0xA5A5_A5A5_A5A5_A5A5u64 >> (64 - 8 * dtype.size());
     let out_buf = upload_bits(ctx, stream, out_type, &vec![poison(out_type); c.n + 3]).map_err(e)?;
     let rejected_buf = upload_bits(ctx, stream, c.dtype, &vec![poison(c.dtype); c.n + 3]).map_err(e)?;
+    let runs = c.output == SelectOutput::RunLengths;
+    let lengths_buf = upload_bits(ctx, stream, c.index_type, &vec![poison(c.index_type); c.n + 3]).map_err(e)?;
     let count = Buffer::from_slice(ctx, stream, &[u64::MAX]).map_err(e)?;
     let out = if c.in_place { &input } else { &out_buf };
     let desc = SelectDesc {
@@ -164,9 +166,41 @@ pub fn run_select_case(ctx: &Context, stream: &Stream, rng: &mut Rng, c: &Select
             .then(|| ArrayView::of_buffer_shaped(&rejected_buf, &[c.n as u64]))
             .transpose()
             .map_err(e)?,
+        lengths: runs
+            .then(|| ArrayView::of_buffer_shaped(&lengths_buf, &[c.n as u64]))
+            .transpose()
+            .map_err(e)?,
         num_selected: ArrayView::of_buffer(&count),
     };
     ctx.select(stream, &arrays, &desc).map_err(e)?;
+    if runs {
+        // Each run: its first element's bits and its length.
+        let heads: Vec<usize> = (0..c.n).filter(|&i| i == 0 || x(i) != x(i - 1)).collect();
+        let got_count = count.download::<u64>(stream, 1).map_err(e)?[0];
+        if got_count != heads.len() as u64 {
+            return Err(format!("{got_count} runs, want {}", heads.len()));
+        }
+        let values = download_bits(out, stream, c.n + 3).map_err(e)?;
+        let lengths = download_bits(&lengths_buf, stream, c.n + 3).map_err(e)?;
+        for (k, &h) in heads.iter().enumerate() {
+            let end = heads.get(k + 1).copied().unwrap_or(c.n);
+            if values[k] != bits[h] || lengths[k] != (end - h) as u64 {
+                return Err(format!(
+                    "run {k} at {h}: got value {:#x} length {}, want {:#x} and {}",
+                    values[k],
+                    lengths[k],
+                    bits[h],
+                    end - h
+                ));
+            }
+        }
+        if values[heads.len()..].iter().any(|&b| b != poison(c.dtype))
+            || lengths[heads.len()..].iter().any(|&b| b != poison(c.index_type))
+        {
+            return Err("a slot past the runs was written".into());
+        }
+        return Ok(());
+    }
     let got_count = count.download::<u64>(stream, 1).map_err(e)?[0];
     if got_count != kept.len() as u64 {
         return Err(format!("count {got_count}, want {}", kept.len()));
@@ -307,7 +341,14 @@ pub fn sweep_selections(ctx: &Context, stream: &Stream, seed: u64, sizes: &[usiz
         for selection in rules(&mut rng, dtype) {
             for &n in sizes {
                 let forms: &[SelectOutput] = match selection {
-                    Selection::ByteFlags | Selection::Compare(Comparison::Less, _) | Selection::RunHeads => &[
+                    Selection::RunHeads => &[
+                        SelectOutput::Values,
+                        SelectOutput::Indices,
+                        SelectOutput::PartitionReversed,
+                        SelectOutput::PartitionTwo,
+                        SelectOutput::RunLengths,
+                    ],
+                    Selection::ByteFlags | Selection::Compare(Comparison::Less, _) => &[
                         SelectOutput::Values,
                         SelectOutput::Indices,
                         SelectOutput::PartitionReversed,

@@ -59,6 +59,7 @@ fn main() {
             select::selections_at_every_tile_boundary,
             select::select_more_than_2_pow_32_elements,
             select::select_sanitizer_subset,
+            select::select_in_graphs_and_threads,
         ],
         common::no_gpu,
     )

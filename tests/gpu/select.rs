@@ -51,6 +51,7 @@ pub(crate) fn select_more_than_2_pow_32_elements() {
         flags: None,
         output: ArrayView::of_buffer(&out),
         rejected: None,
+        lengths: None,
         num_selected: ArrayView::of_buffer(&count),
     };
     // The output holds only `kept + 1` indices: the capacity says so.
@@ -94,4 +95,81 @@ pub(crate) fn select_sanitizer_subset() {
             run_select_case(ctx, &stream, &mut rng, &c).unwrap_or_else(|e| panic!("{c:?}: {e}"));
         }
     }
+}
+
+/// Selections captured in a CUDA graph and replayed (each replay with new data), and
+/// selections from several threads on streams of their own at once.
+pub(crate) fn select_in_graphs_and_threads() {
+    use cudarc::driver::sys;
+    let ctx = gpu();
+    let cuda = ctx.cuda_context().unwrap();
+    let cu_stream = cuda.new_stream().unwrap();
+    // SAFETY: the stream outlives `stream`.
+    let stream = unsafe { ctx.borrow_stream(cu_stream.cu_stream() as *mut _) }.unwrap();
+    let n = (1usize << 20) + 17;
+    let mut rng = Rng(0x6AF5);
+    let data = |rng: &mut Rng| -> Vec<u32> { (0..n).map(|_| rng.below(4) as u32).collect() };
+    let mut input = Buffer::new(ctx, DType::U32, n as u64).unwrap();
+    let out = Buffer::new(ctx, DType::U32, n as u64).unwrap();
+    let count = Buffer::new(ctx, DType::U64, 1).unwrap();
+    let desc = SelectDesc::new(Selection::RunHeads);
+    let arrays = SelectArrays {
+        input: ArrayView::of_buffer(&input),
+        flags: None,
+        output: ArrayView::of_buffer(&out),
+        rejected: None,
+        lengths: None,
+        num_selected: ArrayView::of_buffer(&count),
+    };
+    ctx.select(&stream, &arrays, &desc).unwrap(); // compiles the kernel outside the capture
+    stream.synchronize().unwrap();
+    cu_stream
+        .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        .unwrap();
+    ctx.select(&stream, &arrays, &desc).unwrap();
+    let graph = cu_stream
+        .end_capture(sys::CUgraphInstantiate_flags_enum::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
+        .unwrap()
+        .expect("a graph");
+    for replay in 0..200 {
+        if replay % 20 == 0 {
+            let x = data(&mut rng);
+            input.upload(&stream, &x).unwrap();
+            graph.launch().unwrap();
+            let heads: Vec<u32> = (0..n).filter(|&i| i == 0 || x[i] != x[i - 1]).map(|i| x[i]).collect();
+            assert_eq!(
+                ctx.selected_count(&stream, &count).unwrap(),
+                heads.len() as u64,
+                "replay {replay}"
+            );
+            assert_eq!(
+                out.download::<u32>(&stream, heads.len()).unwrap(),
+                heads,
+                "replay {replay}"
+            );
+        } else {
+            graph.launch().unwrap();
+        }
+    }
+    std::thread::scope(|scope| {
+        for t in 0..4u64 {
+            scope.spawn(move || {
+                let stream = ctx.new_stream().unwrap();
+                let mut rng = Rng(0x7A + t);
+                for _ in 0..20 {
+                    let c = SelectCase {
+                        dtype: DType::F32,
+                        selection: Selection::ByteFlags,
+                        output: SelectOutput::Values,
+                        index_type: DType::U64,
+                        n: 1 + rng.below(300_000) as usize,
+                        density: 3,
+                        capacity: None,
+                        in_place: false,
+                    };
+                    run_select_case(ctx, &stream, &mut rng, &c).unwrap_or_else(|e| panic!("thread {t}: {c:?}: {e}"));
+                }
+            });
+        }
+    });
 }
