@@ -1,9 +1,11 @@
 // CUB's side of the selection benchmark (bench/run_select_bench.sh): DeviceSelect::Flagged,
-// DeviceSelect::If, DevicePartition::Flagged and DeviceSelect::Unique, and a device-to-
+// DeviceSelect::If, DevicePartition::Flagged, DeviceSelect::Unique and
+// DeviceRunLengthEncode::Encode (u32 lengths), and a device-to-
 // device copy, timed as scanrt is (median of per-call CUDA-event pairs; temporary storage
 // allocated once). Data: byte flags set with probability 1/2, values 0..99 (If keeps
 // x < 50), runs of mean length 2 for Unique. Prints CSV lines  impl,dtype,n,microseconds.
 #include <cub/device/device_partition.cuh>
+#include <cub/device/device_run_length_encode.cuh>
 #include <cub/device/device_select.cuh>
 #include <cuda_runtime.h>
 #include <algorithm>
@@ -65,6 +67,9 @@ static void run(const char* name, size_t n, cudaStream_t s) {
     cub::DeviceSelect::If(nullptr, b, in, out, count, (int64_t)n, Below50(), s); bytes = std::max(bytes, b);
     cub::DevicePartition::Flagged(nullptr, b, in, f, out, count, (int64_t)n, s); bytes = std::max(bytes, b);
     cub::DeviceSelect::Unique(nullptr, b, in, out, count, (int64_t)n, s); bytes = std::max(bytes, b);
+    unsigned* lengths;
+    CHECK(cudaMalloc(&lengths, n * sizeof(unsigned)));
+    cub::DeviceRunLengthEncode::Encode(nullptr, b, in, out, lengths, count, (int64_t)n, s); bytes = std::max(bytes, b);
     CHECK(cudaMalloc(&temp, bytes));
     const int reps = n >= (1u << 26) ? 10 : 50;
     auto line = [&](const char* impl, double us) { std::printf("%s,%s,%zu,%.3f\n", impl, name, n, us); };
@@ -72,6 +77,8 @@ static void run(const char* name, size_t n, cudaStream_t s) {
     line("cub_select_if", median_us([&] { size_t t = bytes; cub::DeviceSelect::If(temp, t, in, out, count, (int64_t)n, Below50(), s); }, reps, s));
     line("cub_partition_flagged", median_us([&] { size_t t = bytes; cub::DevicePartition::Flagged(temp, t, in, f, out, count, (int64_t)n, s); }, reps, s));
     line("cub_unique", median_us([&] { size_t t = bytes; cub::DeviceSelect::Unique(temp, t, in, out, count, (int64_t)n, s); }, reps, s));
+    line("cub_run_length_encode", median_us([&] { size_t t = bytes; cub::DeviceRunLengthEncode::Encode(temp, t, in, out, lengths, count, (int64_t)n, s); }, reps, s));
+    CHECK(cudaFree(lengths));
     CHECK(cudaFree(temp));
     CHECK(cudaFree(in));
     CHECK(cudaFree(out));

@@ -1,5 +1,5 @@
 /* test_select: scanrt_select (compaction by flags and comparisons, indices, capacity,
- * both partitions, unique, a user predicate on the GPU) against sequential loops, and the
+ * both partitions, unique, a user predicate on the GPU) and scanrt_run_length_encode against sequential loops, and the
  * refusals (missing flags, short outputs, overlaps, bad descriptors) with nothing written.
  * Arrays and the count live in scanrt buffers, so the program runs on the AUTO backend and
  * on the host. */
@@ -116,6 +116,29 @@ static void run(scanrt_context *ctx, int32_t backend) {
         if (i == 0 || x[i] != x[i - 1]) want[k++] = x[i];
     EXPECT_OK(scanrt_buffer_download(out, s, got, n));
     CHECK(count_of(cnt, s) == k && memcmp(got, want, k * 4) == 0, "unique in place");
+
+    /* Run-length encoding of x: each run's value and U32 length. */
+    scanrt_buffer *lens = make_buffer(ctx, SCANRT_DTYPE_U32, n);
+    scanrt_array l = view(lens, SCANRT_DTYPE_U32, &len);
+    EXPECT_OK(scanrt_run_length_encode(ctx, s, &a, &o, &l, d_count));
+    uint32_t *gl = malloc(n * 4);
+    EXPECT_OK(scanrt_buffer_download(out, s, got, n));
+    EXPECT_OK(scanrt_buffer_download(lens, s, gl, n));
+    size_t runs = 0;
+    bad = 0;
+    for (size_t i = 0, start = 0; i < n; i++)
+        if (i + 1 == n || x[i + 1] != x[i]) {
+            bad += got[runs] != x[start] || gl[runs] != (uint32_t)(i + 1 - start);
+            runs++;
+            start = i + 1;
+        }
+    CHECK(count_of(cnt, s) == runs && bad == 0, "run-length encoding: %llu runs (want %zu), %zu wrong",
+          (unsigned long long)count_of(cnt, s), runs, bad);
+    scanrt_array l8 = view(lens, SCANRT_DTYPE_I32, &len);
+    EXPECT(scanrt_run_length_encode(ctx, s, &a, &o, &l8, d_count), SCANRT_STATUS_INVALID_ARGUMENT);
+    EXPECT(scanrt_run_length_encode(ctx, s, &a, &a, &l, d_count), SCANRT_STATUS_PARTIAL_OVERLAP);
+    scanrt_buffer_destroy(lens);
+    free(gl);
 
     /* A user predicate: GPU contexts compile it; the host backend has no host function. */
     d.rule = SCANRT_SELECT_PREDICATE;

@@ -1,5 +1,6 @@
 //! Selections beside CUB (bench/cub_select.cu, merged by bench/run_select_bench.sh) and
-//! memcpy: byte-flag selection, a comparison selection, a partition and unique, on the
+//! memcpy: byte-flag selection, a comparison selection, a partition, unique and run-length
+//! encoding, on the
 //! same data as the CUB harness (flags set with probability 1/2; values 0..99 in runs
 //! of mean length 2; the comparison keeps x < 50). Prints CSV lines
 //!   impl,dtype,n,microseconds
@@ -92,6 +93,27 @@ fn typed<T: Scalar>(ctx: &Context, stream: &Stream, timer: &Timer, name: &str, n
         println!("memcpy_{label},{name},{n},{copy:.3}");
         eprintln!("{label} {name} n={n}: kept {kept}, {:.1} GB/s", moved as f64 / us / 1e3);
     }
+    // Run-length encoding: the runs' values and u32 lengths (as CUB's Encode).
+    let lengths = Buffer::new(ctx, DType::U32, n).unwrap();
+    let (i, v, l, c) = (
+        ArrayView::of_buffer(&input),
+        ArrayView::of_buffer(&out),
+        ArrayView::of_buffer(&lengths),
+        ArrayView::of_buffer(&count),
+    );
+    let us = timer.median_us(stream, reps, || ctx.run_length_encode(stream, &i, &v, &l, &c).unwrap());
+    println!("scanrt_run_length_encode,{name},{n},{us:.3}");
+    let runs = ctx.selected_count(stream, &count).unwrap();
+    let moved = n * size + runs * (size + 4);
+    let copy = timer.median_us(stream, reps, || unsafe {
+        sys::cuMemcpyDtoDAsync_v2(
+            scratch.addr() + moved / 2,
+            scratch.addr(),
+            (moved / 2) as usize,
+            stream.raw() as sys::CUstream,
+        );
+    });
+    println!("memcpy_run_length_encode,{name},{n},{copy:.3}");
 }
 
 fn value_of<T: Scalar>(v: u64) -> T {
