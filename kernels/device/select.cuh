@@ -2,16 +2,17 @@
 // protocol through the agent (agent/tile_prefix.cuh), carrying the count of selected
 // elements before each tile.
 //
-// One block per tile (THREADS x ITEMS elements; the host launches one block per tile and
-// tiles are drawn by ticket, so the look-back waits only on running blocks). A tile:
+// Persistent blocks draw tiles (THREADS x ITEMS elements) by ticket, as the scan's
+// register-staged kernel does, and overlap each tile's look-back with the next tile. A tile:
 //   1. loads its elements in rounds of one 16-byte vector per thread (coalesced), and
 //      decides which to keep by the rule (`Rule`: flags, a predicate, or "differs from
 //      the previous element");
 //   2. ranks the kept elements of each (round, warp) by ballots, and the (round, warp)
 //      totals by one warp scan: every element's rank among the tile's kept ones;
-//   3. publishes the tile's count, resolves the count before it (one warp);
-//   4. compacts the tile in shared memory (kept first, then the rejected ones, both in
-//      order), and writes the kept ones with consecutive, coalesced stores at
+//   3. compacts the tile in shared memory (kept first, then the rejected ones, both in
+//      order) and publishes its count; the look-back warp resolves the count before it
+//      while the data threads take the next tile;
+//   4. writes the kept ones with consecutive, coalesced stores at
 //      [prefix, prefix + count) (only those below `capacity`), the rejected ones after
 //      the selected of a partition, in reverse from the end of `output` or in order into
 //      `rejected`;
@@ -23,6 +24,7 @@
 // indices are written).
 #pragma once
 #include "agent/tile_prefix.cuh"
+#include "block/block_scan.cuh"
 #include "block/tile_io.cuh"
 
 #define SCANRT_SELECT_VALUES    0
@@ -59,231 +61,20 @@ struct RunEndsOp {
     static SCANRT_DEVICE T make(u64 count, long long last) { return T{count, last}; }
 };
 
-// What a rule sees of one element: its value, its index, the one before it (for runs),
-// and the selection data (flags).
-struct SelectSource {
-    const void* data;  // byte flags (u8) or bit flags (u32 words); unused by predicates
-    unsigned long long operand_bits;  // a comparison's value
-    long long n;       // elements in all
-};
-
-// Out: the output's element type (T, an index type, or a run-length encoding's lengths,
-// written to `second_out` beside the values in `out`).
-template <typename T, typename Rule, typename Out, int THREADS, int ITEMS, int LOOKBACK_SLOTS_PER_LANE,
-          int SPIN_BEFORE_SLEEP, int SLEEP_NS, int MODE>
-SCANRT_DEVICE void select_tile_pass(const T* in, SelectSource source, Out* out, void* second_out,
-                                    unsigned long long* num_selected, long long n, unsigned long long capacity,
-                                    unsigned flags, void* workspace, long long status_capacity, FaultSink report) {
-    const bool RUNS = MODE == SCANRT_RUN_LENGTHS;
-    typedef typename Conditional<RUNS, RunEndsOp, SelectCountOp>::Type CarryOp;
-    typedef typename CarryOp::T Carry;
-    typedef TilePrefixAgent<CarryOp, LOOKBACK_SLOTS_PER_LANE, SPIN_BEFORE_SLEEP, SLEEP_NS> Agent;
-    const int VEC = VectorWidth<T>::VEC < ITEMS ? VectorWidth<T>::VEC : ITEMS;
-    const int ROUNDS = ITEMS / VEC, WARPS = THREADS / 32, TILE = THREADS * ITEMS;
-    static_assert(ROUNDS * WARPS <= 32, "one warp scans the (round, warp) totals");
-    // Partitions keep every element of the tile in the buffer; selections the kept ones.
-    typedef typename Conditional<MODE == SCANRT_SELECT_INDICES, Out, T>::Type Slot;
-    __shared__ Slot buffer_s[TILE];
-    // Run-length encodings keep each kept element's position in the tile too.
-    __shared__ u32 position_s[RUNS ? TILE : 1];
-    __shared__ u32 round_total_s[32];
-    __shared__ int round_last_s[32];
-    __shared__ Carry prefix_s;
-    __shared__ u32 tile_s, generation_s, kept_s;
-
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const u32 num_tiles = gridDim.x;
-    Agent agent(workspace, status_capacity, report, num_tiles, num_tiles - 1, CarryOp::identity(), false);
-    if (tid == 0) {
-        const unsigned long long drawn = agent.first_ticket();
-        agent.hand_on(drawn);
-        generation_s = (u32)(drawn >> 32);
-        tile_s = (u32)drawn;
+// The previous and the next lane's value, for any element type (bytes travel in a
+// 32-bit word).
+template <typename T>
+SCANRT_DEVICE T shfl_up_any(T v) {
+    if constexpr (sizeof(T) < 4) {
+        u32 w = 0;
+        memcpy(&w, &v, sizeof(T));
+        w = __shfl_up_sync(SCANRT_FULL_MASK, w, 1);
+        memcpy(&v, &w, sizeof(T));
+        return v;
+    } else {
+        return shfl_up(v, 1);
     }
-    __syncthreads();
-    const u32 generation = generation_s, tile = tile_s;
-    if (tile >= num_tiles) return;  // refused workspace
-    const u32 tag = generation_tag(generation);
-    const long long base = (long long)tile * TILE;
-    const int valid = (int)min((long long)TILE, n - base);
-    const bool vector = valid == TILE && (flags & FLAG_VECTOR_IN);
-
-    // 1. Load and decide. Element (r, j) of this thread is tile element (r * THREADS + tid) * VEC + j.
-    T x[ROUNDS][VEC];
-    bool keep[ROUNDS][VEC];
-#pragma unroll
-    for (int r = 0; r < ROUNDS; ++r) {
-        const int e = (r * THREADS + tid) * VEC;
-        if (vector) {
-            // Streaming (evict-first) 16-byte loads: every element is read once.
-            Vec<T, VEC> v;
-            if constexpr (sizeof(v) == 16) {
-                const uint4 w = load16_streaming(in + base + e);
-                memcpy(&v, &w, 16);
-            } else {
-                v = *reinterpret_cast<const Vec<T, VEC>*>(in + base + e);
-            }
-#pragma unroll
-            for (int j = 0; j < VEC; ++j) x[r][j] = v.v[j];
-        } else {
-#pragma unroll
-            for (int j = 0; j < VEC; ++j) x[r][j] = e + j < valid ? in[base + e + j] : T();
-        }
-        Rule::template decide<VEC>(x[r], in, source, base + e, valid - e, lane, flags, keep[r]);
-    }
-
-    // 2. Ranks within (round, warp) by ballots; the (round, warp) totals scanned by warp 0.
-    u32 rank[ROUNDS][VEC];
-    const u32 below = (1u << lane) - 1u;
-#pragma unroll
-    for (int r = 0; r < ROUNDS; ++r) {
-        u32 before = 0, total = 0;
-        u32 mine = 0;
-#pragma unroll
-        for (int j = 0; j < VEC; ++j) {
-            const u32 ballot = __ballot_sync(SCANRT_FULL_MASK, keep[r][j]);
-            before += __popc(ballot & below);
-            total += __popc(ballot);
-        }
-        int last = -1;  // the tile position of this lane's last kept element
-#pragma unroll
-        for (int j = 0; j < VEC; ++j) {
-            rank[r][j] = before + mine;
-            mine += keep[r][j];
-            if (keep[r][j]) last = (r * THREADS + tid) * VEC + j;
-        }
-        if constexpr (RUNS) last = __reduce_max_sync(SCANRT_FULL_MASK, last + 1) - 1;
-        if (lane == 0) {
-            round_total_s[r * WARPS + warp] = total;
-            round_last_s[r * WARPS + warp] = last;
-        }
-    }
-    __syncthreads();
-    if (warp == 0) {
-        const u32 t = lane < ROUNDS * WARPS ? round_total_s[lane] : 0u;
-        u32 inclusive = t;
-#pragma unroll
-        for (int d = 1; d < 32; d <<= 1) {
-            const u32 other = __shfl_up_sync(SCANRT_FULL_MASK, inclusive, d);
-            if (lane >= d) inclusive += other;
-        }
-        const u32 kept = __shfl_sync(SCANRT_FULL_MASK, inclusive, 31);
-        // The tile's last kept position: the (round, warp) entries come in tile order.
-        int last = -1;
-        if constexpr (RUNS) {
-            last = lane < ROUNDS * WARPS ? round_last_s[lane] : -1;
-            last = __reduce_max_sync(SCANRT_FULL_MASK, last + 1) - 1;
-        }
-        const Carry aggregate = CarryOp::make(kept, last < 0 ? -1 : base + last);
-        // 3. What the tiles before kept.
-        if (lane == 0) agent.publish(tile, aggregate, tag);
-        const Carry prefix = agent.resolve(tile, aggregate, tag, lane);
-        __syncwarp();
-        if (lane < ROUNDS * WARPS) round_total_s[lane] = inclusive - t;
-        if (lane == 0) {
-            prefix_s = prefix;
-            kept_s = kept;
-        }
-    }
-    __syncthreads();
-    const Carry carry = prefix_s;
-    const u64 prefix = CarryOp::count(carry);
-    const u32 kept = kept_s;
-
-    // 4. Compact in shared memory: kept elements at their ranks, rejected ones (of a
-    //    partition) after them in order.
-#pragma unroll
-    for (int r = 0; r < ROUNDS; ++r) {
-        const u32 offset = round_total_s[r * WARPS + warp];
-        const int e = (r * THREADS + tid) * VEC;
-#pragma unroll
-        for (int j = 0; j < VEC; ++j) {
-            const u32 k = offset + rank[r][j];
-            if (keep[r][j]) {
-                if constexpr (MODE == SCANRT_SELECT_INDICES) buffer_s[k] = (Out)(base + e + j);
-                else buffer_s[k] = x[r][j];
-                if constexpr (RUNS) position_s[k] = e + j;
-            } else if constexpr (MODE == SCANRT_PARTITION_REVERSED || MODE == SCANRT_PARTITION_TWO) {
-                if (e + j < valid) buffer_s[kept + (e + j - k)] = x[r][j];
-            }
-        }
-    }
-    __syncthreads();
-    for (int s = tid; s < (int)kept; s += THREADS) {
-        const u64 p = prefix + s;
-        if constexpr (RUNS) {
-            // A run ends at each kept element; it began after the previous end.
-            const long long end = base + position_s[s];
-            const long long previous = s > 0 ? base + position_s[s - 1] : carry.last;
-            // The run's value is its first element's (== holds across a run, the bits may
-            // not: -0.0 and +0.0), as unique keeps it: read back, a recent line.
-            ((T*)out)[p] = in[previous + 1];
-            ((Out*)second_out)[p] = (Out)(end - previous);
-        } else if (p < capacity) {
-            out[p] = buffer_s[s];
-        }
-    }
-    if constexpr (MODE == SCANRT_PARTITION_REVERSED || MODE == SCANRT_PARTITION_TWO) {
-        const u64 rejected_before = (u64)base - prefix;
-        for (int s = (int)kept + tid; s < valid; s += THREADS) {
-            const u64 q = rejected_before + (s - kept);
-            if constexpr (MODE == SCANRT_PARTITION_REVERSED) out[n - 1 - q] = buffer_s[s];
-            else ((T*)second_out)[q] = buffer_s[s];
-        }
-    }
-    // 5. The total, from the last tile.
-    if (tile == num_tiles - 1 && tid == 0) *num_selected = prefix + kept;
-    agent.finish(generation, tid);
 }
-
-// ---- Rules: which elements a selection keeps --------------------------------------------
-
-// Byte flags: element i is kept when flags[i] != 0.
-struct KeepByteFlags {
-    template <int VEC, typename T>
-    static SCANRT_DEVICE void decide(const T (&)[VEC], const T*, SelectSource s, long long i, int left, int,
-                                     unsigned flags, bool (&keep)[VEC]) {
-        const u8* f = (const u8*)s.data + i;
-        if (left >= VEC && (flags & FLAG_VECTOR_HEADS) && VEC >= 4) {
-#pragma unroll
-            for (int w = 0; w < VEC / 4; ++w) {
-                const u32 word = *reinterpret_cast<const u32*>(f + 4 * w);
-#pragma unroll
-                for (int b = 0; b < 4; ++b) keep[4 * w + b] = (word >> (8 * b)) & 0xffu;
-            }
-        } else {
-#pragma unroll
-            for (int j = 0; j < VEC; ++j) keep[j] = j < left && f[j] != 0;
-        }
-    }
-};
-
-// Bit flags: bit i % 32 of word i / 32.
-struct KeepBitFlags {
-    template <int VEC, typename T>
-    static SCANRT_DEVICE void decide(const T (&)[VEC], const T*, SelectSource s, long long i, int left, int,
-                                     unsigned, bool (&keep)[VEC]) {
-        // VEC divides 32 and i is a multiple of VEC: the bits lie in one word.
-        const u32 word = left > 0 ? ((const u32*)s.data)[i >> 5] : 0u;
-#pragma unroll
-        for (int j = 0; j < VEC; ++j) keep[j] = j < left && ((word >> ((i + j) & 31)) & 1u);
-    }
-};
-
-// A predicate on the value (`Pred::test(x, operand)`).
-template <typename Pred>
-struct KeepIf {
-    template <int VEC, typename T>
-    static SCANRT_DEVICE void decide(const T (&x)[VEC], const T*, SelectSource s, long long i, int left, int,
-                                     unsigned, bool (&keep)[VEC]) {
-        T operand;
-        memcpy(&operand, &s.operand_bits, sizeof(T));  // the low bytes (little-endian)
-#pragma unroll
-        for (int j = 0; j < VEC; ++j) keep[j] = j < left && Pred::test(x[j], operand, i + j);
-    }
-};
-
-// The next lane's value, for any element type.
 template <typename T>
 SCANRT_DEVICE T shfl_down_any(T v) {
     if constexpr (sizeof(T) == 8) {
@@ -302,50 +93,338 @@ SCANRT_DEVICE T shfl_down_any(T v) {
     return v;
 }
 
-// The previous lane's value, for any element type (bytes travel in a 32-bit word).
-template <typename T>
-SCANRT_DEVICE T shfl_up_any(T v) {
-    if constexpr (sizeof(T) < 4) {
-        u32 w = 0;
-        memcpy(&w, &v, sizeof(T));
-        w = __shfl_up_sync(SCANRT_FULL_MASK, w, 1);
-        memcpy(&v, &w, sizeof(T));
-        return v;
-    } else {
-        return shfl_up(v, 1);
+// What a rule sees besides the elements: the selection data (flags), a comparison's
+// operand, the length.
+struct SelectSource {
+    const void* data;  // byte flags (u8) or bit flags (u32 words); unused by predicates
+    unsigned long long operand_bits;  // a comparison's value
+    long long n;       // elements in all
+};
+
+// Bytes of one tile buffer in dynamic shared memory: the compacted slots and, for a
+// run-length encoding, the tile as loaded and the positions of its run ends.
+template <typename T, typename Out, int TILE, int MODE> struct SelectBuffer {
+    typedef typename Conditional<MODE == SCANRT_SELECT_INDICES, Out, T>::Type Slot;
+    static const bool RUNS = MODE == SCANRT_RUN_LENGTHS;
+    static const int SLOTS = TILE * (int)sizeof(Slot);
+    static const int BYTES = RUNS ? SLOTS + TILE * 4 : SLOTS;
+    Slot* slots;      // kept elements first (a partition's rejected ones after them)
+    u32* positions;   // a run-length encoding's run ends (positions in the tile)
+    SCANRT_DEVICE SelectBuffer(unsigned char* base)
+        : slots(reinterpret_cast<Slot*>(base)), positions(reinterpret_cast<u32*>(base + SLOTS)) {}
+};
+
+// Out: the output's element type (T, an index type, or a run-length encoding's lengths,
+// written to `second_out` beside the values in `out`).
+//
+// Persistent blocks of THREADS data threads and one look-back warp, as the register-
+// staged scan (single_pass_scan.cuh): a tile is loaded, decided, ranked and compacted
+// into one of two shared buffers, where it waits ("parked") for the count before it
+// while the look-back warp resolves that and the data threads take the next tile into
+// the other buffer; then the parked tile is written. The compaction does not depend on
+// the prefix, so no tile is held in registers across a look-back.
+template <typename T, typename Rule, typename Out, int THREADS, int ITEMS, int LOOKBACK_SLOTS_PER_LANE,
+          int SPIN_BEFORE_SLEEP, int SLEEP_NS, int MODE>
+SCANRT_DEVICE void select_tile_pass(const T* in, SelectSource source, Out* out, void* second_out,
+                                    unsigned long long* num_selected, long long n, unsigned long long capacity,
+                                    unsigned flags, void* workspace, long long status_capacity, FaultSink report) {
+    const bool RUNS = MODE == SCANRT_RUN_LENGTHS;
+    const bool PARTITION = MODE == SCANRT_PARTITION_REVERSED || MODE == SCANRT_PARTITION_TWO;
+    typedef typename Conditional<RUNS, RunEndsOp, SelectCountOp>::Type CarryOp;
+    typedef typename CarryOp::T Carry;
+    typedef TilePrefixAgent<CarryOp, LOOKBACK_SLOTS_PER_LANE, SPIN_BEFORE_SLEEP, SLEEP_NS> Agent;
+    const int VEC = VectorWidth<T>::VEC < ITEMS ? VectorWidth<T>::VEC : ITEMS;
+    const int ROUNDS = ITEMS / VEC, WARPS = THREADS / 32, TILE = THREADS * ITEMS, GROUPS = ROUNDS * WARPS;
+    static_assert(GROUPS <= 32, "one warp scans the (round, warp) totals");
+    static_assert(ITEMS <= 32, "a thread's kept elements fit one 32-bit mask");
+    typedef SelectBuffer<T, Out, TILE, MODE> Buffer;
+    extern __shared__ __align__(16) unsigned char buffers_s[];  // two Buffer::BYTES
+    __shared__ u32 group_total_s[32];
+    __shared__ int group_last_s[32];
+    // Each (round, warp) group's first and last element, and the elements on either side
+    // of the tile, for rules that compare neighbours.
+    __shared__ T group_first_s[Rule::NEIGHBOURS ? 32 : 1], group_last_value_s[Rule::NEIGHBOURS ? 32 : 1];
+    __shared__ T edge_s[2];
+    __shared__ Carry aggregate_s[2];  // aggregate_s[b]: the tile parked in buffer b
+    __shared__ u32 kept_s[2];
+    __shared__ Carry prefix_s;        // the parked tile's prefix, the look-back's answer
+    __shared__ u32 next_tile_s, generation_s;
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const bool lookback_warp = tid >= THREADS;
+    const u32 num_tiles = (u32)((n + TILE - 1) / TILE);
+    Agent agent(workspace, status_capacity, report, num_tiles, num_tiles + gridDim.x - 1, CarryOp::identity(),
+                false);
+
+    // Loads, decides, ranks and compacts `tile` into buffer `b`, and publishes its
+    // aggregate (data threads).
+    auto take_tile = [&](u32 tile, int b) {
+        const long long base = (long long)tile * TILE;
+        const int valid = (int)min((long long)TILE, n - base);
+        const bool vector = valid == TILE && (flags & FLAG_VECTOR_IN);
+        // Element (r, j) of this thread is tile element (r * THREADS + tid) * VEC + j.
+        T x[ROUNDS][VEC];
+#pragma unroll
+        for (int r = 0; r < ROUNDS; ++r) {
+            const int e = (r * THREADS + tid) * VEC;
+            if (vector) {
+                // Streaming (evict-first) 16-byte loads: every element is read once.
+                Vec<T, VEC> v;
+                if constexpr (sizeof(v) == 16) {
+                    const uint4 w = load16_streaming(in + base + e);
+                    memcpy(&v, &w, 16);
+                } else {
+                    v = *reinterpret_cast<const Vec<T, VEC>*>(in + base + e);
+                }
+#pragma unroll
+                for (int j = 0; j < VEC; ++j) x[r][j] = v.v[j];
+            } else {
+#pragma unroll
+                for (int j = 0; j < VEC; ++j) x[r][j] = e + j < valid ? in[base + e + j] : T();
+            }
+        }
+        if constexpr (Rule::NEIGHBOURS) {
+            // Neighbours across lanes come by shuffles; across groups and tiles, through
+            // shared memory (no dependent global load on the way to the decision).
+#pragma unroll
+            for (int r = 0; r < ROUNDS; ++r) {
+                if (lane == 0) group_first_s[r * WARPS + warp] = x[r][0];
+                if (lane == 31) group_last_value_s[r * WARPS + warp] = x[r][VEC - 1];
+            }
+            if (tid == 0) {
+                edge_s[0] = base > 0 ? in[base - 1] : T();
+                edge_s[1] = base + TILE < n ? in[base + TILE] : T();
+            }
+            data_barrier<THREADS>();
+        }
+        // Decide, and rank the kept elements within each (round, warp) group by ballots.
+        u32 keep = 0;            // bit r * VEC + j: element (r, j) is kept
+        u32 group_rank[ROUNDS];  // kept elements of lower lanes in the group
+#pragma unroll
+        for (int r = 0; r < ROUNDS; ++r) {
+            const int e = (r * THREADS + tid) * VEC, g = r * WARPS + warp;
+            T before = T(), after = T();
+            if constexpr (Rule::NEIGHBOURS) {
+                before = shfl_up_any(x[r][VEC - 1]);
+                after = shfl_down_any(x[r][0]);
+                if (lane == 0) before = g > 0 ? group_last_value_s[g - 1] : edge_s[0];
+                if (lane == 31) after = g + 1 < GROUPS ? group_first_s[g + 1] : edge_s[1];
+            }
+            const u32 bits = Rule::template decide<VEC>(x[r], before, after, source, base + e, valid - e, flags);
+            keep |= bits << (r * VEC);
+            u32 lower = 0, total = 0;
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) {
+                const u32 ballot = __ballot_sync(SCANRT_FULL_MASK, (bits >> j) & 1u);
+                lower += __popc(ballot & ((1u << lane) - 1u));
+                total += __popc(ballot);
+            }
+            group_rank[r] = lower;
+            if constexpr (RUNS) {
+                const int last = bits ? e + 31 - __clz(bits) : -1;
+                const int group_last = __reduce_max_sync(SCANRT_FULL_MASK, last + 1) - 1;
+                if (lane == 0) group_last_s[g] = group_last;
+            }
+            if (lane == 0) group_total_s[g] = total;
+        }
+        data_barrier<THREADS>();
+        // The groups' offsets (one warp), the tile's count, its publication.
+        if (warp == 0) {
+            const u32 t = lane < GROUPS ? group_total_s[lane] : 0u;
+            u32 inclusive = t;
+#pragma unroll
+            for (int d = 1; d < 32; d <<= 1) {
+                const u32 other = __shfl_up_sync(SCANRT_FULL_MASK, inclusive, d);
+                if (lane >= d) inclusive += other;
+            }
+            const u32 kept = __shfl_sync(SCANRT_FULL_MASK, inclusive, 31);
+            int last = -1;  // the tile's last kept position: groups come in tile order
+            if constexpr (RUNS)
+                last = __reduce_max_sync(SCANRT_FULL_MASK, (lane < GROUPS ? group_last_s[lane] : -1) + 1) - 1;
+            __syncwarp();
+            if (lane < GROUPS) group_total_s[lane] = inclusive - t;
+            if (lane == 0) {
+                const Carry aggregate = CarryOp::make(kept, last < 0 ? -1 : base + last);
+                agent.publish(tile, aggregate, generation_tag(generation_s));
+                aggregate_s[b] = aggregate;
+                kept_s[b] = kept;
+            }
+        }
+        data_barrier<THREADS>();
+        // Compact: kept elements at their ranks, a partition's rejected ones after them in
+        // order; a run-length encoding keeps the tile as loaded (in the slots) and the
+        // positions of its run ends.
+        const u32 kept = kept_s[b];
+        Buffer buffer(buffers_s + b * Buffer::BYTES);
+#pragma unroll
+        for (int r = 0; r < ROUNDS; ++r) {
+            const u32 offset = group_total_s[r * WARPS + warp] + group_rank[r];
+            const int e = (r * THREADS + tid) * VEC;
+            const u32 mine = (keep >> (r * VEC)) & ((1u << VEC) - 1u);
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) {
+                const u32 k = offset + __popc(mine & ((1u << j) - 1u));
+                const bool kept_here = (mine >> j) & 1u;
+                if constexpr (RUNS) {
+                    buffer.slots[e + j] = x[r][j];
+                    if (kept_here) buffer.positions[k] = e + j;
+                } else if (kept_here) {
+                    if constexpr (MODE == SCANRT_SELECT_INDICES) buffer.slots[k] = (Out)(base + e + j);
+                    else buffer.slots[k] = x[r][j];
+                } else if constexpr (PARTITION) {
+                    if (e + j < valid) buffer.slots[kept + (e + j - k)] = x[r][j];
+                }
+            }
+        }
+    };
+    // Writes the parked `tile` of buffer `b`, whose predecessors kept `carry` (data threads).
+    auto write_tile = [&](u32 tile, int b, Carry carry) {
+        const long long base = (long long)tile * TILE;
+        const int valid = (int)min((long long)TILE, n - base);
+        const u64 prefix = CarryOp::count(carry);
+        const u32 kept = kept_s[b];
+        Buffer buffer(buffers_s + b * Buffer::BYTES);
+        for (int s = tid; s < (int)kept; s += THREADS) {
+            const u64 p = prefix + s;
+            if constexpr (RUNS) {
+                // A run ends at each kept element and began after the previous end; its
+                // value is its first element's (== holds across a run, the bits may not:
+                // -0.0 and +0.0), in the tile unless the run began in an earlier one.
+                const long long end = base + buffer.positions[s];
+                const long long previous = s > 0 ? base + buffer.positions[s - 1] : carry.last;
+                const long long first = previous + 1;
+                ((T*)out)[p] = first >= base ? buffer.slots[first - base] : in[first];
+                ((Out*)second_out)[p] = (Out)(end - previous);
+            } else if (p < capacity) {
+                out[p] = buffer.slots[s];
+            }
+        }
+        if constexpr (PARTITION) {
+            const u64 rejected_before = (u64)base - prefix;
+            for (int s = (int)kept + tid; s < valid; s += THREADS) {
+                const u64 q = rejected_before + (s - kept);
+                if constexpr (MODE == SCANRT_PARTITION_REVERSED) out[n - 1 - q] = buffer.slots[s];
+                else ((T*)second_out)[q] = buffer.slots[s];
+            }
+        }
+        if (tile == num_tiles - 1 && tid == 0) *num_selected = prefix + kept;
+    };
+
+    // Each round overlaps the look-back of the parked tile (look-back warp) with taking
+    // the block's next tile (data threads), then writes the parked tile.
+    u32 parked_tile = num_tiles;  // none
+    int buffer = 0;               // the parked tile's buffer
+    for (bool first_round = true;; first_round = false) {
+        if (lookback_warp) {
+            if (parked_tile < num_tiles) {
+                const Carry prefix =
+                    agent.resolve(parked_tile, aggregate_s[buffer], generation_tag(generation_s), lane);
+                if (lane == 0) prefix_s = prefix;
+            }
+        } else {
+            if (tid == 0) {
+                const unsigned long long drawn = first_round ? agent.first_ticket() : agent.draw();
+                agent.hand_on(drawn);
+                if (first_round) generation_s = (u32)(drawn >> 32);
+                next_tile_s = (u32)drawn;
+            }
+            data_barrier<THREADS>();
+            const u32 upcoming = next_tile_s;
+            if (upcoming < num_tiles) take_tile(upcoming, buffer ^ 1);
+        }
+        __syncthreads();  // the prefix is known; the next tile is compacted and parked
+        const u32 upcoming = next_tile_s;
+        if (!lookback_warp && parked_tile < num_tiles) write_tile(parked_tile, buffer, prefix_s);
+        if (upcoming >= num_tiles) break;
+        __syncthreads();  // the written buffer is free; next_tile_s may be drawn again
+        buffer ^= 1;
+        parked_tile = upcoming;
     }
+    agent.finish(generation_s, tid);
 }
 
-// The last of each run of equal elements (a run-length encoding's ends).
-struct KeepRunEnds {
+// ---- Rules: which elements a selection keeps --------------------------------------------
+// `decide` returns bit j set where element j of a vector of VEC, at index i, is kept;
+// `left` elements of the tile remain from i (elements past them are never kept).
+// `before` and `after` are the elements on either side of the vector, for rules with
+// NEIGHBOURS.
+
+// Byte flags: element i is kept when flags[i] != 0.
+struct KeepByteFlags {
+    static const bool NEIGHBOURS = false;
     template <int VEC, typename T>
-    static SCANRT_DEVICE void decide(const T (&x)[VEC], const T* in, SelectSource s, long long i, int left, int lane,
-                                     unsigned, bool (&keep)[VEC]) {
-        // The element after this thread's last: the next lane's first, or for lane 31
-        // the one after in memory.
-        T after = shfl_down_any(x[0]);
-        if (lane == 31 && left > 0 && i + VEC < s.n) after = in[i + VEC];
+    static SCANRT_DEVICE u32 decide(const T (&)[VEC], T, T, SelectSource s, long long i, int left, unsigned flags) {
+        const u8* f = (const u8*)s.data + i;
+        u32 bits = 0;
+        if (left >= VEC && (flags & FLAG_VECTOR_HEADS) && VEC >= 4) {
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) {
-            const T next = j + 1 < VEC ? x[j + 1] : after;
-            keep[j] = j < left && (i + j == s.n - 1 || !(x[j] == next));
+            for (int w = 0; w < VEC / 4; ++w) {
+                const u32 word = *reinterpret_cast<const u32*>(f + 4 * w);
+#pragma unroll
+                for (int b = 0; b < 4; ++b) bits |= (u32)(((word >> (8 * b)) & 0xffu) != 0) << (4 * w + b);
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) bits |= (u32)(j < left && f[j] != 0) << j;
         }
+        return bits;
+    }
+};
+
+// Bit flags: bit i % 32 of word i / 32.
+struct KeepBitFlags {
+    static const bool NEIGHBOURS = false;
+    template <int VEC, typename T>
+    static SCANRT_DEVICE u32 decide(const T (&)[VEC], T, T, SelectSource s, long long i, int left, unsigned) {
+        // VEC divides 32 and i is a multiple of VEC: the bits lie in one word.
+        if (left <= 0) return 0;
+        const u32 word = ((const u32*)s.data)[i >> 5] >> (i & 31);
+        const u32 in_range = left >= VEC ? (1u << VEC) - 1u : (1u << left) - 1u;
+        return word & in_range;
+    }
+};
+
+// A predicate on the value (`Pred::test(x, operand, index)`).
+template <typename Pred>
+struct KeepIf {
+    static const bool NEIGHBOURS = false;
+    template <int VEC, typename T>
+    static SCANRT_DEVICE u32 decide(const T (&x)[VEC], T, T, SelectSource s, long long i, int left, unsigned) {
+        T operand;
+        memcpy(&operand, &s.operand_bits, sizeof(T));  // the low bytes (little-endian)
+        u32 bits = 0;
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) bits |= (u32)(j < left && Pred::test(x[j], operand, i + j)) << j;
+        return bits;
     }
 };
 
 // The first of each run of equal elements (==: every NaN starts a run, -0.0 == +0.0).
 struct KeepRunHeads {
+    static const bool NEIGHBOURS = true;
     template <int VEC, typename T>
-    static SCANRT_DEVICE void decide(const T (&x)[VEC], const T* in, SelectSource, long long i, int left, int lane,
-                                     unsigned, bool (&keep)[VEC]) {
-        // The element before this thread's first: the previous lane's last (its vector
-        // precedes this one), or for lane 0 the one before in memory.
-        T before = shfl_up_any(x[VEC - 1]);
-        if (lane == 0 && i > 0 && left > 0) before = in[i - 1];
+    static SCANRT_DEVICE u32 decide(const T (&x)[VEC], T before, T, SelectSource, long long i, int left, unsigned) {
+        u32 bits = 0;
 #pragma unroll
         for (int j = 0; j < VEC; ++j) {
             const T previous = j == 0 ? before : x[j - 1];
-            keep[j] = j < left && (i + j == 0 || !(x[j] == previous));
+            bits |= (u32)(j < left && (i + j == 0 || !(x[j] == previous))) << j;
         }
+        return bits;
+    }
+};
+
+// The last of each run of equal elements (a run-length encoding's ends).
+struct KeepRunEnds {
+    static const bool NEIGHBOURS = true;
+    template <int VEC, typename T>
+    static SCANRT_DEVICE u32 decide(const T (&x)[VEC], T, T after, SelectSource s, long long i, int left, unsigned) {
+        u32 bits = 0;
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) {
+            const T next = j + 1 < VEC ? x[j + 1] : after;
+            bits |= (u32)(j < left && (i + j == s.n - 1 || !(x[j] == next))) << j;
+        }
+        return bits;
     }
 };

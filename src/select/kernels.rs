@@ -13,11 +13,13 @@ use crate::runtime::Memo;
 use crate::select::desc::{Comparison, SelectOutput, Selection};
 use crate::types::DType;
 
-/// The tile shape of the select kernels: 256 threads of 16 elements (8 for 8-byte
-/// elements), one 16-byte vector per thread per round. Chosen by `cargo bench --bench
-/// compare -- --select` on the H100 (sm_90); every architecture takes it until a row
-/// of its own is measured.
+/// The tile shape of the select kernels: 256 data threads (and a look-back warp) of 16
+/// elements (8 for 8-byte elements), one 16-byte vector per thread per round, persistent
+/// blocks. Chosen by `cargo bench --bench compare -- --select` on the H100 (sm_90); every
+/// architecture takes it until a row of its own is measured.
 pub(crate) const THREADS: u32 = 256;
+/// Blocks per SM the kernels are compiled for (`__launch_bounds__`).
+const MIN_BLOCKS_PER_SM: u32 = 4;
 fn items(dtype: DType) -> u32 {
     if dtype.size() == 8 {
         8
@@ -77,6 +79,17 @@ pub(crate) struct SelectSpec {
 }
 
 impl SelectSpec {
+    /// Dynamic shared memory of the kernel: two tile buffers of compacted slots (and, for
+    /// a run-length encoding, its run ends' positions).
+    pub fn shared_bytes(&self) -> u32 {
+        let slot = match self.form {
+            SelectOutput::Indices => self.output.size(),
+            _ => self.dtype.size(),
+        } as u64;
+        let extra = if self.form == SelectOutput::RunLengths { 4 } else { 0 };
+        (2 * tile_elems(self.dtype) * (slot + extra)) as u32
+    }
+
     /// The translation unit: the rule as a type, and one extern "C" kernel.
     pub fn source(&self) -> KernelSource {
         let t = self.dtype.info().cuda;
@@ -106,7 +119,7 @@ impl SelectSpec {
         let text = format!(
             r#"#include "device/select.cuh"
 {prelude}
-extern "C" __global__ void __launch_bounds__({THREADS}) scanrt_select(SCANRT_SELECT_PARAMS) {{
+extern "C" __global__ void __launch_bounds__({THREADS} + 32, {MIN_BLOCKS_PER_SM}) scanrt_select(SCANRT_SELECT_PARAMS) {{
     select_tile_pass<{t}, {rule}, {o}, {THREADS}, {items}, {LOOKBACK_SLOTS_PER_LANE}, {SPIN_BEFORE_SLEEP}, {SLEEP_NS}, {mode}>(
         (const {t}*)input, SelectSource{{(const void*)selection, operand_bits, n}}, ({o}*)output, (void*)second,
         (unsigned long long*)num_selected, n, capacity, flags, (void*)workspace, status_capacity,
@@ -148,7 +161,7 @@ impl SelectKernels {
             let source = spec.source();
             let _current = dev.enter()?;
             let module = dev.module(&source)?;
-            let kernel = dev.kernel(&module, "scanrt_select", THREADS, 0)?;
+            let kernel = dev.kernel(&module, "scanrt_select", THREADS + 32, spec.shared_bytes())?;
             Ok(Arc::new(SelectKernel {
                 kernel,
                 _module: module,

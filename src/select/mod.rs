@@ -351,5 +351,7 @@ fn launch(engine: &GpuEngine, stream: &Stream, a: &SelectArrays, desc: &SelectDe
         ),
     };
     // SAFETY: the parameters are what the kernel was compiled for, the addresses checked.
-    unsafe { kernel.kernel.launch(tiles as u32, raw_stream, &params) }
+    // Persistent blocks: as many as are resident at once, at most one per tile.
+    let grid = tiles.min(kernel.kernel.resident_blocks as u64) as u32;
+    unsafe { kernel.kernel.launch(grid, raw_stream, &params) }
 }
