@@ -156,14 +156,20 @@ SCANRT_DEVICE void select_tile_pass(const T* in, SelectSource source, Out* out, 
     Agent agent(workspace, status_capacity, report, num_tiles, num_tiles + gridDim.x - 1, CarryOp::identity(),
                 false);
 
-    // Loads, decides, ranks and compacts `tile` into buffer `b`, and publishes its
-    // aggregate (data threads).
-    auto take_tile = [&](u32 tile, int b) {
+    // What a data thread holds of the tile it loaded ahead: its elements (element (r, j)
+    // is tile element (r * THREADS + tid) * VEC + j), the rule's data for them (flags),
+    // and for thread 0 the elements on either side of the tile.
+    struct Loaded {
+        T x[ROUNDS][VEC];
+        typename Rule::Data data[ROUNDS];
+        T edge[2];
+    };
+    // Issues the loads of `tile` (data threads); they are consumed by take_tile, after
+    // the parked tile is written.
+    auto load_tile = [&](u32 tile, Loaded& l) {
         const long long base = (long long)tile * TILE;
         const int valid = (int)min((long long)TILE, n - base);
         const bool vector = valid == TILE && (flags & FLAG_VECTOR_IN);
-        // Element (r, j) of this thread is tile element (r * THREADS + tid) * VEC + j.
-        T x[ROUNDS][VEC];
 #pragma unroll
         for (int r = 0; r < ROUNDS; ++r) {
             const int e = (r * THREADS + tid) * VEC;
@@ -177,12 +183,26 @@ SCANRT_DEVICE void select_tile_pass(const T* in, SelectSource source, Out* out, 
                     v = *reinterpret_cast<const Vec<T, VEC>*>(in + base + e);
                 }
 #pragma unroll
-                for (int j = 0; j < VEC; ++j) x[r][j] = v.v[j];
+                for (int j = 0; j < VEC; ++j) l.x[r][j] = v.v[j];
             } else {
 #pragma unroll
-                for (int j = 0; j < VEC; ++j) x[r][j] = e + j < valid ? in[base + e + j] : T();
+                for (int j = 0; j < VEC; ++j) l.x[r][j] = e + j < valid ? in[base + e + j] : T();
+            }
+            l.data[r] = Rule::template load<VEC>(source, base + e, valid - e, flags);
+        }
+        if constexpr (Rule::NEIGHBOURS) {
+            if (tid == 0) {
+                l.edge[0] = base > 0 ? in[base - 1] : T();
+                l.edge[1] = base + TILE < n ? in[base + TILE] : T();
             }
         }
+    };
+    // Decides, ranks and compacts the loaded `tile` into buffer `b`, and publishes its
+    // aggregate (data threads).
+    auto take_tile = [&](u32 tile, const Loaded& l, int b) {
+        const long long base = (long long)tile * TILE;
+        const int valid = (int)min((long long)TILE, n - base);
+        const auto& x = l.x;
         if constexpr (Rule::NEIGHBOURS) {
             // Neighbours across lanes come by shuffles; across groups and tiles, through
             // shared memory (no dependent global load on the way to the decision).
@@ -192,8 +212,8 @@ SCANRT_DEVICE void select_tile_pass(const T* in, SelectSource source, Out* out, 
                 if (lane == 31) group_last_value_s[r * WARPS + warp] = x[r][VEC - 1];
             }
             if (tid == 0) {
-                edge_s[0] = base > 0 ? in[base - 1] : T();
-                edge_s[1] = base + TILE < n ? in[base + TILE] : T();
+                edge_s[0] = l.edge[0];
+                edge_s[1] = l.edge[1];
             }
             data_barrier<THREADS>();
         }
@@ -210,7 +230,7 @@ SCANRT_DEVICE void select_tile_pass(const T* in, SelectSource source, Out* out, 
                 if (lane == 0) before = g > 0 ? group_last_value_s[g - 1] : edge_s[0];
                 if (lane == 31) after = g + 1 < GROUPS ? group_first_s[g + 1] : edge_s[1];
             }
-            const u32 bits = Rule::template decide<VEC>(x[r], before, after, source, base + e, valid - e, flags);
+            const u32 bits = Rule::template decide<VEC>(x[r], l.data[r], before, after, source, base + e, valid - e);
             keep |= bits << (r * VEC);
             u32 lower = 0, total = 0;
 #pragma unroll
@@ -311,49 +331,68 @@ SCANRT_DEVICE void select_tile_pass(const T* in, SelectSource source, Out* out, 
     };
 
     // Each round overlaps the look-back of the parked tile (look-back warp) with taking
-    // the block's next tile (data threads), then writes the parked tile.
+    // the loaded tile and issuing the loads of the block's next one (data threads); then
+    // the parked tile is written while those loads are in flight.
+    Loaded loaded;
+    if (tid == 0) {
+        const unsigned long long drawn = agent.first_ticket();
+        agent.hand_on(drawn);
+        generation_s = (u32)(drawn >> 32);
+        next_tile_s = (u32)drawn;
+    }
+    __syncthreads();
+    // The tile in `loaded` (none: num_tiles or more), known to every thread.
+    u32 current = next_tile_s;
+    if (!lookback_warp && current < num_tiles) load_tile(current, loaded);
     u32 parked_tile = num_tiles;  // none
     int buffer = 0;               // the parked tile's buffer
-    for (bool first_round = true;; first_round = false) {
+    for (;;) {
         if (lookback_warp) {
             if (parked_tile < num_tiles) {
                 const Carry prefix =
                     agent.resolve(parked_tile, aggregate_s[buffer], generation_tag(generation_s), lane);
                 if (lane == 0) prefix_s = prefix;
             }
-        } else {
+        } else if (current < num_tiles) {
+            take_tile(current, loaded, buffer ^ 1);
             if (tid == 0) {
-                const unsigned long long drawn = first_round ? agent.first_ticket() : agent.draw();
+                const unsigned long long drawn = agent.draw();
                 agent.hand_on(drawn);
-                if (first_round) generation_s = (u32)(drawn >> 32);
                 next_tile_s = (u32)drawn;
             }
             data_barrier<THREADS>();
             const u32 upcoming = next_tile_s;
-            if (upcoming < num_tiles) take_tile(upcoming, buffer ^ 1);
+            if (upcoming < num_tiles) load_tile(upcoming, loaded);
         }
-        __syncthreads();  // the prefix is known; the next tile is compacted and parked
-        const u32 upcoming = next_tile_s;
+        __syncthreads();  // the parked tile's prefix is known; the current one is parked
         if (!lookback_warp && parked_tile < num_tiles) write_tile(parked_tile, buffer, prefix_s);
-        if (upcoming >= num_tiles) break;
+        if (current >= num_tiles) break;
+        const u32 upcoming = next_tile_s;  // drawn this round (every thread reads it)
         __syncthreads();  // the written buffer is free; next_tile_s may be drawn again
         buffer ^= 1;
-        parked_tile = upcoming;
+        parked_tile = current;
+        current = upcoming;
     }
     agent.finish(generation_s, tid);
 }
 
 // ---- Rules: which elements a selection keeps --------------------------------------------
-// `decide` returns bit j set where element j of a vector of VEC, at index i, is kept;
-// `left` elements of the tile remain from i (elements past them are never kept).
-// `before` and `after` are the elements on either side of the vector, for rules with
-// NEIGHBOURS.
+// `load` reads what a rule needs besides the elements (issued a tile ahead); `decide`
+// returns bit j set where element j of a vector of VEC, at index i, is kept; `left`
+// elements of the tile remain from i (elements past them are never kept). `before` and
+// `after` are the elements on either side of the vector, for rules with NEIGHBOURS.
 
-// Byte flags: element i is kept when flags[i] != 0.
+// A rule loads what it reads besides the elements (`Data`, by `load`, a tile ahead) and
+// decides from it.
+struct NoData {};
+
+// Byte flags: element i is kept when flags[i] != 0. A vector's flags are loaded as its
+// kept bits (up to 16 flags: four words when aligned).
 struct KeepByteFlags {
     static const bool NEIGHBOURS = false;
-    template <int VEC, typename T>
-    static SCANRT_DEVICE u32 decide(const T (&)[VEC], T, T, SelectSource s, long long i, int left, unsigned flags) {
+    typedef u32 Data;
+    template <int VEC>
+    static SCANRT_DEVICE u32 load(SelectSource s, long long i, int left, unsigned flags) {
         const u8* f = (const u8*)s.data + i;
         u32 bits = 0;
         if (left >= VEC && (flags & FLAG_VECTOR_HEADS) && VEC >= 4) {
@@ -369,18 +408,27 @@ struct KeepByteFlags {
         }
         return bits;
     }
+    template <int VEC, typename T>
+    static SCANRT_DEVICE u32 decide(const T (&)[VEC], u32 bits, T, T, SelectSource, long long, int) {
+        return bits;
+    }
 };
 
 // Bit flags: bit i % 32 of word i / 32.
 struct KeepBitFlags {
     static const bool NEIGHBOURS = false;
-    template <int VEC, typename T>
-    static SCANRT_DEVICE u32 decide(const T (&)[VEC], T, T, SelectSource s, long long i, int left, unsigned) {
+    typedef u32 Data;
+    template <int VEC>
+    static SCANRT_DEVICE u32 load(SelectSource s, long long i, int left, unsigned) {
         // VEC divides 32 and i is a multiple of VEC: the bits lie in one word.
         if (left <= 0) return 0;
         const u32 word = ((const u32*)s.data)[i >> 5] >> (i & 31);
         const u32 in_range = left >= VEC ? (1u << VEC) - 1u : (1u << left) - 1u;
         return word & in_range;
+    }
+    template <int VEC, typename T>
+    static SCANRT_DEVICE u32 decide(const T (&)[VEC], u32 bits, T, T, SelectSource, long long, int) {
+        return bits;
     }
 };
 
@@ -388,8 +436,11 @@ struct KeepBitFlags {
 template <typename Pred>
 struct KeepIf {
     static const bool NEIGHBOURS = false;
+    typedef NoData Data;
+    template <int VEC>
+    static SCANRT_DEVICE NoData load(SelectSource, long long, int, unsigned) { return NoData(); }
     template <int VEC, typename T>
-    static SCANRT_DEVICE u32 decide(const T (&x)[VEC], T, T, SelectSource s, long long i, int left, unsigned) {
+    static SCANRT_DEVICE u32 decide(const T (&x)[VEC], NoData, T, T, SelectSource s, long long i, int left) {
         T operand;
         memcpy(&operand, &s.operand_bits, sizeof(T));  // the low bytes (little-endian)
         u32 bits = 0;
@@ -402,8 +453,11 @@ struct KeepIf {
 // The first of each run of equal elements (==: every NaN starts a run, -0.0 == +0.0).
 struct KeepRunHeads {
     static const bool NEIGHBOURS = true;
+    typedef NoData Data;
+    template <int VEC>
+    static SCANRT_DEVICE NoData load(SelectSource, long long, int, unsigned) { return NoData(); }
     template <int VEC, typename T>
-    static SCANRT_DEVICE u32 decide(const T (&x)[VEC], T before, T, SelectSource, long long i, int left, unsigned) {
+    static SCANRT_DEVICE u32 decide(const T (&x)[VEC], NoData, T before, T, SelectSource, long long i, int left) {
         u32 bits = 0;
 #pragma unroll
         for (int j = 0; j < VEC; ++j) {
@@ -417,8 +471,11 @@ struct KeepRunHeads {
 // The last of each run of equal elements (a run-length encoding's ends).
 struct KeepRunEnds {
     static const bool NEIGHBOURS = true;
+    typedef NoData Data;
+    template <int VEC>
+    static SCANRT_DEVICE NoData load(SelectSource, long long, int, unsigned) { return NoData(); }
     template <int VEC, typename T>
-    static SCANRT_DEVICE u32 decide(const T (&x)[VEC], T, T after, SelectSource s, long long i, int left, unsigned) {
+    static SCANRT_DEVICE u32 decide(const T (&x)[VEC], NoData, T, T after, SelectSource s, long long i, int left) {
         u32 bits = 0;
 #pragma unroll
         for (int j = 0; j < VEC; ++j) {

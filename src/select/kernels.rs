@@ -19,7 +19,15 @@ use crate::types::DType;
 /// architecture takes it until a row of its own is measured.
 pub(crate) const THREADS: u32 = 256;
 /// Blocks per SM the kernels are compiled for (`__launch_bounds__`).
-const MIN_BLOCKS_PER_SM: u32 = 4;
+/// Blocks per SM the kernels are compiled for (`__launch_bounds__`): 4 (56 registers),
+/// 3 for run-length encodings, whose two shared buffers leave room for 3 anyway.
+fn min_blocks_per_sm(form: SelectOutput) -> u32 {
+    if form == SelectOutput::RunLengths {
+        3
+    } else {
+        4
+    }
+}
 fn items(dtype: DType) -> u32 {
     if dtype.size() == 8 {
         8
@@ -116,10 +124,11 @@ impl SelectSpec {
             SelectOutput::RunLengths => "SCANRT_RUN_LENGTHS",
         };
         let items = items(self.dtype);
+        let min_blocks = min_blocks_per_sm(self.form);
         let text = format!(
             r#"#include "device/select.cuh"
 {prelude}
-extern "C" __global__ void __launch_bounds__({THREADS} + 32, {MIN_BLOCKS_PER_SM}) scanrt_select(SCANRT_SELECT_PARAMS) {{
+extern "C" __global__ void __launch_bounds__({THREADS} + 32, {min_blocks}) scanrt_select(SCANRT_SELECT_PARAMS) {{
     select_tile_pass<{t}, {rule}, {o}, {THREADS}, {items}, {LOOKBACK_SLOTS_PER_LANE}, {SPIN_BEFORE_SLEEP}, {SLEEP_NS}, {mode}>(
         (const {t}*)input, SelectSource{{(const void*)selection, operand_bits, n}}, ({o}*)output, (void*)second,
         (unsigned long long*)num_selected, n, capacity, flags, (void*)workspace, status_capacity,
