@@ -112,7 +112,7 @@ fn ratios() {
     );
     for k in [20u32, 24, 26] {
         let mut t = case(1 << k);
-        let bytes = (2 * 4u64 << k) as f64;
+        let bytes = ((2 * 4u64) << k) as f64;
         let (mut naive_s, mut memcpy_s, mut one_ratio, mut all_ratio) = (vec![], vec![], vec![], vec![]);
         for round in 0..16 {
             // The naive loop runs on the pool's thread and over the same memory as

@@ -19,7 +19,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let coefficients: Vec<f64> = (0..rows * terms)
         .map(|i| ((i * 7919) % 1000) as f64 / 1000.0 - 0.5)
         .collect();
-    let a: Vec<f64> = x.iter().flat_map(|&x| std::iter::repeat(x).take(terms)).collect();
+    let a: Vec<f64> = x.iter().flat_map(|&x| std::iter::repeat_n(x, terms)).collect();
     let (a, c) = (
         Buffer::from_slice(&ctx, &stream, &a)?,
         Buffer::from_slice(&ctx, &stream, &coefficients)?,

@@ -224,14 +224,14 @@ impl OperatorDesc {
     /// The checks a description passes before anything is compiled.
     pub(crate) fn check(&self) -> Result<()> {
         let size = self.state_size;
-        if !(4..=MAX_STATE_BYTES as usize).contains(&size) || size % 4 != 0 {
+        if !(4..=MAX_STATE_BYTES as usize).contains(&size) || !size.is_multiple_of(4) {
             bail!(
                 InvalidArgument,
                 "operator {}: state_size {size} must be a multiple of 4 from 4 to {MAX_STATE_BYTES}",
                 self.name
             );
         }
-        if !self.state_align.is_power_of_two() || self.state_align > 16 || size % self.state_align != 0 {
+        if !self.state_align.is_power_of_two() || self.state_align > 16 || !size.is_multiple_of(self.state_align) {
             bail!(
                 InvalidArgument,
                 "operator {}: state_align {} must be a power of two of at most 16 that divides state_size",

@@ -253,7 +253,7 @@ impl GpuDevice {
             );
         }
         let range_end = info.range_start.saturating_add(info.range_size as u64);
-        if info.range_size > 0 && ptr.checked_add(bytes).map_or(true, |end| end > range_end) {
+        if info.range_size > 0 && ptr.checked_add(bytes).is_none_or(|end| end > range_end) {
             let available = range_end.saturating_sub(ptr);
             return Err(Error::new(
                 ScanrtStatus::BufferTooSmall,

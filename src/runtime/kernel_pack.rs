@@ -100,11 +100,7 @@ impl Pack {
                 length: u64_at(e, 48),
                 sha256: e[56..88].try_into().unwrap(),
             };
-            if entry
-                .offset
-                .checked_add(entry.compressed)
-                .map_or(true, |end| end > size)
-            {
+            if entry.offset.checked_add(entry.compressed).is_none_or(|end| end > size) {
                 return Err(bad(path, "an image lies outside the file"));
             }
             // Deflate expands by at most 1032:1; a larger claim is a damaged index.

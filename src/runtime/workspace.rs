@@ -103,7 +103,7 @@ pub(crate) unsafe fn initialise(ptr: CUdeviceptr, bytes: usize, stream: CUstream
 /// 16-byte aligned (slots are read as 16-byte words) and room for the header.
 /// `GpuDevice::check_workspace` adds that it is device memory of the device.
 pub(crate) fn check_layout(workspace: Workspace) -> Result<()> {
-    if workspace.ptr % 16 != 0 {
+    if !workspace.ptr.is_multiple_of(16) {
         bail!(
             InvalidArgument,
             "the workspace must be 16-byte aligned (status slots are read as 16-byte words)"

@@ -17,7 +17,7 @@ pub(crate) fn validate_shape(model: &dyn OperatorModel, n: u64, shape: &ScanShap
     if !model.inputs().iter().chain(model.outputs()).all(fits) {
         bail!(LengthOverflow, "n = {n} elements overflows the address space");
     }
-    if !shape.segments.data_bytes(n).is_some_and(|b| b <= max_bytes) {
+    if shape.segments.data_bytes(n).is_none_or(|b| b > max_bytes) {
         bail!(LengthOverflow, "segment data for n = {n} elements overflows");
     }
     Ok(())
@@ -101,7 +101,7 @@ pub(crate) fn validate_addresses(
         {
             bail!(LengthOverflow, "segment data for n = {n} elements overflows");
         }
-        if arrays.segments % shape.segments.alignment() != 0 {
+        if !arrays.segments.is_multiple_of(shape.segments.alignment()) {
             bail!(
                 InvalidArgument,
                 "segment data must be aligned to {} bytes for {}",

@@ -101,7 +101,7 @@ impl Heads {
             Segments::BitFlags => (*(self.data as *const u32).add(p / 32) >> (p % 32)) & 1 == 1,
             Segments::Keys(DType::I32 | DType::U32) => key::<u32>(self.data, p),
             Segments::Keys(_) => key::<u64>(self.data, p),
-            Segments::Rows(len) => p as u64 % len == 0,
+            Segments::Rows(len) => (p as u64).is_multiple_of(len),
         }
     }
 }

@@ -145,8 +145,8 @@ pub(crate) fn segment_param(segments: &Segments, data: u64) -> u64 {
 /// every array's start (forward) or end (backward: tiles are counted from the end) is.
 fn address_flags(arrays: &ScanArrays, model: &dyn OperatorModel, n: u64, shape: &ScanShape) -> u32 {
     let aligned = |ptr: u64, elem_bytes: u64| match shape.direction {
-        Direction::Forward => ptr % 16 == 0,
-        Direction::Backward => (ptr + n * elem_bytes) % 16 == 0,
+        Direction::Forward => ptr.is_multiple_of(16),
+        Direction::Backward => (ptr + n * elem_bytes).is_multiple_of(16),
     };
     let all_aligned = |addrs: &[u64], layouts: &[ArrayLayout]| {
         addrs

@@ -439,7 +439,10 @@ mod tests {
                         assert_eq!(s.bulk_items, s.items, "segment heads come per 8 or 16 items");
                         assert_eq!(s.wave_threads, 0, "the one-wave kernel scans plain tiles only");
                     } else {
-                        assert!(s.wave_threads % 32 == 0 && s.wave_threads >= s.threads, "{s:?}");
+                        assert!(
+                            s.wave_threads.is_multiple_of(32) && s.wave_threads >= s.threads,
+                            "{s:?}"
+                        );
                     }
                 }
                 let regular = tile_shape(90, input, output, false);

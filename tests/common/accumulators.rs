@@ -43,7 +43,7 @@ pub fn sweep_wide_accumulators(
                             algorithm,
                             direction,
                             inclusive: rng.below(2) == 0,
-                            init: (rng.below(2) == 0).then(|| 0.375),
+                            init: (rng.below(2) == 0).then_some(0.375),
                             segments,
                             in_place: rng.below(2) == 0,
                             n,
@@ -100,7 +100,7 @@ fn run_wide_case(ctx: &Context, stream: &Stream, rng: &mut Rng, c: WideCase) -> 
     }
     let starts = match c.segments {
         Segments::ByteFlags => Some(segment_starts(rng, SegmentPattern::Random { mean_len: 97 }, c.n)),
-        Segments::Rows(len) => Some((0..c.n).map(|p| p as u64 % len == 0).collect()),
+        Segments::Rows(len) => Some((0..c.n).map(|p| (p as u64).is_multiple_of(len)).collect()),
         _ => None,
     };
     let wide: Vec<f64> = input.iter().map(|&x| x as f64).collect();

@@ -127,7 +127,7 @@ impl LaneOp {
             desc = desc.with_load("load", &[DType::U32]);
             host.load = Some(Arc::new(move |i, x, out| {
                 let x = u32::from_ne_bytes(x[0][..4].try_into().unwrap());
-                put_words(out, &make(k, i as u64, x));
+                put_words(out, &make(k, i, x));
             }));
         }
         if self.outputs > 0 {

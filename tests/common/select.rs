@@ -243,10 +243,8 @@ pub fn run_select_case(ctx: &Context, stream: &Stream, rng: &mut Rng, c: &Select
                 return Err("a rejected slot past the rejected elements was written".into());
             }
         }
-        _ if !c.in_place => {
-            if got[written..].iter().any(|&b| b != poison(out_type)) {
-                return Err(format!("an output slot past the {written} written ones was written"));
-            }
+        _ if !c.in_place && got[written..].iter().any(|&b| b != poison(out_type)) => {
+            return Err(format!("an output slot past the {written} written ones was written"));
         }
         _ => {}
     }

@@ -212,7 +212,11 @@ extern "C" __global__ void differing_words(const unsigned* a, const unsigned* b,
         let module = cuda.load_module(cudarc::nvrtc::compile_ptx(src).unwrap()).unwrap();
         module.load_function("differing_words").unwrap()
     });
-    assert!(bytes % 4 == 0 && bytes <= a.len() * a.dtype().size() as u64 && bytes <= b.len() * b.dtype().size() as u64);
+    assert!(
+        bytes.is_multiple_of(4)
+            && bytes <= a.len() * a.dtype().size() as u64
+            && bytes <= b.len() * b.dtype().size() as u64
+    );
     let count = Buffer::new(ctx, DType::U64, 1).unwrap();
     let raw = stream.raw() as sys::CUstream;
     let (mut pa, mut pb, mut words, mut pc) = (a.addr(), b.addr(), bytes / 4, count.addr());

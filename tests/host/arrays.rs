@@ -52,7 +52,7 @@ fn slices_and_rows_along_the_last_axis_match_the_reference() {
                 };
                 for axis in [-1isize, 1] {
                     ctx.scan_array(&stream, &i, &o, axis, &desc).unwrap();
-                    let starts: Vec<bool> = (0..n).map(|p| p as u64 % len.max(1) == 0).collect();
+                    let starts: Vec<bool> = (0..n).map(|p| (p as u64).is_multiple_of(len.max(1))).collect();
                     let want: Vec<u32> = reference_scan_segmented(&input, Some(&starts), &desc);
                     assert_eq!(
                         got, want,

@@ -173,7 +173,7 @@ pub fn check_polynomials(
     let n = rows * terms;
     let x: Vec<f64> = (0..rows).map(|_| (rng.below(2001) as f64 - 1000.0) / 1000.0).collect();
     let c: Vec<f64> = (0..n).map(|_| (rng.below(2001) as f64 - 1000.0) / 1000.0).collect();
-    let a: Vec<f64> = x.iter().flat_map(|&x| std::iter::repeat(x).take(terms)).collect();
+    let a: Vec<f64> = x.iter().flat_map(|&x| std::iter::repeat_n(x, terms)).collect();
     let (av, cv) = (Array::new(ctx, stream, &a, 0), Array::new(ctx, stream, &c, 0));
     let hv = Array::new(ctx, stream, &vec![f64::NAN; n], 0);
     let shape = Shape {
