@@ -91,14 +91,14 @@ pub(crate) fn check(a: &SelectArrays, desc: &SelectDesc) -> Result<Checked> {
         );
     }
     match (desc.output, &a.rejected) {
-        (SelectOutput::PartitionTwo, Some(r))
-            if (one_d(r, "rejected array")? < n || r.dtype() != dtype || !r.writable) =>
-        {
-            bail!(
-                BufferTooSmall,
-                "the rejected array must be a writable {} array of at least {n} elements",
-                dtype.c_name()
-            );
+        (SelectOutput::PartitionTwo, Some(r)) => {
+            if one_d(r, "rejected array")? < n || r.dtype() != dtype || !r.writable {
+                bail!(
+                    BufferTooSmall,
+                    "the rejected array must be a writable {} array of at least {n} elements",
+                    dtype.c_name()
+                );
+            }
         }
         (SelectOutput::PartitionTwo, None) => {
             bail!(InvalidArgument, "a two-array partition needs its rejected array")
