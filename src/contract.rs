@@ -1,5 +1,5 @@
-//! The host-kernel contract, in one place: the parameter block every scan kernel takes,
-//! the look-back workspace header, the fault report, and the flag and layout constants.
+//! The host-kernel contract, in one place: the parameter blocks of the scan and select
+//! kernels, the look-back workspace header, the fault report, and the flag and layout constants.
 //! build.rs generates `kernels/generated/contract.cuh` from this file with cbindgen, so
 //! host and device share one definition (the generated header is committed; CI fails
 //! when it is stale).
