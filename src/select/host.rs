@@ -34,16 +34,19 @@ pub(crate) unsafe fn select(a: &SelectArrays, desc: &SelectDesc, n: u64, capacit
 }
 
 unsafe fn run_typed<T: HostElement>(a: &SelectArrays, desc: &SelectDesc, n: usize, capacity: usize) -> Result<()> {
-    let input = std::slice::from_raw_parts(a.input.addr() as *const T, n);
+    // Elements are read through the raw pointer, never a slice: an in-place selection
+    // writes the same memory while the loop runs.
+    let input = a.input.addr() as *const T;
+    let at = |i: usize| -> T { *input.add(i) };
     let keep = |i: usize| -> bool {
-        let x = input[i];
+        let x = at(i);
         match &desc.selection {
             Selection::ByteFlags => *(a.flags.unwrap().addr() as *const u8).add(i) != 0,
             Selection::BitFlags => (*(a.flags.unwrap().addr() as *const u32).add(i / 32) >> (i % 32)) & 1 == 1,
             Selection::Compare(c, operand) => c.holds(x, T::from_bits(operand.bits())),
             Selection::NonZero => !x.is_zero(),
             Selection::NotNan => !x.is_nan(),
-            Selection::RunHeads => i == 0 || x != input[i - 1],
+            Selection::RunHeads => i == 0 || x != at(i - 1),
             Selection::Predicate(p) => p.host.as_ref().is_some_and(|f| f(x.to_bits())),
         }
     };
@@ -61,8 +64,8 @@ unsafe fn run_typed<T: HostElement>(a: &SelectArrays, desc: &SelectDesc, n: usiz
         let mut runs = 0usize;
         let mut start = 0usize;
         for i in 0..n {
-            if i + 1 == n || input[i + 1] != input[i] {
-                *(a.output.addr() as *mut T).add(runs) = input[start];
+            if i + 1 == n || at(i + 1) != at(i) {
+                *(a.output.addr() as *mut T).add(runs) = at(start);
                 let length = (i + 1 - start) as u64;
                 match lengths.dtype() {
                     DType::U32 => *(lengths.addr() as *mut u32).add(runs) = length as u32,
@@ -87,14 +90,14 @@ unsafe fn run_typed<T: HostElement>(a: &SelectArrays, desc: &SelectDesc, n: usiz
                         *(out as *mut u32).add(selected) = i as u32
                     }
                     SelectOutput::Indices => *(out as *mut u64).add(selected) = i as u64,
-                    _ => *(out as *mut T).add(selected) = input[i],
+                    _ => *(out as *mut T).add(selected) = at(i),
                 }
             }
             selected += 1;
         } else {
             match desc.output {
-                SelectOutput::PartitionReversed => *(out as *mut T).add(n - 1 - rejected) = input[i],
-                SelectOutput::PartitionTwo => *(a.rejected.unwrap().addr() as *mut T).add(rejected) = input[i],
+                SelectOutput::PartitionReversed => *(out as *mut T).add(n - 1 - rejected) = at(i),
+                SelectOutput::PartitionTwo => *(a.rejected.unwrap().addr() as *mut T).add(rejected) = at(i),
                 _ => {}
             }
             rejected += 1;
