@@ -25,9 +25,11 @@ pub struct ArrayView<'a> {
     ndim: usize,
     shape: [u64; MAX_DIMS],
     strides: [i64; MAX_DIMS],
-    /// The memory is a scanrt buffer of checked length (no driver query needed).
-    pub(crate) known: bool,
-    /// A scan may write it (not a view of a shared slice).
+    /// The memory is a scanrt buffer of this context (its engine's address; the buffer
+    /// keeps the engine alive as long as the view borrows it), of checked length: no
+    /// driver query is needed, and a call of another context refuses it.
+    pub(crate) owner: Option<usize>,
+    /// A call may write it (a view of a mutable borrow, or of raw memory).
     pub(crate) writable: bool,
     memory: PhantomData<&'a ()>,
 }
@@ -82,7 +84,7 @@ impl<'a> ArrayView<'a> {
             ndim: shape.len(),
             shape: [0; MAX_DIMS],
             strides: [0; MAX_DIMS],
-            known: false,
+            owner: None,
             writable: true,
             memory: PhantomData,
         };
@@ -100,16 +102,45 @@ impl<'a> ArrayView<'a> {
         Ok(view)
     }
 
-    /// The whole of `buffer`, one dimension.
+    /// The whole of `buffer`, one dimension, read only.
     pub fn of_buffer(buffer: &'a Buffer) -> ArrayView<'a> {
         ArrayView {
-            known: true,
+            writable: false,
+            ..Self::written_buffer(buffer)
+        }
+    }
+
+    /// The whole of `buffer`, one dimension, for a call to write (or to read and write
+    /// in place: the view is `Copy`).
+    pub fn of_buffer_mut(buffer: &'a mut Buffer) -> ArrayView<'a> {
+        Self::written_buffer(buffer)
+    }
+
+    /// `buffer` seen as row-major `shape` (its product at most the buffer's length), read
+    /// only.
+    pub fn of_buffer_shaped(buffer: &'a Buffer, shape: &[u64]) -> Result<ArrayView<'a>> {
+        Ok(ArrayView {
+            writable: false,
+            ..Self::written_buffer_shaped(buffer, shape)?
+        })
+    }
+
+    /// `buffer` seen as row-major `shape`, for a call to write.
+    pub fn of_buffer_shaped_mut(buffer: &'a mut Buffer, shape: &[u64]) -> Result<ArrayView<'a>> {
+        Self::written_buffer_shaped(buffer, shape)
+    }
+
+    /// A writable view of a buffer through a shared borrow: for the buffer entry points
+    /// whose outputs are `&Buffer` (device memory, ordered by the stream).
+    pub(crate) fn written_buffer(buffer: &'a Buffer) -> ArrayView<'a> {
+        ArrayView {
+            owner: Some(buffer.ctx.id()),
             ..Self::flat(buffer.addr(), buffer.dtype(), buffer.len())
         }
     }
 
-    /// `buffer` seen as row-major `shape` (its product at most the buffer's length).
-    pub fn of_buffer_shaped(buffer: &'a Buffer, shape: &[u64]) -> Result<ArrayView<'a>> {
+    /// As [`ArrayView::written_buffer`], seen as row-major `shape`.
+    pub(crate) fn written_buffer_shaped(buffer: &'a Buffer, shape: &[u64]) -> Result<ArrayView<'a>> {
         // SAFETY: the buffer lives for 'a; its length is checked below.
         let view = unsafe { Self::contiguous(buffer.addr(), buffer.dtype(), shape)? };
         if view.len() > Some(buffer.len()) {
@@ -120,7 +151,10 @@ impl<'a> ArrayView<'a> {
                 buffer.len()
             );
         }
-        Ok(ArrayView { known: true, ..view })
+        Ok(ArrayView {
+            owner: Some(buffer.ctx.id()),
+            ..view
+        })
     }
 
     /// A host slice, read only (host backend).
@@ -147,7 +181,7 @@ impl<'a> ArrayView<'a> {
             ndim: 1,
             shape,
             strides,
-            known: false,
+            owner: None,
             writable: true,
             memory: PhantomData,
         }
@@ -232,6 +266,17 @@ impl<'a> ArrayView<'a> {
         } else {
             AxisLayout::Rows { rows: n / len, len }
         })
+    }
+
+    /// Whether the view is a buffer of the context `ctx_id` (of checked length), or a
+    /// `ContextMismatch` when it is a buffer of another context.
+    pub(crate) fn known_to(&self, ctx_id: usize) -> Result<bool> {
+        match self.owner {
+            Some(owner) if owner != ctx_id => {
+                bail!(ContextMismatch, "an array view of a buffer of another scanrt context")
+            }
+            owner => Ok(owner.is_some()),
+        }
     }
 
     /// Bytes from the first element to past the last, for a compact view.

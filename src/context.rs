@@ -90,6 +90,12 @@ impl Context {
         Arc::ptr_eq(&self.engine, &other.engine)
     }
 
+    /// An identity of the context's engine, equal for every handle on it (array views of
+    /// its buffers record it).
+    pub(crate) fn id(&self) -> usize {
+        Arc::as_ptr(&self.engine) as usize
+    }
+
     /// The underlying cudarc context (GPU contexts only), for Rust users mixing APIs.
     pub fn cuda_context(&self) -> Result<&Arc<cudarc::driver::CudaContext>> {
         Ok(&*self.gpu()?.ctx)

@@ -40,8 +40,8 @@ fn typed<T: Scalar>(ctx: &Context, stream: &Stream, timer: &Timer, name: &str, n
     }
     let input = Buffer::from_slice(ctx, stream, &values).unwrap();
     let flag_buf = Buffer::from_slice(ctx, stream, &flags).unwrap();
-    let out = Buffer::new(ctx, T::DTYPE, n).unwrap();
-    let count = Buffer::new(ctx, DType::U64, 1).unwrap();
+    let mut out = Buffer::new(ctx, T::DTYPE, n).unwrap();
+    let mut count = Buffer::new(ctx, DType::U64, 1).unwrap();
     let scratch = Buffer::new(ctx, DType::U8, 2 * n * size + n).unwrap();
     let reps = if n >= 1 << 26 { 10 } else { 50 };
     let fifty = InitValue::of(value_of::<T>(50));
@@ -68,10 +68,10 @@ fn typed<T: Scalar>(ctx: &Context, stream: &Stream, timer: &Timer, name: &str, n
         let arrays = SelectArrays {
             input: ArrayView::of_buffer(&input),
             flags: uses_flags.then(|| ArrayView::of_buffer(&flag_buf)),
-            output: ArrayView::of_buffer(&out),
+            output: ArrayView::of_buffer_mut(&mut out),
             rejected: None,
             lengths: None,
-            num_selected: ArrayView::of_buffer(&count),
+            num_selected: ArrayView::of_buffer_mut(&mut count),
         };
         let us = timer.median_us(stream, reps, || ctx.select(stream, &arrays, &desc).unwrap());
         println!("scanrt_{label},{name},{n},{us:.3}");
@@ -94,12 +94,12 @@ fn typed<T: Scalar>(ctx: &Context, stream: &Stream, timer: &Timer, name: &str, n
         eprintln!("{label} {name} n={n}: kept {kept}, {:.1} GB/s", moved as f64 / us / 1e3);
     }
     // Run-length encoding: the runs' values and u32 lengths (as CUB's Encode).
-    let lengths = Buffer::new(ctx, DType::U32, n).unwrap();
+    let mut lengths = Buffer::new(ctx, DType::U32, n).unwrap();
     let (i, v, l, c) = (
         ArrayView::of_buffer(&input),
-        ArrayView::of_buffer(&out),
-        ArrayView::of_buffer(&lengths),
-        ArrayView::of_buffer(&count),
+        ArrayView::of_buffer_mut(&mut out),
+        ArrayView::of_buffer_mut(&mut lengths),
+        ArrayView::of_buffer_mut(&mut count),
     );
     let us = timer.median_us(stream, reps, || ctx.run_length_encode(stream, &i, &v, &l, &c).unwrap());
     println!("scanrt_run_length_encode,{name},{n},{us:.3}");

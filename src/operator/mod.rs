@@ -260,6 +260,14 @@ impl Operator {
         scan: &OperatorScan,
     ) -> Result<ScanInfo> {
         let (input_addrs, output_addrs, n) = self.array_addresses(inputs, outputs)?;
+        // Buffers of this context are known (a buffer of another one is refused).
+        let known = |views: &[ArrayView]| -> Result<bool> {
+            let mut all = true;
+            for v in views {
+                all &= v.known_to(self.inner.ctx.id())?;
+            }
+            Ok(all)
+        };
         if let Some(s) = segments {
             check_segment_view(s, scan.segments, n)?;
         } else if scan.segments.has_data() {
@@ -273,8 +281,11 @@ impl Operator {
             inputs: &input_addrs,
             outputs: &output_addrs,
             segments: segments.map_or(0, |s| s.addr()),
-            known_arrays: inputs.iter().chain(outputs).all(|v| v.known),
-            known_segments: segments.is_some_and(|s| s.known),
+            known_arrays: known(inputs)? && known(outputs)?,
+            known_segments: match segments {
+                Some(s) => s.known_to(self.inner.ctx.id())?,
+                None => false,
+            },
         };
         // SAFETY: views are valid for their lengths (borrowed buffers and slices by
         // construction, raw addresses by their constructors' contracts), each holding at
@@ -355,5 +366,5 @@ impl Operator {
 
 /// Whole-buffer views.
 fn buffer_views<'a>(buffers: &[&'a Buffer]) -> Vec<ArrayView<'a>> {
-    buffers.iter().map(|b| ArrayView::of_buffer(b)).collect()
+    buffers.iter().map(|b| ArrayView::written_buffer(b)).collect()
 }

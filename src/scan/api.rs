@@ -179,7 +179,7 @@ impl Context {
     ) -> Result<ScanInfo> {
         self.check_buffer_owner(segments)?;
         let (input, output) = self.buffer_views(input, output)?;
-        let segments = ArrayView::of_buffer(segments);
+        let segments = ArrayView::written_buffer(segments);
         self.scan_views(stream, &input, &output, Some(&segments), -1, desc)
     }
 
@@ -237,8 +237,8 @@ impl Context {
             );
         }
         Ok((
-            ArrayView::of_buffer(input),
-            ArrayView::of_buffer_shaped(output, &[input.len()])?,
+            ArrayView::written_buffer(input),
+            ArrayView::written_buffer_shaped(output, &[input.len()])?,
         ))
     }
 
@@ -287,8 +287,11 @@ impl Context {
             input: input.addr(),
             output: output.addr(),
             segments: segment_addr,
-            known_buffers: input.known && output.known,
-            known_segments: segments.is_some_and(|s| s.known),
+            known_buffers: input.known_to(self.id())? && output.known_to(self.id())?,
+            known_segments: match segments {
+                Some(s) => s.known_to(self.id())?,
+                None => false,
+            },
         };
         let plan = self.plan(input.dtype(), output.dtype(), n, &desc)?;
         // SAFETY: views are valid for their shapes: borrowed buffers and slices by

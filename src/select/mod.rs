@@ -52,6 +52,16 @@ impl Context {
     /// written.
     pub fn select(&self, stream: &Stream, arrays: &SelectArrays, desc: &SelectDesc) -> Result<()> {
         self.check_stream_owner(stream)?;
+        // Views of buffers: of this context only.
+        let views = [Some(&arrays.input), arrays.flags.as_ref(), Some(&arrays.output)];
+        let more = [
+            arrays.rejected.as_ref(),
+            arrays.lengths.as_ref(),
+            Some(&arrays.num_selected),
+        ];
+        for v in views.into_iter().chain(more).flatten() {
+            v.known_to(self.id())?;
+        }
         let checked = checks::check(arrays, desc)?;
         match self.engine() {
             // SAFETY: the views are valid for their checked lengths (by their
@@ -117,7 +127,7 @@ fn launch(engine: &GpuEngine, stream: &Stream, a: &SelectArrays, desc: &SelectDe
         .iter()
         .zip(["input", "flags", "output", "rejected array", "lengths", "count"])
     {
-        if let Some(v) = v.filter(|v| !v.known && !v.is_empty()) {
+        if let Some(v) = v.filter(|v| v.owner.is_none() && !v.is_empty()) {
             let bytes = if what == "output" {
                 c.capacity.max(1).min(v.len().unwrap_or(0)) * v.dtype().size() as u64
             } else {

@@ -135,7 +135,7 @@ pub fn run_select_case(ctx: &Context, stream: &Stream, rng: &mut Rng, c: &Select
     let rejected: Vec<usize> = (0..c.n).filter(|&i| !keep[i]).collect();
 
     let e = |e: scanrt::Error| format!("{}: {}", e.status.c_name(), e.message);
-    let input = upload_bits(ctx, stream, c.dtype, &bits).map_err(e)?;
+    let mut input = upload_bits(ctx, stream, c.dtype, &bits).map_err(e)?;
     let flag_buf = match c.selection {
         Selection::ByteFlags => Some(Buffer::from_slice(ctx, stream, &flags).map_err(e)?),
         Selection::BitFlags => Some(Buffer::from_slice(ctx, stream, &packed).map_err(e)?),
@@ -147,32 +147,42 @@ pub fn run_select_case(ctx: &Context, stream: &Stream, rng: &mut Rng, c: &Select
         c.dtype
     };
     let poison = |dtype: DType| 0xA5A5_A5A5_A5A5_A5A5u64 >> (64 - 8 * dtype.size());
-    let out_buf = upload_bits(ctx, stream, out_type, &vec![poison(out_type); c.n + 3]).map_err(e)?;
-    let rejected_buf = upload_bits(ctx, stream, c.dtype, &vec![poison(c.dtype); c.n + 3]).map_err(e)?;
+    let mut out_buf = upload_bits(ctx, stream, out_type, &vec![poison(out_type); c.n + 3]).map_err(e)?;
+    let mut rejected_buf = upload_bits(ctx, stream, c.dtype, &vec![poison(c.dtype); c.n + 3]).map_err(e)?;
     let runs = c.output == SelectOutput::RunLengths;
-    let lengths_buf = upload_bits(ctx, stream, c.index_type, &vec![poison(c.index_type); c.n + 3]).map_err(e)?;
-    let count = Buffer::from_slice(ctx, stream, &[u64::MAX]).map_err(e)?;
-    let out = if c.in_place { &input } else { &out_buf };
+    let mut lengths_buf = upload_bits(ctx, stream, c.index_type, &vec![poison(c.index_type); c.n + 3]).map_err(e)?;
+    let mut count = Buffer::from_slice(ctx, stream, &[u64::MAX]).map_err(e)?;
     let desc = SelectDesc {
         selection: c.selection.clone(),
         output: c.output,
         capacity: c.capacity,
     };
+    // In place, the input view is the output view too (a mutable borrow, copied).
+    let (input_view, output_view) = if c.in_place {
+        let v = ArrayView::of_buffer_mut(&mut input);
+        (v, v)
+    } else {
+        (
+            ArrayView::of_buffer(&input),
+            ArrayView::of_buffer_shaped_mut(&mut out_buf, &[c.n as u64]).map_err(e)?,
+        )
+    };
     let arrays = SelectArrays {
-        input: ArrayView::of_buffer(&input),
+        input: input_view,
         flags: flag_buf.as_ref().map(ArrayView::of_buffer),
-        output: ArrayView::of_buffer_shaped(out, &[c.n as u64]).map_err(e)?,
+        output: output_view,
         rejected: (c.output == SelectOutput::PartitionTwo)
-            .then(|| ArrayView::of_buffer_shaped(&rejected_buf, &[c.n as u64]))
+            .then(|| ArrayView::of_buffer_shaped_mut(&mut rejected_buf, &[c.n as u64]))
             .transpose()
             .map_err(e)?,
         lengths: runs
-            .then(|| ArrayView::of_buffer_shaped(&lengths_buf, &[c.n as u64]))
+            .then(|| ArrayView::of_buffer_shaped_mut(&mut lengths_buf, &[c.n as u64]))
             .transpose()
             .map_err(e)?,
-        num_selected: ArrayView::of_buffer(&count),
+        num_selected: ArrayView::of_buffer_mut(&mut count),
     };
     ctx.select(stream, &arrays, &desc).map_err(e)?;
+    let out = if c.in_place { &input } else { &out_buf };
     if runs {
         // Each run: its first element's bits and its length.
         let heads: Vec<usize> = (0..c.n).filter(|&i| i == 0 || x(i) != x(i - 1)).collect();

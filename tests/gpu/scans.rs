@@ -296,12 +296,12 @@ pub(crate) fn array_views_rows_and_foreign_memory() {
     }
     tally.assert_no_failures("array views");
     let host = vec![1u32; 1024];
-    let out = Buffer::new(ctx, DType::U32, 1024).unwrap();
+    let mut out = Buffer::new(ctx, DType::U32, 1024).unwrap();
     let e = ctx
         .scan_array(
             &stream,
             &ArrayView::of_slice(&host),
-            &ArrayView::of_buffer(&out),
+            &ArrayView::of_buffer_mut(&mut out),
             0,
             &ScanDesc::default(),
         )

@@ -44,15 +44,15 @@ pub(crate) fn select_more_than_2_pow_32_elements() {
         .collect();
     let kept: u64 = bytes.iter().map(|&b| (b != 0) as u64).sum();
     let input = Buffer::from_slice(ctx, &stream, &bytes).unwrap();
-    let out = Buffer::new(ctx, DType::U64, kept + 1).unwrap();
-    let count = Buffer::new(ctx, DType::U64, 1).unwrap();
+    let mut out = Buffer::new(ctx, DType::U64, kept + 1).unwrap();
+    let mut count = Buffer::new(ctx, DType::U64, 1).unwrap();
     let arrays = SelectArrays {
         input: ArrayView::of_buffer(&input),
         flags: None,
-        output: ArrayView::of_buffer(&out),
+        output: ArrayView::of_buffer_mut(&mut out),
         rejected: None,
         lengths: None,
-        num_selected: ArrayView::of_buffer(&count),
+        num_selected: ArrayView::of_buffer_mut(&mut count),
     };
     // The output holds only `kept + 1` indices: the capacity says so.
     let desc = SelectDesc::new(Selection::NonZero).indices().with_capacity(kept + 1);
@@ -110,16 +110,16 @@ pub(crate) fn select_in_graphs_and_threads() {
     let mut rng = Rng(0x6AF5);
     let data = |rng: &mut Rng| -> Vec<u32> { (0..n).map(|_| rng.below(4) as u32).collect() };
     let mut input = Buffer::new(ctx, DType::U32, n as u64).unwrap();
-    let out = Buffer::new(ctx, DType::U32, n as u64).unwrap();
-    let count = Buffer::new(ctx, DType::U64, 1).unwrap();
+    let mut out = Buffer::new(ctx, DType::U32, n as u64).unwrap();
+    let mut count = Buffer::new(ctx, DType::U64, 1).unwrap();
     let desc = SelectDesc::new(Selection::RunHeads);
     let arrays = SelectArrays {
         input: ArrayView::of_buffer(&input),
         flags: None,
-        output: ArrayView::of_buffer(&out),
+        output: ArrayView::of_buffer_mut(&mut out),
         rejected: None,
         lengths: None,
-        num_selected: ArrayView::of_buffer(&count),
+        num_selected: ArrayView::of_buffer_mut(&mut count),
     };
     ctx.select(&stream, &arrays, &desc).unwrap(); // compiles the kernel outside the capture
     stream.synchronize().unwrap();

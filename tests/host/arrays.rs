@@ -83,12 +83,12 @@ fn buffers_seen_as_arrays_and_segment_data() {
     let mut rng = Rng(0xB0F);
     let input: Vec<f64> = (0..12).map(|i| i as f64 * 0.5).collect();
     let a = Buffer::from_slice(&ctx, &stream, &input).unwrap();
-    let b = Buffer::new(&ctx, DType::F64, 12).unwrap();
+    let mut b = Buffer::new(&ctx, DType::F64, 12).unwrap();
     let desc = ScanDesc::inclusive(Op::Max);
     ctx.scan_array(
         &stream,
         &ArrayView::of_buffer_shaped(&a, &[3, 4]).unwrap(),
-        &ArrayView::of_buffer_shaped(&b, &[3, 4]).unwrap(),
+        &ArrayView::of_buffer_shaped_mut(&mut b, &[3, 4]).unwrap(),
         -1,
         &desc,
     )
@@ -367,4 +367,65 @@ fn operator_scans_take_array_views() {
         ScanrtStatus::UnsupportedCombination
     );
     assert!(h2.iter().all(|&x| x == 0.0), "nothing is written on error");
+}
+
+/// Views of buffers belong to their context: another context's call refuses them, and a
+/// view through a shared borrow is read only.
+#[test]
+fn buffer_views_keep_their_context_and_borrow() {
+    use scanrt::{SelectArrays, SelectDesc, Selection};
+    let (ctx, stream) = host();
+    let (other, other_stream) = host();
+    let input = Buffer::from_slice(&other, &other_stream, &[1u32, 0, 2]).unwrap();
+    let mut out = Buffer::new(&ctx, DType::U32, 3).unwrap();
+    let mut count = Buffer::new(&ctx, DType::U64, 1).unwrap();
+    let e = ctx
+        .select(
+            &stream,
+            &SelectArrays {
+                input: ArrayView::of_buffer(&input),
+                flags: None,
+                output: ArrayView::of_buffer_mut(&mut out),
+                rejected: None,
+                lengths: None,
+                num_selected: ArrayView::of_buffer_mut(&mut count),
+            },
+            &SelectDesc::new(Selection::NonZero),
+        )
+        .unwrap_err();
+    assert_eq!(e.status, ScanrtStatus::ContextMismatch, "{}", e.message);
+    let e = ctx
+        .scan_array(
+            &stream,
+            &ArrayView::of_buffer(&input),
+            &ArrayView::of_buffer_mut(&mut out),
+            0,
+            &ScanDesc::default(),
+        )
+        .unwrap_err();
+    assert_eq!(e.status, ScanrtStatus::ContextMismatch, "{}", e.message);
+    let mine = Buffer::from_slice(&ctx, &stream, &[1u32, 0, 2]).unwrap();
+    let e = ctx
+        .scan_array(
+            &stream,
+            &ArrayView::of_buffer(&mine),
+            &ArrayView::of_buffer(&out),
+            0,
+            &ScanDesc::default(),
+        )
+        .unwrap_err();
+    assert_eq!(
+        e.status,
+        ScanrtStatus::InvalidArgument,
+        "a view through &Buffer is read only"
+    );
+    ctx.scan_array(
+        &stream,
+        &ArrayView::of_buffer(&mine),
+        &ArrayView::of_buffer_mut(&mut out),
+        0,
+        &ScanDesc::default(),
+    )
+    .unwrap();
+    assert_eq!(out.download::<u32>(&stream, 3).unwrap(), vec![1, 1, 3]);
 }
