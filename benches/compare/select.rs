@@ -44,6 +44,20 @@ fn typed<T: Scalar>(ctx: &Context, stream: &Stream, timer: &Timer, name: &str, n
     let mut count = Buffer::new(ctx, DType::U64, 1).unwrap();
     let scratch = Buffer::new(ctx, DType::U8, 2 * n * size + n).unwrap();
     let reps = if n >= 1 << 26 { 10 } else { 50 };
+    // A device copy of half the bytes a case moves (reads plus writes), rounded to whole
+    // 256-byte lines: a copy of an odd size takes the driver's slow path and would flatter
+    // every ratio.
+    let memcpy_us = |moved: u64| {
+        let half = moved / 2 / 256 * 256;
+        timer.median_us(stream, reps, || unsafe {
+            sys::cuMemcpyDtoDAsync_v2(
+                scratch.addr() + half,
+                scratch.addr(),
+                half as usize,
+                stream.raw() as sys::CUstream,
+            );
+        })
+    };
     let fifty = InitValue::of(value_of::<T>(50));
     for (label, selection, output) in [
         ("select_flagged", Selection::ByteFlags, SelectOutput::Values),
@@ -82,15 +96,7 @@ fn typed<T: Scalar>(ctx: &Context, stream: &Stream, timer: &Timer, name: &str, n
             kept
         };
         let moved = n * size + if uses_flags { n } else { 0 } + written * size;
-        let copy = timer.median_us(stream, reps, || unsafe {
-            sys::cuMemcpyDtoDAsync_v2(
-                scratch.addr() + half(moved),
-                scratch.addr(),
-                half(moved) as usize,
-                stream.raw() as sys::CUstream,
-            );
-        });
-        println!("memcpy_{label},{name},{n},{copy:.3}");
+        println!("memcpy_{label},{name},{n},{:.3}", memcpy_us(moved));
         eprintln!("{label} {name} n={n}: kept {kept}, {:.1} GB/s", moved as f64 / us / 1e3);
     }
     // Run-length encoding: the runs' values and u32 lengths (as CUB's Encode).
@@ -105,21 +111,7 @@ fn typed<T: Scalar>(ctx: &Context, stream: &Stream, timer: &Timer, name: &str, n
     println!("scanrt_run_length_encode,{name},{n},{us:.3}");
     let runs = ctx.selected_count(stream, &count).unwrap();
     let moved = n * size + runs * (size + 4);
-    let copy = timer.median_us(stream, reps, || unsafe {
-        sys::cuMemcpyDtoDAsync_v2(
-            scratch.addr() + half(moved),
-            scratch.addr(),
-            half(moved) as usize,
-            stream.raw() as sys::CUstream,
-        );
-    });
-    println!("memcpy_run_length_encode,{name},{n},{copy:.3}");
-}
-
-/// Half the bytes moved, rounded to whole 256-byte lines: a copy of an odd size takes the
-/// driver's slow path and would flatter every ratio.
-fn half(moved: u64) -> u64 {
-    moved / 2 / 256 * 256
+    println!("memcpy_run_length_encode,{name},{n},{:.3}", memcpy_us(moved));
 }
 
 fn value_of<T: Scalar>(v: u64) -> T {
