@@ -184,15 +184,7 @@ impl SelectKernels {
 /// partitions by byte flags.
 pub(crate) fn every_select_spec() -> Vec<SelectSpec> {
     let mut all = Vec::new();
-    for dtype in [
-        DType::U8,
-        DType::I32,
-        DType::U32,
-        DType::I64,
-        DType::U64,
-        DType::F32,
-        DType::F64,
-    ] {
+    for dtype in DType::ALL {
         for rule in [
             RuleKey::ByteFlags,
             RuleKey::BitFlags,
@@ -252,15 +244,7 @@ mod tests {
             )
         };
         let mut specs = Vec::new();
-        for dtype in [
-            DType::U8,
-            DType::I32,
-            DType::U32,
-            DType::I64,
-            DType::U64,
-            DType::F32,
-            DType::F64,
-        ] {
+        for dtype in DType::ALL {
             let rules = [
                 RuleKey::ByteFlags,
                 RuleKey::BitFlags,

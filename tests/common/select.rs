@@ -261,75 +261,66 @@ pub fn run_select_case(ctx: &Context, stream: &Stream, rng: &mut Rng, c: &Select
     Ok(())
 }
 
+/// Evaluates `$body` with `$T` the Rust type of `$dtype`.
+macro_rules! with_scalar {
+    ($dtype:expr, |$T:ident| $body:expr) => {
+        match $dtype {
+            DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            DType::U64 => {
+                type $T = u64;
+                $body
+            }
+            DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            DType::F64 => {
+                type $T = f64;
+                $body
+            }
+        }
+    };
+}
+
 fn operand_bits(v: &InitValue) -> u64 {
-    match v.dtype() {
-        DType::U8 => v.value::<u8>().unwrap() as u64,
-        DType::I32 => v.value::<i32>().unwrap() as u32 as u64,
-        DType::U32 => v.value::<u32>().unwrap() as u64,
-        DType::I64 => v.value::<i64>().unwrap() as u64,
-        DType::U64 => v.value::<u64>().unwrap(),
-        DType::F32 => v.value::<f32>().unwrap().to_bits() as u64,
-        DType::F64 => v.value::<f64>().unwrap().to_bits(),
-    }
+    with_scalar!(v.dtype(), |T| Scalar::to_bits(v.value::<T>().unwrap()))
 }
 
 /// A buffer of `dtype` elements with the given bits.
 fn upload_bits(ctx: &Context, stream: &Stream, dtype: DType, bits: &[u64]) -> scanrt::Result<Buffer> {
-    macro_rules! typed {
-        ($t:ty) => {
-            Buffer::from_slice(
-                ctx,
-                stream,
-                &bits
-                    .iter()
-                    .map(|&b| <$t as Scalar>::from_bits(b))
-                    .collect::<Vec<$t>>(),
-            )
-        };
-    }
-    match dtype {
-        DType::U8 => typed!(u8),
-        DType::I32 => typed!(i32),
-        DType::U32 => typed!(u32),
-        DType::I64 => typed!(i64),
-        DType::U64 => typed!(u64),
-        DType::F32 => typed!(f32),
-        DType::F64 => typed!(f64),
-    }
+    with_scalar!(dtype, |T| {
+        let values: Vec<T> = bits.iter().map(|&b| <T as Scalar>::from_bits(b)).collect();
+        Buffer::from_slice(ctx, stream, &values)
+    })
 }
 
 /// The bits of a buffer's first `n` elements.
 fn download_bits(buf: &Buffer, stream: &Stream, n: usize) -> scanrt::Result<Vec<u64>> {
-    macro_rules! typed {
-        ($t:ty) => {
-            buf.download::<$t>(stream, n)?
-                .into_iter()
-                .map(Scalar::to_bits)
-                .collect()
-        };
-    }
-    Ok(match buf.dtype() {
-        DType::U8 => typed!(u8),
-        DType::I32 => typed!(i32),
-        DType::U32 => typed!(u32),
-        DType::I64 => typed!(i64),
-        DType::U64 => typed!(u64),
-        DType::F32 => typed!(f32),
-        DType::F64 => typed!(f64),
-    })
+    with_scalar!(buf.dtype(), |T| Ok(buf
+        .download::<T>(stream, n)?
+        .into_iter()
+        .map(Scalar::to_bits)
+        .collect()))
 }
 
 /// A typed value of `dtype` with the given bits.
 fn value_with_bits(dtype: DType, bits: u64) -> InitValue {
-    match dtype {
-        DType::U8 => InitValue::of(<u8 as Scalar>::from_bits(bits)),
-        DType::I32 => InitValue::of(<i32 as Scalar>::from_bits(bits)),
-        DType::U32 => InitValue::of(<u32 as Scalar>::from_bits(bits)),
-        DType::I64 => InitValue::of(<i64 as Scalar>::from_bits(bits)),
-        DType::U64 => InitValue::of(<u64 as Scalar>::from_bits(bits)),
-        DType::F32 => InitValue::of(<f32 as Scalar>::from_bits(bits)),
-        DType::F64 => InitValue::of(<f64 as Scalar>::from_bits(bits)),
-    }
+    with_scalar!(dtype, |T| InitValue::of(<T as Scalar>::from_bits(bits)))
 }
 
 /// Every case over `sizes`; returns the failures, each naming its case.
@@ -337,15 +328,7 @@ pub fn sweep_selections(ctx: &Context, stream: &Stream, seed: u64, sizes: &[usiz
     let mut rng = Rng(seed);
     let mut failures = Vec::new();
     let mut cases = 0;
-    for dtype in [
-        DType::U8,
-        DType::I32,
-        DType::U32,
-        DType::I64,
-        DType::U64,
-        DType::F32,
-        DType::F64,
-    ] {
+    for dtype in DType::ALL {
         for selection in rules(&mut rng, dtype) {
             for &n in sizes {
                 let forms: &[SelectOutput] = match selection {
