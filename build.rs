@@ -119,6 +119,7 @@ mod c_headers {
             .include_item("ScanParams")
             .include_item("OperatorParams")
             .include_item("SelectParams")
+            .include_item("SortParams")
             .include_item("LookbackHeader")
             .include_item("FaultReport");
         match contract.generate() {
@@ -129,6 +130,7 @@ mod c_headers {
                 let params = kernel_parameter_list(&text, "ScanParams");
                 let operator_params = kernel_parameter_list(&text, "OperatorParams");
                 let select_params = kernel_parameter_list(&text, "SelectParams");
+                let sort_params = kernel_parameter_list(&text, "SortParams");
                 let text = format!(
                     "{text}\n// The scan kernels' parameter list: ScanParams's fields, in order, as separate\n\
                          // parameters. The driver lays them out exactly as the struct, so the host passes\n\
@@ -139,7 +141,9 @@ mod c_headers {
                          // A user-defined operator's kernels take these after SCANRT_SCAN_PARAMS.\n\
                          #define SCANRT_OPERATOR_PARAMS {operator_params}\n\
                          // The select and partition kernels' parameter list: SelectParams's fields.\n\
-                         #define SCANRT_SELECT_PARAMS {select_params}\n"
+                         #define SCANRT_SELECT_PARAMS {select_params}\n\
+                         // The radix sort kernels' parameter list: SortParams's fields.\n\
+                         #define SCANRT_SORT_PARAMS {sort_params}\n"
                 );
                 write_if_changed(&crate_dir.join("kernels/generated/contract.cuh"), text.as_bytes());
             }

@@ -66,7 +66,7 @@ typedef enum scanrt_status {
 
 // Element types. Their sizes and CUDA spellings: `DType::info` (src/types.rs).
 typedef enum scanrt_dtype {
-  // 8-bit unsigned integer (input only).
+  // 8-bit unsigned integer (a scan's input only).
   SCANRT_DTYPE_U8 = 0,
   // 32-bit signed integer.
   SCANRT_DTYPE_I32 = 1,
@@ -80,6 +80,12 @@ typedef enum scanrt_dtype {
   SCANRT_DTYPE_F32 = 5,
   // IEEE-754 binary64.
   SCANRT_DTYPE_F64 = 6,
+  // 8-bit signed integer (sort keys and values, selections).
+  SCANRT_DTYPE_I8 = 7,
+  // 16-bit unsigned integer (sort keys and values, selections).
+  SCANRT_DTYPE_U16 = 8,
+  // 16-bit signed integer (sort keys and values, selections).
+  SCANRT_DTYPE_I16 = 9,
 } scanrt_dtype;
 
 // Scan operators. Their definitions, on the device and on the host: `Op::definition`
@@ -213,6 +219,14 @@ typedef enum scanrt_select_output {
   // order, and its length in a second array (U32 or U64).
   SCANRT_SELECT_OUTPUT_RUN_LENGTHS = 4,
 } scanrt_select_output;
+
+// The order of a sort (equal keys keep their input order in both).
+typedef enum scanrt_sort_order {
+  // Smallest key first.
+  SCANRT_SORT_ASCENDING = 0,
+  // Largest key first: the exact reverse order of keys.
+  SCANRT_SORT_DESCENDING = 1,
+} scanrt_sort_order;
 
 // How much scanrt tells a log callback (`scanrt_set_log_callback`); each level
 // includes the ones above it.
@@ -437,6 +451,21 @@ typedef struct scanrt_select_desc {
   // `SCANRT_SELECT_PREDICATE`: the function's name.
   const char *predicate_function;
 } scanrt_select_desc;
+
+// What a sort computes. Initialise with `scanrt_sort_desc_init`, then set fields.
+typedef struct scanrt_sort_desc {
+  // `sizeof(scanrt_sort_desc)` as the caller compiled it, set by
+  // `scanrt_sort_desc_init`.
+  size_t struct_size;
+  // A `scanrt_sort_order` value (`SCANRT_SORT_ASCENDING` by default).
+  int32_t order;
+  // The lowest bit of the ordered key the sort looks at (0 by default).
+  uint32_t begin_bit;
+  // One past the highest; `UINT32_MAX` (the default) for the key's width.
+  uint32_t end_bit;
+  // Zero; keeps the struct free of padding.
+  uint32_t reserved;
+} scanrt_sort_desc;
 
 #ifdef __cplusplus
 extern "C" {
@@ -760,6 +789,35 @@ scanrt_status scanrt_run_length_encode(const struct scanrt_context *ctx,
                                        const struct scanrt_array *lengths,
                                        uint64_t *num_runs);
 
+// Sets the defaults (ascending, every key bit) over the first `size` bytes of `desc`.
+// Call it through the `scanrt_sort_desc_init(desc)` macro.
+scanrt_status scanrt_sort_desc_init_sized(struct scanrt_sort_desc *desc, size_t size);
+
+// Sorts the 1-D `keys_in` (any integer or float type) into `keys_out` as `desc` says,
+// stable, asynchronously on `stream`. Floats order as -inf < ... < -0 < +0 < ... < +inf <
+// NaN and come back bit for bit. With `values_in`, its elements (any type) follow their
+// keys into `values_out`; with `values_in` NULL and `values_out` given (U32 or U64), the
+// keys' input indices are written there (an argsort). Keys and values may each be sorted
+// in place (output = input). `temp` (NULL: scanrt's pool) is device memory of at least
+// `scanrt_sort_temp_bytes` bytes. Bad input returns a status before anything is written.
+scanrt_status scanrt_sort(const struct scanrt_context *ctx,
+                          const struct scanrt_stream *stream,
+                          const struct scanrt_array *keys_in,
+                          const struct scanrt_array *keys_out,
+                          const struct scanrt_array *values_in,
+                          const struct scanrt_array *values_out,
+                          void *temp,
+                          size_t temp_bytes,
+                          const struct scanrt_sort_desc *desc);
+
+// Writes to `*bytes` the temporary memory a sort of `n` keys of `key_dtype` needs, with
+// values (or indices) of `value_dtype`, or -1 for keys only.
+scanrt_status scanrt_sort_temp_bytes(const struct scanrt_context *ctx,
+                                     uint64_t n,
+                                     int32_t key_dtype,
+                                     int32_t value_dtype,
+                                     uint64_t *bytes);
+
 // Creates a stream owned by scanrt (a no-op stream on the host backend).
 scanrt_status scanrt_stream_create(const struct scanrt_context *ctx, struct scanrt_stream **out);
 
@@ -816,6 +874,7 @@ const char *scanrt_last_error_message(void);
 #define scanrt_operator_desc_init(desc) scanrt_operator_desc_init_sized((desc), sizeof *(desc))
 #define scanrt_array_init(array) scanrt_array_init_sized((array), sizeof *(array))
 #define scanrt_select_desc_init(desc) scanrt_select_desc_init_sized((desc), sizeof *(desc))
+#define scanrt_sort_desc_init(desc) scanrt_sort_desc_init_sized((desc), sizeof *(desc))
 #endif
 
 /* Streams: NULL is the legacy default stream, as in the CUDA driver API. A translation

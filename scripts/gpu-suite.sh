@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU suite, run on the GPU machine from the repository root over a staged build:
-#   scripts/gpu-suite.sh STAGE_DIR OUT_DIR [tests|ffi|sanitize|bench|quickbench|selectbench]...
+#   scripts/gpu-suite.sh STAGE_DIR OUT_DIR [tests|ffi|sanitize|bench|quickbench|selectbench|sortbench]...
 # (no step names = tests ffi bench). Logs go to OUT_DIR.
 set -uo pipefail
 stage=$(cd "$1" && pwd); out=$2; shift 2
@@ -42,7 +42,8 @@ for step in $steps; do
       ;;
     bench) run bench/run_gpu_bench.sh "$stage" "$out" ;;
     quickbench) run bench/run_gpu_bench.sh "$stage" "$out" --quick ;;
-    selectbench) run bench/run_select_bench.sh "$stage" "$out/select" ;;
+    selectbench) run bench/run_primitives_bench.sh select "$stage" "$out/select" ;;
+    sortbench) run bench/run_primitives_bench.sh sort "$stage" "$out/sort" ;;
     criterion) run "$stage/bin/scan_criterion" --bench ;;
   esac
 done

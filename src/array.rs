@@ -268,6 +268,19 @@ impl<'a> ArrayView<'a> {
         })
     }
 
+    /// The length of a 1-D contiguous view; otherwise `UnsupportedCombination` naming it
+    /// as `what`.
+    pub(crate) fn flat_len(&self, what: &str) -> Result<u64> {
+        match self.axis_layout(-1)? {
+            AxisLayout::Flat { n } if self.shape().len() <= 1 => Ok(n),
+            _ => bail!(
+                UnsupportedCombination,
+                "the {what} is a 1-D contiguous array (shape {:?})",
+                self.shape()
+            ),
+        }
+    }
+
     /// Whether the view is a buffer of the context `ctx_id` (of checked length), or a
     /// `ContextMismatch` when it is a buffer of another context.
     pub(crate) fn known_to(&self, ctx_id: usize) -> Result<bool> {
@@ -318,6 +331,9 @@ fn dtype_of_dlpack(t: DLDataType) -> Result<DType> {
     use dlpark::ffi::DLDataTypeCode as Code;
     Ok(match (t.code, t.bits, t.lanes) {
         (Code::UINT, 8, 1) => DType::U8,
+        (Code::INT, 8, 1) => DType::I8,
+        (Code::UINT, 16, 1) => DType::U16,
+        (Code::INT, 16, 1) => DType::I16,
         (Code::INT, 32, 1) => DType::I32,
         (Code::UINT, 32, 1) => DType::U32,
         (Code::INT, 64, 1) => DType::I64,

@@ -102,12 +102,14 @@ impl Context {
     }
 
     /// Releases the look-back workspaces of the per-stream pool that no call is using,
-    /// and those of destroyed streams (which waits for the device when there are any).
+    /// and those of destroyed streams (which waits for the device when there are any),
+    /// and the temporary memory sorts keep for their next call.
     /// Graphs keep their own workspaces. A no-op on the host backend.
     pub fn trim(&self) -> Result<()> {
         if let Some(d) = self.engine.device() {
             let _current = d.enter()?;
             d.workspaces.trim()?;
+            d.scratch.trim()?;
         }
         Ok(())
     }

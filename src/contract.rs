@@ -142,6 +142,57 @@ pub struct SelectParams {
 
 const _: () = assert!(std::mem::size_of::<SelectParams>() == 11 * 8 + 2 * 4);
 
+/// The parameters of the radix sort's kernels (`SCANRT_SORT_PARAMS`): the histogram
+/// kernel reads `keys_in`, `n`, `histograms`, `begin_bit` and `end_bit`; a digit pass
+/// reads one portion of at most 2^31 elements (`keys_in`, `values_in` and `n` are the
+/// portion's) and scatters into the whole output.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SortParams {
+    /// The portion's keys.
+    pub keys_in: u64,
+    /// The whole output of the pass.
+    pub keys_out: u64,
+    /// The portion's values (0: keys only, or `SORT_FLAG_INDICES`).
+    pub values_in: u64,
+    /// The whole output of the pass's values.
+    pub values_out: u64,
+    /// Digit counts (`unsigned long long`): the histogram kernel adds every pass's
+    /// `[passes][256]`; a digit pass reads its own 256.
+    pub histograms: u64,
+    /// The pass's per-digit counts of the earlier portions (256 `unsigned long long`).
+    pub carry_in: u64,
+    /// Where the portion's last tile writes `carry_in` plus its own counts, for the next
+    /// portion; 0 for the last portion.
+    pub carry_out: u64,
+    /// The look-back workspace (a `LookbackHeader` and 256 status slots per tile).
+    pub workspace: u64,
+    /// Where a kernel reports a refused workspace or an expired look-back (`FaultReport*`).
+    pub report: u64,
+    /// Elements of the portion (the histogram kernel: of the whole input).
+    pub n: i64,
+    /// Status slots the host checked the workspace to hold.
+    pub status_capacity: i64,
+    /// The portion's first element's index (`SORT_FLAG_INDICES` values).
+    pub index_base: u64,
+    /// The pass's lowest key bit (the histogram kernel: the sort's).
+    pub begin_bit: u32,
+    /// One past the pass's highest key bit (the histogram kernel: the sort's).
+    pub end_bit: u32,
+    /// `SORT_FLAG_*` bits.
+    pub flags: u32,
+    /// The launching call's serial number (as `ScanParams::call`).
+    pub call: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<SortParams>() == 12 * 8 + 4 * 4);
+
+/// A digit pass writes each element's index (`index_base` + its position in the
+/// portion) as its value, instead of reading `values_in`: the first pass of an argsort.
+pub const SORT_FLAG_INDICES: u32 = 1;
+/// The keys are 16-byte aligned, read as vectors (histogram kernel).
+pub const SORT_FLAG_VECTOR_IN: u32 = 2;
+
 /// Inclusive scan (else exclusive).
 pub const FLAG_INCLUSIVE: u32 = 1;
 /// `init_bits` holds an initial value (else the identity).

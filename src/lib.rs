@@ -37,6 +37,7 @@ pub mod recipes;
 mod runtime;
 mod scan;
 mod select;
+mod sort;
 mod stream;
 mod types;
 
@@ -57,9 +58,11 @@ pub use scan::reference::{reference_scan, reference_scan_segmented};
 pub use scan::{RawScan, ScanInfo};
 pub use select::desc::{Comparison, Predicate, SelectDesc, SelectOutput, Selection};
 pub use select::SelectArrays;
+pub use sort::desc::SortDesc;
+pub use sort::SortArrays;
 pub use stream::Stream;
 pub use tables::{
-    Algorithm, Backend, ChoiceReason, DType, Direction, LogLevel, Op, ScanrtStatus, SegmentKind, SelectRule,
+    Algorithm, Backend, ChoiceReason, DType, Direction, LogLevel, Op, ScanrtStatus, SegmentKind, SelectRule, SortOrder,
 };
 pub use types::{
     check_types, DTypeInfo, InitValue, Narrow, NumberKind, Scalar, ScanTypes, Widen, NARROWING_TYPES, TYPE_PAIRS,
@@ -118,14 +121,15 @@ pub fn compile_kernel_sets(arch: i32) -> Result<Vec<usize>> {
         .collect()
 }
 
-/// The source of every built-in kernel set for `sm_<arch>`: the scan's and the select
-/// kernels'.
+/// The source of every built-in kernel set for `sm_<arch>`: the scan's, the select
+/// kernels' and the sort's.
 fn every_built_in_source(arch: i32) -> Vec<runtime::nvrtc::KernelSource> {
     let scans = scan::kernels::every_specialization(arch)
         .into_iter()
         .map(|s| s.source());
     let selects = select::kernels::every_select_spec().into_iter().map(|s| s.source());
-    scans.chain(selects).collect()
+    let sorts = sort::kernels::every_sort_spec().into_iter().map(|s| s.source());
+    scans.chain(selects).chain(sorts).collect()
 }
 
 /// Checks the kernel pack at `path`: its index and every image's checksum. Returns the

@@ -59,7 +59,9 @@ macro_rules! host_values {
                 type $t = f64;
                 $body
             }
-            DType::U8 => unreachable!("cumulative_extreme refuses u8 before this"),
+            DType::U8 | DType::I8 | DType::U16 | DType::I16 => {
+                unreachable!("cumulative_extreme refuses 1- and 2-byte types before this")
+            }
         }
     };
 }
@@ -148,10 +150,11 @@ pub fn recurrence_init(dtype: DType, h0: f64) -> Result<Vec<u8>> {
 /// propagate NaN (torch moves the index to each later NaN and, on ties, to the later
 /// element).
 pub fn cumulative_extreme(dtype: DType, max: bool) -> Result<OperatorDesc> {
-    if dtype == DType::U8 {
+    if dtype.size() < 4 {
         bail!(
             UnsupportedCombination,
-            "cumulative_extreme takes 4- and 8-byte values, not u8"
+            "cumulative_extreme takes 4- and 8-byte values, not {}",
+            dtype.c_name()
         );
     }
     let t = dtype.info().cuda;

@@ -52,7 +52,7 @@ c_enums! {
 
     /// Element types. Their sizes and CUDA spellings: `DType::info` (src/types.rs).
     pub enum DType("scanrt_dtype", "SCANRT_DTYPE_") {
-        /// 8-bit unsigned integer (input only).
+        /// 8-bit unsigned integer (a scan's input only).
         U8 = 0, "U8", "u8";
         /// 32-bit signed integer.
         I32 = 1, "I32", "i32";
@@ -66,6 +66,12 @@ c_enums! {
         F32 = 5, "F32", "f32";
         /// IEEE-754 binary64.
         F64 = 6, "F64", "f64";
+        /// 8-bit signed integer (sort keys and values, selections).
+        I8 = 7, "I8", "i8";
+        /// 16-bit unsigned integer (sort keys and values, selections).
+        U16 = 8, "U16", "u16";
+        /// 16-bit signed integer (sort keys and values, selections).
+        I16 = 9, "I16", "i16";
     }
 
     /// Scan operators. Their definitions, on the device and on the host: `Op::definition`
@@ -198,6 +204,14 @@ c_enums! {
         /// A run-length encoding (with `SCANRT_SELECT_RUN_HEADS`): each run's value, in
         /// order, and its length in a second array (U32 or U64).
         RunLengths = 4, "RUN_LENGTHS", "run-length encoding";
+    }
+
+    /// The order of a sort (equal keys keep their input order in both).
+    pub enum SortOrder("scanrt_sort_order", "SCANRT_SORT_") default Ascending {
+        /// Smallest key first.
+        Ascending = 0, "ASCENDING", "ascending";
+        /// Largest key first: the exact reverse order of keys.
+        Descending = 1, "DESCENDING", "descending";
     }
 
     /// How much scanrt tells a log callback (`scanrt_set_log_callback`); each level

@@ -39,6 +39,9 @@ impl DType {
             DType::U64 => (8, Unsigned, "u64"),
             DType::F32 => (4, Float, "float"),
             DType::F64 => (8, Float, "double"),
+            DType::I8 => (1, Signed, "i8"),
+            DType::U16 => (2, Unsigned, "u16"),
+            DType::I16 => (2, Signed, "i16"),
         };
         DTypeInfo { size, kind, cuda }
     }
@@ -91,6 +94,60 @@ macro_rules! type_pair_count {
 
 /// Every (input, output) type pair scanrt accepts.
 pub const TYPE_PAIRS: [(DType, DType); with_type_pairs!(type_pair_count!())] = with_type_pairs!(type_pair_array!());
+
+/// Evaluates `$body` with the type alias `$T` bound to the Rust type of a `DType`.
+///
+/// ```
+/// let bytes = scanrt::dispatch_dtype!(scanrt::DType::I16, |T| std::mem::size_of::<T>());
+/// assert_eq!(bytes, 2);
+/// ```
+#[macro_export]
+macro_rules! dispatch_dtype {
+    ($dtype:expr, |$T:ident| $body:expr) => {
+        match $dtype {
+            $crate::DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            $crate::DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            $crate::DType::U16 => {
+                type $T = u16;
+                $body
+            }
+            $crate::DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            $crate::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            $crate::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::DType::U64 => {
+                type $T = u64;
+                $body
+            }
+            $crate::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+        }
+    };
+}
 
 /// Evaluates `$body` with the type aliases `$I` and `$O` bound to the Rust types of a
 /// supported (input, output) pair of `DType`s; panics for a pair outside [`TYPE_PAIRS`]
@@ -312,6 +369,18 @@ pub fn check_types(input: DType, output: DType, op: crate::Op) -> Result<()> {
             "SCANRT_DTYPE_U8 is an input type only; accumulate it into SCANRT_DTYPE_U32, _U64, _I32 or _I64"
         );
     }
+    if matches!(input, DType::I8 | DType::U16 | DType::I16) || matches!(output, DType::I8 | DType::U16 | DType::I16) {
+        bail!(
+            UnsupportedCombination,
+            "scans do not take {} yet (sorts and selections do)",
+            if matches!(input, DType::I8 | DType::U16 | DType::I16) {
+                input
+            } else {
+                output
+            }
+            .c_name()
+        );
+    }
     if op.definition().integers_only && output.is_float() {
         bail!(
             UnsupportedCombination,
@@ -397,6 +466,9 @@ macro_rules! scalar {
 }
 scalar! {
     u8: U8, |v: u8| v as u64, |b: u64| b as u8;
+    i8: I8, |v: i8| v as u8 as u64, |b: u64| b as u8 as i8;
+    u16: U16, |v: u16| v as u64, |b: u64| b as u16;
+    i16: I16, |v: i16| v as u16 as u64, |b: u64| b as u16 as i16;
     i32: I32, |v: i32| v as u32 as u64, |b: u64| b as u32 as i32;
     u32: U32, |v: u32| v as u64, |b: u64| b as u32;
     i64: I64, |v: i64| v as u64, |b: u64| b as i64;

@@ -8,7 +8,8 @@
 //!     bench_compare --first-call   (a new process's first scan: first_call.rs)
 //!     bench_compare --operators    (user-defined operators and recipes: operators.rs)
 //!     bench_compare --variant      (tuning experiments: variant.rs)
-//!     bench_compare --select       (selections beside CUB: select.rs, bench/run_select_bench.sh)
+//!     bench_compare --select       (selections beside CUB: select.rs, bench/run_primitives_bench.sh)
+//!     bench_compare --sort         (radix sorts beside CUB: sort.rs, bench/run_primitives_bench.sh)
 //!
 //! Built as the cargo bench `compare` (`cargo bench --bench compare -- --quick`);
 //! scripts/stage.sh stages it as stage/bin/bench_compare.
@@ -27,6 +28,7 @@ mod first_call;
 mod latency;
 mod operators;
 mod select;
+mod sort;
 mod variant;
 
 use cudarc::driver::sys;
@@ -131,6 +133,9 @@ fn main() {
     }
     if std::env::args().any(|a| a == "--select") {
         return select::run(&ctx, &stream, &timer);
+    }
+    if std::env::args().any(|a| a == "--sort") {
+        return sort::run(&ctx, &stream, &timer);
     }
     let sizes = sizes(quick);
     let max_n = *sizes.iter().max().unwrap();

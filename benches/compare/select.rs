@@ -1,4 +1,4 @@
-//! Selections beside CUB (bench/cub_select.cu, merged by bench/run_select_bench.sh) and
+//! Selections beside CUB (bench/cub_select.cu, merged by bench/run_primitives_bench.sh select) and
 //! memcpy: byte-flag selection, a comparison selection, a partition, unique and run-length
 //! encoding, on the
 //! same data as the CUB harness (flags set with probability 1/2; values 0..99 in runs

@@ -6,6 +6,13 @@
 /// The largest state a user-defined operator may scan, in bytes.
 constexpr static const uint32_t MAX_STATE_BYTES = 64;
 
+/// A digit pass writes each element's index (`index_base` + its position in the
+/// portion) as its value, instead of reading `values_in`: the first pass of an argsort.
+constexpr static const uint32_t SORT_FLAG_INDICES = 1;
+
+/// The keys are 16-byte aligned, read as vectors (histogram kernel).
+constexpr static const uint32_t SORT_FLAG_VECTOR_IN = 2;
+
 /// Inclusive scan (else exclusive).
 constexpr static const uint32_t FLAG_INCLUSIVE = 1;
 
@@ -172,6 +179,47 @@ struct SelectParams {
   uint32_t call;
 };
 
+/// The parameters of the radix sort's kernels (`SCANRT_SORT_PARAMS`): the histogram
+/// kernel reads `keys_in`, `n`, `histograms`, `begin_bit` and `end_bit`; a digit pass
+/// reads one portion of at most 2^31 elements (`keys_in`, `values_in` and `n` are the
+/// portion's) and scatters into the whole output.
+struct SortParams {
+  /// The portion's keys.
+  uint64_t keys_in;
+  /// The whole output of the pass.
+  uint64_t keys_out;
+  /// The portion's values (0: keys only, or `SORT_FLAG_INDICES`).
+  uint64_t values_in;
+  /// The whole output of the pass's values.
+  uint64_t values_out;
+  /// Digit counts (`unsigned long long`): the histogram kernel adds every pass's
+  /// `[passes][256]`; a digit pass reads its own 256.
+  uint64_t histograms;
+  /// The pass's per-digit counts of the earlier portions (256 `unsigned long long`).
+  uint64_t carry_in;
+  /// Where the portion's last tile writes `carry_in` plus its own counts, for the next
+  /// portion; 0 for the last portion.
+  uint64_t carry_out;
+  /// The look-back workspace (a `LookbackHeader` and 256 status slots per tile).
+  uint64_t workspace;
+  /// Where a kernel reports a refused workspace or an expired look-back (`FaultReport*`).
+  uint64_t report;
+  /// Elements of the portion (the histogram kernel: of the whole input).
+  int64_t n;
+  /// Status slots the host checked the workspace to hold.
+  int64_t status_capacity;
+  /// The portion's first element's index (`SORT_FLAG_INDICES` values).
+  uint64_t index_base;
+  /// The pass's lowest key bit (the histogram kernel: the sort's).
+  uint32_t begin_bit;
+  /// One past the pass's highest key bit (the histogram kernel: the sort's).
+  uint32_t end_bit;
+  /// `SORT_FLAG_*` bits.
+  uint32_t flags;
+  /// The launching call's serial number (as `ScanParams::call`).
+  uint32_t call;
+};
+
 /// The look-back workspace header; the status slots follow it. Initialised by the host
 /// (zero-filled, then `area_bytes` and `seal` written), then owned by the kernels.
 struct LookbackHeader {
@@ -209,3 +257,5 @@ struct FaultReport {
 #define SCANRT_OPERATOR_PARAMS uint64_t input1, uint64_t input2, uint64_t input3, uint64_t output1, StateBytes init
 // The select and partition kernels' parameter list: SelectParams's fields.
 #define SCANRT_SELECT_PARAMS uint64_t input, uint64_t selection, uint64_t output, uint64_t second, uint64_t num_selected, uint64_t workspace, uint64_t report, int64_t n, int64_t status_capacity, uint64_t capacity, uint64_t operand_bits, uint32_t flags, uint32_t call
+// The radix sort kernels' parameter list: SortParams's fields.
+#define SCANRT_SORT_PARAMS uint64_t keys_in, uint64_t keys_out, uint64_t values_in, uint64_t values_out, uint64_t histograms, uint64_t carry_in, uint64_t carry_out, uint64_t workspace, uint64_t report, int64_t n, int64_t status_capacity, uint64_t index_base, uint32_t begin_bit, uint32_t end_bit, uint32_t flags, uint32_t call

@@ -12,6 +12,9 @@
 #pragma once
 
 typedef unsigned char      u8;
+typedef signed char        i8;
+typedef unsigned short     u16;
+typedef short              i16;
 typedef unsigned int       u32;
 typedef int                i32;
 typedef unsigned long long u64;

@@ -22,6 +22,7 @@ mod operator;
 mod operator_scan;
 mod scan;
 mod select;
+mod sort;
 mod stream;
 mod strings;
 mod versioned;

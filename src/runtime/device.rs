@@ -21,6 +21,7 @@ use crate::runtime::driver::{self, check, CurrentContext, SharedContext};
 use crate::runtime::faults::{fault_error, FaultMailbox};
 use crate::runtime::kernel_pack;
 use crate::runtime::nvrtc::{KernelSource, Nvrtc};
+use crate::runtime::scratch::ScratchPool;
 use crate::runtime::workspace::{self, Workspace, WorkspacePool};
 use crate::runtime::Memo;
 
@@ -97,6 +98,8 @@ pub(crate) struct GpuDevice {
     pub faults: Arc<FaultMailbox>,
     /// The recent launching calls, which a fault report names by serial.
     pub calls: CallLog,
+    /// Temporary memory of single calls (a sort's second buffer).
+    pub scratch: ScratchPool,
 }
 
 impl GpuDevice {
@@ -121,10 +124,10 @@ impl GpuDevice {
         // SAFETY: scanrt orders its own work by streams and never relies on cudarc's
         // per-slice event tracking, which would add work to every call.
         unsafe { ctx.disable_event_tracking() };
-        let faults = {
+        let (faults, scratch) = {
             let _current = CurrentContext::enter(ctx.cu_ctx())?;
             workspace::warm_memory_pool()?;
-            FaultMailbox::new(ctx.clone())?
+            (FaultMailbox::new(ctx.clone())?, ScratchPool::new(ordinal)?)
         };
         let (major, minor) = ctx.compute_capability()?;
         let sm_count = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
@@ -138,6 +141,7 @@ impl GpuDevice {
             workspaces: WorkspacePool::new(),
             faults,
             calls: CallLog::new(),
+            scratch,
         })
     }
 

@@ -240,3 +240,12 @@ pub(crate) unsafe fn launch_with_buffer(
 pub(crate) unsafe fn zero_async(ptr: CUdeviceptr, bytes: usize, stream: CUstream) -> Result<()> {
     check(sys::cuMemsetD8Async(ptr, 0, bytes, stream), "cuMemsetD8Async")
 }
+
+/// Copies `bytes` from `src` to `dst`, stream-ordered on `stream`.
+///
+/// # Safety
+/// Both ranges are device memory of the current context and do not overlap; `stream` is
+/// a live stream of it.
+pub(crate) unsafe fn copy_async(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, stream: CUstream) -> Result<()> {
+    check(sys::cuMemcpyDtoDAsync_v2(dst, src, bytes, stream), "cuMemcpyDtoDAsync")
+}

@@ -15,6 +15,7 @@ pub(crate) mod kernel_cache;
 pub(crate) mod kernel_pack;
 pub(crate) mod launch_workspace;
 pub(crate) mod nvrtc;
+pub(crate) mod scratch;
 pub(crate) mod trust;
 pub(crate) mod workspace;
 

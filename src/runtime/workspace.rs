@@ -62,12 +62,16 @@ pub(crate) fn lookback_bytes(acc_size: usize, slots: u64) -> usize {
     LOOKBACK_HEADER_BYTES + slots as usize * contract::status_slot_bytes(acc_size)
 }
 
-/// Bytes of a pooled workspace for `slots` tiles of `acc_size`-byte values: slots for
-/// values of at least 16 bytes, which serve every narrower value too (slot sizes grow
-/// with the value's), so a stream's scans of any built-in type share one workspace; a
-/// power of two of them, at least `MIN_POOLED_SLOTS`, so it rarely grows.
+/// Bytes of a pooled workspace for `slots` tiles of `acc_size`-byte values: a power of
+/// two, at least what `MIN_POOLED_SLOTS` slots of 16-byte values take, so a stream's
+/// scans of any built-in type share one workspace and it rarely grows. (Rounding the
+/// slot count instead would give a sort's 256 slots per tile of 4-byte counts six times
+/// the memory they need.) Slot sizes grow with the value's, so it also holds `slots`
+/// slots of every narrower value.
 fn pooled_bytes(acc_size: usize, slots: u64) -> usize {
-    lookback_bytes(acc_size.max(16), slots.max(MIN_POOLED_SLOTS).next_power_of_two())
+    lookback_bytes(acc_size, slots)
+        .max(lookback_bytes(16, MIN_POOLED_SLOTS))
+        .next_power_of_two()
 }
 
 /// How many status slots fit into a workspace of `bytes`.

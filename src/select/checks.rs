@@ -2,7 +2,7 @@
 //! lengths of every array, the forms that take a second array, and overlaps. Nothing is
 //! launched or written before they pass.
 
-use crate::array::{ArrayView, AxisLayout};
+use crate::array::ArrayView;
 use crate::error::{bail, Result};
 use crate::select::desc::{SelectDesc, SelectOutput, Selection};
 use crate::select::kernels::{RuleKey, SelectSpec};
@@ -125,14 +125,7 @@ pub(crate) fn check(a: &SelectArrays, desc: &SelectDesc) -> Result<Checked> {
 
 /// The length of a 1-D contiguous view (`what` names it in the error otherwise).
 fn one_d(v: &ArrayView, what: &str) -> Result<u64> {
-    match v.axis_layout(-1)? {
-        AxisLayout::Flat { n } if v.shape().len() <= 1 => Ok(n),
-        _ => bail!(
-            UnsupportedCombination,
-            "the {what} of a selection is a 1-D contiguous array (shape {:?})",
-            v.shape()
-        ),
-    }
+    v.flat_len(&format!("{what} of a selection"))
 }
 
 /// The flags of a flag selection: their type and length.

@@ -23,14 +23,12 @@ impl<T: Scalar + PartialOrd + Default> HostElement for T {}
 /// # Safety
 /// The views are host memory valid for their lengths, which the checks compared with `n`.
 pub(crate) unsafe fn select(a: &SelectArrays, desc: &SelectDesc, n: u64, capacity: u64) -> Result<()> {
-    macro_rules! run {
-        ($($d:ident => $t:ty),*) => {
-            match a.input.dtype() {
-                $(DType::$d => run_typed::<$t>(a, desc, n as usize, capacity as usize),)*
-            }
-        };
-    }
-    run!(U8 => u8, I32 => i32, U32 => u32, I64 => i64, U64 => u64, F32 => f32, F64 => f64)
+    crate::dispatch_dtype!(a.input.dtype(), |T| run_typed::<T>(
+        a,
+        desc,
+        n as usize,
+        capacity as usize
+    ))
 }
 
 unsafe fn run_typed<T: HostElement>(a: &SelectArrays, desc: &SelectDesc, n: usize, capacity: usize) -> Result<()> {

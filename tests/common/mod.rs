@@ -13,6 +13,7 @@ pub mod harness;
 pub mod operator_space;
 pub mod operators;
 pub mod select;
+pub mod sort;
 
 /// The GPU context the GPU suites share, or why there is none.
 pub static GPU: Lazy<Result<Context, String>> = Lazy::new(|| {

@@ -40,6 +40,8 @@ fn random_bits(rng: &mut Rng, dtype: DType) -> u64 {
             1 => (-0.0f64).to_bits(),
             _ => (small as f64 - 2.0).to_bits(),
         },
+        DType::I8 => (small as i8 - 2) as u8 as u64,
+        DType::I16 => (small as i16 - 2) as u16 as u64,
         DType::I32 => (small as i32 - 2) as u32 as u64,
         DType::I64 => (small as i64 - 2) as u64,
         _ => small,
@@ -52,6 +54,8 @@ pub fn greater_than_one(dtype: DType) -> Predicate {
     let host: std::sync::Arc<dyn Fn(u64) -> bool + Send + Sync> = match dtype {
         DType::F32 => std::sync::Arc::new(|b| f32::from_bits(b as u32) > 1.0),
         DType::F64 => std::sync::Arc::new(|b| f64::from_bits(b) > 1.0),
+        DType::I8 => std::sync::Arc::new(|b| (b as u8 as i8) > 1),
+        DType::I16 => std::sync::Arc::new(|b| (b as u16 as i16) > 1),
         DType::I32 => std::sync::Arc::new(|b| (b as u32 as i32) > 1),
         DType::I64 => std::sync::Arc::new(|b| (b as i64) > 1),
         _ => std::sync::Arc::new(|b| b > 1),
@@ -90,6 +94,8 @@ fn value_of(dtype: DType, bits: u64) -> f64 {
     match dtype {
         DType::F32 => f32::from_bits(bits as u32) as f64,
         DType::F64 => f64::from_bits(bits),
+        DType::I8 => bits as u8 as i8 as f64,
+        DType::I16 => bits as u16 as i16 as f64,
         DType::I32 => bits as u32 as i32 as f64,
         DType::I64 => bits as i64 as f64,
         _ => bits as f64,
@@ -264,36 +270,7 @@ pub fn run_select_case(ctx: &Context, stream: &Stream, rng: &mut Rng, c: &Select
 /// Evaluates `$body` with `$T` the Rust type of `$dtype`.
 macro_rules! with_scalar {
     ($dtype:expr, |$T:ident| $body:expr) => {
-        match $dtype {
-            DType::U8 => {
-                type $T = u8;
-                $body
-            }
-            DType::I32 => {
-                type $T = i32;
-                $body
-            }
-            DType::U32 => {
-                type $T = u32;
-                $body
-            }
-            DType::I64 => {
-                type $T = i64;
-                $body
-            }
-            DType::U64 => {
-                type $T = u64;
-                $body
-            }
-            DType::F32 => {
-                type $T = f32;
-                $body
-            }
-            DType::F64 => {
-                type $T = f64;
-                $body
-            }
-        }
+        scanrt::dispatch_dtype!($dtype, |$T| $body)
     };
 }
 
@@ -302,7 +279,7 @@ fn operand_bits(v: &InitValue) -> u64 {
 }
 
 /// A buffer of `dtype` elements with the given bits.
-fn upload_bits(ctx: &Context, stream: &Stream, dtype: DType, bits: &[u64]) -> scanrt::Result<Buffer> {
+pub fn upload_bits(ctx: &Context, stream: &Stream, dtype: DType, bits: &[u64]) -> scanrt::Result<Buffer> {
     with_scalar!(dtype, |T| {
         let values: Vec<T> = bits.iter().map(|&b| <T as Scalar>::from_bits(b)).collect();
         Buffer::from_slice(ctx, stream, &values)
@@ -310,7 +287,7 @@ fn upload_bits(ctx: &Context, stream: &Stream, dtype: DType, bits: &[u64]) -> sc
 }
 
 /// The bits of a buffer's first `n` elements.
-fn download_bits(buf: &Buffer, stream: &Stream, n: usize) -> scanrt::Result<Vec<u64>> {
+pub fn download_bits(buf: &Buffer, stream: &Stream, n: usize) -> scanrt::Result<Vec<u64>> {
     with_scalar!(buf.dtype(), |T| Ok(buf
         .download::<T>(stream, n)?
         .into_iter()

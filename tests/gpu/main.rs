@@ -15,6 +15,7 @@ mod operator_space;
 mod operators;
 mod scans;
 mod select;
+mod sort;
 
 use common::harness::{self, tests};
 
@@ -60,6 +61,11 @@ fn main() {
             select::select_more_than_2_pow_32_elements,
             select::select_sanitizer_subset,
             select::select_in_graphs_and_threads,
+            sort::sorts_at_every_tile_boundary,
+            sort::argsorts_past_one_portion,
+            sort::sort_more_than_2_pow_32_keys,
+            sort::sort_sanitizer_subset,
+            sort::sort_in_graphs_and_threads,
         ],
         common::no_gpu,
     )

@@ -6,6 +6,7 @@ mod arrays;
 #[path = "../common/mod.rs"]
 mod common;
 mod operators;
+mod sort;
 mod validation;
 
 use common::*;

@@ -1,0 +1,319 @@
+// scanrt kernels, level 4: the least-significant-digit radix sort, onesweep style
+// (Adinets & Merrill 2022): one kernel counts the digits of every pass at once, then one
+// launch per 8-bit digit pass (per portion of the input) ranks and scatters each tile in
+// a single read and write of the data, finding where its keys of each digit go by a
+// decoupled look-back over the tiles' digit counts, on the protocol of lookback.cuh.
+//
+// Keys are sorted as unsigned words that order like the keys (`OrderedKey`): signed
+// integers flip the sign bit; floats map bijectively onto the total order
+//   -inf < negative numbers < -0 < +0 < positive numbers < +inf < NaNs,
+// positive NaNs before negative ones, so every key, NaN payloads and signs included,
+// comes back bit for bit. A descending sort ranks the complement of that word; the sort
+// is stable either way (equal keys keep their input order).
+//
+// A digit pass's tile (one block, THREADS threads of ITEMS keys):
+//   1. draws its tile id (a ticket), loads its keys warp-striped (warp w holds the tile's
+//      w-th run of 32 * ITEMS keys; item k of lane l is that run's key 32 k + l, so
+//      (warp, item, lane) order is input order);
+//   2. ranks each key among the warp's keys of its digit, in that order
+//      (__match_any_sync: the key's peers; the highest peer bumps the warp's counter);
+//   3. per digit d (thread d): the tile's count, published for the tiles after it
+//      (AGGREGATE; tile 0 INCLUSIVE), and each warp's first rank;
+//   4. per digit: the look-back over the earlier tiles' counts of d (each lane of the
+//      first RADIX threads walks its own digit back, the warp polls together) gives the
+//      keys of d before this tile; INCLUSIVE is published;
+//   5. the keys go into shared memory in (digit, rank) order, then out to
+//      `bin start of d + keys of d before the tile + rank`, in runs of consecutive
+//      addresses; values follow the same permutation.
+// Status slots: 256 per tile (tile * RADIX + digit), 4-byte counts with the launch's tag
+// (TileStatus<u32>), so passes follow each other on one workspace with no memset.
+// A portion holds fewer than 2^31 keys, so counts fit the slots; the last tile of a
+// portion hands each digit's running count to the next portion (`carry_out`).
+#pragma once
+#include "device/lookback.cuh"
+
+#define SCANRT_RADIX_BITS 8
+#define SCANRT_RADIX 256
+// Keys a histogram block counts: its 32-bit shared counters cannot overflow.
+#define SCANRT_HISTOGRAM_CHUNK 65536
+
+enum { SCANRT_KEY_UNSIGNED = 0, SCANRT_KEY_SIGNED = 1, SCANRT_KEY_FLOAT = 2 };
+
+// Unsigned words in the keys' order, and back (W: the key's bits as an unsigned word).
+template <typename W, int KIND> struct OrderedKey;
+template <typename W> struct OrderedKey<W, SCANRT_KEY_UNSIGNED> {
+    static SCANRT_DEVICE W to(W b) { return b; }
+    static SCANRT_DEVICE W from(W k) { return k; }
+};
+template <typename W> struct OrderedKey<W, SCANRT_KEY_SIGNED> {
+    static constexpr W SIGN = (W)((W)1 << (8 * sizeof(W) - 1));
+    static SCANRT_DEVICE W to(W b) { return (W)(b ^ SIGN); }
+    static SCANRT_DEVICE W from(W k) { return (W)(k ^ SIGN); }
+};
+// binary32 (W = u32) and binary64 (u64). With M the mantissa mask, negative NaNs (bits
+// above ~M) keep their bits; other negative numbers map to ~b - M (-inf to 0, -0 to
+// SIGN - M - 1); positive numbers and NaNs to b + SIGN - M (+0 to SIGN - M). The three
+// ranges are disjoint and together cover every word.
+template <typename W> struct OrderedKey<W, SCANRT_KEY_FLOAT> {
+    static constexpr W SIGN = (W)((W)1 << (8 * sizeof(W) - 1));
+    static constexpr W M = (W)(sizeof(W) == 4 ? 0x7fffffull : 0xfffffffffffffull);
+    static SCANRT_DEVICE W to(W b) {
+        if (b > (W)~M) return b;
+        if (b & SIGN) return (W)(~b - M);
+        return (W)(b + (SIGN - M));
+    }
+    static SCANRT_DEVICE W from(W k) {
+        if (k > (W)~M) return k;
+        if (k >= (W)(SIGN - M)) return (W)(k - (SIGN - M));
+        return (W)~(W)(k + M);
+    }
+};
+
+// The word a sort ranks: ordered, complemented when descending.
+template <typename W, int KIND, bool DESCENDING> struct RankedKey {
+    static SCANRT_DEVICE W of(W bits) {
+        const W k = OrderedKey<W, KIND>::to(bits);
+        return DESCENDING ? (W)~k : k;
+    }
+    static SCANRT_DEVICE u32 digit(W bits, u32 shift, u32 mask) { return (u32)(of(bits) >> shift) & mask; }
+};
+
+struct CountSum {
+    typedef u32 T;
+    static SCANRT_DEVICE u32 identity() { return 0; }
+    static SCANRT_DEVICE u32 combine(u32 a, u32 b) { return a + b; }
+};
+struct CountSum64 {
+    typedef unsigned long long T;
+    static SCANRT_DEVICE T identity() { return 0; }
+    static SCANRT_DEVICE T combine(T a, T b) { return a + b; }
+};
+
+// Exclusive sum over the first SCANRT_RADIX threads' values (one per digit); every
+// thread of the block calls it. `warp_totals` holds RADIX / 32 values.
+template <typename Op>
+SCANRT_DEVICE typename Op::T digit_exclusive_sum(typename Op::T v, typename Op::T* warp_totals, int tid) {
+    const int lane = tid & 31, warp = tid >> 5;
+    typename Op::T inclusive = warp_inclusive_scan<Op>(v, lane);
+    if (lane == 31 && tid < SCANRT_RADIX) warp_totals[warp] = inclusive;
+    __syncthreads();
+    typename Op::T before = Op::identity();
+    for (int w = 0; w < warp && w < SCANRT_RADIX / 32; ++w) before += warp_totals[w];
+    __syncthreads();  // warp_totals may be reused
+    return before + inclusive - v;
+}
+
+// Counts every pass's digits of one chunk of keys into `histograms[pass][digit]`.
+template <typename W, int KIND, bool DESCENDING, int THREADS>
+SCANRT_DEVICE void radix_histogram(const W* keys, long long n, unsigned long long* histograms, u32 begin_bit,
+                                   u32 end_bit, u32 flags) {
+    typedef RankedKey<W, KIND, DESCENDING> Ranked;
+    const int MAX_PASSES = sizeof(W) * 8 / SCANRT_RADIX_BITS;
+    __shared__ u32 counts_s[MAX_PASSES * SCANRT_RADIX];
+    const int tid = threadIdx.x;
+    for (int i = tid; i < MAX_PASSES * SCANRT_RADIX; i += THREADS) counts_s[i] = 0;
+    __syncthreads();
+    const u32 passes = (end_bit - begin_bit + SCANRT_RADIX_BITS - 1) / SCANRT_RADIX_BITS;
+    auto count = [&](W bits) {
+        const W k = Ranked::of(bits);
+#pragma unroll
+        for (int p = 0; p < MAX_PASSES; ++p) {
+            if (p < (int)passes) {
+                const u32 shift = begin_bit + p * SCANRT_RADIX_BITS;
+                const u32 width = end_bit - shift < SCANRT_RADIX_BITS ? end_bit - shift : SCANRT_RADIX_BITS;
+                atomicAdd(&counts_s[p * SCANRT_RADIX + ((u32)(k >> shift) & ((1u << width) - 1u))], 1u);
+            }
+        }
+    };
+    const long long start = (long long)blockIdx.x * SCANRT_HISTOGRAM_CHUNK;
+    const int len = (int)(n - start < SCANRT_HISTOGRAM_CHUNK ? n - start : SCANRT_HISTOGRAM_CHUNK);
+    const W* chunk = keys + start;
+    const int PER_VECTOR = 16 / sizeof(W);
+    int scalar_from = 0;
+    if (flags & SORT_FLAG_VECTOR_IN) {  // the chunk starts 16-byte aligned (CHUNK is a multiple of 16)
+        const int vectors = len / PER_VECTOR;
+        for (int v = tid; v < vectors; v += THREADS) {
+            const uint4 word = reinterpret_cast<const uint4*>(chunk)[v];
+            W w[PER_VECTOR];
+            memcpy(w, &word, 16);
+#pragma unroll
+            for (int j = 0; j < PER_VECTOR; ++j) count(w[j]);
+        }
+        scalar_from = vectors * PER_VECTOR;
+    }
+    for (int i = scalar_from + tid; i < len; i += THREADS) count(chunk[i]);
+    __syncthreads();
+    for (int i = tid; i < (int)passes * SCANRT_RADIX; i += THREADS)
+        if (counts_s[i]) atomicAdd(&histograms[i], (unsigned long long)counts_s[i]);
+}
+
+// The look-back of `tile` (> 0) for the digit of each lane of a warp: the sum of that
+// digit's counts over every earlier tile, walking back one tile per poll until a tile's
+// INCLUSIVE count. The warp polls together, so the watchdog can bound the wait.
+template <int SPIN_BEFORE_SLEEP, int SLEEP_NS>
+SCANRT_DEVICE u32 digit_look_back(const TileStatus<u32>& status, u32 tile, u32 digit, u32 tag, int lane,
+                                  Watchdog& dog) {
+    u32 prefix = 0;
+    long long t = (long long)tile - 1;
+    bool done = false;
+    for (int spins = 0;; ++spins) {
+        if (!done) {
+            u32 value;
+            const u32 flag = status.poll(t * SCANRT_RADIX + digit, tag, value);
+            if (flag != SCANRT_STATUS_INVALID) {
+                prefix += value;
+                done = flag == SCANRT_STATUS_INCLUSIVE;
+                --t;
+            } else if (spins >= SPIN_BEFORE_SLEEP) {
+                __nanosleep(SLEEP_NS);
+            }
+        }
+        if (__all_sync(SCANRT_FULL_MASK, done)) break;
+        if (dog.expired(spins, lane)) break;  // the output is undefined; the host hears of it
+    }
+    return prefix;
+}
+
+// An element's index as a value (an argsort's first pass; V is u32 or u64 there).
+template <typename V> SCANRT_DEVICE V index_value(unsigned long long i) {
+    V v{};
+    memcpy(&v, &i, sizeof(V) < 8 ? sizeof(V) : 8);
+    return v;
+}
+
+// One tile of one digit pass (see the top of this file). V is the values' word (any
+// size; read only when HAS_VALUES).
+template <typename W, int KIND, bool DESCENDING, typename V, bool HAS_VALUES, int THREADS, int ITEMS,
+          int SPIN_BEFORE_SLEEP, int SLEEP_NS>
+SCANRT_DEVICE void radix_onesweep_tile(const W* keys_in, W* keys_out, const V* values_in, V* values_out,
+                                       const unsigned long long* histogram, const unsigned long long* carry_in,
+                                       unsigned long long* carry_out, void* workspace, long long status_capacity,
+                                       FaultSink report, long long n, unsigned long long index_base, u32 shift,
+                                       u32 end_bit, u32 flags) {
+    typedef RankedKey<W, KIND, DESCENDING> Ranked;
+    typedef TileStatus<u32> Status;
+    const int WARPS = THREADS / 32, TILE = THREADS * ITEMS, WARP_ITEMS = 32 * ITEMS;
+    static_assert(THREADS >= SCANRT_RADIX, "one thread per digit");
+    static_assert(TILE < 65536, "ranks fit 16 bits");
+    extern __shared__ __align__(16) unsigned char tile_s[];  // TILE keys, then TILE values
+    __shared__ u32 warp_first_s[WARPS][SCANRT_RADIX];       // counts, then each warp's first rank
+    __shared__ u32 local_start_s[SCANRT_RADIX];              // the tile's first slot of digit d
+    __shared__ unsigned long long out_base_s[SCANRT_RADIX];  // output index of slot 0, for digit d
+    __shared__ unsigned long long totals_s[SCANRT_RADIX / 32];
+    __shared__ u32 tile_id_s, generation_s;
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    LookbackHeader* header = (LookbackHeader*)workspace;
+    Status status(header + 1, status_capacity);
+    const u32 num_tiles = (u32)((n + TILE - 1) / TILE);
+    if (tid == 0) {
+        const unsigned long long drawn = first_ticket<Status>(header, report, num_tiles * SCANRT_RADIX, status_capacity);
+        pass_on_header(header, drawn, num_tiles - 1);  // one ticket per block
+        tile_id_s = (u32)drawn;
+        generation_s = (u32)(drawn >> 32);
+    }
+    for (int i = tid; i < WARPS * SCANRT_RADIX; i += THREADS) (&warp_first_s[0][0])[i] = 0;
+    __syncthreads();
+    const u32 tile = tile_id_s;
+    if (tile < num_tiles) {
+        const u32 tag = generation_tag(generation_s);
+        const u32 width = end_bit - shift < SCANRT_RADIX_BITS ? end_bit - shift : SCANRT_RADIX_BITS;
+        const u32 mask = (1u << width) - 1u;
+        const long long first = (long long)tile * TILE;
+        const int valid = (int)(n - first < TILE ? n - first : TILE);
+
+        // 1-2. Load warp-striped; rank within the warp in input order. Padding past the
+        // end ranks last, as the highest digit (its slots come after every real key).
+        W key[ITEMS];
+        u32 ranked[ITEMS];  // [digit:16 | rank in the warp's keys of that digit:16]
+        const int warp_first = warp * WARP_ITEMS;
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            const int e = warp_first + 32 * k + lane;
+            key[k] = e < valid ? keys_in[first + e] : (W)0;
+        }
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            const int e = warp_first + 32 * k + lane;
+            const u32 d = e < valid ? Ranked::digit(key[k], shift, mask) : mask;
+            const u32 peers = __match_any_sync(SCANRT_FULL_MASK, d);
+            const int leader = 31 - __clz(peers);
+            u32 before = 0;
+            if (lane == leader) {
+                before = warp_first_s[warp][d];
+                warp_first_s[warp][d] = before + __popc(peers);
+            }
+            before = __shfl_sync(peers, before, leader);
+            ranked[k] = (d << 16) | (before + __popc(peers & ((1u << lane) - 1u)));
+            __syncwarp();
+        }
+        __syncthreads();
+
+        // 3. Per digit: the tile's count (padding left out), published; each warp's first rank.
+        u32 count = 0;
+        if (tid < SCANRT_RADIX) {
+            for (int w = 0; w < WARPS; ++w) {
+                const u32 c = warp_first_s[w][tid];
+                warp_first_s[w][tid] = count;
+                count += c;
+            }
+            if (tid == (int)mask) count -= TILE - valid;
+            status.publish((long long)tile * SCANRT_RADIX + tid,
+                           tile == 0 ? SCANRT_STATUS_INCLUSIVE : SCANRT_STATUS_AGGREGATE, count, tag);
+        }
+        const u32 local_start = (u32)digit_exclusive_sum<CountSum64>(count, totals_s, tid);
+        const unsigned long long bin_start =
+            digit_exclusive_sum<CountSum64>(tid < SCANRT_RADIX ? histogram[tid] : 0ull, totals_s, tid);
+
+        // 4. Per digit: the keys of d before this tile, by look-back.
+        if (tid < SCANRT_RADIX) {
+            u32 before = 0;
+            if (tile > 0) {
+                Watchdog dog{header, report, 0};
+                before = digit_look_back<SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile, tid, tag, lane, dog);
+                status.publish((long long)tile * SCANRT_RADIX + tid, SCANRT_STATUS_INCLUSIVE, before + count, tag);
+            }
+            const unsigned long long carried = carry_in[tid];
+            local_start_s[tid] = local_start;
+            out_base_s[tid] = bin_start + carried + before - local_start;  // wraps; + slot does not
+            if (carry_out && tile == num_tiles - 1) carry_out[tid] = carried + before + count;
+        }
+        __syncthreads();
+
+        // 5. Keys into shared memory in (digit, rank) order, then out in runs.
+        W* keys_s = (W*)tile_s;
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            const u32 d = ranked[k] >> 16;
+            ranked[k] = local_start_s[d] + warp_first_s[warp][d] + (ranked[k] & 0xffffu);  // now the slot
+            keys_s[ranked[k]] = key[k];
+        }
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            const int slot = k * THREADS + tid;
+            if (slot < valid) {
+                const W bits = keys_s[slot];
+                keys_out[out_base_s[Ranked::digit(bits, shift, mask)] + slot] = bits;
+            }
+        }
+        if constexpr (HAS_VALUES) {
+            // The same permutation; each slot's digit is read again from its key.
+            V* values_s = (V*)(tile_s + TILE * sizeof(W));
+#pragma unroll
+            for (int k = 0; k < ITEMS; ++k) {
+                const int e = warp_first + 32 * k + lane;
+                if (e < valid)
+                    values_s[ranked[k]] = (flags & SORT_FLAG_INDICES) ? index_value<V>(index_base + first + e) : values_in[first + e];
+            }
+            __syncthreads();
+#pragma unroll
+            for (int k = 0; k < ITEMS; ++k) {
+                const int slot = k * THREADS + tid;
+                if (slot < valid)
+                    values_out[out_base_s[Ranked::digit(keys_s[slot], shift, mask)] + slot] = values_s[slot];
+            }
+        }
+    }
+    clear_before_tags_repeat(header, status, status_capacity, generation_s, tid);
+}

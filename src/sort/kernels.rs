@@ -1,0 +1,176 @@
+//! The radix sort kernels: one translation unit per (key type, order, value size) holding
+//! the histogram kernel and the digit-pass kernel, and the loaded kernels of a device.
+
+use std::sync::Arc;
+
+use cudarc::driver::CudaModule;
+
+use crate::error::Result;
+use crate::kernels::KERNEL_HEADERS;
+use crate::runtime::device::{GpuDevice, LoadedKernel};
+use crate::runtime::nvrtc::KernelSource;
+use crate::runtime::Memo;
+use crate::types::{DType, NumberKind};
+
+/// The digit pass's tile: 256 threads (one per digit) of 16 keys (8 for 8-byte keys).
+/// Chosen by `cargo bench --bench compare -- --sort` on the H100 (sm_90); every
+/// architecture takes it until a row of its own is measured.
+pub(crate) const THREADS: u32 = 256;
+fn items(key: DType) -> u32 {
+    if key.size() == 8 {
+        8
+    } else {
+        16
+    }
+}
+/// Blocks per SM the digit pass is compiled for (`__launch_bounds__`).
+const MIN_BLOCKS_PER_SM: u32 = 4;
+/// The histogram kernel's threads.
+pub(crate) const HISTOGRAM_THREADS: u32 = 256;
+/// Keys one histogram block counts (`SCANRT_HISTOGRAM_CHUNK`).
+pub(crate) const HISTOGRAM_CHUNK: u64 = 65536;
+/// A digit pass's look-back spins before sleeping, and the sleep.
+const SPIN_BEFORE_SLEEP: u32 = 8;
+const SLEEP_NS: u32 = 64;
+
+/// Keys per tile of a digit pass over `key`.
+pub(crate) fn tile_elems(key: DType) -> u64 {
+    (THREADS * items(key)) as u64
+}
+
+/// One sort translation unit.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct SortSpec {
+    pub key: DType,
+    pub descending: bool,
+    /// Bytes per value (0: keys only).
+    pub value_bytes: u32,
+}
+
+impl SortSpec {
+    /// Dynamic shared memory of the digit pass: the tile's keys, then its values.
+    pub fn shared_bytes(&self) -> u32 {
+        (tile_elems(self.key) * (self.key.size() as u64 + self.value_bytes as u64)) as u32
+    }
+
+    pub fn source(&self) -> KernelSource {
+        let word = |bytes: u32| match bytes {
+            1 => "u8",
+            2 => "u16",
+            4 => "u32",
+            8 => "u64",
+            _ => unreachable!("values are 1, 2, 4 or 8 bytes"),
+        };
+        let w = word(self.key.size() as u32);
+        let kind = match self.key.info().kind {
+            NumberKind::Unsigned => "SCANRT_KEY_UNSIGNED",
+            NumberKind::Signed => "SCANRT_KEY_SIGNED",
+            NumberKind::Float => "SCANRT_KEY_FLOAT",
+        };
+        let v = word(self.value_bytes.max(1));
+        let has_values = self.value_bytes > 0;
+        let descending = self.descending;
+        let items = items(self.key);
+        let text = format!(
+            r#"#include "device/radix_sort.cuh"
+extern "C" __global__ void __launch_bounds__({HISTOGRAM_THREADS}) scanrt_radix_histogram(SCANRT_SORT_PARAMS) {{
+    radix_histogram<{w}, {kind}, {descending}, {HISTOGRAM_THREADS}>((const {w}*)keys_in, n,
+        (unsigned long long*)histograms, begin_bit, end_bit, flags);
+}}
+extern "C" __global__ void __launch_bounds__({THREADS}, {MIN_BLOCKS_PER_SM}) scanrt_radix_pass(SCANRT_SORT_PARAMS) {{
+    radix_onesweep_tile<{w}, {kind}, {descending}, {v}, {has_values}, {THREADS}, {items}, {SPIN_BEFORE_SLEEP}, {SLEEP_NS}>(
+        (const {w}*)keys_in, ({w}*)keys_out, (const {v}*)values_in, ({v}*)values_out,
+        (const unsigned long long*)histograms, (const unsigned long long*)carry_in, (unsigned long long*)carry_out,
+        (void*)workspace, status_capacity, FaultSink{{(FaultReport*)report, call}}, n, index_base, begin_bit, end_bit,
+        flags);
+}}
+"#
+        );
+        KernelSource {
+            name: format!(
+                "radix sort {:?} {} {}",
+                self.key,
+                if descending { "desc" } else { "asc" },
+                self.value_bytes
+            ),
+            text,
+            headers: KERNEL_HEADERS,
+        }
+    }
+}
+
+/// A loaded sort module's two kernels.
+pub(crate) struct SortKernel {
+    pub histogram: LoadedKernel,
+    pub pass: LoadedKernel,
+    _module: Arc<CudaModule>,
+}
+
+/// The sort kernels of one device, each compiled (or taken from the disk cache) once.
+#[derive(Default)]
+pub(crate) struct SortKernels {
+    kernels: Memo<SortSpec, Arc<SortKernel>>,
+}
+
+impl SortKernels {
+    pub fn get(&self, dev: &GpuDevice, spec: &SortSpec) -> Result<Arc<SortKernel>> {
+        self.kernels.get_or_try_init(spec, || {
+            let source = spec.source();
+            let _current = dev.enter()?;
+            let module = dev.module(&source)?;
+            let histogram = dev.kernel(&module, "scanrt_radix_histogram", HISTOGRAM_THREADS, 0)?;
+            let pass = dev.kernel(&module, "scanrt_radix_pass", THREADS, spec.shared_bytes())?;
+            Ok(Arc::new(SortKernel {
+                histogram,
+                pass,
+                _module: module,
+            }))
+        })
+    }
+}
+
+/// Every sort kernel (each key type and order, keys only and values of each size), for
+/// precompiling (packs, the disk cache).
+pub(crate) fn every_sort_spec() -> Vec<SortSpec> {
+    let mut all = Vec::new();
+    for key in DType::ALL {
+        for descending in [false, true] {
+            for value_bytes in [0, 1, 2, 4, 8] {
+                all.push(SortSpec {
+                    key,
+                    descending,
+                    value_bytes,
+                });
+            }
+        }
+    }
+    all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::nvrtc::Nvrtc;
+
+    /// Every key type, order and value size compiles for sm_90 (skipped without NVRTC).
+    #[test]
+    fn every_key_and_value_compiles() {
+        let Ok(nvrtc) = Nvrtc::load() else {
+            eprintln!("skipped: no NVRTC");
+            return;
+        };
+        let target = nvrtc.target_for(90).unwrap();
+        for key in DType::ALL {
+            for (descending, value_bytes) in [(false, 0), (true, 1), (false, 2), (true, 4), (false, 8)] {
+                let spec = SortSpec {
+                    key,
+                    descending,
+                    value_bytes,
+                };
+                if let Err(e) = nvrtc.compile(&spec.source(), target) {
+                    panic!("{spec:?}: {}", e.message);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! The radix sort on the host backend: the shared sweep against the sequential stable
+//! sort, and every refusal (types, lengths, bit ranges, overlaps, read-only outputs) with
+//! nothing written.
+
+use scanrt::{ArrayView, Backend, Buffer, Context, DType, ScanrtStatus, SortArrays, SortDesc};
+
+#[test]
+fn host_sorts_match_the_sequential_stable_sort() {
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let failures = crate::common::sort::sweep_sorts(&ctx, &stream, 0x5027, &[0, 1, 2, 33, 1000, 4097]);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn bad_sorts_are_refused_and_write_nothing() {
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let keys = Buffer::from_slice(&ctx, &stream, &[3u32, 1, 2, 0]).unwrap();
+    let mut out = Buffer::from_slice(&ctx, &stream, &[7u32; 4]).unwrap();
+    let mut short = Buffer::from_slice(&ctx, &stream, &[7u32; 3]).unwrap();
+    let mut wrong_type = Buffer::from_slice(&ctx, &stream, &[7u64; 4]).unwrap();
+    let mut indices8 = Buffer::from_slice(&ctx, &stream, &[7u8; 4]).unwrap();
+    let values = Buffer::from_slice(&ctx, &stream, &[9u32; 4]).unwrap();
+    let plain = |keys_out| SortArrays {
+        keys_in: ArrayView::of_buffer(&keys),
+        keys_out,
+        values_in: None,
+        values_out: None,
+        temp: None,
+    };
+    let out_view = ArrayView::of_buffer_mut(&mut out);
+    let refused = |arrays: SortArrays, desc: SortDesc, status: ScanrtStatus| {
+        let e = ctx.sort(&stream, &arrays, &desc).unwrap_err();
+        assert_eq!(e.status, status, "{e}");
+    };
+    refused(
+        plain(ArrayView::of_buffer_mut(&mut short)),
+        SortDesc::ascending(),
+        ScanrtStatus::BufferTooSmall,
+    );
+    refused(
+        plain(ArrayView::of_buffer_mut(&mut wrong_type)),
+        SortDesc::ascending(),
+        ScanrtStatus::InvalidArgument,
+    );
+    refused(
+        plain(ArrayView::of_buffer(&keys)),
+        SortDesc::ascending(),
+        ScanrtStatus::InvalidArgument,
+    );
+    let bad_bits = SortDesc {
+        begin_bit: 8,
+        end_bit: Some(33),
+        ..SortDesc::ascending()
+    };
+    refused(plain(out_view), bad_bits, ScanrtStatus::InvalidArgument);
+    let backwards = SortDesc {
+        begin_bit: 9,
+        end_bit: Some(8),
+        ..SortDesc::ascending()
+    };
+    refused(plain(out_view), backwards, ScanrtStatus::InvalidArgument);
+    // Values without an output; indices of a type that is not U32 or U64.
+    let mut a = plain(out_view);
+    a.values_in = Some(ArrayView::of_buffer(&values));
+    refused(a, SortDesc::ascending(), ScanrtStatus::InvalidArgument);
+    let mut a = plain(out_view);
+    a.values_out = Some(ArrayView::of_buffer_mut(&mut indices8));
+    refused(a, SortDesc::ascending(), ScanrtStatus::InvalidArgument);
+    assert_eq!(out.download::<u32>(&stream, 4).unwrap(), vec![7; 4]);
+    assert_eq!(indices8.download::<u8>(&stream, 4).unwrap(), vec![7; 4]);
+
+    // Overlaps: output keys over the values, or partly over the keys.
+    let mut both = Buffer::from_slice(&ctx, &stream, &[5u32, 4, 3, 2, 1, 0, 0, 0]).unwrap();
+    let whole = ArrayView::of_buffer_mut(&mut both);
+    // SAFETY: views of the buffer's own elements, within its length.
+    let (front, shifted) = unsafe {
+        (
+            ArrayView::contiguous(whole.addr(), DType::U32, &[4]).unwrap(),
+            ArrayView::contiguous(whole.addr() + 8, DType::U32, &[4]).unwrap(),
+        )
+    };
+    let a = SortArrays {
+        keys_in: front,
+        keys_out: shifted,
+        values_in: None,
+        values_out: None,
+        temp: None,
+    };
+    refused(a, SortDesc::ascending(), ScanrtStatus::PartialOverlap);
+    assert_eq!(both.download::<u32>(&stream, 8).unwrap(), vec![5, 4, 3, 2, 1, 0, 0, 0]);
+}
