@@ -30,7 +30,7 @@ static int i32_greater(const void *k, size_t a, size_t b) { return ((const int32
 static uint64_t f32_rank(float x) {
     uint32_t b;
     memcpy(&b, &x, 4);
-    if (x != x) return (1ull << 33) + ((b >> 31) << 32) + b;
+    if (x != x) return (1ull << 33) + ((uint64_t)(b >> 31) << 32) + b;
     return (b >> 31) ? (uint64_t)(0xffffffffu - b) : (1ull << 32) + b;
 }
 static int f32_less(const void *k, size_t a, size_t b) {

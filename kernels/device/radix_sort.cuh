@@ -15,16 +15,16 @@
 //   1. draws its tile id (a ticket), loads its keys warp-striped (warp w holds the tile's
 //      w-th run of 32 * ITEMS keys; item k of lane l is that run's key 32 k + l, so
 //      (warp, item, lane) order is input order);
-//   2. ranks each key among the warp's keys of its digit, in that order
-//      (__match_any_sync: the key's peers; the highest peer bumps the warp's counter);
+//   2. ranks each key among the warp's keys of its digit, in that order (ballots over the
+//      digit's bits find the key's peers; the first peer bumps the warp's counter);
 //   3. per digit d (thread d): the tile's count, published for the tiles after it
-//      (AGGREGATE; tile 0 INCLUSIVE), and each warp's first rank;
-//   4. per digit: the look-back over the earlier tiles' counts of d (each lane of the
+//      (AGGREGATE; tile 0 INCLUSIVE), each warp's first rank, and the tile's first slot;
+//   4. the keys (and values) go into shared memory in (digit, rank) order;
+//   5. per digit: the look-back over the earlier tiles' counts of d (each lane of the
 //      first RADIX threads walks its own digit back, the warp polls together) gives the
 //      keys of d before this tile; INCLUSIVE is published;
-//   5. the keys go into shared memory in (digit, rank) order, then out to
-//      `bin start of d + keys of d before the tile + rank`, in runs of consecutive
-//      addresses; values follow the same permutation.
+//   6. the keys go out to `bin start of d + keys of d before the tile + rank`, in runs of
+//      consecutive addresses, the values with them.
 // Status slots: 256 per tile (tile * RADIX + digit), 4-byte counts with the launch's tag
 // (TileStatus<u32>), so passes follow each other on one workspace with no memset.
 // A portion holds fewer than 2^31 keys, so counts fit the slots; the last tile of a
@@ -34,8 +34,8 @@
 
 #define SCANRT_RADIX_BITS 8
 #define SCANRT_RADIX 256
-// Keys a histogram block counts: its 32-bit shared counters cannot overflow.
-#define SCANRT_HISTOGRAM_CHUNK 65536
+// Keys a histogram block counts at a time (its grid strides over chunks).
+#define SCANRT_HISTOGRAM_CHUNK 16384
 
 enum { SCANRT_KEY_UNSIGNED = 0, SCANRT_KEY_SIGNED = 1, SCANRT_KEY_FLOAT = 2 };
 
@@ -125,45 +125,79 @@ SCANRT_DEVICE void radix_histogram(const W* keys, long long n, unsigned long lon
             }
         }
     };
-    const long long start = (long long)blockIdx.x * SCANRT_HISTOGRAM_CHUNK;
-    const int len = (int)(n - start < SCANRT_HISTOGRAM_CHUNK ? n - start : SCANRT_HISTOGRAM_CHUNK);
-    const W* chunk = keys + start;
+    // Chunks of SCANRT_HISTOGRAM_CHUNK keys, grid-strided: a block counts fewer than 2^32
+    // keys (the host sizes the grid so).
     const int PER_VECTOR = 16 / sizeof(W);
-    int scalar_from = 0;
-    if (flags & SORT_FLAG_VECTOR_IN) {  // the chunk starts 16-byte aligned (CHUNK is a multiple of 16)
-        const int vectors = len / PER_VECTOR;
-        for (int v = tid; v < vectors; v += THREADS) {
-            const uint4 word = reinterpret_cast<const uint4*>(chunk)[v];
-            W w[PER_VECTOR];
-            memcpy(w, &word, 16);
+    for (long long start = (long long)blockIdx.x * SCANRT_HISTOGRAM_CHUNK; start < n;
+         start += (long long)gridDim.x * SCANRT_HISTOGRAM_CHUNK) {
+        const int len = (int)(n - start < SCANRT_HISTOGRAM_CHUNK ? n - start : SCANRT_HISTOGRAM_CHUNK);
+        const W* chunk = keys + start;
+        int scalar_from = 0;
+        if (flags & SORT_FLAG_VECTOR_IN) {  // chunks start 16-byte aligned (CHUNK is a multiple of 16)
+            const int vectors = len / PER_VECTOR;
+            for (int v = tid; v < vectors; v += THREADS) {
+                const uint4 word = reinterpret_cast<const uint4*>(chunk)[v];
+                W w[PER_VECTOR];
+                memcpy(w, &word, 16);
 #pragma unroll
-            for (int j = 0; j < PER_VECTOR; ++j) count(w[j]);
+                for (int j = 0; j < PER_VECTOR; ++j) count(w[j]);
+            }
+            scalar_from = vectors * PER_VECTOR;
         }
-        scalar_from = vectors * PER_VECTOR;
+        for (int i = scalar_from + tid; i < len; i += THREADS) count(chunk[i]);
     }
-    for (int i = scalar_from + tid; i < len; i += THREADS) count(chunk[i]);
     __syncthreads();
     for (int i = tid; i < (int)passes * SCANRT_RADIX; i += THREADS)
         if (counts_s[i]) atomicAdd(&histograms[i], (unsigned long long)counts_s[i]);
 }
 
 // The look-back of `tile` (> 0) for the digit of each lane of a warp: the sum of that
-// digit's counts over every earlier tile, walking back one tile per poll until a tile's
-// INCLUSIVE count. The warp polls together, so the watchdog can bound the wait.
-template <int SPIN_BEFORE_SLEEP, int SLEEP_NS>
+// digit's counts over every earlier tile, up to the nearest tile that published its
+// INCLUSIVE count. Each lane polls a window of WINDOW tiles at once (one round trip to L2
+// covers them; the warp's lanes read adjacent slots), folds them nearest first, and
+// polls again only the slots still unpublished before the nearest INCLUSIVE one; a window
+// with none moves the walk on below it. The warp polls together, so the watchdog can
+// bound the wait.
+template <int WINDOW, int SPIN_BEFORE_SLEEP, int SLEEP_NS>
 SCANRT_DEVICE u32 digit_look_back(const TileStatus<u32>& status, u32 tile, u32 digit, u32 tag, int lane,
                                   Watchdog& dog) {
     u32 prefix = 0;
-    long long t = (long long)tile - 1;
+    long long window_end = (long long)tile - 1;  // the nearest tile of the window
     bool done = false;
+    u32 value[WINDOW], flag[WINDOW];
+#pragma unroll
+    for (int j = 0; j < WINDOW; ++j) flag[j] = SCANRT_STATUS_INVALID;
     for (int spins = 0;; ++spins) {
         if (!done) {
-            u32 value;
-            const u32 flag = status.poll(t * SCANRT_RADIX + digit, tag, value);
-            if (flag != SCANRT_STATUS_INVALID) {
-                prefix += value;
-                done = flag == SCANRT_STATUS_INCLUSIVE;
-                --t;
+#pragma unroll
+            for (int j = 0; j < WINDOW; ++j) {
+                const long long t = window_end - j;
+                if (t < 0) {
+                    flag[j] = SCANRT_STATUS_INCLUSIVE;  // before tile 0: nothing, and the end
+                    value[j] = 0;
+                } else if (flag[j] == SCANRT_STATUS_INVALID) {
+                    flag[j] = status.poll(t * SCANRT_RADIX + digit, tag, value[j]);
+                }
+            }
+            // Nearest first: the window is usable up to its first INCLUSIVE slot if every
+            // slot before it is published.
+            bool ready = true, closed = false;
+            u32 sum = 0;
+#pragma unroll
+            for (int j = 0; j < WINDOW; ++j) {
+                if (closed || !ready) continue;
+                if (flag[j] == SCANRT_STATUS_INVALID) ready = false;
+                else {
+                    sum += value[j];
+                    closed = flag[j] == SCANRT_STATUS_INCLUSIVE;
+                }
+            }
+            if (ready) {
+                prefix += sum;
+                done = closed;
+                window_end -= WINDOW;
+#pragma unroll
+                for (int j = 0; j < WINDOW; ++j) flag[j] = SCANRT_STATUS_INVALID;
             } else if (spins >= SPIN_BEFORE_SLEEP) {
                 __nanosleep(SLEEP_NS);
             }
@@ -184,7 +218,7 @@ template <typename V> SCANRT_DEVICE V index_value(unsigned long long i) {
 // One tile of one digit pass (see the top of this file). V is the values' word (any
 // size; read only when HAS_VALUES).
 template <typename W, int KIND, bool DESCENDING, typename V, bool HAS_VALUES, int THREADS, int ITEMS,
-          int SPIN_BEFORE_SLEEP, int SLEEP_NS>
+          int LOOKBACK_WINDOW, int SPIN_BEFORE_SLEEP, int SLEEP_NS>
 SCANRT_DEVICE void radix_onesweep_tile(const W* keys_in, W* keys_out, const V* values_in, V* values_out,
                                        const unsigned long long* histogram, const unsigned long long* carry_in,
                                        unsigned long long* carry_out, void* workspace, long long status_capacity,
@@ -222,34 +256,42 @@ SCANRT_DEVICE void radix_onesweep_tile(const W* keys_in, W* keys_out, const V* v
         const long long first = (long long)tile * TILE;
         const int valid = (int)(n - first < TILE ? n - first : TILE);
 
-        // 1-2. Load warp-striped; rank within the warp in input order. Padding past the
-        // end ranks last, as the highest digit (its slots come after every real key).
+        // 1. Load warp-striped. Padding past the end ranks last, as the highest digit (its
+        // slots come after every real key); it is not counted.
+        const W* tile_keys = keys_in + first;
         W key[ITEMS];
         u32 ranked[ITEMS];  // [digit:16 | rank in the warp's keys of that digit:16]
         const int warp_first = warp * WARP_ITEMS;
 #pragma unroll
         for (int k = 0; k < ITEMS; ++k) {
             const int e = warp_first + 32 * k + lane;
-            key[k] = e < valid ? keys_in[first + e] : (W)0;
+            key[k] = e < valid ? tile_keys[e] : (W)0;
         }
+
+        // 2. Rank within the warp in input order: the lanes holding the same digit are
+        // found by one ballot per digit bit (a fixed cost; __match_any_sync's grows with
+        // the distinct digits of the warp); the first of them bumps the warp's counter.
+        const u32 lanes_below = (1u << lane) - 1u;
 #pragma unroll
         for (int k = 0; k < ITEMS; ++k) {
-            const int e = warp_first + 32 * k + lane;
-            const u32 d = e < valid ? Ranked::digit(key[k], shift, mask) : mask;
-            const u32 peers = __match_any_sync(SCANRT_FULL_MASK, d);
-            const int leader = 31 - __clz(peers);
-            u32 before = 0;
-            if (lane == leader) {
-                before = warp_first_s[warp][d];
-                warp_first_s[warp][d] = before + __popc(peers);
+            const u32 d = warp_first + 32 * k + lane < valid ? Ranked::digit(key[k], shift, mask) : mask;
+            u32 peers = SCANRT_FULL_MASK;
+#pragma unroll
+            for (int b = 0; b < SCANRT_RADIX_BITS; ++b) {
+                const u32 bit = (d >> b) & 1u;
+                peers &= __ballot_sync(SCANRT_FULL_MASK, bit) ^ (bit - 1u);  // bit clear: ~vote
             }
-            before = __shfl_sync(peers, before, leader);
-            ranked[k] = (d << 16) | (before + __popc(peers & ((1u << lane) - 1u)));
-            __syncwarp();
+            const u32 below = __popc(peers & lanes_below);
+            u32 before = 0;
+            if (below == 0) before = atomicAdd(&warp_first_s[warp][d], __popc(peers));
+            // The full-warp shuffle also orders this item's counter updates before the next's.
+            before = __shfl_sync(SCANRT_FULL_MASK, before, __ffs(peers) - 1);
+            ranked[k] = (d << 16) | (before + below);
         }
         __syncthreads();
 
-        // 3. Per digit: the tile's count (padding left out), published; each warp's first rank.
+        // 3. Per digit: the tile's count (padding left out), published for the tiles after
+        // it; each warp's first rank; the tile's first slot.
         u32 count = 0;
         if (tid < SCANRT_RADIX) {
             for (int w = 0; w < WARPS; ++w) {
@@ -264,54 +306,51 @@ SCANRT_DEVICE void radix_onesweep_tile(const W* keys_in, W* keys_out, const V* v
         const u32 local_start = (u32)digit_exclusive_sum<CountSum64>(count, totals_s, tid);
         const unsigned long long bin_start =
             digit_exclusive_sum<CountSum64>(tid < SCANRT_RADIX ? histogram[tid] : 0ull, totals_s, tid);
+        if (tid < SCANRT_RADIX) local_start_s[tid] = local_start;
+        __syncthreads();
 
-        // 4. Per digit: the keys of d before this tile, by look-back.
+        // 4. Keys (and values) into shared memory in (digit, rank) order, before the
+        // look-back: its wait then holds no tile in registers, and the values' loads are
+        // in flight during it.
+        W* keys_s = (W*)tile_s;
+        V* values_s = (V*)(tile_s + TILE * sizeof(W));
+        const V* tile_values = values_in + first;
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            const u32 d = ranked[k] >> 16;
+            const u32 slot = local_start_s[d] + warp_first_s[warp][d] + (ranked[k] & 0xffffu);
+            keys_s[slot] = key[k];
+            if constexpr (HAS_VALUES) {
+                const int e = warp_first + 32 * k + lane;
+                if (e < valid)
+                    values_s[slot] = (flags & SORT_FLAG_INDICES) ? index_value<V>(index_base + first + e) : tile_values[e];
+            }
+        }
+
+        // 5. Per digit: the keys of d before this tile, by look-back.
         if (tid < SCANRT_RADIX) {
             u32 before = 0;
             if (tile > 0) {
                 Watchdog dog{header, report, 0};
-                before = digit_look_back<SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile, tid, tag, lane, dog);
+                before = digit_look_back<LOOKBACK_WINDOW, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile, tid, tag, lane, dog);
                 status.publish((long long)tile * SCANRT_RADIX + tid, SCANRT_STATUS_INCLUSIVE, before + count, tag);
             }
             const unsigned long long carried = carry_in[tid];
-            local_start_s[tid] = local_start;
             out_base_s[tid] = bin_start + carried + before - local_start;  // wraps; + slot does not
             if (carry_out && tile == num_tiles - 1) carry_out[tid] = carried + before + count;
         }
         __syncthreads();
 
-        // 5. Keys into shared memory in (digit, rank) order, then out in runs.
-        W* keys_s = (W*)tile_s;
-#pragma unroll
-        for (int k = 0; k < ITEMS; ++k) {
-            const u32 d = ranked[k] >> 16;
-            ranked[k] = local_start_s[d] + warp_first_s[warp][d] + (ranked[k] & 0xffffu);  // now the slot
-            keys_s[ranked[k]] = key[k];
-        }
-        __syncthreads();
+        // 6. Out in runs of consecutive addresses; each slot's digit is read again from its
+        // key.
 #pragma unroll
         for (int k = 0; k < ITEMS; ++k) {
             const int slot = k * THREADS + tid;
             if (slot < valid) {
                 const W bits = keys_s[slot];
-                keys_out[out_base_s[Ranked::digit(bits, shift, mask)] + slot] = bits;
-            }
-        }
-        if constexpr (HAS_VALUES) {
-            // The same permutation; each slot's digit is read again from its key.
-            V* values_s = (V*)(tile_s + TILE * sizeof(W));
-#pragma unroll
-            for (int k = 0; k < ITEMS; ++k) {
-                const int e = warp_first + 32 * k + lane;
-                if (e < valid)
-                    values_s[ranked[k]] = (flags & SORT_FLAG_INDICES) ? index_value<V>(index_base + first + e) : values_in[first + e];
-            }
-            __syncthreads();
-#pragma unroll
-            for (int k = 0; k < ITEMS; ++k) {
-                const int slot = k * THREADS + tid;
-                if (slot < valid)
-                    values_out[out_base_s[Ranked::digit(keys_s[slot], shift, mask)] + slot] = values_s[slot];
+                const unsigned long long at = out_base_s[Ranked::digit(bits, shift, mask)] + slot;
+                keys_out[at] = bits;
+                if constexpr (HAS_VALUES) values_out[at] = values_s[slot];
             }
         }
     }

@@ -12,30 +12,61 @@ use crate::runtime::nvrtc::KernelSource;
 use crate::runtime::Memo;
 use crate::types::{DType, NumberKind};
 
-/// The digit pass's tile: 256 threads (one per digit) of 16 keys (8 for 8-byte keys).
-/// Chosen by `cargo bench --bench compare -- --sort` on the H100 (sm_90); every
-/// architecture takes it until a row of its own is measured.
-pub(crate) const THREADS: u32 = 256;
-fn items(key: DType) -> u32 {
-    if key.size() == 8 {
-        8
-    } else {
-        16
+/// The digit pass's tile shape: threads (at least one per digit), keys per thread, blocks
+/// per SM it is compiled for (`__launch_bounds__`), tiles a look-back polls at once, and
+/// the polls before a waiting look-back sleeps between polls, and the sleep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct TileShape {
+    pub threads: u32,
+    pub items: u32,
+    pub min_blocks: u32,
+    pub window: u32,
+    pub spin_before_sleep: u32,
+    pub sleep_ns: u32,
+}
+
+/// The tile shape for keys of `key`: 384 threads of 16 keys (8 for 8-byte keys, which
+/// spill at 16), three blocks per SM, windows of 8 tiles, 8 polls before sleeping 64 ns.
+/// Chosen by `bench/run_primitives_bench.sh sort` with the `experiments` build's
+/// `SCANRT_SORT_SHAPE` on the H100 (sm_90; 2026-11-26: u32 keys at 2^28, 384x16x3 9.0 ms,
+/// 256x16x4 10.2, 512x15x2 9.4, 256x12x5 11.9; the window and the sleep made no
+/// difference); every architecture takes it until a row of its own is measured. With the
+/// `experiments` feature, `SCANRT_SORT_SHAPE=threads,items,min_blocks,window,spin,sleep`
+/// replaces it.
+pub(crate) fn tile_shape(key: DType) -> TileShape {
+    #[cfg(feature = "experiments")]
+    if let Ok(v) = std::env::var("SCANRT_SORT_SHAPE") {
+        let f: Vec<u32> = v
+            .split(',')
+            .map(|x| x.trim().parse().expect("SCANRT_SORT_SHAPE"))
+            .collect();
+        return TileShape {
+            threads: f[0],
+            items: f[1],
+            min_blocks: f[2],
+            window: f[3],
+            spin_before_sleep: f[4],
+            sleep_ns: f[5],
+        };
+    }
+    TileShape {
+        threads: 384,
+        items: if key.size() == 8 { 8 } else { 16 },
+        min_blocks: 3,
+        window: 8,
+        spin_before_sleep: 8,
+        sleep_ns: 64,
     }
 }
-/// Blocks per SM the digit pass is compiled for (`__launch_bounds__`).
-const MIN_BLOCKS_PER_SM: u32 = 4;
 /// The histogram kernel's threads.
 pub(crate) const HISTOGRAM_THREADS: u32 = 256;
-/// Keys one histogram block counts (`SCANRT_HISTOGRAM_CHUNK`).
-pub(crate) const HISTOGRAM_CHUNK: u64 = 65536;
-/// A digit pass's look-back spins before sleeping, and the sleep.
-const SPIN_BEFORE_SLEEP: u32 = 8;
-const SLEEP_NS: u32 = 64;
+/// Keys a histogram block counts at a time (`SCANRT_HISTOGRAM_CHUNK`).
+pub(crate) const HISTOGRAM_CHUNK: u64 = 16384;
 
 /// Keys per tile of a digit pass over `key`.
 pub(crate) fn tile_elems(key: DType) -> u64 {
-    (THREADS * items(key)) as u64
+    let shape = tile_shape(key);
+    (shape.threads * shape.items) as u64
 }
 
 /// One sort translation unit.
@@ -70,15 +101,22 @@ impl SortSpec {
         let v = word(self.value_bytes.max(1));
         let has_values = self.value_bytes > 0;
         let descending = self.descending;
-        let items = items(self.key);
+        let TileShape {
+            threads,
+            items,
+            min_blocks,
+            window,
+            spin_before_sleep,
+            sleep_ns,
+        } = tile_shape(self.key);
         let text = format!(
             r#"#include "device/radix_sort.cuh"
 extern "C" __global__ void __launch_bounds__({HISTOGRAM_THREADS}) scanrt_radix_histogram(SCANRT_SORT_PARAMS) {{
     radix_histogram<{w}, {kind}, {descending}, {HISTOGRAM_THREADS}>((const {w}*)keys_in, n,
         (unsigned long long*)histograms, begin_bit, end_bit, flags);
 }}
-extern "C" __global__ void __launch_bounds__({THREADS}, {MIN_BLOCKS_PER_SM}) scanrt_radix_pass(SCANRT_SORT_PARAMS) {{
-    radix_onesweep_tile<{w}, {kind}, {descending}, {v}, {has_values}, {THREADS}, {items}, {SPIN_BEFORE_SLEEP}, {SLEEP_NS}>(
+extern "C" __global__ void __launch_bounds__({threads}, {min_blocks}) scanrt_radix_pass(SCANRT_SORT_PARAMS) {{
+    radix_onesweep_tile<{w}, {kind}, {descending}, {v}, {has_values}, {threads}, {items}, {window}, {spin_before_sleep}, {sleep_ns}>(
         (const {w}*)keys_in, ({w}*)keys_out, (const {v}*)values_in, ({v}*)values_out,
         (const unsigned long long*)histograms, (const unsigned long long*)carry_in, (unsigned long long*)carry_out,
         (void*)workspace, status_capacity, FaultSink{{(FaultReport*)report, call}}, n, index_base, begin_bit, end_bit,
@@ -119,7 +157,12 @@ impl SortKernels {
             let _current = dev.enter()?;
             let module = dev.module(&source)?;
             let histogram = dev.kernel(&module, "scanrt_radix_histogram", HISTOGRAM_THREADS, 0)?;
-            let pass = dev.kernel(&module, "scanrt_radix_pass", THREADS, spec.shared_bytes())?;
+            let pass = dev.kernel(
+                &module,
+                "scanrt_radix_pass",
+                tile_shape(spec.key).threads,
+                spec.shared_bytes(),
+            )?;
             Ok(Arc::new(SortKernel {
                 histogram,
                 pass,

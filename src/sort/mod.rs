@@ -42,11 +42,11 @@ pub struct SortArrays<'a> {
     pub temp: Option<ArrayView<'a>>,
 }
 
-/// Most keys one digit-pass launch takes (a multiple of every tile): its tiles' counts fit
-/// 32 bits, and its look-back workspace stays at 128 MiB.
+/// Most keys one digit-pass launch takes: 2^28 rounded up to whole tiles, well below 2^31
+/// so its tiles' counts fit 32 bits, and its look-back workspace stays under 100 MiB.
 fn portion_elems(key: DType) -> u64 {
     let tile = kernels::tile_elems(key);
-    (1u64 << 28) / tile * tile
+    (1u64 << 28).div_ceil(tile) * tile
 }
 
 /// The layout of a sort's temporary memory: the second key and value buffers, then the
@@ -178,6 +178,15 @@ fn launch(engine: &GpuEngine, stream: &Stream, a: &SortArrays, c: &checks::Check
     queued
 }
 
+/// The histogram kernel's grid: one block per chunk, at most as many as are resident
+/// (they stride over the rest), and enough that no block counts 2^31 keys or more (its
+/// shared counters are 32-bit).
+fn histogram_grid(n: u64, resident_blocks: u32) -> u32 {
+    n.div_ceil(HISTOGRAM_CHUNK)
+        .min(resident_blocks as u64)
+        .max(n.div_ceil(1 << 31)) as u32
+}
+
 enum Temp {
     Caller(CUdeviceptr),
     Pooled(CUdeviceptr),
@@ -243,7 +252,7 @@ unsafe fn queue_passes(
     };
     kernel
         .histogram
-        .launch(n.div_ceil(HISTOGRAM_CHUNK) as u32, raw_stream, &params)?;
+        .launch(histogram_grid(n, kernel.histogram.resident_blocks), raw_stream, &params)?;
 
     // Where each pass reads and writes: the last pass writes the output, the ones before
     // alternate with the second buffer, unless the first pass would then write over its
