@@ -1,6 +1,6 @@
 // A CUDA application using scanrt with its own memory and its own stream: cudaMalloc'd
-// buffers, a cudaStream_t, a fill kernel of its own, then scans and a stream compaction
-// through scanrt's C ABI, each checked against a sequential loop on the host.
+// buffers, a cudaStream_t, a fill kernel of its own, then scans, a stream compaction and
+// an argsort through scanrt's C ABI, each checked against a sequential loop on the host.
 #include <cuda_runtime.h>
 #include <scanrt.h>
 
@@ -102,6 +102,30 @@ int main() {
         std::printf("example_cuda: kept %llu of %zu u32 with bit 2 set: %zu mismatches\n", count, n, bad);
         failures += bad != 0;
         CUDA_CHECK(cudaFree(d_count));
+
+        // An argsort on the same stream: the values, largest first, with the index each
+        // came from (equal values keep their input order), into the application's memory.
+        unsigned* d_indices;
+        CUDA_CHECK(cudaMalloc(&d_indices, n * sizeof(unsigned)));
+        scanrt_array idx;
+        scanrt_array_init(&idx);
+        idx.data = d_indices, idx.dtype = SCANRT_DTYPE_U32, idx.ndim = 1, idx.shape = &len;
+        scanrt_sort_desc sd;
+        SCANRT_CHECK(scanrt_sort_desc_init(&sd));
+        sd.order = SCANRT_SORT_DESCENDING;
+        SCANRT_CHECK(scanrt_sort(ctx, s, &a, &b, nullptr, &idx, nullptr, 0, &sd));
+        std::vector<unsigned> indices(n);
+        CUDA_CHECK(cudaMemcpyAsync(got.data(), out, n * sizeof(unsigned), cudaMemcpyDeviceToHost, stream));
+        CUDA_CHECK(cudaMemcpyAsync(indices.data(), d_indices, n * sizeof(unsigned), cudaMemcpyDeviceToHost, stream));
+        CUDA_CHECK(cudaStreamSynchronize(stream));
+        bad = 0;
+        for (size_t i = 0; i < n; ++i) {
+            bad += indices[i] >= n || got[i] != host_in[indices[i] < n ? indices[i] : 0];
+            if (i > 0) bad += got[i - 1] < got[i] || (got[i - 1] == got[i] && indices[i - 1] >= indices[i]);
+        }
+        std::printf("example_cuda: argsort of %zu u32, descending: %zu mismatches\n", n, bad);
+        failures += bad != 0;
+        CUDA_CHECK(cudaFree(d_indices));
         scanrt_stream_destroy(s);
     }
     scanrt_context_destroy(ctx);

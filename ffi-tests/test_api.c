@@ -33,10 +33,10 @@ static void test_version_and_strings(void) {
     }
 
     g_phase = "table names";
-    for (int dt = 0; dt < NDTYPES; dt++)
+    for (int dt = 0; dt < NALL_DTYPES; dt++)
         CHECK(strcmp(scanrt_dtype_string(dt), dtype_names[dt]) == 0, "scanrt_dtype_string(%d) = \"%s\"", dt,
               scanrt_dtype_string(dt));
-    CHECK(strcmp(scanrt_dtype_string(NDTYPES), "unknown dtype") == 0, "scanrt_dtype_string(out of range)");
+    CHECK(strcmp(scanrt_dtype_string(NALL_DTYPES), "unknown dtype") == 0, "scanrt_dtype_string(out of range)");
     for (int op = 0; op < NOPS; op++)
         CHECK(scanrt_op_string(op)[0] != '\0' && strcmp(scanrt_op_string(op), "unknown operator") != 0,
               "scanrt_op_string(%d)", op);
@@ -176,7 +176,8 @@ static void test_prepare(scanrt_context *ctx) {
     g_phase = "context_prepare";
     EXPECT(scanrt_context_prepare(NULL, SCANRT_DTYPE_U32, SCANRT_DTYPE_U32, SCANRT_OP_SUM),
            SCANRT_STATUS_NULL_ARGUMENT);
-    EXPECT(scanrt_context_prepare(ctx, 7, SCANRT_DTYPE_U32, SCANRT_OP_SUM), SCANRT_STATUS_INVALID_ARGUMENT);
+    EXPECT(scanrt_context_prepare(ctx, NALL_DTYPES, SCANRT_DTYPE_U32, SCANRT_OP_SUM), SCANRT_STATUS_INVALID_ARGUMENT);
+    EXPECT(scanrt_context_prepare(ctx, SCANRT_DTYPE_I16, SCANRT_DTYPE_I64, SCANRT_OP_SUM), SCANRT_STATUS_UNSUPPORTED_COMBINATION);
     EXPECT(scanrt_context_prepare(ctx, SCANRT_DTYPE_U32, -1, SCANRT_OP_SUM), SCANRT_STATUS_INVALID_ARGUMENT);
     EXPECT(scanrt_context_prepare(ctx, SCANRT_DTYPE_U32, SCANRT_DTYPE_U32, 7), SCANRT_STATUS_INVALID_ARGUMENT);
     EXPECT(scanrt_context_prepare(ctx, SCANRT_DTYPE_U32, SCANRT_DTYPE_U32, -1), SCANRT_STATUS_INVALID_ARGUMENT);
@@ -225,14 +226,14 @@ static void test_buffers(scanrt_context *ctx, int backend) {
     scanrt_buffer *b = NULL;
     EXPECT(scanrt_buffer_create(NULL, SCANRT_DTYPE_U32, 4, &b), SCANRT_STATUS_NULL_ARGUMENT);
     EXPECT(scanrt_buffer_create(ctx, SCANRT_DTYPE_U32, 4, NULL), SCANRT_STATUS_NULL_ARGUMENT);
-    EXPECT(scanrt_buffer_create(ctx, 7, 4, &b), SCANRT_STATUS_INVALID_ARGUMENT);
+    EXPECT(scanrt_buffer_create(ctx, NALL_DTYPES, 4, &b), SCANRT_STATUS_INVALID_ARGUMENT);
     EXPECT(scanrt_buffer_create(ctx, -1, 4, &b), SCANRT_STATUS_INVALID_ARGUMENT);
     EXPECT(scanrt_buffer_create(ctx, SCANRT_DTYPE_U64, UINT64_C(1) << 62, &b), SCANRT_STATUS_LENGTH_OVERFLOW);
     EXPECT(scanrt_buffer_create(ctx, SCANRT_DTYPE_U8, UINT64_MAX, &b), SCANRT_STATUS_LENGTH_OVERFLOW);
     CHECK(b == NULL, "a failed scanrt_buffer_create wrote its out parameter");
 
     /* Every dtype: create, length, upload, download round trip, pointer. */
-    for (int dt = 0; dt < NDTYPES; dt++) {
+    for (int dt = 0; dt < NALL_DTYPES; dt++) {
         const uint64_t n = 1000;
         size_t bytes = (size_t)n * dtype_size(dt);
         scanrt_buffer *buf = make_buffer(ctx, dt, n);

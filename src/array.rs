@@ -268,6 +268,12 @@ impl<'a> ArrayView<'a> {
         })
     }
 
+    /// The same view, read only (as an input; a call that would write it refuses it).
+    pub fn read_only(mut self) -> ArrayView<'a> {
+        self.writable = false;
+        self
+    }
+
     /// The length of a 1-D contiguous view; otherwise `UnsupportedCombination` naming it
     /// as `what`.
     pub(crate) fn flat_len(&self, what: &str) -> Result<u64> {

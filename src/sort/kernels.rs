@@ -25,15 +25,16 @@ pub(crate) struct TileShape {
     pub sleep_ns: u32,
 }
 
-/// The tile shape for keys of `key`: 384 threads of 16 keys (8 for 8-byte keys, which
-/// spill at 16), three blocks per SM, windows of 8 tiles, 8 polls before sleeping 64 ns.
+/// The tile shape for keys of `key`: 384 threads of 16 keys, three blocks per SM,
+/// windows of 8 tiles, 8 polls before sleeping 64 ns. (8-byte keys spill a little at 16
+/// keys per thread, but 8 keys took 29.2 ms for u64 at 2^28 against 21.2 ms.)
 /// Chosen by `bench/run_primitives_bench.sh sort` with the `experiments` build's
 /// `SCANRT_SORT_SHAPE` on the H100 (sm_90; 2026-11-26: u32 keys at 2^28, 384x16x3 9.0 ms,
 /// 256x16x4 10.2, 512x15x2 9.4, 256x12x5 11.9; the window and the sleep made no
 /// difference); every architecture takes it until a row of its own is measured. With the
 /// `experiments` feature, `SCANRT_SORT_SHAPE=threads,items,min_blocks,window,spin,sleep`
 /// replaces it.
-pub(crate) fn tile_shape(key: DType) -> TileShape {
+pub(crate) fn tile_shape(_key: DType) -> TileShape {
     #[cfg(feature = "experiments")]
     if let Ok(v) = std::env::var("SCANRT_SORT_SHAPE") {
         let f: Vec<u32> = v
@@ -51,7 +52,7 @@ pub(crate) fn tile_shape(key: DType) -> TileShape {
     }
     TileShape {
         threads: 384,
-        items: if key.size() == 8 { 8 } else { 16 },
+        items: 16,
         min_blocks: 3,
         window: 8,
         spin_before_sleep: 8,

@@ -62,6 +62,10 @@ struct TempLayout {
 }
 
 impl TempLayout {
+    fn of(c: &checks::Checked) -> TempLayout {
+        TempLayout::new(c.n, c.spec.key, c.spec.value_bytes as u64, passes(c.begin, c.end))
+    }
+
     fn new(n: u64, key: DType, value_bytes: u64, passes: u32) -> TempLayout {
         let align = |b: u64| b.div_ceil(256) * 256;
         let keys = 0;
@@ -107,6 +111,16 @@ impl Context {
             v.known_to(self.id())?;
         }
         let checked = checks::check(arrays, desc)?;
+        if let Some(t) = &arrays.temp {
+            let needed = TempLayout::of(&checked).bytes;
+            if t.bytes() < needed {
+                bail!(
+                    BufferTooSmall,
+                    "the temporary memory holds {} bytes; this sort needs {needed}",
+                    t.bytes()
+                );
+            }
+        }
         match self.engine() {
             // SAFETY: the views are valid for their checked lengths (by their
             // constructors' contracts), and checked not to overlap where they must not.
@@ -129,7 +143,7 @@ fn launch(engine: &GpuEngine, stream: &Stream, a: &SortArrays, c: &checks::Check
     let key_bytes = c.spec.key.size() as u64;
     let value_bytes = c.spec.value_bytes as u64;
     let passes = passes(c.begin, c.end);
-    let layout = TempLayout::new(n, c.spec.key, value_bytes, passes);
+    let layout = TempLayout::of(c);
     // Memory scanrt did not allocate is range-checked with the driver.
     let views = [
         (Some(&a.keys_in), "keys", n * key_bytes),
@@ -141,16 +155,6 @@ fn launch(engine: &GpuEngine, stream: &Stream, a: &SortArrays, c: &checks::Check
     for (v, what, bytes) in views {
         if let Some(v) = v.filter(|v| v.owner.is_none() && bytes > 0) {
             dev.check_device_range(v.addr(), bytes, what)?;
-        }
-    }
-    if let Some(t) = &a.temp {
-        if t.bytes() < layout.bytes {
-            bail!(
-                BufferTooSmall,
-                "the temporary memory holds {} bytes; this sort needs {}",
-                t.bytes(),
-                layout.bytes
-            );
         }
     }
     if n == 0 {

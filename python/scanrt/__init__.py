@@ -1,0 +1,210 @@
+"""scanrt: GPU prefix scans, sorts and selections for PyTorch, CuPy, JAX and NumPy arrays.
+
+Every function takes an array of any of these libraries (on the GPU: CUDA tensors, CuPy
+and JAX arrays, anything with ``__cuda_array_interface__``; NumPy arrays and CPU tensors
+run on scanrt's host backend) and returns arrays of the same library on the same device,
+computed on that library's current stream, without a copy or a synchronisation (JAX
+arrays are waited for, as JAX has no stream to join).
+
+Scans run along ``axis`` (default: the last). The last axis of a C-contiguous array is
+scanned in place in memory; any other axis, or a strided array, is first copied into
+that layout (scanrt's kernels for columns and strides are on their way).
+
+PyTorch tensors that require gradients go through scanrt's registered operators
+(``torch.ops.scanrt``), which carry autograd and work inside ``torch.compile``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Tuple
+
+from . import _arrays
+from ._scanrt import ScanrtError, __version__
+from . import _scanrt
+
+__all__ = [
+    "ScanrtError",
+    "__version__",
+    "cumsum",
+    "cumprod",
+    "cummax",
+    "cummin",
+    "logcumsumexp",
+    "linear_recurrence",
+    "sort",
+    "argsort",
+]
+
+# The accumulator NumPy and PyTorch give integer cumulative sums and products.
+_WIDENED = {"bool": "int64", "uint8": "int64", "int8": "int64", "int16": "int64", "int32": "int64", "uint32": "uint64"}
+
+
+def _run(arrays: Any, call) -> None:
+    """Runs a binding call on the first array's stream, after JAX inputs are ready."""
+    first = arrays[0]
+    _arrays.prepare_inputs(arrays)
+    stream = _arrays.stream_of(first)
+    call(stream)
+    if _arrays.needs_synchronize(first):
+        _scanrt.synchronize(_arrays.describe(first)[4], stream)
+
+
+def _builtin_scan(x: Any, op: str, axis: int, exclusive: bool, reverse: bool, initial: Any,
+                  deterministic: bool, dtype: Optional[str], out: Any) -> Any:
+    if _torch_autograd(x):
+        from . import _torch
+
+        return _torch.scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype, out)
+    moved, axis = _arrays.last_axis_contiguous(x, axis)
+    in_type = _arrays.describe_dtype(moved)
+    out_type = dtype or (_WIDENED.get(in_type, in_type) if op in ("sum", "prod") else in_type)
+    result = _arrays.empty(moved, moved.shape, out_type)
+    _run([moved], lambda s: _scanrt.scan(_arrays.describe(moved), _arrays.describe(result), op, not exclusive,
+                                         reverse, initial, deterministic, s))
+    return _finish(result, axis, out)
+
+
+def _finish(result: Any, axis: int, out: Any) -> Any:
+    result = _arrays.move_back(result, axis)
+    if out is None:
+        return result
+    out[...] = result
+    return out
+
+
+def _torch_autograd(x: Any) -> bool:
+    if not _arrays.is_torch(x):
+        return False
+    import torch
+
+    return (x.requires_grad and torch.is_grad_enabled()) or torch.compiler.is_compiling()
+
+
+def cumsum(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bool = False, initial: Any = None,
+           deterministic: bool = False, dtype: Optional[str] = None, out: Any = None) -> Any:
+    """Cumulative sum along ``axis``.
+
+    ``exclusive``: element i sums the elements before i (the first is ``initial``, or 0).
+    ``reverse``: from the last element to the first. ``initial``: a value every result
+    starts from. ``deterministic``: bitwise identical float results on every run.
+    ``dtype``: the result's (and accumulator's) type; integers narrower than 64 bits sum
+    in int64 (uint32 in uint64) by default, as NumPy and PyTorch do.
+    """
+    return _builtin_scan(x, "sum", axis, exclusive, reverse, initial, deterministic, dtype, out)
+
+
+def cumprod(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bool = False, initial: Any = None,
+            deterministic: bool = False, dtype: Optional[str] = None, out: Any = None) -> Any:
+    """Cumulative product along ``axis`` (integers wrap); arguments as :func:`cumsum`."""
+    return _builtin_scan(x, "prod", axis, exclusive, reverse, initial, deterministic, dtype, out)
+
+
+def _extreme(x: Any, recipe: str, axis: int, reverse: bool) -> Tuple[Any, Any]:
+    if _torch_autograd(x):
+        from . import _torch
+
+        return _torch.extreme(x, recipe, axis, reverse)
+    moved, axis = _arrays.last_axis_contiguous(x, axis)
+    values = _arrays.empty(moved, moved.shape, _arrays.describe_dtype(moved))
+    indices = _arrays.empty(moved, moved.shape, "uint32")
+    row = moved.shape[-1]
+    _run([moved], lambda s: _scanrt.recipe_scan(recipe, [_arrays.describe(moved)],
+                                                [_arrays.describe(values), _arrays.describe(indices)],
+                                                row, True, reverse, None, False, s))
+    return _arrays.move_back(values, axis), _arrays.move_back(_int64(indices, row), axis)
+
+
+def _int64(indices: Any, row: int) -> Any:
+    """Indices within each row as int64 (the recipe counts from the start of the whole
+    array: rows are its segments), as PyTorch and NumPy give them."""
+    lib = _arrays.library(indices)
+    if lib == "torch":
+        import torch
+
+        return indices.to(torch.int64) % row
+    if lib == "jax":
+        import jax.numpy as jnp
+
+        return indices.astype(jnp.int64 if jnp.zeros(0).dtype == jnp.float64 else jnp.int32) % row
+    return indices.astype("int64") % row
+
+
+def cummax(x: Any, axis: int = -1, *, reverse: bool = False) -> Tuple[Any, Any]:
+    """Running maximum along ``axis`` and the index (int64) of each maximum, as
+    ``torch.cummax``: ties keep the earlier index; NaN is the maximum from where it
+    appears."""
+    return _extreme(x, "cummax", axis, reverse)
+
+
+def cummin(x: Any, axis: int = -1, *, reverse: bool = False) -> Tuple[Any, Any]:
+    """Running minimum along ``axis`` and the index of each, as :func:`cummax`."""
+    return _extreme(x, "cummin", axis, reverse)
+
+
+def logcumsumexp(x: Any, axis: int = -1, *, reverse: bool = False) -> Any:
+    """``log(cumsum(exp(x)))`` along ``axis``, computed stably (f32, f64)."""
+    if _torch_autograd(x):
+        from . import _torch
+
+        return _torch.logcumsumexp(x, axis, reverse)
+    moved, axis = _arrays.last_axis_contiguous(x, axis)
+    result = _arrays.empty(moved, moved.shape, _arrays.describe_dtype(moved))
+    _run([moved], lambda s: _scanrt.recipe_scan("logcumsumexp", [_arrays.describe(moved)], [_arrays.describe(result)],
+                                                moved.shape[-1], True, reverse, None, False, s))
+    return _arrays.move_back(result, axis)
+
+
+def linear_recurrence(a: Any, b: Any, axis: int = -1, *, initial: Optional[float] = None,
+                      reverse: bool = False) -> Any:
+    """``h[t] = a[t] * h[t-1] + b[t]`` along ``axis``, with ``h[-1] = initial`` (0 by
+    default); ``reverse`` runs from the last element (``h[t] = a[t] * h[t+1] + b[t]``).
+    ``a`` and ``b`` have one shape and one float type (f32, f64)."""
+    if _torch_autograd(a) or _torch_autograd(b):
+        from . import _torch
+
+        return _torch.linear_recurrence(a, b, axis, initial, reverse)
+    if tuple(a.shape) != tuple(b.shape):
+        raise ValueError(f"a {tuple(a.shape)} and b {tuple(b.shape)} differ in shape")
+    ma, axis = _arrays.last_axis_contiguous(a, axis)
+    mb, _ = _arrays.last_axis_contiguous(b, axis)
+    if _arrays.describe_dtype(ma) != _arrays.describe_dtype(mb):
+        raise TypeError("a and b have different types")
+    h = _arrays.empty(ma, ma.shape, _arrays.describe_dtype(ma))
+    _run([ma, mb], lambda s: _scanrt.recipe_scan("linear_recurrence", [_arrays.describe(ma), _arrays.describe(mb)],
+                                                 [_arrays.describe(h)], ma.shape[-1], True, reverse,
+                                                 None if initial is None else float(initial), False, s))
+    return _arrays.move_back(h, axis)
+
+
+def sort(keys: Any, *, descending: bool = False, values: Any = None) -> Any:
+    """Sorts the 1-D ``keys`` (stable: equal keys keep their order; floats in the total
+    order -inf < ... < -0 < +0 < ... < +inf < NaN). With ``values`` (any type, as many),
+    returns ``(sorted keys, values in that order)``; else the sorted keys."""
+    _one_d(keys)
+    out = _arrays.empty(keys, keys.shape, _arrays.describe_dtype(keys))
+    if values is None:
+        _run([keys], lambda s: _scanrt.sort(_arrays.describe(keys), _arrays.describe(out), None, None, descending, s))
+        return out
+    _one_d(values)
+    values_out = _arrays.empty(values, values.shape, _arrays.describe_dtype(values))
+    _run([keys, values], lambda s: _scanrt.sort(_arrays.describe(keys), _arrays.describe(out), _arrays.describe(values),
+                                                _arrays.describe(values_out), descending, s))
+    return out, values_out
+
+
+def argsort(keys: Any, *, descending: bool = False) -> Tuple[Any, Any]:
+    """``(sorted keys, indices)`` of the 1-D ``keys``, as ``torch.sort(stable=True)``
+    (int64 indices)."""
+    _one_d(keys)
+    out = _arrays.empty(keys, keys.shape, _arrays.describe_dtype(keys))
+    indices = _arrays.empty(keys, keys.shape, "int64")
+    # The bindings write U64 indices; int64 has the same bits for every index.
+    d = _arrays.describe(indices)
+    d = (d[0], "uint64", d[2], d[3], d[4])
+    _run([keys], lambda s: _scanrt.sort(_arrays.describe(keys), _arrays.describe(out), None, d, descending, s))
+    return out, indices
+
+
+def _one_d(x: Any) -> None:
+    if len(x.shape) != 1:
+        raise ValueError(f"scanrt sorts 1-D arrays; this one has shape {tuple(x.shape)}")

@@ -1,0 +1,222 @@
+"""Arrays of the caller's library as scanrt sees them.
+
+Each array becomes ``(address, dtype name, shape, strides in elements, device)``, device
+-1 for host memory, read from the library's own attributes (PyTorch, CuPy, NumPy) or the
+CUDA array interface (JAX, Numba, anything else that has it). Results are allocated by
+the caller's library on the caller's device, and scanrt runs on that library's current
+stream, so results need no copy and no synchronisation.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Sequence, Tuple
+
+Description = Tuple[int, str, Tuple[int, ...], Tuple[int, ...], int]
+
+
+def library(x: Any) -> str:
+    """The name of the library that owns ``x``."""
+    module = type(x).__module__.split(".")[0]
+    if module in ("torch", "cupy", "numpy"):
+        return module
+    if module in ("jax", "jaxlib"):
+        return "jax"
+    if hasattr(x, "__cuda_array_interface__"):
+        return "cuda_array_interface"
+    if hasattr(x, "__array_interface__"):
+        return "numpy_like"
+    raise TypeError(f"scanrt takes PyTorch, CuPy, JAX, NumPy or CUDA-array-interface arrays, not {type(x).__name__}")
+
+
+def _numpy_dtype_name(typestr: str) -> str:
+    import numpy as np
+
+    return np.dtype(typestr).name
+
+
+def _byte_strides(strides, itemsize: int, shape) -> Tuple[int, ...]:
+    if strides is None:  # C-contiguous
+        out, step = [], 1
+        for extent in reversed(shape):
+            out.append(step)
+            step *= extent
+        return tuple(reversed(out))
+    if any(s % itemsize for s in strides):
+        raise ValueError("scanrt takes arrays whose strides are whole elements")
+    return tuple(s // itemsize for s in strides)
+
+
+def describe(x: Any) -> Description:
+    """The array as scanrt's bindings take it."""
+    lib = library(x)
+    if lib == "torch":
+        if x.is_cuda:
+            device = x.device.index if x.device.index is not None else _torch_current_device()
+        elif x.device.type == "cpu":
+            device = -1
+        else:
+            raise TypeError(f"scanrt takes CUDA or CPU tensors, not {x.device.type} ones")
+        return (x.data_ptr(), str(x.dtype).replace("torch.", ""), tuple(x.shape), tuple(x.stride()), device)
+    if lib == "cupy":
+        return (x.data.ptr, x.dtype.name, tuple(x.shape), _byte_strides(x.strides, x.itemsize, x.shape), x.device.id)
+    if lib in ("numpy", "numpy_like"):
+        import numpy as np
+
+        a = np.asarray(x)
+        interface = a.__array_interface__
+        return (interface["data"][0], a.dtype.name, tuple(a.shape), _byte_strides(a.strides, a.itemsize, a.shape), -1)
+    interface = x.__cuda_array_interface__
+    shape = tuple(interface["shape"])
+    name = _numpy_dtype_name(interface["typestr"])
+    import numpy as np
+
+    itemsize = np.dtype(interface["typestr"]).itemsize
+    device = _device_of_cuda_array(x)
+    return (interface["data"][0], name, shape, _byte_strides(interface.get("strides"), itemsize, shape), device)
+
+
+def _torch_current_device() -> int:
+    import torch
+
+    return torch.cuda.current_device()
+
+
+def _device_of_cuda_array(x: Any) -> int:
+    devices = getattr(x, "devices", None)
+    if callable(devices):  # JAX
+        (device,) = tuple(devices())
+        return int(device.id)
+    device = getattr(x, "device", None)
+    index = getattr(device, "id", None)
+    return int(index) if index is not None else 0
+
+
+def stream_of(x: Any) -> int:
+    """The stream scanrt runs on for ``x``: the library's current stream on its device
+    (0, the legacy default stream, for libraries without one)."""
+    lib = library(x)
+    if lib == "torch":
+        if not x.is_cuda:
+            return 0
+        import torch
+
+        return torch.cuda.current_stream(x.device).cuda_stream
+    if lib == "cupy":
+        import cupy
+
+        with x.device:
+            return cupy.cuda.get_current_stream().ptr
+    if lib == "cuda_array_interface":
+        stream = x.__cuda_array_interface__.get("stream")
+        return 0 if stream in (None, 1) else int(stream)
+    return 0
+
+
+def prepare_inputs(arrays: Sequence[Any]) -> None:
+    """Makes inputs whose library scanrt cannot join by stream (JAX) ready first."""
+    for a in arrays:
+        if library(a) == "jax":
+            a.block_until_ready()
+
+
+def needs_synchronize(x: Any) -> bool:
+    """Whether results must be waited for before returning (JAX cannot wait for a
+    stream scanrt queued on)."""
+    return library(x) == "jax"
+
+
+def empty(like: Any, shape: Sequence[int], dtype: str) -> Any:
+    """A new array of ``like``'s library on its device."""
+    lib = library(like)
+    shape = tuple(int(s) for s in shape)
+    if lib == "torch":
+        import torch
+
+        return torch.empty(shape, dtype=getattr(torch, dtype), device=like.device)
+    if lib == "cupy":
+        import cupy
+
+        with like.device:
+            return cupy.empty(shape, dtype=dtype)
+    if lib == "jax":
+        import jax
+        import jax.numpy as jnp
+
+        (device,) = tuple(like.devices())
+        out = jax.device_put(jnp.zeros(shape, dtype=dtype), device)
+        return out.block_until_ready()
+    import numpy as np
+
+    if lib in ("numpy", "numpy_like"):
+        return np.empty(shape, dtype=dtype)
+    raise TypeError(f"scanrt cannot allocate results for {type(like).__name__} arrays; pass out=")
+
+
+def dtype_name(x: Any) -> str:
+    return describe_dtype(x)
+
+
+def describe_dtype(x: Any) -> str:
+    lib = library(x)
+    if lib == "torch":
+        return str(x.dtype).replace("torch.", "")
+    if lib == "cuda_array_interface":
+        return _numpy_dtype_name(x.__cuda_array_interface__["typestr"])
+    return x.dtype.name if hasattr(x.dtype, "name") else str(x.dtype)
+
+
+def last_axis_contiguous(x: Any, axis: int) -> Tuple[Any, int]:
+    """``x`` with ``axis`` moved last and made C-contiguous (a copy only where needed),
+    and the normalised axis."""
+    ndim = len(x.shape)
+    if ndim == 0:
+        raise ValueError("scanrt scans arrays of at least one dimension")
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of range for {ndim} dimensions")
+    axis %= ndim
+    lib = library(x)
+    if lib == "torch":
+        moved = x.movedim(axis, -1) if axis != ndim - 1 else x
+        return moved.contiguous(), axis
+    if lib == "cupy":
+        import cupy
+
+        return cupy.ascontiguousarray(cupy.moveaxis(x, axis, -1)), axis
+    if lib == "jax":
+        import jax.numpy as jnp
+
+        moved = jnp.moveaxis(x, axis, -1) if axis != ndim - 1 else x
+        return moved, axis
+    if lib in ("numpy", "numpy_like"):
+        import numpy as np
+
+        return np.ascontiguousarray(np.moveaxis(np.asarray(x), axis, -1)), axis
+    if axis != ndim - 1:
+        raise TypeError("scanrt scans CUDA-array-interface arrays along their last axis only")
+    return x, axis
+
+
+def move_back(y: Any, axis: int) -> Any:
+    """The inverse of ``last_axis_contiguous``'s move (a view)."""
+    ndim = len(y.shape)
+    if axis == ndim - 1:
+        return y
+    lib = library(y)
+    if lib == "torch":
+        return y.movedim(-1, axis)
+    if lib == "cupy":
+        import cupy
+
+        return cupy.moveaxis(y, -1, axis)
+    if lib == "jax":
+        import jax.numpy as jnp
+
+        return jnp.moveaxis(y, -1, axis)
+    import numpy as np
+
+    return np.moveaxis(y, -1, axis)
+
+
+def is_torch(x: Any) -> bool:
+    return type(x).__module__.split(".")[0] == "torch" and "torch" in sys.modules

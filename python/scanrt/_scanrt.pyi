@@ -1,0 +1,18 @@
+"""Type stubs of the extension module (the bindings over the Rust crate)."""
+
+from typing import Any, Optional, Sequence, Tuple
+
+Description = Tuple[int, str, Tuple[int, ...], Tuple[int, ...], int]
+
+__version__: str
+
+class ScanrtError(RuntimeError):
+    """A scanrt call failed on the device or the driver (the message names the status)."""
+
+def scan(x: Description, out: Description, op: str, inclusive: bool, reverse: bool, initial: Any,
+         deterministic: bool, stream: int) -> None: ...
+def recipe_scan(recipe: str, inputs: Sequence[Description], outputs: Sequence[Description], row: int,
+                inclusive: bool, reverse: bool, initial: Optional[float], deterministic: bool, stream: int) -> None: ...
+def sort(keys: Description, keys_out: Description, values: Optional[Description], values_out: Optional[Description],
+         descending: bool, stream: int) -> None: ...
+def synchronize(device: int, stream: int) -> None: ...

@@ -1,0 +1,216 @@
+"""scanrt's functions as PyTorch operators (``torch.ops.scanrt.*``): they carry autograd
+and run inside ``torch.compile`` graphs and captured CUDA graphs. The public functions
+route tensors here when they require gradients or are being compiled.
+
+Every operator works on the last axis of a contiguous tensor; the public functions move
+the axis there (``movedim``, differentiable) first.
+
+Gradients:
+- a sum scan's is the same scan of the gradient in the other direction;
+- cummax/cummin send each gradient to the index its value came from;
+- logcumsumexp's is ``exp(x_i) * sum_{j >= i} g_j exp(-y_j)``, evaluated stably as the
+  reverse logcumsumexp of ``log|g_j| - y_j`` for the positive and negative parts;
+- the linear recurrence's is a linear recurrence in the other direction:
+  ``l_t = g_t + a_{t+1} l_{t+1}``, then ``db = l``, ``da = l * h_{t-1}``,
+  ``dh0 = a_0 l_0``;
+- cumprod's (inclusive, forward, no initial value) is PyTorch's own.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from . import _arrays, _scanrt
+
+_DTYPES = {"int64": torch.int64, "uint64": torch.uint64, "int32": torch.int32, "uint32": torch.uint32,
+           "float32": torch.float32, "float64": torch.float64}
+
+
+def _describe(t: Tensor):
+    return _arrays.describe(t)
+
+
+def _stream(t: Tensor) -> int:
+    return _arrays.stream_of(t)
+
+
+@torch.library.custom_op("scanrt::scan", mutates_args=())
+def scan_op(x: Tensor, op: str, exclusive: bool, reverse: bool, initial: Optional[float], deterministic: bool,
+            dtype: torch.dtype) -> Tensor:
+    x = x.contiguous()
+    out = torch.empty(x.shape, dtype=dtype, device=x.device)
+    init = None if initial is None else (int(initial) if not dtype.is_floating_point else initial)
+    _scanrt.scan(_describe(x), _describe(out), op, not exclusive, reverse, init, deterministic, _stream(x))
+    return out
+
+
+@scan_op.register_fake
+def _(x, op, exclusive, reverse, initial, deterministic, dtype):
+    return x.new_empty(x.shape, dtype=dtype)
+
+
+def _scan_setup(ctx, inputs, output):
+    x, op, exclusive, reverse, initial, deterministic, dtype = inputs
+    ctx.op, ctx.exclusive, ctx.reverse, ctx.deterministic = op, exclusive, reverse, deterministic
+    ctx.has_initial = initial is not None
+    ctx.x_dtype = x.dtype
+    if op == "prod":
+        ctx.save_for_backward(x)
+
+
+def _scan_backward(ctx, grad):
+    if ctx.op == "sum":
+        g = scan_op(grad.contiguous(), "sum", ctx.exclusive, not ctx.reverse, None, ctx.deterministic, grad.dtype)
+        return g.to(ctx.x_dtype), None, None, None, None, None, None
+    if ctx.op == "prod" and not ctx.exclusive and not ctx.reverse and not ctx.has_initial:
+        (x,) = ctx.saved_tensors
+        with torch.enable_grad():
+            xx = x.detach().requires_grad_()
+            (g,) = torch.autograd.grad(torch.cumprod(xx, -1), xx, grad)
+        return g, None, None, None, None, None, None
+    raise NotImplementedError(f"scanrt: no gradient for this {ctx.op} scan (exclusive, reverse or initial cumprod)")
+
+
+scan_op.register_autograd(_scan_backward, setup_context=_scan_setup)
+
+
+@torch.library.custom_op("scanrt::extreme", mutates_args=())
+def extreme_op(x: Tensor, recipe: str, reverse: bool) -> Tuple[Tensor, Tensor]:
+    x = x.contiguous()
+    values = torch.empty_like(x)
+    indices = torch.empty(x.shape, dtype=torch.uint32, device=x.device)
+    row = x.shape[-1] if x.dim() else 1
+    _scanrt.recipe_scan(recipe, [_describe(x)], [_describe(values), _describe(indices)], row, True, reverse, None,
+                        False, _stream(x))
+    return values, indices.to(torch.int64) % row
+
+
+@extreme_op.register_fake
+def _(x, recipe, reverse):
+    return torch.empty_like(x), x.new_empty(x.shape, dtype=torch.int64)
+
+
+def _extreme_setup(ctx, inputs, output):
+    ctx.save_for_backward(output[1])
+    ctx.shape = inputs[0].shape
+
+
+def _extreme_backward(ctx, grad_values, grad_indices):
+    (indices,) = ctx.saved_tensors
+    g = torch.zeros(ctx.shape, dtype=grad_values.dtype, device=grad_values.device)
+    return g.scatter_add_(-1, indices, grad_values), None, None
+
+
+extreme_op.register_autograd(_extreme_backward, setup_context=_extreme_setup)
+
+
+@torch.library.custom_op("scanrt::logcumsumexp", mutates_args=())
+def logcumsumexp_op(x: Tensor, reverse: bool) -> Tensor:
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    _scanrt.recipe_scan("logcumsumexp", [_describe(x)], [_describe(out)], x.shape[-1], True, reverse, None, False,
+                        _stream(x))
+    return out
+
+
+@logcumsumexp_op.register_fake
+def _(x, reverse):
+    return torch.empty_like(x)
+
+
+def _lse_setup(ctx, inputs, output):
+    ctx.save_for_backward(inputs[0], output)
+    ctx.reverse = inputs[1]
+
+
+def _lse_backward(ctx, grad):
+    x, y = ctx.saved_tensors
+    result = torch.zeros_like(x)
+    for sign in (1.0, -1.0):
+        part = torch.clamp(sign * grad, min=0)
+        log_part = torch.where(part > 0, torch.log(part), torch.full_like(part, -float("inf"))) - y
+        summed = logcumsumexp_op(log_part.contiguous(), not ctx.reverse)
+        result = result + sign * torch.exp(x + summed)
+    return result, None
+
+
+logcumsumexp_op.register_autograd(_lse_backward, setup_context=_lse_setup)
+
+
+@torch.library.custom_op("scanrt::linear_recurrence", mutates_args=())
+def linear_recurrence_op(a: Tensor, b: Tensor, initial: Optional[float], reverse: bool) -> Tensor:
+    a, b = a.contiguous(), b.contiguous()
+    h = torch.empty_like(a)
+    _scanrt.recipe_scan("linear_recurrence", [_describe(a), _describe(b)], [_describe(h)], a.shape[-1], True, reverse,
+                        initial, False, _stream(a))
+    return h
+
+
+@linear_recurrence_op.register_fake
+def _(a, b, initial, reverse):
+    return torch.empty_like(a)
+
+
+def _lr_setup(ctx, inputs, output):
+    a, b, initial, reverse = inputs
+    ctx.save_for_backward(a, output)
+    ctx.initial, ctx.reverse = initial, reverse
+
+
+def _lr_backward(ctx, grad):
+    a, h = ctx.saved_tensors
+    h0 = 0.0 if ctx.initial is None else ctx.initial
+    zero = torch.zeros_like(a[..., :1])
+    if not ctx.reverse:
+        # l_t = g_t + a_{t+1} l_{t+1}: a backward recurrence over a shifted left by one.
+        a_next = torch.cat([a[..., 1:], zero], dim=-1)
+        lam = linear_recurrence_op(a_next, grad.contiguous(), None, True)
+        h_prev = torch.cat([torch.full_like(zero, h0), h[..., :-1]], dim=-1)
+    else:
+        a_next = torch.cat([zero, a[..., :-1]], dim=-1)
+        lam = linear_recurrence_op(a_next, grad.contiguous(), None, False)
+        h_prev = torch.cat([h[..., 1:], torch.full_like(zero, h0)], dim=-1)
+    return lam * h_prev, lam, None, None
+
+
+linear_recurrence_op.register_autograd(_lr_backward, setup_context=_lr_setup)
+
+
+# The public functions' torch paths: move the axis last (differentiably), run the
+# operator, move it back.
+
+def scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype, out):
+    from . import _WIDENED
+
+    moved = x.movedim(axis, -1) if axis % x.dim() != x.dim() - 1 else x
+    name = str(x.dtype).replace("torch.", "")
+    out_dtype = _DTYPES[dtype] if isinstance(dtype, str) else (dtype or _DTYPES.get(_WIDENED.get(name, name), x.dtype))
+    y = scan_op(moved, op, exclusive, reverse, None if initial is None else float(initial), deterministic, out_dtype)
+    y = y.movedim(-1, axis) if y is not moved and axis % x.dim() != x.dim() - 1 else y
+    if out is not None:
+        out.copy_(y)
+        return out
+    return y
+
+
+def extreme(x, recipe, axis, reverse):
+    last = axis % x.dim() == x.dim() - 1
+    moved = x if last else x.movedim(axis, -1)
+    v, i = extreme_op(moved, recipe, reverse)
+    return (v, i) if last else (v.movedim(-1, axis), i.movedim(-1, axis))
+
+
+def logcumsumexp(x, axis, reverse):
+    last = axis % x.dim() == x.dim() - 1
+    y = logcumsumexp_op(x if last else x.movedim(axis, -1), reverse)
+    return y if last else y.movedim(-1, axis)
+
+
+def linear_recurrence(a, b, axis, initial, reverse):
+    last = axis % a.dim() == a.dim() - 1
+    move = (lambda t: t) if last else (lambda t: t.movedim(axis, -1))
+    h = linear_recurrence_op(move(a), move(b), None if initial is None else float(initial), reverse)
+    return h if last else h.movedim(-1, axis)

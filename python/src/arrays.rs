@@ -1,0 +1,102 @@
+//! Arrays and streams as Python describes them, and the contexts they run on.
+//!
+//! `scanrt/_arrays.py` reads each array (PyTorch, CuPy, JAX, Numba: the CUDA array
+//! interface or the library's own attributes; NumPy: the array interface) into a tuple
+//! `(address, dtype name, shape, strides in elements, device)`, device -1 for host
+//! memory. The array object itself stays referenced by the Python caller for the whole
+//! call, which is what keeps the memory alive.
+
+use std::collections::HashMap;
+
+use once_cell::sync::Lazy;
+use parking_lot::Mutex;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use scanrt::{ArrayView, Backend, Context, DType, Stream};
+
+use crate::errors::IntoPy;
+
+/// One array, as `_arrays.describe` gives it.
+#[derive(FromPyObject)]
+pub(crate) struct ArrayArg {
+    pub addr: u64,
+    pub dtype: String,
+    pub shape: Vec<u64>,
+    pub strides: Vec<i64>,
+    pub device: i64,
+}
+
+impl ArrayArg {
+    pub fn dtype(&self) -> PyResult<DType> {
+        Ok(match self.dtype.as_str() {
+            "uint8" | "bool" => DType::U8,
+            "int8" => DType::I8,
+            "uint16" => DType::U16,
+            "int16" => DType::I16,
+            "int32" => DType::I32,
+            "uint32" => DType::U32,
+            "int64" => DType::I64,
+            "uint64" => DType::U64,
+            "float32" => DType::F32,
+            "float64" => DType::F64,
+            other => return Err(PyTypeError::new_err(format!("scanrt does not take {other} arrays yet"))),
+        })
+    }
+
+    /// The view of the array. `writable` for outputs.
+    ///
+    /// # Safety
+    /// The description is of a live array the caller keeps referenced during the call.
+    pub unsafe fn view(&self, writable: bool) -> PyResult<ArrayView<'static>> {
+        let view = ArrayView::strided(self.addr, self.dtype()?, &self.shape, &self.strides).py_err()?;
+        Ok(if writable { view } else { view.read_only() })
+    }
+}
+
+/// The context of a device (-1: the host backend), one per process and device.
+pub(crate) fn context(device: i64) -> PyResult<Context> {
+    static CONTEXTS: Lazy<Mutex<HashMap<i64, Context>>> = Lazy::new(|| Mutex::new(HashMap::new()));
+    let mut all = CONTEXTS.lock();
+    if let Some(c) = all.get(&device) {
+        return Ok(c.clone());
+    }
+    let ctx = if device < 0 {
+        Context::new(Backend::Host, 0)
+    } else {
+        Context::new(Backend::Gpu, device as usize)
+    }
+    .py_err()?;
+    all.insert(device, ctx.clone());
+    Ok(ctx)
+}
+
+/// The device the arrays are on, which must be one.
+pub(crate) fn device_of(arrays: &[&ArrayArg]) -> PyResult<i64> {
+    let device = arrays[0].device;
+    if arrays.iter().any(|a| a.device != device) {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "the arrays of one call must be on one device",
+        ));
+    }
+    Ok(device)
+}
+
+/// The caller's stream (a `CUstream` address; 0 the legacy default stream) on a device's
+/// context; the host backend's stream for host memory.
+pub(crate) fn stream(ctx: &Context, device: i64, raw: usize) -> PyResult<Stream> {
+    if device < 0 {
+        return ctx.new_stream().py_err();
+    }
+    // SAFETY: the caller's library owns the stream and keeps it alive during the call
+    // (its current stream); the context checks that it belongs to the device.
+    unsafe { ctx.borrow_stream(raw as *mut std::ffi::c_void) }.py_err()
+}
+
+/// Waits for the work queued on `stream` of `device` (for callers whose library has no
+/// stream scanrt can join, such as JAX).
+#[pyfunction]
+pub(crate) fn synchronize(py: Python<'_>, device: i64, stream: usize) -> PyResult<()> {
+    let ctx = context(device)?;
+    let s = self::stream(&ctx, device, stream)?;
+    py.allow_threads(|| s.synchronize()).py_err()
+}

@@ -1,0 +1,23 @@
+//! `scanrt._scanrt`: the Python bindings, a thin layer over the Rust crate. Python passes
+//! each array as a plain description (`arrays::ArrayArg`: address, dtype, shape, strides,
+//! device) that `scanrt/_arrays.py` reads off the caller's array, and the stream the
+//! call runs on; one module per domain turns them into the crate's calls, with the GIL
+//! released around device work, and errors into Python exceptions (`errors`).
+
+mod arrays;
+mod errors;
+mod scan;
+mod sort;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _scanrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("ScanrtError", m.py().get_type::<errors::ScanrtError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(scan::scan, m)?)?;
+    m.add_function(wrap_pyfunction!(scan::recipe_scan, m)?)?;
+    m.add_function(wrap_pyfunction!(sort::sort, m)?)?;
+    m.add_function(wrap_pyfunction!(arrays::synchronize, m)?)?;
+    Ok(())
+}

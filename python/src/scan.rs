@@ -1,0 +1,151 @@
+//! Scans: the built-in operators along the last axis (`scan`), and the recipes that are
+//! user-defined operators in the crate (`recipe_scan`: cumulative extremes with their
+//! indices, logcumsumexp, the linear recurrence), whose batched rows run as a segmented
+//! scan by rows.
+
+use std::collections::HashMap;
+
+use once_cell::sync::Lazy;
+use parking_lot::Mutex;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use scanrt::{recipes, Context, DType, Direction, InitValue, Op, Operator, OperatorScan, ScanDesc, Segments};
+
+use crate::arrays::{context, device_of, stream, ArrayArg};
+use crate::errors::IntoPy;
+
+fn op_of(name: &str) -> PyResult<Op> {
+    Ok(match name {
+        "sum" => Op::Sum,
+        "prod" => Op::Product,
+        "min" => Op::Min,
+        "max" => Op::Max,
+        other => return Err(PyValueError::new_err(format!("no scan operator {other:?}"))),
+    })
+}
+
+/// The initial value as the output type.
+fn init_of(value: &Bound<'_, PyAny>, dtype: DType) -> PyResult<InitValue> {
+    Ok(match dtype {
+        DType::F32 => InitValue::of(value.extract::<f64>()? as f32),
+        DType::F64 => InitValue::of(value.extract::<f64>()?),
+        DType::I32 => InitValue::of(value.extract::<i32>()?),
+        DType::U32 => InitValue::of(value.extract::<u32>()?),
+        DType::I64 => InitValue::of(value.extract::<i64>()?),
+        DType::U64 => InitValue::of(value.extract::<u64>()?),
+        other => return Err(PyTypeError::new_err(format!("no initial value of {}", other.c_name()))),
+    })
+}
+
+/// Scans `x` along its last axis into `out` (the same shape, the output type) with a
+/// built-in operator, on `stream` of the arrays' device.
+#[pyfunction]
+#[pyo3(signature = (x, out, op, inclusive, reverse, initial, deterministic, stream))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn scan(
+    py: Python<'_>,
+    x: ArrayArg,
+    out: ArrayArg,
+    op: &str,
+    inclusive: bool,
+    reverse: bool,
+    initial: Option<Bound<'_, PyAny>>,
+    deterministic: bool,
+    stream: usize,
+) -> PyResult<()> {
+    let device = device_of(&[&x, &out])?;
+    let ctx = context(device)?;
+    let op = op_of(op)?;
+    let mut desc = if inclusive { ScanDesc::inclusive(op) } else { ScanDesc::exclusive(op) };
+    if reverse {
+        desc = desc.backward();
+    }
+    if deterministic {
+        desc = desc.deterministic();
+    }
+    if let Some(v) = initial {
+        desc.init = Some(init_of(&v, out.dtype()?)?);
+    }
+    let s = self::stream(&ctx, device, stream)?;
+    // SAFETY: the Python caller keeps both arrays referenced during the call.
+    let (input, output) = unsafe { (x.view(false)?, out.view(true)?) };
+    py.allow_threads(|| ctx.scan_array(&s, &input, &output, -1, &desc)).py_err()?;
+    Ok(())
+}
+
+/// The recipes' operators, compiled once per (context, recipe, type).
+fn operator(ctx: &Context, device: i64, recipe: &str, dtype: DType) -> PyResult<Operator> {
+    static OPERATORS: Lazy<Mutex<HashMap<(i64, String, DType), Operator>>> = Lazy::new(|| Mutex::new(HashMap::new()));
+    let key = (device, recipe.to_string(), dtype);
+    if let Some(op) = OPERATORS.lock().get(&key) {
+        return Ok(op.clone());
+    }
+    let desc = match recipe {
+        "cummax" => recipes::cumulative_extreme(dtype, true),
+        "cummin" => recipes::cumulative_extreme(dtype, false),
+        "logcumsumexp" => recipes::logcumsumexp(dtype),
+        "linear_recurrence" => recipes::linear_recurrence(dtype),
+        other => return Err(PyValueError::new_err(format!("no recipe {other:?}"))),
+    }
+    .py_err()?;
+    let op = ctx.create_operator(desc).py_err()?;
+    OPERATORS.lock().insert(key, op.clone());
+    Ok(op)
+}
+
+/// Runs a recipe over 1-D arrays or the rows of contiguous row-major arrays (the last
+/// axis, `row` elements each; 0: one row): `inputs` and `outputs` as the recipe takes
+/// them. `initial` is the linear recurrence's h0.
+#[pyfunction]
+#[pyo3(signature = (recipe, inputs, outputs, row, inclusive, reverse, initial, deterministic, stream))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn recipe_scan(
+    py: Python<'_>,
+    recipe: &str,
+    inputs: Vec<ArrayArg>,
+    outputs: Vec<ArrayArg>,
+    row: u64,
+    inclusive: bool,
+    reverse: bool,
+    initial: Option<f64>,
+    deterministic: bool,
+    stream: usize,
+) -> PyResult<()> {
+    let all: Vec<&ArrayArg> = inputs.iter().chain(&outputs).collect();
+    let device = device_of(&all)?;
+    let ctx = context(device)?;
+    let dtype = inputs[0].dtype()?;
+    let op = operator(&ctx, device, recipe, dtype)?;
+    let init = match initial {
+        Some(h0) if recipe == "linear_recurrence" => Some(recipes::recurrence_init(dtype, h0).py_err()?),
+        Some(_) => return Err(PyValueError::new_err(format!("{recipe} takes no initial value"))),
+        None => None,
+    };
+    let n: u64 = outputs[0].shape.iter().product();
+    let scan = OperatorScan {
+        inclusive,
+        init,
+        direction: if reverse { Direction::Backward } else { Direction::Forward },
+        deterministic,
+        segments: if row > 0 && row < n { Segments::Rows(row) } else { Segments::None },
+        ..OperatorScan::default()
+    };
+    let s = self::stream(&ctx, device, stream)?;
+    // The recipes scan 1-D views: each array flattened (Python passes contiguous ones).
+    let flat = |a: &ArrayArg, writable: bool| -> PyResult<scanrt::ArrayView<'static>> {
+        let flat = ArrayArg {
+            addr: a.addr,
+            dtype: a.dtype.clone(),
+            shape: vec![a.shape.iter().product()],
+            strides: vec![1],
+            device: a.device,
+        };
+        // SAFETY: the Python caller keeps the arrays referenced during the call, and
+        // passes contiguous ones, so the flat view covers the same elements.
+        unsafe { flat.view(writable) }
+    };
+    let ins = inputs.iter().map(|a| flat(a, false)).collect::<PyResult<Vec<_>>>()?;
+    let outs = outputs.iter().map(|a| flat(a, true)).collect::<PyResult<Vec<_>>>()?;
+    py.allow_threads(|| op.scan_arrays(&s, &ins, &outs, None, &scan)).py_err()?;
+    Ok(())
+}

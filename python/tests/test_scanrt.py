@@ -1,0 +1,252 @@
+"""scanrt's Python package against sequential references: NumPy on the host backend, and
+PyTorch, CuPy and JAX on the GPU where present (skipped otherwise). Random data with
+printed seeds; every function, axis, direction and exclusive form; autograd against
+PyTorch's own operators; torch.compile and CUDA graphs; errors."""
+
+import math
+import os
+
+import numpy as np
+import pytest
+
+import scanrt
+
+SEED = int(os.environ.get("SCANRT_TEST_SEED", "20261126"))
+
+
+def rng(salt: int = 0) -> np.random.Generator:
+    print(f"seed {SEED} + {salt}")
+    return np.random.default_rng(SEED + salt)
+
+
+def seq_scan(x: np.ndarray, f, exclusive=False, reverse=False, initial=None, identity=0):
+    """The sequential loop along the last axis."""
+    x = np.asarray(x)
+    out = np.empty(x.shape, dtype=np.result_type(x.dtype, np.asarray(identity).dtype))
+    for row in np.ndindex(x.shape[:-1]):
+        order = range(x.shape[-1] - 1, -1, -1) if reverse else range(x.shape[-1])
+        acc = identity if initial is None else initial
+        for i in order:
+            nxt = f(acc, x[row + (i,)])
+            out[row + (i,)] = acc if exclusive else nxt
+            acc = nxt
+    return out
+
+
+# ---------------------------------------------------------------- host (NumPy)
+
+@pytest.mark.parametrize("shape", [(1,), (7,), (1000,), (3, 33), (4, 5, 6)])
+@pytest.mark.parametrize("exclusive", [False, True])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_numpy_cumsum_matches_the_loop(shape, exclusive, reverse):
+    x = rng(len(shape)).integers(-50, 50, size=shape).astype(np.int32)
+    got = scanrt.cumsum(x, exclusive=exclusive, reverse=reverse)
+    want = seq_scan(x.astype(np.int64), lambda a, b: a + b, exclusive, reverse)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_numpy_axes_and_initial(axis):
+    x = rng(axis + 10).standard_normal((6, 9)).astype(np.float64)
+    got = scanrt.cumsum(x, axis=axis, initial=2.5)
+    moved = np.moveaxis(x, axis, -1)
+    want = np.moveaxis(seq_scan(moved, lambda a, b: a + b, initial=2.5), -1, axis)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_numpy_cumprod_cummax_logcumsumexp_recurrence():
+    r = rng(3)
+    x = r.uniform(0.5, 1.5, size=(3, 200)).astype(np.float64)
+    np.testing.assert_allclose(scanrt.cumprod(x), np.cumprod(x, axis=-1), rtol=1e-10)
+    v, i = scanrt.cummax(x)
+    np.testing.assert_array_equal(v, np.maximum.accumulate(x, axis=-1))
+    want_i = np.array([[int(np.argmax(row[: k + 1] == row[: k + 1].max())) for k in range(len(row))] for row in x])
+    np.testing.assert_array_equal(i, want_i)
+    np.testing.assert_allclose(scanrt.logcumsumexp(x), np.logaddexp.accumulate(x, axis=-1), rtol=1e-10)
+    a, b = r.uniform(-1, 1, size=(2, 300)), r.standard_normal((2, 300))
+    h = scanrt.linear_recurrence(a, b, initial=0.5)
+    want = np.empty_like(a)
+    for row in range(2):
+        s = 0.5
+        for t in range(300):
+            s = a[row, t] * s + b[row, t]
+            want[row, t] = s
+    np.testing.assert_allclose(h, want, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "int32", "uint64", "float32", "float64"])
+@pytest.mark.parametrize("descending", [False, True])
+def test_numpy_sort_and_argsort_are_stable(dtype, descending):
+    r = rng(7)
+    keys = r.integers(0, 20, size=5001).astype(dtype)
+    if dtype.startswith("float"):
+        keys[::97] = np.nan
+        keys[::89] = -0.0
+    got, idx = scanrt.argsort(keys, descending=descending)
+    # Python's sort is stable in both directions (equal keys keep their input order).
+    order = sorted(range(len(keys)), key=lambda k: _sort_key(keys[k]), reverse=descending)
+    np.testing.assert_array_equal(idx, order)
+    np.testing.assert_array_equal(got.view(np.uint8), keys[order].view(np.uint8))
+
+
+def _sort_key(v):
+    if isinstance(v, (np.floating, float)):
+        if math.isnan(v):
+            return (2, 0.0)
+        return (1, float(v), math.copysign(1.0, float(v)))
+    return (1, int(v))
+
+
+def test_errors_are_python_exceptions():
+    with pytest.raises(TypeError, match="float16"):
+        scanrt.cumsum(np.zeros(4, dtype=np.float16))
+    with pytest.raises(ValueError):
+        scanrt.linear_recurrence(np.zeros(3), np.zeros(4))
+    with pytest.raises(ValueError):
+        scanrt.cumsum(np.zeros(4), axis=3)
+    with pytest.raises(TypeError):
+        scanrt.cumsum([1, 2, 3])
+
+
+# ---------------------------------------------------------------- GPU (PyTorch)
+
+try:
+    import torch
+except ImportError:
+    torch = None
+cuda = pytest.mark.skipif(not (torch and torch.cuda.is_available()), reason="no CUDA device")
+
+
+@cuda
+@pytest.mark.parametrize("shape", [(1,), (4097,), (1 << 20,), (2, 3000), (1 << 10, 32)])
+@pytest.mark.parametrize("exclusive", [False, True])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_torch_cumsum_matches_torch(shape, exclusive, reverse):
+    g = torch.Generator(device="cuda").manual_seed(SEED)
+    x = torch.randint(-100, 100, shape, device="cuda", generator=g, dtype=torch.int32)
+    got = scanrt.cumsum(x, exclusive=exclusive, reverse=reverse)
+    y = x.flip(-1) if reverse else x
+    want = torch.cumsum(y, -1)
+    if exclusive:
+        want = torch.cat([torch.zeros_like(want[..., :1]), want[..., :-1]], -1)
+    want = want.flip(-1) if reverse else want
+    assert got.dtype == torch.int64 and got.device == x.device
+    assert torch.equal(got, want)
+
+
+@cuda
+def test_torch_runs_on_the_current_stream_and_axes():
+    x = torch.randn(64, 300, device="cuda", dtype=torch.float64)
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        got = scanrt.cumsum(x, axis=0)
+    s.synchronize()
+    torch.testing.assert_close(got, torch.cumsum(x, 0))
+
+
+@cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_torch_recipes_and_their_gradients(dtype):
+    g = torch.Generator(device="cuda").manual_seed(SEED + 1)
+    x = torch.randn(4, 5000, device="cuda", dtype=dtype, generator=g, requires_grad=True)
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else dict(rtol=1e-10, atol=1e-10)
+    # cumsum
+    (gs,) = torch.autograd.grad(scanrt.cumsum(x).pow(2).sum(), x)
+    (ws,) = torch.autograd.grad(torch.cumsum(x, -1).pow(2).sum(), x)
+    torch.testing.assert_close(gs, ws, **tol)
+    # cummax values, indices and gradient
+    v, i = scanrt.cummax(x)
+    wv, wi = torch.cummax(x, -1)
+    torch.testing.assert_close(v, wv)
+    assert torch.equal(i, wi)
+    (gv,) = torch.autograd.grad(v.sum(), x)
+    (wgv,) = torch.autograd.grad(wv.sum(), x)
+    torch.testing.assert_close(gv, wgv)
+    # logcumsumexp
+    y = scanrt.logcumsumexp(x)
+    torch.testing.assert_close(y, torch.logcumsumexp(x, -1), **tol)
+    w = torch.randn_like(y)
+    (gl,) = torch.autograd.grad((y * w).sum(), x)
+    (wgl,) = torch.autograd.grad((torch.logcumsumexp(x, -1) * w).sum(), x)
+    torch.testing.assert_close(gl, wgl, **tol)
+
+
+@cuda
+@pytest.mark.parametrize("reverse", [False, True])
+def test_torch_linear_recurrence_and_gradient(reverse):
+    g = torch.Generator(device="cuda").manual_seed(SEED + 2)
+    a = (torch.rand(3, 700, device="cuda", dtype=torch.float64, generator=g) * 1.8 - 0.9).requires_grad_()
+    b = torch.randn(3, 700, device="cuda", dtype=torch.float64, generator=g, requires_grad=True)
+    h = scanrt.linear_recurrence(a, b, initial=0.25, reverse=reverse)
+
+    def loop(a, b):
+        hs, s = [], torch.full_like(a[:, 0], 0.25)
+        steps = range(a.shape[1] - 1, -1, -1) if reverse else range(a.shape[1])
+        out = [None] * a.shape[1]
+        for t in steps:
+            s = a[:, t] * s + b[:, t]
+            out[t] = s
+        return torch.stack(out, 1)
+
+    want = loop(a, b)
+    torch.testing.assert_close(h, want)
+    w = torch.randn_like(h)
+    ga, gb = torch.autograd.grad((h * w).sum(), (a, b))
+    wa, wb = torch.autograd.grad((want * w).sum(), (a, b))
+    torch.testing.assert_close(ga, wa)
+    torch.testing.assert_close(gb, wb)
+
+
+@cuda
+def test_torch_sort_argsort_and_compile_and_graphs():
+    x = torch.randn(100_003, device="cuda")
+    x[::101] = float("nan")
+    v, i = scanrt.argsort(x)
+    wv, wi = torch.sort(x, stable=True)
+    assert torch.equal(i, wi) and torch.equal(v.isnan(), wv.isnan())
+    torch.testing.assert_close(v, wv, equal_nan=True)
+
+    @torch.compile
+    def f(t):
+        return scanrt.cumsum(t * 2)
+
+    t = torch.randn(5000, device="cuda")
+    torch.testing.assert_close(f(t), torch.cumsum(t * 2, 0), rtol=1e-4, atol=1e-3)
+
+    static_in = torch.randn(1 << 16, device="cuda")
+    static_out = scanrt.cumsum(static_in)  # compiles outside the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = scanrt.cumsum(static_in)
+    for _ in range(3):
+        static_in.copy_(torch.randn_like(static_in))
+        graph.replay()
+        torch.testing.assert_close(static_out, torch.cumsum(static_in, 0), rtol=1e-4, atol=1e-3)
+
+
+@cuda
+def test_torch_errors():
+    with pytest.raises(TypeError, match="float16"):
+        scanrt.cumsum(torch.zeros(4, device="cuda", dtype=torch.float16))
+    with pytest.raises(ValueError, match="one device|device"):
+        scanrt.linear_recurrence(torch.zeros(4, device="cuda", dtype=torch.float64), torch.zeros(4, dtype=torch.float64))
+
+
+# ---------------------------------------------------------------- CuPy and JAX
+
+@cuda
+def test_cupy_and_jax_arrays():
+    cupy = pytest.importorskip("cupy")
+    x = cupy.arange(100_000, dtype=cupy.float64) % 7
+    got = scanrt.cumsum(x)
+    assert isinstance(got, cupy.ndarray)
+    cupy.testing.assert_allclose(got, cupy.cumsum(x))
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("JAX has no GPU")
+    jx = jnp.arange(100_000, dtype=jnp.float32) % 7
+    jgot = scanrt.cumsum(jx)
+    np.testing.assert_allclose(np.asarray(jgot), np.cumsum(np.asarray(jx)), rtol=1e-5)
