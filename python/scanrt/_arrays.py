@@ -169,13 +169,13 @@ def describe_dtype(x: Any) -> str:
 def last_axis_contiguous(x: Any, axis: int) -> Tuple[Any, int]:
     """``x`` with ``axis`` moved last and made C-contiguous (a copy only where needed),
     and the normalised axis."""
+    lib = library(x)
     ndim = len(x.shape)
     if ndim == 0:
         raise ValueError("scanrt scans arrays of at least one dimension")
     if not -ndim <= axis < ndim:
         raise ValueError(f"axis {axis} is out of range for {ndim} dimensions")
     axis %= ndim
-    lib = library(x)
     if lib == "torch":
         moved = x.movedim(axis, -1) if axis != ndim - 1 else x
         return moved.contiguous(), axis

@@ -17,13 +17,25 @@ use scanrt::{ArrayView, Backend, Context, DType, Stream};
 use crate::errors::IntoPy;
 
 /// One array, as `_arrays.describe` gives it.
-#[derive(FromPyObject)]
 pub(crate) struct ArrayArg {
     pub addr: u64,
     pub dtype: String,
     pub shape: Vec<u64>,
     pub strides: Vec<i64>,
     pub device: i64,
+}
+
+impl<'py> FromPyObject<'py> for ArrayArg {
+    fn extract_bound(ob: &Bound<'py, PyAny>) -> PyResult<Self> {
+        let (addr, dtype, shape, strides, device) = ob.extract()?;
+        Ok(ArrayArg {
+            addr,
+            dtype,
+            shape,
+            strides,
+            device,
+        })
+    }
 }
 
 impl ArrayArg {

@@ -146,15 +146,19 @@ def test_torch_runs_on_the_current_stream_and_axes():
 
 
 @cuda
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_torch_recipes_and_their_gradients(dtype):
+@pytest.mark.parametrize("dtype_name", ["float32", "float64"])
+def test_torch_recipes_and_their_gradients(dtype_name):
+    dtype = getattr(torch, dtype_name)
     g = torch.Generator(device="cuda").manual_seed(SEED + 1)
     x = torch.randn(4, 5000, device="cuda", dtype=dtype, generator=g, requires_grad=True)
     tol = dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else dict(rtol=1e-10, atol=1e-10)
-    # cumsum
+    # cumsum: its gradient sums 5000 sums again, so f32 results differ from PyTorch's
+    # order of summation by up to ~1e-5 of their magnitude; compared against f64.
     (gs,) = torch.autograd.grad(scanrt.cumsum(x).pow(2).sum(), x)
-    (ws,) = torch.autograd.grad(torch.cumsum(x, -1).pow(2).sum(), x)
-    torch.testing.assert_close(gs, ws, **tol)
+    x64 = x.detach().double().requires_grad_()
+    (ws,) = torch.autograd.grad(torch.cumsum(x64, -1).pow(2).sum(), x64)
+    scale = ws.abs().max().item()
+    torch.testing.assert_close(gs.double(), ws, rtol=0, atol=(1e-4 if dtype == torch.float32 else 1e-12) * scale)
     # cummax values, indices and gradient
     v, i = scanrt.cummax(x)
     wv, wi = torch.cummax(x, -1)
