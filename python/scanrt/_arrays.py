@@ -9,10 +9,22 @@ stream, so results need no copy and no synchronisation.
 
 from __future__ import annotations
 
-import sys
 from typing import Any, Sequence, Tuple
 
 Description = Tuple[int, str, Tuple[int, ...], Tuple[int, ...], int]
+
+
+# PyTorch's dtypes by name, filled on first use (a dict lookup beats str(dtype)).
+TORCH_DTYPE_NAMES: dict = {}
+
+
+def _torch_names() -> None:
+    import torch
+
+    for name in ("bool", "uint8", "int8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16",
+                 "bfloat16", "float32", "float64"):
+        if hasattr(torch, name):
+            TORCH_DTYPE_NAMES[getattr(torch, name)] = name
 
 
 def library(x: Any) -> str:
@@ -219,4 +231,8 @@ def move_back(y: Any, axis: int) -> Any:
 
 
 def is_torch(x: Any) -> bool:
-    return type(x).__module__.split(".")[0] == "torch" and "torch" in sys.modules
+    if type(x).__module__.split(".")[0] != "torch":
+        return False
+    if not TORCH_DTYPE_NAMES:
+        _torch_names()
+    return True
