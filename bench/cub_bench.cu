@@ -13,30 +13,7 @@
 #include <cstring>
 #include <vector>
 
-#define CHECK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
-    std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); std::exit(1); } } while (0)
-
-template <typename F>
-static double median_us(F&& call, int reps, cudaStream_t s) {
-    cudaEvent_t a, b;
-    CHECK(cudaEventCreate(&a));
-    CHECK(cudaEventCreate(&b));
-    for (int i = 0; i < 3; ++i) call();  // warm-up
-    std::vector<float> t;
-    for (int i = 0; i < reps; ++i) {
-        CHECK(cudaEventRecord(a, s));
-        call();
-        CHECK(cudaEventRecord(b, s));
-        CHECK(cudaEventSynchronize(b));
-        float ms;
-        CHECK(cudaEventElapsedTime(&ms, a, b));
-        t.push_back(ms * 1000.0f);
-    }
-    std::sort(t.begin(), t.end());
-    CHECK(cudaEventDestroy(a));
-    CHECK(cudaEventDestroy(b));
-    return t[t.size() / 2];
-}
+#include "cub_timing.cuh"
 
 // Median host microseconds per call, measured as bench_compare's host_time_us does: 10
 // batches of 100 calls, the stream drained between batches so the launch queue never

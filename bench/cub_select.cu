@@ -13,28 +13,7 @@
 #include <cstdlib>
 #include <vector>
 
-#define CHECK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
-    std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); std::exit(1); } } while (0)
-
-template <typename F>
-static double median_us(F&& call, int reps, cudaStream_t s) {
-    cudaEvent_t a, b;
-    CHECK(cudaEventCreate(&a));
-    CHECK(cudaEventCreate(&b));
-    for (int i = 0; i < 3; ++i) call();
-    std::vector<float> t;
-    for (int i = 0; i < reps; ++i) {
-        CHECK(cudaEventRecord(a, s));
-        call();
-        CHECK(cudaEventRecord(b, s));
-        CHECK(cudaEventSynchronize(b));
-        float ms;
-        CHECK(cudaEventElapsedTime(&ms, a, b));
-        t.push_back(ms * 1000.0f);
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-}
+#include "cub_timing.cuh"
 
 struct Below50 {
     template <typename T> __host__ __device__ bool operator()(const T& x) const { return x < T(50); }

@@ -306,6 +306,17 @@ static inline int all_sentinel(const void *p, size_t bytes) {
 /* ------------------------------------------------------------------------------------ */
 /* Buffer helpers                                                                        */
 
+/* A 1-D scanrt_array of `*len` elements of `dtype` over a buffer. */
+static inline scanrt_array buffer_array(scanrt_buffer *b, int32_t dtype, const int64_t *len) {
+    scanrt_array a;
+    EXPECT_OK(scanrt_array_init(&a));
+    EXPECT_OK(scanrt_buffer_pointer(b, &a.data));
+    a.dtype = dtype;
+    a.ndim = 1;
+    a.shape = len;
+    return a;
+}
+
 static inline scanrt_buffer *make_buffer(scanrt_context *ctx, int dt, uint64_t len) {
     scanrt_buffer *b = NULL;
     if (!EXPECT_OK(scanrt_buffer_create(ctx, dt, len, &b))) return NULL;

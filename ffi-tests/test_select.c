@@ -11,15 +11,6 @@
 #include "check.h"
 #include "scan_reference.h"
 
-static scanrt_array view(scanrt_buffer *b, int32_t dtype, const int64_t *len) {
-    scanrt_array a;
-    EXPECT_OK(scanrt_array_init(&a));
-    EXPECT_OK(scanrt_buffer_pointer(b, &a.data));
-    a.dtype = dtype;
-    a.ndim = 1;
-    a.shape = len;
-    return a;
-}
 
 static uint64_t count_of(scanrt_buffer *count, scanrt_stream *s) {
     uint64_t c = 0;
@@ -46,9 +37,9 @@ static void run(scanrt_context *ctx, int32_t backend) {
     scanrt_buffer *idx = make_buffer(ctx, SCANRT_DTYPE_U64, n), *cnt = make_buffer(ctx, SCANRT_DTYPE_U64, 1);
     EXPECT_OK(scanrt_buffer_upload(in, s, x, n));
     EXPECT_OK(scanrt_buffer_upload(fb, s, flags, n));
-    scanrt_array a = view(in, SCANRT_DTYPE_I32, &len), f = view(fb, SCANRT_DTYPE_U8, &len);
-    scanrt_array o = view(out, SCANRT_DTYPE_I32, &len), r = view(rej, SCANRT_DTYPE_I32, &len);
-    scanrt_array ix = view(idx, SCANRT_DTYPE_U64, &len);
+    scanrt_array a = buffer_array(in, SCANRT_DTYPE_I32, &len), f = buffer_array(fb, SCANRT_DTYPE_U8, &len);
+    scanrt_array o = buffer_array(out, SCANRT_DTYPE_I32, &len), r = buffer_array(rej, SCANRT_DTYPE_I32, &len);
+    scanrt_array ix = buffer_array(idx, SCANRT_DTYPE_U64, &len);
     uint64_t *d_count = NULL;
     EXPECT_OK(scanrt_buffer_pointer(cnt, (void **)&d_count));
 
@@ -119,7 +110,7 @@ static void run(scanrt_context *ctx, int32_t backend) {
 
     /* Run-length encoding of x: each run's value and U32 length. */
     scanrt_buffer *lens = make_buffer(ctx, SCANRT_DTYPE_U32, n);
-    scanrt_array l = view(lens, SCANRT_DTYPE_U32, &len);
+    scanrt_array l = buffer_array(lens, SCANRT_DTYPE_U32, &len);
     EXPECT_OK(scanrt_run_length_encode(ctx, s, &a, &o, &l, d_count));
     uint32_t *gl = malloc(n * 4);
     EXPECT_OK(scanrt_buffer_download(out, s, got, n));
@@ -134,7 +125,7 @@ static void run(scanrt_context *ctx, int32_t backend) {
         }
     CHECK(count_of(cnt, s) == runs && bad == 0, "run-length encoding: %llu runs (want %zu), %zu wrong",
           (unsigned long long)count_of(cnt, s), runs, bad);
-    scanrt_array l8 = view(lens, SCANRT_DTYPE_I32, &len);
+    scanrt_array l8 = buffer_array(lens, SCANRT_DTYPE_I32, &len);
     EXPECT(scanrt_run_length_encode(ctx, s, &a, &o, &l8, d_count), SCANRT_STATUS_INVALID_ARGUMENT);
     EXPECT(scanrt_run_length_encode(ctx, s, &a, &a, &l, d_count), SCANRT_STATUS_PARTIAL_OVERLAP);
     scanrt_buffer_destroy(lens);
@@ -163,9 +154,9 @@ static void run(scanrt_context *ctx, int32_t backend) {
     scanrt_select_desc_init(&d);
     EXPECT(scanrt_select(ctx, s, &a, NULL, &o, NULL, d_count, &d), SCANRT_STATUS_INVALID_ARGUMENT); /* no flags */
     const int64_t short_len = len - 1;
-    scanrt_array o_short = view(out, SCANRT_DTYPE_I32, &short_len);
+    scanrt_array o_short = buffer_array(out, SCANRT_DTYPE_I32, &short_len);
     EXPECT(scanrt_select(ctx, s, &a, &f, &o_short, NULL, d_count, &d), SCANRT_STATUS_BUFFER_TOO_SMALL);
-    scanrt_array f_short = view(fb, SCANRT_DTYPE_U8, &short_len);
+    scanrt_array f_short = buffer_array(fb, SCANRT_DTYPE_U8, &short_len);
     EXPECT(scanrt_select(ctx, s, &a, &f_short, &o, NULL, d_count, &d), SCANRT_STATUS_BUFFER_TOO_SMALL);
     scanrt_array shifted = a;
     shifted.data = (char *)a.data + 4;

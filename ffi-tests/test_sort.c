@@ -11,15 +11,6 @@
 #include "check.h"
 #include "scan_reference.h"
 
-static scanrt_array view(scanrt_buffer *b, int32_t dtype, const int64_t *len) {
-    scanrt_array a;
-    EXPECT_OK(scanrt_array_init(&a));
-    EXPECT_OK(scanrt_buffer_pointer(b, &a.data));
-    a.dtype = dtype;
-    a.ndim = 1;
-    a.shape = len;
-    return a;
-}
 
 /* The reference: a stable insertion of each index by key (a sequential merge sort would be
  * faster; n is small). `key_less(a, b)` is the order; ties keep input order. */
@@ -76,9 +67,9 @@ static void run(scanrt_context *ctx, int32_t backend) {
     EXPECT_OK(scanrt_buffer_upload(kin, s, x, n));
     EXPECT_OK(scanrt_buffer_upload(vin, s, vals, n));
     EXPECT_OK(scanrt_buffer_upload(fin, s, fx, n));
-    scanrt_array ki = view(kin, SCANRT_DTYPE_I32, &len), ko = view(kout, SCANRT_DTYPE_I32, &len);
-    scanrt_array vi = view(vin, SCANRT_DTYPE_U32, &len), vo = view(vout, SCANRT_DTYPE_U32, &len);
-    scanrt_array fi = view(fin, SCANRT_DTYPE_F32, &len), fo = view(fout, SCANRT_DTYPE_F32, &len);
+    scanrt_array ki = buffer_array(kin, SCANRT_DTYPE_I32, &len), ko = buffer_array(kout, SCANRT_DTYPE_I32, &len);
+    scanrt_array vi = buffer_array(vin, SCANRT_DTYPE_U32, &len), vo = buffer_array(vout, SCANRT_DTYPE_U32, &len);
+    scanrt_array fi = buffer_array(fin, SCANRT_DTYPE_F32, &len), fo = buffer_array(fout, SCANRT_DTYPE_F32, &len);
     scanrt_sort_desc d;
     size_t bad = 0;
 
@@ -111,7 +102,7 @@ static void run(scanrt_context *ctx, int32_t backend) {
     CHECK(bad == 0, "f32 argsort: %zu wrong", bad);
 
     /* Bits 4..12 of u32 keys, in place. */
-    scanrt_array ui = view(vin, SCANRT_DTYPE_U32, &len);
+    scanrt_array ui = buffer_array(vin, SCANRT_DTYPE_U32, &len);
     scanrt_sort_desc_init(&d);
     d.begin_bit = 4;
     d.end_bit = 12;
@@ -129,7 +120,7 @@ static void run(scanrt_context *ctx, int32_t backend) {
     EXPECT_OK(scanrt_buffer_upload(kout, s, got, n));
     scanrt_sort_desc_init(&d);
     const int64_t short_len = len - 1;
-    scanrt_array ko_short = view(kout, SCANRT_DTYPE_I32, &short_len);
+    scanrt_array ko_short = buffer_array(kout, SCANRT_DTYPE_I32, &short_len);
     EXPECT(scanrt_sort(ctx, s, &ki, &ko_short, NULL, NULL, NULL, 0, &d), SCANRT_STATUS_BUFFER_TOO_SMALL);
     EXPECT(scanrt_sort(ctx, s, &ki, &fo, NULL, NULL, NULL, 0, &d), SCANRT_STATUS_INVALID_ARGUMENT);
     EXPECT(scanrt_sort(ctx, s, &ki, &ko, &vi, NULL, NULL, 0, &d), SCANRT_STATUS_INVALID_ARGUMENT);

@@ -215,6 +215,18 @@ impl GpuDevice {
         })
     }
 
+    /// The start of every launching call: enters the device's context (the guard puts
+    /// the caller's back), returns a fault an earlier kernel reported, and checks a
+    /// stream scanrt has not verified before (`verified`: a stream it made or checked).
+    pub fn prepare_launch(&self, stream: CUstream, verified: bool) -> Result<CurrentContext> {
+        let current = self.enter()?;
+        self.take_fault()?;
+        if !verified {
+            self.check_stream(stream)?;
+        }
+        Ok(current)
+    }
+
     /// Returns the fault a kernel reported since the last call, as an error, and drops
     /// the pooled workspace it concerns (the stream gets a fresh one at its next scan).
     pub fn take_fault(&self) -> Result<()> {

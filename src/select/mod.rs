@@ -108,12 +108,8 @@ impl Context {
 /// Queues a checked selection on a GPU.
 fn launch(engine: &GpuEngine, stream: &Stream, a: &SelectArrays, desc: &SelectDesc, c: &checks::Checked) -> Result<()> {
     let dev = &engine.device;
-    let _current = dev.enter()?;
-    dev.take_fault()?;
     let raw_stream = stream.raw() as CUstream;
-    if !stream.verified() {
-        dev.check_stream(raw_stream)?;
-    }
+    let _current = dev.prepare_launch(raw_stream, stream.verified())?;
     // Memory scanrt did not allocate is range-checked with the driver.
     let views = [
         Some(&a.input),

@@ -133,12 +133,8 @@ impl Context {
 /// Queues a checked sort on a GPU.
 fn launch(engine: &GpuEngine, stream: &Stream, a: &SortArrays, c: &checks::Checked) -> Result<()> {
     let dev = &engine.device;
-    let _current = dev.enter()?;
-    dev.take_fault()?;
     let raw_stream = stream.raw() as CUstream;
-    if !stream.verified() {
-        dev.check_stream(raw_stream)?;
-    }
+    let _current = dev.prepare_launch(raw_stream, stream.verified())?;
     let n = c.n;
     let key_bytes = c.spec.key.size() as u64;
     let value_bytes = c.spec.value_bytes as u64;
