@@ -33,6 +33,9 @@ __all__ = [
     "linear_recurrence",
     "sort",
     "argsort",
+    "compress",
+    "nonzero",
+    "unique_consecutive",
 ]
 
 # The accumulator NumPy and PyTorch give integer cumulative sums and products.
@@ -50,7 +53,9 @@ def _run(arrays: Any, call) -> None:
 
 
 def _builtin_scan(x: Any, op: str, axis: int, exclusive: bool, reverse: bool, initial: Any,
-                  deterministic: bool, dtype: Optional[str], out: Any) -> Any:
+                  deterministic: bool, dtype: Optional[str], out: Any, segments: Any = None) -> Any:
+    if segments is not None:
+        return _segmented_scan(x, op, exclusive, reverse, initial, deterministic, dtype, out, segments)
     if _arrays.is_torch(x):
         if _torch_autograd(x):
             from . import _torch
@@ -65,6 +70,19 @@ def _builtin_scan(x: Any, op: str, axis: int, exclusive: bool, reverse: bool, in
     _run([moved], lambda s: _scanrt.scan(_arrays.describe(moved), _arrays.describe(result), op, not exclusive,
                                          reverse, initial, deterministic, s))
     return _finish(result, axis, out)
+
+
+def _segmented_scan(x, op, exclusive, reverse, initial, deterministic, dtype, out, segments):
+    _one_d(x)
+    _one_d(segments)
+    if segments.shape[0] != x.shape[0] or _arrays.describe_dtype(segments) not in ("bool", "uint8"):
+        raise ValueError("segments are a bool or uint8 array as long as the data (nonzero starts a segment)")
+    in_type = _arrays.describe_dtype(x)
+    out_type = dtype or (_WIDENED.get(in_type, in_type) if op in ("sum", "prod") else in_type)
+    result = _arrays.empty(x, x.shape, out_type)
+    _run([x, segments], lambda s: _scanrt.scan(_arrays.describe(x), _arrays.describe(result), op, not exclusive,
+                                               reverse, initial, deterministic, s, _arrays.describe(segments)))
+    return _finish(result, 0, out)
 
 
 def _torch_scan_fast(x: Any, op: str, exclusive: bool, reverse: bool, initial: Any, deterministic: bool,
@@ -100,22 +118,23 @@ def _torch_autograd(x: Any) -> bool:
 
 
 def cumsum(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bool = False, initial: Any = None,
-           deterministic: bool = False, dtype: Optional[str] = None, out: Any = None) -> Any:
+           deterministic: bool = False, dtype: Optional[str] = None, out: Any = None, segments: Any = None) -> Any:
     """Cumulative sum along ``axis``.
 
     ``exclusive``: element i sums the elements before i (the first is ``initial``, or 0).
     ``reverse``: from the last element to the first. ``initial``: a value every result
     starts from. ``deterministic``: bitwise identical float results on every run.
     ``dtype``: the result's (and accumulator's) type; integers narrower than 64 bits sum
-    in int64 (uint32 in uint64) by default, as NumPy and PyTorch do.
+    in int64 (uint32 in uint64) by default, as NumPy and PyTorch do. ``segments``: a bool
+    or uint8 array as long as the 1-D ``x``; each nonzero starts a new sum.
     """
-    return _builtin_scan(x, "sum", axis, exclusive, reverse, initial, deterministic, dtype, out)
+    return _builtin_scan(x, "sum", axis, exclusive, reverse, initial, deterministic, dtype, out, segments)
 
 
 def cumprod(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bool = False, initial: Any = None,
-            deterministic: bool = False, dtype: Optional[str] = None, out: Any = None) -> Any:
+            deterministic: bool = False, dtype: Optional[str] = None, out: Any = None, segments: Any = None) -> Any:
     """Cumulative product along ``axis`` (integers wrap); arguments as :func:`cumsum`."""
-    return _builtin_scan(x, "prod", axis, exclusive, reverse, initial, deterministic, dtype, out)
+    return _builtin_scan(x, "prod", axis, exclusive, reverse, initial, deterministic, dtype, out, segments)
 
 
 def _extreme(x: Any, recipe: str, axis: int, reverse: bool) -> Tuple[Any, Any]:
@@ -222,6 +241,52 @@ def argsort(keys: Any, *, descending: bool = False) -> Tuple[Any, Any]:
     d = (d[0], "uint64", d[2], d[3], d[4])
     _run([keys], lambda s: _scanrt.sort(_arrays.describe(keys), _arrays.describe(out), None, d, descending, s))
     return out, indices
+
+
+def _select(x: Any, mask: Any, rule: str, indices: bool, size: Optional[int], counts: bool = False):
+    _one_d(x)
+    n = x.shape[0]
+    out_type = "uint64" if indices else _arrays.describe_dtype(x)
+    out = _arrays.empty(x, (n if size is None else size,), "int64" if indices else out_type)
+    count = _arrays.empty(x, (1,), "uint64")
+    lengths = _arrays.empty(x, (n,), "int64") if counts else None
+    d_out = _arrays.describe(out)
+    d_out = (d_out[0], out_type, d_out[2], d_out[3], d_out[4])
+    d_len = None
+    if lengths is not None:
+        d = _arrays.describe(lengths)
+        d_len = (d[0], "uint64", d[2], d[3], d[4])
+    inputs = [x] if mask is None else [x, mask]
+    _run(inputs, lambda s: _scanrt.select(_arrays.describe(x), None if mask is None else _arrays.describe(mask), d_out,
+                                          d_len, _arrays.describe(count), rule, indices, size, s))
+    if size is not None:
+        return out, count
+    kept = int(count[0])  # waits for the count, as torch.nonzero does
+    return (out[:kept], lengths[:kept]) if counts else out[:kept]
+
+
+def compress(x: Any, mask: Any, *, size: Optional[int] = None) -> Any:
+    """The elements of the 1-D ``x`` where the bool or uint8 ``mask`` is nonzero, in
+    order. Waits for the count to size the result, unless ``size`` is given: then returns
+    ``(out, count)``, ``out`` of ``size`` elements (the first ``count`` of them written)
+    and ``count`` a one-element uint64 array on the device, without waiting (as
+    ``torch.nonzero_static``)."""
+    _one_d(mask)
+    if mask.shape[0] != x.shape[0] or _arrays.describe_dtype(mask) not in ("bool", "uint8"):
+        raise ValueError("the mask is a bool or uint8 array as long as the data")
+    return _select(x, mask, "mask", False, size)
+
+
+def nonzero(x: Any, *, size: Optional[int] = None) -> Any:
+    """The int64 indices of the nonzero elements of the 1-D ``x``; ``size`` as for
+    :func:`compress`."""
+    return _select(x, None, "nonzero", True, size)
+
+
+def unique_consecutive(x: Any, *, return_counts: bool = False) -> Any:
+    """The first element of each run of equal elements of the 1-D ``x`` (and, with
+    ``return_counts``, each run's length, int64), as ``torch.unique_consecutive``."""
+    return _select(x, None, "run_heads", False, None, counts=return_counts)
 
 
 def _one_d(x: Any) -> None:

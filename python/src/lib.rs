@@ -7,6 +7,7 @@
 mod arrays;
 mod errors;
 mod scan;
+mod select;
 mod sort;
 
 use pyo3::prelude::*;
@@ -18,6 +19,7 @@ fn _scanrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scan::scan, m)?)?;
     m.add_function(wrap_pyfunction!(scan::recipe_scan, m)?)?;
     m.add_function(wrap_pyfunction!(sort::sort, m)?)?;
+    m.add_function(wrap_pyfunction!(select::select, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::synchronize, m)?)?;
     Ok(())
 }

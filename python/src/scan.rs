@@ -39,8 +39,10 @@ fn init_of(value: &Bound<'_, PyAny>, dtype: DType) -> PyResult<InitValue> {
 
 /// Scans `x` along its last axis into `out` (the same shape, the output type) with a
 /// built-in operator, on `stream` of the arrays' device.
+/// With `segments` (1-D arrays only): a segmented scan, a new segment starting at each
+/// nonzero byte of `segments` (uint8 or bool).
 #[pyfunction]
-#[pyo3(signature = (x, out, op, inclusive, reverse, initial, deterministic, stream))]
+#[pyo3(signature = (x, out, op, inclusive, reverse, initial, deterministic, stream, segments=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn scan(
     py: Python<'_>,
@@ -52,6 +54,7 @@ pub(crate) fn scan(
     initial: Option<Bound<'_, PyAny>>,
     deterministic: bool,
     stream: usize,
+    segments: Option<ArrayArg>,
 ) -> PyResult<()> {
     let device = device_of(&[&x, &out])?;
     let ctx = context(device)?;
@@ -67,9 +70,19 @@ pub(crate) fn scan(
         desc.init = Some(init_of(&v, out.dtype()?)?);
     }
     let s = self::stream(&ctx, device, stream)?;
-    // SAFETY: the Python caller keeps both arrays referenced during the call.
+    // SAFETY: the Python caller keeps the arrays referenced during the call.
     let (input, output) = unsafe { (x.view(false)?, out.view(true)?) };
-    py.allow_threads(|| ctx.scan_array(&s, &input, &output, -1, &desc)).py_err()?;
+    match segments {
+        Some(flags) => {
+            device_of(&[&x, &flags])?;
+            desc = desc.segmented(Segments::ByteFlags);
+            // SAFETY: as above.
+            let flags = unsafe { flags.view(false)? };
+            py.allow_threads(|| ctx.scan_array_segmented(&s, &input, &flags, &output, &desc))
+        }
+        None => py.allow_threads(|| ctx.scan_array(&s, &input, &output, -1, &desc)),
+    }
+    .py_err()?;
     Ok(())
 }
 

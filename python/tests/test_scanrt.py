@@ -98,6 +98,35 @@ def _sort_key(v):
     return (1, int(v))
 
 
+def _selections_match(xp, to_numpy, make):
+    r = rng(11)
+    x_np = r.integers(0, 4, size=10_007).astype(np.int32)
+    mask_np = r.integers(0, 2, size=x_np.shape[0]).astype(bool)
+    x, mask = make(x_np), make(mask_np)
+    np.testing.assert_array_equal(to_numpy(scanrt.compress(x, mask)), x_np[mask_np])
+    np.testing.assert_array_equal(to_numpy(scanrt.nonzero(x)), np.nonzero(x_np)[0])
+    out, count = scanrt.nonzero(x, size=x_np.shape[0])
+    kept = int(to_numpy(count)[0])
+    assert kept == np.count_nonzero(x_np)
+    np.testing.assert_array_equal(to_numpy(out)[:kept], np.nonzero(x_np)[0])
+    values, counts = scanrt.unique_consecutive(x, return_counts=True)
+    heads = [0] + [i for i in range(1, len(x_np)) if x_np[i] != x_np[i - 1]]
+    np.testing.assert_array_equal(to_numpy(values), x_np[heads])
+    np.testing.assert_array_equal(to_numpy(counts), np.diff(heads + [len(x_np)]))
+    # A segmented sum restarts at every flag.
+    flags_np = r.integers(0, 50, size=x_np.shape[0]) == 0
+    got = to_numpy(scanrt.cumsum(x, segments=make(flags_np)))
+    want, acc = np.empty(len(x_np), dtype=np.int64), 0
+    for i, v in enumerate(x_np):
+        acc = int(v) if flags_np[i] else acc + int(v)
+        want[i] = acc
+    np.testing.assert_array_equal(got, want)
+
+
+def test_numpy_selections_and_segments():
+    _selections_match(np, np.asarray, np.asarray)
+
+
 def test_errors_are_python_exceptions():
     with pytest.raises(TypeError, match="float16"):
         scanrt.cumsum(np.zeros(4, dtype=np.float16))
@@ -235,6 +264,11 @@ def test_torch_errors():
         scanrt.cumsum(torch.zeros(4, device="cuda", dtype=torch.float16))
     with pytest.raises(ValueError, match="one device|device"):
         scanrt.linear_recurrence(torch.zeros(4, device="cuda", dtype=torch.float64), torch.zeros(4, dtype=torch.float64))
+
+
+@cuda
+def test_torch_selections_and_segments():
+    _selections_match(torch, lambda t: t.cpu().numpy(), lambda a: torch.as_tensor(a, device="cuda"))
 
 
 # ---------------------------------------------------------------- CuPy and JAX
