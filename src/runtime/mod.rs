@@ -2,9 +2,11 @@
 //! module besides the launch helper that calls the raw driver API), devices and their
 //! loaded modules (`device`), NVRTC (`nvrtc`) and its disk cache (`kernel_cache`), kernels
 //! compiled ahead of time (`kernel_pack`), look-back workspaces (`workspace`,
-//! `graph_workspace` for captured scans, `launch_workspace` choosing one per launch), the fault mailbox kernels report to (`faults`)
-//! and the log of recent calls that names a faulting one (`calls`). Algorithms (`crate::scan`,
-//! and later select, partition, radix sort) generate sources and launch kernels on it.
+//! `graph_workspace` for captured scans, `launch_workspace` choosing one per launch), one
+//! call's temporary memory (`scratch`), the fault mailbox kernels report to (`faults`)
+//! and the log of recent calls that names a faulting one (`calls`). Algorithms
+//! (`crate::scan`, `crate::select`, `crate::sort`) generate sources and launch kernels on
+//! it.
 
 pub(crate) mod calls;
 pub(crate) mod device;
