@@ -165,11 +165,8 @@ def empty(like: Any, shape: Sequence[int], dtype: str) -> Any:
     raise TypeError(f"scanrt cannot allocate results for {type(like).__name__} arrays; pass out=")
 
 
-def dtype_name(x: Any) -> str:
-    return describe_dtype(x)
-
-
 def describe_dtype(x: Any) -> str:
+    """The name of ``x``'s element type, as NumPy spells it."""
     lib = library(x)
     if lib == "torch":
         return str(x.dtype).replace("torch.", "")

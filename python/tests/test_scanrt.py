@@ -214,7 +214,7 @@ def test_torch_linear_recurrence_and_gradient(reverse):
     h = scanrt.linear_recurrence(a, b, initial=0.25, reverse=reverse)
 
     def loop(a, b):
-        hs, s = [], torch.full_like(a[:, 0], 0.25)
+        s = torch.full_like(a[:, 0], 0.25)
         steps = range(a.shape[1] - 1, -1, -1) if reverse else range(a.shape[1])
         out = [None] * a.shape[1]
         for t in steps:
