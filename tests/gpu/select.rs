@@ -6,6 +6,7 @@ use scanrt::{ArrayView, Buffer, DType, SelectArrays, SelectDesc, SelectOutput, S
 
 use crate::common::select::{run_select_case, sweep_selections, SelectCase};
 use crate::common::*;
+use crate::support::capture_after_warm_up;
 
 pub(crate) fn selections_at_every_tile_boundary() {
     let ctx = gpu();
@@ -100,7 +101,6 @@ pub(crate) fn select_sanitizer_subset() {
 /// Selections captured in a CUDA graph and replayed (each replay with new data), and
 /// selections from several threads on streams of their own at once.
 pub(crate) fn select_in_graphs_and_threads() {
-    use cudarc::driver::sys;
     let ctx = gpu();
     let cuda = ctx.cuda_context().unwrap();
     let cu_stream = cuda.new_stream().unwrap();
@@ -121,16 +121,7 @@ pub(crate) fn select_in_graphs_and_threads() {
         lengths: None,
         num_selected: ArrayView::of_buffer_mut(&mut count),
     };
-    ctx.select(&stream, &arrays, &desc).unwrap(); // compiles the kernel outside the capture
-    stream.synchronize().unwrap();
-    cu_stream
-        .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-        .unwrap();
-    ctx.select(&stream, &arrays, &desc).unwrap();
-    let graph = cu_stream
-        .end_capture(sys::CUgraphInstantiate_flags_enum::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
-        .unwrap()
-        .expect("a graph");
+    let graph = capture_after_warm_up(&cu_stream, &stream, || ctx.select(&stream, &arrays, &desc).unwrap());
     for replay in 0..200 {
         if replay % 20 == 0 {
             let x = data(&mut rng);

@@ -7,6 +7,7 @@ use scanrt::{ArrayView, Buffer, DType, SortArrays, SortDesc, SortOrder};
 
 use crate::common::sort::{run_sort_case, sweep_sorts, Data, SortCase, Values};
 use crate::common::*;
+use crate::support::capture_after_warm_up;
 
 pub(crate) fn sorts_at_every_tile_boundary() {
     let ctx = gpu();
@@ -148,7 +149,6 @@ pub(crate) fn sort_sanitizer_subset() {
 /// Sorts captured in a CUDA graph and replayed with new data each time (the temporary
 /// memory becomes the graph's), and sorts from several threads on streams of their own.
 pub(crate) fn sort_in_graphs_and_threads() {
-    use cudarc::driver::sys;
     let ctx = gpu();
     let cuda = ctx.cuda_context().unwrap();
     let cu_stream = cuda.new_stream().unwrap();
@@ -167,16 +167,7 @@ pub(crate) fn sort_in_graphs_and_threads() {
         temp: None,
     };
     let desc = SortDesc::ascending();
-    ctx.sort(&stream, &arrays, &desc).unwrap(); // compiles the kernels outside the capture
-    stream.synchronize().unwrap();
-    cu_stream
-        .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-        .unwrap();
-    ctx.sort(&stream, &arrays, &desc).unwrap();
-    let graph = cu_stream
-        .end_capture(sys::CUgraphInstantiate_flags_enum::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
-        .unwrap()
-        .expect("a graph");
+    let graph = capture_after_warm_up(&cu_stream, &stream, || ctx.sort(&stream, &arrays, &desc).unwrap());
     for replay in 0..50 {
         let x: Vec<f32> = (0..n).map(|_| rng.below(5000) as f32 - 2500.0).collect();
         if replay % 10 == 0 {

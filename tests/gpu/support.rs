@@ -250,3 +250,23 @@ extern "C" __global__ void differing_words(const unsigned* a, const unsigned* b,
     }
     count.download::<u64>(stream, 1).unwrap()[0]
 }
+
+/// Runs `call` once on `cu_stream` to compile its kernels outside the capture, then
+/// captures it into a graph (thread-local capture mode) and instantiates it.
+pub(crate) fn capture_after_warm_up(
+    cu_stream: &std::sync::Arc<cudarc::driver::CudaStream>,
+    stream: &Stream,
+    call: impl Fn(),
+) -> cudarc::driver::CudaGraph {
+    use cudarc::driver::sys;
+    call();
+    stream.synchronize().unwrap();
+    cu_stream
+        .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        .unwrap();
+    call();
+    cu_stream
+        .end_capture(sys::CUgraphInstantiate_flags_enum::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
+        .unwrap()
+        .expect("a graph")
+}
