@@ -78,11 +78,7 @@ template <typename W, int KIND, bool DESCENDING> struct RankedKey {
     static SCANRT_DEVICE u32 digit(W bits, u32 shift, u32 mask) { return (u32)(of(bits) >> shift) & mask; }
 };
 
-struct CountSum {
-    typedef u32 T;
-    static SCANRT_DEVICE u32 identity() { return 0; }
-    static SCANRT_DEVICE u32 combine(u32 a, u32 b) { return a + b; }
-};
+// Digit counts summed across digits (64-bit: bin starts exceed 2^32 past 2^32 keys).
 struct CountSum64 {
     typedef unsigned long long T;
     static SCANRT_DEVICE T identity() { return 0; }

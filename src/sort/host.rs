@@ -33,9 +33,9 @@ pub(crate) unsafe fn sort(a: &SortArrays, desc: &SortDesc, n: usize, begin: u32,
     } else {
         (1u64 << (end - begin)) - 1
     };
+    // An empty range (end == begin) has mask 0: every word ranks equal.
     let ranked: Vec<u64> = (0..n)
         .map(|i| (ordered_key(dtype, bits_at(a.keys_in.addr(), dtype, i)) >> begin.min(63)) & mask)
-        .map(|r| if end == begin { 0 } else { r })
         .collect();
     let mut order: Vec<usize> = (0..n).collect();
     // Stable sorts: equal words keep their input order in both directions.
