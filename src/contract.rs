@@ -30,8 +30,12 @@ pub struct ScanParams {
     pub n: i64,
     /// Status slots the host checked the workspace to hold.
     pub status_capacity: i64,
-    /// The initial value's bits (the low bytes for 4-byte types), used with `FLAG_HAS_INIT`.
+    /// The initial value's bits (the low bytes for 4-byte types), used with `FLAG_HAS_INIT`;
+    /// with `FLAG_INIT_IN_MEMORY`, the device address of the value.
     pub init_bits: u64,
+    /// Where an unsegmented scan writes its total (the inclusive value of its last element
+    /// in traversal order, so the initial value for nothing scanned); 0: nowhere.
+    pub carry_out: u64,
     /// `FLAG_*` bits, and a `HEADS_*` kind at `HEADS_KIND_SHIFT`.
     pub flags: u32,
     /// The launching call's serial number, which a kernel writes into its fault report
@@ -41,7 +45,7 @@ pub struct ScanParams {
 
 // The host passes ScanParams to kernels as the bytes of their parameter list, so it must
 // have no padding: its fields' sizes add up to its size.
-const _: () = assert!(std::mem::size_of::<ScanParams>() == 8 * 8 + 2 * 4);
+const _: () = assert!(std::mem::size_of::<ScanParams>() == 9 * 8 + 2 * 4);
 
 /// The largest state a user-defined operator may scan, in bytes.
 pub const MAX_STATE_BYTES: u32 = 64;
@@ -103,7 +107,7 @@ pub struct OperatorLaunch {
     pub operator: OperatorParams,
 }
 
-const _: () = assert!(std::mem::size_of::<OperatorLaunch>() == 8 * 8 + 2 * 4 + 4 * 8 + 64);
+const _: () = assert!(std::mem::size_of::<OperatorLaunch>() == 9 * 8 + 2 * 4 + 4 * 8 + 64);
 
 /// The parameters of the select and partition kernels (`SCANRT_SELECT_PARAMS`), passed
 /// as ScanParams are. Addresses are device pointers; 0 where a kernel has no use for one.
@@ -205,6 +209,9 @@ pub const FLAG_VECTOR_OUT: u32 = 8;
 pub const FLAG_DETERMINISTIC: u32 = 16;
 /// Byte flags or keys aligned like the tiles, read as vectors.
 pub const FLAG_VECTOR_HEADS: u32 = 32;
+/// The initial value is read from device memory at the address `init_bits` (an unsegmented
+/// scan's carry in); implies `FLAG_HAS_INIT`.
+pub const FLAG_INIT_IN_MEMORY: u32 = 512;
 /// Bits 6-8 of the flags: the `HEADS_*` kind of a segmented scan.
 pub const HEADS_KIND_SHIFT: u32 = 6;
 /// The `HEADS_*` kind's bits, after the shift.

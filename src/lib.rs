@@ -52,7 +52,9 @@ pub use ops::{Accumulator, OpDefinition};
 pub use runtime::workspace::Workspace;
 /// The most streams whose look-back workspaces a context keeps (least recently used go first).
 pub use runtime::workspace::POOL_STREAMS as MAX_POOLED_STREAMS;
+pub use scan::api::CarryViews;
 pub use scan::desc::{ScanDesc, Segments};
+pub use scan::operator_model::Carries;
 pub use scan::plan::{ScanIo, ScanPlan};
 pub use scan::reference::{reference_scan, reference_scan_segmented};
 pub use scan::{RawScan, ScanInfo};

@@ -56,7 +56,7 @@ SCANRT_DEVICE void matrix_reduce(Src in, long long n, typename CarryOf<Op, SEGME
 // 16-byte segment pairs, to stay inside static shared memory).
 template <typename Op, int THREADS, int SUM_ITEMS, bool SEGMENTED>
 SCANRT_DEVICE void matrix_scan_sums(typename CarryOf<Op, SEGMENTED>::Op_::T* tile_sums, long long num_tiles,
-                                    unsigned long long init_bits, unsigned flags) {
+                                    unsigned long long init_bits, unsigned long long carry_out, unsigned flags) {
     typedef typename CarryOf<Op, SEGMENTED>::Op_ CarryOp;
     typedef typename CarryOp::T Carry;
     typedef BlockMatrixScan<CarryOp, THREADS, SUM_ITEMS> Scan;
@@ -78,6 +78,8 @@ SCANRT_DEVICE void matrix_scan_sums(typename CarryOf<Op, SEGMENTED>::Op_::T* til
         carry = CarryOp::combine(carry, scan.tile_aggregate);
         __syncthreads();
     }
+    if constexpr (!SEGMENTED)
+        if (tid == 0) write_total(carry_out, carry);
 }
 
 template <typename Op, typename Src, typename Dst, int THREADS, int ITEMS, bool REVERSE, bool SEGMENTED>
@@ -98,7 +100,10 @@ SCANRT_DEVICE void matrix_scan_tiles(Src in, Dst out, long long n,
     if constexpr (SEGMENTED) row = row_heads<THREADS, ITEMS, REVERSE>(head_source(heads, n, flags), start, valid, tid);
     __syncthreads();
     Scan scan;
-    scan.scan_rows(shared, flags & FLAG_INCLUSIVE, tid, row, initial_value<Op>(init_bits, flags));
+    // The initial value is in the tile prefixes; segment heads restart from it. (An
+    // unsegmented scan does not read it again: its carry out may have replaced it.)
+    const typename Op::T init = SEGMENTED ? initial_value<Op>(init_bits, flags) : Op::identity();
+    scan.scan_rows(shared, flags & FLAG_INCLUSIVE, tid, row, init);
     scan.finish_rows(shared, tile_prefix[tile], tid);
     __syncthreads();
     if (tid == 0) tile_prefix[tile] = typename Scan::Carry{};  // every thread has read it

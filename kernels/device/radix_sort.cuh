@@ -225,7 +225,7 @@ SCANRT_DEVICE void radix_onesweep_tile(const W* keys_in, W* keys_out, const V* v
     const int WARPS = THREADS / 32, TILE = THREADS * ITEMS, WARP_ITEMS = 32 * ITEMS;
     static_assert(THREADS >= SCANRT_RADIX, "one thread per digit");
     static_assert(TILE < 65536, "ranks fit 16 bits");
-    extern __shared__ __align__(16) unsigned char tile_s[];  // TILE keys, then TILE values
+    extern __shared__ __align__(16) unsigned char tile_s[];  // TILE keys, then TILE values (first the warps' digit masks)
     __shared__ u32 warp_first_s[WARPS][SCANRT_RADIX];       // counts, then each warp's first rank
     __shared__ u32 local_start_s[SCANRT_RADIX];              // the tile's first slot of digit d
     __shared__ unsigned long long out_base_s[SCANRT_RADIX];  // output index of slot 0, for digit d
@@ -242,7 +242,10 @@ SCANRT_DEVICE void radix_onesweep_tile(const W* keys_in, W* keys_out, const V* v
         tile_id_s = (u32)drawn;
         generation_s = (u32)(drawn >> 32);
     }
-    for (int i = tid; i < WARPS * SCANRT_RADIX; i += THREADS) (&warp_first_s[0][0])[i] = 0;
+    for (int i = tid; i < WARPS * SCANRT_RADIX; i += THREADS) {
+        (&warp_first_s[0][0])[i] = 0;
+        ((u32*)tile_s)[i] = 0;  // the warps' digit masks of step 2
+    }
     __syncthreads();
     const u32 tile = tile_id_s;
     if (tile < num_tiles) {
@@ -264,23 +267,27 @@ SCANRT_DEVICE void radix_onesweep_tile(const W* keys_in, W* keys_out, const V* v
             key[k] = e < valid ? tile_keys[e] : (W)0;
         }
 
-        // 2. Rank within the warp in input order: the lanes holding the same digit are
-        // found by one ballot per digit bit (a fixed cost; __match_any_sync's grows with
-        // the distinct digits of the warp); the first of them bumps the warp's counter.
+        // 2. Rank within the warp in input order: the lanes holding the same digit find
+        // each other through one shared-memory OR per key into the warp's mask of that
+        // digit (eight ballots, one per digit bit, cost three times the instructions); the
+        // first of them bumps the warp's counter and clears the mask for the next item.
+        u32* peers_s = (u32*)tile_s + warp * SCANRT_RADIX;  // before step 4 writes the tile there
         const u32 lanes_below = (1u << lane) - 1u;
 #pragma unroll
         for (int k = 0; k < ITEMS; ++k) {
             const u32 d = warp_first + 32 * k + lane < valid ? Ranked::digit(key[k], shift, mask) : mask;
-            u32 peers = SCANRT_FULL_MASK;
-#pragma unroll
-            for (int b = 0; b < SCANRT_RADIX_BITS; ++b) {
-                const u32 bit = (d >> b) & 1u;
-                peers &= __ballot_sync(SCANRT_FULL_MASK, bit) ^ (bit - 1u);  // bit clear: ~vote
-            }
+            atomicOr(&peers_s[d], 1u << lane);
+            __syncwarp();
+            const u32 peers = peers_s[d];
+            __syncwarp();
             const u32 below = __popc(peers & lanes_below);
             u32 before = 0;
-            if (below == 0) before = atomicAdd(&warp_first_s[warp][d], __popc(peers));
-            // The full-warp shuffle also orders this item's counter updates before the next's.
+            if (below == 0) {
+                before = warp_first_s[warp][d];
+                warp_first_s[warp][d] = before + __popc(peers);
+                peers_s[d] = 0;
+            }
+            __syncwarp();  // the mask is clear before the next item's ORs
             before = __shfl_sync(SCANRT_FULL_MASK, before, __ffs(peers) - 1);
             ranked[k] = (d << 16) | (before + below);
         }

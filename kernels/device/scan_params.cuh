@@ -9,17 +9,22 @@
 // The initial value: the identity, or the bits in `init_bits` (the low bytes for 4-byte
 // types). Values wider than 8 bytes (user-defined states) cannot travel in one word:
 // `init_bits` is then the address of their bytes (the kernel's own parameter block,
-// OperatorParams::init).
+// OperatorParams::init). A carry in device memory (FLAG_INIT_IN_MEMORY) is an address too.
 template <typename Op>
 SCANRT_DEVICE typename Op::T initial_value(unsigned long long init_bits, unsigned flags) {
     typedef typename Op::T Acc;
     if (!(flags & FLAG_HAS_INIT)) return Op::identity();
-    if constexpr (sizeof(Acc) == 4 || sizeof(Acc) == 8) return Bits<Acc>::from((typename Bits<Acc>::W)init_bits);
-    else {
-        Acc v;
-        memcpy(&v, (const void*)init_bits, sizeof(Acc));
-        return v;
-    }
+    if constexpr (sizeof(Acc) == 4 || sizeof(Acc) == 8)
+        if (!(flags & FLAG_INIT_IN_MEMORY)) return Bits<Acc>::from((typename Bits<Acc>::W)init_bits);
+    Acc v;
+    memcpy(&v, (const void*)init_bits, sizeof(Acc));
+    return v;
+}
+
+// Writes an unsegmented scan's total (the initial value combined with every element) to
+// `carry_out`, when the host asked for it (the one thread that knows it calls this).
+template <typename Acc> SCANRT_DEVICE void write_total(unsigned long long carry_out, const Acc& total) {
+    if (carry_out) memcpy((void*)carry_out, &total, sizeof(Acc));
 }
 
 // The carry into the first tile: the initial value, or for a segmented scan nothing at

@@ -108,7 +108,8 @@ template <typename Op, typename Src, typename Dst, int THREADS, int ITEMS> struc
 // and BUFFERS * THREADS * ITEMS * BulkTile::BYTES bytes of dynamic shared memory.
 template <typename Op, typename Src, typename Dst, int THREADS, int ITEMS, int BUFFERS, int LOOKBACK_SLOTS_PER_LANE,
           int SPIN_BEFORE_SLEEP, int SLEEP_NS, bool REVERSE, bool SEGMENTED>
-SCANRT_DEVICE void single_pass_scan_bulk(Src src, Dst dst, long long n, unsigned long long init_bits, unsigned flags,
+SCANRT_DEVICE void single_pass_scan_bulk(Src src, Dst dst, long long n, unsigned long long init_bits,
+                                         unsigned long long carry_out, unsigned flags,
                                          const void* heads, void* workspace, long long status_capacity,
                                          FaultSink report) {
     typedef typename Op::T Acc;
@@ -244,8 +245,11 @@ SCANRT_DEVICE void single_pass_scan_bulk(Src src, Dst dst, long long n, unsigned
             named_barrier_sync(Barriers::handoff(b), PIPELINE);
             const u32 tile = Handover<u32>::load(&tile_s[b], lane);
             if (tile >= num_tiles) break;
-            const Carry prefix = agent.resolve(tile, Handover<Carry>::load(&aggregate_s[b], lane), tag, lane);
+            const Carry aggregate = Handover<Carry>::load(&aggregate_s[b], lane);
+            const Carry prefix = agent.resolve(tile, aggregate, tag, lane);
             if (lane == 0) Handover<Carry>::store(&prefix_s[b], prefix);
+            if constexpr (!SEGMENTED)
+                if (lane == 0 && tile == num_tiles - 1) write_total(carry_out, Op::combine(prefix, aggregate));
             named_barrier_arrive(Barriers::prefix(b), PIPELINE);
         }
     } else {

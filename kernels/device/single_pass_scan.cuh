@@ -18,7 +18,7 @@
 template <typename Op, typename Src, typename Dst, int THREADS, int ITEMS, int LOOKBACK_SLOTS_PER_LANE,
           int SPIN_BEFORE_SLEEP, int SLEEP_NS, bool REVERSE, bool SEGMENTED>
 SCANRT_DEVICE void single_pass_scan(Src in, Dst out, long long n, unsigned long long init_bits,
-                                    unsigned flags, const void* heads, void* workspace, long long status_capacity,
+                                    unsigned long long carry_out, unsigned flags, const void* heads, void* workspace, long long status_capacity,
                                     FaultSink report) {
     typedef typename Op::T Acc;
     typedef BlockMatrixScan<Op, THREADS, ITEMS, SEGMENTED> Scan;
@@ -116,6 +116,9 @@ SCANRT_DEVICE void single_pass_scan(Src in, Dst out, long long n, unsigned long 
                                               : agent.resolve(parked_tile, aggregate_s[buffer],
                                                               generation_tag(generation_s), lane);
                 if (lane == 0) tile_prefix_s = prefix;
+                if constexpr (!SEGMENTED)
+                    if (lane == 0 && parked_tile == num_tiles - 1)
+                        write_total(carry_out, Op::combine(prefix, aggregate_s[buffer]));
             }
         } else {
             // Blocks mostly draw their first tickets in launch order, so each starts

@@ -32,7 +32,7 @@
 template <typename Op, typename In, int THREADS, int ITEMS, int LOOKBACK_SLOTS_PER_LANE, int SPIN_BEFORE_SLEEP,
           int SLEEP_NS, bool REVERSE>
 SCANRT_DEVICE void single_pass_scan_wave(const In* in, typename Op::T* out, long long n, unsigned long long init_bits,
-                                         unsigned flags, void* workspace, long long status_capacity,
+                                         unsigned long long carry_out, unsigned flags, void* workspace, long long status_capacity,
                                          FaultSink report) {
     typedef typename Op::T Acc;
     typedef StripedTile<Op, In, THREADS, ITEMS, REVERSE> Tile;
@@ -76,6 +76,7 @@ SCANRT_DEVICE void single_pass_scan_wave(const In* in, typename Op::T* out, long
     if (warp == 0) {
         const Acc prefix = agent.resolve(tile, aggregate, tag, lane);
         if (lane == 0) prefix_s = prefix;
+        if (lane == 0 && tile == gridDim.x - 1) write_total(carry_out, Op::combine(prefix, aggregate));
     }
     __syncthreads();
     t.store(out + start, valid, whole && (flags & FLAG_VECTOR_OUT), inclusive, Op::combine(prefix_s, before_warp),

@@ -31,6 +31,10 @@ constexpr static const uint32_t FLAG_DETERMINISTIC = 16;
 /// Byte flags or keys aligned like the tiles, read as vectors.
 constexpr static const uint32_t FLAG_VECTOR_HEADS = 32;
 
+/// The initial value is read from device memory at the address `init_bits` (an unsegmented
+/// scan's carry in); implies `FLAG_HAS_INIT`.
+constexpr static const uint32_t FLAG_INIT_IN_MEMORY = 512;
+
 /// Bits 6-8 of the flags: the `HEADS_*` kind of a segmented scan.
 constexpr static const uint32_t HEADS_KIND_SHIFT = 6;
 
@@ -115,8 +119,12 @@ struct ScanParams {
   int64_t n;
   /// Status slots the host checked the workspace to hold.
   int64_t status_capacity;
-  /// The initial value's bits (the low bytes for 4-byte types), used with `FLAG_HAS_INIT`.
+  /// The initial value's bits (the low bytes for 4-byte types), used with `FLAG_HAS_INIT`;
+  /// with `FLAG_INIT_IN_MEMORY`, the device address of the value.
   uint64_t init_bits;
+  /// Where an unsegmented scan writes its total (the inclusive value of its last element
+  /// in traversal order, so the initial value for nothing scanned); 0: nowhere.
+  uint64_t carry_out;
   /// `FLAG_*` bits, and a `HEADS_*` kind at `HEADS_KIND_SHIFT`.
   uint32_t flags;
   /// The launching call's serial number, which a kernel writes into its fault report
@@ -252,7 +260,7 @@ struct FaultReport {
 // one ScanParams as the parameter buffer; separate parameters let the compiler
 // load each where it is used (a struct parameter cost the segmented single-pass
 // kernel 150 bytes of spills per thread).
-#define SCANRT_SCAN_PARAMS uint64_t input, uint64_t output, uint64_t heads, uint64_t workspace, uint64_t report, int64_t n, int64_t status_capacity, uint64_t init_bits, uint32_t flags, uint32_t call
+#define SCANRT_SCAN_PARAMS uint64_t input, uint64_t output, uint64_t heads, uint64_t workspace, uint64_t report, int64_t n, int64_t status_capacity, uint64_t init_bits, uint64_t carry_out, uint32_t flags, uint32_t call
 // A user-defined operator's kernels take these after SCANRT_SCAN_PARAMS.
 #define SCANRT_OPERATOR_PARAMS uint64_t input1, uint64_t input2, uint64_t input3, uint64_t output1, StateBytes init
 // The select and partition kernels' parameter list: SelectParams's fields.

@@ -93,7 +93,7 @@ typedef {state} In;
             init: if *size <= 8 {
                 "init_bits"
             } else {
-                "(unsigned long long)&init"
+                "((flags & FLAG_INIT_IN_MEMORY) ? init_bits : (unsigned long long)&init)"
             },
             kernels: kernels.to_vec(),
         }

@@ -8,7 +8,8 @@ use crate::scan::operator_model::{ArrayLayout, ScanArrays};
 use crate::tables::Direction;
 
 /// Runs a user-defined operator's scan on host arrays with its host functions, one
-/// element at a time in traversal order.
+/// element at a time in traversal order; returns the total state (the initial state
+/// combined with every element; the last segment's, when segmented).
 ///
 /// # Safety
 /// Every array must hold `n` elements of its layout, `arrays.segments` the segment data
@@ -21,7 +22,7 @@ pub(crate) unsafe fn scan(
     arrays: &ScanArrays,
     n: u64,
     shape: &ScanShape,
-) {
+) -> Vec<u8> {
     let n = n as usize;
     let size = desc.state_size;
     let walk = Walk {
@@ -68,5 +69,10 @@ pub(crate) unsafe fn scan(
             _ => outputs[0].copy_from_slice(result),
         }
         std::mem::swap(&mut running, &mut next);
+    }
+    if n == 0 {
+        init
+    } else {
+        running
     }
 }

@@ -25,7 +25,7 @@
 //! any other.
 
 mod desc;
-mod glue;
+pub(crate) mod glue;
 mod host;
 
 use std::sync::Arc;
@@ -45,7 +45,7 @@ use crate::runtime::Memo;
 use crate::scan::checks::check_segment_view;
 use crate::scan::desc::{ScanShape, Segments};
 use crate::scan::kernels::ScanKernels;
-use crate::scan::operator_model::{ArrayLayout, OperatorModel, ScanArrays};
+use crate::scan::operator_model::{ArrayLayout, Carries, OperatorModel, ScanArrays};
 use crate::scan::plan::{PlanOperator, ScanPlan};
 use crate::scan::ScanInfo;
 use crate::stream::Stream;
@@ -125,6 +125,14 @@ impl OperatorModel for OperatorInner {
         self.desc.state_size
     }
 
+    fn state_align(&self) -> usize {
+        self.desc.state_align
+    }
+
+    fn identity_bytes(&self) -> Vec<u8> {
+        self.desc.identity.clone()
+    }
+
     fn inputs(&self) -> &[ArrayLayout] {
         &self.inputs
     }
@@ -164,7 +172,7 @@ impl OperatorModel for OperatorInner {
         true
     }
 
-    unsafe fn scan_on_host(&self, arrays: &ScanArrays, n: u64, shape: &ScanShape) -> Result<()> {
+    unsafe fn scan_on_host(&self, arrays: &ScanArrays, n: u64, shape: &ScanShape) -> Result<Vec<u8>> {
         let Some(host) = &self.desc.host else {
             bail!(
                 UnsupportedCombination,
@@ -172,8 +180,15 @@ impl OperatorModel for OperatorInner {
                 self.desc.name
             );
         };
-        host::scan(&self.desc, host, &self.inputs, &self.outputs, arrays, n, shape);
-        Ok(())
+        Ok(host::scan(
+            &self.desc,
+            host,
+            &self.inputs,
+            &self.outputs,
+            arrays,
+            n,
+            shape,
+        ))
     }
 }
 
@@ -286,6 +301,7 @@ impl Operator {
                 Some(s) => s.known_to(self.inner.ctx.id())?,
                 None => false,
             },
+            carries: Carries::default(),
         };
         // SAFETY: views are valid for their lengths (borrowed buffers and slices by
         // construction, raw addresses by their constructors' contracts), each holding at

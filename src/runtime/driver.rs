@@ -249,3 +249,19 @@ pub(crate) unsafe fn zero_async(ptr: CUdeviceptr, bytes: usize, stream: CUstream
 pub(crate) unsafe fn copy_async(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, stream: CUstream) -> Result<()> {
     check(sys::cuMemcpyDtoDAsync_v2(dst, src, bytes, stream), "cuMemcpyDtoDAsync")
 }
+
+/// Writes `value` (a multiple of 4 bytes) at the device address `dst` on `stream`, one
+/// 32-bit memset per word: no host buffer has to outlive the call, and graphs capture it.
+///
+/// # Safety
+/// `dst` must be device memory of `value.len()` bytes, 4-byte aligned.
+pub(crate) unsafe fn fill_async(dst: CUdeviceptr, value: &[u8], stream: CUstream) -> Result<()> {
+    for (i, word) in value.chunks_exact(4).enumerate() {
+        let word = u32::from_ne_bytes(word.try_into().expect("4 bytes"));
+        check(
+            sys::cuMemsetD32Async(dst + 4 * i as u64, word, 1, stream),
+            "cuMemsetD32Async",
+        )?;
+    }
+    Ok(())
+}

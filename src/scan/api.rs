@@ -13,12 +13,51 @@ use crate::runtime::workspace::Workspace;
 use crate::scan::checks::check_segment_view;
 use crate::scan::desc::{ScanDesc, Segments};
 use crate::scan::kernels::{KernelKind, KernelSets, Specialization};
-use crate::scan::operator_model::BuiltinOperator;
+use crate::scan::operator_model::{BuiltinOperator, Carries};
 use crate::scan::plan::{PlanOperator, ScanIo, ScanPlan};
 use crate::scan::{RawScan, ScanInfo};
 use crate::stream::Stream;
 use crate::tables::Op;
 use crate::types::{DType, Scalar, ScanTypes};
+
+/// The carries of a scan of views: each a view of at least one element of the scan's
+/// accumulator type (the output type unless the descriptor widens it).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CarryViews<'a> {
+    /// The initial value (instead of the descriptor's).
+    pub carry_in: Option<&'a ArrayView<'a>>,
+    /// Receives the total; may be the same element as `carry_in`.
+    pub carry_out: Option<&'a ArrayView<'a>>,
+}
+
+impl CarryViews<'_> {
+    /// The views' addresses, their types and lengths checked against `accumulator`.
+    fn addresses(&self, accumulator: DType, ctx_id: usize) -> Result<Carries> {
+        let address = |view: Option<&ArrayView>, what: &str, written: bool| -> Result<u64> {
+            let Some(view) = view else { return Ok(0) };
+            view.known_to(ctx_id)?;
+            if view.dtype() != accumulator {
+                bail!(
+                    InvalidArgument,
+                    "the {what} is a {} array but the scan accumulates in {}",
+                    view.dtype().c_name(),
+                    accumulator.c_name()
+                );
+            }
+            if view.flat_len(what)? == 0 {
+                bail!(BufferTooSmall, "the {what} holds no element");
+            }
+            if written && !view.writable {
+                bail!(InvalidArgument, "the {what} is read only");
+            }
+            Ok(view.addr())
+        };
+        Ok(Carries {
+            carry_in: address(self.carry_in, "carry in", false)?,
+            carry_out: address(self.carry_out, "carry out", true)?,
+        })
+    }
+}
 
 impl Context {
     /// Compiles (or loads from the disk cache) the kernels for a type pair and operator
@@ -164,7 +203,7 @@ impl Context {
     /// its memory is device memory ordered by the stream, not Rust-owned data.
     pub fn scan(&self, stream: &Stream, input: &Buffer, output: &Buffer, desc: &ScanDesc) -> Result<ScanInfo> {
         let (input, output) = self.buffer_views(input, output)?;
-        self.scan_views(stream, &input, &output, None, -1, desc)
+        self.scan_views(stream, &input, &output, None, -1, desc, &CarryViews::default())
     }
 
     /// A segmented scan (`desc.segments` says how `segments` is read): byte flags in a
@@ -180,7 +219,15 @@ impl Context {
         self.check_buffer_owner(segments)?;
         let (input, output) = self.buffer_views(input, output)?;
         let segments = ArrayView::written_buffer(segments);
-        self.scan_views(stream, &input, &output, Some(&segments), -1, desc)
+        self.scan_views(
+            stream,
+            &input,
+            &output,
+            Some(&segments),
+            -1,
+            desc,
+            &CarryViews::default(),
+        )
     }
 
     /// Scans `input` along `axis` (negative: from the last, as NumPy counts) into
@@ -195,7 +242,23 @@ impl Context {
         axis: isize,
         desc: &ScanDesc,
     ) -> Result<ScanInfo> {
-        self.scan_views(stream, input, output, None, axis, desc)
+        self.scan_views(stream, input, output, None, axis, desc, &CarryViews::default())
+    }
+
+    /// [`Context::scan_array`] with carries in memory (device memory on a GPU): the scan
+    /// starts from `carries.carry_in` and writes its total (the initial value combined
+    /// with every element, in traversal order) to `carries.carry_out`, so that chunked,
+    /// streaming and multi-GPU scans chain on the device. Unsegmented scans only.
+    pub fn scan_array_carried(
+        &self,
+        stream: &Stream,
+        input: &ArrayView,
+        output: &ArrayView,
+        axis: isize,
+        desc: &ScanDesc,
+        carries: &CarryViews,
+    ) -> Result<ScanInfo> {
+        self.scan_views(stream, input, output, None, axis, desc, carries)
     }
 
     /// A segmented scan of 1-D views: `segments` holds byte flags (`U8`), bit flags
@@ -208,7 +271,7 @@ impl Context {
         output: &ArrayView,
         desc: &ScanDesc,
     ) -> Result<ScanInfo> {
-        self.scan_views(stream, input, output, Some(segments), -1, desc)
+        self.scan_views(stream, input, output, Some(segments), -1, desc, &CarryViews::default())
     }
 
     /// The addresses of a scan of buffers of this context (their lengths checked).
@@ -220,6 +283,7 @@ impl Context {
             segments: 0,
             known_buffers: true,
             known_segments: false,
+            carries: Carries::default(),
         })
     }
 
@@ -252,6 +316,7 @@ impl Context {
         segments: Option<&ArrayView>,
         axis: isize,
         desc: &ScanDesc,
+        carries: &CarryViews,
     ) -> Result<ScanInfo> {
         input.check_output(output)?;
         let mut desc = *desc;
@@ -283,6 +348,7 @@ impl Context {
             ),
             (None, _) => 0,
         };
+        let plan = self.plan(input.dtype(), output.dtype(), n, &desc)?;
         let io = ScanIo {
             input: input.addr(),
             output: output.addr(),
@@ -292,8 +358,8 @@ impl Context {
                 Some(s) => s.known_to(self.id())?,
                 None => false,
             },
+            carries: carries.addresses(desc.types(input.dtype(), output.dtype()).accumulator, self.id())?,
         };
-        let plan = self.plan(input.dtype(), output.dtype(), n, &desc)?;
         // SAFETY: views are valid for their shapes: borrowed buffers and slices by
         // construction, raw addresses by their constructors' contracts; the output's
         // shape is the input's, the segment data's type and length were checked.

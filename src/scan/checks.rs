@@ -4,7 +4,7 @@
 use crate::array::{ArrayView, AxisLayout};
 use crate::error::{bail, Result};
 use crate::scan::desc::{ScanShape, Segments};
-use crate::scan::operator_model::{ArrayLayout, OperatorModel, ScanArrays};
+use crate::scan::operator_model::{ArrayLayout, Carries, OperatorModel, ScanArrays};
 use crate::types::DType;
 
 /// The checks of a scan's shape, at plan time: the segment form, and lengths that fit
@@ -53,6 +53,7 @@ pub(crate) fn validate_addresses(
             shape.segments.c_name()
         );
     }
+    check_carries(model, arrays.carries, shape)?;
     if n == 0 {
         return Ok(());
     }
@@ -113,6 +114,38 @@ pub(crate) fn validate_addresses(
     Ok(())
 }
 
+/// Carries in memory: unsegmented scans only (a segmented scan's carries would be one per
+/// segment), instead of an initial value, aligned to the state.
+fn check_carries(model: &dyn OperatorModel, carries: Carries, shape: &ScanShape) -> Result<()> {
+    if !carries.any() {
+        return Ok(());
+    }
+    if shape.segments != Segments::None {
+        bail!(
+            UnsupportedCombination,
+            "carries in memory are for unsegmented scans; this scan is segmented ({})",
+            shape.segments.c_name()
+        );
+    }
+    if carries.carry_in != 0 && shape.init.is_some() {
+        bail!(
+            InvalidArgument,
+            "both an initial value and a carry in were given: pass one"
+        );
+    }
+    let align = model.state_align() as u64;
+    for (addr, what) in [(carries.carry_in, "carry in"), (carries.carry_out, "carry out")] {
+        if addr % align != 0 {
+            bail!(
+                InvalidArgument,
+                "{}: the {what} must be aligned to the state ({align} bytes)",
+                model.subject()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The overlap rules of arrays that passed [`validate_addresses`]: every output is
 /// exactly one input (same start and element size: in place) or disjoint from all of
 /// them, outputs are disjoint, and segment data never overlaps an output (the scan reads
@@ -139,6 +172,15 @@ pub(crate) fn check_overlaps(model: &dyn OperatorModel, arrays: &ScanArrays, n: 
                 bail!(PartialOverlap, "{}: the outputs overlap", model.subject());
             }
         }
+        let state = model.state_bytes() as u64;
+        for (carry, what) in [
+            (arrays.carries.carry_in, "carry in"),
+            (arrays.carries.carry_out, "carry out"),
+        ] {
+            if carry != 0 && overlaps(carry, state, out, out_bytes) {
+                bail!(PartialOverlap, "{}: the {what} overlaps output {o}", model.subject());
+            }
+        }
         if shape.segments.has_data()
             && overlaps(
                 arrays.segments,
@@ -148,6 +190,24 @@ pub(crate) fn check_overlaps(model: &dyn OperatorModel, arrays: &ScanArrays, n: 
             )
         {
             bail!(PartialOverlap, "the segment flags or keys overlap output {o}");
+        }
+    }
+    // The total is written while other tiles still read their inputs; the carry in may be
+    // the carry out itself (read before the total is known), but no other part of it.
+    let Carries { carry_in, carry_out } = arrays.carries;
+    let state = model.state_bytes() as u64;
+    if carry_out != 0 {
+        for (&input, in_layout) in arrays.inputs.iter().zip(inputs) {
+            if overlaps(input, bytes(in_layout), carry_out, state) {
+                bail!(PartialOverlap, "{}: the carry out overlaps an input", model.subject());
+            }
+        }
+        if carry_in != 0 && carry_in != carry_out && overlaps(carry_in, state, carry_out, state) {
+            bail!(
+                PartialOverlap,
+                "{}: the carry out partly overlaps the carry in",
+                model.subject()
+            );
         }
     }
     Ok(())

@@ -27,24 +27,23 @@ use crate::ops::{dispatch_op, op_at, Accumulator};
 use crate::scan::desc::{ScanDesc, Segments};
 use crate::scan::RawScan;
 use crate::tables::{DType, Direction};
-use crate::types::{Narrow, Scalar, Widen};
+use crate::types::{Narrow, Scalar, ScanTypes, Widen};
 
 /// Elements per chunk: the unit of parallel work and of the association order. Input and
 /// output of a chunk (at most 2 x 8 x 2^15 bytes) stay in a core's L2 between its two
 /// passes.
 const CHUNK: usize = 1 << 15;
 
-/// Runs a validated request whose pointers are host addresses.
+/// Runs a validated request whose pointers are host addresses; returns the total (the
+/// initial value combined with every element, in traversal order) as the accumulator's
+/// bits, the carry a chunked scan hands on (for segmented scans, the last segment's).
 ///
 /// # Safety
 /// `req.input` must point to `req.n` readable input elements, `req.output` to `req.n`
 /// writable output elements (the same range for an in-place scan), and `req.segments`
 /// to the segment data `desc.segments` describes, with no other access to the output
 /// while the call runs.
-pub(crate) unsafe fn scan(req: &RawScan, desc: &ScanDesc) -> Result<()> {
-    if req.n == 0 {
-        return Ok(());
-    }
+pub(crate) unsafe fn scan(req: &RawScan, desc: &ScanDesc) -> Result<u64> {
     let types = desc.types(req.input_dtype, req.output_dtype);
     let init_bits = desc.init_bits(types.accumulator)?;
     let walk = Walk {
@@ -61,16 +60,26 @@ pub(crate) unsafe fn scan(req: &RawScan, desc: &ScanDesc) -> Result<()> {
             let init = init_bits
                 .map(<A as Scalar>::from_bits)
                 .unwrap_or_else(|| A::identity(op_at::<K>()));
+            if walk.n == 0 {
+                return Ok(<A as Scalar>::to_bits(init));
+            }
             let arrays = Arrays(req.input as *const I, req.output as *mut O);
-            match (walk.backward, inclusive) {
+            let total = match (walk.backward, inclusive) {
                 (false, true) => run::<I, A, O, K, false, true>(arrays, walk, init),
                 (false, false) => run::<I, A, O, K, false, false>(arrays, walk, init),
                 (true, true) => run::<I, A, O, K, true, true>(arrays, walk, init),
                 (true, false) => run::<I, A, O, K, true, false>(arrays, walk, init),
-            }
+            };
+            Ok(<A as Scalar>::to_bits(total))
         })
-    });
-    Ok(())
+    })
+}
+
+/// The identity of `op` in the accumulator type of `types`, as its bits.
+pub(crate) fn identity_bits(types: ScanTypes, op: crate::tables::Op) -> u64 {
+    dispatch_scan_types!(types, |I, A, O| {
+        dispatch_op!(op, |K| <A as Scalar>::to_bits(A::identity(op_at::<K>())))
+    })
 }
 
 #[inline(always)]
@@ -259,11 +268,13 @@ fn fork(workers: usize, work: &(impl Fn() + Sync)) {
     }
 }
 
+/// Scans the whole traversal; returns the running value after it.
 unsafe fn run<I, A, O, const K: usize, const BACKWARD: bool, const INCLUSIVE: bool>(
     a: Arrays<I, O>,
     walk: Walk,
     init: A,
-) where
+) -> A
+where
     I: Widen<A> + Copy + Send + Sync,
     A: Accumulator + Narrow<O>,
     O: Copy + Send + Sync,
@@ -272,8 +283,7 @@ unsafe fn run<I, A, O, const K: usize, const BACKWARD: bool, const INCLUSIVE: bo
     let chunks = n.div_ceil(CHUNK);
     let order_free = !(A::DTYPE.is_float() && op_at::<K>().definition().float_order_sensitive);
     if chunks == 1 || (order_free && rayon::current_num_threads() == 1) {
-        scan_chunk::<I, A, O, K, BACKWARD, INCLUSIVE>(a, &walk, 0..n, init, init);
-        return;
+        return scan_chunk::<I, A, O, K, BACKWARD, INCLUSIVE>(a, &walk, 0..n, init, init);
     }
     let threads = rayon::current_num_threads().min(chunks);
     let frontier = Frontier {
@@ -304,4 +314,6 @@ unsafe fn run<I, A, O, const K: usize, const BACKWARD: bool, const INCLUSIVE: bo
         scan_chunk::<I, A, O, K, BACKWARD, INCLUSIVE>(a, &walk, range, prefix, init);
     };
     fork(threads, &work);
+    // SAFETY: every worker has returned; the last chunk published the running value.
+    unsafe { *frontier.value.get() }
 }

@@ -255,7 +255,7 @@ typedef CarryOf<Op, {seg}>::Op_::T Carry;
         if self.has(KernelKind::SinglePass, shape) {
             text += &format!(
                 r#"extern "C" __global__ void __launch_bounds__({threads} + 32, {min_blocks_per_sm}) scanrt_single_pass{p} {{
-    single_pass_scan<Op, Src, Dst, {threads}, {items}, {slots}, {spin}, {sleep}, {reverse}, {seg}>({source}, {destination}, n, {init}, flags, {heads}, {lookback});
+    single_pass_scan<Op, Src, Dst, {threads}, {items}, {slots}, {spin}, {sleep}, {reverse}, {seg}>({source}, {destination}, n, {init}, carry_out, flags, {heads}, {lookback});
 }}
 "#
             );
@@ -266,7 +266,7 @@ typedef CarryOf<Op, {seg}>::Op_::T Carry;
     matrix_reduce<Op, Src, {threads}, {items}, {reverse}, {seg}>({source}, n, {scratch}, {init}, flags, {heads});
 }}
 extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_scan_sums{p} {{
-    matrix_scan_sums<Op, {threads}, {sum_items}, {seg}>({scratch}, (n + {threads} * {items} - 1) / ({threads} * {items}), {init}, flags);
+    matrix_scan_sums<Op, {threads}, {sum_items}, {seg}>({scratch}, (n + {threads} * {items} - 1) / ({threads} * {items}), {init}, carry_out, flags);
 }}
 extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_scan_tiles{p} {{
     matrix_scan_tiles<Op, Src, Dst, {threads}, {items}, {reverse}, {seg}>({source}, {destination}, n, {scratch}, {init}, flags, {heads});
@@ -274,11 +274,11 @@ extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_scan_tiles
 "#
             );
         }
-        let io = format!("(const In*)input, (Acc*)output, n, {init}, flags");
+        let io = format!("(const In*)input, (Acc*)output, n, {init}, carry_out, flags");
         if self.has(KernelKind::SinglePassBulk, shape) {
             text += &format!(
                 r#"extern "C" __global__ void __launch_bounds__({threads} + 32, {bulk_min_blocks_per_sm}) scanrt_single_pass_bulk{p} {{
-    single_pass_scan_bulk<Op, Src, Dst, {threads}, {bulk_items}, {bulk_buffers}, {slots}, {spin}, {sleep}, {reverse}, {seg}>({source}, {destination}, n, {init}, flags, {heads}, {lookback});
+    single_pass_scan_bulk<Op, Src, Dst, {threads}, {bulk_items}, {bulk_buffers}, {slots}, {spin}, {sleep}, {reverse}, {seg}>({source}, {destination}, n, {init}, carry_out, flags, {heads}, {lookback});
 }}
 "#
             );
@@ -406,5 +406,48 @@ impl KernelSets {
             };
             ScanKernels::load(dev, &[program], spec.shape, spec.types.accumulator.size())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::nvrtc::Nvrtc;
+    use crate::types::DType;
+
+    /// Kernel sets of every kernel kind compile for sm_90: both directions, segmented or
+    /// not, 4- and 8-byte states, and a user-defined operator's 16-byte state (skipped
+    /// without NVRTC; the whole space compiles in `tests/kernels_compile`).
+    #[test]
+    fn kernel_sets_of_each_kind_compile() {
+        let Ok(nvrtc) = Nvrtc::load() else {
+            eprintln!("skipped: no NVRTC");
+            return;
+        };
+        let target = nvrtc.target_for(90).unwrap();
+        for (dtype, direction, segments) in [
+            (DType::U32, Direction::Forward, crate::scan::desc::Segments::None),
+            (DType::F64, Direction::Backward, crate::scan::desc::Segments::ByteFlags),
+        ] {
+            let desc = ScanDesc {
+                direction,
+                segments,
+                ..ScanDesc::inclusive(Op::Sum)
+            };
+            let (regular, small) = Specialization::all_for(90, ScanTypes::new(dtype, dtype, None), &desc);
+            for spec in std::iter::once(regular).chain(small) {
+                if let Err(e) = nvrtc.compile(&spec.source(), target) {
+                    panic!("{spec:?}: {}", e.message);
+                }
+            }
+        }
+        let extreme = crate::recipes::cumulative_extreme(DType::F64, true).unwrap();
+        for matrix in [false, true] {
+            for program in crate::operator::glue::kernel_programs(&extreme, 90, Direction::Forward, false, matrix).0 {
+                if let Err(e) = nvrtc.compile(&program.source, target) {
+                    panic!("{}: {}", program.source.name, e.message);
+                }
+            }
+        }
     }
 }

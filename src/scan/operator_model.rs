@@ -47,6 +47,28 @@ pub(crate) struct ScanArrays<'a> {
     pub known_arrays: bool,
     /// Likewise the segment data.
     pub known_segments: bool,
+    /// The carries in device memory (host memory on the host backend).
+    pub carries: Carries,
+}
+
+/// Where an unsegmented scan reads its initial state and writes its total, in memory
+/// (device memory on a GPU), so that chunked, streaming and multi-GPU scans chain with
+/// no host round trip. Each is one state of the scan's accumulator type (a user-defined
+/// operator's state), aligned to it; 0: none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Carries {
+    /// The initial state's address (instead of the descriptor's initial value).
+    pub carry_in: u64,
+    /// Where the total goes: the initial state combined with every element, in traversal
+    /// order (the initial state itself when nothing is scanned). May equal `carry_in`.
+    pub carry_out: u64,
+}
+
+impl Carries {
+    /// Whether either is given.
+    pub fn any(&self) -> bool {
+        self.carry_in != 0 || self.carry_out != 0
+    }
 }
 
 /// What a scan plan needs of its operator.
@@ -58,6 +80,10 @@ pub(crate) trait OperatorModel: Send + Sync {
     /// Bytes of the state the scan carries between tiles (its look-back slots, its
     /// initial state).
     fn state_bytes(&self) -> usize;
+    /// The state's alignment in bytes.
+    fn state_align(&self) -> usize;
+    /// The identity state's bytes.
+    fn identity_bytes(&self) -> Vec<u8>;
     /// The arrays each element is read from, in order.
     fn inputs(&self) -> &[ArrayLayout];
     /// The arrays each result is written to, in order.
@@ -70,12 +96,13 @@ pub(crate) trait OperatorModel: Send + Sync {
     fn kernels(&self, engine: &GpuEngine, shape: &ScanShape, algorithm: Algorithm, n: u64) -> Result<Arc<ScanKernels>>;
     /// Whether its kernels take `contract::OperatorParams` after `ScanParams`.
     fn takes_operator_params(&self) -> bool;
-    /// Runs the scan on the host backend.
+    /// Runs the scan on the host backend; returns the total state's bytes (what a carry
+    /// out receives).
     ///
     /// # Safety
     /// The arrays passed the plan's checks and hold `n` elements of their layouts (the
     /// segment data as `shape.segments` says).
-    unsafe fn scan_on_host(&self, arrays: &ScanArrays, n: u64, shape: &ScanShape) -> Result<()>;
+    unsafe fn scan_on_host(&self, arrays: &ScanArrays, n: u64, shape: &ScanShape) -> Result<Vec<u8>>;
 }
 
 /// A built-in operator (`Op`) over its scan's types, a triple `ScanTypes::check`
@@ -129,6 +156,17 @@ impl OperatorModel for BuiltinOperator {
         self.types.accumulator.size()
     }
 
+    fn state_align(&self) -> usize {
+        self.types.accumulator.size()
+    }
+
+    fn identity_bytes(&self) -> Vec<u8> {
+        state_of_bits(
+            self.types.accumulator,
+            crate::scan::host::identity_bits(self.types, self.op),
+        )
+    }
+
     fn inputs(&self) -> &[ArrayLayout] {
         &self.layouts[..1]
     }
@@ -157,7 +195,7 @@ impl OperatorModel for BuiltinOperator {
         false
     }
 
-    unsafe fn scan_on_host(&self, arrays: &ScanArrays, n: u64, shape: &ScanShape) -> Result<()> {
+    unsafe fn scan_on_host(&self, arrays: &ScanArrays, n: u64, shape: &ScanShape) -> Result<Vec<u8>> {
         let req = RawScan {
             input: arrays.inputs[0],
             input_dtype: self.types.input,
@@ -166,6 +204,15 @@ impl OperatorModel for BuiltinOperator {
             n,
             segments: arrays.segments,
         };
-        crate::scan::host::scan(&req, &self.desc(shape))
+        let total = crate::scan::host::scan(&req, &self.desc(shape))?;
+        Ok(state_of_bits(self.types.accumulator, total))
+    }
+}
+
+/// The bytes of a value of `dtype` given as its bits zero-extended to 64.
+fn state_of_bits(dtype: DType, bits: u64) -> Vec<u8> {
+    match dtype.size() {
+        4 => (bits as u32).to_ne_bytes().to_vec(),
+        _ => bits.to_ne_bytes().to_vec(),
     }
 }

@@ -9,15 +9,16 @@ use std::sync::Arc;
 use cudarc::driver::sys::CUstream;
 
 use crate::context::Context;
-use crate::contract::{self, OperatorLaunch, OperatorParams, ScanParams};
+use crate::contract::{self, OperatorLaunch, OperatorParams, ScanParams, StateBytes};
 use crate::engine::{Engine, GpuEngine};
 use crate::error::Result;
+use crate::runtime::driver;
 use crate::runtime::workspace::Workspace;
 use crate::scan::checks::{check_overlaps, validate_addresses, validate_shape};
 use crate::scan::desc::{ScanShape, Segments};
 use crate::scan::kernels::ScanKernels;
 use crate::scan::launch::{launch_kernels, KernelLaunch, TileCounts};
-use crate::scan::operator_model::{ArrayLayout, BuiltinOperator, OperatorModel, ScanArrays};
+use crate::scan::operator_model::{ArrayLayout, BuiltinOperator, Carries, OperatorModel, ScanArrays};
 use crate::scan::ScanInfo;
 use crate::stream::Stream;
 use crate::tables::{Algorithm, Backend, ChoiceReason, Direction};
@@ -37,6 +38,8 @@ pub struct ScanIo {
     pub(crate) known_buffers: bool,
     /// Likewise the segment data.
     pub(crate) known_segments: bool,
+    /// The initial state and the total in device memory (unsegmented scans).
+    pub carries: Carries,
 }
 
 impl ScanIo {
@@ -51,6 +54,10 @@ impl ScanIo {
     /// With the segment flags or keys at `segments`.
     pub fn with_segments(self, segments: u64) -> ScanIo {
         ScanIo { segments, ..self }
+    }
+    /// With the initial state read from, and the total written to, memory.
+    pub fn with_carries(self, carries: Carries) -> ScanIo {
+        ScanIo { carries, ..self }
     }
 }
 
@@ -131,6 +138,38 @@ pub(crate) fn shape_flags(desc: &ScanShape, algorithm: Algorithm) -> u32 {
         Segments::Rows(_) => contract::HEADS_ROWS,
     };
     flags | kind << contract::HEADS_KIND_SHIFT
+}
+
+/// Launch flags of a carry in device memory at `carry_in` (0: none).
+fn carry_flags(carry_in: u64) -> u32 {
+    if carry_in != 0 {
+        contract::FLAG_HAS_INIT | contract::FLAG_INIT_IN_MEMORY
+    } else {
+        0
+    }
+}
+
+/// A scan of nothing still hands its carry on: the total is the initial state (the carry
+/// in, the descriptor's initial value or the identity).
+unsafe fn carry_empty_scan(
+    model: &dyn OperatorModel,
+    shape: &ScanShape,
+    carries: Carries,
+    stream: CUstream,
+) -> Result<()> {
+    let Carries { carry_in, carry_out } = carries;
+    let bytes = model.state_bytes();
+    if carry_out == 0 || carry_out == carry_in {
+        return Ok(());
+    }
+    if carry_in != 0 {
+        return driver::copy_async(carry_out, carry_in, bytes, stream);
+    }
+    let state: Vec<u8> = match shape.init {
+        Some(init) => init.words.iter().flat_map(|w| w.to_ne_bytes()).take(bytes).collect(),
+        None => model.identity_bytes(),
+    };
+    driver::fill_async(carry_out, &state, stream)
 }
 
 /// The kernels' `heads` parameter: the segment data's address, or the row length.
@@ -239,6 +278,7 @@ impl ScanPlan {
             segments: io.segments,
             known_arrays: io.known_buffers,
             known_segments: io.known_segments,
+            carries: io.carries,
         };
         self.run(stream, &arrays, workspace)
     }
@@ -259,12 +299,30 @@ impl ScanPlan {
         segments: u64,
         workspace: Option<Workspace>,
     ) -> Result<ScanInfo> {
+        self.execute_carried(stream, inputs, outputs, segments, Carries::default(), workspace)
+    }
+
+    /// [`ScanPlan::execute_arrays`] with the initial state read from, and the total
+    /// written to, device memory (`carries`; host memory on the host backend).
+    ///
+    /// # Safety
+    /// As [`ScanPlan::execute`]; the carries must stay allocated until the scan completes.
+    pub unsafe fn execute_carried(
+        &self,
+        stream: &Stream,
+        inputs: &[u64],
+        outputs: &[u64],
+        segments: u64,
+        carries: Carries,
+        workspace: Option<Workspace>,
+    ) -> Result<ScanInfo> {
         let arrays = ScanArrays {
             inputs,
             outputs,
             segments,
             known_arrays: false,
             known_segments: false,
+            carries,
         };
         self.run(stream, &arrays, workspace)
     }
@@ -286,7 +344,18 @@ impl ScanPlan {
             (Engine::Gpu(engine), Some(plan)) => self.run_gpu(engine, plan, stream, arrays, workspace)?,
             _ => {
                 check_overlaps(model, arrays, self.n, &self.shape)?;
-                model.scan_on_host(arrays, self.n, &self.shape)?;
+                let Carries { carry_in, carry_out } = arrays.carries;
+                let mut shape = self.shape;
+                if carry_in != 0 {
+                    // SAFETY: the caller's contract: host addresses valid for one state.
+                    let bytes = std::slice::from_raw_parts(carry_in as *const u8, model.state_bytes());
+                    shape.init = Some(StateBytes::from_bytes(bytes));
+                }
+                let total = model.scan_on_host(arrays, self.n, &shape)?;
+                if carry_out != 0 {
+                    // SAFETY: as above; checked not to overlap the arrays.
+                    std::ptr::copy_nonoverlapping(total.as_ptr(), carry_out as *mut u8, total.len());
+                }
             }
         }
         Ok(self.info())
@@ -304,7 +373,7 @@ impl ScanPlan {
         let dev = &engine.device;
         let _current = dev.enter()?;
         dev.take_fault()?;
-        if n == 0 {
+        if n == 0 && !arrays.carries.any() {
             return Ok(());
         }
         let raw_stream = stream.raw() as CUstream;
@@ -323,7 +392,18 @@ impl ScanPlan {
             let bytes = shape.segments.data_bytes(n).unwrap_or(0);
             dev.check_device_range(arrays.segments, bytes, "segment data")?;
         }
+        let Carries { carry_in, carry_out } = arrays.carries;
+        let state = model.state_bytes() as u64;
+        if carry_in != 0 {
+            dev.check_device_range(carry_in, state, "carry in")?;
+        }
+        if carry_out != 0 {
+            dev.check_device_range(carry_out, state, "carry out")?;
+        }
         check_overlaps(model, arrays, n, shape)?;
+        if n == 0 {
+            return carry_empty_scan(model, shape, arrays.carries, raw_stream);
+        }
 
         let init = shape.init.unwrap_or_default();
         let mut scan = ScanParams {
@@ -332,8 +412,9 @@ impl ScanPlan {
             heads: segment_param(&shape.segments, arrays.segments),
             report: dev.faults.device,
             n: n as i64,
-            init_bits: init.words[0],
-            flags: plan.flags | address_flags(arrays, model, n, shape),
+            init_bits: if carry_in != 0 { carry_in } else { init.words[0] },
+            carry_out,
+            flags: plan.flags | address_flags(arrays, model, n, shape) | carry_flags(carry_in),
             ..Default::default()
         };
         let launch = KernelLaunch {
@@ -426,6 +507,7 @@ mod tests {
                 segments,
                 known_arrays: false,
                 known_segments: false,
+                carries: Carries::default(),
             };
             shape_flags(&shape, a) | address_flags(&arrays, &model, n, &shape)
         };

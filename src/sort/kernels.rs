@@ -80,9 +80,12 @@ pub(crate) struct SortSpec {
 }
 
 impl SortSpec {
-    /// Dynamic shared memory of the digit pass: the tile's keys, then its values.
+    /// Dynamic shared memory of the digit pass: the tile's keys, then its values; before
+    /// them, the same memory holds each warp's 256 digit masks of the ranking.
     pub fn shared_bytes(&self) -> u32 {
-        (tile_elems(self.key) * (self.key.size() as u64 + self.value_bytes as u64)) as u32
+        let tile = tile_elems(self.key) * (self.key.size() as u64 + self.value_bytes as u64);
+        let masks = (tile_shape(self.key).threads / 32 * 256 * 4) as u64;
+        tile.max(masks) as u32
     }
 
     pub fn source(&self) -> KernelSource {

@@ -9,6 +9,7 @@ use scanrt::{
 };
 
 pub mod accumulators;
+pub mod carries;
 pub mod harness;
 pub mod operator_space;
 pub mod operators;

@@ -9,6 +9,7 @@ mod support;
 mod applications;
 mod backward_segmented;
 mod bad_input;
+mod carries;
 mod determinism;
 mod kernels;
 mod operator_space;
@@ -31,6 +32,9 @@ fn main() {
             backward_segmented::large_backward_and_segmented,
             bad_input::bad_input_is_rejected_without_writing_and_context_stays_usable,
             bad_input::bad_segment_input_is_rejected_without_writing,
+            carries::carries_at_every_tile_boundary,
+            carries::carries_sanitizer_subset,
+            carries::chained_carries_in_a_graph,
             determinism::matrix_scan_is_run_to_run_deterministic,
             determinism::deterministic_float_scans_are_bitwise_reproducible,
             determinism::one_wave_kernel_keeps_deterministic_scans_alignment_independent,

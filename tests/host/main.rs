@@ -3,6 +3,7 @@
 //! operators on the host (`operators`).
 
 mod arrays;
+mod carries;
 #[path = "../common/mod.rs"]
 mod common;
 mod operators;

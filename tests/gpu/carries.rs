@@ -1,0 +1,92 @@
+//! Carries in device memory on the GPU: the shared sweep at every kernel's tile
+//! boundary (register-staged, one-wave and bulk-copy single passes, the matrix scan),
+//! chained chunks up to 2^24 + 5 elements, a compute-sanitizer subset, and chained
+//! chunks captured in a CUDA graph and replayed.
+
+use scanrt::{ArrayView, Buffer, CarryViews, DType, Op, ScanDesc};
+
+use crate::common::carries::sweep_carries;
+use crate::common::*;
+use crate::support::capture_after_warm_up;
+
+pub(crate) fn carries_at_every_tile_boundary() {
+    let ctx = gpu();
+    let stream = ctx.new_stream().unwrap();
+    // Tiles of 4096 (register-staged), 8192 (one wave), 7168 (bulk copy, from 512 tiles
+    // on), sums of tile totals in rows of 4096; one tile is scanned without the protocol.
+    let sizes = [
+        0,
+        1,
+        2,
+        4095,
+        4096,
+        4097,
+        8191,
+        8193,
+        65537,
+        (1 << 20) + 3,
+        3_700_000,
+        (1 << 24) + 5,
+    ];
+    let failures = sweep_carries(ctx, &stream, 0xCA77_1E, &sizes);
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+pub(crate) fn carries_sanitizer_subset() {
+    let ctx = gpu();
+    let stream = ctx.new_stream().unwrap();
+    let failures = sweep_carries(ctx, &stream, 0x5A41, &[1, 4097, 70000]);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Four chunks of a u32 sum chained through one carry element, captured once and
+/// replayed twice: each replay continues from the total the last one left.
+pub(crate) fn chained_carries_in_a_graph() {
+    let ctx = gpu();
+    let cuda = ctx.cuda_context().unwrap();
+    let cu_stream = cuda.new_stream().unwrap();
+    // SAFETY: the stream outlives `stream`.
+    let stream = unsafe { ctx.borrow_stream(cu_stream.cu_stream() as *mut _) }.unwrap();
+    let n = 4 * 100_000usize;
+    let input: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2654435761) >> 20).collect();
+    let in_buf = Buffer::from_slice(ctx, &stream, &input).unwrap();
+    let out_buf = Buffer::new(ctx, DType::U32, n as u64).unwrap();
+    let mut carry = Buffer::from_slice(ctx, &stream, &[5u32]).unwrap();
+    let desc = ScanDesc::exclusive(Op::Sum);
+    let chunk = |i: usize| unsafe {
+        let at = 4 * (i * n / 4) as u64;
+        (
+            ArrayView::contiguous(in_buf.addr() + at, DType::U32, &[n as u64 / 4]).unwrap(),
+            ArrayView::contiguous(out_buf.addr() + at, DType::U32, &[n as u64 / 4]).unwrap(),
+        )
+    };
+    let carry_view = unsafe { ArrayView::contiguous(carry.addr(), DType::U32, &[1]).unwrap() };
+    let carries = CarryViews {
+        carry_in: Some(&carry_view),
+        carry_out: Some(&carry_view),
+    };
+    let graph = capture_after_warm_up(&cu_stream, &stream, || {
+        for i in 0..4 {
+            let (input, output) = chunk(i);
+            ctx.scan_array_carried(&stream, &input, &output, -1, &desc, &carries)
+                .unwrap();
+        }
+    });
+    carry.upload(&stream, &[5u32]).unwrap(); // the warm-up call moved it on
+    let total: u32 = input.iter().fold(0u32, |a, &x| a.wrapping_add(x));
+    for replay in 0..2u32 {
+        graph.launch().unwrap();
+        let start = 5u32.wrapping_add(total.wrapping_mul(replay));
+        let want = scanrt::reference_scan::<u32, u32>(&input, &desc.with_init(start));
+        assert_eq!(out_buf.download::<u32>(&stream, n).unwrap(), want, "replay {replay}");
+        assert_eq!(
+            carry.download::<u32>(&stream, 1).unwrap(),
+            vec![start.wrapping_add(total)]
+        );
+    }
+}

@@ -1,0 +1,101 @@
+//! Carries in memory on the host backend: the shared sweep against sequential loops, and
+//! every refusal (segmented scans, an initial value beside a carry in, wrong types,
+//! misalignment, overlaps, a read-only carry out) with nothing written.
+
+use scanrt::{ArrayView, Backend, Buffer, CarryViews, Context, Op, ScanDesc, ScanrtStatus};
+
+#[test]
+fn host_carries_match_sequential_loops() {
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    // The host scans chunks of 2^15 elements: sizes around one and two chunks.
+    let sizes = [0, 1, 2, 33, 32767, 32768, 65537];
+    let failures = crate::common::carries::sweep_carries(&ctx, &stream, 0xCA77, &sizes);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn bad_carries_are_refused_and_write_nothing() {
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let input = Buffer::from_slice(&ctx, &stream, &[1u32, 2, 3, 4]).unwrap();
+    let output = Buffer::from_slice(&ctx, &stream, &[7u32; 4]).unwrap();
+    let carries = Buffer::from_slice(&ctx, &stream, &[5u32, 6, 8]).unwrap();
+    let wide = Buffer::from_slice(&ctx, &stream, &[5u64]).unwrap();
+    let view = |buf: &Buffer, at: u64, len: u64| unsafe {
+        ArrayView::contiguous(buf.addr() + at * buf.dtype().size() as u64, buf.dtype(), &[len]).unwrap()
+    };
+    let in_view = ArrayView::of_buffer(&input);
+    let out_view = view(&output, 0, 4);
+    let sum = ScanDesc::inclusive(Op::Sum);
+    let run = |desc: &ScanDesc, carry_in: Option<&ArrayView>, carry_out: Option<&ArrayView>, output: &ArrayView| {
+        let carries = CarryViews { carry_in, carry_out };
+        ctx.scan_array_carried(&stream, &in_view, output, -1, desc, &carries)
+            .unwrap_err()
+            .status
+    };
+    let c0 = view(&carries, 0, 1);
+    let c1 = view(&carries, 1, 1);
+    // Rows of a 2-D array are segments: one carry per row is not offered.
+    let rows_in = ArrayView::of_buffer_shaped(&input, &[2, 2]).unwrap();
+    let rows_out = unsafe { ArrayView::contiguous(output.addr(), scanrt::DType::U32, &[2, 2]).unwrap() };
+    let carries_in = CarryViews {
+        carry_in: Some(&c0),
+        carry_out: None,
+    };
+    let err = ctx
+        .scan_array_carried(&stream, &rows_in, &rows_out, -1, &sum, &carries_in)
+        .unwrap_err();
+    assert_eq!(err.status, ScanrtStatus::UnsupportedCombination, "{err}");
+    let cases: Vec<(&str, ScanrtStatus, ScanrtStatus)> = vec![
+        (
+            "initial value and carry in",
+            run(&sum.with_init(3u32), Some(&c0), None, &out_view),
+            ScanrtStatus::InvalidArgument,
+        ),
+        (
+            "carry of another type",
+            run(&sum, Some(&view(&wide, 0, 1)), None, &out_view),
+            ScanrtStatus::InvalidArgument,
+        ),
+        (
+            "empty carry",
+            run(&sum, None, Some(&view(&carries, 0, 0)), &out_view),
+            ScanrtStatus::BufferTooSmall,
+        ),
+        (
+            "carry out inside the output",
+            run(&sum, None, Some(&view(&output, 2, 1)), &out_view),
+            ScanrtStatus::PartialOverlap,
+        ),
+        (
+            "carry out inside the input",
+            run(&sum, None, Some(&view(&input, 3, 1)), &out_view),
+            ScanrtStatus::PartialOverlap,
+        ),
+        (
+            "carry in inside the output",
+            run(&sum, Some(&view(&output, 0, 1)), Some(&c1), &out_view),
+            ScanrtStatus::PartialOverlap,
+        ),
+        (
+            "read-only carry out",
+            run(&sum, None, Some(&c1.clone().read_only()), &out_view),
+            ScanrtStatus::InvalidArgument,
+        ),
+    ];
+    for (what, got, want) in cases {
+        assert_eq!(got, want, "{what}");
+    }
+    // A misaligned carry (raw addresses: views would refuse it first).
+    let plan = ctx.plan(scanrt::DType::U32, scanrt::DType::U32, 4, &sum).unwrap();
+    let misaligned = scanrt::Carries {
+        carry_in: 0,
+        carry_out: carries.addr() + 1,
+    };
+    let err =
+        unsafe { plan.execute_carried(&stream, &[input.addr()], &[output.addr()], 0, misaligned, None) }.unwrap_err();
+    assert_eq!(err.status, ScanrtStatus::InvalidArgument);
+    assert_eq!(output.download::<u32>(&stream, 4).unwrap(), vec![7; 4]);
+    assert_eq!(carries.download::<u32>(&stream, 3).unwrap(), vec![5, 6, 8]);
+}
