@@ -1,8 +1,8 @@
 /* test_arrays: scanrt_array views and scanrt_scan_array: 1-D arrays, rows of row-major
  * matrices along the last axis (and axis -1), segment data, and the refusals (strided
  * layouts and earlier axes not scanned yet, bad shapes, axes, dimensions, struct sizes)
- * with nothing written. Arrays live in scanrt buffers (scanrt_buffer_pointer), so the same
- * program runs on the AUTO backend and on the host. */
+ * with nothing written; carries in memory chaining chunks. Arrays live in scanrt buffers
+ * (scanrt_buffer_pointer), so the same program runs on the AUTO backend and on the host. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "scanrt.h"
@@ -115,12 +115,73 @@ static void test_refusals(scanrt_context *ctx, scanrt_stream *s) {
     scanrt_buffer_destroy(in), scanrt_buffer_destroy(out), scanrt_buffer_destroy(fb);
 }
 
+/* A u64 sum scanned in chunks of random lengths that chain through one carry element
+ * (carry in = carry out), forward and backward, against one sequential scan; then the
+ * refusal of carries on a segmented scan, with nothing written. */
+static void test_carries(scanrt_context *ctx, scanrt_stream *s) {
+    g_phase = "carries in memory";
+    const size_t n = 300001;
+    uint64_t *x = malloc(n * 8), *got = malloc(n * 8), *want = malloc(n * 8);
+    uint64_t state = 0xCA77;
+    for (size_t i = 0; i < n; i++) x[i] = (state = state * 6364136223846793005ull + 1) >> 30;
+    scanrt_buffer *in = make_buffer(ctx, SCANRT_DTYPE_U64, n), *out = make_buffer(ctx, SCANRT_DTYPE_U64, n);
+    scanrt_buffer *carry = make_buffer(ctx, SCANRT_DTYPE_U64, 1);
+    EXPECT_OK(scanrt_buffer_upload(in, s, x, n));
+    char *in_base, *out_base;
+    EXPECT_OK(scanrt_buffer_pointer(in, (void **)&in_base));
+    EXPECT_OK(scanrt_buffer_pointer(out, (void **)&out_base));
+    const int64_t one = 1;
+    scanrt_array c = array_of(carry, SCANRT_DTYPE_U64, 1, &one, NULL);
+    for (int backward = 0; backward < 2; backward++) {
+        const uint64_t init = 1000 + (uint64_t)backward;
+        EXPECT_OK(scanrt_buffer_upload(carry, s, &init, 1));
+        scanrt_scan_desc d;
+        scanrt_scan_desc_init(&d);
+        d.inclusive = 0;
+        d.direction = backward;
+        for (size_t done = 0; done < n;) {
+            size_t len = 1 + (size_t)((state = state * 6364136223846793005ull + 1) >> 33) % 70000;
+            if (len > n - done) len = n - done;
+            const size_t start = backward ? n - done - len : done;
+            const int64_t shape = (int64_t)len;
+            scanrt_array a = array_of(in, SCANRT_DTYPE_U64, 1, &shape, NULL);
+            scanrt_array b = array_of(out, SCANRT_DTYPE_U64, 1, &shape, NULL);
+            a.data = in_base + 8 * start, b.data = out_base + 8 * start;
+            EXPECT_OK(scanrt_scan_array_carried(ctx, s, &a, &b, 0, &c, &c, &d, NULL));
+            done += len;
+        }
+        uint64_t running = init;
+        for (size_t j = 0; j < n; j++) {
+            const size_t i = backward ? n - 1 - j : j;
+            want[i] = running;
+            running += x[i];
+        }
+        uint64_t total = 0;
+        EXPECT_OK(scanrt_buffer_download(out, s, got, n));
+        EXPECT_OK(scanrt_buffer_download(carry, s, &total, 1));
+        CHECK(memcmp(got, want, n * 8) == 0, "chained exclusive %s sums", backward ? "backward" : "forward");
+        CHECK(total == running, "chained total %llu, want %llu", (unsigned long long)total,
+              (unsigned long long)running);
+    }
+    /* Rows of a 2-D array are segments: refused, nothing written. */
+    const int64_t rows[2] = {3, 5};
+    scanrt_array a = array_of(in, SCANRT_DTYPE_U64, 2, rows, NULL), b = array_of(out, SCANRT_DTYPE_U64, 2, rows, NULL);
+    scanrt_scan_desc d;
+    scanrt_scan_desc_init(&d);
+    EXPECT(scanrt_scan_array_carried(ctx, s, &a, &b, 1, &c, &c, &d, NULL), SCANRT_STATUS_UNSUPPORTED_COMBINATION);
+    EXPECT_OK(scanrt_buffer_download(out, s, got, 15));
+    CHECK(memcmp(got, want, 15 * 8) == 0, "a refused carried scan wrote nothing");
+    scanrt_buffer_destroy(in), scanrt_buffer_destroy(out), scanrt_buffer_destroy(carry);
+    free(x), free(got), free(want);
+}
+
 static void run(scanrt_context *ctx, int32_t backend) {
     (void)backend;
     scanrt_stream *s = NULL;
     EXPECT_OK(scanrt_stream_create(ctx, &s));
     test_rows(ctx, s);
     test_refusals(ctx, s);
+    test_carries(ctx, s);
     scanrt_stream_destroy(s);
 }
 

@@ -490,6 +490,23 @@ scanrt_status scanrt_scan_array(const struct scanrt_context *ctx,
                                 const struct scanrt_scan_desc *desc,
                                 struct scanrt_scan_info *info);
 
+// `scanrt_scan_array` with carries in memory (device memory on a GPU, host memory on
+// the host backend): the scan starts from `carry_in`'s first element (instead of
+// `desc`'s initial value) and writes its total, the initial value combined with every
+// element in traversal order (the initial value when `input` is empty), to `carry_out`'s
+// first element, so that chunked, streaming and multi-GPU scans chain on the device.
+// Each may be NULL; both are arrays of the scan's accumulator type and may be the same
+// element. Unsegmented scans only (else `SCANRT_STATUS_UNSUPPORTED_COMBINATION`).
+scanrt_status scanrt_scan_array_carried(const struct scanrt_context *ctx,
+                                        const struct scanrt_stream *stream,
+                                        const struct scanrt_array *input,
+                                        const struct scanrt_array *output,
+                                        int32_t axis,
+                                        const struct scanrt_array *carry_in,
+                                        const struct scanrt_array *carry_out,
+                                        const struct scanrt_scan_desc *desc,
+                                        struct scanrt_scan_info *info);
+
 // Allocates a buffer of `len` elements of `dtype` (a `scanrt_dtype`): device memory on
 // a GPU context, host memory on the host backend.
 scanrt_status scanrt_buffer_create(const struct scanrt_context *ctx,
@@ -685,6 +702,23 @@ scanrt_status scanrt_operator_scan_device_with_workspace(const struct scanrt_ope
                                                          void *workspace,
                                                          size_t workspace_bytes,
                                                          struct scanrt_scan_info *info);
+
+// `scanrt_operator_scan_device` with carries in device memory: the scan starts from the
+// state at `carry_in` (instead of an initial state) and writes its total state, the
+// initial state combined with every element in traversal order, to `carry_out`. Each
+// may be NULL, is one state aligned to the operator's state, and they may be the same
+// address. Unsegmented scans only.
+scanrt_status scanrt_operator_scan_device_carried(const struct scanrt_operator *op,
+                                                  void *cuda_stream,
+                                                  const void *const *inputs,
+                                                  size_t num_inputs,
+                                                  void *const *outputs,
+                                                  size_t num_outputs,
+                                                  uint64_t n,
+                                                  const struct scanrt_scan_desc *desc,
+                                                  const void *carry_in,
+                                                  void *carry_out,
+                                                  struct scanrt_scan_info *info);
 
 // Fills the first `size` bytes of `desc` with the defaults (inclusive sum, no initial
 // value, automatic algorithm, forward, not required deterministic, unsegmented) and sets

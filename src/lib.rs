@@ -23,6 +23,8 @@ mod tables;
 mod array;
 mod buffer;
 mod context;
+#[cfg(feature = "nccl")]
+mod distributed;
 mod engine;
 // The contract has a header of its own (kernels/generated/contract.cuh); keep it out of
 // the C ABI's:
@@ -44,6 +46,8 @@ mod types;
 pub use array::{ArrayView, MAX_DIMS};
 pub use buffer::Buffer;
 pub use context::Context;
+#[cfg(feature = "nccl")]
+pub use distributed::{Communicator, GpuPart, MultiGpu};
 pub use error::{Error, Result};
 pub use operator::{
     compile_operator, HostCombine, HostLoad, HostOperator, HostStore, Operator, OperatorDesc, OperatorScan,

@@ -48,6 +48,11 @@ c_enums! {
         /// corrupted; that scan's output is undefined). Returned by the context's next call;
         /// the message names the workspace.
         WorkspaceFault = 16, "WORKSPACE_FAULT", "workspace fault";
+        /// A scan across GPUs needs NCCL, and no NCCL library could be loaded (scanrt
+        /// looks for `libnccl.so` on the library path).
+        NoNccl = 17, "NO_NCCL", "NCCL not available";
+        /// An NCCL call failed; the message names the call and NCCL's error.
+        NcclError = 18, "NCCL_ERROR", "NCCL error";
     }
 
     /// Element types. Their sizes and CUDA spellings: `DType::info` (src/types.rs).

@@ -10,6 +10,7 @@ use super::versioned::{caller_size, init_sized, Versioned};
 use super::{boundary, non_null};
 use crate::array::{ArrayView, MAX_DIMS};
 use crate::error::{bail, Result};
+use crate::scan::api::CarryViews;
 use crate::scan::desc::Segments;
 use crate::tables::ScanrtStatus;
 use crate::types::DType;
@@ -147,6 +148,56 @@ pub unsafe extern "C" fn scanrt_scan_array(
             ctx.scan_array(stream, &input, &output, axis as isize, &desc)?
         };
         info.write(result);
+        Ok(())
+    })
+}
+
+/// `scanrt_scan_array` with carries in memory (device memory on a GPU, host memory on
+/// the host backend): the scan starts from `carry_in`'s first element (instead of
+/// `desc`'s initial value) and writes its total, the initial value combined with every
+/// element in traversal order (the initial value when `input` is empty), to `carry_out`'s
+/// first element, so that chunked, streaming and multi-GPU scans chain on the device.
+/// Each may be NULL; both are arrays of the scan's accumulator type and may be the same
+/// element. Unsegmented scans only (else `SCANRT_STATUS_UNSUPPORTED_COMBINATION`).
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn scanrt_scan_array_carried(
+    ctx: *const scanrt_context,
+    stream: *const scanrt_stream,
+    input: *const scanrt_array,
+    output: *const scanrt_array,
+    axis: i32,
+    carry_in: *const scanrt_array,
+    carry_out: *const scanrt_array,
+    desc: *const scanrt_scan_desc,
+    info: *mut scanrt_scan_info,
+) -> ScanrtStatus {
+    boundary(|| {
+        let ctx = &non_null(ctx, "ctx")?.inner;
+        let stream = &non_null(stream, "stream")?.inner;
+        let input = view_of(input, "input")?;
+        let output = view_of(output, "output")?;
+        let carry_in = (!carry_in.is_null())
+            .then(|| view_of(carry_in, "carry_in"))
+            .transpose()?;
+        let carry_out = (!carry_out.is_null())
+            .then(|| view_of(carry_out, "carry_out"))
+            .transpose()?;
+        let info = InfoOut::check(info)?;
+        let c_desc = super::versioned::read_versioned(desc, "desc")?;
+        let desc = desc_from_c(&c_desc, output.dtype())?;
+        if desc.segments != Segments::None {
+            bail!(
+                UnsupportedCombination,
+                "carries in memory are for unsegmented scans; desc->segments is {}",
+                desc.segments.c_name()
+            );
+        }
+        let carries = CarryViews {
+            carry_in: carry_in.as_ref(),
+            carry_out: carry_out.as_ref(),
+        };
+        info.write(ctx.scan_array_carried(stream, &input, &output, axis as isize, &desc, &carries)?);
         Ok(())
     })
 }

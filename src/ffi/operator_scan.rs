@@ -12,6 +12,7 @@ use super::{boundary, non_null, non_null_mut};
 use crate::error::{bail, Result};
 use crate::operator::{Operator, OperatorScan};
 use crate::runtime::workspace::Workspace;
+use crate::scan::operator_model::Carries;
 use crate::stream::Stream;
 use crate::tables::ScanrtStatus;
 
@@ -211,5 +212,48 @@ pub unsafe extern "C" fn scanrt_operator_scan_device_with_workspace(
             Some(workspace),
             info,
         )
+    })
+}
+
+/// `scanrt_operator_scan_device` with carries in device memory: the scan starts from the
+/// state at `carry_in` (instead of an initial state) and writes its total state, the
+/// initial state combined with every element in traversal order, to `carry_out`. Each
+/// may be NULL, is one state aligned to the operator's state, and they may be the same
+/// address. Unsegmented scans only.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn scanrt_operator_scan_device_carried(
+    op: *const scanrt_operator,
+    cuda_stream: *mut c_void,
+    inputs: *const *const c_void,
+    num_inputs: usize,
+    outputs: *const *mut c_void,
+    num_outputs: usize,
+    n: u64,
+    desc: *const scanrt_scan_desc,
+    carry_in: *const c_void,
+    carry_out: *mut c_void,
+    info: *mut scanrt_scan_info,
+) -> ScanrtStatus {
+    boundary(|| {
+        let op = &non_null(op, "op")?.inner;
+        let ctx = op.context();
+        ctx.gpu()?; // device pointers need a GPU context
+        let info = InfoOut::check(info)?;
+        let inputs = addresses(inputs, num_inputs, "inputs")?;
+        let outputs = addresses(outputs as *const *const c_void, num_outputs, "outputs")?;
+        let (scan, segments) = scan_from_c(op, desc, std::ptr::null())?;
+        let stream = Stream::borrowed(ctx, cuda_stream, false);
+        let carries = Carries {
+            carry_in: carry_in as u64,
+            carry_out: carry_out as u64,
+        };
+        // SAFETY: every range, the carries' included, is checked with the driver before
+        // anything runs.
+        info.write(
+            op.plan(n, &scan)?
+                .execute_carried(&stream, &inputs, &outputs, segments, carries, None)?,
+        );
+        Ok(())
     })
 }

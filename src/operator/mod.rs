@@ -71,6 +71,9 @@ struct OperatorInner {
     /// The kernel sets compiled so far, by (direction, segmented, matrix): the single-pass
     /// kernels and the matrix scan's are compiled apart, each on first use.
     kernel_sets: Memo<(Direction, bool, bool), Arc<ScanKernels>>,
+    /// The same combine over arrays of states (no load, no store), made on first use:
+    /// what a scan across GPUs scans the ranks' totals with.
+    states_only: once_cell::sync::OnceCell<Operator>,
 }
 
 impl Context {
@@ -86,6 +89,7 @@ impl Context {
             name: desc.name.as_str().into(),
             desc,
             kernel_sets: Memo::default(),
+            states_only: Default::default(),
         };
         if let Engine::Gpu(engine) = self.engine() {
             inner.kernel_set(&engine.device, Direction::Forward, false, false)?;
@@ -193,6 +197,29 @@ impl OperatorModel for OperatorInner {
 }
 
 impl Operator {
+    /// The operator over arrays of its states: itself when it has no load and no store,
+    /// else the same combine and identity without them (compiled on first use).
+    pub(crate) fn states_only(&self) -> Result<Operator> {
+        let desc = &self.inner.desc;
+        if desc.load.is_none() && desc.store.is_none() {
+            return Ok(self.clone());
+        }
+        self.inner
+            .states_only
+            .get_or_try_init(|| {
+                let mut states = desc.clone();
+                states.name = format!("{}_states", desc.name);
+                states.load = None;
+                states.store = None;
+                if let Some(host) = &mut states.host {
+                    host.load = None;
+                    host.store = None;
+                }
+                self.inner.ctx.create_operator(states)
+            })
+            .cloned()
+    }
+
     /// What the operator was created from.
     pub fn desc(&self) -> &OperatorDesc {
         &self.inner.desc

@@ -100,6 +100,9 @@ pub(crate) struct KernelLaunch<'a> {
     /// What the call scans, as a later fault report names it, and its length.
     pub label: CallLabel,
     pub n: u64,
+    /// Only the reduction (a matrix-scan set: its reduce and tile-sum kernels), whose
+    /// total goes to `ScanParams::carry_out`; nothing else is written.
+    pub reduce_only: bool,
 }
 
 /// Launches a scan whose addresses are checked and whose `params` are filled in except for
@@ -120,7 +123,7 @@ pub(crate) unsafe fn launch_kernels<P: KernelParams>(
     let tiles = launch.tiles;
     let flags = params.scan().flags;
     let single_pass = kernels.get(KernelKind::SinglePass).expect("every kernel set has one");
-    if tiles.register_staged == 1 {
+    if tiles.register_staged == 1 && !launch.reduce_only {
         // One block, no look-back state: the same for every algorithm.
         return single_pass.launch(1, raw_stream, params);
     }
@@ -137,6 +140,21 @@ pub(crate) unsafe fn launch_kernels<P: KernelParams>(
     params.scan().status_capacity = ws.slots as i64;
     params.scan().call = dev.calls.record(launch.label.clone(), launch.n, raw_stream as usize);
 
+    if launch.reduce_only {
+        // The tile sums, then their scan (which writes the total); the slot area they used
+        // is zeroed again, as the matrix scan's last kernel would.
+        let grid = tiles.register_staged as u32;
+        for (kind, grid) in [(KernelKind::MatrixReduce, grid), (KernelKind::MatrixScanSums, 1)] {
+            let kernel = kernels.get(kind).expect("a reduction plans the matrix scan");
+            kernel.launch(grid, raw_stream, params)?;
+        }
+        let slots = ws.ptr + std::mem::size_of::<contract::LookbackHeader>() as u64;
+        return crate::runtime::driver::zero_async(
+            slots,
+            tiles.register_staged as usize * tiles.value_bytes,
+            raw_stream,
+        );
+    }
     if launch.algorithm == Algorithm::Matrix {
         // Reduce, scan the tile sums, scan the tiles. The tile sums (accumulators, or
         // (value, head) pairs of at most 16 bytes) live in the slot area (8 or 16

@@ -4,6 +4,8 @@
 //! is a plan and an execution: the operator describes itself through one model
 //! (`scan::operator_model`), the launch is `scan::launch`.
 
+mod reduce;
+
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUstream;
@@ -12,6 +14,7 @@ use crate::context::Context;
 use crate::contract::{self, OperatorLaunch, OperatorParams, ScanParams, StateBytes};
 use crate::engine::{Engine, GpuEngine};
 use crate::error::Result;
+use crate::runtime::device::GpuDevice;
 use crate::runtime::driver;
 use crate::runtime::workspace::Workspace;
 use crate::scan::checks::{check_overlaps, validate_addresses, validate_shape};
@@ -377,34 +380,63 @@ impl ScanPlan {
             return Ok(());
         }
         let raw_stream = stream.raw() as CUstream;
-        if !stream.verified() {
-            dev.check_stream(raw_stream)?;
-        }
-        if !arrays.known_arrays {
-            for (&addr, layout) in arrays.inputs.iter().zip(model.inputs()) {
-                dev.check_device_range(addr, n * layout.size as u64, "input")?;
-            }
-            for (&addr, layout) in arrays.outputs.iter().zip(model.outputs()) {
-                dev.check_device_range(addr, n * layout.size as u64, "output")?;
-            }
-        }
-        if shape.segments.has_data() && !arrays.known_segments {
-            let bytes = shape.segments.data_bytes(n).unwrap_or(0);
-            dev.check_device_range(arrays.segments, bytes, "segment data")?;
-        }
-        let Carries { carry_in, carry_out } = arrays.carries;
-        let state = model.state_bytes() as u64;
-        if carry_in != 0 {
-            dev.check_device_range(carry_in, state, "carry in")?;
-        }
-        if carry_out != 0 {
-            dev.check_device_range(carry_out, state, "carry out")?;
-        }
-        check_overlaps(model, arrays, n, shape)?;
+        check_device_arrays(dev, model, stream, arrays, n, shape)?;
         if n == 0 {
             return carry_empty_scan(model, shape, arrays.carries, raw_stream);
         }
 
+        self.launch_checked(dev, plan, raw_stream, arrays, workspace)
+    }
+
+    /// Bytes of the state the plan's scan carries.
+    pub(crate) fn state_bytes(&self) -> usize {
+        self.operator.model().state_bytes()
+    }
+
+    /// Every check [`ScanPlan::execute_carried`] makes of its arrays, without running:
+    /// what a scan across GPUs asks before its first collective.
+    ///
+    /// # Safety
+    /// As [`ScanPlan::execute`].
+    pub(crate) unsafe fn check_arrays(
+        &self,
+        stream: &Stream,
+        inputs: &[u64],
+        outputs: &[u64],
+        carries: Carries,
+    ) -> Result<()> {
+        self.ctx.check_stream_owner(stream)?;
+        let arrays = ScanArrays {
+            inputs,
+            outputs,
+            segments: 0,
+            known_arrays: false,
+            known_segments: false,
+            carries,
+        };
+        let model = self.operator.model();
+        validate_addresses(model, &arrays, self.n, &self.shape)?;
+        match (self.ctx.engine(), &self.gpu) {
+            (Engine::Gpu(engine), Some(_)) => {
+                let dev = &engine.device;
+                let _current = dev.enter()?;
+                check_device_arrays(dev, model, stream, &arrays, self.n, &self.shape)
+            }
+            _ => check_overlaps(model, &arrays, self.n, &self.shape),
+        }
+    }
+
+    /// Launches the plan's kernels on checked arrays.
+    unsafe fn launch_checked(
+        &self,
+        dev: &GpuDevice,
+        plan: &GpuPlan,
+        raw_stream: CUstream,
+        arrays: &ScanArrays,
+        workspace: Option<Workspace>,
+    ) -> Result<()> {
+        let (model, n, shape) = (self.operator.model(), self.n, &self.shape);
+        let Carries { carry_in, carry_out } = arrays.carries;
         let init = shape.init.unwrap_or_default();
         let mut scan = ScanParams {
             input: arrays.inputs[0],
@@ -423,6 +455,7 @@ impl ScanPlan {
             tiles: &plan.tiles,
             label: model.label(),
             n,
+            reduce_only: false,
         };
         // The parameter buffer is what the model's kernels were compiled for, with the
         // addresses checked above.
@@ -443,6 +476,42 @@ impl ScanPlan {
             launch_kernels(dev, &launch, raw_stream, &mut scan, workspace)
         }
     }
+}
+
+/// The checks of a GPU scan's arrays that ask the driver: the stream, every range (unless
+/// the arrays are buffers of known length), the carries, and the overlap rules.
+unsafe fn check_device_arrays(
+    dev: &GpuDevice,
+    model: &dyn OperatorModel,
+    stream: &Stream,
+    arrays: &ScanArrays,
+    n: u64,
+    shape: &ScanShape,
+) -> Result<()> {
+    if !stream.verified() {
+        dev.check_stream(stream.raw() as CUstream)?;
+    }
+    if !arrays.known_arrays {
+        for (&addr, layout) in arrays.inputs.iter().zip(model.inputs()) {
+            dev.check_device_range(addr, n * layout.size as u64, "input")?;
+        }
+        for (&addr, layout) in arrays.outputs.iter().zip(model.outputs()) {
+            dev.check_device_range(addr, n * layout.size as u64, "output")?;
+        }
+    }
+    if shape.segments.has_data() && !arrays.known_segments {
+        let bytes = shape.segments.data_bytes(n).unwrap_or(0);
+        dev.check_device_range(arrays.segments, bytes, "segment data")?;
+    }
+    let Carries { carry_in, carry_out } = arrays.carries;
+    let state = model.state_bytes() as u64;
+    if carry_in != 0 {
+        dev.check_device_range(carry_in, state, "carry in")?;
+    }
+    if carry_out != 0 {
+        dev.check_device_range(carry_out, state, "carry out")?;
+    }
+    check_overlaps(model, arrays, n, shape)
 }
 
 #[cfg(test)]

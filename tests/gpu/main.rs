@@ -11,6 +11,7 @@ mod backward_segmented;
 mod bad_input;
 mod carries;
 mod determinism;
+mod distributed;
 mod kernels;
 mod operator_space;
 mod operators;
@@ -36,6 +37,9 @@ fn main() {
             carries::carries_sanitizer_subset,
             carries::chained_carries_in_a_graph,
             determinism::matrix_scan_is_run_to_run_deterministic,
+            distributed::scans_across_every_gpu,
+            distributed::rank_form_from_a_thread_per_rank,
+            distributed::bad_parts_are_refused_before_any_collective,
             determinism::deterministic_float_scans_are_bitwise_reproducible,
             determinism::one_wave_kernel_keeps_deterministic_scans_alignment_independent,
             kernels::bulk_copy_single_pass_at_every_size,

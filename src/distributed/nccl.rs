@@ -1,0 +1,164 @@
+//! NCCL, loaded at run time through cudarc: a communicator (the application's, or ones
+//! scanrt made for the GPUs of this process), the in-place all-gather of the ranks'
+//! totals, and group calls. The only NCCL calls of the crate.
+
+use std::ffi::{c_void, CStr};
+
+use cudarc::nccl::sys;
+
+use crate::error::{bail, Error, Result};
+use crate::tables::ScanrtStatus;
+
+/// Fails with `NoNccl` unless an NCCL library can be loaded.
+fn require_nccl() -> Result<()> {
+    // SAFETY: only tries to open the library.
+    #[cfg(feature = "dynamic-loading")]
+    if !unsafe { sys::is_culib_present() } {
+        bail!(
+            NoNccl,
+            "scans across GPUs need NCCL, and no libnccl.so could be loaded (put the directory \
+             holding libnccl.so, a link to libnccl.so.2 will do, on LD_LIBRARY_PATH)"
+        );
+    }
+    Ok(())
+}
+
+/// An NCCL result as a scanrt error naming `call`.
+fn check(r: sys::ncclResult_t, call: &str) -> Result<()> {
+    if r == sys::ncclResult_t::ncclSuccess {
+        return Ok(());
+    }
+    // SAFETY: NCCL returns a static string for every result code.
+    let text = unsafe { CStr::from_ptr(sys::ncclGetErrorString(r)) }.to_string_lossy();
+    Err(Error::new(
+        ScanrtStatus::NcclError,
+        format!("{call} failed: {text} ({r:?})"),
+    ))
+}
+
+/// A rank of an NCCL communicator: the application's (`from_raw`, never destroyed by
+/// scanrt) or one of the communicators [`MultiGpu`](crate::MultiGpu) made (destroyed
+/// with it). Ranks in communicator order form the logical array of a scan across GPUs.
+pub struct Communicator {
+    comm: sys::ncclComm_t,
+    rank: usize,
+    ranks: usize,
+    device: i32,
+    owned: bool,
+}
+
+// SAFETY: an NCCL communicator may be used from any thread, one call at a time per
+// communicator, which the scans' `&Communicator` borrows do not break: NCCL serialises
+// a communicator's enqueues itself.
+unsafe impl Send for Communicator {}
+unsafe impl Sync for Communicator {}
+
+impl std::fmt::Debug for Communicator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Communicator(rank {} of {}, device {})",
+            self.rank, self.ranks, self.device
+        )
+    }
+}
+
+impl Communicator {
+    /// Wraps the application's `ncclComm_t` (its rank, size and device are asked of NCCL).
+    ///
+    /// # Safety
+    /// `comm` is a live, initialised communicator that outlives the wrapper.
+    pub unsafe fn from_raw(comm: *mut c_void) -> Result<Communicator> {
+        require_nccl()?;
+        if comm.is_null() {
+            bail!(NullArgument, "the NCCL communicator is NULL");
+        }
+        Self::describe(comm as sys::ncclComm_t, false)
+    }
+
+    unsafe fn describe(comm: sys::ncclComm_t, owned: bool) -> Result<Communicator> {
+        let (mut rank, mut ranks, mut device) = (0, 0, 0);
+        check(sys::ncclCommUserRank(comm, &mut rank), "ncclCommUserRank")?;
+        check(sys::ncclCommCount(comm, &mut ranks), "ncclCommCount")?;
+        check(sys::ncclCommCuDevice(comm, &mut device), "ncclCommCuDevice")?;
+        Ok(Communicator {
+            comm,
+            rank: rank as usize,
+            ranks: ranks as usize,
+            device,
+            owned,
+        })
+    }
+
+    /// One communicator per device ordinal of `devices`, in that order (ranks 0, 1, ...).
+    pub(crate) fn for_devices(devices: &[i32]) -> Result<Vec<Communicator>> {
+        require_nccl()?;
+        let mut comms: Vec<sys::ncclComm_t> = vec![std::ptr::null_mut(); devices.len()];
+        // SAFETY: one out-slot per device; the list outlives the call.
+        unsafe {
+            check(
+                sys::ncclCommInitAll(comms.as_mut_ptr(), devices.len() as i32, devices.as_ptr()),
+                "ncclCommInitAll",
+            )?;
+            comms.into_iter().map(|c| Self::describe(c, true)).collect()
+        }
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// The number of ranks.
+    pub fn ranks(&self) -> usize {
+        self.ranks
+    }
+
+    /// The CUDA device ordinal of this rank.
+    pub fn device(&self) -> i32 {
+        self.device
+    }
+
+    /// Gathers every rank's `bytes` at `rank * bytes` of `buffer` into the whole of
+    /// `buffer` on every rank, in place, on `stream`.
+    ///
+    /// # Safety
+    /// `buffer` is device memory of `ranks * bytes` bytes on this rank's device, `stream`
+    /// a live stream there.
+    pub(crate) unsafe fn all_gather_in_place(&self, buffer: u64, bytes: usize, stream: *mut c_void) -> Result<()> {
+        let send = (buffer + (self.rank * bytes) as u64) as *const c_void;
+        check(
+            sys::ncclAllGather(
+                send,
+                buffer as *mut c_void,
+                bytes,
+                sys::ncclDataType_t::ncclUint8,
+                self.comm,
+                stream as sys::cudaStream_t,
+            ),
+            "ncclAllGather",
+        )
+    }
+}
+
+impl Drop for Communicator {
+    fn drop(&mut self) {
+        if self.owned {
+            // SAFETY: scanrt made it and nothing uses it any more.
+            unsafe {
+                sys::ncclCommDestroy(self.comm);
+            }
+        }
+    }
+}
+
+/// Runs `f` between `ncclGroupStart` and `ncclGroupEnd` (one thread driving several
+/// ranks' collectives).
+pub(crate) fn group<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+    // SAFETY: group calls nest and take no arguments.
+    check(unsafe { sys::ncclGroupStart() }, "ncclGroupStart")?;
+    let result = f();
+    let ended = check(unsafe { sys::ncclGroupEnd() }, "ncclGroupEnd");
+    let value = result?;
+    ended.map(|_| value)
+}

@@ -1,0 +1,271 @@
+//! One rank's part of a scan across GPUs, in the steps the module's top describes: its
+//! three plans (the chunk's reduction, the totals' exclusive scan, the chunk's scan from
+//! a carry), planned and checked before anything is queued, and the temporary memory of
+//! the totals and carries (scanrt's stream-ordered pool).
+
+use cudarc::driver::sys::CUstream;
+
+use super::nccl::Communicator;
+use crate::array::ArrayView;
+use crate::context::Context;
+use crate::error::{bail, Result};
+use crate::operator::{Operator, OperatorScan};
+use crate::scan::desc::{ScanDesc, Segments};
+use crate::scan::operator_model::Carries;
+use crate::scan::plan::ScanPlan;
+use crate::scan::ScanInfo;
+use crate::stream::Stream;
+use crate::tables::Algorithm;
+
+/// The operator a rank scans with.
+pub(crate) enum PartOperator<'a> {
+    /// A built-in operator from a descriptor, over these input and output types.
+    Builtin {
+        desc: &'a ScanDesc,
+        input: crate::types::DType,
+        output: crate::types::DType,
+    },
+    /// A user-defined operator.
+    User { op: &'a Operator, scan: &'a OperatorScan },
+}
+
+/// A rank's planned part: what `begin` and `finish` queue on its stream.
+pub(crate) struct RankScan<'a> {
+    stream: &'a Stream,
+    ctx: &'a Context,
+    reduce: ScanPlan,
+    carries: ScanPlan,
+    chunk: ScanPlan,
+    inputs: Vec<u64>,
+    outputs: Vec<u64>,
+    total: u64,
+    rank: usize,
+    ranks: usize,
+    state: usize,
+    /// Every rank's total, then every rank's carry in (device memory, freed in `finish`).
+    temp: std::cell::Cell<u64>,
+}
+
+impl<'a> RankScan<'a> {
+    /// Plans the part of rank `rank` of `ranks` over 1-D views.
+    #[allow(clippy::too_many_arguments)]
+    pub fn for_views(
+        ctx: &'a Context,
+        stream: &'a Stream,
+        input: &ArrayView,
+        output: &ArrayView,
+        desc: &'a ScanDesc,
+        total: Option<&ArrayView>,
+        ranks: usize,
+        rank: usize,
+    ) -> Result<RankScan<'a>> {
+        input.check_output(output)?;
+        let n = input.flat_len("input of a scan across GPUs")?;
+        output.flat_len("output of a scan across GPUs")?;
+        let accumulator = desc.types(input.dtype(), output.dtype()).accumulator;
+        let total = match total {
+            None => 0,
+            Some(t) if t.dtype() != accumulator => bail!(
+                InvalidArgument,
+                "the total is a {} array but the scan accumulates in {}",
+                t.dtype().c_name(),
+                accumulator.c_name()
+            ),
+            Some(t) => {
+                if t.flat_len("total")? == 0 {
+                    bail!(BufferTooSmall, "the total holds no element");
+                }
+                t.addr()
+            }
+        };
+        let operator = PartOperator::Builtin {
+            desc,
+            input: input.dtype(),
+            output: output.dtype(),
+        };
+        RankScan::new(
+            ctx,
+            stream,
+            operator,
+            &[input.addr()],
+            &[output.addr()],
+            n,
+            total,
+            ranks,
+            rank,
+        )
+    }
+
+    /// Plans the part of rank `rank` of `ranks`: `n` elements of `inputs` into `outputs`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        ctx: &'a Context,
+        stream: &'a Stream,
+        operator: PartOperator,
+        inputs: &[u64],
+        outputs: &[u64],
+        n: u64,
+        total: u64,
+        ranks: usize,
+        rank: usize,
+    ) -> Result<RankScan<'a>> {
+        ctx.gpu()?; // the exchange is NCCL's
+        if rank >= ranks {
+            bail!(InvalidArgument, "rank {rank} of {ranks} ranks");
+        }
+        let (reduce, carries, chunk) = match operator {
+            PartOperator::Builtin { desc, input, output } => {
+                if desc.segments != Segments::None {
+                    bail!(UnsupportedCombination, "a scan across GPUs is unsegmented");
+                }
+                let types = desc.types(input, output);
+                let local = ScanDesc { init: None, ..*desc };
+                let reduce = ScanDesc {
+                    inclusive: true,
+                    algorithm: Algorithm::Matrix,
+                    ..local
+                };
+                let totals = ScanDesc {
+                    inclusive: false,
+                    accumulator: None,
+                    algorithm: Algorithm::Auto,
+                    ..*desc
+                };
+                let acc = types.accumulator;
+                (
+                    ctx.plan(input, output, n, &reduce)?,
+                    ctx.plan(acc, acc, ranks as u64, &totals)?,
+                    ctx.plan(input, output, n, &local)?,
+                )
+            }
+            PartOperator::User { op, scan } => {
+                if scan.segments != Segments::None {
+                    bail!(UnsupportedCombination, "a scan across GPUs is unsegmented");
+                }
+                let local = OperatorScan {
+                    init: None,
+                    ..scan.clone()
+                };
+                let reduce = OperatorScan {
+                    inclusive: true,
+                    algorithm: Algorithm::Matrix,
+                    ..local.clone()
+                };
+                let totals = OperatorScan {
+                    inclusive: false,
+                    algorithm: Algorithm::Auto,
+                    ..scan.clone()
+                };
+                (
+                    op.plan(n, &reduce)?,
+                    op.states_only()?.plan(ranks as u64, &totals)?,
+                    op.plan(n, &local)?,
+                )
+            }
+        };
+        let state = chunk.state_bytes();
+        let part = RankScan {
+            stream,
+            ctx,
+            reduce,
+            carries,
+            chunk,
+            inputs: inputs.to_vec(),
+            outputs: outputs.to_vec(),
+            total,
+            rank,
+            ranks,
+            state,
+            temp: Default::default(),
+        };
+        Ok(part)
+    }
+
+    /// Bytes of one state.
+    pub fn state_bytes(&self) -> usize {
+        self.state
+    }
+
+    /// The device array of every rank's total (valid between `begin` and `finish`).
+    pub fn totals(&self) -> u64 {
+        self.temp.get()
+    }
+
+    /// Checks the communicator's device and every array of the part, as the chunk's
+    /// scan will (before any collective: a refused argument writes nothing).
+    ///
+    /// # Safety
+    /// As [`ScanPlan::execute`].
+    pub unsafe fn check(&self, comm: &Communicator) -> Result<()> {
+        let dev = self.ctx.gpu()?;
+        if dev.ordinal as i32 != comm.device() {
+            bail!(
+                ContextMismatch,
+                "rank {} of the communicator is on device {}, the context on device {}",
+                comm.rank(),
+                comm.device(),
+                dev.ordinal
+            );
+        }
+        self.chunk.check_arrays(
+            self.stream,
+            &self.inputs,
+            &self.outputs,
+            Carries {
+                carry_in: 0,
+                carry_out: self.total,
+            },
+        )
+    }
+
+    /// Allocates the totals and carries and queues the reduction of the chunk into this
+    /// rank's slot.
+    ///
+    /// # Safety
+    /// As [`ScanPlan::execute`]; `check` passed.
+    pub unsafe fn begin(&self) -> Result<()> {
+        let dev = self.ctx.gpu()?;
+        let _current = dev.enter()?;
+        let raw = self.stream.raw() as CUstream;
+        let temp = dev.scratch.alloc(2 * self.ranks * self.state, raw)?;
+        self.temp.set(temp);
+        self.reduce
+            .reduce(self.stream, &self.inputs, temp + (self.rank * self.state) as u64)
+    }
+
+    /// After the exchange: the totals' exclusive scan (the carries, and the whole array's
+    /// total), then the chunk's scan from this rank's carry; frees the temporary memory.
+    ///
+    /// # Safety
+    /// As [`ScanPlan::execute`]; `begin` succeeded and the totals were gathered.
+    pub unsafe fn finish(&self) -> Result<ScanInfo> {
+        let totals = self.temp.get();
+        let carries = totals + (self.ranks * self.state) as u64;
+        let scanned = self.carries.execute_carried(
+            self.stream,
+            &[totals],
+            &[carries],
+            0,
+            Carries {
+                carry_in: 0,
+                carry_out: self.total,
+            },
+            None,
+        );
+        let info = scanned.and_then(|_| {
+            let carry_in = carries + (self.rank * self.state) as u64;
+            self.chunk.execute_carried(
+                self.stream,
+                &self.inputs,
+                &self.outputs,
+                0,
+                Carries { carry_in, carry_out: 0 },
+                None,
+            )
+        });
+        let dev = self.ctx.gpu()?;
+        let _current = dev.enter()?;
+        dev.scratch.free(totals, self.stream.raw() as CUstream)?;
+        info
+    }
+}
