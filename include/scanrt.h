@@ -62,6 +62,11 @@ typedef enum scanrt_status {
   // corrupted; that scan's output is undefined). Returned by the context's next call;
   // the message names the workspace.
   SCANRT_STATUS_WORKSPACE_FAULT = 16,
+  // A scan across GPUs needs NCCL, and no NCCL library could be loaded (scanrt
+  // looks for `libnccl.so` on the library path).
+  SCANRT_STATUS_NO_NCCL = 17,
+  // An NCCL call failed; the message names the call and NCCL's error.
+  SCANRT_STATUS_NCCL_ERROR = 18,
 } scanrt_status;
 
 // Element types. Their sizes and CUDA spellings: `DType::info` (src/types.rs).
@@ -264,6 +269,9 @@ typedef struct scanrt_buffer scanrt_buffer;
 
 // A scanrt context: one CUDA device (its primary context) or the host backend.
 typedef struct scanrt_context scanrt_context;
+
+// The GPUs of this process as ranks of scans across them (NCCL communicators made once).
+typedef struct scanrt_multi_gpu scanrt_multi_gpu;
 
 // A compiled user-defined operator of one context; scans may use it from any thread.
 typedef struct scanrt_operator scanrt_operator;
@@ -586,6 +594,63 @@ scanrt_status scanrt_context_trim(const struct scanrt_context *ctx);
 // workspace or gave up a look-back since the last call (the message names the
 // workspace), else `SCANRT_STATUS_OK`. Every scan call checks this first.
 scanrt_status scanrt_context_check_faults(const struct scanrt_context *ctx);
+
+// This rank's part of a scan across the ranks of the application's NCCL communicator
+// `nccl_comm` (an `ncclComm_t`; ranks in communicator order form the logical array),
+// like `MPI_Scan`: `input` is the rank's 1-D chunk, `output` receives its chunk of the
+// result of scanning the whole array with `desc` (its initial value starts rank 0, or
+// the last rank backward), `total` (NULL, or one element of the accumulator type)
+// receives the whole array's total. Every rank calls it with the same descriptor, on a
+// stream of its communicator's device; asynchronous (about 3n memory traffic and one
+// all-gather of a value per rank). Unsegmented scans only. Without an NCCL library,
+// `SCANRT_STATUS_NO_NCCL`. A rank whose arguments are refused returns before any
+// collective (the other ranks then wait for it, as for any NCCL collective). `info` may
+// be NULL.
+scanrt_status scanrt_scan_across(const struct scanrt_context *ctx,
+                                 void *nccl_comm,
+                                 const struct scanrt_stream *stream,
+                                 const struct scanrt_array *input,
+                                 const struct scanrt_array *output,
+                                 const struct scanrt_array *total,
+                                 const struct scanrt_scan_desc *desc,
+                                 struct scanrt_scan_info *info);
+
+// `scanrt_scan_across` with a user-defined operator on device pointers: `inputs`,
+// `outputs` and `n` (this rank's chunk) as for `scanrt_operator_scan_device`, on the
+// application's `cuda_stream`; `init` (host memory, NULL: the identity) starts rank 0;
+// `total` (device memory, NULL: none) receives the whole array's total state.
+scanrt_status scanrt_operator_scan_across_device(const struct scanrt_operator *op,
+                                                 void *nccl_comm,
+                                                 void *cuda_stream,
+                                                 const void *const *inputs,
+                                                 size_t num_inputs,
+                                                 void *const *outputs,
+                                                 size_t num_outputs,
+                                                 uint64_t n,
+                                                 const struct scanrt_scan_desc *desc,
+                                                 const void *init,
+                                                 void *total,
+                                                 struct scanrt_scan_info *info);
+
+// Makes the ranks over `count` GPU contexts of distinct devices, in rank order (this
+// initialises NCCL communicators: keep the object).
+scanrt_status scanrt_multi_gpu_create(const struct scanrt_context *const *contexts,
+                                      size_t count,
+                                      struct scanrt_multi_gpu **out);
+
+// Scans the logical array made of one chunk per GPU (`inputs[r]` into `outputs[r]`, 1-D,
+// on `streams[r]` of context r) with `desc`, asynchronously on every stream; `totals`
+// (NULL, or one 1-element array per GPU) receive the whole array's total. Every part is
+// checked before anything is queued.
+scanrt_status scanrt_multi_gpu_scan(const struct scanrt_multi_gpu *group,
+                                    const struct scanrt_stream *const *streams,
+                                    const struct scanrt_array *inputs,
+                                    const struct scanrt_array *outputs,
+                                    const struct scanrt_array *totals,
+                                    const struct scanrt_scan_desc *desc);
+
+// Destroys the ranks (their NCCL communicators) after the scans queued with them.
+void scanrt_multi_gpu_destroy(struct scanrt_multi_gpu *group);
 
 // Sends scanrt's log lines up to `max_level` (a `scanrt_log_level`) to `callback`, with
 // `user` passed back to it; a NULL callback or `SCANRT_LOG_OFF` stops logging. The

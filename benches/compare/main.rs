@@ -10,6 +10,7 @@
 //!     bench_compare --variant      (tuning experiments: variant.rs)
 //!     bench_compare --select       (selections beside CUB: select.rs, bench/run_primitives_bench.sh)
 //!     bench_compare --sort         (radix sorts beside CUB: sort.rs, bench/run_primitives_bench.sh)
+//!     bench_compare --across       (scans across every GPU of the machine: across.rs)
 //!
 //! Built as the cargo bench `compare` (`cargo bench --bench compare -- --quick`);
 //! scripts/stage.sh stages it as stage/bin/bench_compare.
@@ -23,6 +24,7 @@
 //! flags forward and backward, bit flags, u32 keys, and the matrix algorithm), with
 //! segments of 1024 elements like the CUB InclusiveSumByKey runs of bench/cub_bench.cu.
 
+mod across;
 mod features;
 mod first_call;
 mod latency;
@@ -136,6 +138,9 @@ fn main() {
     }
     if std::env::args().any(|a| a == "--sort") {
         return sort::run(&ctx, &stream, &timer);
+    }
+    if std::env::args().any(|a| a == "--across") {
+        return across::run(&ctx);
     }
     let sizes = sizes(quick);
     let max_n = *sizes.iter().max().unwrap();

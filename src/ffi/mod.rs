@@ -1,5 +1,5 @@
 //! The C ABI: a thin shell over the Rust API, split by domain (`context`, `stream`,
-//! `buffer`, `array`, `scan`, `select`, `operator`, `strings`, `logging`) over the helpers here: the one panic boundary, the
+//! `buffer`, `array`, `scan`, `select`, `sort`, `operator`, `distributed`, `strings`, `logging`) over the helpers here: the one panic boundary, the
 //! thread-local last error, and the casts from C handles and out-parameters.
 //!
 //! `include/scanrt.h` is generated from these files by cbindgen (build.rs), with the C
@@ -17,6 +17,8 @@ use crate::error::{Error, Result, ScanrtStatus};
 mod array;
 mod buffer;
 mod context;
+#[cfg(feature = "nccl")]
+mod distributed;
 mod logging;
 mod operator;
 mod operator_scan;
@@ -30,6 +32,8 @@ mod versioned;
 pub use array::*;
 pub use buffer::*;
 pub use context::*;
+#[cfg(feature = "nccl")]
+pub use distributed::*;
 pub use logging::*;
 pub use operator::*;
 pub use scan::*;

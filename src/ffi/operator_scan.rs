@@ -17,7 +17,7 @@ use crate::stream::Stream;
 use crate::tables::ScanrtStatus;
 
 /// The operator scan a C descriptor and initial state ask for.
-unsafe fn scan_from_c(
+pub(super) unsafe fn scan_from_c(
     op: &Operator,
     desc: *const scanrt_scan_desc,
     init: *const c_void,
@@ -45,7 +45,7 @@ unsafe fn scan_from_c(
 }
 
 /// `count` addresses at `p`, as integers.
-unsafe fn addresses<T>(p: *const *const T, count: usize, what: &str) -> Result<Vec<u64>> {
+pub(super) unsafe fn addresses<T>(p: *const *const T, count: usize, what: &str) -> Result<Vec<u64>> {
     Ok(array_list(p, count, what)?.iter().map(|&a| a as u64).collect())
 }
 

@@ -4,6 +4,7 @@
 //! is a plan and an execution: the operator describes itself through one model
 //! (`scan::operator_model`), the launch is `scan::launch`.
 
+mod device_arrays;
 mod reduce;
 
 use std::sync::Arc;
@@ -15,7 +16,6 @@ use crate::contract::{self, OperatorLaunch, OperatorParams, ScanParams, StateByt
 use crate::engine::{Engine, GpuEngine};
 use crate::error::Result;
 use crate::runtime::device::GpuDevice;
-use crate::runtime::driver;
 use crate::runtime::workspace::Workspace;
 use crate::scan::checks::{check_overlaps, validate_addresses, validate_shape};
 use crate::scan::desc::{ScanShape, Segments};
@@ -25,6 +25,7 @@ use crate::scan::operator_model::{ArrayLayout, BuiltinOperator, Carries, Operato
 use crate::scan::ScanInfo;
 use crate::stream::Stream;
 use crate::tables::{Algorithm, Backend, ChoiceReason, Direction};
+use device_arrays::{carry_empty_scan, carry_flags, check_device_arrays};
 
 /// The addresses one execution of a plan scans: device pointers on a GPU context, host
 /// pointers on the host backend.
@@ -141,38 +142,6 @@ pub(crate) fn shape_flags(desc: &ScanShape, algorithm: Algorithm) -> u32 {
         Segments::Rows(_) => contract::HEADS_ROWS,
     };
     flags | kind << contract::HEADS_KIND_SHIFT
-}
-
-/// Launch flags of a carry in device memory at `carry_in` (0: none).
-fn carry_flags(carry_in: u64) -> u32 {
-    if carry_in != 0 {
-        contract::FLAG_HAS_INIT | contract::FLAG_INIT_IN_MEMORY
-    } else {
-        0
-    }
-}
-
-/// A scan of nothing still hands its carry on: the total is the initial state (the carry
-/// in, the descriptor's initial value or the identity).
-unsafe fn carry_empty_scan(
-    model: &dyn OperatorModel,
-    shape: &ScanShape,
-    carries: Carries,
-    stream: CUstream,
-) -> Result<()> {
-    let Carries { carry_in, carry_out } = carries;
-    let bytes = model.state_bytes();
-    if carry_out == 0 || carry_out == carry_in {
-        return Ok(());
-    }
-    if carry_in != 0 {
-        return driver::copy_async(carry_out, carry_in, bytes, stream);
-    }
-    let state: Vec<u8> = match shape.init {
-        Some(init) => init.words.iter().flat_map(|w| w.to_ne_bytes()).take(bytes).collect(),
-        None => model.identity_bytes(),
-    };
-    driver::fill_async(carry_out, &state, stream)
 }
 
 /// The kernels' `heads` parameter: the segment data's address, or the row length.
@@ -478,148 +447,5 @@ impl ScanPlan {
     }
 }
 
-/// The checks of a GPU scan's arrays that ask the driver: the stream, every range (unless
-/// the arrays are buffers of known length), the carries, and the overlap rules.
-unsafe fn check_device_arrays(
-    dev: &GpuDevice,
-    model: &dyn OperatorModel,
-    stream: &Stream,
-    arrays: &ScanArrays,
-    n: u64,
-    shape: &ScanShape,
-) -> Result<()> {
-    if !stream.verified() {
-        dev.check_stream(stream.raw() as CUstream)?;
-    }
-    if !arrays.known_arrays {
-        for (&addr, layout) in arrays.inputs.iter().zip(model.inputs()) {
-            dev.check_device_range(addr, n * layout.size as u64, "input")?;
-        }
-        for (&addr, layout) in arrays.outputs.iter().zip(model.outputs()) {
-            dev.check_device_range(addr, n * layout.size as u64, "output")?;
-        }
-    }
-    if shape.segments.has_data() && !arrays.known_segments {
-        let bytes = shape.segments.data_bytes(n).unwrap_or(0);
-        dev.check_device_range(arrays.segments, bytes, "segment data")?;
-    }
-    let Carries { carry_in, carry_out } = arrays.carries;
-    let state = model.state_bytes() as u64;
-    if carry_in != 0 {
-        dev.check_device_range(carry_in, state, "carry in")?;
-    }
-    if carry_out != 0 {
-        dev.check_device_range(carry_out, state, "carry out")?;
-    }
-    check_overlaps(model, arrays, n, shape)
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::contract::*;
-    use crate::scan::desc::ScanDesc;
-    use crate::tables::Op;
-    use crate::types::DType;
-
-    /// The choice for a built-in scan of `output` values, as `ScanPlan::new` makes it.
-    fn choose(desc: &ScanDesc, output: DType) -> (Algorithm, ChoiceReason) {
-        choose_algorithm(desc.algorithm, desc.deterministic, desc.order_sensitive(output))
-    }
-
-    #[test]
-    fn algorithm_choice_and_reason() {
-        let sum = ScanDesc::inclusive(Op::Sum);
-        use Algorithm::*;
-        use ChoiceReason::*;
-        assert_eq!(choose(&sum, DType::F32), (SinglePass, Fastest));
-        assert_eq!(
-            choose(&sum.deterministic(), DType::F32),
-            (DeterministicSinglePass, Deterministic)
-        );
-        assert_eq!(
-            choose(&ScanDesc::inclusive(Op::Product).deterministic(), DType::F64),
-            (DeterministicSinglePass, Deterministic)
-        );
-        // Order-independent operators and types keep the regular single pass.
-        for (op, dtype) in [(Op::Sum, DType::U32), (Op::Max, DType::F32), (Op::BitXor, DType::I64)] {
-            let desc = ScanDesc::inclusive(op).deterministic();
-            assert_eq!(choose(&desc, dtype), (SinglePass, OrderIndependent));
-        }
-        // A named algorithm runs as named, unless it would break a determinism promise.
-        assert_eq!(choose(&sum.with_algorithm(Matrix), DType::F32), (Matrix, Requested));
-        assert_eq!(
-            choose(&sum.with_algorithm(Matrix).deterministic(), DType::F32),
-            (Matrix, Requested)
-        );
-        assert_eq!(
-            choose(&sum.with_algorithm(SinglePass).deterministic(), DType::F32),
-            (DeterministicSinglePass, Deterministic)
-        );
-        assert_eq!(
-            choose(&sum.with_algorithm(DeterministicSinglePass), DType::U32),
-            (DeterministicSinglePass, Requested)
-        );
-    }
-
-    #[test]
-    fn vector_flags_follow_the_traversal() {
-        // (input, output, segments, n) of a u32 sum.
-        type Req = (u64, u64, u64, u64);
-        let req = |input: u64, output: u64, segments: u64, n: u64| -> Req { (input, output, segments, n) };
-        let model = BuiltinOperator::new(Op::Sum, crate::types::ScanTypes::new(DType::U32, DType::U32, None));
-        let flags = |&(input, output, segments, n): &Req, d: &ScanDesc, a: Algorithm| {
-            let shape = d.shape(DType::U32).unwrap();
-            let arrays = ScanArrays {
-                inputs: &[input],
-                outputs: &[output],
-                segments,
-                known_arrays: false,
-                known_segments: false,
-                carries: Carries::default(),
-            };
-            shape_flags(&shape, a) | address_flags(&arrays, &model, n, &shape)
-        };
-        let forward = ScanDesc::inclusive(Op::Sum);
-        let backward = forward.backward();
-        let vec = FLAG_VECTOR_IN | FLAG_VECTOR_OUT;
-        // Forward tiles start at the array start; backward tiles end at the array end.
-        assert_eq!(
-            flags(&req(0x1000, 0x2000, 0, 6), &forward, Algorithm::SinglePass) & vec,
-            vec
-        );
-        assert_eq!(
-            flags(&req(0x1000, 0x2000, 0, 6), &backward, Algorithm::SinglePass) & vec,
-            0
-        );
-        assert_eq!(
-            flags(&req(0x1008, 0x2008, 0, 6), &backward, Algorithm::SinglePass) & vec,
-            vec
-        );
-        // Byte flags: aligned like the tiles, and their kind in bits 6-7.
-        let bytes = forward.segmented(Segments::ByteFlags);
-        let f = flags(&req(0x1000, 0x2000, 0x3000, 6), &bytes, Algorithm::SinglePass);
-        assert_ne!(f & FLAG_VECTOR_HEADS, 0);
-        assert_eq!(f >> HEADS_KIND_SHIFT & HEADS_KIND_MASK, HEADS_BYTES);
-        let f = flags(
-            &req(0x1000, 0x2000, 0x3000, 6),
-            &bytes.backward(),
-            Algorithm::SinglePass,
-        );
-        assert_eq!(f & FLAG_VECTOR_HEADS, 0);
-        let keys = forward.segmented(Segments::Keys(DType::I64));
-        let f = flags(
-            &req(0x1000, 0x2000, 0x3000, 6),
-            &keys,
-            Algorithm::DeterministicSinglePass,
-        );
-        assert_eq!(f >> HEADS_KIND_SHIFT & HEADS_KIND_MASK, HEADS_KEYS8);
-        assert_ne!(f & FLAG_DETERMINISTIC, 0);
-        assert_ne!(f & FLAG_VECTOR_HEADS, 0);
-        // Backward keys: aligned when the end of the key array is (7 * 8 bytes from 0x3008).
-        let f = flags(&req(0x1000, 0x2000, 0x3008, 7), &keys.backward(), Algorithm::SinglePass);
-        assert_ne!(f & FLAG_VECTOR_HEADS, 0);
-        let f = flags(&req(0x1000, 0x2000, 0x3008, 7), &keys, Algorithm::SinglePass);
-        assert_eq!(f & FLAG_VECTOR_HEADS, 0);
-    }
-}
+mod tests;

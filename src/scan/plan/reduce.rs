@@ -5,7 +5,8 @@
 
 use cudarc::driver::sys::CUstream;
 
-use super::{address_flags, carry_empty_scan, ScanPlan};
+use super::device_arrays::carry_empty_scan;
+use super::{address_flags, ScanPlan};
 use crate::contract::{OperatorLaunch, OperatorParams, ScanParams};
 use crate::engine::Engine;
 use crate::error::{bail, Result};

@@ -1,0 +1,119 @@
+//! Scans across GPUs (`--across`): u32 sums of 2^30 and 2^16 elements per GPU over every
+//! GPU of the machine (`MultiGpu`), beside the single-GPU scan of one chunk and a copy of
+//! it in the same run. Host wall time from the call to every stream's completion (a scan
+//! across GPUs spans several streams), medians. Prints CSV lines
+//!   impl,dtype,n per GPU,microseconds
+//! then the targets: aggregate throughput >= 0.6 x GPUs x the single-GPU scan's at 2^30,
+//! and the whole call within 3x the single-GPU scan's time at 2^16.
+
+use std::time::Instant;
+
+use cudarc::driver::sys;
+
+use scanrt::{ArrayView, Backend, Buffer, Context, DType, GpuPart, MultiGpu, Op, ScanDesc};
+
+fn median_us(reps: usize, mut call: impl FnMut()) -> f64 {
+    for _ in 0..3 {
+        call();
+    }
+    let mut t: Vec<f64> = (0..reps)
+        .map(|_| {
+            let start = Instant::now();
+            call();
+            start.elapsed().as_secs_f64() * 1e6
+        })
+        .collect();
+    t.sort_by(f64::total_cmp);
+    t[t.len() / 2]
+}
+
+pub(crate) fn run(ctx: &Context) {
+    let count = cudarc::driver::CudaContext::device_count().unwrap() as usize;
+    let contexts: Vec<Context> = (0..count)
+        .map(|d| {
+            if d == 0 {
+                ctx.clone()
+            } else {
+                Context::new(Backend::Gpu, d).unwrap()
+            }
+        })
+        .collect();
+    let multi = MultiGpu::new(&contexts).expect("NCCL");
+    let one = MultiGpu::new(&contexts[..1]).expect("NCCL");
+    let desc = ScanDesc::inclusive(Op::Sum);
+    let streams: Vec<_> = contexts.iter().map(|c| c.new_stream().unwrap()).collect();
+    let mut verdicts = Vec::new();
+    for (k, reps) in [(30u32, 10usize), (16, 200)] {
+        let n = 1u64 << k;
+        let inputs: Vec<Buffer> = contexts
+            .iter()
+            .map(|c| Buffer::new(c, DType::U32, n).unwrap())
+            .collect();
+        let outputs: Vec<Buffer> = contexts
+            .iter()
+            .map(|c| Buffer::new(c, DType::U32, n).unwrap())
+            .collect();
+        let parts = |ranks: usize| -> Vec<GpuPart> {
+            (0..ranks)
+                .map(|r| GpuPart {
+                    stream: &streams[r],
+                    input: ArrayView::of_buffer(&inputs[r]),
+                    // SAFETY: the buffers outlive the parts.
+                    output: unsafe { ArrayView::contiguous(outputs[r].addr(), DType::U32, &[n]).unwrap() },
+                    total: None,
+                })
+                .collect()
+        };
+        let sync = |ranks: usize| (0..ranks).for_each(|r| streams[r].synchronize().unwrap());
+        let single = median_us(reps, || {
+            ctx.scan(&streams[0], &inputs[0], &outputs[0], &desc).unwrap();
+            sync(1);
+        });
+        let copy = median_us(reps, || {
+            // SAFETY: both buffers hold n elements of the current context.
+            unsafe {
+                sys::cuMemcpyDtoDAsync_v2(
+                    outputs[0].addr(),
+                    inputs[0].addr(),
+                    4 * n as usize,
+                    streams[0].raw() as _,
+                );
+            }
+            sync(1);
+        });
+        let (all, p1) = (parts(count), parts(1));
+        let across_one = median_us(reps, || {
+            one.scan(&p1, &desc).unwrap();
+            sync(1);
+        });
+        let across = median_us(reps, || {
+            multi.scan(&all, &desc).unwrap();
+            sync(count);
+        });
+        println!("single_gpu_scan,u32,{n},{single:.1}");
+        println!("single_gpu_copy,u32,{n},{copy:.1}");
+        println!("across_1_gpu,u32,{n},{across_one:.1}");
+        println!("across_{count}_gpus,u32,{n},{across:.1}");
+        if k == 30 {
+            let ratio = (count as f64 * n as f64 / across) / (n as f64 / single) / count as f64;
+            verdicts.push(format!(
+                "2^30 per GPU: aggregate {:.1} GB/s over {count} GPUs = {ratio:.2} x {count} x the single-GPU scan's \
+                 ({:.1} GB/s; copy {:.1} GB/s): target >= 0.6, {}",
+                8.0 * count as f64 * n as f64 / across / 1e3,
+                8.0 * n as f64 / single / 1e3,
+                8.0 * n as f64 / copy / 1e3,
+                if ratio >= 0.6 { "met" } else { "NOT MET" }
+            ));
+        } else {
+            let ratio = across / single;
+            verdicts.push(format!(
+                "2^16 per GPU: {across:.1} us across {count} GPUs = {ratio:.2} x the single-GPU scan's {single:.1} us \
+                 (one GPU through the same path: {across_one:.1} us): target <= 3, {}",
+                if ratio <= 3.0 { "met" } else { "NOT MET" }
+            ));
+        }
+    }
+    for v in verdicts {
+        eprintln!("{v}");
+    }
+}

@@ -1,0 +1,161 @@
+//! Scans across GPUs through NCCL: one rank's part with the application's `ncclComm_t`
+//! (built-in operators on arrays, user-defined operators on device pointers), and the
+//! single-process form over several contexts (`scanrt_multi_gpu`).
+
+use std::ffi::c_void;
+
+use super::array::{scanrt_array, view_of};
+use super::context::scanrt_context;
+use super::operator::{array_list, scanrt_operator};
+use super::operator_scan::{addresses, scan_from_c};
+use super::scan::{desc_from_c, scanrt_scan_desc, scanrt_scan_info, InfoOut};
+use super::stream::scanrt_stream;
+use super::versioned::read_versioned;
+use super::{boundary, non_null, put};
+use crate::distributed::{Communicator, GpuPart, MultiGpu};
+use crate::stream::Stream;
+use crate::tables::ScanrtStatus;
+
+/// This rank's part of a scan across the ranks of the application's NCCL communicator
+/// `nccl_comm` (an `ncclComm_t`; ranks in communicator order form the logical array),
+/// like `MPI_Scan`: `input` is the rank's 1-D chunk, `output` receives its chunk of the
+/// result of scanning the whole array with `desc` (its initial value starts rank 0, or
+/// the last rank backward), `total` (NULL, or one element of the accumulator type)
+/// receives the whole array's total. Every rank calls it with the same descriptor, on a
+/// stream of its communicator's device; asynchronous (about 3n memory traffic and one
+/// all-gather of a value per rank). Unsegmented scans only. Without an NCCL library,
+/// `SCANRT_STATUS_NO_NCCL`. A rank whose arguments are refused returns before any
+/// collective (the other ranks then wait for it, as for any NCCL collective). `info` may
+/// be NULL.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn scanrt_scan_across(
+    ctx: *const scanrt_context,
+    nccl_comm: *mut c_void,
+    stream: *const scanrt_stream,
+    input: *const scanrt_array,
+    output: *const scanrt_array,
+    total: *const scanrt_array,
+    desc: *const scanrt_scan_desc,
+    info: *mut scanrt_scan_info,
+) -> ScanrtStatus {
+    boundary(|| {
+        let ctx = &non_null(ctx, "ctx")?.inner;
+        let stream = &non_null(stream, "stream")?.inner;
+        let comm = Communicator::from_raw(nccl_comm)?;
+        let input = view_of(input, "input")?;
+        let output = view_of(output, "output")?;
+        let total = (!total.is_null()).then(|| view_of(total, "total")).transpose()?;
+        let info = InfoOut::check(info)?;
+        let desc = desc_from_c(&read_versioned(desc, "desc")?, output.dtype())?;
+        info.write(ctx.scan_across(&comm, stream, &input, &output, &desc, total.as_ref())?);
+        Ok(())
+    })
+}
+
+/// `scanrt_scan_across` with a user-defined operator on device pointers: `inputs`,
+/// `outputs` and `n` (this rank's chunk) as for `scanrt_operator_scan_device`, on the
+/// application's `cuda_stream`; `init` (host memory, NULL: the identity) starts rank 0;
+/// `total` (device memory, NULL: none) receives the whole array's total state.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn scanrt_operator_scan_across_device(
+    op: *const scanrt_operator,
+    nccl_comm: *mut c_void,
+    cuda_stream: *mut c_void,
+    inputs: *const *const c_void,
+    num_inputs: usize,
+    outputs: *const *mut c_void,
+    num_outputs: usize,
+    n: u64,
+    desc: *const scanrt_scan_desc,
+    init: *const c_void,
+    total: *mut c_void,
+    info: *mut scanrt_scan_info,
+) -> ScanrtStatus {
+    boundary(|| {
+        let op = &non_null(op, "op")?.inner;
+        let ctx = op.context();
+        ctx.gpu()?;
+        let comm = Communicator::from_raw(nccl_comm)?;
+        let info = InfoOut::check(info)?;
+        let inputs = addresses(inputs, num_inputs, "inputs")?;
+        let outputs = addresses(outputs as *const *const c_void, num_outputs, "outputs")?;
+        let (scan, _) = scan_from_c(op, desc, init)?;
+        let stream = Stream::borrowed(ctx, cuda_stream, false);
+        info.write(op.scan_across_raw(&comm, &stream, &inputs, &outputs, n, &scan, total as u64)?);
+        Ok(())
+    })
+}
+
+/// The GPUs of this process as ranks of scans across them (NCCL communicators made once).
+pub struct scanrt_multi_gpu {
+    inner: MultiGpu,
+}
+
+/// Makes the ranks over `count` GPU contexts of distinct devices, in rank order (this
+/// initialises NCCL communicators: keep the object).
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_multi_gpu_create(
+    contexts: *const *const scanrt_context,
+    count: usize,
+    out: *mut *mut scanrt_multi_gpu,
+) -> ScanrtStatus {
+    boundary(|| {
+        let contexts: Vec<_> = array_list(contexts, count, "contexts")?
+            .iter()
+            .map(|&c| non_null(c, "contexts[i]").map(|c| c.inner.clone()))
+            .collect::<Result<_, _>>()?;
+        put(out, || {
+            Ok(scanrt_multi_gpu {
+                inner: MultiGpu::new(&contexts)?,
+            })
+        })
+    })
+}
+
+/// Scans the logical array made of one chunk per GPU (`inputs[r]` into `outputs[r]`, 1-D,
+/// on `streams[r]` of context r) with `desc`, asynchronously on every stream; `totals`
+/// (NULL, or one 1-element array per GPU) receive the whole array's total. Every part is
+/// checked before anything is queued.
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_multi_gpu_scan(
+    group: *const scanrt_multi_gpu,
+    streams: *const *const scanrt_stream,
+    inputs: *const scanrt_array,
+    outputs: *const scanrt_array,
+    totals: *const scanrt_array,
+    desc: *const scanrt_scan_desc,
+) -> ScanrtStatus {
+    boundary(|| {
+        let group = &non_null(group, "group")?.inner;
+        let ranks = group.ranks();
+        let streams = array_list(streams, ranks, "streams")?;
+        let inputs = array_list(inputs, ranks, "inputs")?;
+        let outputs = array_list(outputs, ranks, "outputs")?;
+        let c_desc = read_versioned(desc, "desc")?;
+        let mut parts = Vec::with_capacity(ranks);
+        for r in 0..ranks {
+            parts.push(GpuPart {
+                stream: &non_null(streams[r], "streams[r]")?.inner,
+                input: view_of(&inputs[r], "inputs[r]")?,
+                output: view_of(&outputs[r], "outputs[r]")?,
+                total: if totals.is_null() {
+                    None
+                } else {
+                    Some(view_of(totals.add(r), "totals[r]")?)
+                },
+            });
+        }
+        let desc = desc_from_c(&c_desc, parts[0].output.dtype())?;
+        group.scan(&parts, &desc)
+    })
+}
+
+/// Destroys the ranks (their NCCL communicators) after the scans queued with them.
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_multi_gpu_destroy(group: *mut scanrt_multi_gpu) {
+    if !group.is_null() {
+        drop(Box::from_raw(group));
+    }
+}

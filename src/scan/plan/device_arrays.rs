@@ -1,0 +1,81 @@
+//! The device side of a plan's arrays: the checks that ask the driver (ranges, the
+//! stream, the carries) and the carries' launch flags and empty-scan case.
+
+use cudarc::driver::sys::CUstream;
+
+use crate::contract;
+use crate::error::Result;
+use crate::runtime::device::GpuDevice;
+use crate::runtime::driver;
+use crate::scan::checks::check_overlaps;
+use crate::scan::desc::ScanShape;
+use crate::scan::operator_model::{Carries, OperatorModel, ScanArrays};
+use crate::stream::Stream;
+
+/// Launch flags of a carry in device memory at `carry_in` (0: none).
+pub(super) fn carry_flags(carry_in: u64) -> u32 {
+    if carry_in != 0 {
+        contract::FLAG_HAS_INIT | contract::FLAG_INIT_IN_MEMORY
+    } else {
+        0
+    }
+}
+
+/// A scan of nothing still hands its carry on: the total is the initial state (the carry
+/// in, the descriptor's initial value or the identity).
+pub(super) unsafe fn carry_empty_scan(
+    model: &dyn OperatorModel,
+    shape: &ScanShape,
+    carries: Carries,
+    stream: CUstream,
+) -> Result<()> {
+    let Carries { carry_in, carry_out } = carries;
+    let bytes = model.state_bytes();
+    if carry_out == 0 || carry_out == carry_in {
+        return Ok(());
+    }
+    if carry_in != 0 {
+        return driver::copy_async(carry_out, carry_in, bytes, stream);
+    }
+    let state: Vec<u8> = match shape.init {
+        Some(init) => init.words.iter().flat_map(|w| w.to_ne_bytes()).take(bytes).collect(),
+        None => model.identity_bytes(),
+    };
+    driver::fill_async(carry_out, &state, stream)
+}
+
+/// The checks of a GPU scan's arrays that ask the driver: the stream, every range (unless
+/// the arrays are buffers of known length), the carries, and the overlap rules.
+pub(super) unsafe fn check_device_arrays(
+    dev: &GpuDevice,
+    model: &dyn OperatorModel,
+    stream: &Stream,
+    arrays: &ScanArrays,
+    n: u64,
+    shape: &ScanShape,
+) -> Result<()> {
+    if !stream.verified() {
+        dev.check_stream(stream.raw() as CUstream)?;
+    }
+    if !arrays.known_arrays {
+        for (&addr, layout) in arrays.inputs.iter().zip(model.inputs()) {
+            dev.check_device_range(addr, n * layout.size as u64, "input")?;
+        }
+        for (&addr, layout) in arrays.outputs.iter().zip(model.outputs()) {
+            dev.check_device_range(addr, n * layout.size as u64, "output")?;
+        }
+    }
+    if shape.segments.has_data() && !arrays.known_segments {
+        let bytes = shape.segments.data_bytes(n).unwrap_or(0);
+        dev.check_device_range(arrays.segments, bytes, "segment data")?;
+    }
+    let Carries { carry_in, carry_out } = arrays.carries;
+    let state = model.state_bytes() as u64;
+    if carry_in != 0 {
+        dev.check_device_range(carry_in, state, "carry in")?;
+    }
+    if carry_out != 0 {
+        dev.check_device_range(carry_out, state, "carry out")?;
+    }
+    check_overlaps(model, arrays, n, shape)
+}
