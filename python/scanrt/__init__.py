@@ -52,8 +52,14 @@ def _run(arrays: Any, call) -> None:
         _scanrt.synchronize(_arrays.describe(first)[4], stream)
 
 
+def _is_array(v: Any) -> bool:
+    return v is not None and hasattr(v, "shape") and hasattr(v, "dtype")
+
+
 def _builtin_scan(x: Any, op: str, axis: int, exclusive: bool, reverse: bool, initial: Any,
-                  deterministic: bool, dtype: Optional[str], out: Any, segments: Any = None) -> Any:
+                  deterministic: bool, dtype: Optional[str], out: Any, segments: Any = None, total: Any = None) -> Any:
+    if _is_array(initial) or total is not None:
+        return _carried_scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype, out, segments, total)
     if segments is not None:
         return _segmented_scan(x, op, exclusive, reverse, initial, deterministic, dtype, out, segments)
     if _arrays.is_torch(x):
@@ -70,6 +76,36 @@ def _builtin_scan(x: Any, op: str, axis: int, exclusive: bool, reverse: bool, in
     _run([moved], lambda s: _scanrt.scan(_arrays.describe(moved), _arrays.describe(result), op, not exclusive,
                                          reverse, initial, deterministic, s))
     return _finish(result, axis, out)
+
+
+def _carried_scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype, out, segments, total):
+    """A 1-D scan whose initial value is read from a one-element array (``initial``) and
+    whose total goes to one (``total``), on the device: chunks of a long or streamed
+    array chain with no copy to the host."""
+    _one_d(x)
+    if segments is not None:
+        raise TypeError("carries in arrays are for unsegmented scans")
+    if _torch_autograd(x):
+        raise TypeError("a scan with carries in arrays is not differentiable; detach the input")
+    in_type = _arrays.describe_dtype(x)
+    out_type = dtype or (_WIDENED.get(in_type, in_type) if op in ("sum", "prod") else in_type)
+    for name, c in (("initial", initial), ("total", total)):
+        if _is_array(c) and (_arrays.describe_dtype(c) != out_type or _size(c) != 1):
+            raise TypeError(f"{name} is a one-element {out_type} array (the result's type)")
+    result = _arrays.empty(x, x.shape, out_type)
+    carry_in = _arrays.describe(initial) if _is_array(initial) else None
+    carry_out = _arrays.describe(total) if total is not None else None
+    scalar = None if _is_array(initial) else initial
+    _run([x], lambda s: _scanrt.scan(_arrays.describe(x), _arrays.describe(result), op, not exclusive, reverse,
+                                     scalar, deterministic, s, None, carry_in, carry_out))
+    return _finish(result, 0, out)
+
+
+def _size(a: Any) -> int:
+    n = 1
+    for d in a.shape:
+        n *= int(d)
+    return n
 
 
 def _segmented_scan(x, op, exclusive, reverse, initial, deterministic, dtype, out, segments):
@@ -118,23 +154,29 @@ def _torch_autograd(x: Any) -> bool:
 
 
 def cumsum(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bool = False, initial: Any = None,
-           deterministic: bool = False, dtype: Optional[str] = None, out: Any = None, segments: Any = None) -> Any:
+           deterministic: bool = False, dtype: Optional[str] = None, out: Any = None, segments: Any = None,
+           total: Any = None) -> Any:
     """Cumulative sum along ``axis``.
 
     ``exclusive``: element i sums the elements before i (the first is ``initial``, or 0).
     ``reverse``: from the last element to the first. ``initial``: a value every result
-    starts from. ``deterministic``: bitwise identical float results on every run.
+    starts from, or (1-D ``x``) a one-element array of the result's type on the same
+    device, read there. ``total`` (1-D ``x``): a one-element array that receives the
+    total (``initial`` plus every element); pass the same array as ``initial`` and
+    ``total`` to scan a long array chunk after chunk on the device.
+    ``deterministic``: bitwise identical float results on every run.
     ``dtype``: the result's (and accumulator's) type; integers narrower than 64 bits sum
     in int64 (uint32 in uint64) by default, as NumPy and PyTorch do. ``segments``: a bool
     or uint8 array as long as the 1-D ``x``; each nonzero starts a new sum.
     """
-    return _builtin_scan(x, "sum", axis, exclusive, reverse, initial, deterministic, dtype, out, segments)
+    return _builtin_scan(x, "sum", axis, exclusive, reverse, initial, deterministic, dtype, out, segments, total)
 
 
 def cumprod(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bool = False, initial: Any = None,
-            deterministic: bool = False, dtype: Optional[str] = None, out: Any = None, segments: Any = None) -> Any:
+            deterministic: bool = False, dtype: Optional[str] = None, out: Any = None, segments: Any = None,
+            total: Any = None) -> Any:
     """Cumulative product along ``axis`` (integers wrap); arguments as :func:`cumsum`."""
-    return _builtin_scan(x, "prod", axis, exclusive, reverse, initial, deterministic, dtype, out, segments)
+    return _builtin_scan(x, "prod", axis, exclusive, reverse, initial, deterministic, dtype, out, segments, total)
 
 
 def _extreme(x: Any, recipe: str, axis: int, reverse: bool) -> Tuple[Any, Any]:
@@ -291,4 +333,4 @@ def unique_consecutive(x: Any, *, return_counts: bool = False) -> Any:
 
 def _one_d(x: Any) -> None:
     if len(x.shape) != 1:
-        raise ValueError(f"scanrt sorts 1-D arrays; this one has shape {tuple(x.shape)}")
+        raise ValueError(f"this call takes 1-D arrays; this one has shape {tuple(x.shape)}")

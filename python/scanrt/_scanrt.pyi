@@ -10,7 +10,8 @@ class ScanrtError(RuntimeError):
     """A scanrt call failed on the device or the driver (the message names the status)."""
 
 def scan(x: Description, out: Description, op: str, inclusive: bool, reverse: bool, initial: Any,
-         deterministic: bool, stream: int, segments: Optional[Description] = None) -> None: ...
+         deterministic: bool, stream: int, segments: Optional[Description] = None,
+         carry_in: Optional[Description] = None, carry_out: Optional[Description] = None) -> None: ...
 def recipe_scan(recipe: str, inputs: Sequence[Description], outputs: Sequence[Description], row: int,
                 inclusive: bool, reverse: bool, initial: Optional[float], deterministic: bool, stream: int) -> None: ...
 def sort(keys: Description, keys_out: Description, values: Optional[Description], values_out: Optional[Description],

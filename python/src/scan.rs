@@ -9,7 +9,9 @@ use once_cell::sync::Lazy;
 use parking_lot::Mutex;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use scanrt::{recipes, Context, DType, Direction, InitValue, Op, Operator, OperatorScan, ScanDesc, Segments};
+use scanrt::{
+    recipes, CarryViews, Context, DType, Direction, InitValue, Op, Operator, OperatorScan, ScanDesc, Segments,
+};
 
 use crate::arrays::{context, device_of, stream, ArrayArg};
 use crate::errors::IntoPy;
@@ -40,9 +42,11 @@ fn init_of(value: &Bound<'_, PyAny>, dtype: DType) -> PyResult<InitValue> {
 /// Scans `x` along its last axis into `out` (the same shape, the output type) with a
 /// built-in operator, on `stream` of the arrays' device.
 /// With `segments` (1-D arrays only): a segmented scan, a new segment starting at each
-/// nonzero byte of `segments` (uint8 or bool).
+/// nonzero byte of `segments` (uint8 or bool). `carry_in` (instead of `initial`) and
+/// `carry_out`: one-element arrays of the output type on the same device, the initial
+/// value read from memory and the total written there (unsegmented 1-D scans).
 #[pyfunction]
-#[pyo3(signature = (x, out, op, inclusive, reverse, initial, deterministic, stream, segments=None))]
+#[pyo3(signature = (x, out, op, inclusive, reverse, initial, deterministic, stream, segments=None, carry_in=None, carry_out=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn scan(
     py: Python<'_>,
@@ -55,6 +59,8 @@ pub(crate) fn scan(
     deterministic: bool,
     stream: usize,
     segments: Option<ArrayArg>,
+    carry_in: Option<ArrayArg>,
+    carry_out: Option<ArrayArg>,
 ) -> PyResult<()> {
     let device = device_of(&[&x, &out])?;
     let ctx = context(device)?;
@@ -72,6 +78,22 @@ pub(crate) fn scan(
     let s = self::stream(&ctx, device, stream)?;
     // SAFETY: the Python caller keeps the arrays referenced during the call.
     let (input, output) = unsafe { (x.view(false)?, out.view(true)?) };
+    if carry_in.is_some() || carry_out.is_some() {
+        for c in carry_in.iter().chain(&carry_out) {
+            device_of(&[&x, c])?;
+        }
+        // SAFETY: as above.
+        let carry_in = carry_in.map(|c| unsafe { c.view(false) }).transpose()?;
+        let carry_out = carry_out.map(|c| unsafe { c.view(true) }).transpose()?;
+        let carries = CarryViews {
+            carry_in: carry_in.as_ref(),
+            carry_out: carry_out.as_ref(),
+        };
+        return py
+            .allow_threads(|| ctx.scan_array_carried(&s, &input, &output, -1, &desc, &carries))
+            .py_err()
+            .map(|_| ());
+    }
     match segments {
         Some(flags) => {
             device_of(&[&x, &flags])?;

@@ -138,6 +138,24 @@ def test_errors_are_python_exceptions():
         scanrt.cumsum([1, 2, 3])
 
 
+@pytest.mark.parametrize("reverse", [False, True])
+def test_numpy_carries_chain_chunks(reverse):
+    """A long array scanned chunk after chunk, the carry one array element."""
+    x = rng(7).integers(0, 1000, 100_001).astype(np.int64)
+    carry = np.array([5], dtype=np.int64)
+    out = np.empty_like(x)
+    bounds = [0, 1, 40_000, 40_000, 99_999, 100_001]
+    chunks = list(zip(bounds[:-1], bounds[1:]))
+    for lo, hi in (reversed(chunks) if reverse else chunks):
+        out[lo:hi] = scanrt.cumsum(x[lo:hi], exclusive=True, reverse=reverse, initial=carry, total=carry)
+    want = seq_scan(x, lambda a, b: a + b, exclusive=True, reverse=reverse, initial=5)
+    assert np.array_equal(out, want) and carry[0] == 5 + x.sum()
+    with pytest.raises(ValueError):
+        scanrt.cumsum(x.reshape(1, -1), total=carry)
+    with pytest.raises(TypeError):
+        scanrt.cumsum(x, total=np.zeros(1, dtype=np.int32))
+
+
 # ---------------------------------------------------------------- GPU (PyTorch)
 
 try:
@@ -162,6 +180,15 @@ def test_torch_cumsum_matches_torch(shape, exclusive, reverse):
     want = want.flip(-1) if reverse else want
     assert got.dtype == torch.int64 and got.device == x.device
     assert torch.equal(got, want)
+
+
+@cuda
+def test_torch_carries_on_the_device():
+    x = torch.randint(0, 1000, (3_000_001,), device="cuda", dtype=torch.int64)
+    carry = torch.tensor([7], device="cuda", dtype=torch.int64)
+    parts = [scanrt.cumsum(c, initial=carry, total=carry) for c in x.split(1_000_000)]
+    assert torch.equal(torch.cat(parts), torch.cumsum(x, 0) + 7)
+    assert carry.item() == 7 + x.sum().item()
 
 
 @cuda

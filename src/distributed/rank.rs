@@ -17,6 +17,17 @@ use crate::scan::ScanInfo;
 use crate::stream::Stream;
 use crate::tables::Algorithm;
 
+/// Chunks of at most this many elements find their total by a scan into their output,
+/// which `finish` scans again from the carry (one launch, against the reduction's three:
+/// latency, not bandwidth, bounds them); larger ones, and scans in place, by the
+/// reduction (n of memory traffic, against the scan's 2n).
+const SCAN_TWICE_MAX: u64 = 1 << 20;
+
+/// Whether a chunk of `n` elements finds its total by the reduction.
+fn reduced(n: u64, inputs: &[u64], outputs: &[u64]) -> bool {
+    n > SCAN_TWICE_MAX || outputs.iter().any(|o| inputs.contains(o))
+}
+
 /// The operator a rank scans with.
 pub(crate) enum PartOperator<'a> {
     /// A built-in operator from a descriptor, over these input and output types.
@@ -33,7 +44,8 @@ pub(crate) enum PartOperator<'a> {
 pub(crate) struct RankScan<'a> {
     stream: &'a Stream,
     ctx: &'a Context,
-    reduce: ScanPlan,
+    /// The chunk's reduction; None: small chunks scan twice instead (see `begin`).
+    reduce: Option<ScanPlan>,
     carries: ScanPlan,
     chunk: ScanPlan,
     inputs: Vec<u64>,
@@ -133,7 +145,9 @@ impl<'a> RankScan<'a> {
                 };
                 let acc = types.accumulator;
                 (
-                    ctx.plan(input, output, n, &reduce)?,
+                    reduced(n, inputs, outputs)
+                        .then(|| ctx.plan(input, output, n, &reduce))
+                        .transpose()?,
                     ctx.plan(acc, acc, ranks as u64, &totals)?,
                     ctx.plan(input, output, n, &local)?,
                 )
@@ -157,7 +171,7 @@ impl<'a> RankScan<'a> {
                     ..scan.clone()
                 };
                 (
-                    op.plan(n, &reduce)?,
+                    reduced(n, inputs, outputs).then(|| op.plan(n, &reduce)).transpose()?,
                     op.states_only()?.plan(ranks as u64, &totals)?,
                     op.plan(n, &local)?,
                 )
@@ -229,8 +243,26 @@ impl<'a> RankScan<'a> {
         let raw = self.stream.raw() as CUstream;
         let temp = dev.scratch.alloc(2 * self.ranks * self.state, raw)?;
         self.temp.set(temp);
-        self.reduce
-            .reduce(self.stream, &self.inputs, temp + (self.rank * self.state) as u64)
+        let slot = temp + (self.rank * self.state) as u64;
+        match &self.reduce {
+            Some(reduce) => reduce.reduce(self.stream, &self.inputs, slot),
+            // A small chunk is scanned into its output from the identity for its total (one
+            // launch, where the reduction takes three); `finish` scans it again.
+            None => self
+                .chunk
+                .execute_carried(
+                    self.stream,
+                    &self.inputs,
+                    &self.outputs,
+                    0,
+                    Carries {
+                        carry_in: 0,
+                        carry_out: slot,
+                    },
+                    None,
+                )
+                .map(|_| ()),
+        }
     }
 
     /// After the exchange: the totals' exclusive scan (the carries, and the whole array's

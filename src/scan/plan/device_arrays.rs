@@ -57,17 +57,20 @@ pub(super) unsafe fn check_device_arrays(
     if !stream.verified() {
         dev.check_stream(stream.raw() as CUstream)?;
     }
-    if !arrays.known_arrays {
-        for (&addr, layout) in arrays.inputs.iter().zip(model.inputs()) {
-            dev.check_device_range(addr, n * layout.size as u64, "input")?;
+    // A scan of nothing reads and writes no array (they may be NULL), only its carries.
+    if n > 0 {
+        if !arrays.known_arrays {
+            for (&addr, layout) in arrays.inputs.iter().zip(model.inputs()) {
+                dev.check_device_range(addr, n * layout.size as u64, "input")?;
+            }
+            for (&addr, layout) in arrays.outputs.iter().zip(model.outputs()) {
+                dev.check_device_range(addr, n * layout.size as u64, "output")?;
+            }
         }
-        for (&addr, layout) in arrays.outputs.iter().zip(model.outputs()) {
-            dev.check_device_range(addr, n * layout.size as u64, "output")?;
+        if shape.segments.has_data() && !arrays.known_segments {
+            let bytes = shape.segments.data_bytes(n).unwrap_or(0);
+            dev.check_device_range(arrays.segments, bytes, "segment data")?;
         }
-    }
-    if shape.segments.has_data() && !arrays.known_segments {
-        let bytes = shape.segments.data_bytes(n).unwrap_or(0);
-        dev.check_device_range(arrays.segments, bytes, "segment data")?;
     }
     let Carries { carry_in, carry_out } = arrays.carries;
     let state = model.state_bytes() as u64;
