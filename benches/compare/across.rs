@@ -90,10 +90,21 @@ pub(crate) fn run(ctx: &Context) {
             multi.scan(&all, &desc).unwrap();
             sync(count);
         });
+        // The host's share: the call alone (the streams drained between calls).
+        let mut host = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            let start = Instant::now();
+            multi.scan(&all, &desc).unwrap();
+            host.push(start.elapsed().as_secs_f64() * 1e6);
+            sync(count);
+        }
+        host.sort_by(f64::total_cmp);
+        let host = host[reps / 2];
         println!("single_gpu_scan,u32,{n},{single:.1}");
         println!("single_gpu_copy,u32,{n},{copy:.1}");
         println!("across_1_gpu,u32,{n},{across_one:.1}");
         println!("across_{count}_gpus,u32,{n},{across:.1}");
+        println!("across_{count}_gpus_host_call,u32,{n},{host:.1}");
         if k == 30 {
             let ratio = (count as f64 * n as f64 / across) / (n as f64 / single) / count as f64;
             verdicts.push(format!(

@@ -16,7 +16,7 @@ PyTorch tensors that require gradients go through scanrt's registered operators
 
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from typing import Any, Optional, Sequence, Tuple
 
 from . import _arrays
 from ._scanrt import ScanrtError, __version__
@@ -27,6 +27,7 @@ __all__ = [
     "__version__",
     "cumsum",
     "cumprod",
+    "scan_across",
     "cummax",
     "cummin",
     "logcumsumexp",
@@ -177,6 +178,39 @@ def cumprod(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bool = 
             total: Any = None) -> Any:
     """Cumulative product along ``axis`` (integers wrap); arguments as :func:`cumsum`."""
     return _builtin_scan(x, "prod", axis, exclusive, reverse, initial, deterministic, dtype, out, segments, total)
+
+
+def scan_across(chunks: Sequence[Any], op: str = "sum", *, exclusive: bool = False, reverse: bool = False,
+                initial: Any = None, deterministic: bool = False, dtype: Optional[str] = None,
+                with_total: bool = False) -> Any:
+    """Scans one logical array split over the GPUs of this process: ``chunks`` are its
+    consecutive 1-D pieces, one per GPU (distinct devices), in order. Returns the pieces
+    of the result, each on its chunk's device (and, with ``with_total``, one-element
+    arrays holding the whole array's total, one per GPU). ``op`` is "sum", "prod", "min"
+    or "max"; the other arguments as :func:`cumsum`. Each GPU reduces its chunk, the GPUs
+    exchange one value each through NCCL, and each scans its chunk from its carry: about
+    3n of memory traffic per GPU, no copy to the host. Needs NCCL (``libnccl.so`` on the
+    library path)."""
+    chunks = list(chunks)
+    if not chunks:
+        raise ValueError("no chunks")
+    for c in chunks:
+        _one_d(c)
+    in_type = _arrays.describe_dtype(chunks[0])
+    if any(_arrays.describe_dtype(c) != in_type for c in chunks):
+        raise TypeError("the chunks have different types")
+    out_type = dtype or (_WIDENED.get(in_type, in_type) if op in ("sum", "prod") else in_type)
+    outs = [_arrays.empty(c, c.shape, out_type) for c in chunks]
+    totals = [_arrays.empty(c, (1,), out_type) for c in chunks] if with_total else None
+    _arrays.prepare_inputs(chunks)
+    streams = [_arrays.stream_of(c) for c in chunks]
+    _scanrt.scan_across([_arrays.describe(c) for c in chunks], [_arrays.describe(o) for o in outs], op,
+                        not exclusive, reverse, initial, deterministic, streams,
+                        [_arrays.describe(t) for t in totals] if totals is not None else None)
+    for c, s in zip(chunks, streams):
+        if _arrays.needs_synchronize(c):
+            _scanrt.synchronize(_arrays.describe(c)[4], s)
+    return (outs, totals) if with_total else outs
 
 
 def _extreme(x: Any, recipe: str, axis: int, reverse: bool) -> Tuple[Any, Any]:

@@ -12,6 +12,9 @@ class ScanrtError(RuntimeError):
 def scan(x: Description, out: Description, op: str, inclusive: bool, reverse: bool, initial: Any,
          deterministic: bool, stream: int, segments: Optional[Description] = None,
          carry_in: Optional[Description] = None, carry_out: Optional[Description] = None) -> None: ...
+def scan_across(chunks: Sequence[Description], outs: Sequence[Description], op: str, inclusive: bool, reverse: bool,
+                initial: Any, deterministic: bool, streams: Sequence[int],
+                totals: Optional[Sequence[Description]] = None) -> None: ...
 def recipe_scan(recipe: str, inputs: Sequence[Description], outputs: Sequence[Description], row: int,
                 inclusive: bool, reverse: bool, initial: Optional[float], deterministic: bool, stream: int) -> None: ...
 def sort(keys: Description, keys_out: Description, values: Optional[Description], values_out: Optional[Description],

@@ -5,6 +5,7 @@
 //! released around device work, and errors into Python exceptions (`errors`).
 
 mod arrays;
+mod distributed;
 mod errors;
 mod scan;
 mod select;
@@ -19,6 +20,7 @@ fn _scanrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scan::scan, m)?)?;
     m.add_function(wrap_pyfunction!(scan::recipe_scan, m)?)?;
     m.add_function(wrap_pyfunction!(sort::sort, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::scan_across, m)?)?;
     m.add_function(wrap_pyfunction!(select::select, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::synchronize, m)?)?;
     Ok(())

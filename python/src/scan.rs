@@ -16,7 +16,7 @@ use scanrt::{
 use crate::arrays::{context, device_of, stream, ArrayArg};
 use crate::errors::IntoPy;
 
-fn op_of(name: &str) -> PyResult<Op> {
+pub(crate) fn op_of(name: &str) -> PyResult<Op> {
     Ok(match name {
         "sum" => Op::Sum,
         "prod" => Op::Product,
@@ -27,7 +27,7 @@ fn op_of(name: &str) -> PyResult<Op> {
 }
 
 /// The initial value as the output type.
-fn init_of(value: &Bound<'_, PyAny>, dtype: DType) -> PyResult<InitValue> {
+pub(crate) fn init_of(value: &Bound<'_, PyAny>, dtype: DType) -> PyResult<InitValue> {
     Ok(match dtype {
         DType::F32 => InitValue::of(value.extract::<f64>()? as f32),
         DType::F64 => InitValue::of(value.extract::<f64>()?),
@@ -65,7 +65,11 @@ pub(crate) fn scan(
     let device = device_of(&[&x, &out])?;
     let ctx = context(device)?;
     let op = op_of(op)?;
-    let mut desc = if inclusive { ScanDesc::inclusive(op) } else { ScanDesc::exclusive(op) };
+    let mut desc = if inclusive {
+        ScanDesc::inclusive(op)
+    } else {
+        ScanDesc::exclusive(op)
+    };
     if reverse {
         desc = desc.backward();
     }
@@ -160,9 +164,17 @@ pub(crate) fn recipe_scan(
     let scan = OperatorScan {
         inclusive,
         init,
-        direction: if reverse { Direction::Backward } else { Direction::Forward },
+        direction: if reverse {
+            Direction::Backward
+        } else {
+            Direction::Forward
+        },
         deterministic,
-        segments: if row > 0 && row < n { Segments::Rows(row) } else { Segments::None },
+        segments: if row > 0 && row < n {
+            Segments::Rows(row)
+        } else {
+            Segments::None
+        },
         ..OperatorScan::default()
     };
     let s = self::stream(&ctx, device, stream)?;
@@ -181,6 +193,7 @@ pub(crate) fn recipe_scan(
     };
     let ins = inputs.iter().map(|a| flat(a, false)).collect::<PyResult<Vec<_>>>()?;
     let outs = outputs.iter().map(|a| flat(a, true)).collect::<PyResult<Vec<_>>>()?;
-    py.allow_threads(|| op.scan_arrays(&s, &ins, &outs, None, &scan)).py_err()?;
+    py.allow_threads(|| op.scan_arrays(&s, &ins, &outs, None, &scan))
+        .py_err()?;
     Ok(())
 }

@@ -35,7 +35,11 @@ pub(crate) fn sort(
         }
     };
     let desc = SortDesc {
-        order: if descending { SortOrder::Descending } else { SortOrder::Ascending },
+        order: if descending {
+            SortOrder::Descending
+        } else {
+            SortOrder::Ascending
+        },
         ..SortDesc::default()
     };
     py.allow_threads(|| ctx.sort(&s, &arrays, &desc)).py_err()?;

@@ -192,6 +192,26 @@ def test_torch_carries_on_the_device():
 
 
 @cuda
+@pytest.mark.parametrize("exclusive", [False, True])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_torch_scan_across_every_gpu(exclusive, reverse):
+    """One logical array over every GPU (one chunk of unequal length per device)."""
+    gpus = torch.cuda.device_count()
+    g = torch.Generator().manual_seed(SEED)
+    lengths = [int(torch.randint(1, 300_000, (1,), generator=g)) for _ in range(gpus)]
+    chunks = [torch.randint(0, 1000, (n,), generator=g, dtype=torch.int64).to(f"cuda:{d}")
+              for d, n in enumerate(lengths)]
+    outs, totals = scanrt.scan_across(chunks, exclusive=exclusive, reverse=reverse, initial=3, with_total=True)
+    whole = torch.cat([c.cpu() for c in chunks])
+    want = seq_scan(whole.numpy(), lambda a, b: a + b, exclusive=exclusive, reverse=reverse, initial=3)
+    assert all(o.device == c.device for o, c in zip(outs, chunks))
+    assert np.array_equal(torch.cat([o.cpu() for o in outs]).numpy(), want)
+    assert all(t.item() == 3 + whole.sum().item() for t in totals)
+    maxes = scanrt.scan_across([c.to(torch.float32) for c in chunks], "max")
+    assert torch.equal(torch.cat([m.cpu() for m in maxes]), torch.cummax(whole.to(torch.float32), 0).values)
+
+
+@cuda
 def test_torch_runs_on_the_current_stream_and_axes():
     x = torch.randn(64, 300, device="cuda", dtype=torch.float64)
     s = torch.cuda.Stream()

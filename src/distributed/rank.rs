@@ -250,16 +250,14 @@ impl<'a> RankScan<'a> {
             // launch, where the reduction takes three); `finish` scans it again.
             None => self
                 .chunk
-                .execute_carried(
+                .execute_known(
                     self.stream,
                     &self.inputs,
                     &self.outputs,
-                    0,
                     Carries {
                         carry_in: 0,
                         carry_out: slot,
                     },
-                    None,
                 )
                 .map(|_| ()),
         }
@@ -273,26 +271,22 @@ impl<'a> RankScan<'a> {
     pub unsafe fn finish(&self) -> Result<ScanInfo> {
         let totals = self.temp.get();
         let carries = totals + (self.ranks * self.state) as u64;
-        let scanned = self.carries.execute_carried(
+        let scanned = self.carries.execute_known(
             self.stream,
             &[totals],
             &[carries],
-            0,
             Carries {
                 carry_in: 0,
                 carry_out: self.total,
             },
-            None,
         );
         let info = scanned.and_then(|_| {
             let carry_in = carries + (self.rank * self.state) as u64;
-            self.chunk.execute_carried(
+            self.chunk.execute_known(
                 self.stream,
                 &self.inputs,
                 &self.outputs,
-                0,
                 Carries { carry_in, carry_out: 0 },
-                None,
             )
         });
         let dev = self.ctx.gpu()?;

@@ -299,6 +299,30 @@ impl ScanPlan {
         self.run(stream, &arrays, workspace)
     }
 
+    /// [`ScanPlan::execute_carried`] on arrays whose ranges were checked for this plan
+    /// ([`ScanPlan::check_arrays`]) or that scanrt allocated: the driver is not asked
+    /// about them again (a scan across GPUs runs three plans on the same arrays).
+    ///
+    /// # Safety
+    /// As [`ScanPlan::execute`], and the arrays hold the plan's `n` elements.
+    pub(crate) unsafe fn execute_known(
+        &self,
+        stream: &Stream,
+        inputs: &[u64],
+        outputs: &[u64],
+        carries: Carries,
+    ) -> Result<ScanInfo> {
+        let arrays = ScanArrays {
+            inputs,
+            outputs,
+            segments: 0,
+            known_arrays: true,
+            known_segments: false,
+            carries,
+        };
+        self.run(stream, &arrays, None)
+    }
+
     /// [`ScanPlan::execute`] on any number of arrays.
     ///
     /// # Safety
