@@ -299,9 +299,9 @@ impl ScanPlan {
         self.run(stream, &arrays, workspace)
     }
 
-    /// [`ScanPlan::execute_carried`] on arrays whose ranges were checked for this plan
-    /// ([`ScanPlan::check_arrays`]) or that scanrt allocated: the driver is not asked
-    /// about them again (a scan across GPUs runs three plans on the same arrays).
+    /// [`ScanPlan::execute_carried`] on arrays and carries whose ranges were checked for
+    /// this plan ([`ScanPlan::check_arrays`]) or that scanrt allocated: the driver is not
+    /// asked about them again (a scan across GPUs runs three plans on the same arrays).
     ///
     /// # Safety
     /// As [`ScanPlan::execute`], and the arrays hold the plan's `n` elements.
