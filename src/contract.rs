@@ -71,6 +71,15 @@ impl StateBytes {
         state
     }
 
+    /// The state's bytes (`MAX_STATE_BYTES` of them, zero-padded past the state).
+    pub fn bytes(&self) -> [u8; MAX_STATE_BYTES as usize] {
+        let mut out = [0u8; MAX_STATE_BYTES as usize];
+        for (chunk, word) in out.chunks_mut(8).zip(self.words) {
+            chunk.copy_from_slice(&word.to_ne_bytes());
+        }
+        out
+    }
+
     /// A built-in type's value, as its bits zero-extended to 64 (`ScanParams::init_bits`).
     pub fn from_bits(bits: u64) -> StateBytes {
         let mut state = StateBytes::default();

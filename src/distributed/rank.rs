@@ -54,7 +54,8 @@ pub(crate) struct RankScan<'a> {
     rank: usize,
     ranks: usize,
     state: usize,
-    /// Every rank's total, then every rank's carry in (device memory, freed in `finish`).
+    /// Every rank's total, then every rank's carry in (device memory, freed in `finish`,
+    /// or when the part is dropped unfinished after an error).
     temp: std::cell::Cell<u64>,
 }
 
@@ -289,9 +290,26 @@ impl<'a> RankScan<'a> {
                 Carries { carry_in, carry_out: 0 },
             )
         });
+        self.release()?;
+        info
+    }
+
+    /// Frees the temporary memory (after the work queued on the stream), if held.
+    fn release(&self) -> Result<()> {
+        let temp = self.temp.replace(0);
+        if temp == 0 {
+            return Ok(());
+        }
         let dev = self.ctx.gpu()?;
         let _current = dev.enter()?;
-        dev.scratch.free(totals, self.stream.raw() as CUstream)?;
-        info
+        // SAFETY: `begin` allocated it on this stream; nothing queued later uses it.
+        unsafe { dev.scratch.free(temp, self.stream.raw() as CUstream) }
+    }
+}
+
+impl Drop for RankScan<'_> {
+    /// A part that failed between `begin` and `finish` still frees its memory.
+    fn drop(&mut self) {
+        let _ = self.release();
     }
 }

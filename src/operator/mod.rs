@@ -36,6 +36,7 @@ pub use glue::compile_operator;
 use crate::array::ArrayView;
 use crate::buffer::Buffer;
 use crate::context::Context;
+use crate::contract::StateBytes;
 use crate::engine::{Engine, GpuEngine};
 use crate::error::{bail, Result};
 use crate::runtime::calls::CallLabel;
@@ -176,7 +177,7 @@ impl OperatorModel for OperatorInner {
         true
     }
 
-    unsafe fn scan_on_host(&self, arrays: &ScanArrays, n: u64, shape: &ScanShape) -> Result<Vec<u8>> {
+    unsafe fn scan_on_host(&self, arrays: &ScanArrays, n: u64, shape: &ScanShape) -> Result<StateBytes> {
         let Some(host) = &self.desc.host else {
             bail!(
                 UnsupportedCombination,
@@ -184,15 +185,8 @@ impl OperatorModel for OperatorInner {
                 self.desc.name
             );
         };
-        Ok(host::scan(
-            &self.desc,
-            host,
-            &self.inputs,
-            &self.outputs,
-            arrays,
-            n,
-            shape,
-        ))
+        let total = host::scan(&self.desc, host, &self.inputs, &self.outputs, arrays, n, shape);
+        Ok(StateBytes::from_bytes(&total))
     }
 }
 

@@ -308,6 +308,7 @@ impl Context {
 
     /// Every scan of views: the layout along the axis, the segment data's type and
     /// length, then a plan executed once.
+    #[allow(clippy::too_many_arguments)]
     fn scan_views(
         &self,
         stream: &Stream,

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use crate::contract::StateBytes;
 use crate::engine::GpuEngine;
 use crate::error::Result;
 use crate::runtime::calls::CallLabel;
@@ -96,13 +97,13 @@ pub(crate) trait OperatorModel: Send + Sync {
     fn kernels(&self, engine: &GpuEngine, shape: &ScanShape, algorithm: Algorithm, n: u64) -> Result<Arc<ScanKernels>>;
     /// Whether its kernels take `contract::OperatorParams` after `ScanParams`.
     fn takes_operator_params(&self) -> bool;
-    /// Runs the scan on the host backend; returns the total state's bytes (what a carry
-    /// out receives).
+    /// Runs the scan on the host backend; returns the total state (what a carry out
+    /// receives: its first `state_bytes()` bytes), without allocating for it.
     ///
     /// # Safety
     /// The arrays passed the plan's checks and hold `n` elements of their layouts (the
     /// segment data as `shape.segments` says).
-    unsafe fn scan_on_host(&self, arrays: &ScanArrays, n: u64, shape: &ScanShape) -> Result<Vec<u8>>;
+    unsafe fn scan_on_host(&self, arrays: &ScanArrays, n: u64, shape: &ScanShape) -> Result<StateBytes>;
 }
 
 /// A built-in operator (`Op`) over its scan's types, a triple `ScanTypes::check`
@@ -161,10 +162,8 @@ impl OperatorModel for BuiltinOperator {
     }
 
     fn identity_bytes(&self) -> Vec<u8> {
-        state_of_bits(
-            self.types.accumulator,
-            crate::scan::host::identity_bits(self.types, self.op),
-        )
+        let bits = crate::scan::host::identity_bits(self.types, self.op);
+        StateBytes::from_bits(bits).bytes()[..self.types.accumulator.size()].to_vec()
     }
 
     fn inputs(&self) -> &[ArrayLayout] {
@@ -195,7 +194,7 @@ impl OperatorModel for BuiltinOperator {
         false
     }
 
-    unsafe fn scan_on_host(&self, arrays: &ScanArrays, n: u64, shape: &ScanShape) -> Result<Vec<u8>> {
+    unsafe fn scan_on_host(&self, arrays: &ScanArrays, n: u64, shape: &ScanShape) -> Result<StateBytes> {
         let req = RawScan {
             input: arrays.inputs[0],
             input_dtype: self.types.input,
@@ -205,14 +204,6 @@ impl OperatorModel for BuiltinOperator {
             segments: arrays.segments,
         };
         let total = crate::scan::host::scan(&req, &self.desc(shape))?;
-        Ok(state_of_bits(self.types.accumulator, total))
-    }
-}
-
-/// The bytes of a value of `dtype` given as its bits zero-extended to 64.
-fn state_of_bits(dtype: DType, bits: u64) -> Vec<u8> {
-    match dtype.size() {
-        4 => (bits as u32).to_ne_bytes().to_vec(),
-        _ => bits.to_ne_bytes().to_vec(),
+        Ok(StateBytes::from_bits(total))
     }
 }

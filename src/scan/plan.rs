@@ -350,7 +350,8 @@ impl ScanPlan {
                 let total = model.scan_on_host(arrays, self.n, &shape)?;
                 if carry_out != 0 {
                     // SAFETY: as above; checked not to overlap the arrays.
-                    std::ptr::copy_nonoverlapping(total.as_ptr(), carry_out as *mut u8, total.len());
+                    let bytes = total.bytes();
+                    std::ptr::copy_nonoverlapping(bytes.as_ptr(), carry_out as *mut u8, model.state_bytes());
                 }
             }
         }

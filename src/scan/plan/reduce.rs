@@ -75,8 +75,8 @@ impl ScanPlan {
                 known_segments: false,
                 carries,
             };
-            let bytes = model.scan_on_host(&arrays, n, &self.shape)?;
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), total as *mut u8, bytes.len());
+            let bytes = model.scan_on_host(&arrays, n, &self.shape)?.bytes();
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), total as *mut u8, state as usize);
             return Ok(());
         };
         if self.algorithm != Algorithm::Matrix {
