@@ -8,11 +8,11 @@ use once_cell::sync::Lazy;
 use parking_lot::Mutex;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use scanrt::{GpuPart, MultiGpu, ScanDesc, Stream};
+use scanrt::{GpuPart, MultiGpu, Stream};
 
 use crate::arrays::{context, stream, ArrayArg};
 use crate::errors::IntoPy;
-use crate::scan::{init_of, op_of};
+use crate::scan::builtin_desc;
 
 /// The ranks over `devices`, made on first use.
 fn ranks(devices: &[i64]) -> PyResult<Arc<MultiGpu>> {
@@ -55,21 +55,7 @@ pub(crate) fn scan_across(
         ));
     }
     let group = ranks(&devices)?;
-    let op = op_of(op)?;
-    let mut desc = if inclusive {
-        ScanDesc::inclusive(op)
-    } else {
-        ScanDesc::exclusive(op)
-    };
-    if reverse {
-        desc = desc.backward();
-    }
-    if deterministic {
-        desc = desc.deterministic();
-    }
-    if let Some(v) = initial {
-        desc.init = Some(init_of(&v, outs[0].dtype()?)?);
-    }
+    let desc = builtin_desc(op, inclusive, reverse, initial, deterministic, outs[0].dtype()?)?;
     let streams: Vec<Stream> = group
         .contexts()
         .iter()

@@ -16,7 +16,7 @@ use scanrt::{
 use crate::arrays::{context, device_of, stream, ArrayArg};
 use crate::errors::IntoPy;
 
-pub(crate) fn op_of(name: &str) -> PyResult<Op> {
+fn op_of(name: &str) -> PyResult<Op> {
     Ok(match name {
         "sum" => Op::Sum,
         "prod" => Op::Product,
@@ -26,8 +26,35 @@ pub(crate) fn op_of(name: &str) -> PyResult<Op> {
     })
 }
 
+/// The descriptor of a built-in scan whose results are `output` values.
+pub(crate) fn builtin_desc(
+    op: &str,
+    inclusive: bool,
+    reverse: bool,
+    initial: Option<Bound<'_, PyAny>>,
+    deterministic: bool,
+    output: DType,
+) -> PyResult<ScanDesc> {
+    let op = op_of(op)?;
+    let mut desc = if inclusive {
+        ScanDesc::inclusive(op)
+    } else {
+        ScanDesc::exclusive(op)
+    };
+    if reverse {
+        desc = desc.backward();
+    }
+    if deterministic {
+        desc = desc.deterministic();
+    }
+    if let Some(v) = initial {
+        desc.init = Some(init_of(&v, output)?);
+    }
+    Ok(desc)
+}
+
 /// The initial value as the output type.
-pub(crate) fn init_of(value: &Bound<'_, PyAny>, dtype: DType) -> PyResult<InitValue> {
+fn init_of(value: &Bound<'_, PyAny>, dtype: DType) -> PyResult<InitValue> {
     Ok(match dtype {
         DType::F32 => InitValue::of(value.extract::<f64>()? as f32),
         DType::F64 => InitValue::of(value.extract::<f64>()?),
@@ -64,21 +91,7 @@ pub(crate) fn scan(
 ) -> PyResult<()> {
     let device = device_of(&[&x, &out])?;
     let ctx = context(device)?;
-    let op = op_of(op)?;
-    let mut desc = if inclusive {
-        ScanDesc::inclusive(op)
-    } else {
-        ScanDesc::exclusive(op)
-    };
-    if reverse {
-        desc = desc.backward();
-    }
-    if deterministic {
-        desc = desc.deterministic();
-    }
-    if let Some(v) = initial {
-        desc.init = Some(init_of(&v, out.dtype()?)?);
-    }
+    let mut desc = builtin_desc(op, inclusive, reverse, initial, deterministic, out.dtype()?)?;
     let s = self::stream(&ctx, device, stream)?;
     // SAFETY: the Python caller keeps the arrays referenced during the call.
     let (input, output) = unsafe { (x.view(false)?, out.view(true)?) };

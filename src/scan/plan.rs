@@ -432,7 +432,7 @@ impl ScanPlan {
         let (model, n, shape) = (self.operator.model(), self.n, &self.shape);
         let Carries { carry_in, carry_out } = arrays.carries;
         let init = shape.init.unwrap_or_default();
-        let mut scan = ScanParams {
+        let scan = ScanParams {
             input: arrays.inputs[0],
             output: arrays.outputs[0],
             heads: segment_param(&shape.segments, arrays.segments),
@@ -443,16 +443,33 @@ impl ScanPlan {
             flags: plan.flags | address_flags(arrays, model, n, shape) | carry_flags(carry_in),
             ..Default::default()
         };
+        self.launch_params(dev, plan, raw_stream, scan, arrays, false, workspace)
+    }
+
+    /// Queues the plan's kernels (all of them, or the reduction alone) with `scan` and, for
+    /// a user-defined operator, its further arrays and initial state from `arrays`.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn launch_params(
+        &self,
+        dev: &GpuDevice,
+        plan: &GpuPlan,
+        raw_stream: CUstream,
+        mut scan: ScanParams,
+        arrays: &ScanArrays,
+        reduce_only: bool,
+        workspace: Option<Workspace>,
+    ) -> Result<()> {
+        let model = self.operator.model();
         let launch = KernelLaunch {
             kernels: &plan.kernels,
             algorithm: self.algorithm,
             tiles: &plan.tiles,
             label: model.label(),
-            n,
-            reduce_only: false,
+            n: self.n,
+            reduce_only,
         };
         // The parameter buffer is what the model's kernels were compiled for, with the
-        // addresses checked above.
+        // addresses checked by the caller.
         if model.takes_operator_params() {
             let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
             let mut params = OperatorLaunch {
@@ -462,7 +479,7 @@ impl ScanPlan {
                     input2: at(arrays.inputs, 2),
                     input3: at(arrays.inputs, 3),
                     output1: at(arrays.outputs, 1),
-                    init,
+                    init: self.shape.init.unwrap_or_default(),
                 },
             };
             launch_kernels(dev, &launch, raw_stream, &mut params, workspace)

@@ -7,10 +7,9 @@ use cudarc::driver::sys::CUstream;
 
 use super::device_arrays::carry_empty_scan;
 use super::{address_flags, ScanPlan};
-use crate::contract::{OperatorLaunch, OperatorParams, ScanParams};
+use crate::contract::ScanParams;
 use crate::engine::Engine;
 use crate::error::{bail, Result};
-use crate::scan::launch::{launch_kernels, KernelLaunch};
 use crate::scan::operator_model::{Carries, ScanArrays};
 use crate::stream::Stream;
 use crate::tables::Algorithm;
@@ -110,7 +109,7 @@ impl ScanPlan {
             known_segments: false,
             carries,
         };
-        let mut scan = ScanParams {
+        let scan = ScanParams {
             input: inputs[0],
             report: dev.faults.device,
             n: n as i64,
@@ -118,29 +117,6 @@ impl ScanPlan {
             flags: plan.flags | address_flags(&arrays, model, n, &self.shape),
             ..Default::default()
         };
-        let launch = KernelLaunch {
-            kernels: &plan.kernels,
-            algorithm: self.algorithm,
-            tiles: &plan.tiles,
-            label: model.label(),
-            n,
-            reduce_only: true,
-        };
-        if model.takes_operator_params() {
-            let at = |i: usize| inputs.get(i).copied().unwrap_or(0);
-            let mut params = OperatorLaunch {
-                scan,
-                operator: OperatorParams {
-                    input1: at(1),
-                    input2: at(2),
-                    input3: at(3),
-                    output1: 0,
-                    init: Default::default(),
-                },
-            };
-            launch_kernels(dev, &launch, raw_stream, &mut params, None)
-        } else {
-            launch_kernels(dev, &launch, raw_stream, &mut scan, None)
-        }
+        self.launch_params(dev, plan, raw_stream, scan, &arrays, true, None)
     }
 }
