@@ -1,7 +1,8 @@
 /* test_arrays: scanrt_array views and scanrt_scan_array: 1-D arrays, rows of row-major
  * matrices along the last axis (and axis -1), segment data, and the refusals (strided
  * layouts and earlier axes not scanned yet, bad shapes, axes, dimensions, struct sizes)
- * with nothing written; carries in memory chaining chunks. Arrays live in scanrt buffers
+ * with nothing written; carries in memory chaining chunks; host arrays scanned through the
+ * GPU in chunks. Arrays live in scanrt buffers
  * (scanrt_buffer_pointer), so the same program runs on the AUTO backend and on the host. */
 #define _POSIX_C_SOURCE 200809L
 
@@ -175,6 +176,41 @@ static void test_carries(scanrt_context *ctx, scanrt_stream *s) {
     free(x), free(got), free(want);
 }
 
+/* A host array scanned through the GPU in chunks (scanrt_scan_host), u32 into u64,
+ * backward and exclusive, with a progress callback. */
+static void count_progress(uint64_t done, uint64_t total, void *user) {
+    uint64_t *last = user;
+    CHECK(done >= last[0] && done <= total, "progress %llu of %llu after %llu", (unsigned long long)done,
+          (unsigned long long)total, (unsigned long long)last[0]);
+    last[0] = done;
+    last[1]++;
+}
+
+static void test_out_of_core(scanrt_context *ctx) {
+    g_phase = "host arrays through the GPU";
+    const size_t n = 3000001;
+    uint32_t *x = malloc(n * 4);
+    uint64_t *got = malloc(n * 8);
+    for (size_t i = 0; i < n; i++) x[i] = (uint32_t)(i * 2654435761u >> 12);
+    scanrt_scan_desc d;
+    scanrt_scan_desc_init(&d);
+    d.inclusive = 0;
+    d.direction = SCANRT_DIRECTION_BACKWARD;
+    uint64_t progress[2] = {0, 0};
+    EXPECT_OK(scanrt_scan_host(ctx, x, SCANRT_DTYPE_U32, got, SCANRT_DTYPE_U64, n, &d, 1000000, count_progress,
+                               progress, NULL));
+    uint64_t running = 0, wrong = 0;
+    for (size_t j = 0; j < n; j++) {
+        const size_t i = n - 1 - j;
+        wrong += got[i] != running;
+        running += x[i];
+    }
+    CHECK(wrong == 0, "%llu wrong elements", (unsigned long long)wrong);
+    CHECK(progress[0] == n && progress[1] >= 1, "progress ended at %llu after %llu calls",
+          (unsigned long long)progress[0], (unsigned long long)progress[1]);
+    free(x), free(got);
+}
+
 static void run(scanrt_context *ctx, int32_t backend) {
     (void)backend;
     scanrt_stream *s = NULL;
@@ -182,6 +218,7 @@ static void run(scanrt_context *ctx, int32_t backend) {
     test_rows(ctx, s);
     test_refusals(ctx, s);
     test_carries(ctx, s);
+    test_out_of_core(ctx);
     scanrt_stream_destroy(s);
 }
 

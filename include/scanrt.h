@@ -436,6 +436,10 @@ typedef struct scanrt_operator_desc {
   void *host_user_data;
 } scanrt_operator_desc;
 
+// Called after each chunk of an out-of-core scan reached host memory: the elements done
+// so far, the array's length, and the caller's `user_data`.
+typedef void (*scanrt_progress_fn)(uint64_t done, uint64_t total, void *user_data);
+
 // What a selection computes. Initialise with `scanrt_select_desc_init`, then set fields.
 typedef struct scanrt_select_desc {
   // `sizeof(scanrt_select_desc)` as the caller compiled it, set by
@@ -784,6 +788,25 @@ scanrt_status scanrt_operator_scan_device_carried(const struct scanrt_operator *
                                                   const void *carry_in,
                                                   void *carry_out,
                                                   struct scanrt_scan_info *info);
+
+// Scans `n` elements of `input` (host memory, `input_dtype`) into `output` (host memory,
+// `output_dtype`; may be `input` itself) through the GPU, in chunks of `chunk` elements
+// (0: 2^26) whose upload, scan and download overlap, the running total carried on the
+// device: arrays larger than the GPU's memory, at the link's speed for page-locked
+// memory (`cudaHostAlloc`, `cudaHostRegister`). Returns when the results are in
+// `output`. `progress` (may be NULL) is called after each chunk. Unsegmented scans; on
+// the host backend, a host scan. `info` may be NULL.
+scanrt_status scanrt_scan_host(const struct scanrt_context *ctx,
+                               const void *input,
+                               int32_t input_dtype,
+                               void *output,
+                               int32_t output_dtype,
+                               uint64_t n,
+                               const struct scanrt_scan_desc *desc,
+                               uint64_t chunk,
+                               scanrt_progress_fn progress,
+                               void *user_data,
+                               struct scanrt_scan_info *info);
 
 // Fills the first `size` bytes of `desc` with the defaults (inclusive sum, no initial
 // value, automatic algorithm, forward, not required deterministic, unsegmented) and sets

@@ -59,6 +59,7 @@ pub use runtime::workspace::POOL_STREAMS as MAX_POOLED_STREAMS;
 pub use scan::api::CarryViews;
 pub use scan::desc::{ScanDesc, Segments};
 pub use scan::operator_model::Carries;
+pub use scan::out_of_core::HostScanOptions;
 pub use scan::plan::{ScanIo, ScanPlan};
 pub use scan::reference::{reference_scan, reference_scan_segmented};
 pub use scan::{RawScan, ScanInfo};

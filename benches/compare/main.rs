@@ -11,6 +11,7 @@
 //!     bench_compare --select       (selections beside CUB: select.rs, bench/run_primitives_bench.sh)
 //!     bench_compare --sort         (radix sorts beside CUB: sort.rs, bench/run_primitives_bench.sh)
 //!     bench_compare --across       (scans across every GPU of the machine: across.rs)
+//!     bench_compare --out-of-core  (a host array scanned through the GPU: out_of_core.rs)
 //!
 //! Built as the cargo bench `compare` (`cargo bench --bench compare -- --quick`);
 //! scripts/stage.sh stages it as stage/bin/bench_compare.
@@ -29,6 +30,7 @@ mod features;
 mod first_call;
 mod latency;
 mod operators;
+mod out_of_core;
 mod select;
 mod sort;
 mod variant;
@@ -141,6 +143,9 @@ fn main() {
     }
     if std::env::args().any(|a| a == "--across") {
         return across::run(&ctx);
+    }
+    if std::env::args().any(|a| a == "--out-of-core") {
+        return out_of_core::run(&ctx);
     }
     let sizes = sizes(quick);
     let max_n = *sizes.iter().max().unwrap();

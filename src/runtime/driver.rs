@@ -265,3 +265,76 @@ pub(crate) unsafe fn fill_async(dst: CUdeviceptr, value: &[u8], stream: CUstream
     }
     Ok(())
 }
+
+/// Copies `bytes` between host memory and device memory on `stream`: asynchronous for
+/// page-locked host memory; pageable memory is staged by the driver at its own speed.
+///
+/// # Safety
+/// `host` holds `bytes` bytes (writable when `to_host`) and stays alive until the copy
+/// completes; `device` is device memory of the current context; `stream` a live stream.
+pub(crate) unsafe fn copy_host_async(
+    host: *mut std::ffi::c_void,
+    device: CUdeviceptr,
+    bytes: usize,
+    to_host: bool,
+    stream: CUstream,
+) -> Result<()> {
+    if to_host {
+        check(
+            sys::cuMemcpyDtoHAsync_v2(host, device, bytes, stream),
+            "cuMemcpyDtoHAsync",
+        )
+    } else {
+        check(
+            sys::cuMemcpyHtoDAsync_v2(device, host, bytes, stream),
+            "cuMemcpyHtoDAsync",
+        )
+    }
+}
+
+/// A CUDA event without timing, to order streams after each other's work.
+pub(crate) struct Event(sys::CUevent);
+
+impl Event {
+    /// A new event of the current context.
+    pub fn new() -> Result<Event> {
+        let mut event = std::ptr::null_mut();
+        // SAFETY: out-pointer to a local.
+        check(
+            unsafe { sys::cuEventCreate(&mut event, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32) },
+            "cuEventCreate",
+        )?;
+        Ok(Event(event))
+    }
+
+    /// Records the work queued on `stream` so far.
+    ///
+    /// # Safety
+    /// `stream` is a live stream of the event's context.
+    pub unsafe fn record(&self, stream: CUstream) -> Result<()> {
+        check(sys::cuEventRecord(self.0, stream), "cuEventRecord")
+    }
+
+    /// Makes `stream` wait for the work last recorded.
+    ///
+    /// # Safety
+    /// As `record`.
+    pub unsafe fn wait_on(&self, stream: CUstream) -> Result<()> {
+        check(sys::cuStreamWaitEvent(stream, self.0, 0), "cuStreamWaitEvent")
+    }
+
+    /// Waits on the host for the work last recorded.
+    pub fn synchronize(&self) -> Result<()> {
+        // SAFETY: the event is alive.
+        check(unsafe { sys::cuEventSynchronize(self.0) }, "cuEventSynchronize")
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        // SAFETY: the event is alive; the driver releases it once recorded work completes.
+        unsafe {
+            sys::cuEventDestroy_v2(self.0);
+        }
+    }
+}

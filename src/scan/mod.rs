@@ -12,6 +12,7 @@ pub(crate) mod host;
 pub(crate) mod kernels;
 pub(crate) mod launch;
 pub(crate) mod operator_model;
+pub(crate) mod out_of_core;
 pub(crate) mod plan;
 pub(crate) mod reference;
 pub(crate) mod tuning;

@@ -1,7 +1,8 @@
 //! Carries in device memory on the GPU: the shared sweep at every kernel's tile
 //! boundary (register-staged, one-wave and bulk-copy single passes, the matrix scan),
 //! chained chunks up to 2^24 + 5 elements, a compute-sanitizer subset, and chained
-//! chunks captured in a CUDA graph and replayed.
+//! chunks captured in a CUDA graph and replayed; host arrays scanned through the GPU in
+//! chunks (out of core).
 
 use scanrt::{ArrayView, Buffer, CarryViews, DType, Op, ScanDesc};
 
@@ -88,5 +89,49 @@ pub(crate) fn chained_carries_in_a_graph() {
             carry.download::<u32>(&stream, 1).unwrap(),
             vec![start.wrapping_add(total)]
         );
+    }
+}
+
+/// Host arrays scanned through the GPU in chunks (`Context::scan_host_array`): u32 into
+/// u64 with an initial value, both directions, inclusive and exclusive, chunk lengths
+/// that leave a partial last chunk or divide the array, and the progress callback.
+pub(crate) fn out_of_core_scans_of_host_arrays() {
+    let ctx = gpu();
+    let mut rng = Rng(0x00C0);
+    eprintln!("out of core: seed {:#x}", rng.0);
+    let n = 10_000_019usize;
+    let input: Vec<u32> = (0..n).map(|_| rng.below(1 << 20) as u32).collect();
+    for chunk in [1_000_003u64, 1 << 20, n as u64, 0] {
+        for backward in [false, true] {
+            for inclusive in [true, false] {
+                let mut desc = ScanDesc {
+                    inclusive,
+                    ..ScanDesc::inclusive(Op::Sum)
+                }
+                .with_init(11u64);
+                if backward {
+                    desc = desc.backward();
+                }
+                let mut output = vec![0u64; n];
+                let mut seen = Vec::new();
+                let mut progress = |done: u64, total: u64| seen.push((done, total));
+                let options = scanrt::HostScanOptions {
+                    chunk,
+                    progress: Some(&mut progress),
+                };
+                ctx.scan_host_array(&input, &mut output, &desc, options).unwrap();
+                let want = scanrt::reference_scan::<u32, u64>(&input, &desc);
+                let first_bad = (0..n).find(|&i| output[i] != want[i]);
+                assert!(
+                    first_bad.is_none(),
+                    "chunk {chunk} backward={backward} inclusive={inclusive}: element {first_bad:?}"
+                );
+                assert!(
+                    seen.windows(2).all(|w| w[0].0 <= w[1].0),
+                    "progress goes forward: {seen:?}"
+                );
+                assert_eq!(seen.last(), Some(&(n as u64, n as u64)));
+            }
+        }
     }
 }

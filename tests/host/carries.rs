@@ -99,3 +99,28 @@ fn bad_carries_are_refused_and_write_nothing() {
     assert_eq!(output.download::<u32>(&stream, 4).unwrap(), vec![7; 4]);
     assert_eq!(carries.download::<u32>(&stream, 3).unwrap(), vec![5, 6, 8]);
 }
+
+#[test]
+fn host_arrays_scan_on_the_host_backend() {
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let input: Vec<u32> = (0..100_003u32).map(|i| i % 97).collect();
+    let mut output = vec![0u64; input.len()];
+    let desc = ScanDesc::exclusive(Op::Sum).with_init(5u64).backward();
+    let mut calls = 0;
+    let mut progress = |done: u64, total: u64| {
+        calls += 1;
+        assert_eq!(done, total);
+    };
+    let options = scanrt::HostScanOptions {
+        chunk: 1000,
+        progress: Some(&mut progress),
+    };
+    ctx.scan_host_array(&input, &mut output, &desc, options).unwrap();
+    assert_eq!(output, scanrt::reference_scan::<u32, u64>(&input, &desc));
+    assert_eq!(calls, 1);
+    let short = &mut output[..10];
+    let err = ctx
+        .scan_host_array(&input, short, &desc, Default::default())
+        .unwrap_err();
+    assert_eq!(err.status, ScanrtStatus::BufferTooSmall);
+}
