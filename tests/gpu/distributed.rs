@@ -249,7 +249,7 @@ pub(crate) fn bad_parts_are_refused_before_any_collective() {
     let stream = ctx.new_stream().unwrap();
     let input = Buffer::from_slice(ctx, &stream, &[1u32, 2, 3]).unwrap();
     let output = Buffer::from_slice(ctx, &stream, &[9u32; 3]).unwrap();
-    let host = vec![9u32; 3]; // not device memory
+    let host = [9u32; 3]; // not device memory
     let view = |b: &Buffer, len: u64| unsafe { ArrayView::contiguous(b.addr(), DType::U32, &[len]).unwrap() };
     let streams: Vec<_> = multi.contexts().iter().map(|c| c.new_stream().unwrap()).collect();
     let empty: Vec<Buffer> = multi
@@ -262,11 +262,7 @@ pub(crate) fn bad_parts_are_refused_before_any_collective() {
             .map(|r| GpuPart {
                 stream: &streams[r],
                 input: if r == 0 { view(&input, 3) } else { view(&empty[r], 0) },
-                output: if r == 0 {
-                    first_output.clone()
-                } else {
-                    view(&empty[r], 0)
-                },
+                output: if r == 0 { first_output } else { view(&empty[r], 0) },
                 total: None,
             })
             .collect()

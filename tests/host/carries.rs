@@ -80,7 +80,7 @@ fn bad_carries_are_refused_and_write_nothing() {
         ),
         (
             "read-only carry out",
-            run(&sum, None, Some(&c1.clone().read_only()), &out_view),
+            run(&sum, None, Some(&c1.read_only()), &out_view),
             ScanrtStatus::InvalidArgument,
         ),
     ];
