@@ -104,6 +104,7 @@ unsafe fn scan_device(
     desc: *const scanrt_scan_desc,
     init: *const c_void,
     workspace: Option<Workspace>,
+    carries: Carries,
     info: *mut scanrt_scan_info,
 ) -> Result<()> {
     let op = &non_null(op, "op")?.inner;
@@ -115,8 +116,10 @@ unsafe fn scan_device(
     let (scan, segments) = scan_from_c(op, desc, init)?;
     // The raw handle is checked with the driver by the scan itself.
     let stream = Stream::borrowed(ctx, cuda_stream, false);
-    // SAFETY: every range is checked with the driver before anything runs.
-    info.write(op.scan_raw(&stream, &inputs, &outputs, n, segments, &scan, workspace)?);
+    // SAFETY: every range, the carries' included, is checked with the driver before
+    // anything runs.
+    let plan = op.plan(n, &scan)?;
+    info.write(plan.execute_carried(&stream, &inputs, &outputs, segments, carries, workspace)?);
     Ok(())
 }
 
@@ -149,6 +152,7 @@ pub unsafe extern "C" fn scanrt_operator_scan_device(
             desc,
             init,
             None,
+            Carries::default(),
             info,
         )
     })
@@ -210,6 +214,7 @@ pub unsafe extern "C" fn scanrt_operator_scan_device_with_workspace(
             desc,
             init,
             Some(workspace),
+            Carries::default(),
             info,
         )
     })
@@ -235,25 +240,24 @@ pub unsafe extern "C" fn scanrt_operator_scan_device_carried(
     carry_out: *mut c_void,
     info: *mut scanrt_scan_info,
 ) -> ScanrtStatus {
+    let carries = Carries {
+        carry_in: carry_in as u64,
+        carry_out: carry_out as u64,
+    };
     boundary(|| {
-        let op = &non_null(op, "op")?.inner;
-        let ctx = op.context();
-        ctx.gpu()?; // device pointers need a GPU context
-        let info = InfoOut::check(info)?;
-        let inputs = addresses(inputs, num_inputs, "inputs")?;
-        let outputs = addresses(outputs as *const *const c_void, num_outputs, "outputs")?;
-        let (scan, segments) = scan_from_c(op, desc, std::ptr::null())?;
-        let stream = Stream::borrowed(ctx, cuda_stream, false);
-        let carries = Carries {
-            carry_in: carry_in as u64,
-            carry_out: carry_out as u64,
-        };
-        // SAFETY: every range, the carries' included, is checked with the driver before
-        // anything runs.
-        info.write(
-            op.plan(n, &scan)?
-                .execute_carried(&stream, &inputs, &outputs, segments, carries, None)?,
-        );
-        Ok(())
+        scan_device(
+            op,
+            cuda_stream,
+            inputs,
+            num_inputs,
+            outputs,
+            num_outputs,
+            n,
+            desc,
+            std::ptr::null(),
+            None,
+            carries,
+            info,
+        )
     })
 }
