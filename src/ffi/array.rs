@@ -122,33 +122,17 @@ pub unsafe extern "C" fn scanrt_scan_array(
     info: *mut scanrt_scan_info,
 ) -> ScanrtStatus {
     boundary(|| {
-        let ctx = &non_null(ctx, "ctx")?.inner;
-        let stream = &non_null(stream, "stream")?.inner;
-        let input = view_of(input, "input")?;
-        let output = view_of(output, "output")?;
-        let info = InfoOut::check(info)?;
-        let c_desc = super::versioned::read_versioned(desc, "desc")?;
-        let desc = desc_from_c(&c_desc, output.dtype())?;
-        let result = if desc.segments.has_data() {
-            let data = c_desc.segment_data as u64;
-            let entries = match desc.segments {
-                Segments::BitFlags => input.len().unwrap_or(0).div_ceil(32),
-                _ => input.len().unwrap_or(0),
-            };
-            let dtype = match desc.segments {
-                Segments::ByteFlags => DType::U8,
-                Segments::Keys(k) => k,
-                _ => DType::U32,
-            };
-            // SAFETY: the caller vouches for host segment data on the host backend; a GPU
-            // context range-checks device memory with the driver.
-            let segments = ArrayView::contiguous(data, dtype, &[entries])?;
-            ctx.scan_array_segmented(stream, &input, &segments, &output, &desc)?
-        } else {
-            ctx.scan_array(stream, &input, &output, axis as isize, &desc)?
-        };
-        info.write(result);
-        Ok(())
+        scan_array(
+            ctx,
+            stream,
+            input,
+            output,
+            axis,
+            std::ptr::null(),
+            std::ptr::null(),
+            desc,
+            info,
+        )
     })
 }
 
@@ -172,32 +156,65 @@ pub unsafe extern "C" fn scanrt_scan_array_carried(
     desc: *const scanrt_scan_desc,
     info: *mut scanrt_scan_info,
 ) -> ScanrtStatus {
-    boundary(|| {
-        let ctx = &non_null(ctx, "ctx")?.inner;
-        let stream = &non_null(stream, "stream")?.inner;
-        let input = view_of(input, "input")?;
-        let output = view_of(output, "output")?;
-        let carry_in = (!carry_in.is_null())
-            .then(|| view_of(carry_in, "carry_in"))
-            .transpose()?;
-        let carry_out = (!carry_out.is_null())
-            .then(|| view_of(carry_out, "carry_out"))
-            .transpose()?;
-        let info = InfoOut::check(info)?;
-        let c_desc = super::versioned::read_versioned(desc, "desc")?;
-        let desc = desc_from_c(&c_desc, output.dtype())?;
-        if desc.segments != Segments::None {
-            bail!(
-                UnsupportedCombination,
-                "carries in memory are for unsegmented scans; desc->segments is {}",
-                desc.segments.c_name()
-            );
-        }
+    boundary(|| scan_array(ctx, stream, input, output, axis, carry_in, carry_out, desc, info))
+}
+
+/// Both scans of arrays: segmented ones (segment data at `desc->segment_data`) take no
+/// carries.
+#[allow(clippy::too_many_arguments)]
+unsafe fn scan_array(
+    ctx: *const scanrt_context,
+    stream: *const scanrt_stream,
+    input: *const scanrt_array,
+    output: *const scanrt_array,
+    axis: i32,
+    carry_in: *const scanrt_array,
+    carry_out: *const scanrt_array,
+    desc: *const scanrt_scan_desc,
+    info: *mut scanrt_scan_info,
+) -> Result<()> {
+    let ctx = &non_null(ctx, "ctx")?.inner;
+    let stream = &non_null(stream, "stream")?.inner;
+    let input = view_of(input, "input")?;
+    let output = view_of(output, "output")?;
+    let carry_in = (!carry_in.is_null())
+        .then(|| view_of(carry_in, "carry_in"))
+        .transpose()?;
+    let carry_out = (!carry_out.is_null())
+        .then(|| view_of(carry_out, "carry_out"))
+        .transpose()?;
+    let info = InfoOut::check(info)?;
+    let c_desc = super::versioned::read_versioned(desc, "desc")?;
+    let desc = desc_from_c(&c_desc, output.dtype())?;
+    let carried = carry_in.is_some() || carry_out.is_some();
+    if carried && desc.segments != Segments::None {
+        bail!(
+            UnsupportedCombination,
+            "carries in memory are for unsegmented scans; desc->segments is {}",
+            desc.segments.c_name()
+        );
+    }
+    let result = if desc.segments.has_data() {
+        let entries = match desc.segments {
+            Segments::BitFlags => input.len().unwrap_or(0).div_ceil(32),
+            _ => input.len().unwrap_or(0),
+        };
+        let dtype = match desc.segments {
+            Segments::ByteFlags => DType::U8,
+            Segments::Keys(k) => k,
+            _ => DType::U32,
+        };
+        // SAFETY: the caller vouches for host segment data on the host backend; a GPU
+        // context range-checks device memory with the driver.
+        let segments = ArrayView::contiguous(c_desc.segment_data as u64, dtype, &[entries])?;
+        ctx.scan_array_segmented(stream, &input, &segments, &output, &desc)?
+    } else {
         let carries = CarryViews {
             carry_in: carry_in.as_ref(),
             carry_out: carry_out.as_ref(),
         };
-        info.write(ctx.scan_array_carried(stream, &input, &output, axis as isize, &desc, &carries)?);
-        Ok(())
-    })
+        ctx.scan_array_carried(stream, &input, &output, axis as isize, &desc, &carries)?
+    };
+    info.write(result);
+    Ok(())
 }

@@ -7,13 +7,12 @@ use std::ffi::c_void;
 use super::array::{scanrt_array, view_of};
 use super::context::scanrt_context;
 use super::operator::{array_list, scanrt_operator};
-use super::operator_scan::{addresses, scan_from_c};
+use super::operator_scan::DeviceCall;
 use super::scan::{desc_from_c, scanrt_scan_desc, scanrt_scan_info, InfoOut};
 use super::stream::scanrt_stream;
 use super::versioned::read_versioned;
 use super::{boundary, non_null, put};
 use crate::distributed::{Communicator, GpuPart, MultiGpu};
-use crate::stream::Stream;
 use crate::tables::ScanrtStatus;
 
 /// This rank's part of a scan across the ranks of the application's NCCL communicator
@@ -74,16 +73,21 @@ pub unsafe extern "C" fn scanrt_operator_scan_across_device(
     info: *mut scanrt_scan_info,
 ) -> ScanrtStatus {
     boundary(|| {
-        let op = &non_null(op, "op")?.inner;
-        let ctx = op.context();
-        ctx.gpu()?;
+        let call = DeviceCall::read(
+            op,
+            cuda_stream,
+            inputs,
+            num_inputs,
+            outputs,
+            num_outputs,
+            desc,
+            init,
+            info,
+        )?;
         let comm = Communicator::from_raw(nccl_comm)?;
-        let info = InfoOut::check(info)?;
-        let inputs = addresses(inputs, num_inputs, "inputs")?;
-        let outputs = addresses(outputs as *const *const c_void, num_outputs, "outputs")?;
-        let (scan, _) = scan_from_c(op, desc, init)?;
-        let stream = Stream::borrowed(ctx, cuda_stream, false);
-        info.write(op.scan_across_raw(&comm, &stream, &inputs, &outputs, n, &scan, total as u64)?);
+        let (op, scan) = (call.op, &call.scan);
+        let done = op.scan_across_raw(&comm, &call.stream, &call.inputs, &call.outputs, n, scan, total as u64)?;
+        call.info.write(done);
         Ok(())
     })
 }

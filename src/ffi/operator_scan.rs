@@ -17,7 +17,7 @@ use crate::stream::Stream;
 use crate::tables::ScanrtStatus;
 
 /// The operator scan a C descriptor and initial state ask for.
-pub(super) unsafe fn scan_from_c(
+unsafe fn scan_from_c(
     op: &Operator,
     desc: *const scanrt_scan_desc,
     init: *const c_void,
@@ -45,7 +45,7 @@ pub(super) unsafe fn scan_from_c(
 }
 
 /// `count` addresses at `p`, as integers.
-pub(super) unsafe fn addresses<T>(p: *const *const T, count: usize, what: &str) -> Result<Vec<u64>> {
+unsafe fn addresses<T>(p: *const *const T, count: usize, what: &str) -> Result<Vec<u64>> {
     Ok(array_list(p, count, what)?.iter().map(|&a| a as u64).collect())
 }
 
@@ -107,20 +107,76 @@ unsafe fn scan_device(
     carries: Carries,
     info: *mut scanrt_scan_info,
 ) -> Result<()> {
-    let op = &non_null(op, "op")?.inner;
-    let ctx = op.context();
-    ctx.gpu()?; // device pointers need a GPU context
-    let info = InfoOut::check(info)?;
-    let inputs = addresses(inputs, num_inputs, "inputs")?;
-    let outputs = addresses(outputs as *const *const c_void, num_outputs, "outputs")?;
-    let (scan, segments) = scan_from_c(op, desc, init)?;
-    // The raw handle is checked with the driver by the scan itself.
-    let stream = Stream::borrowed(ctx, cuda_stream, false);
+    let call = DeviceCall::read(
+        op,
+        cuda_stream,
+        inputs,
+        num_inputs,
+        outputs,
+        num_outputs,
+        desc,
+        init,
+        info,
+    )?;
     // SAFETY: every range, the carries' included, is checked with the driver before
     // anything runs.
-    let plan = op.plan(n, &scan)?;
-    info.write(plan.execute_carried(&stream, &inputs, &outputs, segments, carries, workspace)?);
+    let plan = call.op.plan(n, &call.scan)?;
+    let done = plan.execute_carried(
+        &call.stream,
+        &call.inputs,
+        &call.outputs,
+        call.segments,
+        carries,
+        workspace,
+    )?;
+    call.info.write(done);
     Ok(())
+}
+
+/// The arguments every device-pointer operator scan of the C ABI takes, decoded: the
+/// operator (of a GPU context), the application's stream, the arrays' addresses, the scan
+/// and its segment data, where the report goes.
+pub(super) struct DeviceCall<'a> {
+    pub op: &'a Operator,
+    pub stream: Stream,
+    pub inputs: Vec<u64>,
+    pub outputs: Vec<u64>,
+    pub scan: OperatorScan,
+    pub segments: u64,
+    pub info: InfoOut,
+}
+
+impl<'a> DeviceCall<'a> {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn read(
+        op: *const scanrt_operator,
+        cuda_stream: *mut c_void,
+        inputs: *const *const c_void,
+        num_inputs: usize,
+        outputs: *const *mut c_void,
+        num_outputs: usize,
+        desc: *const scanrt_scan_desc,
+        init: *const c_void,
+        info: *mut scanrt_scan_info,
+    ) -> Result<DeviceCall<'a>> {
+        let op = &non_null(op, "op")?.inner;
+        let ctx = op.context();
+        ctx.gpu()?; // device pointers need a GPU context
+        let info = InfoOut::check(info)?;
+        let inputs = addresses(inputs, num_inputs, "inputs")?;
+        let outputs = addresses(outputs as *const *const c_void, num_outputs, "outputs")?;
+        let (scan, segments) = scan_from_c(op, desc, init)?;
+        Ok(DeviceCall {
+            op,
+            // The raw handle is checked with the driver by the scan itself.
+            stream: Stream::borrowed(ctx, cuda_stream, false),
+            inputs,
+            outputs,
+            scan,
+            segments,
+            info,
+        })
+    }
 }
 
 /// Scans `n` elements of device arrays with operator `op` on the application's
