@@ -91,6 +91,10 @@ typedef enum scanrt_dtype {
   SCANRT_DTYPE_U16 = 8,
   // 16-bit signed integer (sort keys and values, selections).
   SCANRT_DTYPE_I16 = 9,
+  // IEEE-754 binary16, a storage type: scans accumulate it in f32.
+  SCANRT_DTYPE_F16 = 10,
+  // bfloat16 (the high half of a binary32), a storage type: scans accumulate it in f32.
+  SCANRT_DTYPE_BF16 = 11,
 } scanrt_dtype;
 
 // Scan operators. Their definitions, on the device and on the host: `Op::definition`
@@ -310,7 +314,8 @@ typedef union scanrt_value {
   int64_t i64;
   // For `SCANRT_DTYPE_U64` outputs.
   uint64_t u64;
-  // For `SCANRT_DTYPE_F32` outputs.
+  // For `SCANRT_DTYPE_F32` outputs, and `SCANRT_DTYPE_F16` and `_BF16` ones (which
+  // accumulate in f32).
   float f32;
   // For `SCANRT_DTYPE_F64` outputs.
   double f64;
@@ -328,7 +333,8 @@ typedef struct scanrt_scan_desc {
   int32_t inclusive;
   // Nonzero when `init` holds an initial value (else the operator's identity is used).
   int32_t has_init;
-  // The initial value, as the accumulator type (the output type by default).
+  // The initial value, as the accumulator type (by default the output type; f32 for
+  // f16 and bf16 outputs).
   union scanrt_value init;
   // A `scanrt_algorithm` value (`SCANRT_ALGORITHM_AUTO` by default).
   int32_t algorithm;

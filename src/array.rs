@@ -346,6 +346,8 @@ fn dtype_of_dlpack(t: DLDataType) -> Result<DType> {
         (Code::UINT, 64, 1) => DType::U64,
         (Code::FLOAT, 32, 1) => DType::F32,
         (Code::FLOAT, 64, 1) => DType::F64,
+        (Code::FLOAT, 16, 1) => DType::F16,
+        (Code::BFLOAT, 16, 1) => DType::BF16,
         _ => bail!(
             UnsupportedCombination,
             "DLPack type (code {}, {} bits, {} lanes) is not a scanrt element type",

@@ -49,6 +49,8 @@ pub use context::Context;
 #[cfg(feature = "nccl")]
 pub use distributed::{Communicator, GpuPart, MultiGpu};
 pub use error::{Error, Result};
+/// The Rust types of f16 and bf16 elements (`half::f16`, `half::bf16`).
+pub use half;
 pub use operator::{
     compile_operator, HostCombine, HostLoad, HostOperator, HostStore, Operator, OperatorDesc, OperatorScan,
 };

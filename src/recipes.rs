@@ -59,7 +59,7 @@ macro_rules! host_values {
                 type $t = f64;
                 $body
             }
-            DType::U8 | DType::I8 | DType::U16 | DType::I16 => {
+            DType::U8 | DType::I8 | DType::U16 | DType::I16 | DType::F16 | DType::BF16 => {
                 unreachable!("cumulative_extreme refuses 1- and 2-byte types before this")
             }
         }

@@ -77,6 +77,10 @@ c_enums! {
         U16 = 8, "U16", "u16";
         /// 16-bit signed integer (sort keys and values, selections).
         I16 = 9, "I16", "i16";
+        /// IEEE-754 binary16, a storage type: scans accumulate it in f32.
+        F16 = 10, "F16", "f16";
+        /// bfloat16 (the high half of a binary32), a storage type: scans accumulate it in f32.
+        BF16 = 11, "BF16", "bf16";
     }
 
     /// Scan operators. Their definitions, on the device and on the host: `Op::definition`

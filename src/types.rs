@@ -42,6 +42,8 @@ impl DType {
             DType::I8 => (1, Signed, "i8"),
             DType::U16 => (2, Unsigned, "u16"),
             DType::I16 => (2, Signed, "i16"),
+            DType::F16 => (2, Float, "f16"),
+            DType::BF16 => (2, Float, "bf16"),
         };
         DTypeInfo { size, kind, cuda }
     }
@@ -52,6 +54,20 @@ impl DType {
     /// Whether it is a floating-point type.
     pub fn is_float(self) -> bool {
         self.info().kind == NumberKind::Float
+    }
+    /// Whether it is a 16-bit float (f16, bf16): a storage type that scans read into and
+    /// write from an f32 accumulator, never one they compute in.
+    pub fn is_half(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16)
+    }
+    /// The accumulator of a scan written as `self` unless it asks for another: the type
+    /// itself, f32 for the half types.
+    pub fn default_accumulator(self) -> DType {
+        if self.is_half() {
+            DType::F32
+        } else {
+            self
+        }
     }
 }
 
@@ -72,6 +88,7 @@ macro_rules! with_type_pairs {
             (U64, u64, U64, u64)
             (F32, f32, F32, f32) (F32, f32, F64, f64)
             (F64, f64, F64, f64)
+            (F16, $crate::half::f16, F32, f32) (BF16, $crate::half::bf16, F32, f32)
         }
     };
 }
@@ -145,6 +162,14 @@ macro_rules! dispatch_dtype {
                 type $T = f64;
                 $body
             }
+            $crate::DType::F16 => {
+                type $T = $crate::half::f16;
+                $body
+            }
+            $crate::DType::BF16 => {
+                type $T = $crate::half::bf16;
+                $body
+            }
         }
     };
 }
@@ -196,7 +221,7 @@ macro_rules! widen_impls {
         impl $crate::Widen<$ot> for $it {
             #[inline(always)]
             fn widen(self) -> $ot {
-                self as $ot
+                <$ot>::from(self)
             }
         }
     )*};
@@ -206,13 +231,16 @@ with_type_pairs!(widen_impls!());
 /// Calls `$callback!` with the table of accumulators wider than the output: elements are
 /// read as the input type, combined in the accumulator and narrowed when written. Rows:
 /// `(Input, input_rust_type, Accumulator, accumulator_rust_type, Output, output_rust_type)`.
-/// (f32 sums in f64 lose no precision to the length of the scan.)
+/// (f32 sums in f64 lose no precision to the length of the scan; the half types are
+/// storage types, always accumulated in f32.)
 #[doc(hidden)]
 #[macro_export]
 macro_rules! with_narrowing_types {
     ($callback:ident ! $args:tt) => {
         $crate::$callback! { $args
             (F32, f32, F64, f64, F32, f32)
+            (F16, $crate::half::f16, F32, f32, F16, $crate::half::f16)
+            (BF16, $crate::half::bf16, F32, f32, BF16, $crate::half::bf16)
         }
     };
 }
@@ -253,11 +281,11 @@ pub struct ScanTypes {
 
 impl ScanTypes {
     /// The types of a scan of `input` into `output`, accumulating in `accumulator`
-    /// (`None`: the output type).
+    /// (`None`: the output type's [`DType::default_accumulator`]).
     pub fn new(input: DType, output: DType, accumulator: Option<DType>) -> ScanTypes {
         ScanTypes {
             input,
-            accumulator: accumulator.unwrap_or(output),
+            accumulator: accumulator.unwrap_or(output.default_accumulator()),
             output,
         }
     }
@@ -346,19 +374,26 @@ impl<T> Narrow<T> for T {
     }
 }
 
-#[doc(hidden)]
-#[macro_export]
-macro_rules! narrow_impls {
-    (() $(($i:ident, $it:ty, $a:ident, $at:ty, $o:ident, $ot:ty))*) => {$(
-        impl $crate::Narrow<$ot> for $at {
-            #[inline(always)]
-            fn narrow(self) -> $ot {
-                self as $ot
-            }
-        }
-    )*};
+// One conversion per row of `with_narrowing_types!`, each rounding to nearest even (as the
+// kernels' conversions do).
+impl Narrow<f32> for f64 {
+    #[inline(always)]
+    fn narrow(self) -> f32 {
+        self as f32
+    }
 }
-with_narrowing_types!(narrow_impls!());
+impl Narrow<half::f16> for f32 {
+    #[inline(always)]
+    fn narrow(self) -> half::f16 {
+        half::f16::from_f32(self)
+    }
+}
+impl Narrow<half::bf16> for f32 {
+    #[inline(always)]
+    fn narrow(self) -> half::bf16 {
+        half::bf16::from_f32(self)
+    }
+}
 
 /// Checks that `op` is defined on the output type and that `input` can be accumulated in
 /// `output` (a pair of [`TYPE_PAIRS`]).
@@ -367,6 +402,14 @@ pub fn check_types(input: DType, output: DType, op: crate::Op) -> Result<()> {
         bail!(
             UnsupportedCombination,
             "SCANRT_DTYPE_U8 is an input type only; accumulate it into SCANRT_DTYPE_U32, _U64, _I32 or _I64"
+        );
+    }
+    if output.is_half() {
+        bail!(
+            UnsupportedCombination,
+            "{} is a storage type: a scan written as {} accumulates in SCANRT_DTYPE_F32",
+            output.c_name(),
+            output.c_name()
         );
     }
     if matches!(input, DType::I8 | DType::U16 | DType::I16) || matches!(output, DType::I8 | DType::U16 | DType::I16) {
@@ -475,6 +518,8 @@ scalar! {
     u64: U64, |v: u64| v, |b: u64| b;
     f32: F32, |v: f32| v.to_bits() as u64, |b: u64| f32::from_bits(b as u32);
     f64: F64, |v: f64| v.to_bits(), f64::from_bits;
+    half::f16: F16, |v: half::f16| v.to_bits() as u64, |b: u64| half::f16::from_bits(b as u16);
+    half::bf16: BF16, |v: half::bf16| v.to_bits() as u64, |b: u64| half::bf16::from_bits(b as u16);
 }
 
 #[cfg(test)]

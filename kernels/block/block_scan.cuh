@@ -120,21 +120,14 @@ struct BlockMatrixScan {
 };
 
 // Reduction of a tile straight from registers (no shared-memory matrix): each thread folds
-// its loaded items, warps and the block fold the partial results. Fixed association order.
-template <typename Op, typename In, int THREADS, int ITEMS>
-SCANRT_DEVICE typename Op::T block_reduce_tile(const TileRegs<In, THREADS, ITEMS>& regs, long long valid, int mode,
+// its loaded items (`Regs::fold`: plain registers, or a transform's elements), warps and
+// the block fold the partial results. Fixed association order.
+template <typename Op, int THREADS, typename Regs>
+SCANRT_DEVICE typename Op::T block_reduce_tile(const Regs& regs, long long valid, int mode,
                                                typename Op::T* warp_scratch, int tid) {
     typedef typename Op::T Acc;
     const int lane = tid & 31, warp = tid >> 5;
-    Acc acc = Op::identity();
-    if (mode == SCANRT_MODE_PARTIAL) {
-#pragma unroll
-        for (int r = 0; r < ITEMS; ++r)
-            if (r * THREADS + tid < valid) acc = Op::combine(acc, Acc(regs.raw[r]));
-    } else {
-#pragma unroll
-        for (int r = 0; r < ITEMS; ++r) acc = Op::combine(acc, Acc(regs.raw[r]));
-    }
+    Acc acc = regs.template fold<Op>(valid, mode, tid);
     acc = warp_reduce<Op>(acc, lane);
     if (lane == 0) warp_scratch[warp] = acc;
     data_barrier<THREADS>();

@@ -74,6 +74,18 @@ struct TileRegs {
     static_assert(ITEMS % VEC == 0, "ITEMS must be a multiple of the 16-byte vector width");
     In raw[ITEMS];
 
+    // The loaded elements folded in register order, as Op's accumulators (the thread's
+    // part of block_reduce_tile).
+    template <typename Op>
+    SCANRT_DEVICE typename Op::T fold(long long valid, int mode, int tid) const {
+        typedef typename Op::T Acc;
+        Acc acc = Op::identity();
+#pragma unroll
+        for (int r = 0; r < ITEMS; ++r)
+            if (mode != SCANRT_MODE_PARTIAL || r * THREADS + tid < valid) acc = Op::combine(acc, Acc(raw[r]));
+        return acc;
+    }
+
     // Issues the loads of tile elements [0, valid) starting at `src`.
     SCANRT_DEVICE void load(const In* src, long long valid, int mode, int tid) {
         // Types without vectors take the bounds-checked path for whole tiles too.

@@ -132,6 +132,25 @@ struct GatherRegs {
     // Register i, loaded from physical tile offset p.
     SCANRT_DEVICE typename Op::T element(int i, int p) const { return Op::load(first + p, r0[i], r1[i], r2[i], r3[i]); }
 
+    // As TileRegs::fold, each element built by Op::load.
+    template <typename Op_>
+    SCANRT_DEVICE typename Op::T fold(long long valid, int mode, int tid) const {
+        typename Op::T acc = Op::identity();
+        if (mode == SCANRT_MODE_VECTOR) {
+#pragma unroll
+            for (int r = 0; r < ITEMS / VEC; ++r)
+#pragma unroll
+                for (int j = 0; j < VEC; ++j) acc = Op::combine(acc, element(r * VEC + j, (r * THREADS + tid) * VEC + j));
+        } else {
+#pragma unroll
+            for (int r = 0; r < ITEMS; ++r) {
+                const int p = r * THREADS + tid;
+                if (mode != SCANRT_MODE_PARTIAL || p < valid) acc = Op::combine(acc, element(r, p));
+            }
+        }
+        return acc;
+    }
+
     // As TileRegs::stage, each element built by Op::load.
     template <typename Op_, bool REVERSE = false>
     SCANRT_DEVICE void stage(TileMatrix<typename Op::T, THREADS, ITEMS>& m, long long valid, int mode, int tid) const {

@@ -47,7 +47,7 @@ SCANRT_DEVICE void matrix_reduce(Src in, long long n, typename CarryOf<Op, SEGME
     } else {
         // A commutative operator may fold the registers in load order.
         __shared__ Acc warp_scratch[THREADS / 32];
-        Acc total = block_reduce_tile<Op>(regs, valid, mode, warp_scratch, tid);
+        Acc total = block_reduce_tile<Op, THREADS>(regs, valid, mode, warp_scratch, tid);
         if (tid == 0) tile_sums[tile] = total;
     }
 }

@@ -28,6 +28,23 @@ typedef long long          int64_t;
 
 #define SCANRT_DEVICE __device__ __forceinline__
 
+// The half types are storage types: kernels read them into float, compute in float, and
+// round results to nearest even as they write them, with the PTX conversions that
+// cuda_fp16.h and cuda_bf16.h wrap (NVRTC compiles these sources without those headers).
+struct alignas(2) f16 {
+    u16 bits;
+    f16() = default;
+    SCANRT_DEVICE explicit f16(float f) { asm("cvt.rn.f16.f32 %0, %1;" : "=h"(bits) : "f"(f)); }
+    SCANRT_DEVICE operator float() const { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(bits)); return f; }
+};
+struct alignas(2) bf16 {
+    u16 bits;
+    bf16() = default;
+    SCANRT_DEVICE explicit bf16(float f) { asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(bits) : "f"(f)); }
+    // bf16 is the high half of a binary32: widening is exact.
+    SCANRT_DEVICE operator float() const { return __uint_as_float((u32)bits << 16); }
+};
+
 template <typename T> struct Limits;
 template <> struct Limits<i32> { static SCANRT_DEVICE i32 lowest() { return (i32)0x80000000; } static SCANRT_DEVICE i32 highest() { return 0x7fffffff; } };
 template <> struct Limits<u32> { static SCANRT_DEVICE u32 lowest() { return 0u; } static SCANRT_DEVICE u32 highest() { return 0xffffffffu; } };

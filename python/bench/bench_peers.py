@@ -1,7 +1,7 @@
 """scanrt from Python beside PyTorch, CuPy and JAX on the same GPU, in one process: the
 issue's table (cumsum at 2^28 and 2^16, rows of [2^20, 32], cummax and logcumsumexp at
 2^26, the linear recurrence at 2^26 and its forward plus backward) and memcpy of the same
-bytes. Times are medians of CUDA-event pairs around single calls (back-to-back loops for
+bytes (f16 and bf16 cumsums at 2^28 too). Times are medians of CUDA-event pairs around single calls (back-to-back loops for
 the 2^16 per-call time). Prints one line per case: peer time, scanrt time, peer/scanrt,
 and scanrt's fraction of memcpy where it applies.
 
@@ -71,6 +71,12 @@ def main():
     except ImportError:
         pass
     del x
+    for dtype in (torch.float16, torch.bfloat16):
+        h = torch.randn(n, device="cuda").to(dtype)
+        name = str(dtype).replace("torch.", "")
+        line(f"cumsum {name} 2^28", "torch.cumsum", timed(lambda: torch.cumsum(h, 0)),
+             timed(lambda: scanrt.cumsum(h)), 4 * n)
+        del h
     s = torch.randn(1 << 16, device="cuda")
     line("cumsum f32 2^16, back to back, per call", "torch.cumsum", per_call(lambda: torch.cumsum(s, 0)),
          per_call(lambda: scanrt.cumsum(s)))

@@ -167,8 +167,10 @@ def cumsum(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bool = F
     ``total`` to scan a long array chunk after chunk on the device.
     ``deterministic``: bitwise identical float results on every run.
     ``dtype``: the result's (and accumulator's) type; integers narrower than 64 bits sum
-    in int64 (uint32 in uint64) by default, as NumPy and PyTorch do. ``segments``: a bool
-    or uint8 array as long as the 1-D ``x``; each nonzero starts a new sum.
+    in int64 (uint32 in uint64) by default, as NumPy and PyTorch do. float16 and bfloat16
+    are read into float32, summed in float32 and rounded once as each result is written
+    (their ``initial`` and ``total`` arrays are float32). ``segments``: a bool or uint8
+    array as long as the 1-D ``x``; each nonzero starts a new sum.
     """
     return _builtin_scan(x, "sum", axis, exclusive, reverse, initial, deterministic, dtype, out, segments, total)
 

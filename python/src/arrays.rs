@@ -51,6 +51,8 @@ impl ArrayArg {
             "uint64" => DType::U64,
             "float32" => DType::F32,
             "float64" => DType::F64,
+            "float16" => DType::F16,
+            "bfloat16" => DType::BF16,
             other => return Err(PyTypeError::new_err(format!("scanrt does not take {other} arrays yet"))),
         })
     }

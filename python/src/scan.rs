@@ -48,12 +48,12 @@ pub(crate) fn builtin_desc(
         desc = desc.deterministic();
     }
     if let Some(v) = initial {
-        desc.init = Some(init_of(&v, output)?);
+        desc.init = Some(init_of(&v, output.default_accumulator())?);
     }
     Ok(desc)
 }
 
-/// The initial value as the output type.
+/// The initial value as the accumulator type (the output type's default).
 fn init_of(value: &Bound<'_, PyAny>, dtype: DType) -> PyResult<InitValue> {
     Ok(match dtype {
         DType::F32 => InitValue::of(value.extract::<f64>()? as f32),

@@ -55,6 +55,24 @@ def test_numpy_axes_and_initial(axis):
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("reverse", [False, True])
+def test_numpy_float16_accumulates_in_float32(reverse):
+    """Each result is the f32 running sum rounded once to f16: a float16 accumulator
+    would lose the eighths past 2^8."""
+    x = (rng(16).integers(-64, 65, size=(3, 5000)) / 8).astype(np.float16)
+    got = scanrt.cumsum(x, reverse=reverse, initial=0.375)
+    want = seq_scan(x.astype(np.float32), lambda a, b: np.float32(a + b), reverse=reverse,
+                    initial=np.float32(0.375), identity=np.float32(0))
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, want.astype(np.float16))
+    wide = scanrt.cumsum(x, reverse=reverse, dtype="float32")
+    assert wide.dtype == np.float32
+    np.testing.assert_array_equal(wide, seq_scan(x.astype(np.float32), lambda a, b: np.float32(a + b),
+                                                 reverse=reverse, identity=np.float32(0)))
+    with pytest.raises(TypeError):
+        scanrt.cummax(x)
+
+
 def test_numpy_cumprod_cummax_logcumsumexp_recurrence():
     r = rng(3)
     x = r.uniform(0.5, 1.5, size=(3, 200)).astype(np.float64)
@@ -128,8 +146,8 @@ def test_numpy_selections_and_segments():
 
 
 def test_errors_are_python_exceptions():
-    with pytest.raises(TypeError, match="float16"):
-        scanrt.cumsum(np.zeros(4, dtype=np.float16))
+    with pytest.raises(TypeError, match="complex64"):
+        scanrt.cumsum(np.zeros(4, dtype=np.complex64))
     with pytest.raises(ValueError):
         scanrt.linear_recurrence(np.zeros(3), np.zeros(4))
     with pytest.raises(ValueError):
@@ -180,6 +198,27 @@ def test_torch_cumsum_matches_torch(shape, exclusive, reverse):
     want = want.flip(-1) if reverse else want
     assert got.dtype == torch.int64 and got.device == x.device
     assert torch.equal(got, want)
+
+
+@cuda
+@pytest.mark.parametrize("dtype_name", ["float16", "bfloat16"])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_torch_half_types_accumulate_in_float32(dtype_name, reverse):
+    dtype = getattr(torch, dtype_name)
+    g = torch.Generator(device="cuda").manual_seed(SEED)
+    x = (torch.randint(-64, 65, (4, 1 << 18), device="cuda", generator=g) / 8).to(dtype)
+    x[0, 1000] = float("nan")
+    x[1, 7] = float("inf")
+    y = x.flip(-1) if reverse else x
+    want = torch.cumsum(y.float(), -1)
+    want = want.flip(-1) if reverse else want
+    got = scanrt.cumsum(x, reverse=reverse)
+    assert got.dtype == dtype
+    torch.testing.assert_close(got.float(), want.to(dtype).float(), rtol=0, atol=0, equal_nan=True)
+    assert torch.equal(scanrt.cumsum(x, reverse=reverse, dtype="float32").isnan(), want.isnan())
+    x.requires_grad_(True)
+    scanrt.cumsum(x, reverse=reverse).sum().backward()
+    assert x.grad.dtype == dtype
 
 
 @cuda

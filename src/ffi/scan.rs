@@ -30,7 +30,8 @@ pub union scanrt_value {
     pub i64: i64,
     /// For `SCANRT_DTYPE_U64` outputs.
     pub u64: u64,
-    /// For `SCANRT_DTYPE_F32` outputs.
+    /// For `SCANRT_DTYPE_F32` outputs, and `SCANRT_DTYPE_F16` and `_BF16` ones (which
+    /// accumulate in f32).
     pub f32: f32,
     /// For `SCANRT_DTYPE_F64` outputs.
     pub f64: f64,
@@ -50,7 +51,8 @@ pub struct scanrt_scan_desc {
     pub inclusive: i32,
     /// Nonzero when `init` holds an initial value (else the operator's identity is used).
     pub has_init: i32,
-    /// The initial value, as the accumulator type (the output type by default).
+    /// The initial value, as the accumulator type (by default the output type; f32 for
+    /// f16 and bf16 outputs).
     pub init: scanrt_value,
     /// A `scanrt_algorithm` value (`SCANRT_ALGORITHM_AUTO` by default).
     pub algorithm: i32,
@@ -120,7 +122,7 @@ pub(crate) fn desc_from_c(desc: &scanrt_scan_desc, output: DType) -> Result<Scan
         0 => None,
         _ => Some(DType::from_c(desc.accumulator)?),
     };
-    let init_type = accumulator.unwrap_or(output);
+    let init_type = accumulator.unwrap_or(output.default_accumulator());
     // SAFETY: every union member is plain old data; we read the one the accumulator
     // type names.
     let init = (desc.has_init != 0).then(|| unsafe {

@@ -12,7 +12,7 @@ use crate::runtime::device::{GpuDevice, LoadedKernel};
 use crate::runtime::nvrtc::KernelSource;
 use crate::runtime::Memo;
 use crate::scan::desc::ScanDesc;
-use crate::scan::tuning::{small_scan_shape, takes_small_shape, tile_shape, TileShape};
+use crate::scan::tuning::{operator_shape, small_scan_shape, takes_small_shape, tile_shape, TileShape};
 use crate::tables::{Direction, Op, SegmentKind};
 use crate::types::ScanTypes;
 
@@ -91,9 +91,14 @@ impl Specialization {
     /// there is one, the small-scan shape.
     pub fn all_for(arch: i32, types: ScanTypes, desc: &ScanDesc) -> (Specialization, Option<Specialization>) {
         let segmented = desc.segments.kind() != SegmentKind::None;
-        // The tile shape follows the types the kernels hold in registers.
+        // The tile shape follows the types the kernels hold in registers; a converting
+        // read is a transform's, and takes a transform's tiles.
         let (input, accumulator) = (types.input, types.accumulator);
-        let regular = tile_shape(arch, input, accumulator, segmented);
+        let regular = if Self::converts_on_read(types) {
+            operator_shape(arch, accumulator.size(), false, segmented, Self::array_bytes(types))
+        } else {
+            tile_shape(arch, input, accumulator, segmented)
+        };
         let spec = |shape| Specialization {
             types,
             op: desc.op,
@@ -104,16 +109,40 @@ impl Specialization {
         (spec(regular), small_scan_shape(&regular, input, segmented).map(spec))
     }
 
+    /// Whether the kernels read elements through a conversion, as a transform does
+    /// (`Op::load`): the half types, which the kernels hold in f32. Their sets are
+    /// transforms' sets, bulk-copy kernel included.
+    fn converts_on_read(types: ScanTypes) -> bool {
+        types.input.is_half()
+    }
+
+    /// Bytes per element of the bulk-copy kernel's buffers: the accumulator's, or a
+    /// converting read's larger array.
+    fn array_bytes(types: ScanTypes) -> usize {
+        types.input.size().max(types.output.size())
+    }
+
+    /// Bytes per element of the set's bulk-copy buffers.
+    fn buffer_element_bytes(&self) -> usize {
+        if Self::converts_on_read(self.types) {
+            Self::array_bytes(self.types)
+        } else {
+            self.types.accumulator.size()
+        }
+    }
+
     /// Whether the set holds `kind`.
     pub fn has(&self, kind: KernelKind) -> bool {
+        let t = self.types;
+        let converts = Self::converts_on_read(t);
         match kind {
-            // A bulk copy moves bits, so the input must already be the output type.
+            // A bulk copy moves bits: the input must already be the output type, unless
+            // the kernels convert it as a transform's.
             KernelKind::SinglePassBulk => {
-                let t = self.types;
-                self.shape.bulk_buffers > 0 && t.input == t.accumulator && t.accumulator == t.output
+                self.shape.bulk_buffers > 0 && (converts || t.input == t.accumulator && t.accumulator == t.output)
             }
-            // The one-wave kernel writes accumulators.
-            KernelKind::SinglePassWave => self.shape.wave_threads > 0 && !self.types.narrows(),
+            // The one-wave kernel reads and writes accumulators.
+            KernelKind::SinglePassWave => self.shape.wave_threads > 0 && !t.narrows() && !converts,
             _ => true,
         }
     }
@@ -136,6 +165,16 @@ impl Specialization {
         } else {
             ("", "Acc*", "(Acc*)output")
         };
+        // A converting read gathers the input as a transform does, one array.
+        let (load, source_type, source) = if Self::converts_on_read(t) {
+            (
+                "    static SCANRT_DEVICE T load(long long, In x, NoArray, NoArray, NoArray) { return T(x); }\n",
+                "Gather<Op, In, NoArray, NoArray, NoArray>",
+                "Src{(const In*)input, (const NoArray*)0, (const NoArray*)0, (const NoArray*)0, 0}",
+            )
+        } else {
+            ("", "const In*", "(const In*)input")
+        };
         let definitions = format!(
             r#"typedef {i} In;
 typedef {o} Out;
@@ -145,13 +184,13 @@ struct Op {{
     static const bool COMMUTATIVE = true;
     static SCANRT_DEVICE T identity() {{ return {identity}; }}
     static SCANRT_DEVICE T combine(T a, T b) {{ return {combine}; }}
-{narrow}}};
+{load}{narrow}}};
 "#
         );
         let unit = TranslationUnit {
             definitions,
-            source_type: "const In*".into(),
-            source: "(const In*)input".into(),
+            source_type: source_type.into(),
+            source: source.into(),
             destination_type: destination_type.into(),
             destination: destination.into(),
             extra_params: "",
@@ -404,7 +443,7 @@ impl KernelSets {
                 source: spec.source(),
                 kernels: KernelKind::ALL.into_iter().filter(|&k| spec.has(k)).collect(),
             };
-            ScanKernels::load(dev, &[program], spec.shape, spec.types.accumulator.size())
+            ScanKernels::load(dev, &[program], spec.shape, spec.buffer_element_bytes())
         })
     }
 }
@@ -416,7 +455,7 @@ mod tests {
     use crate::types::DType;
 
     /// Kernel sets of every kernel kind compile for sm_90: both directions, segmented or
-    /// not, 4- and 8-byte states, and a user-defined operator's 16-byte state (skipped
+    /// not, 4- and 8-byte states, half types read through a conversion, and a user-defined operator's 16-byte state (skipped
     /// without NVRTC; the whole space compiles in `tests/kernels_compile`).
     #[test]
     fn kernel_sets_of_each_kind_compile() {
@@ -428,6 +467,8 @@ mod tests {
         for (dtype, direction, segments) in [
             (DType::U32, Direction::Forward, crate::scan::desc::Segments::None),
             (DType::F64, Direction::Backward, crate::scan::desc::Segments::ByteFlags),
+            (DType::F16, Direction::Forward, crate::scan::desc::Segments::None),
+            (DType::BF16, Direction::Backward, crate::scan::desc::Segments::ByteFlags),
         ] {
             let desc = ScanDesc {
                 direction,

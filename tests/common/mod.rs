@@ -10,6 +10,7 @@ use scanrt::{
 
 pub mod accumulators;
 pub mod carries;
+pub mod half_types;
 pub mod harness;
 pub mod operator_space;
 pub mod operators;
@@ -125,6 +126,21 @@ impl TestInput for f64 {
         self
     }
 }
+
+/// The half types take the same values, rounded (exactly, for sums and products).
+macro_rules! half_input {
+    ($($t:ty),*) => {$(
+        impl TestInput for $t {
+            fn random(rng: &mut Rng, op: Op) -> Self {
+                <$t>::from_f64(float_value(rng, op))
+            }
+            fn as_f64(self) -> f64 {
+                self.to_f64()
+            }
+        }
+    )*};
+}
+half_input!(scanrt::half::f16, scanrt::half::bf16);
 
 pub trait TestOutput: Accumulator {
     fn as_f64(self) -> f64;

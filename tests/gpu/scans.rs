@@ -249,6 +249,41 @@ pub(crate) fn wide_accumulators_every_algorithm_and_tile_boundary() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// f16 and bf16 data read into f32 and written as their type or f32: both types and
+/// outputs, every operator, algorithm, direction and segment form, in place, NaN and
+/// infinities, at every tile boundary of the kernels that run them (the small-scan,
+/// register-staged and bulk-copy tiles) and past 2^24.
+pub(crate) fn half_types_every_algorithm_and_tile_boundary() {
+    let ctx = gpu();
+    let stream = ctx.new_stream().unwrap();
+    let desc = ScanDesc::inclusive(Op::Sum);
+    let (tile, bulk, wave) = ctx.tile_lengths(DType::F16, DType::F16, &desc).unwrap();
+    assert_eq!(wave, 0, "the one-wave kernel reads no converted elements");
+    assert!(bulk > 0, "half types take the bulk-copy kernel (sm_90)");
+    let (tile, bulk) = (tile as usize, bulk as usize);
+    let sizes = [
+        1,
+        33,
+        3 * tile / 2 + 5, // the small-scan shape's tiles
+        tile - 1,
+        tile,
+        tile + 1,
+        2 * tile + 1,
+        (1 << 16) + 1,
+        1 << 20,
+        600 * bulk + 7, // the bulk-copy kernel's
+    ];
+    let algorithms = [
+        Algorithm::SinglePass,
+        Algorithm::DeterministicSinglePass,
+        Algorithm::Matrix,
+    ];
+    let sweep = crate::common::half_types::sweep_half_types;
+    let mut failures = sweep(ctx, &stream, 0x5CA9_F16, &sizes, &algorithms);
+    failures.extend(sweep(ctx, &stream, 0x5CA9_BF16, &[(1 << 24) + 3], &[Algorithm::Auto]));
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// Typed array views on the GPU: rows of row-major arrays along the last axis (every
 /// row length around the tile boundaries, both directions), device addresses of memory
 /// scanrt did not allocate, and host memory refused with a status.

@@ -176,15 +176,23 @@ fn dlpack_tensors_map_onto_views() {
         let shifted =
             ArrayView::from_dlpack(&tensor(input.as_ptr() as *mut _, &mut one, std::ptr::null_mut(), 48)).unwrap();
         assert_eq!(shifted.addr(), input.as_ptr() as u64 + 48);
-        // Types scanrt does not have are refused by name.
+        // The half types are scanrt's; types scanrt does not have are refused by name.
         let mut half = tensor(input.as_ptr() as *mut _, &mut shape, std::ptr::null_mut(), 0);
-        half.dtype = DLDataType {
-            code: DLDataTypeCode::FLOAT,
-            bits: 16,
-            lanes: 1,
-        };
-        let e = ArrayView::from_dlpack(&half).unwrap_err();
-        assert_eq!(e.status, ScanrtStatus::UnsupportedCombination);
+        for (code, bits, dtype) in [
+            (DLDataTypeCode::FLOAT, 16, Some(DType::F16)),
+            (DLDataTypeCode::BFLOAT, 16, Some(DType::BF16)),
+            (DLDataTypeCode::FLOAT, 8, None),
+            (DLDataTypeCode::COMPLEX, 64, None),
+        ] {
+            half.dtype = DLDataType { code, bits, lanes: 1 };
+            match ArrayView::from_dlpack(&half) {
+                Ok(view) => assert_eq!(Some(view.dtype()), dtype),
+                Err(e) => {
+                    assert_eq!(dtype, None);
+                    assert_eq!(e.status, ScanrtStatus::UnsupportedCombination);
+                }
+            }
+        }
     }
     for r in 0..4 {
         let mut running = i64::MAX;

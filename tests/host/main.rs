@@ -336,6 +336,78 @@ fn accumulators_outside_the_table_are_refused() {
     assert_eq!(output.download::<f32>(&stream, 2).unwrap(), vec![2.0, 4.0]);
 }
 
+/// f16 and bf16 data read into f32 and written as their type or as f32 on the host
+/// backend: every operator, direction, segment form and mode, around the chunk
+/// boundaries, NaN and infinities included.
+#[test]
+fn host_backend_half_types_match_the_f32_reference() {
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let chunk = 1 << 15;
+    let sizes = [0, 1, 2, 31, chunk - 1, chunk, chunk + 1, 3 * chunk + 17];
+    let failures = common::half_types::sweep_half_types(&ctx, &stream, 0xF16, &sizes, &[Algorithm::Auto]);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The half types are storage types: accumulating in them, sorting them and selecting
+/// them are refused with a status that says so.
+#[test]
+fn half_types_are_refused_where_they_are_not_offered() {
+    use scanrt::half::f16;
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let input = Buffer::from_slice(&ctx, &stream, &[f16::ONE; 4]).unwrap();
+    let output = Buffer::new(&ctx, DType::F16, 4).unwrap();
+    let desc = ScanDesc::inclusive(Op::Sum).accumulate_in(DType::F16);
+    let e = ctx.scan(&stream, &input, &output, &desc).unwrap_err();
+    assert_eq!(e.status, ScanrtStatus::UnsupportedCombination, "{}", e.message);
+    assert!(e.message.contains("storage type"), "{}", e.message);
+    // The initial value is an f32, the accumulator's type.
+    let e = ctx
+        .scan(
+            &stream,
+            &input,
+            &output,
+            &ScanDesc::inclusive(Op::Sum).with_init(f16::ONE),
+        )
+        .unwrap_err();
+    assert_eq!(e.status, ScanrtStatus::InvalidArgument, "{}", e.message);
+    ctx.scan(
+        &stream,
+        &input,
+        &output,
+        &ScanDesc::inclusive(Op::Sum).with_init(0.5f32),
+    )
+    .unwrap();
+    assert_eq!(
+        output.download::<f16>(&stream, 4).unwrap(),
+        [1.5f32, 2.5, 3.5, 4.5].map(f16::from_f32).to_vec()
+    );
+    let mut count = Buffer::new(&ctx, DType::U64, 1).unwrap();
+    let mut written = Buffer::new(&ctx, DType::F16, 4).unwrap();
+    let select = scanrt::SelectArrays {
+        input: scanrt::ArrayView::of_buffer(&input),
+        flags: None,
+        output: scanrt::ArrayView::of_buffer_mut(&mut written),
+        rejected: None,
+        lengths: None,
+        num_selected: scanrt::ArrayView::of_buffer_mut(&mut count),
+    };
+    let e = ctx
+        .select(&stream, &select, &scanrt::SelectDesc::new(scanrt::Selection::NonZero))
+        .unwrap_err();
+    assert_eq!(e.status, ScanrtStatus::UnsupportedCombination, "{}", e.message);
+    let sort = scanrt::SortArrays {
+        keys_in: scanrt::ArrayView::of_buffer(&input),
+        keys_out: scanrt::ArrayView::of_buffer_mut(&mut written),
+        values_in: None,
+        values_out: None,
+        temp: None,
+    };
+    let e = ctx.sort(&stream, &sort, &scanrt::SortDesc::ascending()).unwrap_err();
+    assert_eq!(e.status, ScanrtStatus::UnsupportedCombination, "{}", e.message);
+}
+
 /// Selections, partitions and unique on the host backend against the sequential loop.
 #[test]
 fn host_selections_match_the_sequential_loop() {
