@@ -15,9 +15,10 @@
 /* ------------------------------------------------------------------------------------ */
 /* Types, values and the reference scan                                                  */
 
-/* NDTYPES: the element types scans take (the first seven); NALL_DTYPES: every one. */
-enum { NDTYPES = 7, NALL_DTYPES = 10, NOPS = 7 };
-static __attribute__((unused)) const char *dtype_names[NALL_DTYPES] = {"u8", "i32", "u32", "i64", "u64", "f32", "f64", "i8", "u16", "i16"};
+/* NDTYPES: the element types scans take as built-in pairs (the first seven; f16 and bf16
+ * accumulate in f32, test_arrays.c); NALL_DTYPES: every one. */
+enum { NDTYPES = 7, NALL_DTYPES = 12, NOPS = 7 };
+static __attribute__((unused)) const char *dtype_names[NALL_DTYPES] = {"u8", "i32", "u32", "i64", "u64", "f32", "f64", "i8", "u16", "i16", "f16", "bf16"};
 static __attribute__((unused)) const char *op_names[NOPS] = {"sum", "product", "min", "max", "and", "or", "xor"};
 
 static inline size_t dtype_size(int dt) {
@@ -25,7 +26,9 @@ static inline size_t dtype_size(int dt) {
     case SCANRT_DTYPE_U8:
     case SCANRT_DTYPE_I8: return 1;
     case SCANRT_DTYPE_U16:
-    case SCANRT_DTYPE_I16: return 2;
+    case SCANRT_DTYPE_I16:
+    case SCANRT_DTYPE_F16:
+    case SCANRT_DTYPE_BF16: return 2;
     case SCANRT_DTYPE_I32:
     case SCANRT_DTYPE_U32:
     case SCANRT_DTYPE_F32: return 4;

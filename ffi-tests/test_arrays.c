@@ -1,8 +1,8 @@
 /* test_arrays: scanrt_array views and scanrt_scan_array: 1-D arrays, rows of row-major
  * matrices along the last axis (and axis -1), segment data, and the refusals (strided
  * layouts and earlier axes not scanned yet, bad shapes, axes, dimensions, struct sizes)
- * with nothing written; carries in memory chaining chunks; host arrays scanned through the
- * GPU in chunks. Arrays live in scanrt buffers
+ * with nothing written; carries in memory chaining chunks; f16 and bf16 arrays; host arrays
+ * scanned through the GPU in chunks. Arrays live in scanrt buffers
  * (scanrt_buffer_pointer), so the same program runs on the AUTO backend and on the host. */
 #define _POSIX_C_SOURCE 200809L
 
@@ -211,6 +211,78 @@ static void test_out_of_core(scanrt_context *ctx) {
     free(x), free(got);
 }
 
+/* bf16 is the high half of a binary32; rounding keeps the nearest (ties to even) of the
+ * finite values these tests make. */
+static uint16_t bf16_of(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+static float f32_of_bf16(uint16_t h) {
+    const uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+/* f16 bits of a normal value exactly representable (the multiples of 1/8 used here). */
+static uint16_t f16_of_exact(float f) {
+    if (f == 0.0f) return 0;
+    int e;
+    const float m = frexpf(fabsf(f), &e); /* |f| = m * 2^e, m in [0.5, 1) */
+    const uint16_t mantissa = (uint16_t)((m * 2.0f - 1.0f) * 1024.0f);
+    return (uint16_t)((f < 0 ? 0x8000u : 0u) | (uint16_t)(e - 1 + 15) << 10 | mantissa);
+}
+
+/* The half types: bf16 read into f32 and written as bf16, and f16 written as f32, both
+ * directions, from an initial value (an f32: the accumulator's type). */
+static void test_half_types(scanrt_context *ctx, scanrt_stream *s) {
+    g_phase = "half types";
+    const size_t n = 100003;
+    uint16_t *bf = malloc(n * 2), *hf = malloc(n * 2), *got16 = malloc(n * 2);
+    float *x = malloc(n * 4), *got32 = malloc(n * 4);
+    uint64_t state = 0xBF16;
+    for (size_t i = 0; i < n; i++) {
+        x[i] = (float)((int)((state = state * 6364136223846793005ull + 1) >> 57) - 64) / 8.0f;
+        bf[i] = bf16_of(x[i]);
+        hf[i] = f16_of_exact(x[i]);
+    }
+    scanrt_buffer *in_bf = make_buffer(ctx, SCANRT_DTYPE_BF16, n), *in_hf = make_buffer(ctx, SCANRT_DTYPE_F16, n);
+    scanrt_buffer *out_bf = make_buffer(ctx, SCANRT_DTYPE_BF16, n), *out_f32 = make_buffer(ctx, SCANRT_DTYPE_F32, n);
+    EXPECT_OK(scanrt_buffer_upload(in_bf, s, bf, n));
+    EXPECT_OK(scanrt_buffer_upload(in_hf, s, hf, n));
+    const int64_t shape[1] = {(int64_t)n};
+    for (int backward = 0; backward < 2; backward++) {
+        scanrt_scan_desc d;
+        scanrt_scan_desc_init(&d);
+        d.direction = backward;
+        d.has_init = 1;
+        d.init.f32 = 0.375f;
+        scanrt_array a = array_of(in_bf, SCANRT_DTYPE_BF16, 1, shape, NULL);
+        scanrt_array b = array_of(out_bf, SCANRT_DTYPE_BF16, 1, shape, NULL);
+        EXPECT_OK(scanrt_scan_array(ctx, s, &a, &b, 0, &d, NULL));
+        a = array_of(in_hf, SCANRT_DTYPE_F16, 1, shape, NULL);
+        b = array_of(out_f32, SCANRT_DTYPE_F32, 1, shape, NULL);
+        EXPECT_OK(scanrt_scan_array(ctx, s, &a, &b, 0, &d, NULL));
+        EXPECT_OK(scanrt_buffer_download(out_bf, s, got16, n));
+        EXPECT_OK(scanrt_buffer_download(out_f32, s, got32, n));
+        /* Sums of eighths below 2^20 are exact in f32: one rounding, as each is written. */
+        float running = 0.375f;
+        size_t wrong16 = 0, wrong32 = 0;
+        for (size_t j = 0; j < n; j++) {
+            const size_t i = backward ? n - 1 - j : j;
+            running += x[i];
+            wrong16 += got16[i] != bf16_of(running);
+            wrong32 += got32[i] != running;
+        }
+        CHECK(wrong16 == 0 && wrong32 == 0, "%s: %zu wrong bf16 sums, %zu wrong f16 -> f32 sums (first %g, want %g)",
+              backward ? "backward" : "forward", wrong16, wrong32, (double)f32_of_bf16(got16[0]),
+              (double)f32_of_bf16(bf16_of(backward ? running : 0.375f + x[0])));
+    }
+    scanrt_buffer_destroy(in_bf), scanrt_buffer_destroy(in_hf);
+    scanrt_buffer_destroy(out_bf), scanrt_buffer_destroy(out_f32);
+    free(bf), free(hf), free(got16), free(x), free(got32);
+}
+
 static void run(scanrt_context *ctx, int32_t backend) {
     (void)backend;
     scanrt_stream *s = NULL;
@@ -218,6 +290,7 @@ static void run(scanrt_context *ctx, int32_t backend) {
     test_rows(ctx, s);
     test_refusals(ctx, s);
     test_carries(ctx, s);
+    test_half_types(ctx, s);
     test_out_of_core(ctx);
     scanrt_stream_destroy(s);
 }
