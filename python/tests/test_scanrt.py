@@ -346,8 +346,10 @@ def test_torch_sort_argsort_and_compile_and_graphs():
 
 @cuda
 def test_torch_errors():
-    with pytest.raises(TypeError, match="float16"):
-        scanrt.cumsum(torch.zeros(4, device="cuda", dtype=torch.float16))
+    with pytest.raises(TypeError, match="complex64"):
+        scanrt.cumsum(torch.zeros(4, device="cuda", dtype=torch.complex64))
+    with pytest.raises(TypeError):
+        scanrt.cummax(torch.zeros(4, device="cuda", dtype=torch.float16))
     with pytest.raises(ValueError, match="one device|device"):
         scanrt.linear_recurrence(torch.zeros(4, device="cuda", dtype=torch.float64), torch.zeros(4, dtype=torch.float64))
 

@@ -140,7 +140,7 @@ pub(crate) fn edge_sizes(tile: usize, bulk_tile: usize, wave_tile: usize) -> [us
         bulk_tile + 1,
         (1 << 16) - 1,
         (1 << 16) + 1,
-        9 * wave_tile - 1,
+        9 * if wave_tile > 0 { wave_tile } else { tile } - 1, // sets without a one-wave kernel: 9 tiles
         3 * (1 << 19) + 1,
     ]
 }
