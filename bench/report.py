@@ -10,7 +10,7 @@ import csv
 import sys
 from collections import defaultdict
 
-SIZE = {"u32": 4, "f32": 4, "u64": 8, "f64": 8}
+SIZE = {"u32": 4, "f32": 4, "u64": 8, "f64": 8, "f16": 2, "bf16": 2}
 
 
 def load(path):

@@ -154,8 +154,11 @@ fn main() {
         ("f32", DType::F32),
         ("u64", DType::U64),
         ("f64", DType::F64),
+        ("f16", DType::F16),
+        ("bf16", DType::BF16),
     ] {
-        if quick && dtype != DType::U32 && dtype != DType::F32 {
+        // The quick sweep: the 4-byte types and the half types (f32 accumulators).
+        if quick && matches!(dtype, DType::U64 | DType::F64) {
             continue;
         }
         let src = Buffer::new(&ctx, dtype, max_n).unwrap();
@@ -281,6 +284,8 @@ pub(crate) fn fill(src: &Buffer, dtype: DType, n: u64) {
                 DType::U32 => v.to_le_bytes().to_vec(),
                 DType::F32 => (v as f32).to_le_bytes().to_vec(),
                 DType::U64 => (v as u64).to_le_bytes().to_vec(),
+                DType::F16 => scanrt::half::f16::from_f32(v as f32).to_le_bytes().to_vec(),
+                DType::BF16 => scanrt::half::bf16::from_f32(v as f32).to_le_bytes().to_vec(),
                 _ => (v as f64).to_le_bytes().to_vec(),
             }
         })
