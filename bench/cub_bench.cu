@@ -132,13 +132,31 @@ static void bench_by_key(cudaStream_t s) {
     CHECK(cub::DeviceScan::InclusiveSumByKey(nullptr, temp_bytes, keys, in, out, max_n, cuda::std::equal_to<>{}, s));
     void* temp;
     CHECK(cudaMalloc(&temp, temp_bytes));
-    for (size_t n : {size_t(1) << 20, size_t(1) << 24, size_t(1) << 28}) {
+    const size_t sizes[] = {size_t(1) << 20, size_t(1) << 24, size_t(1) << 28};
+    auto run = [&](const char* label, size_t n) {
         int reps = n <= (1u << 22) ? 200 : (n <= (1u << 27) ? 30 : 10);
         double us = median_us([&] {
             size_t tb = temp_bytes;
             CHECK(cub::DeviceScan::InclusiveSumByKey(temp, tb, keys, in, out, n, cuda::std::equal_to<>{}, s));
         }, reps, s);
-        std::printf("cub_by_key,u32,%zu,%.3f\n", n, us);
+        std::printf("%s,u32,%zu,%.3f\n", label, n, us);
+    };
+    for (size_t n : sizes) run("cub_by_key", n);
+    // The segments of scanrt's offsets benchmark (benches/compare/features.rs: lengths 1 to
+    // 10^4 from the same generator), as keys: CUB 3.0 (CUDA 13.0) has no scan by offsets
+    // (DeviceSegmentedScan came with CCCL 3.3).
+    for (size_t n : sizes) {
+        std::vector<unsigned> host(n);
+        unsigned long long state = 0x0FF5E7ull;
+        size_t at = 0;
+        for (unsigned segment = 0; at < n; segment++) {
+            state = state * 6364136223846793005ull + 1442695040888963407ull;
+            const size_t len = 1 + (state >> 33) % 10000;
+            for (size_t i = at; i < at + len && i < n; i++) host[i] = segment;
+            at += len;
+        }
+        CHECK(cudaMemcpy(keys, host.data(), n * 4, cudaMemcpyHostToDevice));
+        run("cub_by_key_offsets", n);
     }
     CHECK(cudaFree(temp));
     CHECK(cudaFree(keys));

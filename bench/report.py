@@ -32,6 +32,8 @@ def features(rows):
         size = SIZE[dtype]
         if impl.startswith("scanrt_seg_bits"):
             moved = 2 * n * size + n / 8
+        elif impl.startswith("scanrt_seg_offsets"):
+            moved = 2 * n * size + 4 * (n / 5000.5 + 1)  # values in and out, the u32 offsets
         elif impl.startswith("scanrt_seg"):
             moved = 2 * n * size + n  # values in and out, one flag byte each
         elif "by_key" in impl:
@@ -53,7 +55,11 @@ def features(rows):
             fwd = rows.get(("scanrt_seg_bytes", dtype, n))
             if fwd:
                 note = f"backward/forward throughput {fwd / us:.3f}"
-        if impl.startswith("scanrt_seg") or impl == "scanrt_by_key":
+        if impl == "scanrt_seg_offsets":
+            cub = rows.get(("cub_by_key_offsets", dtype, n))
+            if cub:
+                note += f"CUB InclusiveSumByKey on the same segments / scanrt time {cub / us:.2f}"
+        elif impl.startswith("scanrt_seg") or impl == "scanrt_by_key":
             cub = rows.get(("cub_by_key", dtype, n))
             if cub:
                 note += ("; " if note else "") + f"CUB InclusiveSumByKey / scanrt time {cub / us:.2f}"

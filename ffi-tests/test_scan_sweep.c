@@ -198,7 +198,7 @@ static void reference_segmented(const int32_t *in, const uint8_t *starts, size_t
 /* Runs one i32 sum through scanrt_scan; `data` is the segment buffer (or NULL). */
 static void segmented_case(scanrt_context *ctx, scanrt_stream *s, int backend, const char *what, const int32_t *values,
                            size_t n, const uint8_t *starts, scanrt_buffer *data, int segments, int key_dtype,
-                           int backward, int inclusive, int32_t init) {
+                           uint64_t num_offsets, int backward, int inclusive, int32_t init) {
     int32_t *want = xmalloc(n * 4), *got = xmalloc(n * 4);
     reference_segmented(values, segments == SCANRT_SEGMENTS_NONE ? NULL : starts, n, backward, inclusive, init, want);
     scanrt_buffer *in = make_buffer(ctx, SCANRT_DTYPE_I32, n), *out = make_buffer(ctx, SCANRT_DTYPE_I32, n);
@@ -210,6 +210,7 @@ static void segmented_case(scanrt_context *ctx, scanrt_stream *s, int backend, c
     d.direction = backward ? SCANRT_DIRECTION_BACKWARD : SCANRT_DIRECTION_FORWARD;
     d.segments = segments;
     d.key_dtype = key_dtype;
+    d.num_offsets = num_offsets;
     if (data) EXPECT_OK(scanrt_buffer_pointer(data, (void **)&d.segment_data));
     scanrt_scan_info info = {sizeof(scanrt_scan_info), -1, -1, -1, 0};
     EXPECT_OK(scanrt_buffer_upload(in, s, values, n));
@@ -254,6 +255,12 @@ static void test_segmented_backward_deterministic(scanrt_context *ctx, int backe
     uint32_t *bits = calloc((n + 31) / 32, 4);
     uint32_t *keys32 = xmalloc(n * 4);
     int64_t *keys64 = xmalloc(n * 8);
+    /* Offsets: 0, every start (twice now and then: an empty segment), n, and entries that
+     * start nothing (past n; -1 as i64). */
+    uint32_t *offsets32 = xmalloc((2 * n + 4) * 4);
+    int64_t *offsets64 = xmalloc((2 * n + 4) * 8);
+    size_t num_offsets = 0;
+    offsets32[num_offsets++] = 0;
     uint64_t rng = 42;
     uint32_t key = 7;
     for (size_t i = 0; i < n; i++) {
@@ -262,23 +269,38 @@ static void test_segmented_backward_deterministic(scanrt_context *ctx, int backe
         if (starts[i]) bits[i / 32] |= 1u << (i % 32), key += 1 + (uint32_t)(splitmix64(&rng) % 3);
         keys32[i] = key;
         keys64[i] = -(int64_t)key * 1000003;
+        if (starts[i] && i > 0) {
+            offsets32[num_offsets++] = (uint32_t)i;
+            if (splitmix64(&rng) % 8 == 0) offsets32[num_offsets++] = (uint32_t)i;
+        }
     }
+    offsets32[num_offsets++] = (uint32_t)n;
+    offsets32[num_offsets++] = (uint32_t)n + 5;
+    for (size_t i = 0; i < num_offsets; i++) offsets64[i] = offsets32[i];
+    offsets64[num_offsets] = -1;
     scanrt_buffer *byte_buf = make_buffer(ctx, SCANRT_DTYPE_U8, n), *bit_buf = make_buffer(ctx, SCANRT_DTYPE_U32, (n + 31) / 32);
     scanrt_buffer *k32 = make_buffer(ctx, SCANRT_DTYPE_U32, n), *k64 = make_buffer(ctx, SCANRT_DTYPE_I64, n);
     EXPECT_OK(scanrt_buffer_upload(byte_buf, s, starts, n));
     EXPECT_OK(scanrt_buffer_upload(bit_buf, s, bits, (n + 31) / 32));
     EXPECT_OK(scanrt_buffer_upload(k32, s, keys32, n));
     EXPECT_OK(scanrt_buffer_upload(k64, s, keys64, n));
+    scanrt_buffer *o32 = make_buffer(ctx, SCANRT_DTYPE_U32, num_offsets);
+    scanrt_buffer *o64 = make_buffer(ctx, SCANRT_DTYPE_I64, num_offsets + 1);
+    EXPECT_OK(scanrt_buffer_upload(o32, s, offsets32, num_offsets));
+    EXPECT_OK(scanrt_buffer_upload(o64, s, offsets64, num_offsets + 1));
     struct {
         const char *name;
         scanrt_buffer *data;
         int segments, key_dtype;
+        uint64_t num_offsets;
     } forms[] = {
-        {"unsegmented", NULL, SCANRT_SEGMENTS_NONE, 0},
-        {"byte flags", byte_buf, SCANRT_SEGMENTS_BYTE_FLAGS, 0},
-        {"bit flags", bit_buf, SCANRT_SEGMENTS_BIT_FLAGS, 0},
-        {"u32 keys", k32, SCANRT_SEGMENTS_KEYS, SCANRT_DTYPE_U32},
-        {"i64 keys", k64, SCANRT_SEGMENTS_KEYS, SCANRT_DTYPE_I64},
+        {"unsegmented", NULL, SCANRT_SEGMENTS_NONE, 0, 0},
+        {"byte flags", byte_buf, SCANRT_SEGMENTS_BYTE_FLAGS, 0, 0},
+        {"bit flags", bit_buf, SCANRT_SEGMENTS_BIT_FLAGS, 0, 0},
+        {"u32 keys", k32, SCANRT_SEGMENTS_KEYS, SCANRT_DTYPE_U32, 0},
+        {"i64 keys", k64, SCANRT_SEGMENTS_KEYS, SCANRT_DTYPE_I64, 0},
+        {"u32 offsets", o32, SCANRT_SEGMENTS_OFFSETS, SCANRT_DTYPE_U32, num_offsets},
+        {"i64 offsets", o64, SCANRT_SEGMENTS_OFFSETS, SCANRT_DTYPE_I64, num_offsets + 1},
     };
     for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++)
         for (int backward = 0; backward < 2; backward++)
@@ -287,12 +309,13 @@ static void test_segmented_backward_deterministic(scanrt_context *ctx, int backe
                 snprintf(what, sizeof what, "%s %s %s", forms[f].name, backward ? "backward" : "forward",
                          inclusive ? "inclusive" : "exclusive");
                 segmented_case(ctx, s, backend, what, values, n, starts, forms[f].data, forms[f].segments,
-                               forms[f].key_dtype, backward, inclusive, 3);
+                               forms[f].key_dtype, forms[f].num_offsets, backward, inclusive, 3);
             }
     scanrt_buffer *seed_flags = make_buffer(ctx, SCANRT_DTYPE_U8, 7);
     EXPECT_OK(scanrt_buffer_upload(seed_flags, s, flags, 7));
-    segmented_case(ctx, s, backend, "seed 004 C", a, 7, flags, NULL, SCANRT_SEGMENTS_NONE, 0, 1, 0, 0);
-    segmented_case(ctx, s, backend, "seed 004 segmented C", a, 7, flags, seed_flags, SCANRT_SEGMENTS_BYTE_FLAGS, 0, 1, 0, 0);
+    segmented_case(ctx, s, backend, "seed 004 C", a, 7, flags, NULL, SCANRT_SEGMENTS_NONE, 0, 0, 1, 0, 0);
+    segmented_case(ctx, s, backend, "seed 004 segmented C", a, 7, flags, seed_flags, SCANRT_SEGMENTS_BYTE_FLAGS, 0, 0,
+                   1, 0, 0);
     scanrt_buffer_destroy(seed_flags);
 
     /* Bad segment descriptions: a specific status, nothing written. */
@@ -348,9 +371,10 @@ static void test_segmented_backward_deterministic(scanrt_context *ctx, int backe
     }
     for (int r = -1; r <= 5; r++) CHECK(scanrt_choice_reason_string(r)[0] != '\0', "empty reason string for %d", r);
 
-    scanrt_buffer *all[] = {byte_buf, bit_buf, k32, k64, in, out, fin, fout};
+    scanrt_buffer *all[] = {byte_buf, bit_buf, k32, k64, o32, o64, in, out, fin, fout};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) scanrt_buffer_destroy(all[i]);
-    free(values), free(starts), free(bits), free(keys32), free(keys64), free(fv), free(r1), free(r2);
+    free(values), free(starts), free(bits), free(keys32), free(keys64), free(offsets32), free(offsets64);
+    free(fv), free(r1), free(r2);
     scanrt_stream_destroy(s);
 }
 

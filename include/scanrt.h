@@ -183,6 +183,10 @@ typedef enum scanrt_segments {
   // Rows of `row_length` elements each (a batch of equal-length sequences);
   // `segment_data` must be NULL.
   SCANRT_SEGMENTS_ROWS = 4,
+  // Offsets (a CSR array of `num_offsets` entries of type `key_dtype`: u32, i32,
+  // u64 or i64): segment i is [offsets[i], offsets[i+1]); each offset below n starts
+  // a segment, repeated ones (empty segments) too, larger and negative ones nothing.
+  SCANRT_SEGMENTS_OFFSETS = 5,
 } scanrt_segments;
 
 // Which elements a selection keeps, or a partition puts first (`scanrt_select_desc.rule`).
@@ -346,10 +350,12 @@ typedef struct scanrt_scan_desc {
   int32_t deterministic;
   // A `scanrt_segments` value (`SCANRT_SEGMENTS_NONE` by default).
   int32_t segments;
-  // The key type (a `scanrt_dtype`) when `segments` is `SCANRT_SEGMENTS_KEYS`.
+  // The type (a `scanrt_dtype`) of the keys when `segments` is `SCANRT_SEGMENTS_KEYS`,
+  // of the offsets when it is `SCANRT_SEGMENTS_OFFSETS`.
   int32_t key_dtype;
-  // Flags or keys of a segmented scan: device memory on a GPU context (host memory on
-  // the host backend), at least as many entries as the scan has elements.
+  // Flags, keys or offsets of a segmented scan: device memory on a GPU context (host
+  // memory on the host backend); flags and keys have at least as many entries as the
+  // scan has elements, offsets `num_offsets`.
   const void *segment_data;
   // The row length when `segments` is `SCANRT_SEGMENTS_ROWS` (since 0.4).
   uint64_t row_length;
@@ -359,6 +365,9 @@ typedef struct scanrt_scan_desc {
   // A `scanrt_dtype` wider than the output, each result narrowed as it is written
   // (`SCANRT_DTYPE_F64` for `SCANRT_DTYPE_F32` data and results).
   int32_t accumulator;
+  // The number of offsets when `segments` is `SCANRT_SEGMENTS_OFFSETS` (the segments
+  // and one, as a CSR array holds).
+  uint64_t num_offsets;
 } scanrt_scan_desc;
 
 // What a scan call did (optional out parameter of the scan functions). Initialise with

@@ -1,5 +1,5 @@
 //! The scans beside the inclusive sum at 2^20, 2^24 and 2^28: backward, deterministic and
-//! segmented (byte and bit flags, keys, the matrix algorithm).
+//! segmented (byte and bit flags, keys, offsets, the matrix algorithm).
 
 use scanrt::{Algorithm, Buffer, Context, DType, Op, RawScan, ScanDesc, Segments, Stream};
 
@@ -64,7 +64,8 @@ pub fn run(ctx: &Context, stream: &Stream, timer: &Timer) {
             }
         }
     }
-    // Segmented u32 sums: segments of 1024 elements as flags, packed bits and keys.
+    // Segmented u32 sums: segments of 1024 elements as flags, packed bits and keys; and
+    // segments of 1 to 10^4 elements by offsets.
     let src = Buffer::new(ctx, DType::U32, max_n).unwrap();
     let dst = Buffer::new(ctx, DType::U32, max_n).unwrap();
     fill(&src, DType::U32, max_n);
@@ -74,12 +75,12 @@ pub fn run(ctx: &Context, stream: &Stream, timer: &Timer) {
     let flags = Buffer::from_slice(ctx, stream, &flags).unwrap();
     let bits = Buffer::from_slice(ctx, stream, &bits).unwrap();
     let keys = Buffer::from_slice(ctx, stream, &keys).unwrap();
+    let sum = ScanDesc::inclusive(Op::Sum);
     for &n in &sizes {
         let seg = |data: &Buffer| RawScan {
             segments: data.addr(),
             ..RawScan::new(src.addr(), DType::U32, dst.addr(), DType::U32, n)
         };
-        let sum = ScanDesc::inclusive(Op::Sum);
         for (label, data, desc) in [
             ("scanrt_seg_bytes", &flags, sum.segmented(Segments::ByteFlags)),
             (
@@ -97,5 +98,22 @@ pub fn run(ctx: &Context, stream: &Stream, timer: &Timer) {
         ] {
             time(label, "u32", n, &seg(data), &desc);
         }
+        // Offsets (CSR) of segments whose lengths are drawn from 1 to 10^4.
+        let mut offsets = vec![0u32];
+        let mut state = 0x0FF5E7u64;
+        while *offsets.last().unwrap() < n as u32 {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let len = 1 + (state >> 33) % 10_000;
+            offsets.push((*offsets.last().unwrap() as u64 + len).min(n) as u32);
+        }
+        let count = offsets.len() as u64;
+        let offsets = Buffer::from_slice(ctx, stream, &offsets).unwrap();
+        let desc = sum.segmented(Segments::Offsets {
+            dtype: DType::U32,
+            count,
+        });
+        time("scanrt_seg_offsets", "u32", n, &seg(&offsets), &desc);
     }
 }

@@ -40,6 +40,8 @@ __all__ = [
 ]
 
 # The accumulator NumPy and PyTorch give integer cumulative sums and products.
+# The accumulator of the half types (their carries in arrays have this type).
+_ACCUMULATED = {"float16": "float32", "bfloat16": "float32"}
 _WIDENED = {"bool": "int64", "uint8": "int64", "int8": "int64", "int16": "int64", "int32": "int64", "uint32": "uint64"}
 
 
@@ -58,11 +60,14 @@ def _is_array(v: Any) -> bool:
 
 
 def _builtin_scan(x: Any, op: str, axis: int, exclusive: bool, reverse: bool, initial: Any,
-                  deterministic: bool, dtype: Optional[str], out: Any, segments: Any = None, total: Any = None) -> Any:
+                  deterministic: bool, dtype: Optional[str], out: Any, segments: Any = None, total: Any = None,
+                  offsets: Any = None) -> Any:
     if _is_array(initial) or total is not None:
+        if offsets is not None:
+            raise TypeError("carries in arrays are for unsegmented scans")
         return _carried_scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype, out, segments, total)
-    if segments is not None:
-        return _segmented_scan(x, op, exclusive, reverse, initial, deterministic, dtype, out, segments)
+    if segments is not None or offsets is not None:
+        return _segmented_scan(x, op, exclusive, reverse, initial, deterministic, dtype, out, segments, offsets)
     if _arrays.is_torch(x):
         if _torch_autograd(x):
             from . import _torch
@@ -90,9 +95,10 @@ def _carried_scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype
         raise TypeError("a scan with carries in arrays is not differentiable; detach the input")
     in_type = _arrays.describe_dtype(x)
     out_type = dtype or (_WIDENED.get(in_type, in_type) if op in ("sum", "prod") else in_type)
+    carry_type = _ACCUMULATED.get(out_type, out_type)
     for name, c in (("initial", initial), ("total", total)):
-        if _is_array(c) and (_arrays.describe_dtype(c) != out_type or _size(c) != 1):
-            raise TypeError(f"{name} is a one-element {out_type} array (the result's type)")
+        if _is_array(c) and (_arrays.describe_dtype(c) != carry_type or _size(c) != 1):
+            raise TypeError(f"{name} is a one-element {carry_type} array (the accumulator's type)")
     result = _arrays.empty(x, x.shape, out_type)
     carry_in = _arrays.describe(initial) if _is_array(initial) else None
     carry_out = _arrays.describe(total) if total is not None else None
@@ -109,16 +115,26 @@ def _size(a: Any) -> int:
     return n
 
 
-def _segmented_scan(x, op, exclusive, reverse, initial, deterministic, dtype, out, segments):
+def _segmented_scan(x, op, exclusive, reverse, initial, deterministic, dtype, out, segments, offsets):
     _one_d(x)
-    _one_d(segments)
-    if segments.shape[0] != x.shape[0] or _arrays.describe_dtype(segments) not in ("bool", "uint8"):
-        raise ValueError("segments are a bool or uint8 array as long as the data (nonzero starts a segment)")
+    if segments is not None and offsets is not None:
+        raise TypeError("give segments as flags or as offsets, not both")
+    if segments is not None:
+        _one_d(segments)
+        if segments.shape[0] != x.shape[0] or _arrays.describe_dtype(segments) not in ("bool", "uint8"):
+            raise ValueError("segments are a bool or uint8 array as long as the data (nonzero starts a segment)")
+    else:
+        _one_d(offsets)
+        if _arrays.describe_dtype(offsets) not in ("int32", "int64", "uint32", "uint64"):
+            raise TypeError("offsets are a 1-D int32, int64, uint32 or uint64 array")
     in_type = _arrays.describe_dtype(x)
     out_type = dtype or (_WIDENED.get(in_type, in_type) if op in ("sum", "prod") else in_type)
     result = _arrays.empty(x, x.shape, out_type)
-    _run([x, segments], lambda s: _scanrt.scan(_arrays.describe(x), _arrays.describe(result), op, not exclusive,
-                                               reverse, initial, deterministic, s, _arrays.describe(segments)))
+    flags = None if segments is None else _arrays.describe(segments)
+    starts = None if offsets is None else _arrays.describe(offsets)
+    data = segments if segments is not None else offsets
+    _run([x, data], lambda s: _scanrt.scan(_arrays.describe(x), _arrays.describe(result), op, not exclusive,
+                                           reverse, initial, deterministic, s, flags, None, None, starts))
     return _finish(result, 0, out)
 
 
@@ -156,7 +172,7 @@ def _torch_autograd(x: Any) -> bool:
 
 def cumsum(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bool = False, initial: Any = None,
            deterministic: bool = False, dtype: Optional[str] = None, out: Any = None, segments: Any = None,
-           total: Any = None) -> Any:
+           total: Any = None, offsets: Any = None) -> Any:
     """Cumulative sum along ``axis``.
 
     ``exclusive``: element i sums the elements before i (the first is ``initial``, or 0).
@@ -170,16 +186,21 @@ def cumsum(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bool = F
     in int64 (uint32 in uint64) by default, as NumPy and PyTorch do. float16 and bfloat16
     are read into float32, summed in float32 and rounded once as each result is written
     (their ``initial`` and ``total`` arrays are float32). ``segments``: a bool or uint8
-    array as long as the 1-D ``x``; each nonzero starts a new sum.
+    array as long as the 1-D ``x``; each nonzero starts a new sum. ``offsets``: segments
+    as a CSR array of the 1-D ``x`` (int32, int64, uint32 or uint64; segment i is
+    ``x[offsets[i]:offsets[i+1]]``, empty ones allowed): each offset below ``len(x)``
+    starts a new sum, larger and negative ones nothing.
     """
-    return _builtin_scan(x, "sum", axis, exclusive, reverse, initial, deterministic, dtype, out, segments, total)
+    return _builtin_scan(x, "sum", axis, exclusive, reverse, initial, deterministic, dtype, out, segments, total,
+                         offsets)
 
 
 def cumprod(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bool = False, initial: Any = None,
             deterministic: bool = False, dtype: Optional[str] = None, out: Any = None, segments: Any = None,
-            total: Any = None) -> Any:
+            total: Any = None, offsets: Any = None) -> Any:
     """Cumulative product along ``axis`` (integers wrap); arguments as :func:`cumsum`."""
-    return _builtin_scan(x, "prod", axis, exclusive, reverse, initial, deterministic, dtype, out, segments, total)
+    return _builtin_scan(x, "prod", axis, exclusive, reverse, initial, deterministic, dtype, out, segments, total,
+                         offsets)
 
 
 def scan_across(chunks: Sequence[Any], op: str = "sum", *, exclusive: bool = False, reverse: bool = False,

@@ -11,7 +11,8 @@ class ScanrtError(RuntimeError):
 
 def scan(x: Description, out: Description, op: str, inclusive: bool, reverse: bool, initial: Any,
          deterministic: bool, stream: int, segments: Optional[Description] = None,
-         carry_in: Optional[Description] = None, carry_out: Optional[Description] = None) -> None: ...
+         carry_in: Optional[Description] = None, carry_out: Optional[Description] = None,
+         offsets: Optional[Description] = None) -> None: ...
 def scan_across(chunks: Sequence[Description], outs: Sequence[Description], op: str, inclusive: bool, reverse: bool,
                 initial: Any, deterministic: bool, streams: Sequence[int],
                 totals: Optional[Sequence[Description]] = None) -> None: ...

@@ -69,11 +69,12 @@ fn init_of(value: &Bound<'_, PyAny>, dtype: DType) -> PyResult<InitValue> {
 /// Scans `x` along its last axis into `out` (the same shape, the output type) with a
 /// built-in operator, on `stream` of the arrays' device.
 /// With `segments` (1-D arrays only): a segmented scan, a new segment starting at each
-/// nonzero byte of `segments` (uint8 or bool). `carry_in` (instead of `initial`) and
+/// nonzero byte of `segments` (uint8 or bool); with `offsets`, at each offset below the
+/// length (a CSR array of int32, int64, uint32 or uint64 offsets). `carry_in` (instead of `initial`) and
 /// `carry_out`: one-element arrays of the output type on the same device, the initial
 /// value read from memory and the total written there (unsegmented 1-D scans).
 #[pyfunction]
-#[pyo3(signature = (x, out, op, inclusive, reverse, initial, deterministic, stream, segments=None, carry_in=None, carry_out=None))]
+#[pyo3(signature = (x, out, op, inclusive, reverse, initial, deterministic, stream, segments=None, carry_in=None, carry_out=None, offsets=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn scan(
     py: Python<'_>,
@@ -88,6 +89,7 @@ pub(crate) fn scan(
     segments: Option<ArrayArg>,
     carry_in: Option<ArrayArg>,
     carry_out: Option<ArrayArg>,
+    offsets: Option<ArrayArg>,
 ) -> PyResult<()> {
     let device = device_of(&[&x, &out])?;
     let ctx = context(device)?;
@@ -111,13 +113,25 @@ pub(crate) fn scan(
             .py_err()
             .map(|_| ());
     }
+    let segments = match (segments, offsets) {
+        (Some(flags), _) => Some((flags, Segments::ByteFlags)),
+        (None, Some(offsets)) => {
+            let count = offsets.shape.iter().product();
+            let kind = Segments::Offsets {
+                dtype: offsets.dtype()?,
+                count,
+            };
+            Some((offsets, kind))
+        }
+        (None, None) => None,
+    };
     match segments {
-        Some(flags) => {
-            device_of(&[&x, &flags])?;
-            desc = desc.segmented(Segments::ByteFlags);
+        Some((data, kind)) => {
+            device_of(&[&x, &data])?;
+            desc = desc.segmented(kind);
             // SAFETY: as above.
-            let flags = unsafe { flags.view(false)? };
-            py.allow_threads(|| ctx.scan_array_segmented(&s, &input, &flags, &output, &desc))
+            let data = unsafe { data.view(false)? };
+            py.allow_threads(|| ctx.scan_array_segmented(&s, &input, &data, &output, &desc))
         }
         None => py.allow_threads(|| ctx.scan_array(&s, &input, &output, -1, &desc)),
     }

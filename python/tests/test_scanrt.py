@@ -145,6 +145,25 @@ def test_numpy_selections_and_segments():
     _selections_match(np, np.asarray, np.asarray)
 
 
+@pytest.mark.parametrize("offset_type", ["int32", "int64", "uint32", "uint64"])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_numpy_segments_by_offsets(offset_type, reverse):
+    r = rng(36)
+    x = r.integers(-50, 50, size=20000).astype(np.int64)
+    lengths = r.integers(0, 300, size=200)  # empty segments too
+    offsets = np.concatenate([[0], np.minimum(np.cumsum(lengths), x.size), [x.size]]).astype(offset_type)
+    got = scanrt.cumsum(x, reverse=reverse, offsets=offsets)
+    want = np.empty_like(x)
+    bounds = sorted(set(int(o) for o in offsets) | {0, x.size})
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        part = x[a:b][::-1] if reverse else x[a:b]
+        run = np.cumsum(part)
+        want[a:b] = run[::-1] if reverse else run
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(TypeError):
+        scanrt.cumsum(x, offsets=offsets.astype(np.float32))
+
+
 def test_errors_are_python_exceptions():
     with pytest.raises(TypeError, match="complex64"):
         scanrt.cumsum(np.zeros(4, dtype=np.complex64))
@@ -219,6 +238,24 @@ def test_torch_half_types_accumulate_in_float32(dtype_name, reverse):
     x.requires_grad_(True)
     scanrt.cumsum(x, reverse=reverse).sum().backward()
     assert x.grad.dtype == dtype
+
+
+@cuda
+def test_torch_segments_by_offsets():
+    g = torch.Generator(device="cuda").manual_seed(SEED)
+    x = torch.randint(-100, 100, (1 << 22,), device="cuda", generator=g, dtype=torch.int32)
+    lengths = torch.randint(0, 10_000, (1000,), device="cuda", generator=g)
+    offsets = torch.cat([torch.zeros(1, device="cuda", dtype=torch.int64), lengths.cumsum(0).clamp(max=x.numel())])
+    got = scanrt.cumsum(x, offsets=offsets)
+    segment = torch.zeros(x.numel(), device="cuda", dtype=torch.int64)
+    segment.index_put_((offsets[1:][offsets[1:] < x.numel()],), torch.ones(1, device="cuda", dtype=torch.int64),
+                       accumulate=False)
+    ids = segment.cumsum(0)
+    want = torch.cumsum(x.long(), 0)
+    starts = torch.zeros(int(ids[-1]) + 1, device="cuda", dtype=torch.int64).index_reduce_(
+        0, ids, torch.arange(x.numel(), device="cuda"), "amin", include_self=False)
+    base = torch.where(starts > 0, want[(starts - 1).clamp(min=0)], torch.zeros_like(starts))
+    torch.testing.assert_close(got, want - base[ids], rtol=0, atol=0)
 
 
 @cuda

@@ -64,10 +64,12 @@ pub struct scanrt_scan_desc {
     pub deterministic: i32,
     /// A `scanrt_segments` value (`SCANRT_SEGMENTS_NONE` by default).
     pub segments: i32,
-    /// The key type (a `scanrt_dtype`) when `segments` is `SCANRT_SEGMENTS_KEYS`.
+    /// The type (a `scanrt_dtype`) of the keys when `segments` is `SCANRT_SEGMENTS_KEYS`,
+    /// of the offsets when it is `SCANRT_SEGMENTS_OFFSETS`.
     pub key_dtype: i32,
-    /// Flags or keys of a segmented scan: device memory on a GPU context (host memory on
-    /// the host backend), at least as many entries as the scan has elements.
+    /// Flags, keys or offsets of a segmented scan: device memory on a GPU context (host
+    /// memory on the host backend); flags and keys have at least as many entries as the
+    /// scan has elements, offsets `num_offsets`.
     pub segment_data: *const c_void,
     /// The row length when `segments` is `SCANRT_SEGMENTS_ROWS` (since 0.4).
     pub row_length: u64,
@@ -77,6 +79,9 @@ pub struct scanrt_scan_desc {
     /// A `scanrt_dtype` wider than the output, each result narrowed as it is written
     /// (`SCANRT_DTYPE_F64` for `SCANRT_DTYPE_F32` data and results).
     pub accumulator: i32,
+    /// The number of offsets when `segments` is `SCANRT_SEGMENTS_OFFSETS` (the segments
+    /// and one, as a CSR array holds).
+    pub num_offsets: u64,
 }
 
 /// What a scan call did (optional out parameter of the scan functions). Initialise with
@@ -110,6 +115,10 @@ pub(crate) fn traversal_from_c(desc: &scanrt_scan_desc) -> Result<(Algorithm, Di
     let direction = Direction::from_c(desc.direction)?;
     let segments = match SegmentKind::from_c(desc.segments)? {
         SegmentKind::Keys => Segments::Keys(DType::from_c(desc.key_dtype)?),
+        SegmentKind::Offsets => Segments::Offsets {
+            dtype: DType::from_c(desc.key_dtype)?,
+            count: desc.num_offsets,
+        },
         kind => Segments::of_kind(kind, DType::U32, desc.row_length),
     };
     Ok((algorithm, direction, segments))
@@ -166,6 +175,7 @@ impl Default for scanrt_scan_desc {
             row_length: 0,
             has_accumulator: 0,
             accumulator: DType::F64 as i32,
+            num_offsets: 0,
         }
     }
 }

@@ -125,18 +125,28 @@ pub(crate) fn kernel_programs(
     );
     let groups: &[&[KernelKind]] = if matrix {
         // A scan of one tile runs the single pass whatever the algorithm.
-        &[&[SinglePass, MatrixReduce, MatrixScanSums, MatrixScanTiles]]
+        &[&[
+            SinglePass,
+            SegmentOffsets,
+            MatrixReduce,
+            MatrixScanSums,
+            MatrixScanTiles,
+        ]]
     } else if desc.plain_arrays() {
-        &[&[SinglePass], &[SinglePassBulk], &[SinglePassWave]]
+        &[&[SinglePass, SegmentOffsets], &[SinglePassBulk], &[SinglePassWave]]
     } else {
         // The one-wave kernel scans plain arrays only.
-        &[&[SinglePass], &[SinglePassBulk]]
+        &[&[SinglePass, SegmentOffsets], &[SinglePassBulk]]
     };
     let programs = groups
         .iter()
         .filter_map(|&kernels| {
             let unit = desc.unit(kernels);
-            let kernels: Vec<KernelKind> = kernels.iter().copied().filter(|&k| unit.has(k, &shape)).collect();
+            let kernels: Vec<KernelKind> = kernels
+                .iter()
+                .copied()
+                .filter(|&k| unit.has(k, &shape, segmented))
+                .collect();
             let name = format!(
                 "operator {} {direction:?} segmented={segmented} {kernels:?} {shape:?}",
                 desc.name

@@ -3,7 +3,7 @@
 
 use crate::operator::desc::{HostOperator, OperatorDesc};
 use crate::scan::desc::ScanShape;
-use crate::scan::host::{Heads, Walk};
+use crate::scan::host::{HostHeads, Walk};
 use crate::scan::operator_model::{ArrayLayout, ScanArrays};
 use crate::tables::Direction;
 
@@ -25,13 +25,12 @@ pub(crate) unsafe fn scan(
 ) -> Vec<u8> {
     let n = n as usize;
     let size = desc.state_size;
+    // SAFETY: the plan validated the segment data for its shape and n.
+    let heads = unsafe { HostHeads::new(arrays.segments, shape.segments, n) };
     let walk = Walk {
         n,
         backward: shape.direction == Direction::Backward,
-        heads: Heads {
-            data: arrays.segments as usize,
-            kind: shape.segments,
-        },
+        heads: heads.heads,
     };
     let init = match &shape.init {
         Some(state) => state.words.iter().flat_map(|w| w.to_ne_bytes()).take(size).collect(),

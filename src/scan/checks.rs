@@ -229,6 +229,7 @@ pub(crate) fn check_segment_view(segments: &ArrayView, kind: Segments, n: u64) -
         Segments::ByteFlags => (DType::U8, n),
         Segments::BitFlags => (DType::U32, n.div_ceil(32)),
         Segments::Keys(k) => (k, n),
+        Segments::Offsets { dtype, count } => (dtype, count),
         Segments::Rows(_) => bail!(
             InvalidArgument,
             "rows have no segment data: scan them with a descriptor with Segments::Rows alone"
@@ -250,7 +251,7 @@ pub(crate) fn check_segment_view(segments: &ArrayView, kind: Segments, n: u64) -
     if len < needed {
         bail!(
             BufferTooSmall,
-            "{} for {n} elements need {needed} entries but the segment data holds {len}",
+            "{} of {n} elements need {needed} entries but the segment data holds {len}",
             kind.c_name()
         );
     }

@@ -22,6 +22,16 @@ pub enum Segments {
     Keys(DType),
     /// Rows of this many elements (a batch of equal-length sequences); no segment data.
     Rows(u64),
+    /// Segments by offsets, a CSR array of `count` offsets of type `dtype` (u32, i32, u64,
+    /// i64): segment i is `[offsets[i], offsets[i+1])`. Each offset below n starts a
+    /// segment (element 0 always starts one); repeated offsets are empty segments; offsets
+    /// at or past n, and negative ones, start nothing.
+    Offsets {
+        /// The offsets' type.
+        dtype: DType,
+        /// How many offsets (the segments and one).
+        count: u64,
+    },
 }
 
 impl Segments {
@@ -33,17 +43,22 @@ impl Segments {
             Segments::BitFlags => SegmentKind::BitFlags,
             Segments::Keys(_) => SegmentKind::Keys,
             Segments::Rows(_) => SegmentKind::Rows,
+            Segments::Offsets { .. } => SegmentKind::Offsets,
         }
     }
-    /// The form of `kind`, with `key` the key type of `SegmentKind::Keys` and
-    /// `row_length` the length of `SegmentKind::Rows`.
-    pub fn of_kind(kind: SegmentKind, key: DType, row_length: u64) -> Segments {
+    /// The form of `kind`, with `key` the type of keys or offsets and `length` the row
+    /// length of `SegmentKind::Rows` or the number of offsets of `SegmentKind::Offsets`.
+    pub fn of_kind(kind: SegmentKind, key: DType, length: u64) -> Segments {
         match kind {
             SegmentKind::None => Segments::None,
             SegmentKind::ByteFlags => Segments::ByteFlags,
             SegmentKind::BitFlags => Segments::BitFlags,
             SegmentKind::Keys => Segments::Keys(key),
-            SegmentKind::Rows => Segments::Rows(row_length),
+            SegmentKind::Rows => Segments::Rows(length),
+            SegmentKind::Offsets => Segments::Offsets {
+                dtype: key,
+                count: length,
+            },
         }
     }
     /// Whether the segments come as data beside the input (flags or keys).
@@ -57,20 +72,24 @@ impl Segments {
             Segments::ByteFlags => Some(n),
             Segments::BitFlags => n.div_ceil(32).checked_mul(4),
             Segments::Keys(k) => n.checked_mul(k.size() as u64),
+            Segments::Offsets { dtype, count } => count.checked_mul(dtype.size() as u64),
         }
     }
     pub(crate) fn check(self) -> Result<()> {
         if self == Segments::Rows(0) {
             bail!(InvalidArgument, "rows of length 0: a row length is at least 1");
         }
-        if let Segments::Keys(k) = self {
-            if !matches!(k, DType::I32 | DType::U32 | DType::I64 | DType::U64) {
-                bail!(
-                    UnsupportedCombination,
-                    "keys of type {} are not supported; use u32, i32, u64 or i64 keys",
-                    k.c_name()
-                );
-            }
+        let (what, t) = match self {
+            Segments::Keys(k) => ("keys", k),
+            Segments::Offsets { dtype, .. } => ("offsets", dtype),
+            _ => return Ok(()),
+        };
+        if !matches!(t, DType::I32 | DType::U32 | DType::I64 | DType::U64) {
+            bail!(
+                UnsupportedCombination,
+                "{what} of type {} are not supported; use u32, i32, u64 or i64 {what}",
+                t.c_name()
+            );
         }
         Ok(())
     }
@@ -79,6 +98,7 @@ impl Segments {
         match self {
             Segments::Keys(k) => format!("{} of {}", self.kind().c_name(), k.c_name()),
             Segments::Rows(len) => format!("{} of {len}", self.kind().c_name()),
+            Segments::Offsets { dtype, count } => format!("{} ({count} of {})", self.kind().c_name(), dtype.c_name()),
             _ => self.kind().c_name().into(),
         }
     }
@@ -87,7 +107,7 @@ impl Segments {
         match self {
             Segments::None | Segments::ByteFlags | Segments::Rows(_) => 1,
             Segments::BitFlags => 4,
-            Segments::Keys(k) => k.size() as u64,
+            Segments::Keys(k) | Segments::Offsets { dtype: k, .. } => k.size() as u64,
         }
     }
 }

@@ -46,13 +46,11 @@ const CHUNK: usize = 1 << 15;
 pub(crate) unsafe fn scan(req: &RawScan, desc: &ScanDesc) -> Result<u64> {
     let types = desc.types(req.input_dtype, req.output_dtype);
     let init_bits = desc.init_bits(types.accumulator)?;
+    let heads = HostHeads::new(req.segments, desc.segments, req.n as usize);
     let walk = Walk {
         n: req.n as usize,
         backward: desc.direction == Direction::Backward,
-        heads: Heads {
-            data: req.segments as usize,
-            kind: desc.segments,
-        },
+        heads: heads.heads,
     };
     let inclusive = desc.inclusive;
     dispatch_scan_types!(types, |I, A, O| {
@@ -111,6 +109,49 @@ impl Heads {
             Segments::Keys(DType::I32 | DType::U32) => key::<u32>(self.data, p),
             Segments::Keys(_) => key::<u64>(self.data, p),
             Segments::Rows(len) => (p as u64).is_multiple_of(len),
+            Segments::Offsets { .. } => unreachable!("offsets are read as bit flags (HostHeads)"),
+        }
+    }
+}
+
+/// A scan's segment data as the host walks it: offsets become bit flags first, which
+/// this keeps alive.
+pub(crate) struct HostHeads {
+    pub heads: Heads,
+    _bits: Vec<u32>,
+}
+
+impl HostHeads {
+    /// # Safety
+    /// `data` is the validated segment data of `kind` for `n` elements.
+    pub unsafe fn new(data: u64, kind: Segments, n: usize) -> HostHeads {
+        let Segments::Offsets { dtype, count } = kind else {
+            return HostHeads {
+                heads: Heads {
+                    data: data as usize,
+                    kind,
+                },
+                _bits: Vec::new(),
+            };
+        };
+        let mut bits = vec![0u32; n.div_ceil(32)];
+        for i in 0..count as usize {
+            // As the kernels read them: negative offsets start nothing.
+            let at = match dtype {
+                DType::U32 => *(data as *const u32).add(i) as u64,
+                DType::I32 => u64::try_from(*(data as *const i32).add(i)).unwrap_or(u64::MAX),
+                _ => *(data as *const u64).add(i),
+            };
+            if at < n as u64 {
+                bits[at as usize / 32] |= 1 << (at % 32);
+            }
+        }
+        HostHeads {
+            heads: Heads {
+                data: bits.as_ptr() as usize,
+                kind: Segments::BitFlags,
+            },
+            _bits: bits,
         }
     }
 }

@@ -30,16 +30,20 @@ pub(crate) enum KernelKind {
     MatrixReduce,
     MatrixScanSums,
     MatrixScanTiles,
+    /// Segments given by offsets become the bit flags the scans read (segmented sets;
+    /// `SegmentOffsetsParams`).
+    SegmentOffsets,
 }
 
 impl KernelKind {
-    pub(crate) const ALL: [KernelKind; 6] = [
+    pub(crate) const ALL: [KernelKind; 7] = [
         KernelKind::SinglePass,
         KernelKind::SinglePassBulk,
         KernelKind::SinglePassWave,
         KernelKind::MatrixReduce,
         KernelKind::MatrixScanSums,
         KernelKind::MatrixScanTiles,
+        KernelKind::SegmentOffsets,
     ];
 
     /// Threads per block and dynamic shared memory of the kernel in a set of `shape`.
@@ -48,6 +52,7 @@ impl KernelKind {
             KernelKind::SinglePass => (s.single_pass_block(), 0),
             KernelKind::SinglePassBulk => (s.single_pass_block(), s.bulk_shared_bytes(buffer_element_bytes)),
             KernelKind::SinglePassWave => (s.wave_threads, 0),
+            KernelKind::SegmentOffsets => (256, 0),
             _ => (s.threads, 0),
         }
     }
@@ -61,6 +66,7 @@ impl KernelKind {
             KernelKind::MatrixReduce => "scanrt_matrix_reduce",
             KernelKind::MatrixScanSums => "scanrt_matrix_scan_sums",
             KernelKind::MatrixScanTiles => "scanrt_matrix_scan_tiles",
+            KernelKind::SegmentOffsets => "scanrt_segment_offsets",
         }
     }
 }
@@ -143,6 +149,7 @@ impl Specialization {
             }
             // The one-wave kernel reads and writes accumulators.
             KernelKind::SinglePassWave => self.shape.wave_threads > 0 && !t.narrows() && !converts,
+            KernelKind::SegmentOffsets => self.segmented,
             _ => true,
         }
     }
@@ -231,12 +238,13 @@ pub(crate) struct TranslationUnit {
 }
 
 impl TranslationUnit {
-    /// Whether the unit compiled for `shape` holds `kind`.
-    pub fn has(&self, kind: KernelKind, shape: &TileShape) -> bool {
+    /// Whether the unit compiled for `shape`, segmented or not, holds `kind`.
+    pub fn has(&self, kind: KernelKind, shape: &TileShape, seg: bool) -> bool {
         self.kernels.contains(&kind)
             && match kind {
                 KernelKind::SinglePassBulk => shape.bulk_buffers > 0,
                 KernelKind::SinglePassWave => shape.wave_threads > 0,
+                KernelKind::SegmentOffsets => seg,
                 _ => true,
             }
     }
@@ -275,7 +283,7 @@ impl TranslationUnit {
         let heads = "(const void*)heads";
         let lookback = "(void*)workspace, status_capacity, FaultSink{(FaultReport*)report, call}";
         let scratch = "(Carry*)(workspace + sizeof(LookbackHeader))";
-        let matrix = self.has(KernelKind::MatrixReduce, shape);
+        let matrix = self.has(KernelKind::MatrixReduce, shape, seg);
         let matrix_include = if matrix {
             "#include \"device/matrix_scan.cuh\"\n"
         } else {
@@ -291,7 +299,7 @@ typedef {destination_type} Dst;
 typedef CarryOf<Op, {seg}>::Op_::T Carry;
 "#
         );
-        if self.has(KernelKind::SinglePass, shape) {
+        if self.has(KernelKind::SinglePass, shape, seg) {
             text += &format!(
                 r#"extern "C" __global__ void __launch_bounds__({threads} + 32, {min_blocks_per_sm}) scanrt_single_pass{p} {{
     single_pass_scan<Op, Src, Dst, {threads}, {items}, {slots}, {spin}, {sleep}, {reverse}, {seg}>({source}, {destination}, n, {init}, carry_out, flags, {heads}, {lookback});
@@ -314,7 +322,7 @@ extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_scan_tiles
             );
         }
         let io = format!("(const In*)input, (Acc*)output, n, {init}, carry_out, flags");
-        if self.has(KernelKind::SinglePassBulk, shape) {
+        if self.has(KernelKind::SinglePassBulk, shape, seg) {
             text += &format!(
                 r#"extern "C" __global__ void __launch_bounds__({threads} + 32, {bulk_min_blocks_per_sm}) scanrt_single_pass_bulk{p} {{
     single_pass_scan_bulk<Op, Src, Dst, {threads}, {bulk_items}, {bulk_buffers}, {slots}, {spin}, {sleep}, {reverse}, {seg}>({source}, {destination}, n, {init}, carry_out, flags, {heads}, {lookback});
@@ -322,13 +330,20 @@ extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_scan_tiles
 "#
             );
         }
-        if self.has(KernelKind::SinglePassWave, shape) {
+        if self.has(KernelKind::SinglePassWave, shape, seg) {
             text += &format!(
                 r#"extern "C" __global__ void __launch_bounds__({wave_threads}, {wave_min_blocks_per_sm}) scanrt_single_pass_wave{p} {{
     single_pass_scan_wave<Op, In, {wave_threads}, {items}, {wave_lookback_slots_per_lane}, {spin}, {sleep}, {reverse}>({io}, {lookback});
 }}
 "#
             );
+        }
+        if self.has(KernelKind::SegmentOffsets, shape, seg) {
+            text += r#"#include "device/segment_offsets.cuh"
+extern "C" __global__ void __launch_bounds__(256) scanrt_segment_offsets(const void* offsets, long long count, long long n, u32* bits, u32 kind, u32 unused) {
+    offsets_to_head_bits(offsets, count, n, bits, kind);
+}
+"#;
         }
         text
     }

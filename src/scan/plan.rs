@@ -6,6 +6,7 @@
 
 mod device_arrays;
 mod reduce;
+mod segment_offsets;
 
 use std::sync::Arc;
 
@@ -26,6 +27,7 @@ use crate::scan::ScanInfo;
 use crate::stream::Stream;
 use crate::tables::{Algorithm, Backend, ChoiceReason, Direction};
 use device_arrays::{carry_empty_scan, carry_flags, check_device_arrays};
+use segment_offsets::OffsetHeads;
 
 /// The addresses one execution of a plan scans: device pointers on a GPU context, host
 /// pointers on the host backend.
@@ -136,7 +138,8 @@ pub(crate) fn shape_flags(desc: &ScanShape, algorithm: Algorithm) -> u32 {
     }
     let kind = match desc.segments {
         Segments::None | Segments::ByteFlags => contract::HEADS_BYTES,
-        Segments::BitFlags => contract::HEADS_BITS,
+        // Offsets become bit flags before the scan (`plan/segment_offsets.rs`).
+        Segments::BitFlags | Segments::Offsets { .. } => contract::HEADS_BITS,
         Segments::Keys(k) if k.size() == 4 => contract::HEADS_KEYS4,
         Segments::Keys(_) => contract::HEADS_KEYS8,
         Segments::Rows(_) => contract::HEADS_ROWS,
@@ -176,7 +179,7 @@ fn address_flags(arrays: &ScanArrays, model: &dyn OperatorModel, n: u64, shape: 
     let vector_heads = match shape.segments {
         Segments::ByteFlags => aligned(arrays.segments, 1),
         Segments::Keys(k) => aligned(arrays.segments, k.size() as u64),
-        Segments::None | Segments::BitFlags | Segments::Rows(_) => false,
+        Segments::None | Segments::BitFlags | Segments::Rows(_) | Segments::Offsets { .. } => false,
     };
     if vector_heads {
         flags |= contract::FLAG_VECTOR_HEADS;
@@ -432,10 +435,23 @@ impl ScanPlan {
         let (model, n, shape) = (self.operator.model(), self.n, &self.shape);
         let Carries { carry_in, carry_out } = arrays.carries;
         let init = shape.init.unwrap_or_default();
+        let offset_heads = match shape.segments {
+            Segments::Offsets { .. } => Some(OffsetHeads::queue(
+                dev,
+                &plan.kernels,
+                shape.segments,
+                arrays.segments,
+                n,
+                raw_stream,
+            )?),
+            _ => None,
+        };
         let scan = ScanParams {
             input: arrays.inputs[0],
             output: arrays.outputs[0],
-            heads: segment_param(&shape.segments, arrays.segments),
+            heads: offset_heads
+                .as_ref()
+                .map_or(segment_param(&shape.segments, arrays.segments), |h| h.bits),
             report: dev.faults.device,
             n: n as i64,
             init_bits: if carry_in != 0 { carry_in } else { init.words[0] },
@@ -443,7 +459,11 @@ impl ScanPlan {
             flags: plan.flags | address_flags(arrays, model, n, shape) | carry_flags(carry_in),
             ..Default::default()
         };
-        self.launch_params(dev, plan, raw_stream, scan, arrays, false, workspace)
+        let launched = self.launch_params(dev, plan, raw_stream, scan, arrays, false, workspace);
+        match offset_heads {
+            Some(heads) => launched.and(heads.release(dev, raw_stream)),
+            None => launched,
+        }
     }
 
     /// Queues the plan's kernels (all of them, or the reduction alone) with `scan` and, for

@@ -298,6 +298,10 @@ pub fn encode_segments(rng: &mut Rng, kind: Segments, starts: &[bool]) -> Vec<u8
             let flags: Vec<u8> = starts.iter().map(|&s| s as u8).collect();
             pack_bits(&flags).iter().flat_map(|w| w.to_le_bytes()).collect()
         }
+        Segments::Offsets { dtype, .. } => encode_offsets(rng, dtype, starts)
+            .iter()
+            .flat_map(|&o| o.to_le_bytes()[..dtype.size()].to_vec())
+            .collect(),
         Segments::Keys(k) => {
             let mut key = rng.next_u64();
             let mut bytes = Vec::with_capacity(starts.len() * k.size());
@@ -313,6 +317,41 @@ pub fn encode_segments(rng: &mut Rng, kind: Segments, starts: &[bool]) -> Vec<u8
             }
             bytes
         }
+    }
+}
+
+/// The CSR offsets of `starts` (0, each start, n), with what a real array may hold beside
+/// them now and then: repeated offsets (empty segments), and, after the last, offsets
+/// that start nothing (n and past it, and -1 for signed types).
+pub fn encode_offsets(rng: &mut Rng, dtype: DType, starts: &[bool]) -> Vec<i64> {
+    let n = starts.len() as i64;
+    let mut offsets = vec![0i64];
+    for (p, &s) in starts.iter().enumerate().skip(1) {
+        if s {
+            offsets.push(p as i64);
+            if rng.below(8) == 0 {
+                offsets.push(p as i64); // an empty segment
+            }
+        }
+    }
+    offsets.push(n);
+    if rng.below(2) == 0 {
+        offsets.extend([n, n + 1 + rng.below(1000) as i64]);
+        if matches!(dtype, DType::I32 | DType::I64) {
+            offsets.push(-1);
+        }
+    }
+    offsets
+}
+
+/// The segments a case runs with, given its encoded data: offsets count their entries.
+pub fn with_count(segments: Segments, data: &[u8]) -> Segments {
+    match segments {
+        Segments::Offsets { dtype, .. } => Segments::Offsets {
+            dtype,
+            count: (data.len() / dtype.size()) as u64,
+        },
+        other => other,
     }
 }
 

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use scanrt::{Algorithm, Buffer, Context, DType, HostOperator, OperatorDesc, OperatorScan, Segments, Stream};
 
-use super::{encode_segments, Rng};
+use super::{encode_segments, with_count, Rng};
 
 /// One operator of the family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -216,6 +216,8 @@ pub enum SegmentForm {
     Keys,
     /// Rows of a random length.
     Rows,
+    /// Offsets (u32), with empty segments and ignored entries now and then.
+    Offsets,
 }
 
 /// One scan of a [`LaneOp`].
@@ -242,16 +244,17 @@ const ALGORITHMS: [(Algorithm, bool); 3] = [
     (Algorithm::Auto, true),
     (Algorithm::Matrix, false),
 ];
-const SEGMENT_FORMS: [SegmentForm; 5] = [
+const SEGMENT_FORMS: [SegmentForm; 6] = [
     SegmentForm::None,
     SegmentForm::ByteFlags,
     SegmentForm::BitFlags,
     SegmentForm::Keys,
     SegmentForm::Rows,
+    SegmentForm::Offsets,
 ];
 
 /// Every combination of the discrete axes (algorithm, direction, inclusive, segment
-/// form, initial state): 120 of them.
+/// form, initial state): 144 of them.
 pub fn axis_combinations() -> Vec<(usize, bool, bool, SegmentForm, bool)> {
     let mut all = Vec::new();
     for a in 0..ALGORITHMS.len() {
@@ -369,6 +372,10 @@ fn run_case(
         SegmentForm::BitFlags => Segments::BitFlags,
         SegmentForm::Keys => Segments::Keys(DType::U32),
         SegmentForm::Rows => Segments::Rows(row),
+        SegmentForm::Offsets => Segments::Offsets {
+            dtype: DType::U32,
+            count: 0,
+        },
     };
     let init = case.init.then(|| random_state(&mut rng, k));
 
@@ -435,6 +442,7 @@ fn run_case(
             .collect()
     };
     let segment_bytes = encode_segments(&mut rng, segments, &starts);
+    let segments = with_count(segments, &segment_bytes);
     let segment_buffer = Buffer::from_slice(ctx, stream, &segment_bytes).map_err(err)?;
     let segment_addr = if segments.has_data() { segment_buffer.addr() } else { 0 };
     let mut scan = if case.exclusive {

@@ -1,5 +1,5 @@
-//! Backward and segmented scans (byte flags, bit flags, keys) in randomized and large
-//! cases.
+//! Backward and segmented scans (byte flags, bit flags, keys, offsets) in randomized and
+//! large cases.
 
 use scanrt::{check_types, Algorithm, DType, Direction, Op, Segments, TYPE_PAIRS};
 
@@ -45,6 +45,22 @@ pub(crate) fn randomized_backward_segmented_and_deterministic() {
         Segments::Keys(DType::I32),
         Segments::Keys(DType::U64),
         Segments::Keys(DType::I64),
+        Segments::Offsets {
+            dtype: DType::U32,
+            count: 0,
+        },
+        Segments::Offsets {
+            dtype: DType::I32,
+            count: 0,
+        },
+        Segments::Offsets {
+            dtype: DType::U64,
+            count: 0,
+        },
+        Segments::Offsets {
+            dtype: DType::I64,
+            count: 0,
+        },
     ];
     for pair in TYPE_PAIRS {
         let (tile, bulk_tile, wave_tile) = tile_lengths(ctx, pair.0, pair.1);
@@ -65,7 +81,15 @@ pub(crate) fn randomized_backward_segmented_and_deterministic() {
                             continue; // the plain forward scans have their own test
                         }
                         // Keys of the narrow types on a sample of the combinations only.
-                        if matches!(segments, Segments::Keys(DType::I32 | DType::I64)) && rng.below(3) != 0 {
+                        if matches!(
+                            segments,
+                            Segments::Keys(DType::I32 | DType::I64)
+                                | Segments::Offsets {
+                                    dtype: DType::I32 | DType::U64,
+                                    ..
+                                }
+                        ) && rng.below(3) != 0
+                        {
                             continue;
                         }
                         for _ in 0..2 {
@@ -96,7 +120,7 @@ pub(crate) fn randomized_backward_segmented_and_deterministic() {
 }
 
 /// Large segmented and backward scans: 2^28 u32 elements with byte flags (segments much
-/// longer than a tile, and short ones), 2^27+1 backward f64, u64 by key.
+/// longer than a tile, and short ones) and by offsets, 2^27+1 backward f64, u64 by key.
 pub(crate) fn large_backward_and_segmented() {
     let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
@@ -116,6 +140,16 @@ pub(crate) fn large_backward_and_segmented() {
                 Direction::Backward,
                 Segments::ByteFlags,
                 SegmentPattern::Random { mean_len: 1000 },
+            ),
+            (
+                (DType::U32, DType::U32),
+                1usize << 28,
+                Direction::Backward,
+                Segments::Offsets {
+                    dtype: DType::U64,
+                    count: 0,
+                },
+                SegmentPattern::Random { mean_len: 5000 },
             ),
             (
                 (DType::F64, DType::F64),

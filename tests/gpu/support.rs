@@ -72,8 +72,9 @@ pub(crate) fn run_case<I: TestInput + Widen<O>, O: TestOutput>(
         Segments::None | Segments::Rows(_) => 0,
         Segments::ByteFlags => 1,
         Segments::BitFlags => 4,
-        Segments::Keys(k) => k.size(),
+        Segments::Keys(k) | Segments::Offsets { dtype: k, .. } => k.size(),
     };
+    desc.segments = with_count(c.segments, &seg_bytes);
     let seg_buf = Buffer::from_slice(ctx, stream, &[vec![0u8; seg_shift], seg_bytes.clone()].concat()).unwrap();
     let segments = if seg_bytes.is_empty() {
         0

@@ -82,15 +82,12 @@ fn host_segmented_case<I: TestInput + Widen<O>, O: TestOutput>(
     let with_init = rng.below(2) == 0;
     desc.init = make_desc::<O>(rng, desc.op, desc.inclusive, with_init).init;
     let starts = (desc.segments != Segments::None).then(|| segment_starts(rng, pattern, n));
-    let seg = Buffer::from_slice(
-        ctx,
-        &stream,
-        &starts
-            .as_ref()
-            .map(|s| encode_segments(rng, desc.segments, s))
-            .unwrap_or_default(),
-    )
-    .unwrap();
+    let data = starts
+        .as_ref()
+        .map(|s| encode_segments(rng, desc.segments, s))
+        .unwrap_or_default();
+    desc.segments = with_count(desc.segments, &data);
+    let seg = Buffer::from_slice(ctx, &stream, &data).unwrap();
     let src = Buffer::from_slice(ctx, &stream, &input).unwrap();
     let dst = if in_place {
         None
@@ -99,7 +96,7 @@ fn host_segmented_case<I: TestInput + Widen<O>, O: TestOutput>(
     };
     let out = dst.as_ref().unwrap_or(&src);
     let req = RawScan {
-        segments: if starts.is_some() && n > 0 { seg.addr() } else { 0 },
+        segments: if data.is_empty() { 0 } else { seg.addr() },
         ..RawScan::new(src.addr(), I::DTYPE, out.addr(), O::DTYPE, n as u64)
     };
     // SAFETY: host buffers of the right lengths.
@@ -123,6 +120,14 @@ fn host_backward_and_segmented_match_reference() {
         Segments::BitFlags,
         Segments::Keys(DType::U32),
         Segments::Keys(DType::I64),
+        Segments::Offsets {
+            dtype: DType::U32,
+            count: 0,
+        },
+        Segments::Offsets {
+            dtype: DType::I64,
+            count: 0,
+        },
     ];
     let patterns = [
         SegmentPattern::NoneSet,
