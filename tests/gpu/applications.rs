@@ -190,7 +190,8 @@ pub(crate) fn caller_workspace_back_to_back() {
     }
 }
 
-/// Backward and segmented scans captured in a CUDA graph and replayed, deterministic too.
+/// Backward and segmented scans captured in a CUDA graph and replayed, deterministic too:
+/// byte flags, and offsets (whose bit flags live in memory each replay allocates and frees).
 pub(crate) fn graph_replay_of_backward_segmented_scans() {
     let ctx = gpu();
     let cuda = ctx.cuda_context().unwrap();
@@ -199,42 +200,52 @@ pub(crate) fn graph_replay_of_backward_segmented_scans() {
     let stream = unsafe { ctx.borrow_stream(cu_stream.cu_stream() as *mut _) }.unwrap();
     let n = (1usize << 20) + 33;
     let mut rng = Rng(0x9AF);
-    let starts = segment_starts(&mut rng, SegmentPattern::Random { mean_len: 5000 }, n);
-    let flags = Buffer::from_slice(ctx, &stream, &encode_segments(&mut rng, Segments::ByteFlags, &starts)).unwrap();
-    let mut src = Buffer::new(ctx, DType::F32, n as u64).unwrap();
-    let dst = Buffer::new(ctx, DType::F32, n as u64).unwrap();
-    let desc = ScanDesc::exclusive(Op::Sum)
-        .with_init(0.5f32)
-        .backward()
-        .deterministic()
-        .segmented(Segments::ByteFlags);
-    src.upload(&stream, &random_vec::<f32>(&mut rng, Op::Sum, n)).unwrap();
-    ctx.scan_segmented(&stream, &src, &flags, &dst, &desc).unwrap();
-    stream.synchronize().unwrap();
-    cu_stream
-        .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-        .unwrap();
-    for _ in 0..3 {
-        ctx.scan_segmented(&stream, &src, &flags, &dst, &desc).unwrap();
-    }
-    let graph = cu_stream
-        .end_capture(sys::CUgraphInstantiate_flags_enum::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
-        .unwrap()
-        .expect("a graph");
-    let mut mismatches = 0;
-    for replay in 0..200 {
-        graph.launch().unwrap();
-        if replay % 40 == 0 {
-            let input: Vec<f32> = random_vec(&mut rng, Op::Sum, n);
-            src.upload(&stream, &input).unwrap();
+    let offsets = Segments::Offsets {
+        dtype: DType::I64,
+        count: 0,
+    };
+    for kind in [Segments::ByteFlags, offsets] {
+        let starts = segment_starts(&mut rng, SegmentPattern::Random { mean_len: 5000 }, n);
+        let data = encode_segments(&mut rng, kind, &starts);
+        let segments = Buffer::from_slice(ctx, &stream, &data).unwrap();
+        let mut src = Buffer::new(ctx, DType::F32, n as u64).unwrap();
+        let dst = Buffer::new(ctx, DType::F32, n as u64).unwrap();
+        let desc = ScanDesc::exclusive(Op::Sum)
+            .with_init(0.5f32)
+            .backward()
+            .deterministic()
+            .segmented(with_count(kind, &data));
+        src.upload(&stream, &random_vec::<f32>(&mut rng, Op::Sum, n)).unwrap();
+        ctx.scan_segmented(&stream, &src, &segments, &dst, &desc).unwrap();
+        stream.synchronize().unwrap();
+        cu_stream
+            .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            .unwrap();
+        for _ in 0..3 {
+            ctx.scan_segmented(&stream, &src, &segments, &dst, &desc).unwrap();
+        }
+        let graph = cu_stream
+            .end_capture(sys::CUgraphInstantiate_flags_enum::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
+            .unwrap()
+            .expect("a graph");
+        let mut mismatches = 0;
+        for replay in 0..200 {
             graph.launch().unwrap();
-            let got: Vec<f32> = dst.download(&stream, n).unwrap();
-            if compare_segmented(&input, Some(&starts), &desc, &got, gpu_depth(n)).is_err() {
-                mismatches += 1;
+            if replay % 40 == 0 {
+                let input: Vec<f32> = random_vec(&mut rng, Op::Sum, n);
+                src.upload(&stream, &input).unwrap();
+                graph.launch().unwrap();
+                let got: Vec<f32> = dst.download(&stream, n).unwrap();
+                if compare_segmented(&input, Some(&starts), &desc, &got, gpu_depth(n)).is_err() {
+                    mismatches += 1;
+                }
             }
         }
+        stream.synchronize().unwrap();
+        eprintln!(
+            "graph (backward segmented deterministic, {}): 200 replays, {mismatches} mismatches in 5 checks",
+            kind.c_name()
+        );
+        assert_eq!(mismatches, 0);
     }
-    stream.synchronize().unwrap();
-    eprintln!("graph (backward segmented deterministic): 200 replays, {mismatches} mismatches in 5 checks");
-    assert_eq!(mismatches, 0);
 }

@@ -195,6 +195,20 @@ pub(crate) fn sanitizer_subset() {
             (Segments::BitFlags, Direction::Backward),
             (Segments::Keys(DType::U32), Direction::Forward),
             (Segments::Keys(DType::U64), Direction::Backward),
+            (
+                Segments::Offsets {
+                    dtype: DType::I32,
+                    count: 0,
+                },
+                Direction::Forward,
+            ),
+            (
+                Segments::Offsets {
+                    dtype: DType::U64,
+                    count: 0,
+                },
+                Direction::Backward,
+            ),
         ] {
             for algorithm in [
                 Algorithm::SinglePass,
