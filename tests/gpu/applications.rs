@@ -207,7 +207,17 @@ pub(crate) fn graph_replay_of_backward_segmented_scans() {
     for kind in [Segments::ByteFlags, offsets] {
         let starts = segment_starts(&mut rng, SegmentPattern::Random { mean_len: 5000 }, n);
         let data = encode_segments(&mut rng, kind, &starts);
-        let segments = Buffer::from_slice(ctx, &stream, &data).unwrap();
+        let segments = match kind {
+            Segments::ByteFlags => Buffer::from_slice(ctx, &stream, &data),
+            _ => {
+                let offsets: Vec<i64> = data
+                    .chunks(8)
+                    .map(|o| i64::from_le_bytes(o.try_into().unwrap()))
+                    .collect();
+                Buffer::from_slice(ctx, &stream, &offsets)
+            }
+        }
+        .unwrap();
         let mut src = Buffer::new(ctx, DType::F32, n as u64).unwrap();
         let dst = Buffer::new(ctx, DType::F32, n as u64).unwrap();
         let desc = ScanDesc::exclusive(Op::Sum)
