@@ -302,7 +302,7 @@ static void test_raw_on_gpu(scanrt_context *ctx) {
         size_t bytes = 0;
         EXPECT(scanrt_scan_workspace_size(ctx, SCANRT_DTYPE_U32, SCANRT_DTYPE_U32, n, &d, NULL),
                SCANRT_STATUS_NULL_ARGUMENT);
-        EXPECT(scanrt_scan_workspace_size(ctx, 11, SCANRT_DTYPE_U32, n, &d, &bytes), SCANRT_STATUS_INVALID_ARGUMENT);
+        EXPECT(scanrt_scan_workspace_size(ctx, NALL_DTYPES, SCANRT_DTYPE_U32, n, &d, &bytes), SCANRT_STATUS_INVALID_ARGUMENT);
         EXPECT(scanrt_scan_workspace_size(ctx, SCANRT_DTYPE_F64, SCANRT_DTYPE_F32, n, &d, &bytes),
                SCANRT_STATUS_UNSUPPORTED_COMBINATION);
         EXPECT_OK(scanrt_scan_workspace_size(ctx, SCANRT_DTYPE_U32, SCANRT_DTYPE_U32, n, &d, &bytes));
