@@ -21,10 +21,12 @@ from typing import Any, Optional, Sequence, Tuple
 from . import _arrays
 from ._scanrt import ScanrtError, __version__
 from . import _scanrt
+from ._operator import Operator
 
 __all__ = [
     "ScanrtError",
     "__version__",
+    "Operator",
     "cumsum",
     "cumprod",
     "scan_across",
@@ -39,20 +41,14 @@ __all__ = [
     "unique_consecutive",
 ]
 
-# The accumulator NumPy and PyTorch give integer cumulative sums and products.
 # The accumulator of the half types (their carries in arrays have this type).
 _ACCUMULATED = {"float16": "float32", "bfloat16": "float32"}
+# The accumulator NumPy and PyTorch give integer cumulative sums and products.
 _WIDENED = {"bool": "int64", "uint8": "int64", "int8": "int64", "int16": "int64", "int32": "int64", "uint32": "uint64"}
 
 
-def _run(arrays: Any, call) -> None:
-    """Runs a binding call on the first array's stream, after JAX inputs are ready."""
-    first = arrays[0]
-    _arrays.prepare_inputs(arrays)
-    stream = _arrays.stream_of(first)
-    call(stream)
-    if _arrays.needs_synchronize(first):
-        _scanrt.synchronize(_arrays.describe(first)[4], stream)
+# Runs a binding call on the first array's stream (scanrt/_arrays.py).
+_run = _arrays.run
 
 
 def _is_array(v: Any) -> bool:

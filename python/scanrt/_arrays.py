@@ -233,3 +233,15 @@ def is_torch(x: Any) -> bool:
     if not TORCH_DTYPE_NAMES:
         _torch_names()
     return True
+
+
+def run(arrays: Any, call) -> None:
+    """Runs a binding call on the first array's stream, after JAX inputs are ready."""
+    from . import _scanrt
+
+    first = arrays[0]
+    prepare_inputs(arrays)
+    stream = stream_of(first)
+    call(stream)
+    if needs_synchronize(first):
+        _scanrt.synchronize(describe(first)[4], stream)

@@ -38,23 +38,28 @@ impl<'py> FromPyObject<'py> for ArrayArg {
     }
 }
 
+/// The element type of a NumPy-style dtype name.
+pub(crate) fn dtype_named(name: &str) -> PyResult<DType> {
+    Ok(match name {
+        "uint8" | "bool" => DType::U8,
+        "int8" => DType::I8,
+        "uint16" => DType::U16,
+        "int16" => DType::I16,
+        "int32" => DType::I32,
+        "uint32" => DType::U32,
+        "int64" => DType::I64,
+        "uint64" => DType::U64,
+        "float32" => DType::F32,
+        "float64" => DType::F64,
+        "float16" => DType::F16,
+        "bfloat16" => DType::BF16,
+        other => return Err(PyTypeError::new_err(format!("scanrt does not take {other} arrays yet"))),
+    })
+}
+
 impl ArrayArg {
     pub fn dtype(&self) -> PyResult<DType> {
-        Ok(match self.dtype.as_str() {
-            "uint8" | "bool" => DType::U8,
-            "int8" => DType::I8,
-            "uint16" => DType::U16,
-            "int16" => DType::I16,
-            "int32" => DType::I32,
-            "uint32" => DType::U32,
-            "int64" => DType::I64,
-            "uint64" => DType::U64,
-            "float32" => DType::F32,
-            "float64" => DType::F64,
-            "float16" => DType::F16,
-            "bfloat16" => DType::BF16,
-            other => return Err(PyTypeError::new_err(format!("scanrt does not take {other} arrays yet"))),
-        })
+        dtype_named(&self.dtype)
     }
 
     /// The view of the array. `writable` for outputs.

@@ -7,6 +7,7 @@
 mod arrays;
 mod distributed;
 mod errors;
+mod operator;
 mod scan;
 mod select;
 mod sort;
@@ -23,5 +24,6 @@ fn _scanrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(distributed::scan_across, m)?)?;
     m.add_function(wrap_pyfunction!(select::select, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::synchronize, m)?)?;
+    m.add_class::<operator::PyOperator>()?;
     Ok(())
 }

@@ -113,19 +113,7 @@ pub(crate) fn scan(
             .py_err()
             .map(|_| ());
     }
-    let segments = match (segments, offsets) {
-        (Some(flags), _) => Some((flags, Segments::ByteFlags)),
-        (None, Some(offsets)) => {
-            let count = offsets.shape.iter().product();
-            let kind = Segments::Offsets {
-                dtype: offsets.dtype()?,
-                count,
-            };
-            Some((offsets, kind))
-        }
-        (None, None) => None,
-    };
-    match segments {
+    match segment_data(segments, offsets)? {
         Some((data, kind)) => {
             device_of(&[&x, &data])?;
             desc = desc.segmented(kind);
@@ -137,6 +125,24 @@ pub(crate) fn scan(
     }
     .py_err()?;
     Ok(())
+}
+
+/// The segment data of a 1-D scan and its form: byte flags (uint8 or bool), or offsets.
+pub(crate) fn segment_data(
+    flags: Option<ArrayArg>,
+    offsets: Option<ArrayArg>,
+) -> PyResult<Option<(ArrayArg, Segments)>> {
+    Ok(match (flags, offsets) {
+        (Some(flags), _) => Some((flags, Segments::ByteFlags)),
+        (None, Some(offsets)) => {
+            let kind = Segments::Offsets {
+                dtype: offsets.dtype()?,
+                count: offsets.shape.iter().product(),
+            };
+            Some((offsets, kind))
+        }
+        (None, None) => None,
+    })
 }
 
 /// The recipes' operators, compiled once per (context, recipe, type).

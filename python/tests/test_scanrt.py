@@ -164,6 +164,30 @@ def test_numpy_segments_by_offsets(offset_type, reverse):
         scanrt.cumsum(x, offsets=offsets.astype(np.float32))
 
 
+AFFINE = """
+struct Affine { float a, b; };
+__device__ Affine combine(Affine l, Affine r) { return Affine{l.a * r.a, r.a * l.b + r.b}; }
+__device__ Affine make(int64_t i, float a, float b) { return Affine{a, b}; }
+__device__ void write(const Affine& s, float& h) { h = s.b; }
+"""
+
+
+def affine_operator():
+    return scanrt.Operator("affine", AFFINE, "Affine", 8, 4, "combine", np.array([1, 0], np.float32),
+                           load=("make", ["float32", "float32"]), store=("write", ["float32"]))
+
+
+def test_operators_are_checked_and_run_on_gpu_arrays_only():
+    op = affine_operator()
+    assert op.name == "affine"
+    with pytest.raises(TypeError, match="GPU"):
+        op(np.ones(4, np.float32), np.ones(4, np.float32))
+    with pytest.raises(ValueError, match="identity"):
+        scanrt.Operator("bad", AFFINE, "Affine", 8, 4, "combine", b"\0" * 4)
+    with pytest.raises((TypeError, ValueError)):
+        scanrt.Operator("bad", AFFINE, "Affine", 6, 4, "combine", b"\0" * 6)
+
+
 def test_errors_are_python_exceptions():
     with pytest.raises(TypeError, match="complex64"):
         scanrt.cumsum(np.zeros(4, dtype=np.complex64))
@@ -256,6 +280,47 @@ def test_torch_segments_by_offsets():
         0, ids, torch.arange(x.numel(), device="cuda"), "amin", include_self=False)
     base = torch.where(starts > 0, want[(starts - 1).clamp(min=0)], torch.zeros_like(starts))
     torch.testing.assert_close(got, want - base[ids], rtol=0, atol=0)
+
+
+@cuda
+@pytest.mark.parametrize("reverse", [False, True])
+def test_torch_user_operator_linear_recurrence(reverse):
+    g = torch.Generator(device="cuda").manual_seed(SEED)
+    n = 100_003
+    a = torch.rand(n, device="cuda", generator=g) * 0.5 + 0.5
+    b = torch.rand(n, device="cuda", generator=g) * 2 - 1
+    offsets = torch.tensor([0, 10, 10, 4097, 70_000, n], device="cuda", dtype=torch.int32)
+    op = affine_operator()
+    for kwargs in ({}, {"initial": np.array([1, 0.25], np.float32)}, {"offsets": offsets}):
+        h = op(a, b, reverse=reverse, **kwargs)
+        assert h.dtype == torch.float32 and h.device == a.device
+        starts = set(offsets.tolist()) if "offsets" in kwargs else {0}
+        h0 = 0.25 if "initial" in kwargs else 0.0
+        ah, bh, want = a.double().cpu().numpy(), b.double().cpu().numpy(), np.empty(n)
+        order = range(n - 1, -1, -1) if reverse else range(n)
+        run = h0
+        for i in order:
+            head = (i + 1 in starts or i == n - 1) if reverse else i in starts
+            run = ah[i] * (h0 if head else run) + bh[i]
+            want[i] = run
+        np.testing.assert_allclose(h.cpu().numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+@cuda
+def test_torch_user_operator_on_whole_states_and_compile_errors():
+    source = """
+struct Pair { unsigned x, y; };
+__device__ Pair add(Pair l, Pair r) { return Pair{l.x + r.x, l.y + r.y}; }
+"""
+    op = scanrt.Operator("pair_sum", source, "Pair", 8, 4, "add", bytes(8))
+    pairs = torch.randint(0, 1 << 20, (5000, 2), device="cuda", dtype=torch.int32)
+    states = op(pairs.view(torch.uint8).reshape(-1), exclusive=True)
+    got = states.view(torch.int32).reshape(-1, 2)
+    want = torch.cumsum(pairs.long(), 0) - pairs.long()
+    assert torch.equal(got.long(), want)
+    broken = scanrt.Operator("broken", "struct Pair { unsigned x; };", "Pair", 4, 4, "missing", bytes(4))
+    with pytest.raises(scanrt.ScanrtError, match="missing"):
+        broken(torch.zeros(16, device="cuda", dtype=torch.uint8))
 
 
 @cuda

@@ -222,7 +222,7 @@ impl OperatorDesc {
     }
 
     /// The checks a description passes before anything is compiled.
-    pub(crate) fn check(&self) -> Result<()> {
+    pub fn check(&self) -> Result<()> {
         let size = self.state_size;
         if !(4..=MAX_STATE_BYTES as usize).contains(&size) || !size.is_multiple_of(4) {
             bail!(

@@ -1,0 +1,86 @@
+"""User-defined scan operators from CUDA C++ source (``scanrt.Operator``)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence, Tuple
+
+from . import _arrays
+from . import _scanrt
+
+
+def _bytes_of(value: Any, size: int, what: str) -> bytes:
+    """A state's bytes: bytes-like, or anything NumPy turns into ``size`` bytes."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+    else:
+        import numpy as np
+
+        data = np.ascontiguousarray(value).tobytes()
+    if len(data) != size:
+        raise ValueError(f"{what} is {len(data)} bytes; the state is {size}")
+    return data
+
+
+class Operator:
+    """A scan operator written in CUDA C++, compiled with NVRTC for each GPU at its first
+    scan there (and kept in scanrt's disk cache).
+
+    ``source`` defines the state type ``state`` (``state_size`` bytes, alignment
+    ``state_align``) and ``__device__ State combine(State earlier, State later)``, which
+    must be associative. ``identity`` is the state's identity, as bytes (or a NumPy value
+    of that size). ``load=("make", ["float32", ...])``: ``__device__ State make(int64_t i,
+    float x0, ...)`` builds element i's state from up to four input arrays of those
+    types; without it, inputs are uint8 arrays of whole states. ``store=("write",
+    ["float32", ...])``: ``__device__ void write(const State& s, float& y0, ...)`` writes
+    each result to up to two output arrays; without it, results are whole states (a
+    uint8 array).
+
+    Scans run on 1-D GPU arrays (PyTorch, CuPy, JAX, Numba); the host backend needs host
+    functions, which an operator from Python has not.
+
+    >>> affine = scanrt.Operator(
+    ...     "affine", SOURCE, "Affine", 8, 4, "combine",
+    ...     identity=np.array([1, 0], np.float32),
+    ...     load=("make", ["float32", "float32"]), store=("write", ["float32"]))
+    >>> h = affine(a, b)            # h[t] = a[t] * h[t-1] + b[t]
+    """
+
+    def __init__(self, name: str, source: str, state: str, state_size: int, state_align: int, combine: str,
+                 identity: Any, *, load: Optional[Tuple[str, Sequence[str]]] = None,
+                 store: Optional[Tuple[str, Sequence[str]]] = None) -> None:
+        self.state_size = int(state_size)
+        self.load = None if load is None else (load[0], [str(t) for t in load[1]])
+        self.store = None if store is None else (store[0], [str(t) for t in store[1]])
+        self._op = _scanrt.Operator(name, source, state, self.state_size, int(state_align), combine,
+                                    _bytes_of(identity, self.state_size, "identity"), self.load, self.store)
+
+    @property
+    def name(self) -> str:
+        return self._op.name
+
+    def __call__(self, *inputs: Any, exclusive: bool = False, reverse: bool = False, initial: Any = None,
+                 deterministic: bool = False, out: Any = None, segments: Any = None, offsets: Any = None) -> Any:
+        """Scans the 1-D ``inputs`` (one per load type, or one uint8 array of states) and
+        returns the results: one array per store type (a tuple when there are two), or a
+        uint8 array of states. ``initial``: a state (bytes or a NumPy value) every
+        result starts from. ``segments`` (bool or uint8 flags) or ``offsets`` (CSR) as
+        for :func:`scanrt.cumsum`; ``out``: the output array (or a tuple of them)."""
+        if not inputs:
+            raise TypeError(f"operator {self.name} takes its input arrays")
+        for x in inputs:
+            if len(x.shape) != 1:
+                raise ValueError(f"operator scans take 1-D arrays; one has shape {tuple(x.shape)}")
+        n = int(inputs[0].shape[0]) if self.load else int(inputs[0].shape[0]) // self.state_size
+        if out is not None:
+            outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        elif self.store is not None:
+            outs = [_arrays.empty(inputs[0], (n,), t) for t in self.store[1]]
+        else:
+            outs = [_arrays.empty(inputs[0], (n * self.state_size,), "uint8")]
+        init = None if initial is None else _bytes_of(initial, self.state_size, "initial")
+        flags = None if segments is None else _arrays.describe(segments)
+        starts = None if offsets is None else _arrays.describe(offsets)
+        ins, results = [_arrays.describe(x) for x in inputs], [_arrays.describe(y) for y in outs]
+        _arrays.run(list(inputs), lambda s: self._op.scan(ins, results, not exclusive, reverse, init, deterministic,
+                                                          s, flags, starts))
+        return outs[0] if len(outs) == 1 else tuple(outs)

@@ -1,0 +1,142 @@
+//! User-defined operators from CUDA source (`scanrt.Operator`): the description is kept
+//! once, and compiled (NVRTC, the disk cache) into one `scanrt::Operator` per device at
+//! its first scan there. Scans run on 1-D GPU arrays; the host backend needs host
+//! functions, which an operator written in Python does not have.
+
+use std::collections::HashMap;
+
+use parking_lot::Mutex;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use scanrt::{Direction, Operator, OperatorDesc, OperatorScan};
+
+use crate::arrays::{context, device_of, dtype_named, stream, ArrayArg};
+use crate::errors::IntoPy;
+use crate::scan::segment_data;
+
+/// An operator's description and its compiled form on each device it has scanned on.
+#[pyclass(name = "Operator", module = "scanrt._scanrt", frozen)]
+pub(crate) struct PyOperator {
+    desc: OperatorDesc,
+    compiled: Mutex<HashMap<i64, Operator>>,
+}
+
+/// `(function, [dtype names])` of a load or store.
+type Edge = (String, Vec<String>);
+
+fn edge_types(edge: &Option<Edge>) -> PyResult<Option<(String, Vec<scanrt::DType>)>> {
+    edge.as_ref()
+        .map(|(f, names)| {
+            Ok((
+                f.clone(),
+                names.iter().map(|n| dtype_named(n)).collect::<PyResult<_>>()?,
+            ))
+        })
+        .transpose()
+}
+
+#[pymethods]
+impl PyOperator {
+    #[new]
+    #[pyo3(signature = (name, source, state, state_size, state_align, combine, identity, load=None, store=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        name: &str,
+        source: &str,
+        state: &str,
+        state_size: usize,
+        state_align: usize,
+        combine: &str,
+        identity: Vec<u8>,
+        load: Option<Edge>,
+        store: Option<Edge>,
+    ) -> PyResult<Self> {
+        let mut desc = OperatorDesc::new(name, source, state, state_size, state_align, combine, &identity);
+        if let Some((f, types)) = edge_types(&load)? {
+            desc = desc.with_load(&f, &types);
+        }
+        if let Some((f, types)) = edge_types(&store)? {
+            desc = desc.with_store(&f, &types);
+        }
+        desc.check().py_err()?;
+        Ok(PyOperator {
+            desc,
+            compiled: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Scans `inputs` into `outputs` (1-D arrays of one GPU) as the flags say, on
+    /// `stream`; `initial` is a state's bytes, `segments` byte flags or `offsets` offsets.
+    #[pyo3(signature = (inputs, outputs, inclusive, reverse, initial, deterministic, stream, segments=None, offsets=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn scan(
+        &self,
+        py: Python<'_>,
+        inputs: Vec<ArrayArg>,
+        outputs: Vec<ArrayArg>,
+        inclusive: bool,
+        reverse: bool,
+        initial: Option<Vec<u8>>,
+        deterministic: bool,
+        stream: usize,
+        segments: Option<ArrayArg>,
+        offsets: Option<ArrayArg>,
+    ) -> PyResult<()> {
+        let all: Vec<&ArrayArg> = inputs.iter().chain(&outputs).collect();
+        let device = device_of(&all)?;
+        if device < 0 {
+            return Err(PyTypeError::new_err(format!(
+                "operator {} runs on GPU arrays: the host backend needs host functions, which operators from Python do not have",
+                self.desc.name
+            )));
+        }
+        let op = self.compiled_on(py, device)?;
+        let segments = segment_data(segments, offsets)?;
+        let mut scan = OperatorScan {
+            inclusive,
+            init: initial,
+            direction: if reverse {
+                Direction::Backward
+            } else {
+                Direction::Forward
+            },
+            deterministic,
+            ..OperatorScan::default()
+        };
+        if let Some((data, kind)) = &segments {
+            device_of(&[all[0], data])?;
+            scan = scan.segmented(*kind);
+        }
+        let ctx = op.context().clone();
+        let s = self::stream(&ctx, device, stream)?;
+        // SAFETY: the Python caller keeps the arrays referenced during the call.
+        let views = |arrays: &[ArrayArg], writable: bool| -> PyResult<Vec<scanrt::ArrayView<'static>>> {
+            arrays.iter().map(|a| unsafe { a.view(writable) }).collect()
+        };
+        let (ins, outs) = (views(&inputs, false)?, views(&outputs, true)?);
+        // SAFETY: as above.
+        let data = segments.map(|(d, _)| unsafe { d.view(false) }).transpose()?;
+        py.allow_threads(|| op.scan_arrays(&s, &ins, &outs, data.as_ref(), &scan))
+            .py_err()?;
+        Ok(())
+    }
+
+    /// The operator's name.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.desc.name
+    }
+}
+
+impl PyOperator {
+    /// The operator compiled for `device`'s context (its kernels load at the first scan).
+    fn compiled_on(&self, py: Python<'_>, device: i64) -> PyResult<Operator> {
+        if let Some(op) = self.compiled.lock().get(&device) {
+            return Ok(op.clone());
+        }
+        let ctx = context(device)?;
+        let op = py.allow_threads(|| ctx.create_operator(self.desc.clone())).py_err()?;
+        self.compiled.lock().insert(device, op.clone());
+        Ok(op)
+    }
+}
