@@ -8,7 +8,8 @@ use std::marker::PhantomData;
 
 use crate::buffer::Buffer;
 use crate::error::{bail, Result};
-use crate::types::{DType, Scalar};
+use crate::scalar::Scalar;
+use crate::types::DType;
 use dlpark::ffi::{DLDataType, DLTensor};
 
 /// The most dimensions a view has.

@@ -8,8 +8,9 @@ use crate::context::Context;
 use crate::engine::Engine;
 use crate::error::{bail, Error, Result};
 use crate::runtime::driver::check;
+use crate::scalar::Scalar;
 use crate::stream::Stream;
-use crate::types::{DType, Scalar};
+use crate::types::DType;
 
 enum Storage {
     Host(Vec<u64>),

@@ -37,6 +37,7 @@ mod operator;
 mod ops;
 pub mod recipes;
 mod runtime;
+mod scalar;
 mod scan;
 mod select;
 mod sort;
@@ -58,6 +59,7 @@ pub use ops::{Accumulator, OpDefinition};
 pub use runtime::workspace::Workspace;
 /// The most streams whose look-back workspaces a context keeps (least recently used go first).
 pub use runtime::workspace::POOL_STREAMS as MAX_POOLED_STREAMS;
+pub use scalar::{InitValue, Scalar};
 pub use scan::api::CarryViews;
 pub use scan::desc::{ScanDesc, Segments};
 pub use scan::operator_model::Carries;
@@ -73,9 +75,7 @@ pub use stream::Stream;
 pub use tables::{
     Algorithm, Backend, ChoiceReason, DType, Direction, LogLevel, Op, ScanrtStatus, SegmentKind, SelectRule, SortOrder,
 };
-pub use types::{
-    check_types, DTypeInfo, InitValue, Narrow, NumberKind, Scalar, ScanTypes, Widen, NARROWING_TYPES, TYPE_PAIRS,
-};
+pub use types::{check_types, DTypeInfo, Narrow, NumberKind, ScanTypes, Widen, NARROWING_TYPES, TYPE_PAIRS};
 
 /// The directory of the on-disk kernel cache, or why there is none (turned off, or a
 /// directory refused as not private: see `SCANRT_CACHE_DIR` in the README). Without one,

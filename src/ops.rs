@@ -12,8 +12,8 @@
 //! for floats, the identity of IEEE addition), 1, the type's max / min (+-inf for
 //! floats), all-ones and 0.
 
+use crate::scalar::Scalar;
 use crate::tables::Op;
-use crate::types::Scalar;
 
 /// An operator as the kernels see it, and what scans may assume about it.
 #[derive(Debug, Clone, Copy)]

@@ -214,8 +214,8 @@ __device__ void write_extreme(const Extreme& e, {t}& value, uint32_t& index) {{ 
 /// index 0xffffffff, which marks it as empty: it loses every comparison, ties included.
 fn extreme_identity(dtype: DType, max: bool, size: usize) -> Vec<u8> {
     use crate::ops::Accumulator;
+    use crate::scalar::Scalar;
     use crate::tables::Op;
-    use crate::types::Scalar;
     let op = if max { Op::Max } else { Op::Min };
     let mut bytes = vec![0u8; size];
     let value = host_values!(dtype, |T| Scalar::to_bits(<T as Accumulator>::identity(op)));

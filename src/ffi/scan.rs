@@ -9,13 +9,14 @@ use super::versioned::{caller_size, init_sized, read_versioned, write_prefix, Ve
 use super::{boundary, non_null, non_null_mut};
 use crate::error::{bail, Result};
 use crate::runtime::workspace::Workspace;
+use crate::scalar::InitValue;
 use crate::scan::desc::{ScanDesc, Segments};
 use crate::scan::plan::ScanIo;
 use crate::scan::ScanInfo;
 use crate::stream::Stream;
 use crate::tables::ScanrtStatus;
 use crate::tables::{Algorithm, Direction, Op, SegmentKind};
-use crate::types::{DType, InitValue};
+use crate::types::DType;
 
 /// An initial value, read as the scan's accumulator type (its output type unless the
 /// descriptor names another).

@@ -11,10 +11,11 @@ use super::versioned::{init_sized, read_versioned, Versioned};
 use super::{boundary, non_null};
 use crate::array::ArrayView;
 use crate::error::Result;
+use crate::scalar::InitValue;
 use crate::select::desc::{Comparison, Predicate, SelectDesc, Selection};
 use crate::select::SelectArrays;
 use crate::tables::{ScanrtStatus, SelectOutput, SelectRule};
-use crate::types::{DType, InitValue};
+use crate::types::DType;
 
 /// What a selection computes. Initialise with `scanrt_select_desc_init`, then set fields.
 #[repr(C)]

@@ -184,3 +184,39 @@ pub fn compile_operator(desc: &OperatorDesc, arch: i32) -> Result<usize> {
     }
     Ok(bytes)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::nvrtc::Nvrtc;
+
+    /// A user-defined operator's kernel sets (a 16-byte state, with load and store)
+    /// compile for sm_90, single pass and matrix scan, segmented (the offsets prepass
+    /// included) or not (skipped without NVRTC).
+    #[test]
+    fn operator_kernel_sets_compile() {
+        let Ok(nvrtc) = Nvrtc::load() else {
+            eprintln!("skipped: no NVRTC");
+            return;
+        };
+        let target = nvrtc.target_for(90).unwrap();
+        let source = r#"
+struct Best { double value; uint32_t index; uint32_t unused; };
+__device__ Best better(Best a, Best b) { return b.value > a.value ? b : a; }
+__device__ Best make(int64_t i, double x) { return Best{x, (uint32_t)i, 0u}; }
+__device__ void put(const Best& s, double& value, uint32_t& index) { value = s.value; index = s.index; }
+"#;
+        let mut identity = f64::NEG_INFINITY.to_ne_bytes().to_vec();
+        identity.resize(16, 0);
+        let best = OperatorDesc::new("best", source, "Best", 16, 8, "better", &identity)
+            .with_load("make", &[DType::F64])
+            .with_store("put", &[DType::F64, DType::U32]);
+        for (matrix, segmented) in [(false, false), (true, true)] {
+            for program in kernel_programs(&best, 90, Direction::Forward, segmented, matrix).0 {
+                if let Err(e) = nvrtc.compile(&program.source, target) {
+                    panic!("{}: {}", program.source.name, e.message);
+                }
+            }
+        }
+    }
+}

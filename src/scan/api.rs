@@ -10,6 +10,7 @@ use crate::engine::Engine;
 use crate::error::{bail, Result};
 use crate::runtime::device::LoadedKernel;
 use crate::runtime::workspace::Workspace;
+use crate::scalar::Scalar;
 use crate::scan::checks::check_segment_view;
 use crate::scan::desc::{ScanDesc, Segments};
 use crate::scan::kernels::{KernelKind, KernelSets, Specialization};
@@ -18,7 +19,7 @@ use crate::scan::plan::{PlanOperator, ScanIo, ScanPlan};
 use crate::scan::{RawScan, ScanInfo};
 use crate::stream::Stream;
 use crate::tables::Op;
-use crate::types::{DType, Scalar, ScanTypes};
+use crate::types::{DType, ScanTypes};
 
 /// The carries of a scan of views: each a view of at least one element of the scan's
 /// accumulator type (the output type unless the descriptor widens it).

@@ -2,8 +2,9 @@
 
 use crate::contract::StateBytes;
 use crate::error::{bail, Result};
+use crate::scalar::{InitValue, Scalar};
 use crate::tables::{Algorithm, Direction, Op, SegmentKind};
-use crate::types::{DType, InitValue, Scalar, ScanTypes};
+use crate::types::{DType, ScanTypes};
 
 /// How a segmented scan is told where segments start. The data (flags or keys, one
 /// entry per element, in memory order) travels beside the input: [`RawScan::segments`](crate::RawScan).

@@ -24,10 +24,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::dispatch_scan_types;
 use crate::error::Result;
 use crate::ops::{dispatch_op, op_at, Accumulator};
+use crate::scalar::Scalar;
 use crate::scan::desc::{ScanDesc, Segments};
 use crate::scan::RawScan;
 use crate::tables::{DType, Direction};
-use crate::types::{Narrow, Scalar, ScanTypes, Widen};
+use crate::types::{Narrow, ScanTypes, Widen};
 
 /// Elements per chunk: the unit of parallel work and of the association order. Input and
 /// output of a chunk (at most 2 x 8 x 2^15 bytes) stay in a core's L2 between its two

@@ -10,11 +10,12 @@ use crate::contract::StateBytes;
 use crate::engine::GpuEngine;
 use crate::error::Result;
 use crate::runtime::calls::CallLabel;
+use crate::scalar::InitValue;
 use crate::scan::desc::{ScanDesc, ScanShape};
 use crate::scan::kernels::{KernelSets, ScanKernels, Specialization};
 use crate::scan::RawScan;
 use crate::tables::{Algorithm, Op};
-use crate::types::{DType, InitValue, ScanTypes};
+use crate::types::{DType, ScanTypes};
 
 /// Element size and alignment of one array a scan reads or writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

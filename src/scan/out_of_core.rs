@@ -9,11 +9,11 @@
 use crate::context::Context;
 use crate::error::{bail, Result};
 use crate::runtime::driver::{self, Event};
+use crate::scalar::Scalar;
 use crate::scan::desc::{ScanDesc, Segments};
 use crate::scan::operator_model::Carries;
 use crate::scan::plan::ScanIo;
 use crate::scan::{RawScan, ScanInfo};
-use crate::types::Scalar;
 use crate::{Buffer, Direction};
 
 /// Elements per chunk unless told otherwise.

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use crate::error::{bail, Result};
-use crate::types::{DType, InitValue};
+use crate::scalar::InitValue;
+use crate::types::DType;
 
 /// How a comparison selection compares each element with its operand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

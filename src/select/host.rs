@@ -2,9 +2,10 @@
 //! and the count of each element's predecessors is the whole of the dependence).
 
 use crate::error::Result;
+use crate::scalar::Scalar;
 use crate::select::desc::{SelectDesc, SelectOutput, Selection};
 use crate::select::SelectArrays;
-use crate::types::{DType, Scalar};
+use crate::types::DType;
 
 /// Elements the host compares, as their own type.
 trait HostElement: Scalar + PartialOrd + Default {

@@ -6,7 +6,7 @@
 
 use scanrt::{reference_scan_segmented, Algorithm, Buffer, Context, DType, Direction, Op, ScanDesc, Segments, Stream};
 
-use super::{encode_segments, random_vec, segment_starts, Rng, SegmentPattern};
+use super::{encode_segments, random_vec, segment_starts, Rng, SegmentPattern, Tally};
 
 /// One case of the sweep.
 #[derive(Debug, Clone, Copy)]
@@ -31,8 +31,7 @@ pub fn sweep_wide_accumulators(
     algorithms: &[Algorithm],
 ) -> Vec<String> {
     let mut rng = Rng(seed);
-    let mut failures = Vec::new();
-    let mut cases = 0;
+    let mut tally = Tally::default();
     for &n in sizes {
         for op in [Op::Sum, Op::Product, Op::Min, Op::Max] {
             for &algorithm in algorithms {
@@ -49,20 +48,14 @@ pub fn sweep_wide_accumulators(
                             n,
                         };
                         let case_seed = rng.0;
-                        cases += 1;
-                        if let Err(e) = run_wide_case(ctx, stream, &mut rng, case) {
-                            failures.push(format!("{case:?} (rng state {case_seed:#x}): {e}"));
-                        }
+                        let result = run_wide_case(ctx, stream, &mut rng, case);
+                        tally.record(result, || format!("{case:?} (rng state {case_seed:#x})"));
                     }
                 }
             }
         }
     }
-    eprintln!(
-        "wide accumulators: {cases} cases, {} failed (seed {seed:#x})",
-        failures.len()
-    );
-    failures
+    tally.into_failures("wide accumulators", seed)
 }
 
 /// Values whose f32 running sums lose bits that f64 keeps: a spread of magnitudes with

@@ -15,7 +15,7 @@ use scanrt::{
     Stream,
 };
 
-use super::{encode_segments, random_vec, segment_starts, Rng, SegmentPattern};
+use super::{encode_segments, random_vec, segment_starts, Rng, SegmentPattern, Tally};
 
 /// One case of the sweep.
 #[derive(Debug, Clone, Copy)]
@@ -44,8 +44,7 @@ pub fn sweep_half_types(
     algorithms: &[Algorithm],
 ) -> Vec<String> {
     let mut rng = Rng(seed);
-    let mut failures = Vec::new();
-    let mut cases = 0;
+    let mut tally = Tally::default();
     for &n in sizes {
         for input in [DType::F16, DType::BF16] {
             for output in [input, DType::F32] {
@@ -72,14 +71,11 @@ pub fn sweep_half_types(
                                     n,
                                 };
                                 let case_seed = rng.0;
-                                cases += 1;
                                 let result = match input {
                                     DType::F16 => run_half_case::<f16>(ctx, stream, &mut rng, case),
                                     _ => run_half_case::<bf16>(ctx, stream, &mut rng, case),
                                 };
-                                if let Err(e) = result {
-                                    failures.push(format!("{case:?} (rng state {case_seed:#x}): {e}"));
-                                }
+                                tally.record(result, || format!("{case:?} (rng state {case_seed:#x})"));
                             }
                         }
                     }
@@ -87,8 +83,7 @@ pub fn sweep_half_types(
             }
         }
     }
-    eprintln!("half types: {cases} cases, {} failed (seed {seed:#x})", failures.len());
-    failures
+    tally.into_failures("half types", seed)
 }
 
 /// A half type's host side: rounding from f32, widening to f32.

@@ -259,6 +259,46 @@ pub fn compare_segmented<I: TestInput + Widen<O>, O: TestOutput>(
     Ok(())
 }
 
+/// Counts the cases of a randomised test and keeps the failures, so one run reports all of them.
+#[derive(Default)]
+pub struct Tally {
+    pub cases: usize,
+    pub failures: Vec<String>,
+}
+
+impl Tally {
+    pub fn record(&mut self, result: Result<(), String>, case: impl FnOnce() -> String) {
+        self.cases += 1;
+        if let Err(e) = result {
+            self.failures.push(format!("{}: {e}", case()));
+        }
+    }
+
+    /// Prints the case count and fails with the first 30 failures, if any.
+    pub fn assert_no_failures(&self, label: &str) {
+        let (cases, failures) = (self.cases, &self.failures);
+        eprintln!("{label}: {cases} cases, {} failures", failures.len());
+        assert!(
+            failures.is_empty(),
+            "{} of {cases} cases failed:\n{}",
+            failures.len(),
+            failures.iter().take(30).cloned().collect::<Vec<_>>().join("\n")
+        );
+    }
+}
+
+impl Tally {
+    /// Prints the case count (with the sweep's seed) and hands the failures to the caller.
+    pub fn into_failures(self, label: &str, seed: u64) -> Vec<String> {
+        eprintln!(
+            "{label}: {} cases, {} failed (seed {seed:#x})",
+            self.cases,
+            self.failures.len()
+        );
+        self.failures
+    }
+}
+
 /// How the segments of a randomized case are laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SegmentPattern {

@@ -146,34 +146,6 @@ pub(crate) fn edge_sizes(tile: usize, bulk_tile: usize, wave_tile: usize) -> [us
     ]
 }
 
-/// Counts the cases of a randomised test and keeps the failures, so one run reports all of them.
-#[derive(Default)]
-pub(crate) struct Tally {
-    pub cases: usize,
-    pub failures: Vec<String>,
-}
-
-impl Tally {
-    pub fn record(&mut self, result: Result<(), String>, case: impl FnOnce() -> String) {
-        self.cases += 1;
-        if let Err(e) = result {
-            self.failures.push(format!("{}: {e}", case()));
-        }
-    }
-
-    /// Prints the case count and fails with the first 30 failures, if any.
-    pub fn assert_no_failures(&self, label: &str) {
-        let (cases, failures) = (self.cases, &self.failures);
-        eprintln!("{label}: {cases} cases, {} failures", failures.len());
-        assert!(
-            failures.is_empty(),
-            "{} of {cases} cases failed:\n{}",
-            failures.len(),
-            failures.iter().take(30).cloned().collect::<Vec<_>>().join("\n")
-        );
-    }
-}
-
 /// The tile lengths of the kernels for a type pair, from the context's tuning:
 /// (register-staged, bulk-copy, one-wave). Pairs without a bulk-copy kernel get a length
 /// between one and two regular tiles in its place.
