@@ -184,8 +184,9 @@ typedef enum scanrt_segments {
   // `segment_data` must be NULL.
   SCANRT_SEGMENTS_ROWS = 4,
   // Offsets (a CSR array of `num_offsets` entries of type `key_dtype`: u32, i32,
-  // u64 or i64): segment i is [offsets[i], offsets[i+1]); each offset below n starts
-  // a segment, repeated ones (empty segments) too, larger and negative ones nothing.
+  // u64 or i64): segment i is `[offsets[i], offsets[i+1])`; each offset below n
+  // starts a segment, repeated ones (empty segments) too, larger and negative ones
+  // nothing.
   SCANRT_SEGMENTS_OFFSETS = 5,
 } scanrt_segments;
 

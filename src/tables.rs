@@ -170,8 +170,9 @@ c_enums! {
         /// `segment_data` must be NULL.
         Rows = 4, "ROWS", "rows";
         /// Offsets (a CSR array of `num_offsets` entries of type `key_dtype`: u32, i32,
-        /// u64 or i64): segment i is [offsets[i], offsets[i+1]); each offset below n starts
-        /// a segment, repeated ones (empty segments) too, larger and negative ones nothing.
+        /// u64 or i64): segment i is `[offsets[i], offsets[i+1])`; each offset below n
+        /// starts a segment, repeated ones (empty segments) too, larger and negative ones
+        /// nothing.
         Offsets = 5, "OFFSETS", "offsets";
     }
 
