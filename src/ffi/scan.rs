@@ -115,11 +115,9 @@ pub(crate) fn traversal_from_c(desc: &scanrt_scan_desc) -> Result<(Algorithm, Di
     }
     let direction = Direction::from_c(desc.direction)?;
     let segments = match SegmentKind::from_c(desc.segments)? {
-        SegmentKind::Keys => Segments::Keys(DType::from_c(desc.key_dtype)?),
-        SegmentKind::Offsets => Segments::Offsets {
-            dtype: DType::from_c(desc.key_dtype)?,
-            count: desc.num_offsets,
-        },
+        kind @ (SegmentKind::Keys | SegmentKind::Offsets) => {
+            Segments::of_kind(kind, DType::from_c(desc.key_dtype)?, desc.num_offsets)
+        }
         kind => Segments::of_kind(kind, DType::U32, desc.row_length),
     };
     Ok((algorithm, direction, segments))

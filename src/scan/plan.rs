@@ -436,10 +436,11 @@ impl ScanPlan {
         let Carries { carry_in, carry_out } = arrays.carries;
         let init = shape.init.unwrap_or_default();
         let offset_heads = match shape.segments {
-            Segments::Offsets { .. } => Some(OffsetHeads::queue(
+            Segments::Offsets { dtype, count } => Some(OffsetHeads::queue(
                 dev,
                 &plan.kernels,
-                shape.segments,
+                dtype,
+                count,
                 arrays.segments,
                 n,
                 raw_stream,

@@ -8,7 +8,6 @@ use cudarc::driver::sys::{CUdeviceptr, CUstream};
 use crate::error::Result;
 use crate::runtime::device::GpuDevice;
 use crate::runtime::driver;
-use crate::scan::desc::Segments;
 use crate::scan::kernels::{KernelKind, ScanKernels};
 use crate::tables::DType;
 
@@ -32,23 +31,21 @@ pub(super) struct OffsetHeads {
 }
 
 impl OffsetHeads {
-    /// Queues on `stream` the bit flags of the `segments` offsets at `offsets` for a scan
-    /// of `n` elements: zeroed words, then one bit per offset below n.
+    /// Queues on `stream` the bit flags of the `count` offsets of `dtype` at `offsets`
+    /// for a scan of `n` elements: zeroed words, then one bit per offset below n.
     ///
     /// # Safety
     /// The device's context is current, `stream` is one of its live streams, and
-    /// `offsets` holds the offsets `segments` describes (checked by the plan).
+    /// `offsets` holds `count` offsets of `dtype` (checked by the plan).
     pub unsafe fn queue(
         dev: &GpuDevice,
         kernels: &ScanKernels,
-        segments: Segments,
+        dtype: DType,
+        count: u64,
         offsets: u64,
         n: u64,
         stream: CUstream,
     ) -> Result<OffsetHeads> {
-        let Segments::Offsets { dtype, count } = segments else {
-            unreachable!("offset heads of {segments:?}")
-        };
         let bytes = n.div_ceil(32) as usize * 4;
         let bits = dev.scratch.alloc(bytes, stream)?;
         let heads = OffsetHeads { bits };
