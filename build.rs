@@ -120,6 +120,7 @@ mod c_headers {
             .include_item("OperatorParams")
             .include_item("SelectParams")
             .include_item("SortParams")
+            .include_item("StridedParams")
             .include_item("LookbackHeader")
             .include_item("FaultReport");
         match contract.generate() {
@@ -131,6 +132,7 @@ mod c_headers {
                 let operator_params = kernel_parameter_list(&text, "OperatorParams");
                 let select_params = kernel_parameter_list(&text, "SelectParams");
                 let sort_params = kernel_parameter_list(&text, "SortParams");
+                let strided_params = kernel_parameter_list(&text, "StridedParams");
                 let text = format!(
                     "{text}\n// The scan kernels' parameter list: ScanParams's fields, in order, as separate\n\
                          // parameters. The driver lays them out exactly as the struct, so the host passes\n\
@@ -143,7 +145,9 @@ mod c_headers {
                          // The select and partition kernels' parameter list: SelectParams's fields.\n\
                          #define SCANRT_SELECT_PARAMS {select_params}\n\
                          // The radix sort kernels' parameter list: SortParams's fields.\n\
-                         #define SCANRT_SORT_PARAMS {sort_params}\n"
+                         #define SCANRT_SORT_PARAMS {sort_params}\n\
+                         // The strided scan kernel's parameter list: StridedParams's fields.\n\
+                         #define SCANRT_STRIDED_PARAMS {strided_params}\n"
                 );
                 write_if_changed(&crate_dir.join("kernels/generated/contract.cuh"), text.as_bytes());
             }

@@ -43,6 +43,9 @@ pub(crate) enum AxisLayout {
     /// `rows` contiguous rows of `len` elements, one after the other: the scan runs
     /// along each row (the batched-rows scan).
     Rows { rows: u64, len: u64 },
+    /// Any other layout (columns, pitches, inner axes, transposes): the strided scan's,
+    /// along axis `axis` (counted from the front).
+    Strided { axis: usize },
 }
 
 impl<'a> ArrayView<'a> {
@@ -242,25 +245,11 @@ impl<'a> ArrayView<'a> {
         if n == 0 {
             return Ok(AxisLayout::Flat { n });
         }
-        if !self.compact_from(0) {
-            bail!(
-                UnsupportedCombination,
-                "the array (shape {:?}, strides {:?}) is not row-major contiguous; strided arrays \
-                 (row pitches, columns) are not scanned yet: copy it into a contiguous array first",
-                self.shape(),
-                self.strides()
-            );
-        }
         let a = a as usize;
         let len = if self.ndim == 0 { 1 } else { self.shape[a] };
         let after: u64 = self.shape()[(a + 1).min(self.ndim)..].iter().product();
-        if after > 1 {
-            bail!(
-                UnsupportedCombination,
-                "a scan along axis {axis} of shape {:?} runs across rows (a column scan); only the \
-                 last axis (or axes after it of extent 1) is scanned yet",
-                self.shape()
-            );
+        if !self.compact_from(0) || after > 1 {
+            return Ok(AxisLayout::Strided { axis: a });
         }
         Ok(if len == n || len == 0 {
             AxisLayout::Flat { n }

@@ -200,6 +200,55 @@ pub struct SortParams {
 
 const _: () = assert!(std::mem::size_of::<SortParams>() == 12 * 8 + 4 * 4);
 
+/// The parameters of the strided scan kernel (`SCANRT_STRIDED_PARAMS`): a scan along the
+/// middle axis of a `[batches][len][columns]` view, element `(b, i, c)` at
+/// `b * batch_stride + i * row_stride + c * column_stride` elements from its base (the
+/// input's and the output's strides each their own), each `(b, c)` an independent
+/// sequence.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StridedParams {
+    /// The input's element `(0, 0, 0)` (`const In*`).
+    pub input: u64,
+    /// The output's element `(0, 0, 0)` (`Out*`); may be the input, with its strides.
+    pub output: u64,
+    /// The look-back workspace (a `LookbackHeader` and `columns` status slots per tile).
+    pub workspace: u64,
+    /// Where a kernel reports a refused workspace or an expired look-back (`FaultReport*`).
+    pub report: u64,
+    /// Elements between the input's batches.
+    pub in_batch_stride: i64,
+    /// Elements between the input's rows (along the scanned axis).
+    pub in_row_stride: i64,
+    /// Elements between the output's batches.
+    pub out_batch_stride: i64,
+    /// Elements between the output's rows.
+    pub out_row_stride: i64,
+    /// Elements between the input's columns (1: adjacent, read in whole rows of a strip).
+    pub in_column_stride: i64,
+    /// Elements between the output's columns.
+    pub out_column_stride: i64,
+    /// Batches (independent groups of columns).
+    pub batches: i64,
+    /// Elements of each sequence (rows along the scanned axis).
+    pub len: i64,
+    /// Adjacent columns of each batch.
+    pub columns: i64,
+    /// Status slots the host checked the workspace to hold.
+    pub status_capacity: i64,
+    /// As `ScanParams::init_bits`; with `FLAG_PER_SEQUENCE_CARRIES`, the address of one
+    /// initial value per sequence (`batches * columns` accumulators, batch-major).
+    pub init_bits: u64,
+    /// Where each sequence's total goes (`batches * columns` accumulators); 0: nowhere.
+    pub carry_out: u64,
+    /// `FLAG_*` bits.
+    pub flags: u32,
+    /// The launching call's serial number (as `ScanParams::call`).
+    pub call: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<StridedParams>() == 16 * 8 + 2 * 4);
+
 /// A digit pass writes each element's index (`index_base` + its position in the
 /// portion) as its value, instead of reading `values_in`: the first pass of an argsort.
 pub const SORT_FLAG_INDICES: u32 = 1;
@@ -221,6 +270,9 @@ pub const FLAG_VECTOR_HEADS: u32 = 32;
 /// The initial value is read from device memory at the address `init_bits` (an unsegmented
 /// scan's carry in); implies `FLAG_HAS_INIT`.
 pub const FLAG_INIT_IN_MEMORY: u32 = 512;
+/// Strided scans: `init_bits` is the address of one initial value per sequence (implies
+/// `FLAG_HAS_INIT`).
+pub const FLAG_PER_SEQUENCE_CARRIES: u32 = 1024;
 /// Bits 6-8 of the flags: the `HEADS_*` kind of a segmented scan.
 pub const HEADS_KIND_SHIFT: u32 = 6;
 /// The `HEADS_*` kind's bits, after the shift.

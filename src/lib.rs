@@ -130,15 +130,18 @@ pub fn compile_kernel_sets(arch: i32) -> Result<Vec<usize>> {
         .collect()
 }
 
-/// The source of every built-in kernel set for `sm_<arch>`: the scan's, the select
-/// kernels' and the sort's.
+/// The source of every built-in kernel set for `sm_<arch>`: the scan's (flat and
+/// strided), the select kernels' and the sort's.
 fn every_built_in_source(arch: i32) -> Vec<runtime::nvrtc::KernelSource> {
     let scans = scan::kernels::every_specialization(arch)
         .into_iter()
         .map(|s| s.source());
     let selects = select::kernels::every_select_spec().into_iter().map(|s| s.source());
     let sorts = sort::kernels::every_sort_spec().into_iter().map(|s| s.source());
-    scans.chain(selects).chain(sorts).collect()
+    let strided = scan::strided::kernels::every_strided_spec()
+        .into_iter()
+        .map(|s| s.source());
+    scans.chain(strided).chain(selects).chain(sorts).collect()
 }
 
 /// Checks the kernel pack at `path`: its index and every image's checksum. Returns the

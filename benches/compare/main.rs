@@ -12,6 +12,7 @@
 //!     bench_compare --sort         (radix sorts beside CUB: sort.rs, bench/run_primitives_bench.sh)
 //!     bench_compare --across       (scans across every GPU of the machine: across.rs)
 //!     bench_compare --out-of-core  (a host array scanned through the GPU: out_of_core.rs)
+//!     bench_compare --shapes       (columns and pitched rows beside memcpy: shapes.rs)
 //!
 //! Built as the cargo bench `compare` (`cargo bench --bench compare -- --quick`);
 //! scripts/stage.sh stages it as stage/bin/bench_compare.
@@ -32,6 +33,7 @@ mod latency;
 mod operators;
 mod out_of_core;
 mod select;
+mod shapes;
 mod sort;
 mod variant;
 
@@ -146,6 +148,9 @@ fn main() {
     }
     if std::env::args().any(|a| a == "--out-of-core") {
         return out_of_core::run(&ctx);
+    }
+    if std::env::args().any(|a| a == "--shapes") {
+        return shapes::run(&ctx, &stream, &timer);
     }
     let sizes = sizes(quick);
     let max_n = *sizes.iter().max().unwrap();

@@ -35,6 +35,10 @@ constexpr static const uint32_t FLAG_VECTOR_HEADS = 32;
 /// scan's carry in); implies `FLAG_HAS_INIT`.
 constexpr static const uint32_t FLAG_INIT_IN_MEMORY = 512;
 
+/// Strided scans: `init_bits` is the address of one initial value per sequence (implies
+/// `FLAG_HAS_INIT`).
+constexpr static const uint32_t FLAG_PER_SEQUENCE_CARRIES = 1024;
+
 /// Bits 6-8 of the flags: the `HEADS_*` kind of a segmented scan.
 constexpr static const uint32_t HEADS_KIND_SHIFT = 6;
 
@@ -228,6 +232,51 @@ struct SortParams {
   uint32_t call;
 };
 
+/// The parameters of the strided scan kernel (`SCANRT_STRIDED_PARAMS`): a scan along the
+/// middle axis of a `[batches][len][columns]` view, element `(b, i, c)` at
+/// `b * batch_stride + i * row_stride + c * column_stride` elements from its base (the
+/// input's and the output's strides each their own), each `(b, c)` an independent
+/// sequence.
+struct StridedParams {
+  /// The input's element `(0, 0, 0)` (`const In*`).
+  uint64_t input;
+  /// The output's element `(0, 0, 0)` (`Out*`); may be the input, with its strides.
+  uint64_t output;
+  /// The look-back workspace (a `LookbackHeader` and `columns` status slots per tile).
+  uint64_t workspace;
+  /// Where a kernel reports a refused workspace or an expired look-back (`FaultReport*`).
+  uint64_t report;
+  /// Elements between the input's batches.
+  int64_t in_batch_stride;
+  /// Elements between the input's rows (along the scanned axis).
+  int64_t in_row_stride;
+  /// Elements between the output's batches.
+  int64_t out_batch_stride;
+  /// Elements between the output's rows.
+  int64_t out_row_stride;
+  /// Elements between the input's columns (1: adjacent, read in whole rows of a strip).
+  int64_t in_column_stride;
+  /// Elements between the output's columns.
+  int64_t out_column_stride;
+  /// Batches (independent groups of columns).
+  int64_t batches;
+  /// Elements of each sequence (rows along the scanned axis).
+  int64_t len;
+  /// Adjacent columns of each batch.
+  int64_t columns;
+  /// Status slots the host checked the workspace to hold.
+  int64_t status_capacity;
+  /// As `ScanParams::init_bits`; with `FLAG_PER_SEQUENCE_CARRIES`, the address of one
+  /// initial value per sequence (`batches * columns` accumulators, batch-major).
+  uint64_t init_bits;
+  /// Where each sequence's total goes (`batches * columns` accumulators); 0: nowhere.
+  uint64_t carry_out;
+  /// `FLAG_*` bits.
+  uint32_t flags;
+  /// The launching call's serial number (as `ScanParams::call`).
+  uint32_t call;
+};
+
 /// The look-back workspace header; the status slots follow it. Initialised by the host
 /// (zero-filled, then `area_bytes` and `seal` written), then owned by the kernels.
 struct LookbackHeader {
@@ -267,3 +316,5 @@ struct FaultReport {
 #define SCANRT_SELECT_PARAMS uint64_t input, uint64_t selection, uint64_t output, uint64_t second, uint64_t num_selected, uint64_t workspace, uint64_t report, int64_t n, int64_t status_capacity, uint64_t capacity, uint64_t operand_bits, uint32_t flags, uint32_t call
 // The radix sort kernels' parameter list: SortParams's fields.
 #define SCANRT_SORT_PARAMS uint64_t keys_in, uint64_t keys_out, uint64_t values_in, uint64_t values_out, uint64_t histograms, uint64_t carry_in, uint64_t carry_out, uint64_t workspace, uint64_t report, int64_t n, int64_t status_capacity, uint64_t index_base, uint32_t begin_bit, uint32_t end_bit, uint32_t flags, uint32_t call
+// The strided scan kernel's parameter list: StridedParams's fields.
+#define SCANRT_STRIDED_PARAMS uint64_t input, uint64_t output, uint64_t workspace, uint64_t report, int64_t in_batch_stride, int64_t in_row_stride, int64_t out_batch_stride, int64_t out_row_stride, int64_t in_column_stride, int64_t out_column_stride, int64_t batches, int64_t len, int64_t columns, int64_t status_capacity, uint64_t init_bits, uint64_t carry_out, uint32_t flags, uint32_t call

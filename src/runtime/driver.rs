@@ -266,6 +266,22 @@ pub(crate) unsafe fn fill_async(dst: CUdeviceptr, value: &[u8], stream: CUstream
     Ok(())
 }
 
+/// Writes `value` (a multiple of 4 bytes) `count` times back to back from the device
+/// address `dst` on `stream`: one strided 32-bit memset per word of the value.
+///
+/// # Safety
+/// `dst` must be device memory of `count * value.len()` bytes, 4-byte aligned.
+pub(crate) unsafe fn fill_repeated_async(dst: CUdeviceptr, value: &[u8], count: u64, stream: CUstream) -> Result<()> {
+    for (i, word) in value.chunks_exact(4).enumerate() {
+        let word = u32::from_ne_bytes(word.try_into().expect("4 bytes"));
+        check(
+            sys::cuMemsetD2D32Async(dst + 4 * i as u64, value.len(), word, 1, count as usize, stream),
+            "cuMemsetD2D32Async",
+        )?;
+    }
+    Ok(())
+}
+
 /// Copies `bytes` between host memory and device memory on `stream`: asynchronous for
 /// page-locked host memory; pageable memory is staged by the driver at its own speed.
 ///

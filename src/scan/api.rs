@@ -16,6 +16,7 @@ use crate::scan::desc::{ScanDesc, Segments};
 use crate::scan::kernels::{KernelKind, KernelSets, Specialization};
 use crate::scan::operator_model::{BuiltinOperator, Carries};
 use crate::scan::plan::{PlanOperator, ScanIo, ScanPlan};
+use crate::scan::strided;
 use crate::scan::{RawScan, ScanInfo};
 use crate::stream::Stream;
 use crate::tables::Op;
@@ -322,9 +323,13 @@ impl Context {
     ) -> Result<ScanInfo> {
         input.check_output(output)?;
         let mut desc = *desc;
-        let n = match input.axis_layout(axis)? {
-            AxisLayout::Flat { n } => n,
-            AxisLayout::Rows { rows, len } => {
+        let carried = carries.carry_in.is_some() || carries.carry_out.is_some();
+        // Carries of an array of several dimensions are one per sequence: the strided
+        // scan's, whatever the layout.
+        let per_sequence = carried && input.shape().len() > 1;
+        let n = match (input.axis_layout(axis)?, output.axis_layout(axis)?) {
+            (AxisLayout::Flat { n }, AxisLayout::Flat { .. }) if !per_sequence => n,
+            (AxisLayout::Rows { rows, len }, AxisLayout::Rows { .. }) if !per_sequence => {
                 if desc.segments != Segments::None {
                     bail!(
                         InvalidArgument,
@@ -336,8 +341,18 @@ impl Context {
                 desc.segments = Segments::Rows(len);
                 rows * len
             }
+            _ => {
+                if segments.is_some() {
+                    bail!(
+                        UnsupportedCombination,
+                        "segments apply to 1-D contiguous arrays; this scan runs along an axis of a strided array"
+                    );
+                }
+                let ndim = input.shape().len().max(1) as isize;
+                let axis = if axis < 0 { axis + ndim } else { axis } as usize;
+                return strided::scan(self, stream, input, output, axis, &desc, carries);
+            }
         };
-        output.axis_layout(axis)?;
         let segment_addr = match (segments, desc.segments) {
             (Some(s), kind) => {
                 check_segment_view(s, kind, n)?;

@@ -15,6 +15,7 @@ pub(crate) mod operator_model;
 pub(crate) mod out_of_core;
 pub(crate) mod plan;
 pub(crate) mod reference;
+pub(crate) mod strided;
 pub(crate) mod tuning;
 
 use crate::tables::{Algorithm, Backend, ChoiceReason};

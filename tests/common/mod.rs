@@ -16,6 +16,7 @@ pub mod operator_space;
 pub mod operators;
 pub mod select;
 pub mod sort;
+pub mod strided;
 
 /// The GPU context the GPU suites share, or why there is none.
 pub static GPU: Lazy<Result<Context, String>> = Lazy::new(|| {

@@ -18,6 +18,7 @@ mod operators;
 mod scans;
 mod select;
 mod sort;
+mod strided;
 
 use common::harness::{self, tests};
 
@@ -76,6 +77,9 @@ fn main() {
             sort::sort_more_than_2_pow_32_keys,
             sort::sort_sanitizer_subset,
             sort::sort_in_graphs_and_threads,
+            strided::strided_layouts_at_tile_boundaries,
+            strided::large_strided_scans,
+            strided::strided_sanitizer_subset,
         ],
         common::no_gpu,
     )

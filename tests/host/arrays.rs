@@ -160,7 +160,7 @@ fn dlpack_tensors_map_onto_views() {
         assert_eq!(o.strides(), &[6, 1]);
         ctx.scan_array(&stream, &i, &o, 1, &ScanDesc::inclusive(Op::Min))
             .unwrap();
-        // Transposed strides: a column layout, not scanned yet.
+        // Transposed strides: element [r, c] is input[r + 4 c], scanned along its rows.
         let mut transposed = [1i64, 4];
         let t = ArrayView::from_dlpack(&tensor(
             input.as_ptr() as *mut _,
@@ -169,8 +169,17 @@ fn dlpack_tensors_map_onto_views() {
             0,
         ))
         .unwrap();
-        let e = ctx.scan_array(&stream, &t, &o, 1, &ScanDesc::default()).unwrap_err();
-        assert_eq!(e.status, ScanrtStatus::UnsupportedCombination, "{}", e.message);
+        let mut t_out = vec![0i64; 24];
+        let t_view = ArrayView::contiguous(t_out.as_mut_ptr() as u64, DType::I64, &[4, 6]).unwrap();
+        ctx.scan_array(&stream, &t, &t_view, 1, &ScanDesc::inclusive(Op::Min))
+            .unwrap();
+        for r in 0..4 {
+            let mut running = i64::MAX;
+            for c in 0..6 {
+                running = running.min(input[r + 4 * c]);
+                assert_eq!(t_out[r * 6 + c], running, "transposed [{r}, {c}]");
+            }
+        }
         // byte_offset moves the first element.
         let mut one = [1i64, 6];
         let shifted =
@@ -215,13 +224,35 @@ fn layouts_and_arguments_that_are_refused_write_nothing() {
     unsafe {
         let i = |shape: &[u64]| ArrayView::contiguous(input.as_ptr() as u64, DType::U32, shape).unwrap();
         let o = |shape: &[u64]| ArrayView::contiguous(o_addr, DType::U32, shape).unwrap();
-        // Along an earlier axis of a matrix: a column scan.
+        // Strided layouts no single form holds: batch axes that do not nest.
+        let unnested = ArrayView::strided(input.as_ptr() as u64, DType::U32, &[2, 2, 8], &[3, 40, 1]).unwrap();
+        let unnested_out = ArrayView::contiguous(o_addr, DType::U32, &[2, 2, 8]).unwrap();
         assert_eq!(
-            status(ctx.scan_array(&stream, &i(&[8, 8]), &o(&[8, 8]), 0, &sum)),
+            status(ctx.scan_array(&stream, &unnested, &unnested_out, 2, &sum)),
             ScanrtStatus::UnsupportedCombination
         );
+        // An output that reaches an element twice, and one that overlaps the input
+        // without being it.
+        let twice = ArrayView::strided(o_addr, DType::U32, &[8, 8], &[1, 1]).unwrap();
         assert_eq!(
-            status(ctx.scan_array(&stream, &i(&[8, 8]), &o(&[8, 8]), -2, &sum)),
+            status(ctx.scan_array(&stream, &i(&[8, 8]), &twice, 0, &sum)),
+            ScanrtStatus::InvalidArgument
+        );
+        let shifted = ArrayView::strided(input.as_ptr() as u64 + 4, DType::U32, &[8, 7], &[8, 1]).unwrap();
+        let columns_in = ArrayView::strided(input.as_ptr() as u64, DType::U32, &[8, 7], &[8, 1]).unwrap();
+        assert_eq!(
+            status(ctx.scan_array(&stream, &columns_in, &shifted, 0, &sum)),
+            ScanrtStatus::InvalidArgument
+        );
+        // Segments and the matrix scan take 1-D contiguous arrays.
+        assert_eq!(
+            status(ctx.scan_array(
+                &stream,
+                &i(&[8, 8]),
+                &o(&[8, 8]),
+                0,
+                &ScanDesc::default().with_algorithm(scanrt::Algorithm::Matrix)
+            )),
             ScanrtStatus::UnsupportedCombination
         );
         // Axes out of range.
@@ -235,13 +266,6 @@ fn layouts_and_arguments_that_are_refused_write_nothing() {
         assert_eq!(
             status(ctx.scan_array(&stream, &i(&[8, 8]), &o(&[64]), -1, &sum)),
             ScanrtStatus::InvalidArgument
-        );
-        // A row pitch (strided rows).
-        let pitched = ArrayView::strided(input.as_ptr() as u64, DType::U32, &[4, 8], &[16, 1]).unwrap();
-        let pitched_out = ArrayView::strided(o_addr, DType::U32, &[4, 8], &[16, 1]).unwrap();
-        assert_eq!(
-            status(ctx.scan_array(&stream, &pitched, &pitched_out, -1, &sum)),
-            ScanrtStatus::UnsupportedCombination
         );
         // Rows with segments besides.
         let seg = ScanDesc::default().segmented(Segments::Rows(4));

@@ -36,17 +36,18 @@ fn bad_carries_are_refused_and_write_nothing() {
     };
     let c0 = view(&carries, 0, 1);
     let c1 = view(&carries, 1, 1);
-    // Rows of a 2-D array are segments: one carry per row is not offered.
+    // Rows of a 2-D array take one carry out per row (tests/common/strided.rs checks
+    // their values): a single one for two rows is too small.
     let rows_in = ArrayView::of_buffer_shaped(&input, &[2, 2]).unwrap();
     let rows_out = unsafe { ArrayView::contiguous(output.addr(), scanrt::DType::U32, &[2, 2]).unwrap() };
-    let carries_in = CarryViews {
-        carry_in: Some(&c0),
-        carry_out: None,
+    let carries_out = CarryViews {
+        carry_in: None,
+        carry_out: Some(&c1),
     };
     let err = ctx
-        .scan_array_carried(&stream, &rows_in, &rows_out, -1, &sum, &carries_in)
+        .scan_array_carried(&stream, &rows_in, &rows_out, -1, &sum, &carries_out)
         .unwrap_err();
-    assert_eq!(err.status, ScanrtStatus::UnsupportedCombination, "{err}");
+    assert_eq!(err.status, ScanrtStatus::BufferTooSmall, "{err}");
     let cases: Vec<(&str, ScanrtStatus, ScanrtStatus)> = vec![
         (
             "initial value and carry in",

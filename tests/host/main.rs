@@ -8,6 +8,7 @@ mod carries;
 mod common;
 mod operators;
 mod sort;
+mod strided;
 mod validation;
 
 use common::*;

@@ -1,0 +1,79 @@
+//! Scans along any axis of strided arrays (`--shapes`): the column and pitched-row
+//! targets of the data-shapes issue, each beside a device copy of the same bytes in the
+//! same run (a scan reads and writes each element once, as the copy does). CUB has no
+//! strided scan; torch's cumsum along dim 0 is in python/bench/bench_peers.py.
+//! Prints `case,dtype,elements,scanrt_us,memcpy_us,of_memcpy`.
+
+use cudarc::driver::sys;
+use scanrt::{ArrayView, Buffer, Context, DType, Op, ScanDesc, Stream};
+
+use crate::{fill, Timer};
+
+/// One layout: the view's shape and strides (the output has the input's), the axis.
+struct Case {
+    label: &'static str,
+    dtype: DType,
+    shape: [u64; 2],
+    strides: [i64; 2],
+    axis: isize,
+    /// Elements of memory the strides span.
+    span: u64,
+}
+
+pub(crate) fn run(ctx: &Context, stream: &Stream, timer: &Timer) {
+    let pitched = |rows: u64, len: u64, pad: u64| Case {
+        label: "pitched_rows",
+        dtype: DType::U32,
+        shape: [rows, len],
+        strides: [(len + pad) as i64, 1],
+        axis: 1,
+        span: rows * (len + pad),
+    };
+    let columns = |rows: u64, cols: u64| Case {
+        label: "columns",
+        dtype: DType::F32,
+        shape: [rows, cols],
+        strides: [cols as i64, 1],
+        axis: 0,
+        span: rows * cols,
+    };
+    let cases = [
+        columns(1 << 20, 2),
+        columns(1 << 16, 64),
+        columns(8192, 8192),
+        pitched(1 << 14, 1 << 10, 32),
+        pitched(1 << 10, 1 << 16, 32),
+    ];
+    let desc = ScanDesc::inclusive(Op::Sum);
+    println!("case,dtype,elements,scanrt_us,memcpy_us,of_memcpy");
+    for case in cases {
+        let n = case.shape[0] * case.shape[1];
+        let src = Buffer::new(ctx, case.dtype, case.span).unwrap();
+        let dst = Buffer::new(ctx, case.dtype, case.span).unwrap();
+        fill(&src, case.dtype, case.span);
+        // SAFETY: the strides reach no element past `span`, and both buffers outlive the
+        // timed calls.
+        let (input, output) = unsafe {
+            (
+                ArrayView::strided(src.addr(), case.dtype, &case.shape, &case.strides).unwrap(),
+                ArrayView::strided(dst.addr(), case.dtype, &case.shape, &case.strides).unwrap(),
+            )
+        };
+        let reps = if n <= 1 << 22 { 200 } else { 30 };
+        let us = timer.median_us(stream, reps, || {
+            ctx.scan_array(stream, &input, &output, case.axis, &desc).unwrap();
+        });
+        let bytes = (n * case.dtype.size() as u64) as usize;
+        let copy_us = timer.median_us(stream, reps, || unsafe {
+            sys::cuMemcpyDtoDAsync_v2(dst.addr(), src.addr(), bytes, stream.raw() as sys::CUstream);
+        });
+        println!(
+            "{}_{}x{},{},{n},{us:.3},{copy_us:.3},{:.3}",
+            case.label,
+            case.shape[0],
+            case.shape[1],
+            case.dtype.c_name(),
+            copy_us / us
+        );
+    }
+}

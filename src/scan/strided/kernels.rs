@@ -1,0 +1,198 @@
+//! The strided scan's kernels: one translation unit per (types, operator, direction)
+//! holding a kernel per strip width, and the loaded kernels of a device.
+
+use std::sync::Arc;
+
+use cudarc::driver::CudaModule;
+
+use crate::error::Result;
+use crate::kernels::KERNEL_HEADERS;
+use crate::runtime::device::{GpuDevice, LoadedKernel};
+use crate::runtime::nvrtc::KernelSource;
+use crate::runtime::Memo;
+use crate::tables::{Direction, Op};
+use crate::types::ScanTypes;
+
+/// Threads per block of every strided kernel.
+pub(crate) const THREADS: u32 = 256;
+/// Strip widths (columns per tile), one kernel each: the narrowest one that holds a
+/// view's columns is launched, 32 for 32 columns and more.
+pub(crate) const WIDTHS: [u32; 6] = [1, 2, 4, 8, 16, 32];
+/// Look-back window per lane, and anchor stride of the deterministic mode, in tiles of a
+/// chain; the spin before sleeping and the sleep of a wait. One block per tile, so, as
+/// for the one-wave scan, every tile publishes at about the same time as its neighbours.
+const WINDOW: u32 = 8;
+const SPIN_BEFORE_SLEEP: u32 = 16;
+const SLEEP_NS: u32 = 32;
+/// Blocks per SM the kernels are compiled for.
+const MIN_BLOCKS_PER_SM: u32 = 4;
+
+/// Rows each thread holds: 16 bytes of accumulators or more (8 rows of 4-byte ones, 4 of
+/// 8-byte ones), so a block keeps 8 KiB of a tile in flight.
+pub(crate) fn items(types: ScanTypes) -> u32 {
+    if types.accumulator.size() >= 8 {
+        4
+    } else {
+        8
+    }
+}
+
+/// The strip width for `columns` adjacent columns.
+pub(crate) fn width_for(columns: u64) -> u32 {
+    WIDTHS.into_iter().find(|&w| w as u64 >= columns).unwrap_or(32)
+}
+
+/// Rows of a tile in the kernel of strip width `width`.
+pub(crate) fn tile_rows(types: ScanTypes, width: u32) -> u64 {
+    (THREADS / width * items(types)) as u64
+}
+
+/// One strided kernel set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct StridedSpec {
+    pub types: ScanTypes,
+    pub op: Op,
+    pub direction: Direction,
+}
+
+impl StridedSpec {
+    fn entry(width: u32) -> String {
+        format!("scanrt_strided_w{width}")
+    }
+
+    /// The translation unit: the operator, and one extern "C" kernel per strip width.
+    pub fn source(&self) -> KernelSource {
+        let t = self.types;
+        let (i, a, o) = (t.input.info().cuda, t.accumulator.info().cuda, t.output.info().cuda);
+        let op = self.op.definition();
+        let (combine, identity) = (op.cuda_combine, op.cuda_identity);
+        let reverse = self.direction == Direction::Backward;
+        let items = items(t);
+        let mut text = format!(
+            r#"#include "device/strided_scan.cuh"
+typedef {i} In;
+typedef {o} Out;
+struct Op {{
+    typedef {a} T;
+    typedef Wrapping<T>::U U;
+    static SCANRT_DEVICE T identity() {{ return {identity}; }}
+    static SCANRT_DEVICE T combine(T a, T b) {{ return {combine}; }}
+}};
+"#
+        );
+        for w in WIDTHS {
+            let entry = Self::entry(w);
+            text += &format!(
+                r#"extern "C" __global__ void __launch_bounds__({THREADS}, {MIN_BLOCKS_PER_SM}) {entry}(SCANRT_STRIDED_PARAMS) {{
+    strided_scan<Op, In, Out, {w}, {THREADS}, {items}, {WINDOW}, {SPIN_BEFORE_SLEEP}, {SLEEP_NS}, {reverse}>(
+        (const In*)input, (Out*)output, in_batch_stride, in_row_stride, out_batch_stride, out_row_stride, in_column_stride,
+        out_column_stride, batches, len,
+        columns, init_bits, carry_out, flags, (void*)workspace, status_capacity, FaultSink{{(FaultReport*)report, call}});
+}}
+"#
+            );
+        }
+        KernelSource {
+            name: format!("strided scan {self:?}"),
+            text,
+            headers: KERNEL_HEADERS,
+        }
+    }
+}
+
+/// A loaded strided kernel set: one kernel per strip width.
+pub(crate) struct StridedKernelSet {
+    kernels: Vec<LoadedKernel>,
+    _module: Arc<CudaModule>,
+}
+
+impl StridedKernelSet {
+    /// The kernel of strip width `width` (one of `WIDTHS`).
+    pub fn kernel(&self, width: u32) -> &LoadedKernel {
+        let i = WIDTHS
+            .iter()
+            .position(|&w| w == width)
+            .expect("widths come from WIDTHS");
+        &self.kernels[i]
+    }
+}
+
+/// The strided kernel sets of one device, each compiled (or taken from the disk cache) once.
+#[derive(Default)]
+pub(crate) struct StridedKernels {
+    sets: Memo<StridedSpec, Arc<StridedKernelSet>>,
+}
+
+impl StridedKernels {
+    pub fn get(&self, dev: &GpuDevice, spec: &StridedSpec) -> Result<Arc<StridedKernelSet>> {
+        self.sets.get_or_try_init(spec, || {
+            let source = spec.source();
+            let _current = dev.enter()?;
+            let module = dev.module(&source)?;
+            let kernels = WIDTHS
+                .into_iter()
+                .map(|w| dev.kernel(&module, &StridedSpec::entry(w), THREADS, 0))
+                .collect::<Result<_>>()?;
+            Ok(Arc::new(StridedKernelSet {
+                kernels,
+                _module: module,
+            }))
+        })
+    }
+}
+
+/// Every built-in strided kernel set, for precompiling (packs, the disk cache): the
+/// scan's type pairs and wider accumulators, every operator they take, both directions.
+pub(crate) fn every_strided_spec() -> Vec<StridedSpec> {
+    let pairs = crate::types::TYPE_PAIRS.map(|(input, output)| ScanTypes::new(input, output, None));
+    let mut all = Vec::new();
+    for types in pairs.into_iter().chain(crate::types::NARROWING_TYPES) {
+        for op in Op::ALL.into_iter().filter(|&op| types.check(op).is_ok()) {
+            for direction in [Direction::Forward, Direction::Backward] {
+                all.push(StridedSpec { types, op, direction });
+            }
+        }
+    }
+    all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::nvrtc::Nvrtc;
+    use crate::types::DType;
+
+    /// Strided kernel sets of 4- and 8-byte accumulators and half types compile for
+    /// sm_90, both directions (skipped without NVRTC; every set compiles in
+    /// `tests/kernels_compile`).
+    #[test]
+    fn strided_sets_compile() {
+        let Ok(nvrtc) = Nvrtc::load() else {
+            eprintln!("skipped: no NVRTC");
+            return;
+        };
+        let target = nvrtc.target_for(90).unwrap();
+        for (types, op, direction) in [
+            (
+                ScanTypes::new(DType::U32, DType::U32, None),
+                Op::Sum,
+                Direction::Forward,
+            ),
+            (
+                ScanTypes::new(DType::F64, DType::F64, None),
+                Op::Max,
+                Direction::Backward,
+            ),
+            (
+                ScanTypes::new(DType::F16, DType::F16, None),
+                Op::Sum,
+                Direction::Forward,
+            ),
+        ] {
+            let spec = StridedSpec { types, op, direction };
+            if let Err(e) = nvrtc.compile(&spec.source(), target) {
+                panic!("{spec:?}: {}", e.message);
+            }
+        }
+    }
+}

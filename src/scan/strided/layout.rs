@@ -1,0 +1,218 @@
+//! How a strided scan walks its views: every non-contiguous layout a scan along one axis
+//! can meet (columns of a matrix, rows with a pitch, an inner axis of an N-D array, a
+//! transposed array, a 1-D array with a stride) reduced to the strided kernel's one form,
+//! `[batches][len][columns]` with the columns adjacent in memory.
+
+use crate::array::ArrayView;
+use crate::error::{bail, Result};
+
+/// The shape of a strided scan: `batches * columns` independent sequences of `len`
+/// elements each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct StridedForm {
+    pub batches: u64,
+    pub len: u64,
+    pub columns: u64,
+}
+
+impl StridedForm {
+    /// The number of independent sequences.
+    pub fn sequences(&self) -> u64 {
+        self.batches * self.columns
+    }
+    /// The number of elements.
+    pub fn elements(&self) -> u64 {
+        self.sequences() * self.len
+    }
+}
+
+/// Where one view's elements lie in the form: element `(b, i, c)` at
+/// `b * batch + i * row + c * column` elements from the view's address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Strides {
+    pub batch: i64,
+    pub row: i64,
+    pub column: i64,
+}
+
+impl Strides {
+    /// The lowest and one past the highest element offset the view reaches in `form`.
+    pub fn extent(&self, form: &StridedForm) -> (i64, i64) {
+        let (mut low, mut high) = (0i64, 0i64);
+        for (stride, count) in [
+            (self.batch, form.batches),
+            (self.row, form.len),
+            (self.column, form.columns),
+        ] {
+            let reach = stride.saturating_mul(count as i64 - 1);
+            if reach < 0 {
+                low = low.saturating_add(reach);
+            } else {
+                high = high.saturating_add(reach);
+            }
+        }
+        (low, high.saturating_add(1))
+    }
+}
+
+/// A view pair in the strided form: the form, each view's strides, and whether sequence
+/// `b * columns + c` is the `b * columns + c`-th sequence in the logical (row-major) order
+/// of the other axes, as per-sequence carries are laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct StridedPair {
+    pub form: StridedForm,
+    pub input: Strides,
+    pub output: Strides,
+    pub logical_order: bool,
+}
+
+/// The stride of a group of axes that nest in `strides` (each axis's stride the previous
+/// one's times its extent), or `None`; 0 for no axes.
+fn group_stride(shape: &[u64], strides: &[i64], axes: &[usize]) -> Option<i64> {
+    let Some(&first) = axes.first() else { return Some(0) };
+    let mut next = strides[first];
+    for &d in axes {
+        if strides[d] != next {
+            return None;
+        }
+        next = next.checked_mul(shape[d] as i64)?;
+    }
+    Some(strides[first])
+}
+
+/// The strided form of a scan of `input` into `output` (the same shape) along `axis`
+/// (in range, non-negative). The other axes split into columns and one batch axis on the
+/// input's strides: the columns are the axis of the smallest stride, when it is smaller
+/// than the scanned axis's (so a tile's rows are read in whole strips), and the axes that
+/// continue it compactly; the batches are the rest. In each view each group must nest
+/// (one stride per group).
+pub(crate) fn strided_pair(input: &ArrayView, output: &ArrayView, axis: usize) -> Result<StridedPair> {
+    let shape = input.shape();
+    let len = shape.get(axis).copied().unwrap_or(1);
+    if shape.contains(&0) {
+        // Nothing to read or write; only the sequences count (their carries).
+        let batches = (0..shape.len()).filter(|&d| d != axis).map(|d| shape[d]).product();
+        let none = Strides {
+            batch: 0,
+            row: 0,
+            column: 0,
+        };
+        return Ok(StridedPair {
+            form: StridedForm {
+                batches,
+                len,
+                columns: 1,
+            },
+            input: none,
+            output: none,
+            logical_order: true,
+        });
+    }
+    let strides = input.strides();
+    let row = |view: &ArrayView| if len > 1 { view.strides()[axis] } else { 0 };
+    // The other axes that matter (extent > 1), smallest input stride first.
+    let mut others: Vec<usize> = (0..shape.len()).filter(|&d| d != axis && shape[d] > 1).collect();
+    others.sort_by_key(|&d| (strides[d].unsigned_abs(), std::cmp::Reverse(d)));
+    let mut column_axes = Vec::new();
+    if let Some(&first) = others.first() {
+        if len <= 1 || strides[first].unsigned_abs() < row(input).unsigned_abs() {
+            let mut next = strides[first];
+            for &d in &others {
+                if strides[d] != next {
+                    break;
+                }
+                column_axes.push(d);
+                next = next.saturating_mul(shape[d] as i64);
+            }
+        }
+    }
+    let batch_axes = others[column_axes.len()..].to_vec();
+    let strides_of = |view: &ArrayView| -> Option<Strides> {
+        Some(Strides {
+            batch: group_stride(shape, view.strides(), &batch_axes)?,
+            row: row(view),
+            column: group_stride(shape, view.strides(), &column_axes)?,
+        })
+    };
+    let (Some(in_strides), Some(out_strides)) = (strides_of(input), strides_of(output)) else {
+        bail!(
+            UnsupportedCombination,
+            "a scan along axis {axis} of an array of shape {:?} with strides {:?} (input) and {:?} (output): the \
+             other axes do not nest into one stride of columns and one of batches in both views; copy it into a \
+             contiguous array first",
+            shape,
+            input.strides(),
+            output.strides()
+        );
+    };
+    let extent = |axes: &[usize]| axes.iter().map(|&d| shape[d]).product::<u64>();
+    // Row-major order of the other axes: the batch axes (largest stride first), then the
+    // column axes, in increasing axis order.
+    let order: Vec<usize> = batch_axes
+        .iter()
+        .rev()
+        .chain(column_axes.iter().rev())
+        .copied()
+        .collect();
+    Ok(StridedPair {
+        form: StridedForm {
+            batches: extent(&batch_axes),
+            len,
+            columns: extent(&column_axes),
+        },
+        input: in_strides,
+        output: out_strides,
+        logical_order: order.windows(2).all(|w| w[0] < w[1]),
+    })
+}
+
+/// Checks that the output view writes each element once (no two elements share an
+/// address), so sequences never race, and that the input, where it shares memory with
+/// the output, is the output itself (an in-place scan).
+pub(crate) fn check_memory(pair: &StridedPair, input: &ArrayView, output: &ArrayView) -> Result<()> {
+    let form = &pair.form;
+    if form.elements() == 0 {
+        return Ok(());
+    }
+    // The output's axes (extent > 1) nest: sorted by stride, each stride reaches past
+    // everything the smaller ones span.
+    let out = pair.output;
+    let mut axes: Vec<(u64, u64)> = [
+        (out.column.unsigned_abs(), form.columns),
+        (out.row.unsigned_abs(), form.len),
+        (out.batch.unsigned_abs(), form.batches),
+    ]
+    .into_iter()
+    .filter(|&(_, count)| count > 1)
+    .collect();
+    axes.sort();
+    let mut span = 1u64;
+    for (stride, count) in axes {
+        if stride < span {
+            bail!(
+                InvalidArgument,
+                "the output view (strides {:?}) reaches some elements twice; a scan writes each element once",
+                output.strides()
+            );
+        }
+        span = stride.saturating_mul(count - 1).saturating_add(span);
+    }
+    let size = input.dtype().size() as i128;
+    let range = |view: &ArrayView, strides: &Strides, size: i128| {
+        let (low, high) = strides.extent(form);
+        let base = view.addr() as i128;
+        (base + low as i128 * size, base + high as i128 * size)
+    };
+    let (in_low, in_high) = range(input, &pair.input, size);
+    let (out_low, out_high) = range(output, &pair.output, output.dtype().size() as i128);
+    let same =
+        input.addr() == output.addr() && pair.input == pair.output && input.dtype().size() == output.dtype().size();
+    if in_low < out_high && out_low < in_high && !same {
+        bail!(
+            InvalidArgument,
+            "the input and the output overlap without being the same view; scan in place with the same address, \
+             strides and element size, or into separate memory"
+        );
+    }
+    Ok(())
+}

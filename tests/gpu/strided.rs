@@ -1,0 +1,158 @@
+//! Strided scans on the GPU (kernels/device/strided_scan.cuh): the shared sweep of
+//! `common::strided` at lengths around every strip width's tile rows (64 and 32 rows of
+//! 4- and 8-byte values at 32 columns, 2048 and 1024 at one column) and column counts
+//! around each strip width, large columns, pitched rows and strided 1-D arrays past 2^24
+//! elements, and a compute-sanitizer subset.
+
+use scanrt::{ArrayView, Buffer, Op, ScanDesc};
+
+use crate::common::strided::sweep;
+use crate::common::*;
+
+pub(crate) fn strided_layouts_at_tile_boundaries() {
+    let ctx = gpu();
+    let stream = ctx.new_stream().unwrap();
+    let mut rng = Rng(0x5791_DE01);
+    let lengths = [
+        1u64, 2, 31, 32, 33, 63, 64, 65, 127, 129, 1023, 1025, 2047, 2048, 2049, 4097, 20_000,
+    ];
+    let columns = [1u64, 2, 3, 4, 5, 8, 9, 16, 17, 31, 32, 33, 64, 65, 100];
+    let mut shapes = vec![(2u64, 0u64, 3u64), (1, 5, 0)];
+    for _ in 0..24 {
+        let len = lengths[rng.below(lengths.len() as u64) as usize];
+        let cols = columns[rng.below(columns.len() as u64) as usize];
+        let batches = 1 + rng.below(3);
+        if batches * len * cols <= 400_000 {
+            shapes.push((batches, len, cols));
+        }
+    }
+    let failures = sweep(ctx, &stream, 0x5791_DE02, &shapes);
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+pub(crate) fn strided_sanitizer_subset() {
+    let ctx = gpu();
+    let stream = ctx.new_stream().unwrap();
+    let failures = sweep(ctx, &stream, 0x5A5E, &[(2, 65, 33), (1, 2049, 3)]);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `rows x columns` of `T` scanned along `axis` through views with `in_strides` and
+/// `out_strides` over buffers of `in_len` and `out_len` elements; checks every element
+/// against a sequential loop over the same strides.
+#[allow(clippy::too_many_arguments)]
+fn large_case<T: TestInput + TestOutput>(
+    label: &str,
+    shape: &[u64],
+    in_strides: &[i64],
+    out_strides: &[i64],
+    axis: usize,
+    in_len: usize,
+    out_len: usize,
+    desc: &ScanDesc,
+) {
+    let ctx = gpu();
+    let stream = ctx.new_stream().unwrap();
+    let mut rng = Rng(0x1A26E ^ in_len as u64);
+    let input: Vec<T> = random_vec(&mut rng, desc.op, in_len);
+    let in_buf = Buffer::from_slice(ctx, &stream, &input).unwrap();
+    let out_buf = Buffer::new(ctx, T::DTYPE, out_len as u64).unwrap();
+    // SAFETY: the strides reach no element past the buffers' lengths (checked by the
+    // caller's arithmetic); both live until the download.
+    let (i, o) = unsafe {
+        (
+            ArrayView::strided(in_buf.addr(), T::DTYPE, shape, in_strides).unwrap(),
+            ArrayView::strided(out_buf.addr(), T::DTYPE, shape, out_strides).unwrap(),
+        )
+    };
+    let started = std::time::Instant::now();
+    ctx.scan_array(&stream, &i, &o, axis as isize, desc).unwrap();
+    let got: Vec<T> = out_buf.download(&stream, out_len).unwrap();
+    let elapsed = started.elapsed();
+    // The other axis (2-D shapes): each sequence walked with a sequential loop.
+    let other = 1 - axis;
+    let mut bad = 0;
+    for s in 0..shape[other] {
+        let mut running = T::identity(desc.op);
+        let len = shape[axis];
+        for k in 0..len {
+            let step = if desc.direction == scanrt::Direction::Backward {
+                len - 1 - k
+            } else {
+                k
+            };
+            let at = |strides: &[i64]| (s as i64 * strides[other] + step as i64 * strides[axis]) as usize;
+            running = T::combine(desc.op, running, input[at(in_strides)]);
+            if got[at(out_strides)].to_bits() != running.to_bits() {
+                let (g, w) = (TestOutput::as_f64(got[at(out_strides)]), TestOutput::as_f64(running));
+                if T::UNIT_ROUNDOFF.is_none() || (g - w).abs() > 1e-4 * w.abs().max(1.0) {
+                    bad += 1;
+                    if bad < 5 {
+                        eprintln!("{label}: sequence {s} element {step}: got {g}, want {w}");
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("{label}: {elapsed:?} with the download");
+    assert_eq!(bad, 0, "{label}: {bad} elements differ");
+}
+
+pub(crate) fn large_strided_scans() {
+    let sum = ScanDesc::inclusive(Op::Sum);
+    // Columns of [8192, 8192] f32 (multiples of 1/8: exact), along dim 0.
+    let n = 8192usize;
+    large_case::<f32>(
+        "columns 8192x8192 f32",
+        &[8192, 8192],
+        &[8192, 1],
+        &[8192, 1],
+        0,
+        n * n,
+        n * n,
+        &sum,
+    );
+    // Two columns of 2^22 + 5 rows, backward max.
+    let rows = (1usize << 22) + 5;
+    let max = ScanDesc::inclusive(Op::Max).backward();
+    large_case::<u32>(
+        "columns (2^22+5)x2 u32",
+        &[rows as u64, 2],
+        &[2, 1],
+        &[2, 1],
+        0,
+        2 * rows,
+        2 * rows,
+        &max,
+    );
+    // Three rows of 2^23 + 1 with a pitch of 2^23 + 16, into a contiguous output.
+    let len = (1usize << 23) + 1;
+    let pitch = (1usize << 23) + 16;
+    large_case::<u64>(
+        "pitched rows 3x(2^23+1) u64",
+        &[3, len as u64],
+        &[pitch as i64, 1],
+        &[len as i64, 1],
+        1,
+        3 * pitch,
+        3 * len,
+        &sum,
+    );
+    // A column-major [2^24 + 3, 2] i64 along dim 0: contiguous sequences, batched.
+    let rows = (1usize << 24) + 3;
+    large_case::<i64>(
+        "column-major (2^24+3)x2 i64",
+        &[rows as u64, 2],
+        &[1, rows as i64],
+        &[1, rows as i64],
+        0,
+        2 * rows,
+        2 * rows,
+        &ScanDesc::inclusive(Op::Min),
+    );
+}
