@@ -1,7 +1,8 @@
 /* test_arrays: scanrt_array views and scanrt_scan_array: 1-D arrays, rows of row-major
- * matrices along the last axis (and axis -1), segment data, and the refusals (strided
- * layouts and earlier axes not scanned yet, bad shapes, axes, dimensions, struct sizes)
- * with nothing written; carries in memory chaining chunks; f16 and bf16 arrays; host arrays
+ * matrices along the last axis (and axis -1), segment data, strided arrays (columns with a
+ * row pitch along axis 0, pitched rows, one carry per column), and the refusals (outputs
+ * that reach an element twice, axes that nest into no one stride, bad shapes, axes,
+ * dimensions, struct sizes) with nothing written; carries in memory chaining chunks; f16 and bf16 arrays; host arrays
  * scanned through the GPU in chunks. Arrays live in scanrt buffers
  * (scanrt_buffer_pointer), so the same program runs on the AUTO backend and on the host. */
 #define _POSIX_C_SOURCE 200809L
@@ -71,16 +72,19 @@ static void test_refusals(scanrt_context *ctx, scanrt_stream *s) {
     EXPECT_OK(scanrt_buffer_upload(out, s, poison, n));
     scanrt_scan_desc d;
     scanrt_scan_desc_init(&d);
-    const int64_t square[2] = {8, 8}, flat[1] = {64}, pitch[2] = {16, 1}, wide[2] = {4, 8}, negative[1] = {-1};
+    const int64_t square[2] = {8, 8}, flat[1] = {64}, twice[2] = {1, 1}, cube[3] = {2, 2, 8}, unnested[3] = {3, 40, 1},
+                  negative[1] = {-1};
     scanrt_array a = array_of(in, SCANRT_DTYPE_F32, 2, square, NULL), b = array_of(out, SCANRT_DTYPE_F32, 2, square, NULL);
-    EXPECT(scanrt_scan_array(ctx, s, &a, &b, 0, &d, NULL), SCANRT_STATUS_UNSUPPORTED_COMBINATION);
-    CHECK(strstr(scanrt_last_error_message(), "column") != NULL, "message: %s", scanrt_last_error_message());
+    /* An output that reaches elements twice; batch axes that nest into no one stride. */
+    scanrt_array overlapping = array_of(out, SCANRT_DTYPE_F32, 2, square, twice);
+    EXPECT(scanrt_scan_array(ctx, s, &a, &overlapping, 0, &d, NULL), SCANRT_STATUS_INVALID_ARGUMENT);
+    CHECK(strstr(scanrt_last_error_message(), "twice") != NULL, "message: %s", scanrt_last_error_message());
+    scanrt_array p = array_of(in, SCANRT_DTYPE_F32, 3, cube, unnested), q = array_of(out, SCANRT_DTYPE_F32, 3, cube, NULL);
+    EXPECT(scanrt_scan_array(ctx, s, &p, &q, 2, &d, NULL), SCANRT_STATUS_UNSUPPORTED_COMBINATION);
     EXPECT(scanrt_scan_array(ctx, s, &a, &b, 2, &d, NULL), SCANRT_STATUS_INVALID_ARGUMENT);
     EXPECT(scanrt_scan_array(ctx, s, &a, &b, -3, &d, NULL), SCANRT_STATUS_INVALID_ARGUMENT);
     scanrt_array c = array_of(out, SCANRT_DTYPE_F32, 1, flat, NULL);
     EXPECT(scanrt_scan_array(ctx, s, &a, &c, -1, &d, NULL), SCANRT_STATUS_INVALID_ARGUMENT);
-    scanrt_array p = array_of(in, SCANRT_DTYPE_F32, 2, wide, pitch), q = array_of(out, SCANRT_DTYPE_F32, 2, wide, pitch);
-    EXPECT(scanrt_scan_array(ctx, s, &p, &q, -1, &d, NULL), SCANRT_STATUS_UNSUPPORTED_COMBINATION);
     scanrt_array neg = array_of(in, SCANRT_DTYPE_F32, 1, negative, NULL);
     EXPECT(scanrt_scan_array(ctx, s, &neg, &c, 0, &d, NULL), SCANRT_STATUS_INVALID_ARGUMENT);
     scanrt_array nine = a;
@@ -114,6 +118,63 @@ static void test_refusals(scanrt_context *ctx, scanrt_stream *s) {
         CHECK(got[i] == want, "segmented element %zu: %g, want %g", i, got[i], want);
     }
     scanrt_buffer_destroy(in), scanrt_buffer_destroy(out), scanrt_buffer_destroy(fb);
+}
+
+/* Strided arrays: columns of a matrix with a row pitch (a scan along axis 0) into a
+ * contiguous u64 matrix, forward and backward, exclusive; rows with a pitch along the last
+ * axis; one carry in and one total per column (scanrt_scan_array_carried). */
+static void test_strided(scanrt_context *ctx, scanrt_stream *s) {
+    g_phase = "strided arrays";
+    const int64_t rows = 300, cols = 37, pitch = 40;
+    const int64_t shape[2] = {rows, cols}, in_strides[2] = {pitch, 1}, one_per_column[1] = {cols};
+    const size_t span = (size_t)(rows * pitch), n = (size_t)(rows * cols);
+    uint32_t *x = malloc(span * 4);
+    uint64_t *got = malloc(n * 8), *want = malloc(n * 8), carries[37], totals[37];
+    uint64_t state = 0x57A1DE;
+    for (size_t i = 0; i < span; i++) x[i] = (uint32_t)((state = state * 6364136223846793005ull + 1) >> 52);
+    for (int64_t c = 0; c < cols; c++) carries[c] = (uint64_t)(c * 1000);
+    scanrt_buffer *in = make_buffer(ctx, SCANRT_DTYPE_U32, span), *out = make_buffer(ctx, SCANRT_DTYPE_U64, n);
+    scanrt_buffer *cin = make_buffer(ctx, SCANRT_DTYPE_U64, (size_t)cols), *cout = make_buffer(ctx, SCANRT_DTYPE_U64, (size_t)cols);
+    EXPECT_OK(scanrt_buffer_upload(in, s, x, span));
+    EXPECT_OK(scanrt_buffer_upload(cin, s, carries, (size_t)cols));
+    scanrt_array a = array_of(in, SCANRT_DTYPE_U32, 2, shape, in_strides), b = array_of(out, SCANRT_DTYPE_U64, 2, shape, NULL);
+    scanrt_array ci = array_of(cin, SCANRT_DTYPE_U64, 1, one_per_column, NULL);
+    scanrt_array co = array_of(cout, SCANRT_DTYPE_U64, 1, one_per_column, NULL);
+    for (int backward = 0; backward < 2; backward++) {
+        scanrt_scan_desc d;
+        scanrt_scan_desc_init(&d);
+        d.inclusive = 0;
+        d.direction = backward;
+        EXPECT_OK(scanrt_scan_array_carried(ctx, s, &a, &b, 0, &ci, &co, &d, NULL));
+        EXPECT_OK(scanrt_buffer_download(out, s, got, n));
+        EXPECT_OK(scanrt_buffer_download(cout, s, totals, (size_t)cols));
+        for (int64_t c = 0; c < cols; c++) {
+            uint64_t running = carries[c];
+            for (int64_t j = 0; j < rows; j++) {
+                int64_t r = backward ? rows - 1 - j : j;
+                want[r * cols + c] = running;
+                running += x[r * pitch + c];
+            }
+            CHECK(totals[c] == running, "column %lld total %llu, want %llu", (long long)c,
+                  (unsigned long long)totals[c], (unsigned long long)running);
+        }
+        CHECK(memcmp(got, want, n * 8) == 0, "exclusive %s column sums of %lldx%lld (pitch %lld)",
+              backward ? "backward" : "forward", (long long)rows, (long long)cols, (long long)pitch);
+    }
+    /* The same memory as rows of 37 with a pitch of 40: an inclusive scan along axis 1. */
+    const int64_t row_shape[2] = {rows, cols};
+    scanrt_array r_in = array_of(in, SCANRT_DTYPE_U32, 2, row_shape, in_strides);
+    scanrt_scan_desc d;
+    scanrt_scan_desc_init(&d);
+    EXPECT_OK(scanrt_scan_array(ctx, s, &r_in, &b, -1, &d, NULL));
+    EXPECT_OK(scanrt_buffer_download(out, s, got, n));
+    for (int64_t r = 0; r < rows; r++) {
+        uint64_t running = 0;
+        for (int64_t c = 0; c < cols; c++) want[r * cols + c] = running += x[r * pitch + c];
+    }
+    CHECK(memcmp(got, want, n * 8) == 0, "inclusive sums of %lld pitched rows", (long long)rows);
+    scanrt_buffer_destroy(in), scanrt_buffer_destroy(out), scanrt_buffer_destroy(cin), scanrt_buffer_destroy(cout);
+    free(x), free(got), free(want);
 }
 
 /* A u64 sum scanned in chunks of random lengths that chain through one carry element
@@ -289,6 +350,7 @@ static void run(scanrt_context *ctx, int32_t backend) {
     EXPECT_OK(scanrt_stream_create(ctx, &s));
     test_rows(ctx, s);
     test_refusals(ctx, s);
+    test_strided(ctx, s);
     test_carries(ctx, s);
     test_half_types(ctx, s);
     test_out_of_core(ctx);

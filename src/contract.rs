@@ -273,6 +273,11 @@ pub const FLAG_INIT_IN_MEMORY: u32 = 512;
 /// Strided scans: `init_bits` is the address of one initial value per sequence (implies
 /// `FLAG_HAS_INIT`).
 pub const FLAG_PER_SEQUENCE_CARRIES: u32 = 1024;
+/// Strided scans: the input is read along its rows (tile rows adjacent in memory) rather
+/// than along its columns, as when the rows' stride is the smaller.
+pub const FLAG_STRIDED_IN_ROWS_FAST: u32 = 2048;
+/// Strided scans: likewise for the output's writes.
+pub const FLAG_STRIDED_OUT_ROWS_FAST: u32 = 4096;
 /// Bits 6-8 of the flags: the `HEADS_*` kind of a segmented scan.
 pub const HEADS_KIND_SHIFT: u32 = 6;
 /// The `HEADS_*` kind's bits, after the shift.

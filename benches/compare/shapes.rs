@@ -20,7 +20,25 @@ struct Case {
     span: u64,
 }
 
+/// Prints the strided kernels' registers and spills as they load (scanrt's debug log).
+struct KernelLog;
+impl log::Log for KernelLog {
+    fn enabled(&self, m: &log::Metadata) -> bool {
+        m.level() <= log::Level::Debug
+    }
+    fn log(&self, r: &log::Record) {
+        let line = r.args().to_string();
+        if line.starts_with("strided kernel") {
+            eprintln!("{line}");
+        }
+    }
+    fn flush(&self) {}
+}
+
 pub(crate) fn run(ctx: &Context, stream: &Stream, timer: &Timer) {
+    if log::set_logger(&KernelLog).is_ok() {
+        log::set_max_level(log::LevelFilter::Debug);
+    }
     let pitched = |rows: u64, len: u64, pad: u64| Case {
         label: "pitched_rows",
         dtype: DType::U32,

@@ -1,114 +1,167 @@
 // scanrt kernels, level 4: the strided scan. It scans along the middle axis of a
 // [batches][len][columns] view, element (b, i, c) at
 // b * batch_stride + i * row_stride + c * column_stride (any strides, the input's and
-// the output's each their own; columns are adjacent in the input wherever the host
-// finds such an axis), every (batch, column) an independent sequence. Columns of a
-// matrix (a scan along dim 0), any axis of an N-D array whose later axes are contiguous,
-// rows with a pitch (columns = 1), and 1-D arrays with a stride are all this one shape,
-// scanned in one pass over the data with no transpose.
+// the output's each their own), every (batch, column) an independent sequence. Columns
+// of a matrix (a scan along dim 0), rows with a pitch (their rows are its columns), any
+// axis of an N-D array, transposed arrays and 1-D arrays with a stride are all this one
+// shape, scanned in one pass over the data with no transpose.
 //
-// A tile is ROWS = (THREADS / W) * ITEMS consecutive rows of a strip of W adjacent
-// columns. Its chain is (batch, strip): the tiles of a chain follow each other along the
-// scanned axis, and each column of the strip is one decoupled look-back of its own
-// (lookback.cuh's lane-wise look-back: lane c walks column c's chain). Tickets number the
-// tiles row-major over the chains (ticket t = chain-row r * chains + chain), so every
-// chain's tile r - 1 has a smaller ticket than its tile r, and the protocol's progress
-// argument holds unchanged; status slot t * W + c is column c's of tile t.
+// A tile is ROWS = (THREADS / W) * ITEMS consecutive rows of a strip of W columns. Its
+// chain is (batch, strip): the tiles of a chain follow each other along the scanned
+// axis, and each column of the strip is one decoupled look-back of its own
+// (lookback_columns.cuh). Tickets number the tiles row-major over the chains (ticket
+// t = chain-row r * chains + chain), so every chain's tile r - 1 has a smaller ticket
+// than its tile r, and the protocol's progress argument holds unchanged; status slot
+// t * W + c is column c's of tile t.
 //
-// One block per tile, as the one-wave kernel (single_pass_wave.cuh): the block loads its
-// tile through shared memory (global accesses in memory order, W columns by ROWS rows,
-// so a warp reads whole rows of a strip), and thread (g, c) = (tid / W, tid % W) takes
-// rows g * ITEMS .. + ITEMS of column c:
+// One block per tile, as the one-wave scan (single_pass_wave.cuh): a tile's ticket is
+// drawn, loaded, scanned and published at once, so its successors never wait for a
+// ticket drawn long before its publication; the SM's other resident blocks stream their
+// tiles while one waits. (A persistent form that prefetched its next tile during the
+// look-back ran 3-10x slower: every publication then lagged its ticket by a whole tile.)
+// A tile moves through shared memory: the block reads it in memory order (along the
+// columns when they are adjacent, FLAG_STRIDED_*_ROWS_FAST along the rows when those
+// are: pitched rows, transposes), and thread (g, c) = (tid / W, tid % W) takes rows
+// g * ITEMS .. + ITEMS of column c:
 //   1. each thread scans its ITEMS values sequentially;
 //   2. each warp scans its groups' totals per column (shuffles W lanes apart);
 //   3. the block folds the warp totals before each warp per column, and the tile's;
-//   4. warp 0 publishes the W aggregates and looks back (lane c for column c), the other
-//      warps wait at the barrier that hands them the prefixes;
+//   4. the first W threads publish the column aggregates, and the whole block looks
+//      back (lookback_columns.cuh: up to 32 threads walk each column's chain);
 //   5. the results go back through shared memory and out in memory order.
-// Shared memory rows are padded by W elements per ITEMS rows, so step 1's reads (ITEMS
-// apart per group) hit distinct banks for every W.
+// Shared rows are laid out so that
+// both the memory-order accesses and step 1's reads hit distinct banks: an XOR swizzle
+// for strips of 32 columns, one padding row per thread's ITEMS rows for narrower ones.
 //
 // Backward scans mirror the row index within each sequence: logical row i is physical
 // row len - 1 - i. Every combine keeps sequence order; the association order depends on
 // the tile shape alone except for the look-back's, which FLAG_DETERMINISTIC fixes with
-// anchors every WINDOW tiles of a chain.
+// anchors every WINDOW tiles of a chain (lane_look_back_deterministic).
 //
 // Carries: the initial value is one scalar for every sequence, or with
 // FLAG_PER_SEQUENCE_CARRIES one per sequence at the address `init_bits` (batch-major:
 // b * columns + c); `carry_out`, when not 0, receives each sequence's total there.
 #pragma once
 #include "agent/tile_prefix.cuh"
+#include "device/lookback_columns.cuh"
 #include "device/scan_params.cuh"
 
-template <typename Op, typename In, typename Out, int W, int THREADS, int ITEMS>
+template <typename Acc, int W, int THREADS, int ITEMS>
 struct StridedTileShape {
-    typedef typename Op::T Acc;
-    static const int GROUPS = THREADS / W;     // row groups of a tile
-    static const int ROWS = GROUPS * ITEMS;    // rows of a tile
+    static const int GROUPS = THREADS / W;  // row groups of a tile
+    static const int ROWS = GROUPS * ITEMS;  // rows of a tile
     static const int WARPS = THREADS / 32;
-    static const int PADDED = (ROWS + GROUPS) * W;  // shared elements, ITEMS rows + 1 per group
     static_assert(W >= 1 && W <= 32 && (W & (W - 1)) == 0, "strips are 1 to 32 columns, a power of two");
     static_assert(THREADS % 32 == 0 && THREADS / 32 <= 32, "whole warps, at most 32");
+    // Shared elements: a padding row per ITEMS rows where the layout pads.
+    static const int CELLS = W == 32 ? ROWS * W : (ROWS + GROUPS) * W;
     // The shared position of tile row `row`, column `c`.
-    static SCANRT_DEVICE int cell(int row, int c) { return (row + row / ITEMS) * W + c; }
+    static SCANRT_DEVICE int cell(int row, int c) {
+        if (W == 32) return row * 32 + (c ^ (row & 31));
+        return (row + row / ITEMS) * W + c;
+    }
+    // Tile row and column of element e of the tile's memory order.
+    static SCANRT_DEVICE void element(int e, bool rows_fast, int& row, int& c) {
+        if (rows_fast) row = e % ROWS, c = e / ROWS;
+        else row = e / W, c = e % W;
+    }
+};
+
+// A tile's place: its chain row, batch and first column, and its valid rows and columns.
+struct StridedPlace {
+    long long r, chain, batch, c0;
+    int rows, cols;
+};
+
+// The tiles of a strided scan: where each lies, and its loads.
+template <typename Op, typename In, int W, int THREADS, int ITEMS, bool REVERSE>
+struct StridedTiles {
+    typedef StridedTileShape<typename Op::T, W, THREADS, ITEMS> Shape;
+    long long batches, len, columns, strips, chains;
+
+    SCANRT_DEVICE StridedPlace place_of(u32 ticket) const {
+        StridedPlace p;
+        p.r = ticket / chains;
+        p.chain = ticket % chains;
+        p.batch = p.chain / strips;
+        p.c0 = (p.chain % strips) * W;
+        p.rows = (int)min((long long)Shape::ROWS, len - p.r * Shape::ROWS);
+        p.cols = (int)min((long long)W, columns - p.c0);
+        return p;
+    }
+    // The offset of tile element (row, col) in a view with these strides.
+    SCANRT_DEVICE long long offset(const StridedPlace& p, int row, int col, long long batch_stride,
+                                   long long row_stride, long long column_stride) const {
+        const long long i = p.r * Shape::ROWS + row;
+        return p.batch * batch_stride + (REVERSE ? len - 1 - i : i) * row_stride + (p.c0 + col) * column_stride;
+    }
+    // The tile's elements in memory order into `raw` (ITEMS per thread; those past the
+    // valid rows and columns are left as they are).
+    SCANRT_DEVICE void load(const In* in, const StridedPlace& p, bool rows_fast, int tid, In (&raw)[ITEMS],
+                            long long batch_stride, long long row_stride, long long column_stride) const {
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            int row, col;
+            Shape::element(k * THREADS + tid, rows_fast, row, col);
+            if (row < p.rows && col < p.cols) raw[k] = in[offset(p, row, col, batch_stride, row_stride, column_stride)];
+        }
+    }
 };
 
 template <typename Op, typename In, typename Out, int W, int THREADS, int ITEMS, int WINDOW, int SPIN_BEFORE_SLEEP,
           int SLEEP_NS, bool REVERSE>
 SCANRT_DEVICE void strided_scan(const In* in, Out* out, long long in_batch_stride, long long in_row_stride,
                                 long long out_batch_stride, long long out_row_stride, long long in_column_stride,
-                                long long out_column_stride, long long batches, long long len,
-                                long long columns, unsigned long long init_bits, unsigned long long carry_out,
-                                unsigned flags, void* workspace, long long status_capacity, FaultSink report) {
-    typedef StridedTileShape<Op, In, Out, W, THREADS, ITEMS> Shape;
+                                long long out_column_stride, long long batches, long long len, long long columns,
+                                unsigned long long init_bits, unsigned long long carry_out, unsigned flags,
+                                void* workspace, long long status_capacity, FaultSink report) {
+    typedef StridedTileShape<typename Op::T, W, THREADS, ITEMS> Shape;
     typedef typename Op::T Acc;
     typedef TilePrefixAgent<Op, 1, SPIN_BEFORE_SLEEP, SLEEP_NS> Agent;
+    typedef ColumnLookBack<Op, typename Agent::Status, W, THREADS, WINDOW, SPIN_BEFORE_SLEEP, SLEEP_NS> LookBack;
     const int ROWS = Shape::ROWS, WARPS = Shape::WARPS;
-    __shared__ Acc tile_s[Shape::PADDED];
+    __shared__ Acc tile_s[Shape::CELLS];
     __shared__ Acc warp_total_s[WARPS][W];
-    __shared__ Acc prefix_s[W];
-    __shared__ u32 tile_id_s, generation_s;
+    __shared__ typename LookBack::Shared look_back_s;
+    __shared__ u32 ticket_s, generation_s;
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = tid / W, c = tid % W;
     const bool inclusive = flags & FLAG_INCLUSIVE;
     const bool deterministic = flags & FLAG_DETERMINISTIC;
     const bool per_sequence = flags & FLAG_PER_SEQUENCE_CARRIES;
+    const bool in_rows_fast = flags & FLAG_STRIDED_IN_ROWS_FAST;
+    const bool out_rows_fast = flags & FLAG_STRIDED_OUT_ROWS_FAST;
     const long long strips = (columns + W - 1) / W;
     const long long chains = batches * strips;
     const long long chain_tiles = (len + ROWS - 1) / ROWS;
-    // One ticket per block: the block that draws ticket gridDim.x - 1 hands the header on.
+    // One block per tile, one ticket per block: the block that draws ticket
+    // gridDim.x - 1 hands the header on.
     Agent agent(workspace, status_capacity, report, gridDim.x, gridDim.x - 1, Op::identity(), deterministic);
+    const StridedTiles<Op, In, W, THREADS, ITEMS, REVERSE> tiles{batches, len, columns, strips, chains};
 
     if (tid == 0) {
-        const unsigned long long drawn = ::first_ticket<typename Agent::Status>(agent.header, report, gridDim.x * W,
-                                                                               status_capacity);
+        // The workspace holds W slots per tile.
+        const unsigned long long drawn =
+            first_ticket<typename Agent::Status>(agent.header, report, gridDim.x * W, status_capacity);
         agent.hand_on(drawn);
         generation_s = (u32)(drawn >> 32);
-        tile_id_s = (u32)drawn;
+        ticket_s = (u32)drawn;
     }
     __syncthreads();
-    const u32 generation = generation_s, ticket = tile_id_s;
+    const u32 generation = generation_s, ticket = ticket_s;
     if (ticket >= gridDim.x) return;  // refused workspace
     const u32 tag = generation_tag(generation);
-    const long long r = ticket / chains, chain = ticket % chains;
-    const long long batch = chain / strips, c0 = (chain % strips) * W;
-    const int valid_rows = (int)min((long long)ROWS, len - r * ROWS);
-    const int valid_cols = (int)min((long long)W, columns - c0);
-    // Physical row of tile row `row`.
-    auto physical_row = [&](int row) {
-        const long long i = r * ROWS + row;
-        return REVERSE ? len - 1 - i : i;
-    };
+    const StridedPlace p = tiles.place_of(ticket);
 
-    // Load in memory order: element e of the tile is row e / W, column e % W.
-    const In* in_strip = in + batch * in_batch_stride + c0 * in_column_stride;
+    // Load and stage the tile in memory order (identity past its valid rows and columns).
+    In raw[ITEMS];
+    tiles.load(in, p, in_rows_fast, tid, raw, in_batch_stride, in_row_stride, in_column_stride);
 #pragma unroll
     for (int k = 0; k < ITEMS; ++k) {
-        const int e = k * THREADS + tid, row = e / W, col = e % W;
-        Acc v = Op::identity();
-        if (row < valid_rows && col < valid_cols) v = Acc(in_strip[physical_row(row) * in_row_stride + col * in_column_stride]);
-        tile_s[Shape::cell(row, col)] = v;
+        int row, col;
+        Shape::element(k * THREADS + tid, in_rows_fast, row, col);
+        tile_s[Shape::cell(row, col)] = row < p.rows && col < p.cols ? Acc(raw[k]) : Op::identity();
     }
     __syncthreads();
 
@@ -138,55 +191,59 @@ SCANRT_DEVICE void strided_scan(const In* in, Out* out, long long in_batch_strid
         aggregate = Op::combine(aggregate, warp_total_s[w][c]);
     }
 
-    // 4. Warp 0: lane c publishes and resolves column c of the tile.
-    if (warp == 0) {
-        const bool active = lane < W && lane < valid_cols;
-        const long long sequence = batch * columns + c0 + lane;
-        Acc carry_in = Op::identity();
-        if (r == 0 && active) {
-            if (per_sequence) carry_in = ((const Acc*)init_bits)[sequence];
-            else carry_in = initial_value<Op>(init_bits, flags);
-        }
-        const long long slot = (long long)ticket * W + lane;
-        if (active) {
-            if (r == 0) agent.status.publish(slot, SCANRT_STATUS_INCLUSIVE, Op::combine(carry_in, aggregate), tag);
-            else agent.status.publish(slot, SCANRT_STATUS_AGGREGATE, aggregate, tag);
-        }
-        const long long stride = chains * W, offset = chain * W + lane;
-        Acc prefix = carry_in;
-        if (deterministic) {
+    // 4. Publish the column aggregates (tile 0 of a chain: INCLUSIVE from its carry), then
+    //    look back.
+    const bool column = tid < W && c < p.cols;
+    const long long sequence = p.batch * columns + p.c0 + c;
+    Acc carry_in = Op::identity();
+    if (column && p.r == 0) {
+        if (per_sequence) carry_in = ((const Acc*)init_bits)[sequence];
+        else carry_in = initial_value<Op>(init_bits, flags);
+    }
+    const long long slot = (long long)ticket * W + c;
+    if (column) {
+        if (p.r == 0) agent.status.publish(slot, SCANRT_STATUS_INCLUSIVE, Op::combine(carry_in, aggregate), tag);
+        else agent.status.publish(slot, SCANRT_STATUS_AGGREGATE, aggregate, tag);
+    }
+    const long long stride = chains * W, first_slot = p.chain * W;
+    if (deterministic) {
+        if (warp == 0) {
             const Acc before = lane_look_back_deterministic<Op, typename Agent::Status, WINDOW, SPIN_BEFORE_SLEEP,
-                                                            SLEEP_NS>(agent.status, r, stride, offset, active, tag,
-                                                                      lane, agent.dog);
-            if (r > 0) prefix = before;
-            if (active && r > 0 && r % WINDOW == 0)
-                agent.status.publish(slot, SCANRT_STATUS_INCLUSIVE, Op::combine(prefix, aggregate), tag);
-        } else {
-            const Acc before = lane_look_back<Op, typename Agent::Status, WINDOW, SPIN_BEFORE_SLEEP, SLEEP_NS>(
-                agent.status, r, stride, offset, active, tag, lane, agent.dog);
-            if (r > 0) prefix = before;
-            if (active && r > 0) agent.status.publish(slot, SCANRT_STATUS_INCLUSIVE, Op::combine(prefix, aggregate), tag);
+                                                            SLEEP_NS>(agent.status, p.r, stride, first_slot + lane,
+                                                                      lane < W && lane < p.cols, tag, lane, agent.dog);
+            if (lane < W) look_back_s.prefix[lane] = before;
         }
-        if (lane < W) prefix_s[lane] = prefix;
-        if (active && carry_out && r == chain_tiles - 1)
-            ((Acc*)carry_out)[sequence] = Op::combine(prefix, aggregate);
+    } else {
+        LookBack::run(look_back_s, agent.status, p.r, stride, first_slot, p.cols, tag, tid, agent.dog);
+    }
+    __syncthreads();
+    // The first W threads: the column's prefix (its carry in tile 0 of a chain), its
+    // INCLUSIVE publication, its total at the chain's end; then every thread's.
+    if (tid < W) {
+        const Acc prefix = p.r > 0 ? look_back_s.prefix[c] : carry_in;
+        const bool inclusive_slot = deterministic ? p.r % WINDOW == 0 : true;
+        if (column && p.r > 0 && inclusive_slot)
+            agent.status.publish(slot, SCANRT_STATUS_INCLUSIVE, Op::combine(prefix, aggregate), tag);
+        if (column && carry_out && p.r == chain_tiles - 1) ((Acc*)carry_out)[sequence] = Op::combine(prefix, aggregate);
+        look_back_s.prefix[c] = prefix;
     }
     __syncthreads();
 
     // 5. Each element's result, back through shared memory, out in memory order.
-    Acc running = Op::combine(Op::combine(prefix_s[c], before_warp), before_in_warp);
+    const Acc running = Op::combine(Op::combine(look_back_s.prefix[c], before_warp), before_in_warp);
 #pragma unroll
     for (int k = 0; k < ITEMS; ++k) {
         const Acc result = inclusive ? Op::combine(running, v[k]) : (k == 0 ? running : Op::combine(running, v[k - 1]));
         tile_s[Shape::cell(g * ITEMS + k, c)] = result;
     }
     __syncthreads();
-    Out* out_strip = out + batch * out_batch_stride + c0 * out_column_stride;
 #pragma unroll
     for (int k = 0; k < ITEMS; ++k) {
-        const int e = k * THREADS + tid, row = e / W, col = e % W;
-        if (row < valid_rows && col < valid_cols)
-            out_strip[physical_row(row) * out_row_stride + col * out_column_stride] = Out(tile_s[Shape::cell(row, col)]);
+        int row, col;
+        Shape::element(k * THREADS + tid, out_rows_fast, row, col);
+        if (row < p.rows && col < p.cols)
+            out[tiles.offset(p, row, col, out_batch_stride, out_row_stride, out_column_stride)] =
+                Out(tile_s[Shape::cell(row, col)]);
     }
     agent.finish(generation, tid);
 }

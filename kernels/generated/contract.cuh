@@ -39,6 +39,13 @@ constexpr static const uint32_t FLAG_INIT_IN_MEMORY = 512;
 /// `FLAG_HAS_INIT`).
 constexpr static const uint32_t FLAG_PER_SEQUENCE_CARRIES = 1024;
 
+/// Strided scans: the input is read along its rows (tile rows adjacent in memory) rather
+/// than along its columns, as when the rows' stride is the smaller.
+constexpr static const uint32_t FLAG_STRIDED_IN_ROWS_FAST = 2048;
+
+/// Strided scans: likewise for the output's writes.
+constexpr static const uint32_t FLAG_STRIDED_OUT_ROWS_FAST = 4096;
+
 /// Bits 6-8 of the flags: the `HEADS_*` kind of a segmented scan.
 constexpr static const uint32_t HEADS_KIND_SHIFT = 6;
 

@@ -6,9 +6,9 @@ run on scanrt's host backend) and returns arrays of the same library on the same
 computed on that library's current stream, without a copy or a synchronisation (JAX
 arrays are waited for, as JAX has no stream to join).
 
-Scans run along ``axis`` (default: the last). The last axis of a C-contiguous array is
-scanned in place in memory; any other axis, or a strided array, is first copied into
-that layout (scanrt's kernels for columns and strides are on their way).
+Scans run along ``axis`` (default: the last). Any axis of any array, strided or
+transposed, is scanned where it lies in memory (columns too: one pass, no copy); results
+are new C-contiguous arrays.
 
 PyTorch tensors that require gradients go through scanrt's registered operators
 (``torch.ops.scanrt``), which carry autograd and work inside ``torch.compile``.
@@ -69,15 +69,17 @@ def _builtin_scan(x: Any, op: str, axis: int, exclusive: bool, reverse: bool, in
             from . import _torch
 
             return _torch.scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype, out)
-        if out is None and x.is_cuda and (axis == -1 or axis == x.dim() - 1) and x.is_contiguous():
-            return _torch_scan_fast(x, op, exclusive, reverse, initial, deterministic, dtype)
-    moved, axis = _arrays.last_axis_contiguous(x, axis)
-    in_type = _arrays.describe_dtype(moved)
+        if out is None and x.is_cuda:
+            return _torch_scan_fast(x, op, _arrays.normal_axis(x, axis), exclusive, reverse, initial, deterministic,
+                                    dtype)
+    axis = _arrays.normal_axis(x, axis)
+    in_type = _arrays.describe_dtype(x)
     out_type = dtype or (_WIDENED.get(in_type, in_type) if op in ("sum", "prod") else in_type)
-    result = _arrays.empty(moved, moved.shape, out_type)
-    _run([moved], lambda s: _scanrt.scan(_arrays.describe(moved), _arrays.describe(result), op, not exclusive,
-                                         reverse, initial, deterministic, s))
-    return _finish(result, axis, out)
+    result = _arrays.empty(x, x.shape, out_type)
+    # Any axis of any strides is scanned where it lies: no transpose, no copy.
+    _run([x], lambda s: _scanrt.scan(_arrays.describe(x), _arrays.describe(result), op, not exclusive,
+                                     reverse, initial, deterministic, s, axis=axis))
+    return _finish(result, len(x.shape) - 1, out)
 
 
 def _carried_scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype, out, segments, total):
@@ -134,19 +136,21 @@ def _segmented_scan(x, op, exclusive, reverse, initial, deterministic, dtype, ou
     return _finish(result, 0, out)
 
 
-def _torch_scan_fast(x: Any, op: str, exclusive: bool, reverse: bool, initial: Any, deterministic: bool,
+def _torch_scan_fast(x: Any, op: str, axis: int, exclusive: bool, reverse: bool, initial: Any, deterministic: bool,
                      dtype: Optional[str]) -> Any:
     """The common PyTorch call, with nothing between it and the binding that a small scan
-    would feel: a contiguous CUDA tensor along its last axis, on the raw current stream."""
+    would feel: a CUDA tensor (any axis, any strides) into a new contiguous one, on the raw
+    current stream."""
     import torch
 
     name = _arrays.TORCH_DTYPE_NAMES.get(x.dtype) or str(x.dtype).replace("torch.", "")
     out_type = dtype or (_WIDENED.get(name, name) if op in ("sum", "prod") else name)
-    result = torch.empty_like(x, dtype=getattr(torch, out_type))
+    result = torch.empty(x.shape, dtype=getattr(torch, out_type), device=x.device)
     device = x.get_device()
-    shape, strides = tuple(x.shape), x.stride()
-    _scanrt.scan((x.data_ptr(), name, shape, strides, device), (result.data_ptr(), out_type, shape, strides, device),
-                 op, not exclusive, reverse, initial, deterministic, torch._C._cuda_getCurrentRawStream(device))
+    shape = tuple(x.shape)
+    _scanrt.scan((x.data_ptr(), name, shape, x.stride(), device),
+                 (result.data_ptr(), out_type, shape, result.stride(), device), op, not exclusive, reverse, initial,
+                 deterministic, torch._C._cuda_getCurrentRawStream(device), axis=axis)
     return result
 
 

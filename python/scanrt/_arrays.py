@@ -175,6 +175,16 @@ def describe_dtype(x: Any) -> str:
     return x.dtype.name if hasattr(x.dtype, "name") else str(x.dtype)
 
 
+def normal_axis(x: Any, axis: int) -> int:
+    """``axis`` counted from the front, or a ValueError."""
+    ndim = len(x.shape)
+    if ndim == 0:
+        raise ValueError("scanrt scans arrays of at least one dimension")
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of range for {ndim} dimensions")
+    return axis % ndim
+
+
 def last_axis_contiguous(x: Any, axis: int) -> Tuple[Any, int]:
     """``x`` with ``axis`` moved last and made C-contiguous (a copy only where needed),
     and the normalised axis."""

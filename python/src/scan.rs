@@ -66,15 +66,17 @@ fn init_of(value: &Bound<'_, PyAny>, dtype: DType) -> PyResult<InitValue> {
     })
 }
 
-/// Scans `x` along its last axis into `out` (the same shape, the output type) with a
-/// built-in operator, on `stream` of the arrays' device.
+/// Scans `x` along `axis` (the last by default; any axis of any strides, in one pass)
+/// into `out` (the same shape, the output type) with a built-in operator, on `stream` of
+/// the arrays' device.
 /// With `segments` (1-D arrays only): a segmented scan, a new segment starting at each
 /// nonzero byte of `segments` (uint8 or bool); with `offsets`, at each offset below the
 /// length (a CSR array of int32, int64, uint32 or uint64 offsets). `carry_in` (instead of `initial`) and
-/// `carry_out`: one-element arrays of the output type on the same device, the initial
-/// value read from memory and the total written there (unsegmented 1-D scans).
+/// `carry_out`: arrays of the accumulator type on the same device, the initial value read
+/// from memory and the total written there (one element for a 1-D scan; for more
+/// dimensions one total per sequence and one initial value for all or per sequence).
 #[pyfunction]
-#[pyo3(signature = (x, out, op, inclusive, reverse, initial, deterministic, stream, segments=None, carry_in=None, carry_out=None, offsets=None))]
+#[pyo3(signature = (x, out, op, inclusive, reverse, initial, deterministic, stream, segments=None, carry_in=None, carry_out=None, offsets=None, axis=-1))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn scan(
     py: Python<'_>,
@@ -90,6 +92,7 @@ pub(crate) fn scan(
     carry_in: Option<ArrayArg>,
     carry_out: Option<ArrayArg>,
     offsets: Option<ArrayArg>,
+    axis: isize,
 ) -> PyResult<()> {
     let device = device_of(&[&x, &out])?;
     let ctx = context(device)?;
@@ -109,7 +112,7 @@ pub(crate) fn scan(
             carry_out: carry_out.as_ref(),
         };
         return py
-            .allow_threads(|| ctx.scan_array_carried(&s, &input, &output, -1, &desc, &carries))
+            .allow_threads(|| ctx.scan_array_carried(&s, &input, &output, axis, &desc, &carries))
             .py_err()
             .map(|_| ());
     }
@@ -121,7 +124,7 @@ pub(crate) fn scan(
             let data = unsafe { data.view(false)? };
             py.allow_threads(|| ctx.scan_array_segmented(&s, &input, &data, &output, &desc))
         }
-        None => py.allow_threads(|| ctx.scan_array(&s, &input, &output, -1, &desc)),
+        None => py.allow_threads(|| ctx.scan_array(&s, &input, &output, axis, &desc)),
     }
     .py_err()?;
     Ok(())

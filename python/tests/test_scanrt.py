@@ -55,6 +55,26 @@ def test_numpy_axes_and_initial(axis):
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("view", ["transposed", "every_other_column", "reversed_rows", "fortran", "cube_middle"])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_numpy_strided_views_scan_where_they_lie(view, reverse):
+    """Views NumPy makes without a copy (transposes, slices with steps, negative strides,
+    column-major arrays, inner axes): every axis against the loop."""
+    base = rng(20).integers(-50, 50, size=(37, 66)).astype(np.int64)
+    x, axes = {
+        "transposed": (base.T, [0, 1]),
+        "every_other_column": (base[:, ::2], [0, 1]),
+        "reversed_rows": (base[::-1], [0, 1]),
+        "fortran": (np.asfortranarray(base), [0, 1]),
+        "cube_middle": (base[:36].reshape(3, 12, 66)[:, :, 5:60], [1, 0, 2]),
+    }[view]
+    for axis in axes:
+        got = scanrt.cumsum(x, axis=axis, reverse=reverse)
+        moved = np.moveaxis(x, axis, -1)
+        want = np.moveaxis(seq_scan(moved, lambda a, b: a + b, reverse=reverse), -1, axis)
+        np.testing.assert_array_equal(got, want, err_msg=f"{view} axis {axis}")
+
+
 @pytest.mark.parametrize("reverse", [False, True])
 def test_numpy_float16_accumulates_in_float32(reverse):
     """Each result is the f32 running sum rounded once to f16: a float16 accumulator
@@ -360,6 +380,28 @@ def test_torch_runs_on_the_current_stream_and_axes():
         got = scanrt.cumsum(x, axis=0)
     s.synchronize()
     torch.testing.assert_close(got, torch.cumsum(x, 0))
+
+
+@cuda
+@pytest.mark.parametrize("shape,axis", [((4097, 3), 0), ((257, 64), 0), ((5, 300, 33), 1), ((6, 7, 2049), 0)])
+def test_torch_columns_and_strided_tensors(shape, axis):
+    """Scans along dim 0 and inner dims, of contiguous, transposed and sliced tensors,
+    against torch.cumsum (integers: exact)."""
+    g = torch.Generator(device="cuda").manual_seed(SEED + 7)
+    x = torch.randint(-100, 100, shape, device="cuda", dtype=torch.int64, generator=g)
+    for view in (x, x.transpose(0, -1), x[..., ::2], x.flip(0)):
+        for dim in (axis, -1):
+            got = scanrt.cumsum(view, axis=dim)
+            assert got.is_contiguous()
+            assert torch.equal(got, torch.cumsum(view, dim)), f"{tuple(view.shape)} {view.stride()} dim {dim}"
+    f = torch.randn(shape, device="cuda", dtype=torch.float32, generator=g)
+    torch.testing.assert_close(scanrt.cumsum(f, axis=axis, reverse=True), torch.cumsum(f.flip(axis), axis).flip(axis))
+    try:
+        import cupy
+    except ImportError:
+        return
+    c = cupy.asarray(x.cpu().numpy())
+    assert cupy.array_equal(scanrt.cumsum(c, axis=axis), cupy.cumsum(c, axis=axis))
 
 
 @cuda

@@ -18,22 +18,24 @@ pub(crate) const THREADS: u32 = 256;
 /// Strip widths (columns per tile), one kernel each: the narrowest one that holds a
 /// view's columns is launched, 32 for 32 columns and more.
 pub(crate) const WIDTHS: [u32; 6] = [1, 2, 4, 8, 16, 32];
-/// Look-back window per lane, and anchor stride of the deterministic mode, in tiles of a
-/// chain; the spin before sleeping and the sleep of a wait. One block per tile, so, as
-/// for the one-wave scan, every tile publishes at about the same time as its neighbours.
+/// Tiles each polling thread of the look-back reads per round trip (every column's chain
+/// is walked by up to 32 threads at once: 256 tiles per round for one column, 64 for 32),
+/// and the anchor stride of the deterministic mode, in tiles of a chain; the spin before
+/// sleeping and the sleep of a wait.
 const WINDOW: u32 = 8;
 const SPIN_BEFORE_SLEEP: u32 = 16;
 const SLEEP_NS: u32 = 32;
-/// Blocks per SM the kernels are compiled for.
+/// Blocks per SM the kernels are compiled for (one block per tile: the SM's resident
+/// blocks stream their tiles while one of them waits).
 const MIN_BLOCKS_PER_SM: u32 = 4;
 
-/// Rows each thread holds: 16 bytes of accumulators or more (8 rows of 4-byte ones, 4 of
-/// 8-byte ones), so a block keeps 8 KiB of a tile in flight.
+/// Rows each thread holds: 64 bytes of accumulators (16 rows of 4-byte ones, 8 of 8-byte
+/// ones), so a tile is 16 KiB of accumulators.
 pub(crate) fn items(types: ScanTypes) -> u32 {
     if types.accumulator.size() >= 8 {
-        4
-    } else {
         8
+    } else {
+        16
     }
 }
 
@@ -129,10 +131,18 @@ impl StridedKernels {
             let source = spec.source();
             let _current = dev.enter()?;
             let module = dev.module(&source)?;
-            let kernels = WIDTHS
+            let kernels: Vec<LoadedKernel> = WIDTHS
                 .into_iter()
                 .map(|w| dev.kernel(&module, &StridedSpec::entry(w), THREADS, 0))
                 .collect::<Result<_>>()?;
+            for (w, k) in WIDTHS.iter().zip(&kernels) {
+                log::debug!(
+                    "strided kernel of {w} columns: {} resident blocks, {} registers, {} B local",
+                    k.resident_blocks,
+                    k.function.num_regs().unwrap_or(-1),
+                    k.function.local_size_bytes().unwrap_or(-1)
+                );
+            }
             Ok(Arc::new(StridedKernelSet {
                 kernels,
                 _module: module,

@@ -36,6 +36,12 @@ pub(crate) struct Strides {
 }
 
 impl Strides {
+    /// Whether a tile is read (or written) along its rows: they lie closer in memory than
+    /// its columns.
+    pub fn rows_fast(&self, form: &StridedForm) -> bool {
+        form.columns > 1 && form.len > 1 && self.row.unsigned_abs() < self.column.unsigned_abs()
+    }
+
     /// The lowest and one past the highest element offset the view reaches in `form`.
     pub fn extent(&self, form: &StridedForm) -> (i64, i64) {
         let (mut low, mut high) = (0i64, 0i64);
@@ -82,10 +88,10 @@ fn group_stride(shape: &[u64], strides: &[i64], axes: &[usize]) -> Option<i64> {
 
 /// The strided form of a scan of `input` into `output` (the same shape) along `axis`
 /// (in range, non-negative). The other axes split into columns and one batch axis on the
-/// input's strides: the columns are the axis of the smallest stride, when it is smaller
-/// than the scanned axis's (so a tile's rows are read in whole strips), and the axes that
-/// continue it compactly; the batches are the rest. In each view each group must nest
-/// (one stride per group).
+/// input's strides: the columns are the axis of the smallest stride and the axes that
+/// continue it compactly (a tile holds up to 32 columns, read along whichever of its rows
+/// and columns lie closer in memory); the batches are the rest. In each view each group
+/// must nest (one stride per group).
 pub(crate) fn strided_pair(input: &ArrayView, output: &ArrayView, axis: usize) -> Result<StridedPair> {
     let shape = input.shape();
     let len = shape.get(axis).copied().unwrap_or(1);
@@ -115,15 +121,13 @@ pub(crate) fn strided_pair(input: &ArrayView, output: &ArrayView, axis: usize) -
     others.sort_by_key(|&d| (strides[d].unsigned_abs(), std::cmp::Reverse(d)));
     let mut column_axes = Vec::new();
     if let Some(&first) = others.first() {
-        if len <= 1 || strides[first].unsigned_abs() < row(input).unsigned_abs() {
-            let mut next = strides[first];
-            for &d in &others {
-                if strides[d] != next {
-                    break;
-                }
-                column_axes.push(d);
-                next = next.saturating_mul(shape[d] as i64);
+        let mut next = strides[first];
+        for &d in &others {
+            if strides[d] != next {
+                break;
             }
+            column_axes.push(d);
+            next = next.saturating_mul(shape[d] as i64);
         }
     }
     let batch_axes = others[column_axes.len()..].to_vec();

@@ -18,6 +18,7 @@ use crate::array::ArrayView;
 use crate::context::Context;
 use crate::contract::{
     StridedParams, FLAG_DETERMINISTIC, FLAG_HAS_INIT, FLAG_INCLUSIVE, FLAG_INIT_IN_MEMORY, FLAG_PER_SEQUENCE_CARRIES,
+    FLAG_STRIDED_IN_ROWS_FAST, FLAG_STRIDED_OUT_ROWS_FAST,
 };
 use crate::engine::{Engine, GpuEngine};
 use crate::error::{bail, Result};
@@ -294,6 +295,12 @@ fn launch(
     }
     if algorithm == Algorithm::DeterministicSinglePass {
         flags |= FLAG_DETERMINISTIC;
+    }
+    if a.pair.input.rows_fast(&form) {
+        flags |= FLAG_STRIDED_IN_ROWS_FAST;
+    }
+    if a.pair.output.rows_fast(&form) {
+        flags |= FLAG_STRIDED_OUT_ROWS_FAST;
     }
     let init = if c.carry_in != 0 {
         flags |= FLAG_HAS_INIT | FLAG_INIT_IN_MEMORY;
