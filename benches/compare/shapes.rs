@@ -64,8 +64,14 @@ pub(crate) fn run(ctx: &Context, stream: &Stream, timer: &Timer) {
     ];
     let desc = ScanDesc::inclusive(Op::Sum);
     println!("case,dtype,elements,scanrt_us,memcpy_us,of_memcpy");
+    // SCANRT_SHAPES_CASE=label: that case alone (profiling).
+    let only = std::env::var("SCANRT_SHAPES_CASE").ok();
     for case in cases {
         let n = case.shape[0] * case.shape[1];
+        let name = format!("{}_{}x{}", case.label, case.shape[0], case.shape[1]);
+        if only.as_ref().is_some_and(|o| *o != name) {
+            continue;
+        }
         let src = Buffer::new(ctx, case.dtype, case.span).unwrap();
         let dst = Buffer::new(ctx, case.dtype, case.span).unwrap();
         fill(&src, case.dtype, case.span);
@@ -86,10 +92,7 @@ pub(crate) fn run(ctx: &Context, stream: &Stream, timer: &Timer) {
             sys::cuMemcpyDtoDAsync_v2(dst.addr(), src.addr(), bytes, stream.raw() as sys::CUstream);
         });
         println!(
-            "{}_{}x{},{},{n},{us:.3},{copy_us:.3},{:.3}",
-            case.label,
-            case.shape[0],
-            case.shape[1],
+            "{name},{},{n},{us:.3},{copy_us:.3},{:.3}",
             case.dtype.c_name(),
             copy_us / us
         );

@@ -46,8 +46,10 @@
 #include "device/lookback_columns.cuh"
 #include "device/scan_params.cuh"
 
-template <typename Acc, int W, int THREADS, int ITEMS>
+template <typename Op, int W, int THREADS, int ITEMS>
 struct StridedTileShape {
+    typedef Op Op_;
+    static const int ITEMS_ = ITEMS;
     static const int GROUPS = THREADS / W;  // row groups of a tile
     static const int ROWS = GROUPS * ITEMS;  // rows of a tile
     static const int WARPS = THREADS / 32;
@@ -60,10 +62,20 @@ struct StridedTileShape {
         if (W == 32) return row * 32 + (c ^ (row & 31));
         return (row + row / ITEMS) * W + c;
     }
-    // Tile row and column of element e of the tile's memory order.
-    static SCANRT_DEVICE void element(int e, bool rows_fast, int& row, int& c) {
-        if (rows_fast) row = e % ROWS, c = e / ROWS;
-        else row = e / W, c = e % W;
+    // Tile row and column of thread tid's element k of the tile's memory order (along the
+    // rows with ROWS_FAST, else along the columns). k is unrolled, so each folds into a
+    // per-thread value plus constants.
+    template <bool ROWS_FAST>
+    static SCANRT_DEVICE void element(int k, int tid, int& row, int& c) {
+        if (!ROWS_FAST) {
+            row = k * GROUPS + tid / W, c = tid % W;
+        } else if (THREADS <= ROWS) {
+            const int per_column = ROWS / THREADS;
+            row = k % per_column * THREADS + tid, c = k / per_column;
+        } else {
+            const int per_round = THREADS / ROWS;
+            row = tid % ROWS, c = k * per_round + tid / ROWS;
+        }
     }
 };
 
@@ -73,40 +85,71 @@ struct StridedPlace {
     int rows, cols;
 };
 
-// The tiles of a strided scan: where each lies, and its loads.
-template <typename Op, typename In, int W, int THREADS, int ITEMS, bool REVERSE>
+// Where a tile lies in one view: element (row, col) of the tile at
+// base + row * row_step + col * column_stride (row_step is the row stride, negated for
+// backward scans, whose tile rows run back from the end of each sequence).
+struct StridedTileIn {
+    long long base, row_step, column_stride;
+    SCANRT_DEVICE long long at(int row, int col) const { return base + row * row_step + col * column_stride; }
+};
+
+// The tiles of a strided scan: where each lies. Tile counts fit 32 bits (the host
+// checks), so a place takes 32-bit divisions.
+template <int W, int ROWS, bool REVERSE>
 struct StridedTiles {
-    typedef StridedTileShape<typename Op::T, W, THREADS, ITEMS> Shape;
-    long long batches, len, columns, strips, chains;
+    long long len, columns;
+    u32 strips, chains;
 
     SCANRT_DEVICE StridedPlace place_of(u32 ticket) const {
         StridedPlace p;
+        const u32 chain = ticket % chains, strip = chain % strips;
         p.r = ticket / chains;
-        p.chain = ticket % chains;
-        p.batch = p.chain / strips;
-        p.c0 = (p.chain % strips) * W;
-        p.rows = (int)min((long long)Shape::ROWS, len - p.r * Shape::ROWS);
+        p.chain = chain;
+        p.batch = chain / strips;
+        p.c0 = (long long)strip * W;
+        p.rows = (int)min((long long)ROWS, len - p.r * ROWS);
         p.cols = (int)min((long long)W, columns - p.c0);
         return p;
     }
-    // The offset of tile element (row, col) in a view with these strides.
-    SCANRT_DEVICE long long offset(const StridedPlace& p, int row, int col, long long batch_stride,
-                                   long long row_stride, long long column_stride) const {
-        const long long i = p.r * Shape::ROWS + row;
-        return p.batch * batch_stride + (REVERSE ? len - 1 - i : i) * row_stride + (p.c0 + col) * column_stride;
-    }
-    // The tile's elements in memory order into `raw` (ITEMS per thread; those past the
-    // valid rows and columns are left as they are).
-    SCANRT_DEVICE void load(const In* in, const StridedPlace& p, bool rows_fast, int tid, In (&raw)[ITEMS],
-                            long long batch_stride, long long row_stride, long long column_stride) const {
-#pragma unroll
-        for (int k = 0; k < ITEMS; ++k) {
-            int row, col;
-            Shape::element(k * THREADS + tid, rows_fast, row, col);
-            if (row < p.rows && col < p.cols) raw[k] = in[offset(p, row, col, batch_stride, row_stride, column_stride)];
-        }
+    // The tile `p` in a view with these strides.
+    SCANRT_DEVICE StridedTileIn in_view(const StridedPlace& p, long long batch_stride, long long row_stride,
+                                         long long column_stride) const {
+        const long long first = REVERSE ? len - 1 - p.r * ROWS : p.r * ROWS;
+        return StridedTileIn{p.batch * batch_stride + first * row_stride + p.c0 * column_stride,
+                             REVERSE ? -row_stride : row_stride, column_stride};
     }
 };
+
+// Loads tile `p` from `in` in memory order into the shared tile (identity past its valid
+// rows and columns).
+template <typename Shape, bool ROWS_FAST, typename In, typename Acc>
+SCANRT_DEVICE void stage(const In* in, const StridedTileIn& src, const StridedPlace& p, int tid, Acc* tile) {
+    typedef typename Shape::Op_ Op;
+    In raw[Shape::ITEMS_];
+#pragma unroll
+    for (int k = 0; k < Shape::ITEMS_; ++k) {
+        int row, col;
+        Shape::template element<ROWS_FAST>(k, tid, row, col);
+        if (row < p.rows && col < p.cols) raw[k] = in[src.at(row, col)];
+    }
+#pragma unroll
+    for (int k = 0; k < Shape::ITEMS_; ++k) {
+        int row, col;
+        Shape::template element<ROWS_FAST>(k, tid, row, col);
+        tile[Shape::cell(row, col)] = row < p.rows && col < p.cols ? Acc(raw[k]) : Op::identity();
+    }
+}
+
+// Writes the shared tile's results to tile `p` of `out` in memory order.
+template <typename Shape, bool ROWS_FAST, typename Out, typename Acc>
+SCANRT_DEVICE void unstage(Out* out, const StridedTileIn& dst, const StridedPlace& p, int tid, const Acc* tile) {
+#pragma unroll
+    for (int k = 0; k < Shape::ITEMS_; ++k) {
+        int row, col;
+        Shape::template element<ROWS_FAST>(k, tid, row, col);
+        if (row < p.rows && col < p.cols) out[dst.at(row, col)] = Out(tile[Shape::cell(row, col)]);
+    }
+}
 
 template <typename Op, typename In, typename Out, int W, int THREADS, int ITEMS, int WINDOW, int SPIN_BEFORE_SLEEP,
           int SLEEP_NS, bool REVERSE>
@@ -115,7 +158,7 @@ SCANRT_DEVICE void strided_scan(const In* in, Out* out, long long in_batch_strid
                                 long long out_column_stride, long long batches, long long len, long long columns,
                                 unsigned long long init_bits, unsigned long long carry_out, unsigned flags,
                                 void* workspace, long long status_capacity, FaultSink report) {
-    typedef StridedTileShape<typename Op::T, W, THREADS, ITEMS> Shape;
+    typedef StridedTileShape<Op, W, THREADS, ITEMS> Shape;
     typedef typename Op::T Acc;
     typedef TilePrefixAgent<Op, 1, SPIN_BEFORE_SLEEP, SLEEP_NS> Agent;
     typedef ColumnLookBack<Op, typename Agent::Status, W, THREADS, WINDOW, SPIN_BEFORE_SLEEP, SLEEP_NS> LookBack;
@@ -124,6 +167,7 @@ SCANRT_DEVICE void strided_scan(const In* in, Out* out, long long in_batch_strid
     __shared__ Acc warp_total_s[WARPS][W];
     __shared__ typename LookBack::Shared look_back_s;
     __shared__ u32 ticket_s, generation_s;
+    __shared__ StridedPlace place_s;
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = tid / W, c = tid % W;
@@ -132,13 +176,13 @@ SCANRT_DEVICE void strided_scan(const In* in, Out* out, long long in_batch_strid
     const bool per_sequence = flags & FLAG_PER_SEQUENCE_CARRIES;
     const bool in_rows_fast = flags & FLAG_STRIDED_IN_ROWS_FAST;
     const bool out_rows_fast = flags & FLAG_STRIDED_OUT_ROWS_FAST;
-    const long long strips = (columns + W - 1) / W;
-    const long long chains = batches * strips;
+    const u32 strips = (u32)((columns + W - 1) / W);
+    const u32 chains = (u32)(batches * strips);
     const long long chain_tiles = (len + ROWS - 1) / ROWS;
     // One block per tile, one ticket per block: the block that draws ticket
     // gridDim.x - 1 hands the header on.
     Agent agent(workspace, status_capacity, report, gridDim.x, gridDim.x - 1, Op::identity(), deterministic);
-    const StridedTiles<Op, In, W, THREADS, ITEMS, REVERSE> tiles{batches, len, columns, strips, chains};
+    const StridedTiles<W, ROWS, REVERSE> tiles{len, columns, strips, chains};
 
     if (tid == 0) {
         // The workspace holds W slots per tile.
@@ -147,22 +191,18 @@ SCANRT_DEVICE void strided_scan(const In* in, Out* out, long long in_batch_strid
         agent.hand_on(drawn);
         generation_s = (u32)(drawn >> 32);
         ticket_s = (u32)drawn;
+        if ((u32)drawn < gridDim.x) place_s = tiles.place_of((u32)drawn);
     }
     __syncthreads();
     const u32 generation = generation_s, ticket = ticket_s;
     if (ticket >= gridDim.x) return;  // refused workspace
     const u32 tag = generation_tag(generation);
-    const StridedPlace p = tiles.place_of(ticket);
+    const StridedPlace p = place_s;
 
     // Load and stage the tile in memory order (identity past its valid rows and columns).
-    In raw[ITEMS];
-    tiles.load(in, p, in_rows_fast, tid, raw, in_batch_stride, in_row_stride, in_column_stride);
-#pragma unroll
-    for (int k = 0; k < ITEMS; ++k) {
-        int row, col;
-        Shape::element(k * THREADS + tid, in_rows_fast, row, col);
-        tile_s[Shape::cell(row, col)] = row < p.rows && col < p.cols ? Acc(raw[k]) : Op::identity();
-    }
+    const StridedTileIn src = tiles.in_view(p, in_batch_stride, in_row_stride, in_column_stride);
+    if (in_rows_fast) stage<Shape, true>(in, src, p, tid, tile_s);
+    else stage<Shape, false>(in, src, p, tid, tile_s);
     __syncthreads();
 
     // 1. The thread's rows, scanned sequentially.
@@ -205,7 +245,7 @@ SCANRT_DEVICE void strided_scan(const In* in, Out* out, long long in_batch_strid
         if (p.r == 0) agent.status.publish(slot, SCANRT_STATUS_INCLUSIVE, Op::combine(carry_in, aggregate), tag);
         else agent.status.publish(slot, SCANRT_STATUS_AGGREGATE, aggregate, tag);
     }
-    const long long stride = chains * W, first_slot = p.chain * W;
+    const long long stride = (long long)chains * W, first_slot = p.chain * W;
     if (deterministic) {
         if (warp == 0) {
             const Acc before = lane_look_back_deterministic<Op, typename Agent::Status, WINDOW, SPIN_BEFORE_SLEEP,
@@ -237,13 +277,8 @@ SCANRT_DEVICE void strided_scan(const In* in, Out* out, long long in_batch_strid
         tile_s[Shape::cell(g * ITEMS + k, c)] = result;
     }
     __syncthreads();
-#pragma unroll
-    for (int k = 0; k < ITEMS; ++k) {
-        int row, col;
-        Shape::element(k * THREADS + tid, out_rows_fast, row, col);
-        if (row < p.rows && col < p.cols)
-            out[tiles.offset(p, row, col, out_batch_stride, out_row_stride, out_column_stride)] =
-                Out(tile_s[Shape::cell(row, col)]);
-    }
+    const StridedTileIn dst = tiles.in_view(p, out_batch_stride, out_row_stride, out_column_stride);
+    if (out_rows_fast) unstage<Shape, true>(out, dst, p, tid, tile_s);
+    else unstage<Shape, false>(out, dst, p, tid, tile_s);
     agent.finish(generation, tid);
 }

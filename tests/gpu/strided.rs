@@ -1,6 +1,6 @@
 //! Strided scans on the GPU (kernels/device/strided_scan.cuh): the shared sweep of
-//! `common::strided` at lengths around every strip width's tile rows (64 and 32 rows of
-//! 4- and 8-byte values at 32 columns, 2048 and 1024 at one column) and column counts
+//! `common::strided` at lengths around every strip width's tile rows (128 and 64 rows of
+//! 4- and 8-byte values at 32 columns, 4096 and 2048 at one column) and column counts
 //! around each strip width, large columns, pitched rows and strided 1-D arrays past 2^24
 //! elements, and a compute-sanitizer subset.
 
@@ -18,7 +18,7 @@ pub(crate) fn strided_layouts_at_tile_boundaries() {
     ];
     let columns = [1u64, 2, 3, 4, 5, 8, 9, 16, 17, 31, 32, 33, 64, 65, 100];
     let mut shapes = vec![(2u64, 0u64, 3u64), (1, 5, 0)];
-    for _ in 0..24 {
+    for _ in 0..28 {
         let len = lengths[rng.below(lengths.len() as u64) as usize];
         let cols = columns[rng.below(columns.len() as u64) as usize];
         let batches = 1 + rng.below(3);

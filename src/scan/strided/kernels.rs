@@ -18,24 +18,63 @@ pub(crate) const THREADS: u32 = 256;
 /// Strip widths (columns per tile), one kernel each: the narrowest one that holds a
 /// view's columns is launched, 32 for 32 columns and more.
 pub(crate) const WIDTHS: [u32; 6] = [1, 2, 4, 8, 16, 32];
-/// Tiles each polling thread of the look-back reads per round trip (every column's chain
-/// is walked by up to 32 threads at once: 256 tiles per round for one column, 64 for 32),
-/// and the anchor stride of the deterministic mode, in tiles of a chain; the spin before
-/// sleeping and the sleep of a wait.
-const WINDOW: u32 = 8;
-const SPIN_BEFORE_SLEEP: u32 = 16;
-const SLEEP_NS: u32 = 32;
-/// Blocks per SM the kernels are compiled for (one block per tile: the SM's resident
-/// blocks stream their tiles while one of them waits).
-const MIN_BLOCKS_PER_SM: u32 = 4;
 
-/// Rows each thread holds: 64 bytes of accumulators (16 rows of 4-byte ones, 8 of 8-byte
-/// ones), so a tile is 16 KiB of accumulators.
-pub(crate) fn items(types: ScanTypes) -> u32 {
-    if types.accumulator.size() >= 8 {
-        8
-    } else {
-        16
+/// The tile shape of the strided kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct StridedShape {
+    /// Rows each thread holds.
+    pub items: u32,
+    /// Blocks per SM the kernels are compiled for (one block per tile: the SM's resident
+    /// blocks stream their tiles while one of them waits).
+    pub min_blocks_per_sm: u32,
+    /// Tiles each polling thread of the look-back reads per round trip (every column's
+    /// chain is walked by up to 32 threads at once), and the anchor stride of the
+    /// deterministic mode, in tiles of a chain.
+    pub window: u32,
+    /// Polls before a waiting look-back sleeps, and its sleep (ns): the whole block polls,
+    /// so it sleeps early and long, leaving the SM's issue slots to the blocks that stream.
+    pub spin_before_sleep: u32,
+    pub sleep_ns: u32,
+}
+
+/// The tile shape for `types`: 16 rows of 4-byte accumulators or 8 of 8-byte ones per
+/// thread (16 KiB tiles).
+pub(crate) fn shape(types: ScanTypes) -> StridedShape {
+    let regular = StridedShape {
+        items: if types.accumulator.size() >= 8 { 8 } else { 16 },
+        min_blocks_per_sm: 4,
+        window: 4,
+        spin_before_sleep: 2,
+        sleep_ns: 100,
+    };
+    #[cfg(feature = "experiments")]
+    if let Some(v) = experiments::shape() {
+        return StridedShape {
+            items: if types.accumulator.size() >= 8 { v[1] } else { v[0] },
+            min_blocks_per_sm: v[2],
+            window: v[3],
+            spin_before_sleep: v[4],
+            sleep_ns: v[5],
+        };
+    }
+    regular
+}
+
+/// Tuning experiments (cargo feature `experiments`): `SCANRT_STRIDED_OVERRIDE=
+/// items_4byte:items_8byte:min_blocks:window:spin:sleep_ns` replaces the strided kernels'
+/// shape.
+#[cfg(feature = "experiments")]
+mod experiments {
+    static SHAPE: once_cell::sync::Lazy<Option<Vec<u32>>> = once_cell::sync::Lazy::new(|| {
+        let v: Vec<u32> = std::env::var("SCANRT_STRIDED_OVERRIDE")
+            .ok()?
+            .split(':')
+            .map(|x| x.parse().ok())
+            .collect::<Option<_>>()?;
+        (v.len() == 6).then_some(v)
+    });
+    pub(super) fn shape() -> Option<Vec<u32>> {
+        SHAPE.clone()
     }
 }
 
@@ -46,7 +85,7 @@ pub(crate) fn width_for(columns: u64) -> u32 {
 
 /// Rows of a tile in the kernel of strip width `width`.
 pub(crate) fn tile_rows(types: ScanTypes, width: u32) -> u64 {
-    (THREADS / width * items(types)) as u64
+    (THREADS / width * shape(types).items) as u64
 }
 
 /// One strided kernel set.
@@ -69,7 +108,13 @@ impl StridedSpec {
         let op = self.op.definition();
         let (combine, identity) = (op.cuda_combine, op.cuda_identity);
         let reverse = self.direction == Direction::Backward;
-        let items = items(t);
+        let StridedShape {
+            items,
+            min_blocks_per_sm,
+            window,
+            spin_before_sleep,
+            sleep_ns,
+        } = shape(t);
         let mut text = format!(
             r#"#include "device/strided_scan.cuh"
 typedef {i} In;
@@ -85,8 +130,8 @@ struct Op {{
         for w in WIDTHS {
             let entry = Self::entry(w);
             text += &format!(
-                r#"extern "C" __global__ void __launch_bounds__({THREADS}, {MIN_BLOCKS_PER_SM}) {entry}(SCANRT_STRIDED_PARAMS) {{
-    strided_scan<Op, In, Out, {w}, {THREADS}, {items}, {WINDOW}, {SPIN_BEFORE_SLEEP}, {SLEEP_NS}, {reverse}>(
+                r#"extern "C" __global__ void __launch_bounds__({THREADS}, {min_blocks_per_sm}) {entry}(SCANRT_STRIDED_PARAMS) {{
+    strided_scan<Op, In, Out, {w}, {THREADS}, {items}, {window}, {spin_before_sleep}, {sleep_ns}, {reverse}>(
         (const In*)input, (Out*)output, in_batch_stride, in_row_stride, out_batch_stride, out_row_stride, in_column_stride,
         out_column_stride, batches, len,
         columns, init_bits, carry_out, flags, (void*)workspace, status_capacity, FaultSink{{(FaultReport*)report, call}});
@@ -95,7 +140,7 @@ struct Op {{
             );
         }
         KernelSource {
-            name: format!("strided scan {self:?}"),
+            name: format!("strided scan {self:?} {:?}", shape(t)),
             text,
             headers: KERNEL_HEADERS,
         }
