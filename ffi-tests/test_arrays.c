@@ -72,15 +72,15 @@ static void test_refusals(scanrt_context *ctx, scanrt_stream *s) {
     EXPECT_OK(scanrt_buffer_upload(out, s, poison, n));
     scanrt_scan_desc d;
     scanrt_scan_desc_init(&d);
-    const int64_t square[2] = {8, 8}, flat[1] = {64}, twice[2] = {1, 1}, cube[3] = {2, 2, 8}, unnested[3] = {3, 40, 1},
+    const int64_t square[2] = {8, 8}, flat[1] = {64}, twice[2] = {1, 1}, cube[4] = {2, 2, 2, 4}, unnested[4] = {4, 9, 20, 1},
                   negative[1] = {-1};
     scanrt_array a = array_of(in, SCANRT_DTYPE_F32, 2, square, NULL), b = array_of(out, SCANRT_DTYPE_F32, 2, square, NULL);
     /* An output that reaches elements twice; batch axes that nest into no one stride. */
     scanrt_array overlapping = array_of(out, SCANRT_DTYPE_F32, 2, square, twice);
     EXPECT(scanrt_scan_array(ctx, s, &a, &overlapping, 0, &d, NULL), SCANRT_STATUS_INVALID_ARGUMENT);
     CHECK(strstr(scanrt_last_error_message(), "twice") != NULL, "message: %s", scanrt_last_error_message());
-    scanrt_array p = array_of(in, SCANRT_DTYPE_F32, 3, cube, unnested), q = array_of(out, SCANRT_DTYPE_F32, 3, cube, NULL);
-    EXPECT(scanrt_scan_array(ctx, s, &p, &q, 2, &d, NULL), SCANRT_STATUS_UNSUPPORTED_COMBINATION);
+    scanrt_array p = array_of(in, SCANRT_DTYPE_F32, 4, cube, unnested), q = array_of(out, SCANRT_DTYPE_F32, 4, cube, NULL);
+    EXPECT(scanrt_scan_array(ctx, s, &p, &q, 3, &d, NULL), SCANRT_STATUS_UNSUPPORTED_COMBINATION);
     EXPECT(scanrt_scan_array(ctx, s, &a, &b, 2, &d, NULL), SCANRT_STATUS_INVALID_ARGUMENT);
     EXPECT(scanrt_scan_array(ctx, s, &a, &b, -3, &d, NULL), SCANRT_STATUS_INVALID_ARGUMENT);
     scanrt_array c = array_of(out, SCANRT_DTYPE_F32, 1, flat, NULL);

@@ -237,17 +237,22 @@ pub struct StridedParams {
     /// Status slots the host checked the workspace to hold.
     pub status_capacity: i64,
     /// As `ScanParams::init_bits`; with `FLAG_PER_SEQUENCE_CARRIES`, the address of one
-    /// initial value per sequence (`batches * columns` accumulators, batch-major).
+    /// initial value per sequence (`batches * columns` accumulators).
     pub init_bits: u64,
     /// Where each sequence's total goes (`batches * columns` accumulators); 0: nowhere.
     pub carry_out: u64,
+    /// Per-sequence carries: sequence `(b, c)` is the carries' element
+    /// `b * carry_batch_stride + c * carry_column_stride`.
+    pub carry_batch_stride: i64,
+    /// See `carry_batch_stride`.
+    pub carry_column_stride: i64,
     /// `FLAG_*` bits.
     pub flags: u32,
     /// The launching call's serial number (as `ScanParams::call`).
     pub call: u32,
 }
 
-const _: () = assert!(std::mem::size_of::<StridedParams>() == 16 * 8 + 2 * 4);
+const _: () = assert!(std::mem::size_of::<StridedParams>() == 18 * 8 + 2 * 4);
 
 /// A digit pass writes each element's index (`index_base` + its position in the
 /// portion) as its value, instead of reading `values_in`: the first pass of an argsort.

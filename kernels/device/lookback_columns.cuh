@@ -139,10 +139,13 @@ struct ColumnLookBack {
     static SCANRT_DEVICE void run(Shared& s, const Status& status, long long tile, long long stride, long long offset,
                                   int valid_cols, u32 tag, int tid, Watchdog& dog) {
         const int c = tid % W, p = tid / W, lane = tid & 31;
+        // Thread c alone writes column c's state, and keeps `done` in a register too, so
+        // that between two barriers a column's state is either read or written.
+        bool done = tid >= W || tile <= 0 || c >= valid_cols;
         if (tid < W) {
             s.prefix[c] = CarryOp::identity();
             s.window_end[c] = tile - 1;
-            s.done[c] = tile <= 0 || c >= valid_cols;
+            s.done[c] = done;
         }
         __syncthreads();
         for (int spins = 0;; ++spins) {
@@ -174,7 +177,7 @@ struct ColumnLookBack {
             }
             __syncthreads();
             bool progress = false;
-            if (tid < W && !s.done[c]) {
+            if (!done) {
                 Carry window = CarryOp::identity();
                 int advanced = 0;
                 bool closed = false;
@@ -190,9 +193,10 @@ struct ColumnLookBack {
                     s.window_end[c] -= (long long)advanced * WINDOW;
                     progress = true;
                 }
-                s.done[c] = closed;
+                done = closed;
+                s.done[c] = done;
             }
-            const bool pending = tid < W && !s.done[c];
+            const bool pending = !done;
             const bool give_up = dog.expired(spins, lane);  // the output is undefined; the host hears of it
             if (!__syncthreads_or(pending) || __syncthreads_or(give_up)) break;
             if (!__syncthreads_or(progress) && spins >= SPIN_BEFORE_SLEEP) __nanosleep(SLEEP_NS);

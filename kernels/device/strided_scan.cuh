@@ -39,8 +39,9 @@
 // anchors every WINDOW tiles of a chain (lane_look_back_deterministic).
 //
 // Carries: the initial value is one scalar for every sequence, or with
-// FLAG_PER_SEQUENCE_CARRIES one per sequence at the address `init_bits` (batch-major:
-// b * columns + c); `carry_out`, when not 0, receives each sequence's total there.
+// FLAG_PER_SEQUENCE_CARRIES one per sequence at the address `init_bits` (sequence (b, c)
+// at b * carry_batch_stride + c * carry_column_stride: the row-major order of the view's
+// other axes); `carry_out`, when not 0, receives each sequence's total there.
 #pragma once
 #include "agent/tile_prefix.cuh"
 #include "device/lookback_columns.cuh"
@@ -156,7 +157,8 @@ template <typename Op, typename In, typename Out, int W, int THREADS, int ITEMS,
 SCANRT_DEVICE void strided_scan(const In* in, Out* out, long long in_batch_stride, long long in_row_stride,
                                 long long out_batch_stride, long long out_row_stride, long long in_column_stride,
                                 long long out_column_stride, long long batches, long long len, long long columns,
-                                unsigned long long init_bits, unsigned long long carry_out, unsigned flags,
+                                unsigned long long init_bits, unsigned long long carry_out,
+                                long long carry_batch_stride, long long carry_column_stride, unsigned flags,
                                 void* workspace, long long status_capacity, FaultSink report) {
     typedef StridedTileShape<Op, W, THREADS, ITEMS> Shape;
     typedef typename Op::T Acc;
@@ -234,7 +236,7 @@ SCANRT_DEVICE void strided_scan(const In* in, Out* out, long long in_batch_strid
     // 4. Publish the column aggregates (tile 0 of a chain: INCLUSIVE from its carry), then
     //    look back.
     const bool column = tid < W && c < p.cols;
-    const long long sequence = p.batch * columns + p.c0 + c;
+    const long long sequence = p.batch * carry_batch_stride + (p.c0 + c) * carry_column_stride;
     Acc carry_in = Op::identity();
     if (column && p.r == 0) {
         if (per_sequence) carry_in = ((const Acc*)init_bits)[sequence];

@@ -274,10 +274,15 @@ struct StridedParams {
   /// Status slots the host checked the workspace to hold.
   int64_t status_capacity;
   /// As `ScanParams::init_bits`; with `FLAG_PER_SEQUENCE_CARRIES`, the address of one
-  /// initial value per sequence (`batches * columns` accumulators, batch-major).
+  /// initial value per sequence (`batches * columns` accumulators).
   uint64_t init_bits;
   /// Where each sequence's total goes (`batches * columns` accumulators); 0: nowhere.
   uint64_t carry_out;
+  /// Per-sequence carries: sequence `(b, c)` is the carries' element
+  /// `b * carry_batch_stride + c * carry_column_stride`.
+  int64_t carry_batch_stride;
+  /// See `carry_batch_stride`.
+  int64_t carry_column_stride;
   /// `FLAG_*` bits.
   uint32_t flags;
   /// The launching call's serial number (as `ScanParams::call`).
@@ -324,4 +329,4 @@ struct FaultReport {
 // The radix sort kernels' parameter list: SortParams's fields.
 #define SCANRT_SORT_PARAMS uint64_t keys_in, uint64_t keys_out, uint64_t values_in, uint64_t values_out, uint64_t histograms, uint64_t carry_in, uint64_t carry_out, uint64_t workspace, uint64_t report, int64_t n, int64_t status_capacity, uint64_t index_base, uint32_t begin_bit, uint32_t end_bit, uint32_t flags, uint32_t call
 // The strided scan kernel's parameter list: StridedParams's fields.
-#define SCANRT_STRIDED_PARAMS uint64_t input, uint64_t output, uint64_t workspace, uint64_t report, int64_t in_batch_stride, int64_t in_row_stride, int64_t out_batch_stride, int64_t out_row_stride, int64_t in_column_stride, int64_t out_column_stride, int64_t batches, int64_t len, int64_t columns, int64_t status_capacity, uint64_t init_bits, uint64_t carry_out, uint32_t flags, uint32_t call
+#define SCANRT_STRIDED_PARAMS uint64_t input, uint64_t output, uint64_t workspace, uint64_t report, int64_t in_batch_stride, int64_t in_row_stride, int64_t out_batch_stride, int64_t out_row_stride, int64_t in_column_stride, int64_t out_column_stride, int64_t batches, int64_t len, int64_t columns, int64_t status_capacity, uint64_t init_bits, uint64_t carry_out, int64_t carry_batch_stride, int64_t carry_column_stride, uint32_t flags, uint32_t call

@@ -176,7 +176,8 @@ def describe_dtype(x: Any) -> str:
 
 
 def normal_axis(x: Any, axis: int) -> int:
-    """``axis`` counted from the front, or a ValueError."""
+    """``axis`` counted from the front, or a ValueError (a TypeError for what is no array)."""
+    library(x)
     ndim = len(x.shape)
     if ndim == 0:
         raise ValueError("scanrt scans arrays of at least one dimension")

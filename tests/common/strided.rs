@@ -290,6 +290,14 @@ pub fn layouts(rng: &mut Rng, batches: u64, len: u64, columns: u64) -> Vec<Layou
             in_place: false,
         },
     ];
+    // A 3-D array with its axes reversed (a transpose), into a contiguous output.
+    all.push(Layout {
+        shape: cube.to_vec(),
+        input: column_major(&cube),
+        output: padded_strides(&cube, &[]),
+        axis: 1,
+        in_place: false,
+    });
     // A contiguous 3-D array along its middle axis.
     all.push(Layout {
         shape: cube.to_vec(),

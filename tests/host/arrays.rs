@@ -225,10 +225,10 @@ fn layouts_and_arguments_that_are_refused_write_nothing() {
         let i = |shape: &[u64]| ArrayView::contiguous(input.as_ptr() as u64, DType::U32, shape).unwrap();
         let o = |shape: &[u64]| ArrayView::contiguous(o_addr, DType::U32, shape).unwrap();
         // Strided layouts no single form holds: batch axes that do not nest.
-        let unnested = ArrayView::strided(input.as_ptr() as u64, DType::U32, &[2, 2, 8], &[3, 40, 1]).unwrap();
-        let unnested_out = ArrayView::contiguous(o_addr, DType::U32, &[2, 2, 8]).unwrap();
+        let unnested = ArrayView::strided(input.as_ptr() as u64, DType::U32, &[2, 2, 2, 4], &[4, 9, 20, 1]).unwrap();
+        let unnested_out = ArrayView::contiguous(o_addr, DType::U32, &[2, 2, 2, 4]).unwrap();
         assert_eq!(
-            status(ctx.scan_array(&stream, &unnested, &unnested_out, 2, &sum)),
+            status(ctx.scan_array(&stream, &unnested, &unnested_out, 3, &sum)),
             ScanrtStatus::UnsupportedCombination
         );
         // An output that reaches an element twice, and one that overlaps the input

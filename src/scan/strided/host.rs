@@ -11,12 +11,14 @@ use crate::scan::RawScan;
 use crate::types::DType;
 
 /// Per-sequence carries in host memory (0: none): `batches * columns` accumulators each.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct SequenceCarries {
     pub carry_in: u64,
     pub carry_out: u64,
     /// `carry_in` holds one value for every sequence (else one for all).
     pub per_sequence_in: bool,
+    /// Where sequence `(b, c)` lies among them: `b * strides.batch + c * strides.column`.
+    pub strides: Strides,
 }
 
 /// Scans every sequence of the pair.
@@ -44,7 +46,7 @@ pub(crate) unsafe fn scan(
     };
     for b in 0..form.batches {
         for c in 0..form.columns {
-            let sequence = b * form.columns + c;
+            let sequence = (b as i64 * carries.strides.batch + c as i64 * carries.strides.column) as u64;
             for i in 0..form.len {
                 let from = element(input.0, &pair.input, b, i, c, in_size) as *const u8;
                 std::ptr::copy_nonoverlapping(from, staged_in.as_mut_ptr().add(i as usize * in_size), in_size);

@@ -134,7 +134,8 @@ struct Op {{
     strided_scan<Op, In, Out, {w}, {THREADS}, {items}, {window}, {spin_before_sleep}, {sleep_ns}, {reverse}>(
         (const In*)input, (Out*)output, in_batch_stride, in_row_stride, out_batch_stride, out_row_stride, in_column_stride,
         out_column_stride, batches, len,
-        columns, init_bits, carry_out, flags, (void*)workspace, status_capacity, FaultSink{{(FaultReport*)report, call}});
+        columns, init_bits, carry_out, carry_batch_stride, carry_column_stride, flags, (void*)workspace, status_capacity,
+        FaultSink{{(FaultReport*)report, call}});
 }}
 "#
             );

@@ -61,15 +61,16 @@ impl Strides {
     }
 }
 
-/// A view pair in the strided form: the form, each view's strides, and whether sequence
-/// `b * columns + c` is the `b * columns + c`-th sequence in the logical (row-major) order
-/// of the other axes, as per-sequence carries are laid out.
+/// A view pair in the strided form: the form, each view's strides, and where sequence
+/// `(b, c)` lies among per-sequence carries, which follow the row-major order of the
+/// other axes: index `b * carries.batch + c * carries.column` (`None` where the groups do
+/// not map onto that order with one stride each).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct StridedPair {
     pub form: StridedForm,
     pub input: Strides,
     pub output: Strides,
-    pub logical_order: bool,
+    pub carries: Option<Strides>,
 }
 
 /// The stride of a group of axes that nest in `strides` (each axis's stride the previous
@@ -111,7 +112,11 @@ pub(crate) fn strided_pair(input: &ArrayView, output: &ArrayView, axis: usize) -
             },
             input: none,
             output: none,
-            logical_order: true,
+            carries: Some(Strides {
+                batch: 1,
+                row: 0,
+                column: 0,
+            }),
         });
     }
     let strides = input.strides();
@@ -119,16 +124,16 @@ pub(crate) fn strided_pair(input: &ArrayView, output: &ArrayView, axis: usize) -
     // The other axes that matter (extent > 1), smallest input stride first.
     let mut others: Vec<usize> = (0..shape.len()).filter(|&d| d != axis && shape[d] > 1).collect();
     others.sort_by_key(|&d| (strides[d].unsigned_abs(), std::cmp::Reverse(d)));
-    let mut column_axes = Vec::new();
-    if let Some(&first) = others.first() {
-        let mut next = strides[first];
-        for &d in &others {
-            if strides[d] != next {
-                break;
-            }
-            column_axes.push(d);
-            next = next.saturating_mul(shape[d] as i64);
+    // The column group grows while its axes nest in both views.
+    let mut column_axes: Vec<usize> = others.first().map(|&d| vec![d]).unwrap_or_default();
+    for &d in others.iter().skip(1) {
+        let mut grown = column_axes.clone();
+        grown.push(d);
+        let nests = |view: &ArrayView| group_stride(shape, view.strides(), &grown).is_some();
+        if !(nests(input) && nests(output)) {
+            break;
         }
+        column_axes = grown;
     }
     let batch_axes = others[column_axes.len()..].to_vec();
     let strides_of = |view: &ArrayView| -> Option<Strides> {
@@ -150,14 +155,20 @@ pub(crate) fn strided_pair(input: &ArrayView, output: &ArrayView, axis: usize) -
         );
     };
     let extent = |axes: &[usize]| axes.iter().map(|&d| shape[d]).product::<u64>();
-    // Row-major order of the other axes: the batch axes (largest stride first), then the
-    // column axes, in increasing axis order.
-    let order: Vec<usize> = batch_axes
-        .iter()
-        .rev()
-        .chain(column_axes.iter().rev())
-        .copied()
-        .collect();
+    // Each other axis's stride in the row-major order of the other axes (the carries').
+    let mut logical = vec![0i64; shape.len()];
+    let mut step = 1i64;
+    for d in (0..shape.len()).rev().filter(|&d| d != axis) {
+        logical[d] = step;
+        step = step.saturating_mul(shape[d] as i64);
+    }
+    let carries = match (
+        group_stride(shape, &logical, &batch_axes),
+        group_stride(shape, &logical, &column_axes),
+    ) {
+        (Some(batch), Some(column)) => Some(Strides { batch, row: 0, column }),
+        _ => None,
+    };
     Ok(StridedPair {
         form: StridedForm {
             batches: extent(&batch_axes),
@@ -166,7 +177,7 @@ pub(crate) fn strided_pair(input: &ArrayView, output: &ArrayView, axis: usize) -
         },
         input: in_strides,
         output: out_strides,
-        logical_order: order.windows(2).all(|w| w[0] < w[1]),
+        carries,
     })
 }
 

@@ -32,7 +32,7 @@ use crate::tables::{Algorithm, Backend, ChoiceReason};
 use crate::types::{DType, ScanTypes};
 use host::SequenceCarries;
 use kernels::{StridedKernels, StridedSpec};
-use layout::{check_memory, strided_pair, StridedPair};
+use layout::{check_memory, strided_pair, StridedPair, Strides};
 
 /// Scans `input` into `output` along `axis` (in range, non-negative) as the strided
 /// form of the pair says; `desc` is unsegmented.
@@ -173,7 +173,16 @@ fn carry_addresses(
         }
         Ok(len)
     };
-    let mut out = SequenceCarries::default();
+    let mut out = SequenceCarries {
+        carry_in: 0,
+        carry_out: 0,
+        per_sequence_in: false,
+        strides: Strides {
+            batch: 0,
+            row: 0,
+            column: 0,
+        },
+    };
     if let Some(view) = carries.carry_in {
         out.per_sequence_in = check(view, "carry in", &[1, sequences])? == sequences && sequences > 1;
         out.carry_in = view.addr();
@@ -186,12 +195,14 @@ fn carry_addresses(
         out.carry_out = view.addr();
     }
     let per_sequence = out.per_sequence_in || (out.carry_out != 0 && sequences > 1);
-    if per_sequence && !pair.logical_order {
-        bail!(
+    match pair.carries {
+        Some(strides) => out.strides = strides,
+        None if per_sequence => bail!(
             UnsupportedCombination,
             "per-sequence carries follow the row-major order of the other axes, which this array's strides do not \
-             keep; scan a contiguous copy"
-        );
+             map onto; scan a contiguous copy"
+        ),
+        None => {}
     }
     Ok(out)
 }
@@ -331,6 +342,8 @@ fn launch(
         status_capacity: workspace.slots as i64,
         init_bits: init,
         carry_out: c.carry_out,
+        carry_batch_stride: c.strides.batch,
+        carry_column_stride: c.strides.column,
         flags,
         call: dev.calls.record(
             CallLabel::Builtin {
