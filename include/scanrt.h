@@ -506,10 +506,13 @@ scanrt_status scanrt_array_init_sized(struct scanrt_array *array, size_t size);
 // Scans `input` along `axis` (negative counts from the last, as NumPy does) into
 // `output`, an array of the same shape, on `stream`, asynchronously on a GPU. A 1-D
 // array is one scan (segmented as `desc` says, its segment data at `desc->segment_data`);
-// along the last axis of a row-major array each row is scanned on its own. Layouts no
-// kernel scans yet (strided arrays, earlier axes) return
-// `SCANRT_STATUS_UNSUPPORTED_COMBINATION`. Device pointers are checked with the driver
-// as for `scanrt_scan_device`. `info` may be NULL.
+// along an axis of a larger array each sequence along it is scanned on its own. Any
+// strides (`strides` in elements: columns, row pitches, transposes, negative strides),
+// the input's and the output's each their own, in one pass; axes other than `axis` that
+// nest into no single stride of columns and of batches return
+// `SCANRT_STATUS_UNSUPPORTED_COMBINATION`, an output that reaches an element twice or
+// overlaps the input without being it `SCANRT_STATUS_INVALID_ARGUMENT`. Device pointers
+// are checked with the driver as for `scanrt_scan_device`. `info` may be NULL.
 scanrt_status scanrt_scan_array(const struct scanrt_context *ctx,
                                 const struct scanrt_stream *stream,
                                 const struct scanrt_array *input,
@@ -524,7 +527,10 @@ scanrt_status scanrt_scan_array(const struct scanrt_context *ctx,
 // element in traversal order (the initial value when `input` is empty), to `carry_out`'s
 // first element, so that chunked, streaming and multi-GPU scans chain on the device.
 // Each may be NULL; both are arrays of the scan's accumulator type and may be the same
-// element. Unsegmented scans only (else `SCANRT_STATUS_UNSUPPORTED_COMBINATION`).
+// element. For an array of several dimensions each sequence along `axis` is a scan of
+// its own: `carry_out` holds one total per sequence and `carry_in` one value for all or
+// one per sequence, in the row-major order of the other axes. Unsegmented scans only
+// (else `SCANRT_STATUS_UNSUPPORTED_COMBINATION`).
 scanrt_status scanrt_scan_array_carried(const struct scanrt_context *ctx,
                                         const struct scanrt_stream *stream,
                                         const struct scanrt_array *input,
@@ -534,6 +540,19 @@ scanrt_status scanrt_scan_array_carried(const struct scanrt_context *ctx,
                                         const struct scanrt_array *carry_out,
                                         const struct scanrt_scan_desc *desc,
                                         struct scanrt_scan_info *info);
+
+// The summed-area table of `input` over its last two axes (earlier axes are a batch of
+// tables) into `output`, an array of the same shape (any strides): each element combines
+// every input element above and to the left of it, itself included (excluded for
+// exclusive scans; backward scans combine from the last row and column), with `desc`'s
+// built-in operator, as two strided scans on `stream`. `desc` takes no initial value and
+// no segments (`SCANRT_STATUS_INVALID_ARGUMENT`). `info` may be NULL.
+scanrt_status scanrt_summed_area_table(const struct scanrt_context *ctx,
+                                       const struct scanrt_stream *stream,
+                                       const struct scanrt_array *input,
+                                       const struct scanrt_array *output,
+                                       const struct scanrt_scan_desc *desc,
+                                       struct scanrt_scan_info *info);
 
 // Allocates a buffer of `len` elements of `dtype` (a `scanrt_dtype`): device memory on
 // a GPU context, host memory on the host backend.

@@ -1,6 +1,7 @@
-//! Scans along any axis of strided arrays (`--shapes`): the column and pitched-row
-//! targets of the data-shapes issue, each beside a device copy of the same bytes in the
-//! same run (a scan reads and writes each element once, as the copy does). CUB has no
+//! Scans along any axis of strided arrays (`--shapes`): the column, pitched-row and
+//! summed-area-table targets of the data-shapes issue, each beside a device copy of the
+//! same bytes in the same run (a scan reads and writes each element once, as the copy
+//! does; a summed-area table is counted the same, 2n bytes, though it moves 4n). CUB has no
 //! strided scan; torch's cumsum along dim 0 is in python/bench/bench_peers.py.
 //! Prints `case,dtype,elements,scanrt_us,memcpy_us,of_memcpy`.
 
@@ -61,6 +62,10 @@ pub(crate) fn run(ctx: &Context, stream: &Stream, timer: &Timer) {
         columns(8192, 8192),
         pitched(1 << 14, 1 << 10, 32),
         pitched(1 << 10, 1 << 16, 32),
+        Case {
+            label: "summed_area_table",
+            ..columns(8192, 8192)
+        },
     ];
     let desc = ScanDesc::inclusive(Op::Sum);
     println!("case,dtype,elements,scanrt_us,memcpy_us,of_memcpy");
@@ -85,7 +90,11 @@ pub(crate) fn run(ctx: &Context, stream: &Stream, timer: &Timer) {
         };
         let reps = if n <= 1 << 22 { 200 } else { 30 };
         let us = timer.median_us(stream, reps, || {
-            ctx.scan_array(stream, &input, &output, case.axis, &desc).unwrap();
+            if case.label == "summed_area_table" {
+                ctx.summed_area_table(stream, &input, &output, &desc).unwrap();
+            } else {
+                ctx.scan_array(stream, &input, &output, case.axis, &desc).unwrap();
+            }
         });
         let bytes = (n * case.dtype.size() as u64) as usize;
         let copy_us = timer.median_us(stream, reps, || unsafe {

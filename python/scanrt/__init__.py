@@ -29,6 +29,7 @@ __all__ = [
     "Operator",
     "cumsum",
     "cumprod",
+    "summed_area_table",
     "scan_across",
     "cummax",
     "cummin",
@@ -193,6 +194,19 @@ def cumsum(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bool = F
     """
     return _builtin_scan(x, "sum", axis, exclusive, reverse, initial, deterministic, dtype, out, segments, total,
                          offsets)
+
+
+def summed_area_table(x: Any, *, exclusive: bool = False, reverse: bool = False, dtype: Optional[str] = None,
+                      out: Any = None) -> Any:
+    """The summed-area table (integral image) of ``x`` over its last two axes (earlier
+    axes are a batch of tables): each element sums every element above and to the left
+    of it, itself included (excluded when ``exclusive``; ``reverse`` sums from the last
+    row and column). Two scans, each one pass over the data wherever it lies in memory;
+    ``dtype`` as :func:`cumsum`'s."""
+    if len(getattr(x, "shape", ())) < 2:
+        raise ValueError("a summed-area table takes an array of at least 2 dimensions")
+    rows = cumsum(x, axis=-1, exclusive=exclusive, reverse=reverse, dtype=dtype)
+    return cumsum(rows, axis=-2, exclusive=exclusive, reverse=reverse, out=out)
 
 
 def cumprod(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bool = False, initial: Any = None,

@@ -75,6 +75,18 @@ def test_numpy_strided_views_scan_where_they_lie(view, reverse):
         np.testing.assert_array_equal(got, want, err_msg=f"{view} axis {axis}")
 
 
+@pytest.mark.parametrize("exclusive", [False, True])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_numpy_summed_area_tables(exclusive, reverse):
+    x = rng(21).integers(0, 100, size=(3, 37, 66))[:, :, 3:60].astype(np.int32)
+    got = scanrt.summed_area_table(x, exclusive=exclusive, reverse=reverse)
+    want = seq_scan(x.astype(np.int64), lambda a, b: a + b, exclusive, reverse)
+    want = np.moveaxis(seq_scan(np.moveaxis(want, -2, -1), lambda a, b: a + b, exclusive, reverse), -1, -2)
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError):
+        scanrt.summed_area_table(np.zeros(5))
+
+
 @pytest.mark.parametrize("reverse", [False, True])
 def test_numpy_float16_accumulates_in_float32(reverse):
     """Each result is the f32 running sum rounded once to f16: a float16 accumulator
@@ -402,6 +414,14 @@ def test_torch_columns_and_strided_tensors(shape, axis):
         return
     c = cupy.asarray(x.cpu().numpy())
     assert cupy.array_equal(scanrt.cumsum(c, axis=axis), cupy.cumsum(c, axis=axis))
+
+
+@cuda
+def test_torch_summed_area_table():
+    x = torch.randint(0, 1000, (2, 1000, 700), device="cuda", dtype=torch.int64)
+    assert torch.equal(scanrt.summed_area_table(x), x.cumsum(-1).cumsum(-2))
+    t = x.transpose(1, 2)
+    assert torch.equal(scanrt.summed_area_table(t), t.cumsum(-1).cumsum(-2))
 
 
 @cuda

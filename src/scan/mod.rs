@@ -16,6 +16,7 @@ pub(crate) mod out_of_core;
 pub(crate) mod plan;
 pub(crate) mod reference;
 pub(crate) mod strided;
+pub(crate) mod summed_area;
 pub(crate) mod tuning;
 
 use crate::tables::{Algorithm, Backend, ChoiceReason};

@@ -371,3 +371,133 @@ fn sweep_pair<I: TestInput + Widen<O>, O: TestOutput + TestInput>(
         }
     }
 }
+
+/// Summed-area tables of random `[batches, rows, cols]` u32 data into u64 (the input's
+/// rows `pad` elements apart), inclusive and exclusive, forward and backward, with sums
+/// and maxima, against nested loops; returns the failures.
+pub fn summed_area_tables(ctx: &Context, stream: &Stream, seed: u64, shapes: &[(u64, u64, u64)]) -> Vec<String> {
+    let mut rng = Rng(seed);
+    let mut tally = Tally::default();
+    for &(batches, rows, cols) in shapes {
+        for (op, inclusive, backward) in [
+            (Op::Sum, true, false),
+            (Op::Sum, false, true),
+            (Op::Max, true, true),
+            (Op::Sum, false, false),
+        ] {
+            let pad = rng.below(5);
+            tally.record(
+                summed_area_case(
+                    ctx,
+                    stream,
+                    &mut rng,
+                    [batches, rows, cols],
+                    pad,
+                    op,
+                    inclusive,
+                    backward,
+                ),
+                || format!("{batches}x{rows}x{cols} pad {pad} {op:?} inclusive={inclusive} backward={backward}"),
+            );
+        }
+    }
+    tally.into_failures("summed-area tables", seed)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn summed_area_case(
+    ctx: &Context,
+    stream: &Stream,
+    rng: &mut Rng,
+    shape: [u64; 3],
+    pad: u64,
+    op: Op,
+    inclusive: bool,
+    backward: bool,
+) -> Result<(), String> {
+    let e = |e: scanrt::Error| e.to_string();
+    let [batches, rows, cols] = shape;
+    let in_strides = padded_strides(&shape, &[0, 0, pad]);
+    let span = (batches * rows * (cols + pad)).max(1) as usize;
+    let input: Vec<u32> = (0..span).map(|_| rng.below(1 << 20) as u32).collect();
+    let n = (batches * rows * cols) as usize;
+    let in_buf = Buffer::from_slice(ctx, stream, &input).map_err(e)?;
+    let mut out_buf = Buffer::new(ctx, DType::U64, n.max(1) as u64).map_err(e)?;
+    // SAFETY: the strides reach no element past `span`.
+    let in_view = unsafe { ArrayView::strided(in_buf.addr(), DType::U32, &shape, &in_strides) }.map_err(e)?;
+    let out_view = ArrayView::of_buffer_shaped_mut(&mut out_buf, &shape).map_err(e)?;
+    let mut desc = if inclusive {
+        ScanDesc::inclusive(op)
+    } else {
+        ScanDesc::exclusive(op)
+    };
+    if backward {
+        desc = desc.backward();
+    }
+    ctx.summed_area_table(stream, &in_view, &out_view, &desc).map_err(e)?;
+    let got: Vec<u64> = out_buf.download(stream, n).map_err(e)?;
+    let (r, c) = (rows as usize, cols as usize);
+    let combine = |a: u64, b: u64| <u64 as scanrt::Accumulator>::combine(op, a, b);
+    let identity = <u64 as scanrt::Accumulator>::identity(op);
+    // Sequential loops: each row's running value (before or through each element, in
+    // traversal order), then each column's over those. Small tables also check every
+    // element against the block it covers, element by element.
+    for b in 0..batches as usize {
+        let x = |i: usize, j: usize| input[(b * r + i) * (c + pad as usize) + j] as u64;
+        let order = |len: usize| -> Vec<usize> {
+            if backward {
+                (0..len).rev().collect()
+            } else {
+                (0..len).collect()
+            }
+        };
+        let mut rows_done = vec![identity; r * c];
+        for i in 0..r {
+            let mut running = identity;
+            for j in order(c) {
+                let next = combine(running, x(i, j));
+                rows_done[i * c + j] = if inclusive { next } else { running };
+                running = next;
+            }
+        }
+        let mut want = vec![identity; r * c];
+        for j in 0..c {
+            let mut running = identity;
+            for i in order(r) {
+                let next = combine(running, rows_done[i * c + j]);
+                want[i * c + j] = if inclusive { next } else { running };
+                running = next;
+            }
+        }
+        for i in 0..r {
+            for j in 0..c {
+                let at = (b * r + i) * c + j;
+                if got[at] != want[i * c + j] {
+                    return Err(format!("[{b}, {i}, {j}]: got {}, want {}", got[at], want[i * c + j]));
+                }
+                if r * c <= 400 {
+                    let covers = |k: usize, at: usize| {
+                        if backward {
+                            k > at || (inclusive && k == at)
+                        } else {
+                            k < at || (inclusive && k == at)
+                        }
+                    };
+                    let mut block = identity;
+                    for k in (0..r).filter(|&k| covers(k, i)) {
+                        for l in (0..c).filter(|&l| covers(l, j)) {
+                            block = combine(block, x(k, l));
+                        }
+                    }
+                    if block != want[i * c + j] {
+                        return Err(format!(
+                            "[{b}, {i}, {j}]: the loops give {}, the block {block}",
+                            want[i * c + j]
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -80,6 +80,7 @@ fn main() {
             strided::strided_layouts_at_tile_boundaries,
             strided::large_strided_scans,
             strided::strided_sanitizer_subset,
+            strided::summed_area_tables_on_the_gpu,
         ],
         common::no_gpu,
     )

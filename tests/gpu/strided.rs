@@ -156,3 +156,23 @@ pub(crate) fn large_strided_scans() {
         &ScanDesc::inclusive(Op::Min),
     );
 }
+
+pub(crate) fn summed_area_tables_on_the_gpu() {
+    let ctx = gpu();
+    let stream = ctx.new_stream().unwrap();
+    let shapes = [
+        (1, 1, 1),
+        (1, 300, 300),
+        (2, 129, 70),
+        (1, 4097, 3),
+        (1, 2000, 2000),
+        (1, 0, 5),
+    ];
+    let failures = crate::common::strided::summed_area_tables(ctx, &stream, 0x5A7E, &shapes);
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
