@@ -173,6 +173,16 @@ static void test_strided(scanrt_context *ctx, scanrt_stream *s) {
         for (int64_t c = 0; c < cols; c++) want[r * cols + c] = running += x[r * pitch + c];
     }
     CHECK(memcmp(got, want, n * 8) == 0, "inclusive sums of %lld pitched rows", (long long)rows);
+    /* The summed-area table of the same view: the row sums above, summed down each column. */
+    EXPECT_OK(scanrt_summed_area_table(ctx, s, &r_in, &b, &d, NULL));
+    EXPECT_OK(scanrt_buffer_download(out, s, got, n));
+    for (int64_t r = 1; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) want[r * cols + c] += want[(r - 1) * cols + c];
+    CHECK(memcmp(got, want, n * 8) == 0, "summed-area table of %lldx%lld (pitch %lld)", (long long)rows,
+          (long long)cols, (long long)pitch);
+    const int64_t flat_shape[1] = {cols};
+    scanrt_array one_d = array_of(in, SCANRT_DTYPE_U32, 1, flat_shape, NULL);
+    EXPECT(scanrt_summed_area_table(ctx, s, &one_d, &b, &d, NULL), SCANRT_STATUS_INVALID_ARGUMENT);
     scanrt_buffer_destroy(in), scanrt_buffer_destroy(out), scanrt_buffer_destroy(cin), scanrt_buffer_destroy(cout);
     free(x), free(got), free(want);
 }
@@ -225,12 +235,13 @@ static void test_carries(scanrt_context *ctx, scanrt_stream *s) {
         CHECK(total == running, "chained total %llu, want %llu", (unsigned long long)total,
               (unsigned long long)running);
     }
-    /* Rows of a 2-D array are segments: refused, nothing written. */
+    /* Rows of a 2-D array take one total per row: one element for 3 rows is refused, nothing
+     * written. */
     const int64_t rows[2] = {3, 5};
     scanrt_array a = array_of(in, SCANRT_DTYPE_U64, 2, rows, NULL), b = array_of(out, SCANRT_DTYPE_U64, 2, rows, NULL);
     scanrt_scan_desc d;
     scanrt_scan_desc_init(&d);
-    EXPECT(scanrt_scan_array_carried(ctx, s, &a, &b, 1, &c, &c, &d, NULL), SCANRT_STATUS_UNSUPPORTED_COMBINATION);
+    EXPECT(scanrt_scan_array_carried(ctx, s, &a, &b, 1, &c, &c, &d, NULL), SCANRT_STATUS_BUFFER_TOO_SMALL);
     EXPECT_OK(scanrt_buffer_download(out, s, got, 15));
     CHECK(memcmp(got, want, 15 * 8) == 0, "a refused carried scan wrote nothing");
     scanrt_buffer_destroy(in), scanrt_buffer_destroy(out), scanrt_buffer_destroy(carry);
