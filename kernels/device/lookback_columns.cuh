@@ -112,26 +112,23 @@ SCANRT_DEVICE typename CarryOp::T lane_look_back_deterministic(const Status& sta
 }
 
 // The whole block's look-back for the W columns of one tile, each column's chain walked
-// by all PARTS = THREADS / W threads of that column at once: thread (p, c) = (tid / W,
-// tid % W) polls the WINDOW tiles window_end - p * WINDOW - j of column c's chain, so one
-// round trip covers PARTS * WINDOW tiles of every column (1024 for one column, 32 for 32
-// columns: a chain whose tiles are all in flight, as in a one-wave scan, needs few
-// rounds). The parts are folded nearest first up to the first part that holds a closing
-// (INCLUSIVE) slot; parts wholly published move the column's window on, a part still
-// waiting for a slot stops the fold there until the next round. Each warp folds its own
-// parts with shuffles (lanes W apart hold the same column), and thread c folds the warps'
-// results. Every thread of the block calls `run`; afterwards (past a barrier) `prefix[c]`
-// holds column c's exclusive prefix.
+// by PARTS = min(32, THREADS / W) threads at once: thread (p, c) = (tid / W, tid % W)
+// polls the WINDOW tiles window_end - p * WINDOW - j of column c's chain, so one round
+// trip covers PARTS * WINDOW tiles of every column (a chain whose tiles are all in
+// flight, as in a one-wave scan, needs few rounds). Thread c then folds the parts nearest
+// first, up to the first part that holds a closing (INCLUSIVE) slot; parts wholly
+// published move the column's window on, a part still waiting for a slot stops the fold
+// there until the next round. Every thread of the block calls `run`; afterwards (past a
+// barrier) `prefix[c]` holds column c's exclusive prefix.
 template <typename CarryOp, typename Status, int W, int THREADS, int WINDOW, int SPIN_BEFORE_SLEEP, int SLEEP_NS>
 struct ColumnLookBack {
     typedef typename CarryOp::T Carry;
-    static const int WARPS = THREADS / 32;
-    static const u8 WAITING = 0, OPEN = 1, CLOSED = 2;  // what a part (or a warp's parts) found
+    static const int PARTS = THREADS / W < 32 ? THREADS / W : 32;
+    static const u8 WAITING = 0, OPEN = 1, CLOSED = 2;  // what a part found
 
     struct Shared {
-        Carry fold[WARPS][W];  // each warp's fold of its parts, per column
-        u8 state[WARPS][W];
-        u8 advanced[WARPS][W];  // parts the fold covers
+        Carry fold[PARTS][W];
+        u8 state[PARTS][W];
         Carry prefix[W];
         long long window_end[W];
         bool done[W];
@@ -141,7 +138,7 @@ struct ColumnLookBack {
     // t * stride + offset + c; columns from `valid_cols` on take no part.
     static SCANRT_DEVICE void run(Shared& s, const Status& status, long long tile, long long stride, long long offset,
                                   int valid_cols, u32 tag, int tid, Watchdog& dog) {
-        const int c = tid % W, p = tid / W, lane = tid & 31, warp = tid >> 5;
+        const int c = tid % W, p = tid / W, lane = tid & 31;
         // Thread c alone writes column c's state, and keeps `done` in a register too, so
         // that between two barriers a column's state is either read or written.
         bool done = tid >= W || tile <= 0 || c >= valid_cols;
@@ -152,10 +149,7 @@ struct ColumnLookBack {
         }
         __syncthreads();
         for (int spins = 0;; ++spins) {
-            const bool polling = !s.done[c];  // uniform across a column's lanes
-            Carry fold = CarryOp::identity();
-            u8 state = OPEN;
-            if (polling) {
+            if (p < PARTS && !s.done[c]) {
                 const long long end = s.window_end[c] - (long long)p * WINDOW;
                 Carry value[WINDOW];
                 u32 flag[WINDOW];
@@ -166,6 +160,8 @@ struct ColumnLookBack {
                     flag[j] = end - j < 0 ? SCANRT_STATUS_INCLUSIVE
                                           : status.poll((end - j) * stride + offset + c, tag, value[j]);
                 }
+                Carry fold = CarryOp::identity();
+                u8 state = OPEN;
 #pragma unroll
                 for (int j = 0; j < WINDOW; ++j) {
                     if (state != OPEN) continue;
@@ -176,25 +172,8 @@ struct ColumnLookBack {
                         if (flag[j] == SCANRT_STATUS_INCLUSIVE) state = CLOSED;
                     }
                 }
-            }
-            // The warp's parts of column c, in lane order (nearest first): those before the
-            // first that did not find every slot open, and that one if it closed.
-            const u32 column_lanes = column_mask(c);
-            const u32 stopped = __ballot_sync(SCANRT_FULL_MASK, state != OPEN) & column_lanes;
-            const int stop = stopped ? __ffs(stopped) - 1 : 32;
-            const bool stop_closed = stop < 32 && __shfl_sync(SCANRT_FULL_MASK, state, stop) == CLOSED;
-            const bool counts = lane < stop || (lane == stop && stop_closed);
-            Carry x = counts ? fold : CarryOp::identity();
-#pragma unroll
-            for (int d = W; d < 32; d <<= 1) {
-                const Carry farther = shfl_down(x, d);
-                if (lane + d < 32) x = CarryOp::combine(farther, x);
-            }
-            if (lane < W) {
-                const int before_stop = __popc(column_lanes & ((stop < 32 ? (1u << stop) : 0u) - 1u));
-                s.fold[warp][c] = x;
-                s.state[warp][c] = stop == 32 ? OPEN : (stop_closed ? CLOSED : WAITING);
-                s.advanced[warp][c] = (u8)(stop == 32 ? __popc(column_lanes) : before_stop + (stop_closed ? 1 : 0));
+                s.fold[p][c] = fold;
+                s.state[p][c] = state;
             }
             __syncthreads();
             bool progress = false;
@@ -202,12 +181,12 @@ struct ColumnLookBack {
                 Carry window = CarryOp::identity();
                 int advanced = 0;
                 bool closed = false;
-                for (int w = 0; w < WARPS; ++w) {
-                    window = CarryOp::combine(s.fold[w][c], window);
-                    advanced += s.advanced[w][c];
-                    const u8 state_w = s.state[w][c];
-                    closed = state_w == CLOSED;
-                    if (state_w != OPEN) break;
+                for (int q = 0; q < PARTS && !closed; ++q) {
+                    const u8 state = s.state[q][c];
+                    if (state == WAITING) break;
+                    window = CarryOp::combine(s.fold[q][c], window);
+                    ++advanced;
+                    closed = state == CLOSED;
                 }
                 if (advanced > 0) {
                     s.prefix[c] = CarryOp::combine(window, s.prefix[c]);
@@ -222,13 +201,5 @@ struct ColumnLookBack {
             if (!__syncthreads_or(pending) || __syncthreads_or(give_up)) break;
             if (!__syncthreads_or(progress) && spins >= SPIN_BEFORE_SLEEP) __nanosleep(SLEEP_NS);
         }
-    }
-
-    // The lanes of a warp that hold column c: c, c + W, c + 2W, ...
-    static SCANRT_DEVICE u32 column_mask(int c) {
-        u32 m = 0;
-#pragma unroll
-        for (int l = 0; l < 32; l += W) m |= 1u << l;
-        return m << c;
     }
 };

@@ -8,37 +8,39 @@
 
 #define SCANRT_FULL_MASK 0xffffffffu
 
-// Values of 4 or 8 bytes travel as one or two 32-bit shuffles, wider ones word by word;
-// `shuffle` moves one 32-bit word.
-template <typename T, typename Shuffle>
-SCANRT_DEVICE T shuffle_words(T v, Shuffle shuffle) {
+// Values of 4 or 8 bytes travel as one or two 32-bit shuffles, wider ones word by word.
+template <typename T>
+SCANRT_DEVICE T shfl_up(T v, int delta) {
     if constexpr (sizeof(T) == 8) {
         u64 w = Bits<T>::to(v);
-        const u32 lo = shuffle((u32)w), hi = shuffle((u32)(w >> 32));
+        u32 lo = __shfl_up_sync(SCANRT_FULL_MASK, (u32)w, delta);
+        u32 hi = __shfl_up_sync(SCANRT_FULL_MASK, (u32)(w >> 32), delta);
         return Bits<T>::from((typename Bits<T>::W)(((u64)hi << 32) | lo));
     } else if constexpr (sizeof(T) == 4) {
-        return Bits<T>::from((typename Bits<T>::W)shuffle((u32)Bits<T>::to(v)));
+        return Bits<T>::from((typename Bits<T>::W)__shfl_up_sync(SCANRT_FULL_MASK, (u32)Bits<T>::to(v), delta));
     } else {
         Words<T> w = Words<T>::of(v);
 #pragma unroll
-        for (int i = 0; i < Words<T>::N; ++i) w.w[i] = shuffle(w.w[i]);
+        for (int i = 0; i < Words<T>::N; ++i) w.w[i] = __shfl_up_sync(SCANRT_FULL_MASK, w.w[i], delta);
         return w.value();
     }
 }
 
 template <typename T>
-SCANRT_DEVICE T shfl_up(T v, int delta) {
-    return shuffle_words(v, [delta](u32 w) { return __shfl_up_sync(SCANRT_FULL_MASK, w, delta); });
-}
-
-template <typename T>
-SCANRT_DEVICE T shfl_down(T v, int delta) {
-    return shuffle_words(v, [delta](u32 w) { return __shfl_down_sync(SCANRT_FULL_MASK, w, delta); });
-}
-
-template <typename T>
 SCANRT_DEVICE T shfl_idx(T v, int src) {
-    return shuffle_words(v, [src](u32 w) { return __shfl_sync(SCANRT_FULL_MASK, w, src); });
+    if constexpr (sizeof(T) == 8) {
+        u64 w = Bits<T>::to(v);
+        u32 lo = __shfl_sync(SCANRT_FULL_MASK, (u32)w, src);
+        u32 hi = __shfl_sync(SCANRT_FULL_MASK, (u32)(w >> 32), src);
+        return Bits<T>::from((typename Bits<T>::W)(((u64)hi << 32) | lo));
+    } else if constexpr (sizeof(T) == 4) {
+        return Bits<T>::from((typename Bits<T>::W)__shfl_sync(SCANRT_FULL_MASK, (u32)Bits<T>::to(v), src));
+    } else {
+        Words<T> w = Words<T>::of(v);
+#pragma unroll
+        for (int i = 0; i < Words<T>::N; ++i) w.w[i] = __shfl_sync(SCANRT_FULL_MASK, w.w[i], src);
+        return w.value();
+    }
 }
 
 // Segment pairs travel as their value and their head bit.
