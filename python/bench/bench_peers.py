@@ -10,6 +10,8 @@ and scanrt's fraction of memcpy where it applies.
 
 import statistics
 
+import sys
+
 import torch
 
 import scanrt
@@ -56,9 +58,24 @@ def line(case, peer_name, peer_us, ours_us, moved=None):
           flush=True)
 
 
+def shapes():
+    """Columns (dim 0) and summed-area tables: torch's cumsum along dim 0 against scanrt's
+    strided scan, each beside memcpy of the bytes a scan moves."""
+    for rows, cols in ((1 << 20, 2), (1 << 16, 64), (8192, 8192)):
+        c = torch.randn(rows, cols, device="cuda")
+        line(f"cumsum dim 0 of [{rows}, {cols}] f32", "torch.cumsum", timed(lambda: torch.cumsum(c, 0), reps=5),
+             timed(lambda: scanrt.cumsum(c, axis=0)), 8 * c.numel())
+    line("summed-area table 8192^2 f32", "cumsum(-1).cumsum(-2)", timed(lambda: c.cumsum(-1).cumsum(-2), reps=5),
+         timed(lambda: scanrt.summed_area_table(c)), 8 * c.numel())
+    del c
+
+
 def main():
     torch.manual_seed(0)
     print(torch.cuda.get_device_name(), "torch", torch.__version__, "scanrt", scanrt.__version__)
+    if "--shapes" in sys.argv:
+        return shapes()
+    shapes()
     n = 1 << 28
     x = torch.randn(n, device="cuda")
     line("cumsum f32 2^28", "torch.cumsum", timed(lambda: torch.cumsum(x, 0)), timed(lambda: scanrt.cumsum(x)), 8 * n)
