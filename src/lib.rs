@@ -60,7 +60,7 @@ pub use runtime::workspace::Workspace;
 /// The most streams whose look-back workspaces a context keeps (least recently used go first).
 pub use runtime::workspace::POOL_STREAMS as MAX_POOLED_STREAMS;
 pub use scalar::{InitValue, Scalar};
-pub use scan::api::CarryViews;
+pub use scan::carry_views::CarryViews;
 pub use scan::desc::{ScanDesc, Segments};
 pub use scan::operator_model::Carries;
 pub use scan::out_of_core::HostScanOptions;

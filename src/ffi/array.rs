@@ -10,7 +10,7 @@ use super::versioned::{caller_size, init_sized, Versioned};
 use super::{boundary, non_null};
 use crate::array::{ArrayView, MAX_DIMS};
 use crate::error::{bail, Result};
-use crate::scan::api::CarryViews;
+use crate::scan::carry_views::CarryViews;
 use crate::scan::desc::Segments;
 use crate::tables::ScanrtStatus;
 use crate::types::DType;

@@ -11,6 +11,7 @@ use crate::error::{bail, Result};
 use crate::runtime::device::LoadedKernel;
 use crate::runtime::workspace::Workspace;
 use crate::scalar::Scalar;
+use crate::scan::carry_views::CarryViews;
 use crate::scan::checks::check_segment_view;
 use crate::scan::desc::{ScanDesc, Segments};
 use crate::scan::kernels::{KernelKind, KernelSets, Specialization};
@@ -21,45 +22,6 @@ use crate::scan::{RawScan, ScanInfo};
 use crate::stream::Stream;
 use crate::tables::Op;
 use crate::types::{DType, ScanTypes};
-
-/// The carries of a scan of views: each a view of at least one element of the scan's
-/// accumulator type (the output type unless the descriptor widens it).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct CarryViews<'a> {
-    /// The initial value (instead of the descriptor's).
-    pub carry_in: Option<&'a ArrayView<'a>>,
-    /// Receives the total; may be the same element as `carry_in`.
-    pub carry_out: Option<&'a ArrayView<'a>>,
-}
-
-impl CarryViews<'_> {
-    /// The views' addresses, their types and lengths checked against `accumulator`.
-    fn addresses(&self, accumulator: DType, ctx_id: usize) -> Result<Carries> {
-        let address = |view: Option<&ArrayView>, what: &str, written: bool| -> Result<u64> {
-            let Some(view) = view else { return Ok(0) };
-            view.known_to(ctx_id)?;
-            if view.dtype() != accumulator {
-                bail!(
-                    InvalidArgument,
-                    "the {what} is a {} array but the scan accumulates in {}",
-                    view.dtype().c_name(),
-                    accumulator.c_name()
-                );
-            }
-            if view.flat_len(what)? == 0 {
-                bail!(BufferTooSmall, "the {what} holds no element");
-            }
-            if written && !view.writable {
-                bail!(InvalidArgument, "the {what} is read only");
-            }
-            Ok(view.addr())
-        };
-        Ok(Carries {
-            carry_in: address(self.carry_in, "carry in", false)?,
-            carry_out: address(self.carry_out, "carry out", true)?,
-        })
-    }
-}
 
 impl Context {
     /// Compiles (or loads from the disk cache) the kernels for a type pair and operator

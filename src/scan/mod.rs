@@ -6,6 +6,7 @@
 //! reports.
 
 pub(crate) mod api;
+pub(crate) mod carry_views;
 pub(crate) mod checks;
 pub(crate) mod desc;
 pub(crate) mod host;

@@ -24,7 +24,7 @@ use crate::engine::{Engine, GpuEngine};
 use crate::error::{bail, Result};
 use crate::runtime::calls::CallLabel;
 use crate::runtime::{driver, launch_workspace};
-use crate::scan::api::CarryViews;
+use crate::scan::carry_views::{CarryViews, CheckedCarry};
 use crate::scan::desc::{ScanDesc, Segments};
 use crate::scan::ScanInfo;
 use crate::stream::Stream;
@@ -142,40 +142,25 @@ fn carry_addresses(
     accumulator: DType,
 ) -> Result<SequenceCarries> {
     let sequences = pair.form.sequences();
-    let check = |view: &ArrayView, what: &str, counts: &[u64]| -> Result<u64> {
-        view.known_to(ctx.id())?;
-        if view.dtype() != accumulator {
-            bail!(
-                InvalidArgument,
-                "the {what} is a {} array but the scan accumulates in {}",
-                view.dtype().c_name(),
-                accumulator.c_name()
-            );
+    let [carry_in, carry_out] = carries.checked(accumulator, ctx.id())?;
+    let count = |carry: CheckedCarry, what: &str, counts: &[u64]| -> Result<()> {
+        if counts.contains(&carry.len) {
+            return Ok(());
         }
-        if !view.addr().is_multiple_of(accumulator.size() as u64) {
-            bail!(
-                InvalidArgument,
-                "the {what} is not aligned to its {}-byte values",
-                accumulator.size()
-            );
-        }
-        let len = view.flat_len(what)?;
-        if !counts.contains(&len) {
-            bail!(
-                BufferTooSmall,
-                "the {what} holds {len} values; this scan of {sequences} sequences takes {}",
-                if counts.len() > 1 {
-                    "1 or one per sequence"
-                } else {
-                    "one per sequence"
-                }
-            );
-        }
-        Ok(len)
+        let takes = if counts.len() > 1 {
+            "1 or one per sequence"
+        } else {
+            "one per sequence"
+        };
+        bail!(
+            BufferTooSmall,
+            "the {what} holds {} values; this scan of {sequences} sequences takes {takes}",
+            carry.len
+        )
     };
     let mut out = SequenceCarries {
-        carry_in: 0,
-        carry_out: 0,
+        carry_in: carry_in.addr,
+        carry_out: carry_out.addr,
         per_sequence_in: false,
         strides: Strides {
             batch: 0,
@@ -183,16 +168,12 @@ fn carry_addresses(
             column: 0,
         },
     };
-    if let Some(view) = carries.carry_in {
-        out.per_sequence_in = check(view, "carry in", &[1, sequences])? == sequences && sequences > 1;
-        out.carry_in = view.addr();
+    if carries.carry_in.is_some() {
+        count(carry_in, "carry in", &[1, sequences])?;
+        out.per_sequence_in = carry_in.len == sequences && sequences > 1;
     }
-    if let Some(view) = carries.carry_out {
-        check(view, "carry out", &[sequences])?;
-        if !view.writable {
-            bail!(InvalidArgument, "the carry out is read only");
-        }
-        out.carry_out = view.addr();
+    if carries.carry_out.is_some() {
+        count(carry_out, "carry out", &[sequences])?;
     }
     let per_sequence = out.per_sequence_in || (out.carry_out != 0 && sequences > 1);
     match pair.carries {
