@@ -4,77 +4,17 @@
 // lookback.cuh holds per chain unchanged (a tile publishes its AGGREGATE before it waits,
 // waits only for smaller tiles of its chain, publishes INCLUSIVE once it knows its
 // prefix), so its progress argument does too. What differs is who walks: a lane per
-// chain (lane_look_back*, one warp), or the whole block (ColumnLookBack).
+// chain (lane_look_back_deterministic, one warp), or the whole block (ColumnLookBack).
 #pragma once
 #include "device/lookback.cuh"
 
-// Lane-wise look-backs: each lane of a warp walks back over a chain of its own (a
-// column of a strided scan, a digit of a radix-sort pass), whose k-th tile has the slot
-// `k * stride + offset` (offset per lane). The same protocol per chain; lanes with
+// Lane-wise look-back (deterministic mode): each lane of a warp walks back over a chain of
+// its own, whose k-th tile has the slot `k * stride + offset` (offset per lane); lanes with
 // `active` false (or `tile` 0) take no part but keep the warp together, so the watchdog
 // can bound the wait.
-//
-// lane_look_back: the fold of the chain's tiles before `tile`, up to its nearest INCLUSIVE
-// one. Each lane polls a window of WINDOW tiles at once (one round trip to L2), folds
-// them nearest first, and polls again only the slots still unpublished before the
-// nearest INCLUSIVE one; a window with none moves the walk on below it.
-template <typename CarryOp, typename Status, int WINDOW, int SPIN_BEFORE_SLEEP, int SLEEP_NS>
-SCANRT_DEVICE typename CarryOp::T lane_look_back(const Status& status, long long tile, long long stride, long long offset,
-                                                 bool active, u32 tag, int lane, Watchdog& dog) {
-    typedef typename CarryOp::T Carry;
-    Carry prefix = CarryOp::identity();
-    long long window_end = tile - 1;  // the nearest tile of the window
-    bool done = !active || tile <= 0;
-    Carry value[WINDOW];
-    u32 flag[WINDOW];
-#pragma unroll
-    for (int j = 0; j < WINDOW; ++j) flag[j] = SCANRT_STATUS_INVALID;
-    for (int spins = 0;; ++spins) {
-        if (!done) {
-#pragma unroll
-            for (int j = 0; j < WINDOW; ++j) {
-                const long long t = window_end - j;
-                if (t < 0) {
-                    flag[j] = SCANRT_STATUS_INCLUSIVE;  // before the chain: nothing, and the end
-                    value[j] = CarryOp::identity();
-                } else if (flag[j] == SCANRT_STATUS_INVALID) {
-                    flag[j] = status.poll(t * stride + offset, tag, value[j]);
-                }
-            }
-            // Nearest first: the window is usable up to its first INCLUSIVE slot if every
-            // slot before it is published.
-            bool ready = true, closed = false;
-            Carry window = CarryOp::identity();
-#pragma unroll
-            for (int j = 0; j < WINDOW; ++j) {
-                if (closed || !ready) continue;
-                if (flag[j] == SCANRT_STATUS_INVALID) {
-                    ready = false;
-                } else {
-                    window = CarryOp::combine(value[j], window);
-                    closed = flag[j] == SCANRT_STATUS_INCLUSIVE;
-                }
-            }
-            if (ready) {
-                prefix = CarryOp::combine(window, prefix);
-                done = closed;
-                window_end -= WINDOW;
-#pragma unroll
-                for (int j = 0; j < WINDOW; ++j) flag[j] = SCANRT_STATUS_INVALID;
-            } else if (spins >= SPIN_BEFORE_SLEEP) {
-                __nanosleep(SLEEP_NS);
-            }
-        }
-        if (__all_sync(SCANRT_FULL_MASK, done)) break;
-        if (dog.expired(spins, lane)) break;  // the output is undefined; the host hears of it
-    }
-    return prefix;
-}
-
-// lane_look_back_deterministic: the same fold in a fixed association order (the
-// deterministic mode, per chain): INCLUSIVE of the anchor at or below tile - 1 (anchors
-// are the chain's multiples of WINDOW, the only tiles that publish INCLUSIVE), then the
-// AGGREGATEs up to tile - 1, folded in order.
+// The fold of the chain's tiles before `tile` in a fixed association order: INCLUSIVE of
+// the anchor at or below tile - 1 (anchors are the chain's multiples of WINDOW, the only
+// tiles that publish INCLUSIVE), then the AGGREGATEs up to tile - 1, folded in order.
 template <typename CarryOp, typename Status, int WINDOW, int SPIN_BEFORE_SLEEP, int SLEEP_NS>
 SCANRT_DEVICE typename CarryOp::T lane_look_back_deterministic(const Status& status, long long tile, long long stride,
                                                                long long offset, bool active, u32 tag, int lane,
