@@ -127,8 +127,11 @@ fn choose_algorithm(desc: &ScanDesc, accumulator: DType) -> Result<(Algorithm, C
              (deterministic = true for a fixed association order)"
         ),
         _ if deterministic => (Algorithm::DeterministicSinglePass, ChoiceReason::Deterministic),
-        Algorithm::Auto if desc.deterministic => (Algorithm::SinglePass, ChoiceReason::OrderIndependent),
-        Algorithm::Auto => (Algorithm::SinglePass, ChoiceReason::Fastest),
+        // As a plan does, a request for the host algorithm is taken as Auto.
+        Algorithm::Auto | Algorithm::Host if desc.deterministic => {
+            (Algorithm::SinglePass, ChoiceReason::OrderIndependent)
+        }
+        Algorithm::Auto | Algorithm::Host => (Algorithm::SinglePass, ChoiceReason::Fastest),
         requested => (requested, ChoiceReason::Requested),
     })
 }
