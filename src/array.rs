@@ -43,9 +43,8 @@ pub(crate) enum AxisLayout {
     /// `rows` contiguous rows of `len` elements, one after the other: the scan runs
     /// along each row (the batched-rows scan).
     Rows { rows: u64, len: u64 },
-    /// Any other layout (columns, pitches, inner axes, transposes): the strided scan's,
-    /// along axis `axis` (counted from the front).
-    Strided { axis: usize },
+    /// Any other layout (columns, pitches, inner axes, transposes): the strided scan's.
+    Strided,
 }
 
 impl<'a> ArrayView<'a> {
@@ -229,9 +228,9 @@ impl<'a> ArrayView<'a> {
         true
     }
 
-    /// How a scan along `axis` (negative: from the end, as NumPy counts) walks the view,
-    /// or why no kernel scans such a layout yet.
-    pub(crate) fn axis_layout(&self, axis: isize) -> Result<AxisLayout> {
+    /// `axis` counted from the front (negative: from the end, as NumPy counts; a 0-D view
+    /// has the one axis 0), or `InvalidArgument` when out of range.
+    pub(crate) fn normal_axis(&self, axis: isize) -> Result<usize> {
         let ndim = self.ndim.max(1) as isize;
         let a = if axis < 0 { axis + ndim } else { axis };
         if !(0..ndim).contains(&a) {
@@ -241,15 +240,21 @@ impl<'a> ArrayView<'a> {
                 self.ndim
             );
         }
+        Ok(a as usize)
+    }
+
+    /// How a scan along `axis` (negative: from the end, as NumPy counts) walks the view,
+    /// or why no kernel scans such a layout yet.
+    pub(crate) fn axis_layout(&self, axis: isize) -> Result<AxisLayout> {
+        let a = self.normal_axis(axis)?;
         let n = self.len().unwrap_or(u64::MAX);
         if n == 0 {
             return Ok(AxisLayout::Flat { n });
         }
-        let a = a as usize;
         let len = if self.ndim == 0 { 1 } else { self.shape[a] };
         let after: u64 = self.shape()[(a + 1).min(self.ndim)..].iter().product();
         if !self.compact_from(0) || after > 1 {
-            return Ok(AxisLayout::Strided { axis: a });
+            return Ok(AxisLayout::Strided);
         }
         Ok(if len == n || len == 0 {
             AxisLayout::Flat { n }

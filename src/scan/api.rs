@@ -310,9 +310,7 @@ impl Context {
                         "segments apply to 1-D contiguous arrays; this scan runs along an axis of a strided array"
                     );
                 }
-                let ndim = input.shape().len().max(1) as isize;
-                let axis = if axis < 0 { axis + ndim } else { axis } as usize;
-                return strided::scan(self, stream, input, output, axis, &desc, carries);
+                return strided::scan(self, stream, input, output, input.normal_axis(axis)?, &desc, carries);
             }
         };
         let segment_addr = match (segments, desc.segments) {

@@ -29,7 +29,8 @@ pub(crate) struct CheckedCarry {
 
 impl CarryViews<'_> {
     /// Both views checked: of this context where they are buffers, of the accumulator
-    /// type, 1-D and aligned, the carry out writable.
+    /// type, 1-D, the carry out writable (alignment and the initial value are
+    /// `checks::check_carries`'s).
     pub(crate) fn checked(&self, accumulator: DType, ctx_id: usize) -> Result<[CheckedCarry; 2]> {
         let check = |view: Option<&ArrayView>, what: &str, written: bool| -> Result<CheckedCarry> {
             let Some(view) = view else {
@@ -45,13 +46,6 @@ impl CarryViews<'_> {
                 );
             }
             let len = view.flat_len(what)?;
-            if !view.addr().is_multiple_of(accumulator.size() as u64) {
-                bail!(
-                    InvalidArgument,
-                    "the {what} is not aligned to its {}-byte values",
-                    accumulator.size()
-                );
-            }
             if written && !view.writable {
                 bail!(InvalidArgument, "the {what} is read only");
             }

@@ -116,7 +116,7 @@ pub(crate) fn validate_addresses(
 
 /// Carries in memory: unsegmented scans only (a segmented scan's carries would be one per
 /// segment), instead of an initial value, aligned to the state.
-fn check_carries(model: &dyn OperatorModel, carries: Carries, shape: &ScanShape) -> Result<()> {
+pub(crate) fn check_carries(model: &dyn OperatorModel, carries: Carries, shape: &ScanShape) -> Result<()> {
     if !carries.any() {
         return Ok(());
     }

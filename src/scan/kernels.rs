@@ -158,9 +158,6 @@ impl Specialization {
     /// extern "C" entry points (no name mangling), each taking `ScanParams`'s fields.
     pub fn source(&self) -> KernelSource {
         let t = self.types;
-        let (i, a, o) = (t.input.info().cuda, t.accumulator.info().cuda, t.output.info().cuda);
-        let op = self.op.definition();
-        let (combine, identity) = (op.cuda_combine, op.cuda_identity);
         // A wider accumulator is narrowed as results are written, through the
         // destination transforms write through (block/transform_io.cuh).
         let (narrow, destination_type, destination) = if t.narrows() {
@@ -182,18 +179,7 @@ impl Specialization {
         } else {
             ("", "const In*", "(const In*)input")
         };
-        let definitions = format!(
-            r#"typedef {i} In;
-typedef {o} Out;
-struct Op {{
-    typedef {a} T;
-    typedef Wrapping<T>::U U;
-    static const bool COMMUTATIVE = true;
-    static SCANRT_DEVICE T identity() {{ return {identity}; }}
-    static SCANRT_DEVICE T combine(T a, T b) {{ return {combine}; }}
-{load}{narrow}}};
-"#
-        );
+        let definitions = builtin_op_definitions(t, self.op, &format!("{load}{narrow}"));
         let unit = TranslationUnit {
             definitions,
             source_type: source_type.into(),
@@ -211,6 +197,46 @@ struct Op {{
             headers: KERNEL_HEADERS,
         }
     }
+}
+
+/// The CUDA definitions of a built-in operator on `types`: `In`, `Out` and `struct Op`
+/// (`T`, `U`, `COMMUTATIVE`, `identity`, `combine`, then `members`, e.g. a transform's
+/// `load` and `store`), as every built-in kernel set's translation unit begins.
+pub(crate) fn builtin_op_definitions(types: ScanTypes, op: Op, members: &str) -> String {
+    let (i, a, o) = (
+        types.input.info().cuda,
+        types.accumulator.info().cuda,
+        types.output.info().cuda,
+    );
+    let op = op.definition();
+    let (combine, identity) = (op.cuda_combine, op.cuda_identity);
+    format!(
+        r#"typedef {i} In;
+typedef {o} Out;
+struct Op {{
+    typedef {a} T;
+    typedef Wrapping<T>::U U;
+    static const bool COMMUTATIVE = true;
+    static SCANRT_DEVICE T identity() {{ return {identity}; }}
+    static SCANRT_DEVICE T combine(T a, T b) {{ return {combine}; }}
+{members}}};
+"#
+    )
+}
+
+/// Every built-in (types, operator) pair: each type pair and wider accumulator with each
+/// operator it takes (the kernel sets packs and the disk cache precompile).
+pub(crate) fn builtin_types_and_ops() -> impl Iterator<Item = (ScanTypes, Op)> {
+    let pairs = crate::types::TYPE_PAIRS.map(|(input, output)| ScanTypes::new(input, output, None));
+    pairs
+        .into_iter()
+        .chain(crate::types::NARROWING_TYPES)
+        .flat_map(|types| {
+            Op::ALL
+                .into_iter()
+                .filter(move |&op| types.check(op).is_ok())
+                .map(move |op| (types, op))
+        })
 }
 
 /// What a kernel set's translation unit is made of beyond its tile shape, direction and
@@ -354,22 +380,19 @@ extern "C" __global__ void __launch_bounds__(256) scanrt_segment_offsets(const v
 /// regular tile shape and, where there is one, the small-scan shape.
 pub(crate) fn every_specialization(arch: i32) -> Vec<Specialization> {
     let mut all = Vec::new();
-    let pairs = crate::types::TYPE_PAIRS.map(|(input, output)| ScanTypes::new(input, output, None));
-    for types in pairs.into_iter().chain(crate::types::NARROWING_TYPES) {
-        for op in Op::ALL.into_iter().filter(|&op| types.check(op).is_ok()) {
-            for direction in [Direction::Forward, Direction::Backward] {
-                for segments in [
-                    crate::scan::desc::Segments::None,
-                    crate::scan::desc::Segments::ByteFlags,
-                ] {
-                    let desc = ScanDesc {
-                        direction,
-                        segments,
-                        ..ScanDesc::inclusive(op)
-                    };
-                    let (regular, small) = Specialization::all_for(arch, types, &desc);
-                    all.extend(std::iter::once(regular).chain(small));
-                }
+    for (types, op) in builtin_types_and_ops() {
+        for direction in [Direction::Forward, Direction::Backward] {
+            for segments in [
+                crate::scan::desc::Segments::None,
+                crate::scan::desc::Segments::ByteFlags,
+            ] {
+                let desc = ScanDesc {
+                    direction,
+                    segments,
+                    ..ScanDesc::inclusive(op)
+                };
+                let (regular, small) = Specialization::all_for(arch, types, &desc);
+                all.extend(std::iter::once(regular).chain(small));
             }
         }
     }

@@ -10,6 +10,7 @@ use crate::kernels::KERNEL_HEADERS;
 use crate::runtime::device::{GpuDevice, LoadedKernel};
 use crate::runtime::nvrtc::KernelSource;
 use crate::runtime::Memo;
+use crate::scan::kernels::{builtin_op_definitions, builtin_types_and_ops};
 use crate::tables::{Direction, Op};
 use crate::types::ScanTypes;
 
@@ -104,9 +105,6 @@ impl StridedSpec {
     /// The translation unit: the operator, and one extern "C" kernel per strip width.
     pub fn source(&self) -> KernelSource {
         let t = self.types;
-        let (i, a, o) = (t.input.info().cuda, t.accumulator.info().cuda, t.output.info().cuda);
-        let op = self.op.definition();
-        let (combine, identity) = (op.cuda_combine, op.cuda_identity);
         let reverse = self.direction == Direction::Backward;
         let StridedShape {
             items,
@@ -116,16 +114,8 @@ impl StridedSpec {
             sleep_ns,
         } = shape(t);
         let mut text = format!(
-            r#"#include "device/strided_scan.cuh"
-typedef {i} In;
-typedef {o} Out;
-struct Op {{
-    typedef {a} T;
-    typedef Wrapping<T>::U U;
-    static SCANRT_DEVICE T identity() {{ return {identity}; }}
-    static SCANRT_DEVICE T combine(T a, T b) {{ return {combine}; }}
-}};
-"#
+            "#include \"device/strided_scan.cuh\"\n{}",
+            builtin_op_definitions(t, self.op, "")
         );
         for w in WIDTHS {
             let entry = Self::entry(w);
@@ -200,16 +190,11 @@ impl StridedKernels {
 /// Every built-in strided kernel set, for precompiling (packs, the disk cache): the
 /// scan's type pairs and wider accumulators, every operator they take, both directions.
 pub(crate) fn every_strided_spec() -> Vec<StridedSpec> {
-    let pairs = crate::types::TYPE_PAIRS.map(|(input, output)| ScanTypes::new(input, output, None));
-    let mut all = Vec::new();
-    for types in pairs.into_iter().chain(crate::types::NARROWING_TYPES) {
-        for op in Op::ALL.into_iter().filter(|&op| types.check(op).is_ok()) {
-            for direction in [Direction::Forward, Direction::Backward] {
-                all.push(StridedSpec { types, op, direction });
-            }
-        }
-    }
-    all
+    builtin_types_and_ops()
+        .flat_map(|(types, op)| {
+            [Direction::Forward, Direction::Backward].map(|direction| StridedSpec { types, op, direction })
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 
 use crate::array::ArrayView;
 use crate::error::{bail, Result};
+use crate::scan::checks::overlaps;
 
 /// The shape of a strided scan: `batches * columns` independent sequences of `len`
 /// elements each.
@@ -42,8 +43,16 @@ impl Strides {
         form.columns > 1 && form.len > 1 && self.row.unsigned_abs() < self.column.unsigned_abs()
     }
 
+    /// The memory a view at `addr` of `size`-byte elements reaches in `form`: its first
+    /// byte's address and its length.
+    pub fn byte_range(&self, form: &StridedForm, addr: u64, size: usize) -> (u64, u64) {
+        let (low, high) = self.extent(form);
+        let size = size as i64;
+        (addr.wrapping_add((low * size) as u64), ((high - low) * size) as u64)
+    }
+
     /// The lowest and one past the highest element offset the view reaches in `form`.
-    pub fn extent(&self, form: &StridedForm) -> (i64, i64) {
+    fn extent(&self, form: &StridedForm) -> (i64, i64) {
         let (mut low, mut high) = (0i64, 0i64);
         for (stride, count) in [
             (self.batch, form.batches),
@@ -212,17 +221,11 @@ pub(crate) fn check_memory(pair: &StridedPair, input: &ArrayView, output: &Array
         }
         span = stride.saturating_mul(count - 1).saturating_add(span);
     }
-    let size = input.dtype().size() as i128;
-    let range = |view: &ArrayView, strides: &Strides, size: i128| {
-        let (low, high) = strides.extent(form);
-        let base = view.addr() as i128;
-        (base + low as i128 * size, base + high as i128 * size)
-    };
-    let (in_low, in_high) = range(input, &pair.input, size);
-    let (out_low, out_high) = range(output, &pair.output, output.dtype().size() as i128);
+    let (in_start, in_bytes) = pair.input.byte_range(form, input.addr(), input.dtype().size());
+    let (out_start, out_bytes) = pair.output.byte_range(form, output.addr(), output.dtype().size());
     let same =
         input.addr() == output.addr() && pair.input == pair.output && input.dtype().size() == output.dtype().size();
-    if in_low < out_high && out_low < in_high && !same {
+    if overlaps(in_start, in_bytes, out_start, out_bytes) && !same {
         bail!(
             InvalidArgument,
             "the input and the output overlap without being the same view; scan in place with the same address, \

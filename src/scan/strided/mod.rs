@@ -25,7 +25,10 @@ use crate::error::{bail, Result};
 use crate::runtime::calls::CallLabel;
 use crate::runtime::{driver, launch_workspace};
 use crate::scan::carry_views::{CarryViews, CheckedCarry};
+use crate::scan::checks::check_carries;
 use crate::scan::desc::{ScanDesc, Segments};
+use crate::scan::operator_model::{BuiltinOperator, Carries};
+use crate::scan::plan::choose_algorithm;
 use crate::scan::ScanInfo;
 use crate::stream::Stream;
 use crate::tables::{Algorithm, Backend, ChoiceReason};
@@ -53,7 +56,18 @@ pub(crate) fn scan(
             "segments apply to 1-D arrays; a scan along an axis of a strided array restarts per sequence already"
         );
     }
-    let (algorithm, reason) = choose_algorithm(desc, types.accumulator)?;
+    if desc.algorithm == Algorithm::Matrix {
+        bail!(
+            UnsupportedCombination,
+            "the matrix scan runs on contiguous arrays; a strided array is scanned by the single pass \
+             (deterministic = true for a fixed association order)"
+        );
+    }
+    let (algorithm, reason) = choose_algorithm(
+        desc.algorithm,
+        desc.deterministic,
+        desc.order_sensitive(types.accumulator),
+    );
     let init_bits = desc.init_bits(types.accumulator)?;
     let pair = strided_pair(input, output, axis)?;
     check_memory(&pair, input, output)?;
@@ -67,14 +81,16 @@ pub(crate) fn scan(
             );
         }
     }
-    if carries.carry_in.is_some() && init_bits.is_some() {
-        bail!(
-            InvalidArgument,
-            "both an initial value and a carry in were given: pass one"
-        );
-    }
     let sequence_carries = carry_addresses(ctx, carries, &pair, types.accumulator)?;
-    let known = input.known_to(ctx.id())? && output.known_to(ctx.id())?;
+    let addresses = Carries {
+        carry_in: sequence_carries.carry_in,
+        carry_out: sequence_carries.carry_out,
+    };
+    check_carries(
+        &BuiltinOperator::new(desc.op, types),
+        addresses,
+        &desc.shape(types.accumulator)?,
+    )?;
     match ctx.engine() {
         Engine::Host => {
             // SAFETY: the views hold every element their strides reach (their
@@ -103,7 +119,7 @@ pub(crate) fn scan(
                 input: input.addr(),
                 output: output.addr(),
                 types,
-                known,
+                known: input.known_to(ctx.id())? && output.known_to(ctx.id())?,
                 carries: sequence_carries,
             };
             launch(engine, stream, &arrays, desc, init_bits, algorithm)?;
@@ -114,26 +130,6 @@ pub(crate) fn scan(
             })
         }
     }
-}
-
-/// The algorithm a strided scan runs (the look-back, in its deterministic form where the
-/// operator and `desc` ask for one), and why.
-fn choose_algorithm(desc: &ScanDesc, accumulator: DType) -> Result<(Algorithm, ChoiceReason)> {
-    let deterministic = desc.deterministic && desc.order_sensitive(accumulator);
-    Ok(match desc.algorithm {
-        Algorithm::Matrix => bail!(
-            UnsupportedCombination,
-            "the matrix scan runs on contiguous arrays; a strided array is scanned by the single pass \
-             (deterministic = true for a fixed association order)"
-        ),
-        _ if deterministic => (Algorithm::DeterministicSinglePass, ChoiceReason::Deterministic),
-        // As a plan does, a request for the host algorithm is taken as Auto.
-        Algorithm::Auto | Algorithm::Host if desc.deterministic => {
-            (Algorithm::SinglePass, ChoiceReason::OrderIndependent)
-        }
-        Algorithm::Auto | Algorithm::Host => (Algorithm::SinglePass, ChoiceReason::Fastest),
-        requested => (requested, ChoiceReason::Requested),
-    })
 }
 
 /// The carries' addresses: a carry in of one value (for every sequence) or one per
@@ -245,10 +241,8 @@ fn launch(
             (a.input, &a.pair.input, a.types.input, "input"),
             (a.output, &a.pair.output, a.types.output, "output"),
         ] {
-            let (low, high) = strides.extent(&form);
-            let size = dtype.size() as i64;
-            let start = addr.wrapping_add((low * size) as u64);
-            dev.check_device_range(start, ((high - low) * size) as u64, what)?;
+            let (start, bytes) = strides.byte_range(&form, addr, dtype.size());
+            dev.check_device_range(start, bytes, what)?;
         }
     }
     let sequences = form.sequences();
