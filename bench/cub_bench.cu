@@ -7,31 +7,12 @@
 #include <cuda_runtime.h>
 #include <cuda/std/functional>
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "cub_timing.cuh"
-
-// Median host microseconds per call, measured as bench_compare's host_time_us does: 10
-// batches of 100 calls, the stream drained between batches so the launch queue never
-// blocks the caller.
-template <typename F>
-static double host_us(F&& call, cudaStream_t s) {
-    std::vector<double> t;
-    for (int batch = 0; batch < 10; ++batch) {
-        for (int i = 0; i < 100; ++i) {
-            auto start = std::chrono::steady_clock::now();
-            call();
-            t.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
-        }
-        CHECK(cudaStreamSynchronize(s));
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-}
 
 __global__ void empty_kernel(unsigned long long) {}
 

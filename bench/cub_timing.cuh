@@ -1,8 +1,10 @@
-// What the CUB harnesses (cub_bench.cu, cub_select.cu, cub_sort.cu) share: a checked CUDA
-// call, and the median of per-call CUDA-event pairs, timed as scanrt's benchmarks time.
+// What the C++ harnesses (cub_bench.cu, cub_select.cu, cub_sort.cu, latency_bench.cu) share:
+// a checked CUDA call, the median of per-call CUDA-event pairs and the median host time
+// per call, timed as scanrt's benchmarks time.
 #pragma once
 #include <cuda_runtime.h>
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -29,5 +31,23 @@ static double median_us(F&& call, int reps, cudaStream_t s) {
     std::sort(t.begin(), t.end());
     CHECK(cudaEventDestroy(a));
     CHECK(cudaEventDestroy(b));
+    return t[t.size() / 2];
+}
+
+// Median host microseconds per call, measured as bench_compare's host_time_us does: 10
+// batches of 100 calls, the stream drained between batches so the launch queue never
+// blocks the caller.
+template <typename F>
+static double host_us(F&& call, cudaStream_t s) {
+    std::vector<double> t;
+    for (int batch = 0; batch < 10; ++batch) {
+        for (int i = 0; i < 100; ++i) {
+            auto start = std::chrono::steady_clock::now();
+            call();
+            t.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+        }
+        CHECK(cudaStreamSynchronize(s));
+    }
+    std::sort(t.begin(), t.end());
     return t[t.size() / 2];
 }

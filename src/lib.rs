@@ -66,7 +66,7 @@ pub use scan::operator_model::Carries;
 pub use scan::out_of_core::HostScanOptions;
 pub use scan::plan::{ScanIo, ScanPlan};
 pub use scan::reference::{reference_scan, reference_scan_segmented};
-pub use scan::{RawScan, ScanInfo};
+pub use scan::{RawScan, ScanInfo, TileLengths};
 pub use select::desc::{Comparison, Predicate, SelectDesc, SelectOutput, Selection};
 pub use select::SelectArrays;
 pub use sort::desc::SortDesc;

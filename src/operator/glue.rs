@@ -133,9 +133,13 @@ pub(crate) fn kernel_programs(
             MatrixScanTiles,
         ]]
     } else if desc.plain_arrays() {
-        &[&[SinglePass, SegmentOffsets], &[SinglePassBulk], &[SinglePassWave]]
+        &[
+            &[SinglePass, SegmentOffsets],
+            &[SinglePassBulk],
+            &[SinglePassWave, ClusterScan],
+        ]
     } else {
-        // The one-wave kernel scans plain arrays only.
+        // The one-wave and cluster kernels scan plain arrays only.
         &[&[SinglePass, SegmentOffsets], &[SinglePassBulk]]
     };
     let programs = groups

@@ -54,6 +54,28 @@ impl LoadedKernel {
             std::slice::from_raw_parts(params as *const P as *const u8, std::mem::size_of::<P>()),
         )
     }
+
+    /// [`LoadedKernel::launch`] of `blocks` blocks that form one thread-block cluster.
+    ///
+    /// # Safety
+    /// As [`LoadedKernel::launch`]; the kernel forms clusters of `blocks` blocks
+    /// ([`LoadedKernel::max_cluster_blocks`]).
+    pub unsafe fn launch_cluster<P: Copy>(&self, blocks: u32, stream: CUstream, params: &P) -> Result<()> {
+        driver::launch_cluster_with_buffer(
+            self.function.cu_function(),
+            blocks,
+            self.block,
+            self.shared_bytes,
+            stream,
+            std::slice::from_raw_parts(params as *const P as *const u8, std::mem::size_of::<P>()),
+        )
+    }
+
+    /// The most blocks, up to `most`, of one cluster of this kernel the device can hold
+    /// (0 before sm_90). The caller has entered the device's context.
+    pub fn max_cluster_blocks(&self, most: u32) -> u32 {
+        driver::max_cluster_blocks(self.function.cu_function(), self.block, self.shared_bytes, most)
+    }
 }
 
 /// How many CUDA devices the driver sees: `NoDriver` without libcuda, `NoDevice` when it

@@ -18,7 +18,7 @@ use crate::scan::kernels::{KernelKind, KernelSets, Specialization};
 use crate::scan::operator_model::{BuiltinOperator, Carries};
 use crate::scan::plan::{PlanOperator, ScanIo, ScanPlan};
 use crate::scan::strided;
-use crate::scan::{RawScan, ScanInfo};
+use crate::scan::{RawScan, ScanInfo, TileLengths};
 use crate::stream::Stream;
 use crate::tables::Op;
 use crate::types::{DType, ScanTypes};
@@ -101,25 +101,26 @@ impl Context {
     }
 
     /// The tile lengths, in elements, of the kernels that scan `input` into `output` as
-    /// `desc` says on this context: (register-staged, bulk-copy, one-wave), 0 where
-    /// there is no such kernel. Sizes around them are the edge cases of the look-back;
-    /// tests and benchmarks use them. Compiles nothing: the lengths are tuning data.
-    pub fn tile_lengths(&self, input: DType, output: DType, desc: &ScanDesc) -> Result<(u64, u64, u64)> {
+    /// `desc` says on this context (0 where there is no such kernel). Sizes around them
+    /// are the edge cases of the look-back and of the kernel choice; tests and
+    /// benchmarks use them. Compiles nothing: the lengths are tuning data.
+    pub fn tile_lengths(&self, input: DType, output: DType, desc: &ScanDesc) -> Result<TileLengths> {
         let types = desc.types(input, output);
         types.check(desc.op)?;
         let (regular, _) = Specialization::all_for(self.gpu()?.arch, types, desc);
         let s = regular.shape;
-        let bulk = if regular.has(KernelKind::SinglePassBulk) {
-            s.bulk_tile_elems()
-        } else {
-            0
-        };
-        let wave = if regular.has(KernelKind::SinglePassWave) {
-            s.wave_tile_elems()
-        } else {
-            0
-        };
-        Ok((s.tile_elems(), bulk, wave))
+        let length = |kind, elems| if regular.has(kind) { elems } else { 0 };
+        Ok(TileLengths {
+            register_staged: s.tile_elems(),
+            bulk: length(KernelKind::SinglePassBulk, s.bulk_tile_elems()),
+            wave: length(KernelKind::SinglePassWave, s.wave_tile_elems()),
+            cluster: length(KernelKind::ClusterScan, s.cluster_tile_elems()),
+            cluster_blocks: if regular.has(KernelKind::ClusterScan) {
+                s.cluster_max_blocks
+            } else {
+                0
+            },
+        })
     }
 
     /// Plans a scan of `n` elements of `input` into `output` as `desc` says: validates

@@ -26,6 +26,8 @@ pub(crate) enum KernelKind {
     SinglePassBulk,
     /// The one-wave single pass, one block per tile (plain scans).
     SinglePassWave,
+    /// Plain scans of at most one thread-block cluster of tiles (sm_90+), no workspace.
+    ClusterScan,
     /// The matrix scan's three launches.
     MatrixReduce,
     MatrixScanSums,
@@ -36,10 +38,11 @@ pub(crate) enum KernelKind {
 }
 
 impl KernelKind {
-    pub(crate) const ALL: [KernelKind; 7] = [
+    pub(crate) const ALL: [KernelKind; 8] = [
         KernelKind::SinglePass,
         KernelKind::SinglePassBulk,
         KernelKind::SinglePassWave,
+        KernelKind::ClusterScan,
         KernelKind::MatrixReduce,
         KernelKind::MatrixScanSums,
         KernelKind::MatrixScanTiles,
@@ -52,6 +55,7 @@ impl KernelKind {
             KernelKind::SinglePass => (s.single_pass_block(), 0),
             KernelKind::SinglePassBulk => (s.single_pass_block(), s.bulk_shared_bytes(buffer_element_bytes)),
             KernelKind::SinglePassWave => (s.wave_threads, 0),
+            KernelKind::ClusterScan => (s.cluster_threads, 0),
             KernelKind::SegmentOffsets => (256, 0),
             _ => (s.threads, 0),
         }
@@ -63,6 +67,7 @@ impl KernelKind {
             KernelKind::SinglePass => "scanrt_single_pass",
             KernelKind::SinglePassBulk => "scanrt_single_pass_bulk",
             KernelKind::SinglePassWave => "scanrt_single_pass_wave",
+            KernelKind::ClusterScan => "scanrt_cluster_scan",
             KernelKind::MatrixReduce => "scanrt_matrix_reduce",
             KernelKind::MatrixScanSums => "scanrt_matrix_scan_sums",
             KernelKind::MatrixScanTiles => "scanrt_matrix_scan_tiles",
@@ -112,7 +117,10 @@ impl Specialization {
             segmented,
             shape,
         };
-        (spec(regular), small_scan_shape(&regular, input, segmented).map(spec))
+        let small = small_scan_shape(&regular, input, segmented).map(spec);
+        let regular = spec(regular);
+        // Small scans of a set with the cluster kernel run on it.
+        (regular, small.filter(|_| !regular.has(KernelKind::ClusterScan)))
     }
 
     /// Whether the kernels read elements through a conversion, as a transform does
@@ -147,8 +155,9 @@ impl Specialization {
             KernelKind::SinglePassBulk => {
                 self.shape.bulk_buffers > 0 && (converts || t.input == t.accumulator && t.accumulator == t.output)
             }
-            // The one-wave kernel reads and writes accumulators.
+            // The one-wave and cluster kernels read and write accumulators.
             KernelKind::SinglePassWave => self.shape.wave_threads > 0 && !t.narrows() && !converts,
+            KernelKind::ClusterScan => self.shape.cluster_threads > 0 && !t.narrows() && !converts,
             KernelKind::SegmentOffsets => self.segmented,
             _ => true,
         }
@@ -270,6 +279,7 @@ impl TranslationUnit {
             && match kind {
                 KernelKind::SinglePassBulk => shape.bulk_buffers > 0,
                 KernelKind::SinglePassWave => shape.wave_threads > 0,
+                KernelKind::ClusterScan => shape.cluster_threads > 0,
                 KernelKind::SegmentOffsets => seg,
                 _ => true,
             }
@@ -289,6 +299,7 @@ impl TranslationUnit {
             wave_threads,
             wave_lookback_slots_per_lane,
             wave_min_blocks_per_sm,
+            cluster_threads,
             ..
         } = *shape;
         let TranslationUnit {
@@ -319,6 +330,7 @@ impl TranslationUnit {
             r#"#include "device/single_pass_scan.cuh"
 #include "device/single_pass_bulk.cuh"
 #include "device/single_pass_wave.cuh"
+#include "device/cluster_scan.cuh"
 {matrix_include}{definitions}typedef Op::T Acc;
 typedef {source_type} Src;
 typedef {destination_type} Dst;
@@ -364,6 +376,14 @@ extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_scan_tiles
 "#
             );
         }
+        if self.has(KernelKind::ClusterScan, shape, seg) {
+            text += &format!(
+                r#"extern "C" __global__ void __launch_bounds__({cluster_threads}) scanrt_cluster_scan{p} {{
+    cluster_scan<Op, In, {cluster_threads}, {items}, {reverse}>({io});
+}}
+"#
+            );
+        }
         if self.has(KernelKind::SegmentOffsets, shape, seg) {
             text += r#"#include "device/segment_offsets.cuh"
 extern "C" __global__ void __launch_bounds__(256) scanrt_segment_offsets(const void* offsets, long long count, long long n, u32* bits, u32 kind, u32 unused) {
@@ -402,6 +422,8 @@ pub(crate) fn every_specialization(arch: i32) -> Vec<Specialization> {
 /// A loaded kernel set.
 pub(crate) struct ScanKernels {
     pub shape: TileShape,
+    /// The most blocks of the cluster kernel's cluster on this device (0 without one).
+    pub cluster_blocks: u32,
     kernels: [Option<LoadedKernel>; KernelKind::ALL.len()],
     _modules: Vec<Arc<CudaModule>>,
 }
@@ -448,12 +470,16 @@ impl ScanKernels {
                 kernels[kind as usize] = Some(dev.kernel(module, kind.entry(), block, shared_bytes)?);
             }
         }
+        let cluster_blocks = kernels[KernelKind::ClusterScan as usize]
+            .as_ref()
+            .map_or(0, |k| k.max_cluster_blocks(shape.cluster_max_blocks));
         log::debug!(
-            "kernel set ready: {} kernels with their occupancy",
+            "kernel set ready: {} kernels with their occupancy, clusters of up to {cluster_blocks} blocks",
             kernels.iter().flatten().count()
         );
         Ok(Arc::new(ScanKernels {
             shape,
+            cluster_blocks,
             kernels,
             _modules: modules,
         }))

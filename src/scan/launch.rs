@@ -13,7 +13,7 @@ use crate::runtime::device::GpuDevice;
 use crate::runtime::launch_workspace;
 use crate::runtime::workspace::{lookback_bytes, Workspace};
 use crate::scan::kernels::{KernelKind, ScanKernels};
-use crate::scan::tuning::wave_max_tiles;
+use crate::scan::tuning::{cluster_max_blocks, wave_max_tiles};
 use crate::tables::Algorithm;
 
 /// The parameter buffer of a scan kernel: `ScanParams`, or `ScanParams` followed by a
@@ -44,14 +44,20 @@ pub(crate) struct TileCounts {
     pub wave: Option<u64>,
     /// Tiles of the bulk-copy kernel, where the set has one.
     pub bulk: Option<u64>,
+    /// Blocks of the cluster kernel where it takes the scan (the tiles fit one cluster):
+    /// then the launch needs no workspace.
+    pub cluster: Option<u32>,
     /// Bytes of the carried value (the status slots' size follows from it).
     pub value_bytes: usize,
 }
 
 impl TileCounts {
     /// The counts for a scan of `n` elements on `kernels`, carrying `value_bytes`-byte
-    /// values; `LengthOverflow` where a launch could not address the tiles.
-    pub fn new(kernels: &ScanKernels, n: u64, value_bytes: usize) -> Result<TileCounts> {
+    /// values; `LengthOverflow` where a launch could not address the tiles. The kernel of
+    /// a fixed-order scan (deterministic, or the matrix algorithm) may depend on n alone:
+    /// it takes the cluster kernel up to the portable cluster size only, which every
+    /// sm_90+ device holds.
+    pub fn new(kernels: &ScanKernels, n: u64, value_bytes: usize, fixed_order: bool) -> Result<TileCounts> {
         let shape = &kernels.shape;
         let tiles_of = |elems: u64| n.div_ceil(elems.max(1));
         let counts = TileCounts {
@@ -62,6 +68,11 @@ impl TileCounts {
             bulk: kernels
                 .get(KernelKind::SinglePassBulk)
                 .map(|_| tiles_of(shape.bulk_tile_elems())),
+            cluster: kernels.get(KernelKind::ClusterScan).and_then(|_| {
+                let most = cluster_max_blocks(kernels.cluster_blocks, PORTABLE_CLUSTER_BLOCKS, fixed_order);
+                let blocks = tiles_of(shape.cluster_tile_elems());
+                (blocks <= most as u64).then_some(blocks as u32)
+            }),
             value_bytes,
         };
         // Tile ids and tickets are 32-bit on the device.
@@ -82,15 +93,18 @@ impl TileCounts {
             .max(self.bulk.unwrap_or(0))
     }
 
-    /// Bytes of look-back workspace (0 for a one-tile scan, which needs none).
+    /// Bytes of look-back workspace (0 for a one-tile or a cluster scan, which need none).
     pub fn workspace_bytes(&self) -> usize {
-        if self.register_staged > 1 {
+        if self.register_staged > 1 && self.cluster.is_none() {
             lookback_bytes(self.value_bytes, self.slots())
         } else {
             0
         }
     }
 }
+
+/// The cluster size CUDA promises on every sm_90+ device (larger ones are non-portable).
+const PORTABLE_CLUSTER_BLOCKS: u32 = 8;
 
 /// What the launch of a planned scan needs to know.
 pub(crate) struct KernelLaunch<'a> {
@@ -123,6 +137,13 @@ pub(crate) unsafe fn launch_kernels<P: KernelParams>(
     let tiles = launch.tiles;
     let flags = params.scan().flags;
     let single_pass = kernels.get(KernelKind::SinglePass).expect("every kernel set has one");
+    if let (Some(blocks), false) = (tiles.cluster, launch.reduce_only) {
+        // One cluster: every block resident, no look-back state.
+        let cluster = kernels
+            .get(KernelKind::ClusterScan)
+            .expect("counted only where the set has one");
+        return cluster.launch_cluster(blocks, raw_stream, params);
+    }
     if tiles.register_staged == 1 && !launch.reduce_only {
         // One block, no look-back state: the same for every algorithm.
         return single_pass.launch(1, raw_stream, params);
@@ -174,7 +195,8 @@ pub(crate) unsafe fn launch_kernels<P: KernelParams>(
     let aligned = flags & contract::FLAG_VECTOR_IN != 0 && flags & contract::FLAG_VECTOR_OUT != 0;
     // A deterministic scan's association order is the tile shape's, so its kernel may
     // depend on n alone, not on alignment or on the SM count that decides what fits
-    // in one wave.
+    // in one wave: it takes the one-wave kernel up to a constant count of tiles, with
+    // element-wise loads where the arrays are not aligned for vectors.
     let deterministic = flags & contract::FLAG_DETERMINISTIC != 0;
     // Scans whose tiles all fit on the device at once take the one-wave kernel (one
     // block per tile); large ones stream through the bulk-copy kernel where there is
@@ -183,7 +205,8 @@ pub(crate) unsafe fn launch_kernels<P: KernelParams>(
     let bulk = kernels.get(KernelKind::SinglePassBulk).zip(tiles.bulk);
     let (kernel, kernel_tiles, persistent) = match (wave, bulk) {
         (Some((wave, wave_tiles)), _)
-            if aligned && !deterministic && wave_tiles <= wave_max_tiles(wave.resident_blocks) =>
+            if (aligned || deterministic)
+                && wave_tiles <= wave_max_tiles(&kernels.shape, wave.resident_blocks, deterministic) =>
         {
             (wave, wave_tiles, false)
         }

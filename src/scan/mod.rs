@@ -24,6 +24,23 @@ use crate::tables::{Algorithm, Backend, ChoiceReason};
 use crate::types::DType;
 use desc::ScanDesc;
 
+/// The tile lengths of the kernels a scan may run, in elements (0 where its kernel set
+/// has no such kernel): [`Context::tile_lengths`](crate::Context::tile_lengths).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TileLengths {
+    /// The register-staged single pass (every set; also the matrix scan's tiles).
+    pub register_staged: u64,
+    /// The bulk-copy single pass, for large scans.
+    pub bulk: u64,
+    /// The one-wave single pass, for scans whose tiles all fit on the device at once.
+    pub wave: u64,
+    /// The cluster kernel, for scans of at most `cluster_blocks` of its tiles.
+    pub cluster: u64,
+    /// The most tiles of one cluster the tuning asks for (a device may hold fewer:
+    /// the scan then takes the other kernels).
+    pub cluster_blocks: u32,
+}
+
 /// What a scan call did: where it ran, which algorithm, and why that one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ScanInfo {

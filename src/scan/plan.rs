@@ -199,8 +199,10 @@ impl ScanPlan {
                 let (algorithm, reason) =
                     choose_algorithm(shape.algorithm, shape.deterministic, model.order_sensitive());
                 let kernels = model.kernels(engine, &shape, algorithm, n)?;
+                // The fixed-order algorithms' association order may depend on n alone.
+                let fixed_order = algorithm != Algorithm::SinglePass;
                 let plan = GpuPlan {
-                    tiles: TileCounts::new(&kernels, n, model.state_bytes())?,
+                    tiles: TileCounts::new(&kernels, n, model.state_bytes(), fixed_order)?,
                     kernels,
                     flags: shape_flags(&shape, algorithm),
                 };

@@ -44,6 +44,13 @@ struct TuningRow {
     wave_threads: u32,
     wave_lookback_slots_per_lane: u32,
     wave_min_blocks_per_sm: u32,
+    /// The most tiles a fixed-order scan (deterministic float sums and products) takes the
+    /// one-wave kernel for: a constant, since its kernel may depend on n alone.
+    wave_fixed_order_max_tiles: u64,
+    /// Cluster kernel (plain scans of at most one thread-block cluster of tiles; sm_90+):
+    /// threads (0: none), and the most blocks in the cluster where the device holds them.
+    cluster_threads: u32,
+    cluster_max_blocks: u32,
 }
 
 /// sm_90, measured on an H100. Register-staged: 256 x 16 u32 with 4 blocks/SM ran 0.88 of
@@ -72,13 +79,17 @@ const SM90: TuningRow = TuningRow {
     wave_threads: 512,
     wave_lookback_slots_per_lane: 4,
     wave_min_blocks_per_sm: 2,
+    wave_fixed_order_max_tiles: 256,
+    cluster_threads: 256,
+    cluster_max_blocks: 16,
 };
 
 const ROWS: &[TuningRow] = &[
     TuningRow {
         min_arch: 80,
-        provenance: "not measured on sm_80: sm_90's row without the bulk-copy kernel (sm_90+ only)",
+        provenance: "not measured on sm_80: sm_90's row without the bulk-copy and cluster kernels (sm_90+ only)",
         bulk_buffers: 0,
+        cluster_threads: 0,
         shared_bytes_per_sm: 164 * 1024,
         ..SM90
     },
@@ -126,6 +137,10 @@ pub(crate) struct TileShape {
     pub wave_threads: u32,
     pub wave_lookback_slots_per_lane: u32,
     pub wave_min_blocks_per_sm: u32,
+    pub wave_fixed_order_max_tiles: u64,
+    /// Threads of the cluster kernel (0: none), and the most blocks of its cluster.
+    pub cluster_threads: u32,
+    pub cluster_max_blocks: u32,
 }
 
 impl TileShape {
@@ -138,6 +153,9 @@ impl TileShape {
     }
     pub fn wave_tile_elems(&self) -> u64 {
         (self.wave_threads * self.items) as u64
+    }
+    pub fn cluster_tile_elems(&self) -> u64 {
+        (self.cluster_threads * self.items) as u64
     }
     pub fn bulk_tile_elems(&self) -> u64 {
         (self.threads * self.bulk_items) as u64
@@ -175,6 +193,9 @@ pub(crate) fn tile_shape(arch: i32, input: DType, output: DType, segmented: bool
         wave_threads: if segmented { 0 } else { r.wave_threads },
         wave_lookback_slots_per_lane: r.wave_lookback_slots_per_lane,
         wave_min_blocks_per_sm: r.wave_min_blocks_per_sm,
+        wave_fixed_order_max_tiles: r.wave_fixed_order_max_tiles,
+        cluster_threads: if segmented { 0 } else { r.cluster_threads },
+        cluster_max_blocks: r.cluster_max_blocks,
     };
     #[cfg(feature = "experiments")]
     let shape = experiments::apply(shape, segmented);
@@ -238,6 +259,7 @@ pub(crate) fn operator_shape(
                         row(arch).bulk_min_blocks_per_sm[0]
                     },
                     wave_threads: 0,
+                    cluster_threads: 0,
                     ..shape
                 }
             }
@@ -255,6 +277,7 @@ pub(crate) fn operator_shape(
                 bulk_buffers: 0,
                 bulk_items: items,
                 wave_threads: 0,
+                cluster_threads: 0,
                 ..like(DType::U64)
             }
         }
@@ -279,6 +302,7 @@ pub(crate) fn small_scan_shape(regular: &TileShape, input: DType, segmented: boo
         items,
         bulk_buffers: 0,
         wave_threads: 0,
+        cluster_threads: 0,
         ..*regular
     })
 }
@@ -291,9 +315,29 @@ pub(crate) fn takes_small_shape(regular: &TileShape, small: &TileShape, n: u64) 
 }
 
 /// The most tiles a plain scan may have to take the one-wave kernel: as many blocks as
-/// are resident at once (H100: u32 at 2^20 fell from 8.6 to 6.5 us).
-pub(crate) fn wave_max_tiles(resident_blocks: u32) -> u64 {
-    kernel_selection().wave_max_tiles.unwrap_or(resident_blocks as u64)
+/// are resident at once (H100: u32 at 2^20 fell from 8.6 to 6.5 us); for a fixed-order
+/// scan, the shape's constant.
+pub(crate) fn wave_max_tiles(shape: &TileShape, resident_blocks: u32, fixed_order: bool) -> u64 {
+    let default = if fixed_order {
+        shape.wave_fixed_order_max_tiles
+    } else {
+        resident_blocks as u64
+    };
+    kernel_selection().wave_max_tiles.unwrap_or(default)
+}
+
+/// The most tiles the cluster kernel takes: what the device holds (`device_blocks`),
+/// and for a fixed-order scan no more than `portable_blocks`, since its kernel may depend
+/// on n alone.
+pub(crate) fn cluster_max_blocks(device_blocks: u32, portable_blocks: u32, fixed_order: bool) -> u32 {
+    let most = if fixed_order {
+        device_blocks.min(portable_blocks)
+    } else {
+        device_blocks
+    };
+    kernel_selection()
+        .cluster_max_blocks
+        .map_or(most, |b| b.min(device_blocks))
 }
 
 /// Overrides of the kernel choice, for tests that run a kernel at every size: they
@@ -301,9 +345,11 @@ pub(crate) fn wave_max_tiles(resident_blocks: u32) -> u64 {
 /// `SCANRT_BULK_MIN_TILES=t`: the bulk-copy kernel from t tiles on (2: whenever the scan
 /// spans two of its tiles).
 /// `SCANRT_WAVE_MAX_TILES=t`: the one-wave kernel up to t tiles (0: never).
+/// `SCANRT_CLUSTER_MAX_BLOCKS=b`: the cluster kernel up to b tiles (0: never).
 struct KernelSelection {
     bulk_min_tiles: Option<u64>,
     wave_max_tiles: Option<u64>,
+    cluster_max_blocks: Option<u32>,
 }
 
 fn kernel_selection() -> &'static KernelSelection {
@@ -312,6 +358,9 @@ fn kernel_selection() -> &'static KernelSelection {
         KernelSelection {
             bulk_min_tiles: var("SCANRT_BULK_MIN_TILES"),
             wave_max_tiles: var("SCANRT_WAVE_MAX_TILES"),
+            cluster_max_blocks: std::env::var("SCANRT_CLUSTER_MAX_BLOCKS")
+                .ok()
+                .and_then(|v| v.parse().ok()),
         }
     });
     &SELECTION
@@ -341,6 +390,13 @@ mod experiments {
         v.split(':').map(|x| x.parse().ok()).collect()
     });
 
+    /// `SCANRT_CLUSTER_OVERRIDE=threads[:max_blocks]` replaces the cluster kernel's shape
+    /// of plain kernel sets that have one.
+    static CLUSTER: once_cell::sync::Lazy<Option<Vec<u32>>> = once_cell::sync::Lazy::new(|| {
+        let v = std::env::var("SCANRT_CLUSTER_OVERRIDE").ok()?;
+        v.split(':').map(|x| x.parse().ok()).collect()
+    });
+
     pub(super) fn overridden() -> bool {
         TILE.is_some()
     }
@@ -363,11 +419,12 @@ mod experiments {
                 },
                 bulk_min_blocks_per_sm: f.get(9).copied().unwrap_or(f[5]),
                 wave_threads: 0,
+                cluster_threads: 0,
                 ..shape
             },
             None => shape,
         };
-        match &*WAVE {
+        let shape = match &*WAVE {
             Some(f) if !segmented => {
                 let field = |i: usize, default: u32| f.get(i).copied().unwrap_or(default);
                 TileShape {
@@ -379,6 +436,14 @@ mod experiments {
                     ..shape
                 }
             }
+            _ => shape,
+        };
+        match &*CLUSTER {
+            Some(f) if !segmented && shape.cluster_threads > 0 => TileShape {
+                cluster_threads: f[0],
+                cluster_max_blocks: f.get(1).copied().unwrap_or(shape.cluster_max_blocks),
+                ..shape
+            },
             _ => shape,
         }
     }

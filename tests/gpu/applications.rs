@@ -96,50 +96,52 @@ pub(crate) fn stress_threads_and_streams() {
 }
 
 /// A single-pass scan captured into a CUDA graph and replayed 1000 times, with the
-/// input changing between replays; also through a caller workspace.
+/// input changing between replays: a scan through the look-back (the graph's own
+/// workspace) and two of the cluster kernel (none).
 pub(crate) fn graph_capture_and_replay() {
     let ctx = gpu();
     let cuda = ctx.cuda_context().unwrap();
     let cu_stream = cuda.new_stream().unwrap();
     // SAFETY: the stream outlives `stream`.
     let stream = unsafe { ctx.borrow_stream(cu_stream.cu_stream() as *mut _) }.unwrap();
-    let n = (1usize << 20) + 17;
     let mut rng = Rng(0x6AF);
-    let mut src = Buffer::new(ctx, DType::U32, n as u64).unwrap();
-    let dst = Buffer::new(ctx, DType::U32, n as u64).unwrap();
-    let desc = ScanDesc::exclusive(Op::Sum).with_init(5u32);
-    // Warm up outside the capture: compiles the kernel and creates the stream's workspace.
-    src.upload(&stream, &random_vec::<u32>(&mut rng, Op::Sum, n)).unwrap();
-    ctx.scan(&stream, &src, &dst, &desc).unwrap();
-    stream.synchronize().unwrap();
+    for n in [(1usize << 20) + 17, 9 * 4096 + 5, 100] {
+        let mut src = Buffer::new(ctx, DType::U32, n as u64).unwrap();
+        let dst = Buffer::new(ctx, DType::U32, n as u64).unwrap();
+        let desc = ScanDesc::exclusive(Op::Sum).with_init(5u32);
+        // Warm up outside the capture: compiles the kernel and creates the stream's workspace.
+        src.upload(&stream, &random_vec::<u32>(&mut rng, Op::Sum, n)).unwrap();
+        ctx.scan(&stream, &src, &dst, &desc).unwrap();
+        stream.synchronize().unwrap();
 
-    cu_stream
-        .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-        .unwrap();
-    for _ in 0..3 {
-        ctx.scan(&stream, &src, &dst, &desc).unwrap(); // three scans per replay
-    }
-    let graph = cu_stream
-        .end_capture(sys::CUgraphInstantiate_flags_enum::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
-        .unwrap()
-        .expect("a graph");
-    let mut mismatches = 0;
-    for replay in 0..1000 {
-        if replay % 50 == 0 {
-            let input: Vec<u32> = random_vec(&mut rng, Op::Sum, n);
-            src.upload(&stream, &input).unwrap();
-            graph.launch().unwrap();
-            let got: Vec<u32> = dst.download(&stream, n).unwrap();
-            if compare(&input, &desc, &got, 0.0).is_err() {
-                mismatches += 1;
-            }
-        } else {
-            graph.launch().unwrap();
+        cu_stream
+            .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            .unwrap();
+        for _ in 0..3 {
+            ctx.scan(&stream, &src, &dst, &desc).unwrap(); // three scans per replay
         }
+        let graph = cu_stream
+            .end_capture(sys::CUgraphInstantiate_flags_enum::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
+            .unwrap()
+            .expect("a graph");
+        let mut mismatches = 0;
+        for replay in 0..1000 {
+            if replay % 50 == 0 {
+                let input: Vec<u32> = random_vec(&mut rng, Op::Sum, n);
+                src.upload(&stream, &input).unwrap();
+                graph.launch().unwrap();
+                let got: Vec<u32> = dst.download(&stream, n).unwrap();
+                if compare(&input, &desc, &got, 0.0).is_err() {
+                    mismatches += 1;
+                }
+            } else {
+                graph.launch().unwrap();
+            }
+        }
+        stream.synchronize().unwrap();
+        eprintln!("graph, n = {n}: 1000 replays x 3 scans, {mismatches} mismatches in 20 checked replays");
+        assert_eq!(mismatches, 0);
     }
-    stream.synchronize().unwrap();
-    eprintln!("graph: 1000 replays x 3 scans, {mismatches} mismatches in 20 checked replays");
-    assert_eq!(mismatches, 0);
 }
 
 pub(crate) fn caller_workspace_back_to_back() {

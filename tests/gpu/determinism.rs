@@ -93,7 +93,9 @@ pub(crate) fn deterministic_float_scans_are_bitwise_reproducible() {
     let mut rng = Rng(0xDE7E);
     let runs = 50;
     let mut failures = Vec::new();
-    let cases: [(DType, Op, usize); 7] = [
+    let cases: [(DType, Op, usize); 9] = [
+        (DType::F32, Op::Sum, 5 * 4096 + 3), // the cluster kernel
+        (DType::F64, Op::Product, 1 << 16),  // the one-wave kernel
         (DType::F32, Op::Sum, (1 << 20) + 1),
         (DType::F32, Op::Sum, (1 << 24) + 3),
         (DType::F32, Op::Sum, 1 << 28),
@@ -173,13 +175,23 @@ pub(crate) fn deterministic_float_scans_are_bitwise_reproducible() {
 }
 
 /// A deterministic scan's bits depend on n, not on where its buffers start: the one-wave
-/// kernel (other tiles, so another association order) serves only aligned buffers, so
-/// deterministic scans must stay out of it. Same data, aligned and one element off.
-pub(crate) fn one_wave_kernel_keeps_deterministic_scans_alignment_independent() {
+/// kernel (other tiles, so another association order) takes plain scans only where
+/// their buffers are aligned for vectors, but deterministic ones by their count of tiles
+/// alone, and the cluster kernel takes both by n. Same data, aligned and one element
+/// off, in the cluster kernel's range (up to 8 of its tiles), just past it, and in the
+/// one-wave kernel's.
+pub(crate) fn deterministic_scans_are_alignment_independent() {
     let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
     let mut rng = Rng(0xA119);
-    for n in [(1usize << 20) + 1, 3 << 18] {
+    for n in [
+        5 * 4096 + 3,
+        8 * 4096,
+        8 * 4096 + 1,
+        16 * 4096,
+        (1usize << 20) + 1,
+        3 << 18,
+    ] {
         let data: Vec<f32> = mixed_magnitudes(&mut rng, Op::Sum, n)
             .iter()
             .map(|&x| x as f32)

@@ -29,7 +29,13 @@ const SINGLE_PASS_SUITES: [&str; 14] = [
 /// Whether this process already forces one single-pass kernel (a child of the tests
 /// below, or a caller who set the variables), so those tests must not rerun the suites.
 fn forcing_a_kernel() -> bool {
-    std::env::var_os("SCANRT_BULK_MIN_TILES").is_some() || std::env::var_os("SCANRT_WAVE_MAX_TILES").is_some()
+    [
+        "SCANRT_BULK_MIN_TILES",
+        "SCANRT_WAVE_MAX_TILES",
+        "SCANRT_CLUSTER_MAX_BLOCKS",
+    ]
+    .iter()
+    .any(|v| std::env::var_os(v).is_some())
 }
 
 /// Reruns `suites` with `env` set, each in a child process of its own, all at once (the
@@ -72,33 +78,99 @@ pub(crate) fn bulk_copy_single_pass_at_every_size() {
     }
     rerun_suites(
         &SINGLE_PASS_SUITES,
-        &[("SCANRT_BULK_MIN_TILES", "2"), ("SCANRT_WAVE_MAX_TILES", "0")],
+        &[
+            ("SCANRT_BULK_MIN_TILES", "2"),
+            ("SCANRT_WAVE_MAX_TILES", "0"),
+            ("SCANRT_CLUSTER_MAX_BLOCKS", "0"),
+        ],
         "the bulk-copy kernel at every size",
     );
 }
 
-/// The one-wave single pass (plain scans, both pointers aligned for the direction) serves
-/// only scans whose tiles are all resident at once. This test reruns the suites in a child
-/// process with `SCANRT_WAVE_MAX_TILES` unbounded (and the bulk-copy kernel off), so it
+/// The one-wave single pass (plain scans, both pointers aligned for the direction, or
+/// deterministic ones up to a constant count of tiles) serves only scans whose tiles are
+/// all resident at once. This test reruns the suites in a child process with
+/// `SCANRT_WAVE_MAX_TILES` unbounded (and the bulk-copy and cluster kernels off), so it
 /// also meets every size up to more than 2^32 elements, many blocks per SM, graph replay,
 /// caller workspaces and tag wrap-around. (Tickets keep it correct beyond one wave.)
-/// Deterministic float scans never take it (see `one_wave_kernel_keeps_deterministic_scans_alignment_independent`),
-/// so their suite is left out.
 pub(crate) fn one_wave_single_pass_at_every_size() {
     let _ctx = gpu();
     if forcing_a_kernel() {
         return; // this is a child (or the caller forces a kernel already)
     }
     let max = u64::MAX.to_string();
-    let suites: Vec<&str> = SINGLE_PASS_SUITES
-        .into_iter()
-        .filter(|s| *s != "determinism::deterministic_float_scans_are_bitwise_reproducible")
-        .collect();
     rerun_suites(
-        &suites,
-        &[("SCANRT_WAVE_MAX_TILES", &max), ("SCANRT_BULK_MIN_TILES", &max)],
+        &SINGLE_PASS_SUITES,
+        &[
+            ("SCANRT_WAVE_MAX_TILES", &max),
+            ("SCANRT_BULK_MIN_TILES", &max),
+            ("SCANRT_CLUSTER_MAX_BLOCKS", "0"),
+        ],
         "the one-wave kernel at every size",
     );
+}
+
+/// The cluster kernel (plain scans of at most one thread-block cluster of tiles, sm_90+)
+/// at every cluster size, one tile past the largest (where the other kernels take over),
+/// whole and partial last tiles: 1-, 4- and 8-byte inputs, every operator and algorithm
+/// (fixed-order scans stop at the portable 8 tiles), both directions, inclusive and
+/// exclusive, initial values, misaligned and in-place buffers.
+pub(crate) fn cluster_kernel_at_every_cluster_size() {
+    let ctx = gpu();
+    let stream = ctx.new_stream().unwrap();
+    let mut rng = Rng(0xC1A5);
+    eprintln!("cluster kernel sweep, seed {:#x}", rng.0);
+    let mut tally = Tally::default();
+    for pair in [
+        (DType::U32, DType::U32),
+        (DType::F32, DType::F32),
+        (DType::F64, DType::F64),
+        (DType::U8, DType::U64),
+        (DType::I32, DType::I64),
+    ] {
+        let lengths = ctx.tile_lengths(pair.0, pair.1, &ScanDesc::inclusive(Op::Sum)).unwrap();
+        if lengths.cluster == 0 {
+            eprintln!("skipped {pair:?}: no cluster kernel on this device");
+            continue;
+        }
+        let tile = lengths.cluster as usize;
+        let ops: Vec<Op> = Op::ALL
+            .into_iter()
+            .filter(|&op| scanrt::check_types(pair.0, pair.1, op).is_ok())
+            .collect();
+        for blocks in 1..=lengths.cluster_blocks as usize + 1 {
+            for short in [0, 1, tile / 2 + 1] {
+                let algorithm = [
+                    Algorithm::SinglePass,
+                    Algorithm::DeterministicSinglePass,
+                    Algorithm::Matrix,
+                ][rng.below(3) as usize];
+                let in_place = pair.0 == pair.1 && rng.below(3) == 0;
+                let offset = rng.below(3);
+                let c = Case {
+                    inclusive: rng.below(2) == 0,
+                    with_init: rng.below(2) == 0,
+                    in_offset: offset,
+                    out_offset: if in_place { offset } else { rng.below(3) },
+                    in_place,
+                    direction: if rng.below(2) == 0 {
+                        Direction::Forward
+                    } else {
+                        Direction::Backward
+                    },
+                    ..Case::plain(
+                        ops[rng.below(ops.len() as u64) as usize],
+                        algorithm,
+                        blocks * tile - short,
+                    )
+                };
+                tally.record(with_pair!(pair, run_case(ctx, &stream, &mut rng, c)), || {
+                    format!("{pair:?} {c:?}")
+                });
+            }
+        }
+    }
+    tally.assert_no_failures("cluster kernel");
 }
 
 /// The look-back tags slots with a 29-bit tag derived from the workspace header's

@@ -227,12 +227,13 @@ pub(crate) fn wide_accumulators_every_algorithm_and_tile_boundary() {
     let stream = ctx.new_stream().unwrap();
     assert!(crate::common::accumulators::narrow_accumulation_would_fail(100_000));
     let desc = ScanDesc::inclusive(Op::Sum).accumulate_in(DType::F64);
-    let (tile, _, wave) = ctx.tile_lengths(DType::F32, DType::F32, &desc).unwrap();
+    let lengths = ctx.tile_lengths(DType::F32, DType::F32, &desc).unwrap();
     assert_eq!(
-        wave, 0,
-        "the one-wave kernel writes accumulators; a narrowing set has none"
+        (lengths.wave, lengths.cluster),
+        (0, 0),
+        "the one-wave and cluster kernels write accumulators; a narrowing set has neither"
     );
-    let tile = tile as usize;
+    let tile = lengths.register_staged as usize;
     let mut sizes = vec![1, 2, 33, tile - 1, tile, tile + 1, 2 * tile + 1, (1 << 16) + 1, 1 << 20];
     sizes.extend([(1 << 24) + 3]);
     let failures = crate::common::accumulators::sweep_wide_accumulators(
@@ -257,10 +258,14 @@ pub(crate) fn half_types_every_algorithm_and_tile_boundary() {
     let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
     let desc = ScanDesc::inclusive(Op::Sum);
-    let (tile, bulk, wave) = ctx.tile_lengths(DType::F16, DType::F16, &desc).unwrap();
-    assert_eq!(wave, 0, "the one-wave kernel reads no converted elements");
-    assert!(bulk > 0, "half types take the bulk-copy kernel (sm_90)");
-    let (tile, bulk) = (tile as usize, bulk as usize);
+    let lengths = ctx.tile_lengths(DType::F16, DType::F16, &desc).unwrap();
+    assert_eq!(
+        (lengths.wave, lengths.cluster),
+        (0, 0),
+        "the one-wave and cluster kernels read no converted elements"
+    );
+    assert!(lengths.bulk > 0, "half types take the bulk-copy kernel (sm_90)");
+    let (tile, bulk) = (lengths.register_staged as usize, lengths.bulk as usize);
     let sizes = [
         1,
         33,

@@ -150,9 +150,13 @@ pub(crate) fn edge_sizes(tile: usize, bulk_tile: usize, wave_tile: usize) -> [us
 /// (register-staged, bulk-copy, one-wave). Pairs without a bulk-copy kernel get a length
 /// between one and two regular tiles in its place.
 pub(crate) fn tile_lengths(ctx: &Context, input: DType, output: DType) -> (usize, usize, usize) {
-    let (tile, bulk, wave) = ctx.tile_lengths(input, output, &ScanDesc::inclusive(Op::Sum)).unwrap();
-    let bulk = if bulk > 0 { bulk } else { tile * 7 / 4 + 3 };
-    (tile as usize, bulk as usize, wave as usize)
+    let t = ctx.tile_lengths(input, output, &ScanDesc::inclusive(Op::Sum)).unwrap();
+    let bulk = if t.bulk > 0 {
+        t.bulk
+    } else {
+        t.register_staged * 7 / 4 + 3
+    };
+    (t.register_staged as usize, bulk as usize, t.wave as usize)
 }
 
 /// Asserts that a call failed with `status`.
