@@ -193,85 +193,92 @@ fn download_raw(stream: sys::CUstream, src: u64, n: usize) -> Vec<u32> {
 
 /// A graph captured from plain scan calls, replayed on other streams while plain calls
 /// run on the capture stream, after `trim`, and after the scanrt context that captured
-/// it is gone. The data lives in raw allocations of the primary context, so that
-/// dropping the scanrt context really releases it.
+/// it is gone: scans through the look-back (the graph's own workspace), one cluster and
+/// one block (no workspace; the graph keeps their kernels). The data lives in raw
+/// allocations of the primary context, so that dropping the scanrt context really
+/// releases it.
 fn graph_replays_on_other_streams_after_trim_and_after_the_context() {
     within(180, "graph replays", || {
-        let cuda: Arc<CudaContext> = CudaContext::new(0).unwrap(); // binds the primary context
-        let n = (2 << 20) + 5;
-        let desc = ScanDesc::exclusive(Op::Sum).with_init(7u32);
-        let mut rng = Rng(0x6A4);
-        let [gs, gd, ps, pd] = [0; 4].map(|_| device_alloc(n));
-        let ctx = Context::new(Backend::Gpu, 0).unwrap();
-        let capture = cuda.new_stream().unwrap();
-        let others = [cuda.new_stream().unwrap(), cuda.new_stream().unwrap()];
-        let capture_raw = capture.cu_stream();
-        let capture_stream = borrow(&ctx, capture_raw as usize);
-        let graph_req = RawScan::new(gs, DType::U32, gd, DType::U32, n as u64);
-        let plain_req = RawScan::new(ps, DType::U32, pd, DType::U32, n as u64);
-        // SAFETY (every scan_raw here): the allocations hold n elements and outlive the test.
-        unsafe { ctx.scan_raw(&capture_stream, &graph_req, &desc, None) }.unwrap(); // compiles, outside the capture
-        capture_stream.synchronize().unwrap();
-        capture
-            .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-            .unwrap();
-        for _ in 0..2 {
-            unsafe { ctx.scan_raw(&capture_stream, &graph_req, &desc, None) }.unwrap();
-        }
-        let graph = capture
-            .end_capture(sys::CUgraphInstantiate_flags_enum::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
-            .unwrap()
-            .expect("a graph");
-
-        let mut mismatches = 0;
-        let mut ctx = Some(ctx);
-        let mut capture_stream = Some(capture_stream);
-        for (step, launch_on) in [&others[0], &others[1], &others[0], &others[1], &capture]
-            .into_iter()
-            .enumerate()
-        {
-            if step == 2 {
-                ctx.as_ref().unwrap().trim().unwrap();
-                assert_eq!(
-                    ctx.as_ref().unwrap().pooled_workspaces(),
-                    0,
-                    "trim released every idle workspace"
-                );
-            }
-            if step == 3 {
-                drop(capture_stream.take());
-                drop(ctx.take()); // the graph keeps its workspace, kernels and fault report
-            }
-            let on = launch_on.cu_stream();
-            let input: Vec<u32> = random_vec(&mut rng, Op::Sum, n);
-            upload_raw(on, gs, &input);
-            let plain_input: Vec<u32> = random_vec(&mut rng, Op::Sum, n);
-            upload_raw(capture_raw, ps, &plain_input);
-            for _ in 0..10 {
-                // SAFETY: the graph's nodes use memory that outlives it.
-                assert_eq!(
-                    unsafe { sys::cuGraphLaunch(graph.cu_graph_exec(), on) },
-                    sys::CUresult::CUDA_SUCCESS
-                );
-                if let (Some(ctx), Some(stream)) = (&ctx, &capture_stream) {
-                    // Plain calls on the capture stream, concurrent with the replays.
-                    unsafe { ctx.scan_raw(stream, &plain_req, &desc, None) }.unwrap();
-                }
-            }
-            mismatches += compare(&input, &desc, &download_raw(on, gd, n), 0.0).is_err() as usize;
-            if ctx.is_some() {
-                mismatches += compare(&plain_input, &desc, &download_raw(capture_raw, pd, n), 0.0).is_err() as usize;
-            }
-        }
-        eprintln!("graph: replays on three streams, beside plain calls, after trim and after the context: {mismatches} mismatches");
-        assert_eq!(mismatches, 0);
-        drop(graph); // its resources are released on a thread of scanrt's
-        cuda.synchronize().unwrap();
-        for ptr in [gs, gd, ps, pd] {
-            // SAFETY: allocated above; the device is idle.
-            unsafe { sys::cuMemFree_v2(ptr) };
+        for n in [(2 << 20) + 5, 9 * 4096 + 5, 1000] {
+            graph_replays_case(n);
         }
     });
+}
+
+fn graph_replays_case(n: usize) {
+    let cuda: Arc<CudaContext> = CudaContext::new(0).unwrap(); // binds the primary context
+    let desc = ScanDesc::exclusive(Op::Sum).with_init(7u32);
+    let mut rng = Rng(0x6A4);
+    let [gs, gd, ps, pd] = [0; 4].map(|_| device_alloc(n));
+    let ctx = Context::new(Backend::Gpu, 0).unwrap();
+    let capture = cuda.new_stream().unwrap();
+    let others = [cuda.new_stream().unwrap(), cuda.new_stream().unwrap()];
+    let capture_raw = capture.cu_stream();
+    let capture_stream = borrow(&ctx, capture_raw as usize);
+    let graph_req = RawScan::new(gs, DType::U32, gd, DType::U32, n as u64);
+    let plain_req = RawScan::new(ps, DType::U32, pd, DType::U32, n as u64);
+    // SAFETY (every scan_raw here): the allocations hold n elements and outlive the test.
+    unsafe { ctx.scan_raw(&capture_stream, &graph_req, &desc, None) }.unwrap(); // compiles, outside the capture
+    capture_stream.synchronize().unwrap();
+    capture
+        .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        .unwrap();
+    for _ in 0..2 {
+        unsafe { ctx.scan_raw(&capture_stream, &graph_req, &desc, None) }.unwrap();
+    }
+    let graph = capture
+        .end_capture(sys::CUgraphInstantiate_flags_enum::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
+        .unwrap()
+        .expect("a graph");
+
+    let mut mismatches = 0;
+    let mut ctx = Some(ctx);
+    let mut capture_stream = Some(capture_stream);
+    for (step, launch_on) in [&others[0], &others[1], &others[0], &others[1], &capture]
+        .into_iter()
+        .enumerate()
+    {
+        if step == 2 {
+            ctx.as_ref().unwrap().trim().unwrap();
+            assert_eq!(
+                ctx.as_ref().unwrap().pooled_workspaces(),
+                0,
+                "trim released every idle workspace"
+            );
+        }
+        if step == 3 {
+            drop(capture_stream.take());
+            drop(ctx.take()); // the graph keeps its workspace, kernels and fault report
+        }
+        let on = launch_on.cu_stream();
+        let input: Vec<u32> = random_vec(&mut rng, Op::Sum, n);
+        upload_raw(on, gs, &input);
+        let plain_input: Vec<u32> = random_vec(&mut rng, Op::Sum, n);
+        upload_raw(capture_raw, ps, &plain_input);
+        for _ in 0..10 {
+            // SAFETY: the graph's nodes use memory that outlives it.
+            assert_eq!(
+                unsafe { sys::cuGraphLaunch(graph.cu_graph_exec(), on) },
+                sys::CUresult::CUDA_SUCCESS
+            );
+            if let (Some(ctx), Some(stream)) = (&ctx, &capture_stream) {
+                // Plain calls on the capture stream, concurrent with the replays.
+                unsafe { ctx.scan_raw(stream, &plain_req, &desc, None) }.unwrap();
+            }
+        }
+        mismatches += compare(&input, &desc, &download_raw(on, gd, n), 0.0).is_err() as usize;
+        if ctx.is_some() {
+            mismatches += compare(&plain_input, &desc, &download_raw(capture_raw, pd, n), 0.0).is_err() as usize;
+        }
+    }
+    eprintln!("graph, n = {n}: replays on three streams, beside plain calls, after trim and after the context: {mismatches} mismatches");
+    assert_eq!(mismatches, 0);
+    drop(graph); // its resources are released on a thread of scanrt's
+    cuda.synchronize().unwrap();
+    for ptr in [gs, gd, ps, pd] {
+        // SAFETY: allocated above; the device is idle.
+        unsafe { sys::cuMemFree_v2(ptr) };
+    }
 }
 
 /// The pool keeps at most MAX_POOLED_STREAMS streams' workspaces, whatever number of streams an

@@ -63,6 +63,40 @@ pub fn run(ctx: &Context, cuda: &Arc<CudaContext>, stream: &Stream, timer: &Time
             }
         }
     }
+    // The host's share of a call at n = 2^16, step by step: the plan alone (types,
+    // kernel set, tile counts), a planned scan's execution (checks, launch), the whole
+    // call, and the empty launch they all contain.
+    {
+        let n = 1u64 << 16;
+        let input = Buffer::new(ctx, DType::U32, n).unwrap();
+        let output = Buffer::new(ctx, DType::U32, n).unwrap();
+        let desc = ScanDesc::inclusive(Op::Sum);
+        let req = RawScan::new(input.addr(), DType::U32, output.addr(), DType::U32, n);
+        let plan = ctx.plan(DType::U32, DType::U32, n, &desc).unwrap();
+        let io = scanrt::ScanIo::new(input.addr(), output.addr());
+        let steps: [(&str, Box<dyn FnMut()>); 4] = [
+            (
+                "plan",
+                Box::new(|| drop(ctx.plan(DType::U32, DType::U32, n, &desc).unwrap())),
+            ),
+            (
+                "execute_planned",
+                Box::new(|| {
+                    unsafe { plan.execute(stream, &io, None) }.unwrap();
+                }),
+            ),
+            (
+                "scan_raw",
+                Box::new(|| {
+                    unsafe { ctx.scan_raw(stream, &req, &desc, None) }.unwrap();
+                }),
+            ),
+            ("empty_kernel", Box::new(|| helpers.launch_empty(stream))),
+        ];
+        for (what, mut call) in steps {
+            println!("host_step,{what},u32,{n},{:.3}", host_time_us(stream, &mut call));
+        }
+    }
     // The other scans of the feature table at small sizes, device time alone.
     let n_max = 1u64 << 20;
     let input = Buffer::new(ctx, DType::U32, n_max).unwrap();

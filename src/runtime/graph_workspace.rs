@@ -1,7 +1,8 @@
 //! Workspaces owned by captured graphs. A scan captured into a graph gets a workspace of
 //! its own, which the graph keeps (with the kernel module, the fault mailbox and the CUDA
 //! context) through a CUDA user object: the graph can be replayed on any stream, beside
-//! plain calls, after `trim`, and after the scanrt context is gone.
+//! plain calls, after `trim`, and after the scanrt context is gone. A launch that needs
+//! no workspace (one tile, one cluster) has the graph keep the rest all the same.
 
 use std::any::Any;
 use std::ffi::c_void;
@@ -40,9 +41,9 @@ fn allocate_initialised_now(bytes: usize) -> Result<CUdeviceptr> {
     Ok(ptr)
 }
 
-/// What a captured graph keeps alive for its launches: the workspace, the kernels (any
-/// algorithm's loaded module set), the fault mailbox and the context, released on a
-/// thread of scanrt's when the graph is destroyed.
+/// What a captured graph keeps alive for its launches: the workspace (0: none), the
+/// kernels (any algorithm's loaded module set), the fault mailbox and the context,
+/// released on a thread of scanrt's when the graph is destroyed.
 struct GraphKeepAlive {
     workspace: CUdeviceptr,
     _kernels: Arc<dyn Any + Send + Sync>,
@@ -54,6 +55,9 @@ impl Drop for GraphKeepAlive {
     /// In relaxed capture mode: another thread's capture (or the capturing caller's own,
     /// on an error path) must not make the free fail or break that capture.
     fn drop(&mut self) {
+        if self.workspace == 0 {
+            return; // the rest releases itself
+        }
         let _ = driver::with_relaxed_capture(|| {
             let _current = CurrentContext::enter(self.ctx.cu_ctx())?;
             // SAFETY: the graph and its executions are done (CUDA released its user
@@ -100,12 +104,42 @@ pub(crate) fn for_graph(
         );
     }
     let workspace = driver::with_relaxed_capture(|| allocate_initialised_now(bytes))?;
-    let keep = Box::into_raw(Box::new(GraphKeepAlive {
-        workspace,
-        _kernels: kernels,
-        _report: report,
-        ctx,
-    }));
+    retain_in_graph(
+        graph,
+        GraphKeepAlive {
+            workspace,
+            _kernels: kernels,
+            _report: report,
+            ctx,
+        },
+    )?;
+    Ok(workspace)
+}
+
+/// Has `graph`, being captured, keep `kernels`, the fault mailbox and the context alive
+/// for a launch that needs no workspace. The caller has entered the device's context.
+pub(crate) fn keep_with_graph(
+    graph: sys::CUgraph,
+    kernels: Arc<dyn Any + Send + Sync>,
+    report: Arc<FaultMailbox>,
+    ctx: SharedContext,
+) -> Result<()> {
+    retain_in_graph(
+        graph,
+        GraphKeepAlive {
+            workspace: 0,
+            _kernels: kernels,
+            _report: report,
+            ctx,
+        },
+    )
+}
+
+/// Hands `keep` to a CUDA user object that `graph` (and every executable graph made from
+/// it) holds; released by `release_graph_resources` with the last of them. On failure
+/// `keep` is released at once.
+fn retain_in_graph(graph: sys::CUgraph, keep: GraphKeepAlive) -> Result<()> {
+    let keep = Box::into_raw(Box::new(keep));
     let mut object: sys::CUuserObject = std::ptr::null_mut();
     // SAFETY: `keep` is a live Box that CUDA hands back to release_graph_resources once;
     // on failure here it is reclaimed instead. The graph is the one being captured.
@@ -137,7 +171,6 @@ pub(crate) fn for_graph(
         )
         .inspect_err(|_| {
             sys::cuUserObjectRelease(object, 1);
-        })?;
+        })
     }
-    Ok(workspace)
 }

@@ -66,3 +66,17 @@ pub(crate) fn acquire(
         _pooled: pooled,
     })
 }
+
+/// Inside a stream capture, has the graph keep `keep_alive` (the kernels a launch without
+/// a workspace runs), the fault mailbox and the context alive, as a graph's workspace
+/// would: replays may outlive the scanrt context.
+pub(crate) fn keep_alive_if_captured(
+    dev: &GpuDevice,
+    raw_stream: CUstream,
+    keep_alive: Arc<dyn Any + Send + Sync>,
+) -> Result<()> {
+    match driver::capture_graph(raw_stream)? {
+        Some(graph) => graph_workspace::keep_with_graph(graph, keep_alive, dev.faults.clone(), dev.ctx.clone()),
+        None => Ok(()),
+    }
+}

@@ -21,12 +21,12 @@ pub(crate) mod scratch;
 pub(crate) mod trust;
 pub(crate) mod workspace;
 
-use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::Arc;
 
 use once_cell::sync::OnceCell;
 use parking_lot::Mutex;
+use rustc_hash::FxHashMap;
 
 use crate::error::Result;
 
@@ -34,20 +34,26 @@ use crate::error::Result;
 /// the same moment (the others wait for the first), without holding the map's lock while
 /// building. A failed build is not cached: the next caller tries again.
 pub(crate) struct Memo<K, V> {
-    cells: Mutex<HashMap<K, Arc<OnceCell<V>>>>,
+    cells: Mutex<FxHashMap<K, Arc<OnceCell<V>>>>,
 }
 
 impl<K, V> Default for Memo<K, V> {
     fn default() -> Self {
         Memo {
-            cells: Mutex::new(HashMap::new()),
+            cells: Mutex::new(FxHashMap::default()),
         }
     }
 }
 
 impl<K: Hash + Eq + Clone, V: Clone> Memo<K, V> {
     pub fn get_or_try_init(&self, key: &K, build: impl FnOnce() -> Result<V>) -> Result<V> {
-        let cell = self.cells.lock().entry(key.clone()).or_default().clone();
+        let cell = {
+            let mut cells = self.cells.lock();
+            match cells.get(key) {
+                Some(cell) => cell.clone(),
+                None => cells.entry(key.clone()).or_default().clone(),
+            }
+        };
         cell.get_or_try_init(build).cloned()
     }
 

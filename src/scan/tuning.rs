@@ -61,10 +61,15 @@ struct TuningRow {
 /// x 16 with 4 slots per lane, u32 2^20 in 6.5 against 8.6 us. Rescanning transforms:
 /// logcumsumexp f32 at 2^28 ran 0.955 of memcpy at 4 blocks/SM (52 registers), 0.897 at
 /// the 3 its registers allowed unbounded (bench_compare --operators); its segmented rows
-/// spill at 4 and keep 2.
+/// spill at 4 and keep 2. Cluster: 256 x 16 (16 tiles: u32 2^16 in one cluster) ran u32
+/// 2^16 in 5.3 us queued behind a spin kernel against 6.1 (512 threads) and 7.3 (1024),
+/// and 3.20 us per scan in a replayed graph against 3.37 for the small register-staged
+/// tiles it replaced (bench/run_latency_bench.sh, bench_compare --latency). Fixed-order
+/// scans up to 256 one-wave tiles: deterministic f32 at 2^20 0.94-1.05 of the regular
+/// scan's time, against 1.27-1.42 on the register-staged kernel.
 const SM90: TuningRow = TuningRow {
     min_arch: 90,
-    provenance: "H100 SXM, bench_compare --variant (tile shapes), --operators (rescanning transforms) and bench/run_gpu_bench.sh (thresholds), 2026",
+    provenance: "H100 SXM, bench_compare --variant (tile shapes), --operators (rescanning transforms), --latency and bench/run_latency_bench.sh (cluster and small scans) and bench/run_gpu_bench.sh (thresholds), 2026",
     row_accumulator_bytes: 64,
     lookback_slots_per_lane: 1,
     spin_before_sleep: 8,
