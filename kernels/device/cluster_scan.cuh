@@ -51,6 +51,9 @@ SCANRT_DEVICE void cluster_scan(const In* in, typename Op::T* out, long long n, 
     __shared__ Acc prefix_s;
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    // Read before the first cluster barrier: the last block writes the total after it,
+    // and the carry out may be the carry in (chained scans).
+    const Acc carry_in = initial_value<Op>(init_bits, flags);
     // The grid is one cluster (at most 32 blocks: one lane per earlier block below).
     const u32 tile = cluster_rank();
     const long long valid_ll = min((long long)TILE, n - (long long)tile * TILE);
@@ -71,7 +74,7 @@ SCANRT_DEVICE void cluster_scan(const In* in, typename Op::T* out, long long n, 
     cluster_wait();
     if (warp == 0) {
         const Acc earlier = (u32)lane < tile ? *cluster_peer(&aggregate_s, lane) : Op::identity();
-        const Acc prefix = Op::combine(initial_value<Op>(init_bits, flags), warp_reduce<Op>(earlier, lane));
+        const Acc prefix = Op::combine(carry_in, warp_reduce<Op>(earlier, lane));
         if (lane == 0) {
             prefix_s = prefix;
             if (tile == gridDim.x - 1) write_total(carry_out, Op::combine(prefix, aggregate));
