@@ -76,23 +76,28 @@ static double get(const char* section, const std::string& impl, const char* dtyp
     return it == results.end() ? 0.0 : it->second;
 }
 
-// Per call, 1000 calls queued back to back between one event pair.
-static double back_to_back_us(const std::function<void()>& call, cudaStream_t s) {
-    const int calls = 1000;
-    for (int i = 0; i < 10; ++i) call();
+// Microseconds between two events recorded on `s` around what `queue` queues.
+static double elapsed_us(const std::function<void()>& queue, cudaStream_t s) {
     cudaEvent_t a, b;
     CHECK(cudaEventCreate(&a));
     CHECK(cudaEventCreate(&b));
-    CHECK(cudaStreamSynchronize(s));
     CHECK(cudaEventRecord(a, s));
-    for (int i = 0; i < calls; ++i) call();
+    queue();
     CHECK(cudaEventRecord(b, s));
     CHECK(cudaEventSynchronize(b));
     float ms;
     CHECK(cudaEventElapsedTime(&ms, a, b));
     CHECK(cudaEventDestroy(a));
     CHECK(cudaEventDestroy(b));
-    return ms * 1000.0 / calls;
+    return ms * 1000.0;
+}
+
+// Per call, 1000 calls queued back to back between one event pair.
+static double back_to_back_us(const std::function<void()>& call, cudaStream_t s) {
+    const int calls = 1000;
+    for (int i = 0; i < 10; ++i) call();
+    CHECK(cudaStreamSynchronize(s));
+    return elapsed_us([&] { for (int i = 0; i < calls; ++i) call(); }, s) / calls;
 }
 
 // Per call, 100 calls captured into one graph, replayed 10 times between one event pair.
@@ -105,20 +110,10 @@ static double graph_us(const std::function<void()>& call, cudaStream_t s) {
     CHECK(cudaGraphInstantiate(&exec, g, 0));
     CHECK(cudaGraphLaunch(exec, s));
     CHECK(cudaStreamSynchronize(s));
-    cudaEvent_t a, b;
-    CHECK(cudaEventCreate(&a));
-    CHECK(cudaEventCreate(&b));
-    CHECK(cudaEventRecord(a, s));
-    for (int r = 0; r < 10; ++r) CHECK(cudaGraphLaunch(exec, s));
-    CHECK(cudaEventRecord(b, s));
-    CHECK(cudaEventSynchronize(b));
-    float ms;
-    CHECK(cudaEventElapsedTime(&ms, a, b));
-    CHECK(cudaEventDestroy(a));
-    CHECK(cudaEventDestroy(b));
+    const double us = elapsed_us([&] { for (int r = 0; r < 10; ++r) CHECK(cudaGraphLaunch(exec, s)); }, s);
     CHECK(cudaGraphExecDestroy(exec));
     CHECK(cudaGraphDestroy(g));
-    return ms * 1000.0 / 1000;
+    return us / 1000;
 }
 
 // Median nanoseconds of a host call that queues nothing (10 x 1000 calls).

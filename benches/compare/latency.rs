@@ -9,6 +9,9 @@ use scanrt::{Algorithm, Buffer, Context, DType, Op, RawScan, ScanDesc, Segments,
 
 use crate::{fill, Timer};
 
+/// A call to time, by the name its line prints.
+type NamedCall<'a> = (&'static str, Box<dyn FnMut() + 'a>);
+
 /// `--latency`: where the time of small scans goes. An event pair around one call (the
 /// sweep's and the anchors' method) times the host's launch too: the start event fires
 /// at once on an idle stream, the kernel only once the host has submitted it. Queued
@@ -40,7 +43,7 @@ pub fn run(ctx: &Context, cuda: &Arc<CudaContext>, stream: &Stream, timer: &Time
             let req = RawScan::new(input.addr(), dtype, output.addr(), dtype, n);
             let desc = ScanDesc::inclusive(Op::Sum);
             let bytes = (n * dtype.size() as u64) as usize;
-            let mut calls: [(&str, Box<dyn FnMut()>); 3] = [
+            let mut calls: [NamedCall; 3] = [
                 (
                     "scanrt",
                     Box::new(|| {
@@ -74,7 +77,7 @@ pub fn run(ctx: &Context, cuda: &Arc<CudaContext>, stream: &Stream, timer: &Time
         let req = RawScan::new(input.addr(), DType::U32, output.addr(), DType::U32, n);
         let plan = ctx.plan(DType::U32, DType::U32, n, &desc).unwrap();
         let io = scanrt::ScanIo::new(input.addr(), output.addr());
-        let steps: [(&str, Box<dyn FnMut()>); 4] = [
+        let steps: [NamedCall; 4] = [
             (
                 "plan",
                 Box::new(|| drop(ctx.plan(DType::U32, DType::U32, n, &desc).unwrap())),

@@ -129,3 +129,40 @@ SCANRT_DEVICE void fold_warps(const typename Op::T* warp_total, int warp, typena
         aggregate = Op::combine(aggregate, warp_total[w]);
     }
 }
+
+// One block's tile of a scan of n elements, scanned in registers: where the tile lies,
+// and the steps the one-wave and cluster kernels share around their different ways of
+// finding the tile's prefix.
+template <typename Op, typename In, int THREADS, int ITEMS, bool REVERSE>
+struct PlacedStripedTile {
+    typedef typename Op::T Acc;
+    typedef StripedTile<Op, In, THREADS, ITEMS, REVERSE> Tile;
+    static const int WARPS = Tile::WARPS;
+    Tile t;
+    long long start;  // the tile's physical span
+    int valid;
+    bool whole;
+
+    // Steps 1 to 3 for tile `tile` (every thread of the block; one __syncthreads): loads
+    // it (16-byte vectors where `vector_in` and the tile is whole), reduces it and folds
+    // the warp totals through `warp_total_s`: `before_warp` is everything in the tile
+    // before this thread's warp, `aggregate` the whole tile.
+    SCANRT_DEVICE void scan(const In* in, long long n, u32 tile, bool vector_in, Acc* warp_total_s, int warp, int lane,
+                            Acc& before_warp, Acc& aggregate) {
+        const long long valid_ll = min((long long)Tile::TILE, n - (long long)tile * Tile::TILE);
+        valid = (int)valid_ll;
+        start = tile_start<REVERSE>(tile, Tile::TILE, valid_ll, n);
+        whole = valid == Tile::TILE;
+        t.load(in + start, valid, whole && vector_in, warp, lane);
+        if (whole) t.template reduce<true>(valid, warp, lane);
+        else t.template reduce<false>(valid, warp, lane);
+        if (lane == 31) warp_total_s[warp] = t.warp_total;
+        __syncthreads();
+        fold_warps<Op, WARPS>(warp_total_s, warp, before_warp, aggregate);
+    }
+
+    // Step 4: stores the tile from `prefix`, everything before this thread's warp.
+    SCANRT_DEVICE void store(Acc* out, bool vector_out, bool inclusive, Acc prefix, int warp, int lane) const {
+        t.store(out + start, valid, whole && vector_out, inclusive, prefix, warp, lane);
+    }
+};

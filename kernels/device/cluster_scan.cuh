@@ -44,9 +44,8 @@ template <typename Op, typename In, int THREADS, int ITEMS, bool REVERSE>
 SCANRT_DEVICE void cluster_scan(const In* in, typename Op::T* out, long long n, unsigned long long init_bits,
                                 unsigned long long carry_out, unsigned flags) {
     typedef typename Op::T Acc;
-    typedef StripedTile<Op, In, THREADS, ITEMS, REVERSE> Tile;
-    const int TILE = Tile::TILE, WARPS = Tile::WARPS;
-    __shared__ Acc warp_total_s[WARPS];
+    typedef PlacedStripedTile<Op, In, THREADS, ITEMS, REVERSE> Tile;
+    __shared__ Acc warp_total_s[Tile::WARPS];
     __shared__ Acc aggregate_s;  // read by the cluster's later blocks
     __shared__ Acc prefix_s;
 
@@ -56,19 +55,10 @@ SCANRT_DEVICE void cluster_scan(const In* in, typename Op::T* out, long long n, 
     const Acc carry_in = initial_value<Op>(init_bits, flags);
     // The grid is one cluster (at most 32 blocks: one lane per earlier block below).
     const u32 tile = cluster_rank();
-    const long long valid_ll = min((long long)TILE, n - (long long)tile * TILE);
-    const int valid = (int)valid_ll;
-    const long long start = tile_start<REVERSE>(tile, TILE, valid_ll, n);
-    const bool whole = valid == TILE;
 
     Tile t;
-    t.load(in + start, valid, whole && (flags & FLAG_VECTOR_IN), warp, lane);
-    if (whole) t.template reduce<true>(valid, warp, lane);
-    else t.template reduce<false>(valid, warp, lane);
-    if (lane == 31) warp_total_s[warp] = t.warp_total;
-    __syncthreads();
     Acc before_warp, aggregate;
-    fold_warps<Op, WARPS>(warp_total_s, warp, before_warp, aggregate);
+    t.scan(in, n, tile, flags & FLAG_VECTOR_IN, warp_total_s, warp, lane, before_warp, aggregate);
     if (tid == 0) aggregate_s = aggregate;
     cluster_arrive();
     cluster_wait();
@@ -83,7 +73,6 @@ SCANRT_DEVICE void cluster_scan(const In* in, typename Op::T* out, long long n, 
     // Done with the peers' shared memory; none may leave before every block is (below).
     cluster_arrive();
     __syncthreads();
-    t.store(out + start, valid, whole && (flags & FLAG_VECTOR_OUT), flags & FLAG_INCLUSIVE,
-            Op::combine(prefix_s, before_warp), warp, lane);
+    t.store(out, flags & FLAG_VECTOR_OUT, flags & FLAG_INCLUSIVE, Op::combine(prefix_s, before_warp), warp, lane);
     cluster_wait();
 }

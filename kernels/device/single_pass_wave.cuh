@@ -35,10 +35,9 @@ SCANRT_DEVICE void single_pass_scan_wave(const In* in, typename Op::T* out, long
                                          unsigned long long carry_out, unsigned flags, void* workspace, long long status_capacity,
                                          FaultSink report) {
     typedef typename Op::T Acc;
-    typedef StripedTile<Op, In, THREADS, ITEMS, REVERSE> Tile;
+    typedef PlacedStripedTile<Op, In, THREADS, ITEMS, REVERSE> Tile;
     typedef TilePrefixAgent<Op, LOOKBACK_SLOTS_PER_LANE, SPIN_BEFORE_SLEEP, SLEEP_NS> Agent;
-    const int TILE = Tile::TILE, WARPS = Tile::WARPS;
-    __shared__ Acc warp_total_s[WARPS];
+    __shared__ Acc warp_total_s[Tile::WARPS];
     __shared__ Acc prefix_s;
     __shared__ u32 tile_s, generation_s;
 
@@ -59,19 +58,10 @@ SCANRT_DEVICE void single_pass_scan_wave(const In* in, typename Op::T* out, long
     const u32 generation = generation_s, tile = tile_s;
     if (tile >= gridDim.x) return;  // refused workspace
     const u32 tag = generation_tag(generation);
-    const long long valid_ll = min((long long)TILE, n - (long long)tile * TILE);
-    const int valid = (int)valid_ll;
-    const long long start = tile_start<REVERSE>(tile, TILE, valid_ll, n);
-    const bool whole = valid == TILE;
 
     Tile t;
-    t.load(in + start, valid, whole && (flags & FLAG_VECTOR_IN), warp, lane);
-    if (whole) t.template reduce<true>(valid, warp, lane);
-    else t.template reduce<false>(valid, warp, lane);
-    if (lane == 31) warp_total_s[warp] = t.warp_total;
-    __syncthreads();
     Acc before_warp, aggregate;
-    fold_warps<Op, WARPS>(warp_total_s, warp, before_warp, aggregate);
+    t.scan(in, n, tile, flags & FLAG_VECTOR_IN, warp_total_s, warp, lane, before_warp, aggregate);
     if (tid == 0) agent.publish(tile, aggregate, tag);
     if (warp == 0) {
         const Acc prefix = agent.resolve(tile, aggregate, tag, lane);
@@ -79,8 +69,7 @@ SCANRT_DEVICE void single_pass_scan_wave(const In* in, typename Op::T* out, long
         if (lane == 0 && tile == gridDim.x - 1) write_total(carry_out, Op::combine(prefix, aggregate));
     }
     __syncthreads();
-    t.store(out + start, valid, whole && (flags & FLAG_VECTOR_OUT), inclusive, Op::combine(prefix_s, before_warp),
-            warp, lane);
+    t.store(out, flags & FLAG_VECTOR_OUT, inclusive, Op::combine(prefix_s, before_warp), warp, lane);
 
     agent.finish(generation, tid);
 }
