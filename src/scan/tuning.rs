@@ -473,6 +473,19 @@ mod tests {
     }
 
     #[test]
+    fn fixed_order_scans_stay_within_the_portable_cluster() {
+        // (what the device holds, portable size, fixed order) -> most tiles in the cluster
+        assert_eq!(cluster_max_blocks(16, 8, false), 16);
+        assert_eq!(cluster_max_blocks(16, 8, true), 8);
+        assert_eq!(cluster_max_blocks(4, 8, true), 4);
+        assert_eq!(cluster_max_blocks(0, 8, false), 0);
+        let s = tile_shape(90, DType::U32, DType::U32, false);
+        assert_eq!(s.cluster_tile_elems() * s.cluster_max_blocks as u64, 1 << 16);
+        assert_eq!(tile_shape(90, DType::U32, DType::U32, true).cluster_threads, 0);
+        assert_eq!(tile_shape(80, DType::U32, DType::U32, false).cluster_threads, 0);
+    }
+
+    #[test]
     fn operator_bulk_tiles_are_no_shorter_and_fit_the_sm() {
         for state in [4usize, 8] {
             for segmented in [false, true] {
