@@ -115,11 +115,7 @@ impl Context {
             bulk: length(KernelKind::SinglePassBulk, s.bulk_tile_elems()),
             wave: length(KernelKind::SinglePassWave, s.wave_tile_elems()),
             cluster: length(KernelKind::ClusterScan, s.cluster_tile_elems()),
-            cluster_blocks: if regular.has(KernelKind::ClusterScan) {
-                s.cluster_max_blocks
-            } else {
-                0
-            },
+            cluster_blocks: length(KernelKind::ClusterScan, s.cluster_max_blocks as u64) as u32,
         })
     }
 
