@@ -688,6 +688,24 @@ scanrt_status scanrt_multi_gpu_scan(const struct scanrt_multi_gpu *group,
                                     const struct scanrt_array *totals,
                                     const struct scanrt_scan_desc *desc);
 
+// `scanrt_multi_gpu_scan` with a user-defined operator: `ops[r]` made on context r (one
+// definition on every GPU); rank r's chunk of `lengths[r]` elements in the device arrays
+// `inputs[r * num_inputs + i]` and `outputs[r * num_outputs + j]` (as
+// `scanrt_operator_scan_device` takes them), on the application's `cuda_streams[r]`;
+// `init` (host memory, NULL: the identity) starts rank 0; `totals` (NULL, or one device
+// address per GPU, each NULL or room for one state) receive the whole array's total state.
+scanrt_status scanrt_multi_gpu_operator_scan(const struct scanrt_multi_gpu *group,
+                                             const struct scanrt_operator *const *ops,
+                                             void *const *cuda_streams,
+                                             const void *const *inputs,
+                                             size_t num_inputs,
+                                             void *const *outputs,
+                                             size_t num_outputs,
+                                             const uint64_t *lengths,
+                                             const struct scanrt_scan_desc *desc,
+                                             const void *init,
+                                             void *const *totals);
+
 // Destroys the ranks (their NCCL communicators) after the scans queued with them.
 void scanrt_multi_gpu_destroy(struct scanrt_multi_gpu *group);
 

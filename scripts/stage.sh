@@ -14,6 +14,8 @@ for line in sys.stdin:
     m = json.loads(line)
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
         shutil.copy(m["executable"], "stage/tests/" + m["target"]["name"])
+    elif m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"] and {"lib", "rlib"} & set(m["target"]["kind"]):
+        shutil.copy(m["executable"], "stage/tests/lib")  # unit tests; the GPU ones are #[ignore]d
 '
 cp target/release/scanrt-demo target/release/scanrt-pack stage/bin/
 cp target/release/examples/{line_of_sight,fibonacci,polynomial} stage/bin/

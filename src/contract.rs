@@ -278,6 +278,17 @@ pub const FLAG_INIT_IN_MEMORY: u32 = 512;
 /// Strided scans: `init_bits` is the address of one initial value per sequence (implies
 /// `FLAG_HAS_INIT`).
 pub const FLAG_PER_SEQUENCE_CARRIES: u32 = 1024;
+/// The initial value is the fold of `flags >> INIT_FOLD_COUNT_SHIFT` consecutive states at
+/// `init_bits`, combined in the scan's traversal order (from the last state with
+/// `FLAG_INIT_FOLD_DESCENDING`): a rank's carry from every earlier rank's total in a scan
+/// across GPUs, without a scan of the totals. Implies `FLAG_INIT_IN_MEMORY`.
+pub const FLAG_INIT_FOLD: u32 = 8192;
+/// See `FLAG_INIT_FOLD`: the states are folded from the highest address down.
+pub const FLAG_INIT_FOLD_DESCENDING: u32 = 16384;
+/// Bits 16-31 of the flags: the number of states `FLAG_INIT_FOLD` folds.
+pub const INIT_FOLD_COUNT_SHIFT: u32 = 16;
+/// The most states `FLAG_INIT_FOLD` can fold (the count's 16 bits).
+pub const INIT_FOLD_MAX_STATES: u32 = 0xffff;
 /// Strided scans: the input is read along its rows (tile rows adjacent in memory) rather
 /// than along its columns, as when the rows' stride is the smaller.
 pub const FLAG_STRIDED_IN_ROWS_FAST: u32 = 2048;

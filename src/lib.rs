@@ -48,7 +48,7 @@ pub use array::{ArrayView, MAX_DIMS};
 pub use buffer::Buffer;
 pub use context::Context;
 #[cfg(feature = "nccl")]
-pub use distributed::{Communicator, GpuPart, MultiGpu};
+pub use distributed::{Communicator, GpuPart, MultiGpu, OperatorPart};
 pub use error::{Error, Result};
 /// The Rust types of f16 and bf16 elements (`half::f16`, `half::bf16`).
 pub use half;

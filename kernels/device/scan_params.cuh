@@ -9,15 +9,29 @@
 // The initial value: the identity, or the bits in `init_bits` (the low bytes for 4-byte
 // types). Values wider than 8 bytes (user-defined states) cannot travel in one word:
 // `init_bits` is then the address of their bytes (the kernel's own parameter block,
-// OperatorParams::init). A carry in device memory (FLAG_INIT_IN_MEMORY) is an address too.
+// OperatorParams::init). A carry in device memory (FLAG_INIT_IN_MEMORY) is an address too,
+// and with FLAG_INIT_FOLD that of several states to fold.
 template <typename Op>
 SCANRT_DEVICE typename Op::T initial_value(unsigned long long init_bits, unsigned flags) {
     typedef typename Op::T Acc;
     if (!(flags & FLAG_HAS_INIT)) return Op::identity();
     if constexpr (sizeof(Acc) == 4 || sizeof(Acc) == 8)
         if (!(flags & FLAG_INIT_IN_MEMORY)) return Bits<Acc>::from((typename Bits<Acc>::W)init_bits);
+    const char* states = (const char*)init_bits;
     Acc v;
-    memcpy(&v, (const void*)init_bits, sizeof(Acc));
+    if (!(flags & FLAG_INIT_FOLD)) {
+        memcpy(&v, states, sizeof(Acc));
+        return v;
+    }
+    // A few states (one per earlier rank), read by each thread that asks: a loop here
+    // costs less than a launch of their scan. The host passes at least two.
+    const unsigned count = flags >> INIT_FOLD_COUNT_SHIFT;
+    const bool descending = (flags & FLAG_INIT_FOLD_DESCENDING) != 0;
+    for (unsigned i = 0; i < count; ++i) {
+        Acc next;
+        memcpy(&next, states + (descending ? count - 1 - i : i) * sizeof(Acc), sizeof(Acc));
+        v = i == 0 ? next : Op::combine(v, next);
+    }
     return v;
 }
 

@@ -39,6 +39,21 @@ constexpr static const uint32_t FLAG_INIT_IN_MEMORY = 512;
 /// `FLAG_HAS_INIT`).
 constexpr static const uint32_t FLAG_PER_SEQUENCE_CARRIES = 1024;
 
+/// The initial value is the fold of `flags >> INIT_FOLD_COUNT_SHIFT` consecutive states at
+/// `init_bits`, combined in the scan's traversal order (from the last state with
+/// `FLAG_INIT_FOLD_DESCENDING`): a rank's carry from every earlier rank's total in a scan
+/// across GPUs, without a scan of the totals. Implies `FLAG_INIT_IN_MEMORY`.
+constexpr static const uint32_t FLAG_INIT_FOLD = 8192;
+
+/// See `FLAG_INIT_FOLD`: the states are folded from the highest address down.
+constexpr static const uint32_t FLAG_INIT_FOLD_DESCENDING = 16384;
+
+/// Bits 16-31 of the flags: the number of states `FLAG_INIT_FOLD` folds.
+constexpr static const uint32_t INIT_FOLD_COUNT_SHIFT = 16;
+
+/// The most states `FLAG_INIT_FOLD` can fold (the count's 16 bits).
+constexpr static const uint32_t INIT_FOLD_MAX_STATES = 65535;
+
 /// Strided scans: the input is read along its rows (tile rows adjacent in memory) rather
 /// than along its columns, as when the rows' stride is the smaller.
 constexpr static const uint32_t FLAG_STRIDED_IN_ROWS_FAST = 2048;

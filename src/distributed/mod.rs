@@ -1,18 +1,20 @@
 //! Scans across GPUs: one logical array split over ranks, each rank holding a
 //! consecutive chunk (ranks in communicator order), like `MPI_Scan`. Each rank
 //!
-//! 1. reduces its chunk to its total (the matrix scan's reduction: one read, a fixed
-//!    association order), into its slot of a small array of every rank's total;
-//! 2. gathers every rank's total (NCCL all-gather, in place: one state per rank);
-//! 3. scans the totals exclusively from the initial value (one tile), which gives its
-//!    carry in (and every rank the whole array's total);
-//! 4. scans its chunk from that carry, read from device memory.
+//! 1. finds its chunk's total, into its slot of a small array of every rank's total:
+//!    chunks of up to 2^20 elements by a scan into the output (one launch), larger ones
+//!    by the matrix scan's reduction (one read, a fixed association order);
+//! 2. gathers every rank's total (NCCL's all-gather of one state per rank, in place;
+//!    sends and receives between every pair of ranks measured slower on 2 GPUs);
+//! 3. scans its chunk from its carry, which the chunk's kernel folds from the earlier
+//!    ranks' totals itself; with an initial value or the whole array's total asked for, an
+//!    exclusive scan of the totals (one tile) comes first and gives both.
 //!
 //! About 3n of memory traffic per GPU (n to reduce, 2n to scan) and one exchange of a
 //! state per rank, with no host round trip: everything is queued on the rank's stream.
 //! A backward scan runs the ranks from the last. The deterministic mode gives the same
-//! bits for the same data and number of ranks: the reduction and the totals' scan have a
-//! fixed order, and the chunk's scan is the deterministic single pass.
+//! bits for the same data and number of ranks: the reduction, the fold and the totals'
+//! scan have a fixed order, and the chunk's scan is the deterministic single pass.
 //!
 //! Two forms: `Context::scan_across` / `Operator::scan_across_raw`, one rank of an NCCL
 //! application's communicator (ranks may sit on several hosts); and [`MultiGpu`], the GPUs
@@ -25,8 +27,10 @@
 mod multi_gpu;
 mod nccl;
 mod rank;
+#[cfg(test)]
+mod tests;
 
-pub use multi_gpu::{GpuPart, MultiGpu};
+pub use multi_gpu::{GpuPart, MultiGpu, OperatorPart};
 pub use nccl::Communicator;
 
 use crate::array::ArrayView;
@@ -60,7 +64,7 @@ impl Context {
         unsafe {
             part.check(comm)?;
             part.begin()?;
-            comm.all_gather_in_place(part.totals(), part.state_bytes(), stream.raw())?;
+            part.exchange(comm)?;
             part.finish()
         }
     }
@@ -101,7 +105,7 @@ impl Operator {
         )?;
         part.check(comm)?;
         part.begin()?;
-        comm.all_gather_in_place(part.totals(), part.state_bytes(), stream.raw())?;
+        part.exchange(comm)?;
         part.finish()
     }
 }

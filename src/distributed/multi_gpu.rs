@@ -3,10 +3,11 @@
 //! once (`ncclCommInitAll`) and kept; each scan groups the ranks' all-gathers.
 
 use super::nccl::{group, Communicator};
-use super::rank::RankScan;
+use super::rank::{PartOperator, RankScan};
 use crate::array::ArrayView;
 use crate::context::Context;
 use crate::error::{bail, Result};
+use crate::operator::{Operator, OperatorScan};
 use crate::scan::desc::ScanDesc;
 use crate::stream::Stream;
 
@@ -29,6 +30,25 @@ pub struct GpuPart<'a> {
     pub output: ArrayView<'a>,
     /// Receives the whole array's total (one element of the accumulator type), if given.
     pub total: Option<ArrayView<'a>>,
+}
+
+/// One GPU's part of a scan across the GPUs of a [`MultiGpu`] with a user-defined
+/// operator: the operator made on that GPU's context (the same definition on every GPU),
+/// and the chunk's device arrays as [`Operator::scan_raw`] takes them, on a stream of that
+/// context.
+pub struct OperatorPart<'a> {
+    /// The operator, made on this GPU's context.
+    pub op: &'a Operator,
+    /// A stream of this GPU's context.
+    pub stream: &'a Stream,
+    /// The chunk's input arrays (device addresses), as the operator reads them.
+    pub inputs: &'a [u64],
+    /// Its output arrays.
+    pub outputs: &'a [u64],
+    /// The chunk's length in elements.
+    pub n: u64,
+    /// The device address receiving the whole array's total state; 0: none.
+    pub total: u64,
 }
 
 impl MultiGpu {
@@ -74,14 +94,7 @@ impl MultiGpu {
     /// asynchronously on each part's stream. Every part is planned and checked before
     /// anything is queued, so a refused argument leaves every output unwritten.
     pub fn scan(&self, parts: &[GpuPart], desc: &ScanDesc) -> Result<()> {
-        if parts.len() != self.ranks() {
-            bail!(
-                InvalidArgument,
-                "{} parts for {} GPUs: one part per GPU",
-                parts.len(),
-                self.ranks()
-            );
-        }
+        self.check_count(parts.len())?;
         let ranks = self.ranks();
         let planned: Vec<RankScan> = parts
             .iter()
@@ -100,24 +113,97 @@ impl MultiGpu {
                 )
             })
             .collect::<Result<_>>()?;
-        // SAFETY: views are valid for their lengths; each part is checked with the driver
-        // in `begin` (all before the first reduction is queued).
-        unsafe {
+        // SAFETY: views are valid for their lengths, and checked with the driver in `run`.
+        unsafe { self.run(&planned) }
+    }
+
+    /// [`MultiGpu::scan`] with a user-defined operator: `scan` as for one GPU (its initial
+    /// state starts rank 0), `parts` one per GPU in rank order.
+    ///
+    /// # Safety
+    /// As [`Operator::scan_raw`]: the driver checks every range, but the memory must stay
+    /// allocated until the scan completes on each part's stream.
+    pub unsafe fn scan_operator(&self, parts: &[OperatorPart], scan: &OperatorScan) -> Result<()> {
+        self.check_count(parts.len())?;
+        let first = parts[0].op.desc();
+        for (rank, part) in parts.iter().enumerate() {
+            let desc = part.op.desc();
+            let same = (
+                &desc.source,
+                &desc.state_type,
+                desc.state_size,
+                &desc.combine,
+                &desc.identity,
+            ) == (
+                &first.source,
+                &first.state_type,
+                first.state_size,
+                &first.combine,
+                &first.identity,
+            );
+            if !same || desc.load != first.load || desc.store != first.store {
+                bail!(
+                    InvalidArgument,
+                    "rank {rank}'s operator {} is not rank 0's {}: one definition on every GPU",
+                    desc.name,
+                    first.name
+                );
+            }
+        }
+        let ranks = self.ranks();
+        let planned: Vec<RankScan> = parts
+            .iter()
+            .enumerate()
+            .map(|(rank, part)| {
+                let operator = PartOperator::User { op: part.op, scan };
+                let ctx = part.op.context();
+                RankScan::new(
+                    ctx,
+                    part.stream,
+                    operator,
+                    part.inputs,
+                    part.outputs,
+                    part.n,
+                    part.total,
+                    ranks,
+                    rank,
+                )
+            })
+            .collect::<Result<_>>()?;
+        self.run(&planned)
+    }
+
+    fn check_count(&self, parts: usize) -> Result<()> {
+        if parts != self.ranks() {
+            bail!(
+                InvalidArgument,
+                "{parts} parts for {} GPUs: one part per GPU",
+                self.ranks()
+            );
+        }
+        Ok(())
+    }
+
+    /// Checks every planned part with the driver, then queues the parts' steps, the
+    /// ranks' exchanges grouped.
+    ///
+    /// # Safety
+    /// As [`crate::ScanPlan::execute`] for every part's arrays.
+    unsafe fn run(&self, planned: &[RankScan]) -> Result<()> {
+        for (part, comm) in planned.iter().zip(&self.comms) {
+            part.check(comm)?;
+        }
+        for part in planned {
+            part.begin()?;
+        }
+        group(|| {
             for (part, comm) in planned.iter().zip(&self.comms) {
-                part.check(comm)?;
+                part.exchange(comm)?;
             }
-            for part in &planned {
-                part.begin()?;
-            }
-            group(|| {
-                for ((part, comm), p) in planned.iter().zip(&self.comms).zip(parts) {
-                    comm.all_gather_in_place(part.totals(), part.state_bytes(), p.stream.raw())?;
-                }
-                Ok(())
-            })?;
-            for part in &planned {
-                part.finish()?;
-            }
+            Ok(())
+        })?;
+        for part in planned {
+            part.finish()?;
         }
         Ok(())
     }

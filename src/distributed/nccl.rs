@@ -119,6 +119,11 @@ impl Communicator {
         self.device
     }
 
+    /// The `ncclComm_t`.
+    pub fn raw(&self) -> *mut c_void {
+        self.comm as *mut c_void
+    }
+
     /// Gathers every rank's `bytes` at `rank * bytes` of `buffer` into the whole of
     /// `buffer` on every rank, in place, on `stream`.
     ///

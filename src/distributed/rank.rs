@@ -1,13 +1,14 @@
 //! One rank's part of a scan across GPUs, in the steps the module's top describes: its
-//! three plans (the chunk's reduction, the totals' exclusive scan, the chunk's scan from
-//! a carry), planned and checked before anything is queued, and the temporary memory of
-//! the totals and carries (scanrt's stream-ordered pool).
+//! plans (the chunk's reduction, the totals' exclusive scan where it is needed, the
+//! chunk's scan from a carry), planned and checked before anything is queued, and the
+//! temporary memory of the totals and carries (scanrt's stream-ordered pool).
 
 use cudarc::driver::sys::CUstream;
 
 use super::nccl::Communicator;
 use crate::array::ArrayView;
 use crate::context::Context;
+use crate::contract::INIT_FOLD_MAX_STATES;
 use crate::error::{bail, Result};
 use crate::operator::{Operator, OperatorScan};
 use crate::scan::desc::{ScanDesc, Segments};
@@ -15,13 +16,20 @@ use crate::scan::operator_model::Carries;
 use crate::scan::plan::ScanPlan;
 use crate::scan::ScanInfo;
 use crate::stream::Stream;
-use crate::tables::Algorithm;
+use crate::tables::{Algorithm, Direction};
 
 /// Chunks of at most this many elements find their total by a scan into their output,
 /// which `finish` scans again from the carry (one launch, against the reduction's three:
 /// latency, not bandwidth, bounds them); larger ones, and scans in place, by the
 /// reduction (n of memory traffic, against the scan's 2n).
 const SCAN_TWICE_MAX: u64 = 1 << 20;
+
+/// Whether a rank's carry needs the totals' exclusive scan: for an initial value (which
+/// the gathered totals do not hold), for the whole array's total, or for more earlier
+/// ranks than the kernels' fold takes. Otherwise the chunk's kernel folds the totals.
+fn needs_totals_scan(init: bool, total: u64, ranks: usize) -> bool {
+    init || total != 0 || ranks > INIT_FOLD_MAX_STATES as usize
+}
 
 /// Whether a chunk of `n` elements finds its total by the reduction.
 fn reduced(n: u64, inputs: &[u64], outputs: &[u64]) -> bool {
@@ -46,8 +54,11 @@ pub(crate) struct RankScan<'a> {
     ctx: &'a Context,
     /// The chunk's reduction; None: small chunks scan twice instead (see `begin`).
     reduce: Option<ScanPlan>,
-    carries: ScanPlan,
+    /// The totals' exclusive scan, where the chunk's scan cannot fold its carry from the
+    /// gathered totals itself (see `needs_totals_scan`).
+    carries: Option<ScanPlan>,
     chunk: ScanPlan,
+    direction: Direction,
     inputs: Vec<u64>,
     outputs: Vec<u64>,
     total: u64,
@@ -126,7 +137,7 @@ impl<'a> RankScan<'a> {
         if rank >= ranks {
             bail!(InvalidArgument, "rank {rank} of {ranks} ranks");
         }
-        let (reduce, carries, chunk) = match operator {
+        let (reduce, carries, chunk, direction) = match operator {
             PartOperator::Builtin { desc, input, output } => {
                 if desc.segments != Segments::None {
                     bail!(UnsupportedCombination, "a scan across GPUs is unsegmented");
@@ -149,8 +160,11 @@ impl<'a> RankScan<'a> {
                     reduced(n, inputs, outputs)
                         .then(|| ctx.plan(input, output, n, &reduce))
                         .transpose()?,
-                    ctx.plan(acc, acc, ranks as u64, &totals)?,
+                    needs_totals_scan(desc.init.is_some(), total, ranks)
+                        .then(|| ctx.plan(acc, acc, ranks as u64, &totals))
+                        .transpose()?,
                     ctx.plan(input, output, n, &local)?,
+                    desc.direction,
                 )
             }
             PartOperator::User { op, scan } => {
@@ -173,8 +187,11 @@ impl<'a> RankScan<'a> {
                 };
                 (
                     reduced(n, inputs, outputs).then(|| op.plan(n, &reduce)).transpose()?,
-                    op.states_only()?.plan(ranks as u64, &totals)?,
+                    needs_totals_scan(scan.init.is_some(), total, ranks)
+                        .then(|| op.states_only()?.plan(ranks as u64, &totals))
+                        .transpose()?,
                     op.plan(n, &local)?,
+                    scan.direction,
                 )
             }
         };
@@ -185,6 +202,7 @@ impl<'a> RankScan<'a> {
             reduce,
             carries,
             chunk,
+            direction,
             inputs: inputs.to_vec(),
             outputs: outputs.to_vec(),
             total,
@@ -196,7 +214,8 @@ impl<'a> RankScan<'a> {
         Ok(part)
     }
 
-    /// Bytes of one state.
+    /// Bytes of one state (the simulated exchange of the tests).
+    #[cfg(test)]
     pub fn state_bytes(&self) -> usize {
         self.state
     }
@@ -204,6 +223,14 @@ impl<'a> RankScan<'a> {
     /// The device array of every rank's total (valid between `begin` and `finish`).
     pub fn totals(&self) -> u64 {
         self.temp.get()
+    }
+
+    /// Gathers every rank's total into this rank's array of totals, through `comm`.
+    ///
+    /// # Safety
+    /// `begin` succeeded.
+    pub unsafe fn exchange(&self, comm: &Communicator) -> Result<()> {
+        comm.all_gather_in_place(self.totals(), self.state, self.stream.raw())
     }
 
     /// Checks the communicator's device and every array of the part, as the chunk's
@@ -259,20 +286,49 @@ impl<'a> RankScan<'a> {
                         carry_in: 0,
                         carry_out: slot,
                     },
+                    0,
                 )
                 .map(|_| ()),
         }
     }
 
-    /// After the exchange: the totals' exclusive scan (the carries, and the whole array's
-    /// total), then the chunk's scan from this rank's carry; frees the temporary memory.
+    /// After the exchange: the chunk's scan from this rank's carry, and the whole array's
+    /// total where asked; frees the temporary memory.
     ///
     /// # Safety
     /// As [`ScanPlan::execute`]; `begin` succeeded and the totals were gathered.
     pub unsafe fn finish(&self) -> Result<ScanInfo> {
+        let info = match &self.carries {
+            Some(carries) => self.finish_from_scanned_totals(carries),
+            None => self.finish_folding_totals(),
+        };
+        self.release()?;
+        info
+    }
+
+    /// The chunk's scan from the fold of the earlier ranks' totals (earlier in the scan's
+    /// traversal order), which its kernel reads itself: one launch.
+    unsafe fn finish_folding_totals(&self) -> Result<ScanInfo> {
+        let (rank, ranks) = (self.rank, self.ranks);
+        let (first, count) = match self.direction {
+            Direction::Forward => (0, rank),
+            Direction::Backward => (rank + 1, ranks - rank - 1),
+        };
+        let carry_in = match count {
+            0 => 0, // the first rank starts from the identity
+            _ => self.temp.get() + (first * self.state) as u64,
+        };
+        let carries = Carries { carry_in, carry_out: 0 };
+        self.chunk
+            .execute_known(self.stream, &self.inputs, &self.outputs, carries, count as u32)
+    }
+
+    /// The totals' exclusive scan from the initial value (every rank's carry, and the whole
+    /// array's total), then the chunk's scan from this rank's carry: two launches.
+    unsafe fn finish_from_scanned_totals(&self, carries_plan: &ScanPlan) -> Result<ScanInfo> {
         let totals = self.temp.get();
         let carries = totals + (self.ranks * self.state) as u64;
-        let scanned = self.carries.execute_known(
+        carries_plan.execute_known(
             self.stream,
             &[totals],
             &[carries],
@@ -280,18 +336,16 @@ impl<'a> RankScan<'a> {
                 carry_in: 0,
                 carry_out: self.total,
             },
-        );
-        let info = scanned.and_then(|_| {
-            let carry_in = carries + (self.rank * self.state) as u64;
-            self.chunk.execute_known(
-                self.stream,
-                &self.inputs,
-                &self.outputs,
-                Carries { carry_in, carry_out: 0 },
-            )
-        });
-        self.release()?;
-        info
+            0,
+        )?;
+        let carry_in = carries + (self.rank * self.state) as u64;
+        self.chunk.execute_known(
+            self.stream,
+            &self.inputs,
+            &self.outputs,
+            Carries { carry_in, carry_out: 0 },
+            0,
+        )
     }
 
     /// Frees the temporary memory (after the work queued on the stream), if held.

@@ -6,13 +6,13 @@ use std::ffi::c_void;
 
 use super::array::{scanrt_array, view_of};
 use super::context::scanrt_context;
-use super::operator::{array_list, scanrt_operator};
+use super::operator::scanrt_operator;
 use super::operator_scan::DeviceCall;
 use super::scan::{desc_from_c, scanrt_scan_desc, scanrt_scan_info, InfoOut};
 use super::stream::scanrt_stream;
 use super::versioned::read_versioned;
-use super::{boundary, non_null, put};
-use crate::distributed::{Communicator, GpuPart, MultiGpu};
+use super::{boundary, non_null, put, slice_of};
+use crate::distributed::{Communicator, GpuPart, MultiGpu, OperatorPart};
 use crate::tables::ScanrtStatus;
 
 /// This rank's part of a scan across the ranks of the application's NCCL communicator
@@ -106,7 +106,7 @@ pub unsafe extern "C" fn scanrt_multi_gpu_create(
     out: *mut *mut scanrt_multi_gpu,
 ) -> ScanrtStatus {
     boundary(|| {
-        let contexts: Vec<_> = array_list(contexts, count, "contexts")?
+        let contexts: Vec<_> = slice_of(contexts, count, "contexts")?
             .iter()
             .map(|&c| non_null(c, "contexts[i]").map(|c| c.inner.clone()))
             .collect::<Result<_, _>>()?;
@@ -134,9 +134,9 @@ pub unsafe extern "C" fn scanrt_multi_gpu_scan(
     boundary(|| {
         let group = &non_null(group, "group")?.inner;
         let ranks = group.ranks();
-        let streams = array_list(streams, ranks, "streams")?;
-        let inputs = array_list(inputs, ranks, "inputs")?;
-        let outputs = array_list(outputs, ranks, "outputs")?;
+        let streams = slice_of(streams, ranks, "streams")?;
+        let inputs = slice_of(inputs, ranks, "inputs")?;
+        let outputs = slice_of(outputs, ranks, "outputs")?;
         let c_desc = read_versioned(desc, "desc")?;
         let mut parts = Vec::with_capacity(ranks);
         for r in 0..ranks {
@@ -153,6 +153,71 @@ pub unsafe extern "C" fn scanrt_multi_gpu_scan(
         }
         let desc = desc_from_c(&c_desc, parts[0].output.dtype())?;
         group.scan(&parts, &desc)
+    })
+}
+
+/// `scanrt_multi_gpu_scan` with a user-defined operator: `ops[r]` made on context r (one
+/// definition on every GPU); rank r's chunk of `lengths[r]` elements in the device arrays
+/// `inputs[r * num_inputs + i]` and `outputs[r * num_outputs + j]` (as
+/// `scanrt_operator_scan_device` takes them), on the application's `cuda_streams[r]`;
+/// `init` (host memory, NULL: the identity) starts rank 0; `totals` (NULL, or one device
+/// address per GPU, each NULL or room for one state) receive the whole array's total state.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn scanrt_multi_gpu_operator_scan(
+    group: *const scanrt_multi_gpu,
+    ops: *const *const scanrt_operator,
+    cuda_streams: *const *mut c_void,
+    inputs: *const *const c_void,
+    num_inputs: usize,
+    outputs: *const *mut c_void,
+    num_outputs: usize,
+    lengths: *const u64,
+    desc: *const scanrt_scan_desc,
+    init: *const c_void,
+    totals: *const *mut c_void,
+) -> ScanrtStatus {
+    boundary(|| {
+        let group = &non_null(group, "group")?.inner;
+        let ranks = group.ranks();
+        let ops = slice_of(ops, ranks, "ops")?;
+        let streams = slice_of(cuda_streams, ranks, "cuda_streams")?;
+        let lengths = slice_of(lengths, ranks, "lengths")?;
+        let totals = if totals.is_null() {
+            &[]
+        } else {
+            slice_of(totals, ranks, "totals")?
+        };
+        non_null(inputs, "inputs")?;
+        non_null(outputs, "outputs")?;
+        let calls = (0..ranks)
+            .map(|r| {
+                DeviceCall::read(
+                    ops[r],
+                    streams[r],
+                    inputs.add(r * num_inputs),
+                    num_inputs,
+                    outputs.add(r * num_outputs),
+                    num_outputs,
+                    desc,
+                    init,
+                    std::ptr::null_mut(),
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let parts: Vec<OperatorPart> = calls
+            .iter()
+            .enumerate()
+            .map(|(r, call)| OperatorPart {
+                op: call.op,
+                stream: &call.stream,
+                inputs: &call.inputs,
+                outputs: &call.outputs,
+                n: lengths[r],
+                total: totals.get(r).map_or(0, |&t| t as u64),
+            })
+            .collect();
+        group.scan_operator(&parts, &calls[0].scan)
     })
 }
 

@@ -99,6 +99,18 @@ pub(crate) fn non_null_mut<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T> {
     unsafe { p.as_mut() }.ok_or_else(|| Error::new(ScanrtStatus::NullArgument, format!("{what} must not be NULL")))
 }
 
+/// The `count` entries at `p` (NULL only when `count` is 0).
+///
+/// # Safety
+/// A non-NULL `p` points at `count` entries (the caller's contract).
+pub(crate) unsafe fn slice_of<'a, T>(p: *const T, count: usize, what: &str) -> Result<&'a [T]> {
+    if count == 0 {
+        return Ok(&[]);
+    }
+    non_null(p, what)?;
+    Ok(std::slice::from_raw_parts(p, count))
+}
+
 /// Makes a handle for `*out`: `*out` is NULL unless `make` succeeds.
 pub(crate) fn put<T>(out: *mut *mut T, make: impl FnOnce() -> Result<T>) -> Result<()> {
     let out = non_null_mut(out, "out")?;

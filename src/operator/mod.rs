@@ -323,6 +323,7 @@ impl Operator {
                 None => false,
             },
             carries: Carries::default(),
+            carry_in_states: 0,
         };
         // SAFETY: views are valid for their lengths (borrowed buffers and slices by
         // construction, raw addresses by their constructors' contracts), each holding at

@@ -51,6 +51,10 @@ pub(crate) struct ScanArrays<'a> {
     pub known_segments: bool,
     /// The carries in device memory (host memory on the host backend).
     pub carries: Carries,
+    /// How many consecutive states at `carries.carry_in` make the carry in, folded in the
+    /// scan's traversal order (a rank's carry from the earlier ranks' totals, in a scan
+    /// across GPUs); 0 and 1: the one state there. GPU plans only.
+    pub carry_in_states: u32,
 }
 
 /// Where an unsegmented scan reads its initial state and writes its total, in memory

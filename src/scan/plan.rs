@@ -256,6 +256,7 @@ impl ScanPlan {
             known_arrays: io.known_buffers,
             known_segments: io.known_segments,
             carries: io.carries,
+            carry_in_states: 0,
         };
         self.run(stream, &arrays, workspace)
     }
@@ -300,13 +301,15 @@ impl ScanPlan {
             known_arrays: false,
             known_segments: false,
             carries,
+            carry_in_states: 0,
         };
         self.run(stream, &arrays, workspace)
     }
 
     /// [`ScanPlan::execute_carried`] on arrays and carries whose ranges were checked for
     /// this plan ([`ScanPlan::check_arrays`]) or that scanrt allocated: the driver is not
-    /// asked about them again (a scan across GPUs runs three plans on the same arrays).
+    /// asked about them again (a scan across GPUs runs several plans on the same arrays).
+    /// The carry in is the fold of `carry_in_states` states (`ScanArrays::carry_in_states`).
     ///
     /// # Safety
     /// As [`ScanPlan::execute`], and the arrays hold the plan's `n` elements.
@@ -316,7 +319,10 @@ impl ScanPlan {
         inputs: &[u64],
         outputs: &[u64],
         carries: Carries,
+        carry_in_states: u32,
     ) -> Result<ScanInfo> {
+        // A scan of nothing copies its carry in to its total; a fold has no such copy.
+        debug_assert!(carry_in_states <= 1 || carries.carry_out == 0);
         let arrays = ScanArrays {
             inputs,
             outputs,
@@ -324,6 +330,7 @@ impl ScanPlan {
             known_arrays: true,
             known_segments: false,
             carries,
+            carry_in_states,
         };
         self.run(stream, &arrays, None)
     }
@@ -346,6 +353,7 @@ impl ScanPlan {
             _ => {
                 check_overlaps(model, arrays, self.n, &self.shape)?;
                 let Carries { carry_in, carry_out } = arrays.carries;
+                debug_assert!(arrays.carry_in_states <= 1, "folded carries are GPU-only");
                 let mut shape = self.shape;
                 if carry_in != 0 {
                     // SAFETY: the caller's contract: host addresses valid for one state.
@@ -412,6 +420,7 @@ impl ScanPlan {
             known_arrays: false,
             known_segments: false,
             carries,
+            carry_in_states: 0,
         };
         let model = self.operator.model();
         validate_addresses(model, &arrays, self.n, &self.shape)?;
@@ -459,7 +468,9 @@ impl ScanPlan {
             n: n as i64,
             init_bits: if carry_in != 0 { carry_in } else { init.words[0] },
             carry_out,
-            flags: plan.flags | address_flags(arrays, model, n, shape) | carry_flags(carry_in),
+            flags: plan.flags
+                | address_flags(arrays, model, n, shape)
+                | carry_flags(carry_in, arrays.carry_in_states, shape.direction),
             ..Default::default()
         };
         let launched = self.launch_params(dev, plan, raw_stream, scan, arrays, false, workspace);

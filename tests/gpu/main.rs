@@ -41,6 +41,7 @@ fn main() {
             determinism::matrix_scan_is_run_to_run_deterministic,
             distributed::scans_across_every_gpu,
             distributed::rank_form_from_a_thread_per_rank,
+            distributed::single_process_form_with_a_user_operator,
             distributed::bad_parts_are_refused_before_any_collective,
             determinism::deterministic_float_scans_are_bitwise_reproducible,
             determinism::deterministic_scans_are_alignment_independent,

@@ -11,14 +11,24 @@ use crate::scan::checks::check_overlaps;
 use crate::scan::desc::ScanShape;
 use crate::scan::operator_model::{Carries, OperatorModel, ScanArrays};
 use crate::stream::Stream;
+use crate::tables::Direction;
 
-/// Launch flags of a carry in device memory at `carry_in` (0: none).
-pub(super) fn carry_flags(carry_in: u64) -> u32 {
-    if carry_in != 0 {
-        contract::FLAG_HAS_INIT | contract::FLAG_INIT_IN_MEMORY
-    } else {
-        0
+/// Launch flags of a carry in device memory at `carry_in` (0: none), the fold of `states`
+/// states there when more than one (see `ScanArrays::carry_in_states`).
+pub(super) fn carry_flags(carry_in: u64, states: u32, direction: Direction) -> u32 {
+    if carry_in == 0 {
+        return 0;
     }
+    let one = contract::FLAG_HAS_INIT | contract::FLAG_INIT_IN_MEMORY;
+    if states <= 1 {
+        return one;
+    }
+    debug_assert!(states <= contract::INIT_FOLD_MAX_STATES);
+    let descending = match direction {
+        Direction::Forward => 0,
+        Direction::Backward => contract::FLAG_INIT_FOLD_DESCENDING,
+    };
+    one | contract::FLAG_INIT_FOLD | descending | states << contract::INIT_FOLD_COUNT_SHIFT
 }
 
 /// A scan of nothing still hands its carry on: the total is the initial state (the carry
@@ -76,7 +86,8 @@ pub(super) unsafe fn check_device_arrays(
     let Carries { carry_in, carry_out } = arrays.carries;
     let state = model.state_bytes() as u64;
     if carry_in != 0 && !arrays.known_arrays {
-        dev.check_device_range(carry_in, state, "carry in")?;
+        let states = arrays.carry_in_states.max(1) as u64;
+        dev.check_device_range(carry_in, states * state, "carry in")?;
     }
     if carry_out != 0 && !arrays.known_arrays {
         dev.check_device_range(carry_out, state, "carry out")?;

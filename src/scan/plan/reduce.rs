@@ -73,6 +73,7 @@ impl ScanPlan {
                 known_arrays: false,
                 known_segments: false,
                 carries,
+                carry_in_states: 0,
             };
             let bytes = model.scan_on_host(&arrays, n, &self.shape)?.bytes();
             std::ptr::copy_nonoverlapping(bytes.as_ptr(), total as *mut u8, state as usize);
@@ -108,6 +109,7 @@ impl ScanPlan {
             known_arrays: false,
             known_segments: false,
             carries,
+            carry_in_states: 0,
         };
         let scan = ScanParams {
             input: inputs[0],
