@@ -160,20 +160,34 @@ def _lr_setup(ctx, inputs, output):
     ctx.initial, ctx.reverse = initial, reverse
 
 
+@torch.library.custom_op("scanrt::linear_recurrence_adjoint", mutates_args=())
+def linear_recurrence_adjoint_op(a: Tensor, g: Tensor, reverse: bool) -> Tensor:
+    a, g = a.contiguous(), g.contiguous()
+    lam = torch.empty_like(g)
+    _scanrt.recipe_scan("linear_recurrence_adjoint", [_describe(a), _describe(g)], [_describe(lam)], a.shape[-1],
+                        True, reverse, None, False, _stream(a))
+    return lam
+
+
+@linear_recurrence_adjoint_op.register_fake
+def _(a, g, reverse):
+    return torch.empty_like(g)
+
+
 def _lr_backward(ctx, grad):
+    # lam_t = g_t + a_{t+1} lam_{t+1} (the gradient of b_t) is one scan of a and g in the
+    # other direction; the gradient of a_t is lam_t h_{t-1}, h_{-1} = h0.
     a, h = ctx.saved_tensors
     h0 = 0.0 if ctx.initial is None else ctx.initial
-    zero = torch.zeros_like(a[..., :1])
+    lam = linear_recurrence_adjoint_op(a, grad, not ctx.reverse)
+    grad_a = torch.empty_like(a)
     if not ctx.reverse:
-        # l_t = g_t + a_{t+1} l_{t+1}: a backward recurrence over a shifted left by one.
-        a_next = torch.cat([a[..., 1:], zero], dim=-1)
-        lam = linear_recurrence_op(a_next, grad.contiguous(), None, True)
-        h_prev = torch.cat([torch.full_like(zero, h0), h[..., :-1]], dim=-1)
+        torch.mul(lam[..., 1:], h[..., :-1], out=grad_a[..., 1:])
+        torch.mul(lam[..., :1], h0, out=grad_a[..., :1])
     else:
-        a_next = torch.cat([zero, a[..., :-1]], dim=-1)
-        lam = linear_recurrence_op(a_next, grad.contiguous(), None, False)
-        h_prev = torch.cat([h[..., 1:], torch.full_like(zero, h0)], dim=-1)
-    return lam * h_prev, lam, None, None
+        torch.mul(lam[..., :-1], h[..., 1:], out=grad_a[..., :-1])
+        torch.mul(lam[..., -1:], h0, out=grad_a[..., -1:])
+    return grad_a, lam, None, None
 
 
 linear_recurrence_op.register_autograd(_lr_backward, setup_context=_lr_setup)

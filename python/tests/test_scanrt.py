@@ -458,10 +458,11 @@ def test_torch_recipes_and_their_gradients(dtype_name):
 
 @cuda
 @pytest.mark.parametrize("reverse", [False, True])
-def test_torch_linear_recurrence_and_gradient(reverse):
+@pytest.mark.parametrize("shape", [(3, 700), (1, 5001)])
+def test_torch_linear_recurrence_and_gradient(reverse, shape):
     g = torch.Generator(device="cuda").manual_seed(SEED + 2)
-    a = (torch.rand(3, 700, device="cuda", dtype=torch.float64, generator=g) * 1.8 - 0.9).requires_grad_()
-    b = torch.randn(3, 700, device="cuda", dtype=torch.float64, generator=g, requires_grad=True)
+    a = (torch.rand(*shape, device="cuda", dtype=torch.float64, generator=g) * 1.8 - 0.9).requires_grad_()
+    b = torch.randn(*shape, device="cuda", dtype=torch.float64, generator=g, requires_grad=True)
     h = scanrt.linear_recurrence(a, b, initial=0.25, reverse=reverse)
 
     def loop(a, b):
@@ -480,6 +481,12 @@ def test_torch_linear_recurrence_and_gradient(reverse):
     wa, wb = torch.autograd.grad((want * w).sum(), (a, b))
     torch.testing.assert_close(ga, wa)
     torch.testing.assert_close(gb, wb)
+    # f32 through torch.compile: the same gradients as eager f64, to f32's precision.
+    compiled = torch.compile(lambda a, b: scanrt.linear_recurrence(a, b, initial=0.25, reverse=reverse))
+    a32, b32 = (t.detach().float().requires_grad_() for t in (a, b))
+    ca, cb = torch.autograd.grad((compiled(a32, b32) * w.float()).sum(), (a32, b32))
+    torch.testing.assert_close(ca, wa.float(), rtol=1e-3, atol=1e-3)
+    torch.testing.assert_close(cb, wb.float(), rtol=1e-3, atol=1e-3)
 
 
 @cuda
