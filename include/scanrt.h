@@ -746,15 +746,6 @@ scanrt_status scanrt_operator_create_linear_recurrence(const struct scanrt_conte
                                                        int32_t dtype,
                                                        struct scanrt_operator **out);
 
-// Creates the adjoint of the linear recurrence over `dtype` (`SCANRT_DTYPE_F32` or
-// `SCANRT_DTYPE_F64`): inputs `a`, `g`, output `lam`. A backward scan runs
-// `lam[i] = g[i] + a[i+1] * lam[i+1]`: with `g` the gradient of a loss with respect to
-// `h`, `lam` is its gradient with respect to `b`, and `lam[i] * h[i-1]` with respect to
-// `a[i]`. A forward scan gives the backward recurrence's adjoint. No initial value.
-scanrt_status scanrt_operator_create_linear_recurrence_adjoint(const struct scanrt_context *ctx,
-                                                               int32_t dtype,
-                                                               struct scanrt_operator **out);
-
 // Writes the initial state of a linear recurrence over `dtype` starting from `h0` to
 // `state` (`bytes` must be its state size: 8 for f32, 16 for f64).
 scanrt_status scanrt_linear_recurrence_init(int32_t dtype, double h0, void *state, size_t bytes);

@@ -6,8 +6,6 @@
 //!   h[i+1] + b[i]`), states `(A, B)` composing affine maps; reads `a` and `b`, writes `h`.
 //!   An initial state `h0` is the initial value [`recurrence_init`]; the final state is
 //!   the last element written (the first, backward).
-//! * [`linear_recurrence_adjoint`]: its gradient, `lam[i] = g[i] + a[i+1] * lam[i+1]` as
-//!   a backward scan of `a` and `g` (no shifted copy of `a`), writing `lam`.
 //! * [`cumulative_extreme`]: running max or min with the index of the extreme (the first
 //!   in traversal order on ties); NaN propagates, as in the built-in min and max: from
 //!   the first NaN of a segment on, the extreme is that NaN and its index. Reads `x`,
@@ -133,75 +131,6 @@ __device__ void write_state(const Affine& s, {t}& h) {{ h = s.b; }}
     )
     .with_load("make_step", &[dtype, dtype])
     .with_store("write_state", &[dtype])
-    .with_host(host))
-}
-
-/// The adjoint of [`linear_recurrence`] over f32 or f64: inputs `a` and `g` (the gradient
-/// of a loss with respect to each `h[i]`), output `lam`. A backward scan computes
-/// `lam[i] = g[i] + a[i+1] * lam[i+1]` (from `lam[n-1] = g[n-1]`): the gradient with
-/// respect to `b[i]` of the forward recurrence, and, times `h[i-1]`, with respect to
-/// `a[i]`. A forward scan computes `lam[i] = g[i] + a[i-1] * lam[i-1]`, the adjoint of the
-/// backward recurrence. No initial value.
-///
-/// Each element's multiplier acts on its neighbour's adjoint, so a state is the adjoint
-/// of its segment's last element (in traversal order) as an affine function of the
-/// adjoint entering the segment, `value + scale * entering`, with the multiplier `a` of
-/// that last element, which carries the adjoint on; the identity (the empty segment, which
-/// has no last element) is marked apart.
-pub fn linear_recurrence_adjoint(dtype: DType) -> Result<OperatorDesc> {
-    let t = float_type("linear_recurrence_adjoint", dtype)?;
-    let pad = if dtype == DType::F64 { " uint32_t unused;" } else { "" };
-    let source = format!(
-        r#"struct Adjoint {{ {t} scale, value, a; uint32_t empty;{pad} }};
-__device__ Adjoint chain(Adjoint first, Adjoint then) {{
-    if (then.empty) return first;
-    if (first.empty) return then;
-    const {t} m = then.scale * first.a;  // then's adjoint picks up first's through first.a
-    return Adjoint{{m * first.scale, fma(m, first.value, then.value), then.a, 0u}};
-}}
-__device__ Adjoint make_link(int64_t, {t} a, {t} g) {{ return Adjoint{{1, g, a, 0u}}; }}
-__device__ void write_adjoint(const Adjoint& s, {t}& lam) {{ lam = s.value; }}
-"#
-    );
-    let (vs, size) = (dtype.size(), if dtype == DType::F64 { 32 } else { 16 });
-    let mut identity = vec![0u8; size];
-    host_floats!(dtype, |T| {
-        write(&mut identity, 0, 1.0 as T);
-        write(&mut identity, 2, 1.0 as T);
-    });
-    identity[3 * vs..3 * vs + 4].copy_from_slice(&1u32.to_ne_bytes());
-    let empty = move |s: &[u8]| s[3 * vs..3 * vs + 4] != [0; 4];
-    let host = host_floats!(dtype, |T| HostOperator {
-        combine: Arc::new(move |l, r, out| {
-            if empty(r) || empty(l) {
-                out.copy_from_slice(if empty(r) { l } else { r });
-                return;
-            }
-            let m = read::<T>(r, 0) * read::<T>(l, 2);
-            out.fill(0);
-            write(out, 0, m * read::<T>(l, 0));
-            write(out, 1, m.mul_add(read::<T>(l, 1), read::<T>(r, 1)));
-            write(out, 2, read::<T>(r, 2));
-        }),
-        load: Some(Arc::new(|_, x, out| {
-            out.fill(0);
-            write(out, 0, 1.0 as T);
-            write(out, 1, read::<T>(x[1], 0));
-            write(out, 2, read::<T>(x[0], 0));
-        })),
-        store: Some(Arc::new(|s, y| write(y[0], 0, read::<T>(s, 1)))),
-    });
-    Ok(OperatorDesc::new(
-        "linear_recurrence_adjoint",
-        &source,
-        "Adjoint",
-        size,
-        vs,
-        "chain",
-        &identity,
-    )
-    .with_load("make_link", &[dtype, dtype])
-    .with_store("write_adjoint", &[dtype])
     .with_host(host))
 }
 

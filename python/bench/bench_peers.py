@@ -5,7 +5,7 @@ bytes (f16 and bf16 cumsums at 2^28 too). Times are medians of CUDA-event pairs 
 the 2^16 per-call time). Prints one line per case: peer time, scanrt time, peer/scanrt,
 and scanrt's fraction of memcpy where it applies.
 
-    python3 python/bench/bench_peers.py
+    python3 python/bench/bench_peers.py [--shapes | --recurrence]
 """
 
 import statistics
@@ -70,42 +70,8 @@ def shapes():
     del c
 
 
-def main():
-    torch.manual_seed(0)
-    print(torch.cuda.get_device_name(), "torch", torch.__version__, "scanrt", scanrt.__version__)
-    if "--shapes" in sys.argv:
-        return shapes()
-    shapes()
-    n = 1 << 28
-    x = torch.randn(n, device="cuda")
-    line("cumsum f32 2^28", "torch.cumsum", timed(lambda: torch.cumsum(x, 0)), timed(lambda: scanrt.cumsum(x)), 8 * n)
-    try:
-        import cupy
-
-        cx = cupy.asarray(x)
-        line("cumsum f32 2^28", "cupy.cumsum", timed(lambda: cupy.cumsum(cx)), timed(lambda: scanrt.cumsum(cx)), 8 * n)
-        del cx
-    except ImportError:
-        pass
-    del x
-    for dtype in (torch.float16, torch.bfloat16):
-        h = torch.randn(n, device="cuda").to(dtype)
-        name = str(dtype).replace("torch.", "")
-        line(f"cumsum {name} 2^28", "torch.cumsum", timed(lambda: torch.cumsum(h, 0)),
-             timed(lambda: scanrt.cumsum(h)), 4 * n)
-        del h
-    s = torch.randn(1 << 16, device="cuda")
-    line("cumsum f32 2^16, back to back, per call", "torch.cumsum", per_call(lambda: torch.cumsum(s, 0)),
-         per_call(lambda: scanrt.cumsum(s)))
-    r = torch.randn(1 << 20, 32, device="cuda")
-    line("cumsum dim 1 of [2^20, 32] f32", "torch.cumsum", timed(lambda: torch.cumsum(r, 1)),
-         timed(lambda: scanrt.cumsum(r, axis=1)), 8 * r.numel())
-    del r
-    m = torch.randn(1 << 26, device="cuda")
-    line("cummax f32 2^26 (values, indices)", "torch.cummax", timed(lambda: torch.cummax(m, 0), reps=3, warm=1),
-         timed(lambda: scanrt.cummax(m)))
-    line("logcumsumexp f32 2^26", "torch.logcumsumexp", timed(lambda: torch.logcumsumexp(m, 0)),
-         timed(lambda: scanrt.logcumsumexp(m)), 8 * m.numel())
+def recurrence():
+    """The linear recurrence at 2^26 beside JAX, and its forward plus backward."""
     a = torch.rand(1 << 26, device="cuda") * 0.9
     b = torch.randn(1 << 26, device="cuda")
     ours = timed(lambda: scanrt.linear_recurrence(a, b))
@@ -145,6 +111,48 @@ def main():
     moved = 4 * a.numel() * (3 + 3 + 3)
     print(f"{'linear recurrence f32 2^26, forward+backward':42} {'':28} {'':10}     scanrt {fb:10.1f} us  "
           f"of memcpy {memcpy_us(moved) / fb:.3f}", flush=True)
+
+
+
+def main():
+    torch.manual_seed(0)
+    print(torch.cuda.get_device_name(), "torch", torch.__version__, "scanrt", scanrt.__version__)
+    if "--shapes" in sys.argv:
+        return shapes()
+    if "--recurrence" in sys.argv:
+        return recurrence()
+    shapes()
+    n = 1 << 28
+    x = torch.randn(n, device="cuda")
+    line("cumsum f32 2^28", "torch.cumsum", timed(lambda: torch.cumsum(x, 0)), timed(lambda: scanrt.cumsum(x)), 8 * n)
+    try:
+        import cupy
+
+        cx = cupy.asarray(x)
+        line("cumsum f32 2^28", "cupy.cumsum", timed(lambda: cupy.cumsum(cx)), timed(lambda: scanrt.cumsum(cx)), 8 * n)
+        del cx
+    except ImportError:
+        pass
+    del x
+    for dtype in (torch.float16, torch.bfloat16):
+        h = torch.randn(n, device="cuda").to(dtype)
+        name = str(dtype).replace("torch.", "")
+        line(f"cumsum {name} 2^28", "torch.cumsum", timed(lambda: torch.cumsum(h, 0)),
+             timed(lambda: scanrt.cumsum(h)), 4 * n)
+        del h
+    s = torch.randn(1 << 16, device="cuda")
+    line("cumsum f32 2^16, back to back, per call", "torch.cumsum", per_call(lambda: torch.cumsum(s, 0)),
+         per_call(lambda: scanrt.cumsum(s)))
+    r = torch.randn(1 << 20, 32, device="cuda")
+    line("cumsum dim 1 of [2^20, 32] f32", "torch.cumsum", timed(lambda: torch.cumsum(r, 1)),
+         timed(lambda: scanrt.cumsum(r, axis=1)), 8 * r.numel())
+    del r
+    m = torch.randn(1 << 26, device="cuda")
+    line("cummax f32 2^26 (values, indices)", "torch.cummax", timed(lambda: torch.cummax(m, 0), reps=3, warm=1),
+         timed(lambda: scanrt.cummax(m)))
+    line("logcumsumexp f32 2^26", "torch.logcumsumexp", timed(lambda: torch.logcumsumexp(m, 0)),
+         timed(lambda: scanrt.logcumsumexp(m)), 8 * m.numel())
+    recurrence()
 
 
 if __name__ == "__main__":

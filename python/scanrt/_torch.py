@@ -160,31 +160,20 @@ def _lr_setup(ctx, inputs, output):
     ctx.initial, ctx.reverse = initial, reverse
 
 
-@torch.library.custom_op("scanrt::linear_recurrence_adjoint", mutates_args=())
-def linear_recurrence_adjoint_op(a: Tensor, g: Tensor, reverse: bool) -> Tensor:
-    a, g = a.contiguous(), g.contiguous()
-    lam = torch.empty_like(g)
-    _scanrt.recipe_scan("linear_recurrence_adjoint", [_describe(a), _describe(g)], [_describe(lam)], a.shape[-1],
-                        True, reverse, None, False, _stream(a))
-    return lam
-
-
-@linear_recurrence_adjoint_op.register_fake
-def _(a, g, reverse):
-    return torch.empty_like(g)
-
-
 def _lr_backward(ctx, grad):
-    # lam_t = g_t + a_{t+1} lam_{t+1} (the gradient of b_t) is one scan of a and g in the
-    # other direction; the gradient of a_t is lam_t h_{t-1}, h_{-1} = h0.
+    # lam_t = g_t + a_{t+1} lam_{t+1} (the gradient of b_t) is a recurrence over a shifted
+    # by one, in the other direction; the gradient of a_t is lam_t h_{t-1}, h_{-1} = h0,
+    # multiplied into slices (no shifted copy of h).
     a, h = ctx.saved_tensors
     h0 = 0.0 if ctx.initial is None else ctx.initial
-    lam = linear_recurrence_adjoint_op(a, grad, not ctx.reverse)
+    zero = torch.zeros_like(a[..., :1])
     grad_a = torch.empty_like(a)
     if not ctx.reverse:
+        lam = linear_recurrence_op(torch.cat([a[..., 1:], zero], dim=-1), grad.contiguous(), None, True)
         torch.mul(lam[..., 1:], h[..., :-1], out=grad_a[..., 1:])
         torch.mul(lam[..., :1], h0, out=grad_a[..., :1])
     else:
+        lam = linear_recurrence_op(torch.cat([zero, a[..., :-1]], dim=-1), grad.contiguous(), None, False)
         torch.mul(lam[..., :-1], h[..., 1:], out=grad_a[..., :-1])
         torch.mul(lam[..., -1:], h0, out=grad_a[..., -1:])
     return grad_a, lam, None, None

@@ -160,7 +160,6 @@ fn operator(ctx: &Context, device: i64, recipe: &str, dtype: DType) -> PyResult<
         "cummin" => recipes::cumulative_extreme(dtype, false),
         "logcumsumexp" => recipes::logcumsumexp(dtype),
         "linear_recurrence" => recipes::linear_recurrence(dtype),
-        "linear_recurrence_adjoint" => recipes::linear_recurrence_adjoint(dtype),
         other => return Err(PyValueError::new_err(format!("no recipe {other:?}"))),
     }
     .py_err()?;

@@ -292,20 +292,6 @@ pub unsafe extern "C" fn scanrt_operator_create_linear_recurrence(
     boundary(|| create(ctx, out, || recipes::linear_recurrence(DType::from_c(dtype)?)))
 }
 
-/// Creates the adjoint of the linear recurrence over `dtype` (`SCANRT_DTYPE_F32` or
-/// `SCANRT_DTYPE_F64`): inputs `a`, `g`, output `lam`. A backward scan runs
-/// `lam[i] = g[i] + a[i+1] * lam[i+1]`: with `g` the gradient of a loss with respect to
-/// `h`, `lam` is its gradient with respect to `b`, and `lam[i] * h[i-1]` with respect to
-/// `a[i]`. A forward scan gives the backward recurrence's adjoint. No initial value.
-#[no_mangle]
-pub unsafe extern "C" fn scanrt_operator_create_linear_recurrence_adjoint(
-    ctx: *const scanrt_context,
-    dtype: i32,
-    out: *mut *mut scanrt_operator,
-) -> ScanrtStatus {
-    boundary(|| create(ctx, out, || recipes::linear_recurrence_adjoint(DType::from_c(dtype)?)))
-}
-
 /// Writes the initial state of a linear recurrence over `dtype` starting from `h0` to
 /// `state` (`bytes` must be its state size: 8 for f32, 16 for f64).
 #[no_mangle]

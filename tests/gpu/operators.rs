@@ -61,14 +61,6 @@ pub fn recipes_match_sequential_loops() {
             results.push(check_recurrence_in_chunks(ctx, &stream, &op, dtype, &mut rng, n));
         }
         tally(results.into_iter(), &format!("linear recurrence {dtype:?}"));
-        let adjoint = ctx
-            .create_operator(recipes::linear_recurrence_adjoint(dtype).unwrap())
-            .unwrap();
-        let results = (0..cases).map(|_| {
-            let shape = Shape::random(&mut rng, &sizes);
-            check_recurrence_adjoint(ctx, &stream, &adjoint, dtype, &mut rng, shape)
-        });
-        tally(results, &format!("linear recurrence adjoint {dtype:?}"));
     }
     for dtype in EXTREME_TYPES {
         for max in [true, false] {

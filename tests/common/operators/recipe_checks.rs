@@ -84,51 +84,6 @@ pub fn check_recurrence(
     }
 }
 
-/// The adjoint of a linear recurrence, `lam = g + a_prev lam_prev` in traversal order
-/// (`a_prev` the multiplier of the element visited before, none at a segment's start).
-pub fn check_recurrence_adjoint(
-    ctx: &Context,
-    stream: &Stream,
-    op: &scanrt::Operator,
-    dtype: DType,
-    rng: &mut Rng,
-    shape: Shape,
-) -> Result<(), String> {
-    let n = shape.n;
-    let (a, g, _) = recurrence_inputs(rng, n);
-    let starts = shape.starts(rng);
-    let mut expect = vec![0.0f64; n];
-    let (mut lam, mut a_prev) = (0.0, 0.0);
-    for (p, restart) in shape.walk(&starts) {
-        if restart {
-            (lam, a_prev) = (0.0, 0.0);
-        }
-        let before = lam;
-        lam = g[p] + a_prev * lam;
-        a_prev = a[p];
-        expect[p] = shape.output(before, lam);
-    }
-    let in_place = rng.below(4) == 0;
-    let got = scan_recurrence(
-        ctx,
-        stream,
-        op,
-        dtype,
-        &shape,
-        &starts,
-        &shape.scan(),
-        (&a, &g),
-        in_place,
-    )?;
-    match recurrence_mismatch(dtype, &got, &expect) {
-        Some(p) => Err(format!(
-            "{shape:?} in_place={in_place}: lam[{p}] = {} expected {}",
-            got[p], expect[p]
-        )),
-        None => Ok(()),
-    }
-}
-
 /// A linear recurrence (f32 or f64) scanned in chunks of random lengths, each starting
 /// from the last state the chunk before it wrote (carry in and out, as for a sequence
 /// streamed through in pieces), against one sequential loop over the whole.
