@@ -249,7 +249,8 @@ static void test_carries(scanrt_context *ctx, scanrt_stream *s) {
 }
 
 /* A host array scanned through the GPU in chunks (scanrt_scan_host), u32 into u64,
- * backward and exclusive, with a progress callback. */
+ * backward and exclusive, with a progress callback; on a GPU, the same array from device
+ * memory into host memory. */
 static void count_progress(uint64_t done, uint64_t total, void *user) {
     uint64_t *last = user;
     CHECK(done >= last[0] && done <= total, "progress %llu of %llu after %llu", (unsigned long long)done,
@@ -280,6 +281,28 @@ static void test_out_of_core(scanrt_context *ctx) {
     CHECK(wrong == 0, "%llu wrong elements", (unsigned long long)wrong);
     CHECK(progress[0] == n && progress[1] >= 1, "progress ended at %llu after %llu calls",
           (unsigned long long)progress[0], (unsigned long long)progress[1]);
+
+    int32_t backend = SCANRT_BACKEND_HOST;
+    scanrt_buffer *on_device = NULL;
+    void *device_x = NULL;
+    scanrt_stream *s = NULL;
+    EXPECT_OK(scanrt_context_backend(ctx, &backend));
+    if (backend == SCANRT_BACKEND_GPU && EXPECT_OK(scanrt_stream_create(ctx, &s)) &&
+        EXPECT_OK(scanrt_buffer_create(ctx, SCANRT_DTYPE_U32, n, &on_device)) &&
+        EXPECT_OK(scanrt_buffer_upload(on_device, s, x, n)) && EXPECT_OK(scanrt_buffer_pointer(on_device, &device_x))) {
+        memset(got, 0, n * 8);
+        EXPECT_OK(scanrt_scan_host(ctx, device_x, SCANRT_DTYPE_U32, got, SCANRT_DTYPE_U64, n, &d, 1000000, NULL, NULL,
+                                   NULL));
+        running = 0, wrong = 0;
+        for (size_t j = 0; j < n; j++) {
+            const size_t i = n - 1 - j;
+            wrong += got[i] != running;
+            running += x[i];
+        }
+        CHECK(wrong == 0, "device into host: %llu wrong elements", (unsigned long long)wrong);
+    }
+    scanrt_buffer_destroy(on_device);
+    scanrt_stream_destroy(s);
     free(x), free(got);
 }
 

@@ -20,8 +20,10 @@ pub type scanrt_progress_fn = Option<unsafe extern "C" fn(done: u64, total: u64,
 /// (0: 2^26) whose upload, scan and download overlap, the running total carried on the
 /// device: arrays larger than the GPU's memory, at the link's speed for page-locked
 /// memory (`cudaHostAlloc`, `cudaHostRegister`). Returns when the results are in
-/// `output`. `progress` (may be NULL) is called after each chunk. Unsegmented scans; on
-/// the host backend, a host scan. `info` may be NULL.
+/// `output`. Either array may instead be device memory of the context (a device array
+/// scanned into host memory, or a host array into device memory): that side is read or
+/// written in place. `progress` (may be NULL) is called after each chunk. Unsegmented
+/// scans; on the host backend, a host scan. `info` may be NULL.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn scanrt_scan_host(

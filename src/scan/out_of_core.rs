@@ -4,6 +4,9 @@
 //! and the one before that downloads; the running total is carried from chunk to chunk
 //! in device memory (the scan's carry in and carry out are one element). Page-locked
 //! host memory moves at the link's speed; the driver stages pageable memory at its own.
+//! Either array may instead be device memory of the context (a device array too large
+//! to have its result beside it, scanned into host memory; or a host array scanned into
+//! device memory): that side is read or written in place, with no copy and no slots.
 //! On the host backend it is one host scan.
 
 use crate::context::Context;
@@ -15,6 +18,7 @@ use crate::scan::operator_model::Carries;
 use crate::scan::plan::ScanIo;
 use crate::scan::{RawScan, ScanInfo};
 use crate::{Buffer, Direction};
+use cudarc::driver::sys::CUmemorytype;
 
 /// Elements per chunk unless told otherwise.
 const DEFAULT_CHUNK: u64 = 1 << 26;
@@ -58,11 +62,12 @@ impl Context {
         unsafe { self.scan_host_raw(&req, desc, options) }
     }
 
-    /// [`Context::scan_host_array`] on raw host addresses (`req.segments` unused).
+    /// [`Context::scan_host_array`] on raw addresses (`req.segments` unused), each either
+    /// host memory or device memory of this context (both device memory: one scan).
     ///
     /// # Safety
-    /// `req.input` and `req.output` are host memory of `req.n` elements of their types,
-    /// not accessed by anything else during the call.
+    /// `req.input` and `req.output` hold `req.n` elements of their types, not accessed by
+    /// anything else during the call.
     pub unsafe fn scan_host_raw(
         &self,
         req: &RawScan,
@@ -90,6 +95,27 @@ impl Context {
             }
             return Ok(info);
         }
+        let dev = self.gpu()?;
+        let _current = dev.enter()?;
+        let on_device = |addr: u64, bytes: u64, what: &str| -> Result<bool> {
+            let device = driver::pointer_info(addr)?.memory_type == CUmemorytype::CU_MEMORYTYPE_DEVICE as u32;
+            if device && bytes > 0 {
+                dev.check_device_range(addr, bytes, what)?;
+            }
+            Ok(device)
+        };
+        let input_on_device = n > 0 && on_device(req.input, in_bytes, "input")?;
+        let output_on_device = n > 0 && on_device(req.output, out_bytes, "output")?;
+        if input_on_device && output_on_device {
+            let stream = self.new_stream()?;
+            let req = RawScan { segments: 0, ..*req };
+            let info = self.scan_raw(&stream, &req, desc, None)?;
+            stream.synchronize()?;
+            if let Some(progress) = options.progress.as_mut() {
+                progress(n, n);
+            }
+            return Ok(info);
+        }
         let chunk = match options.chunk {
             0 => DEFAULT_CHUNK.min(n.max(1)),
             c => c,
@@ -106,12 +132,12 @@ impl Context {
             carry_in: carry.addr(),
             carry_out: carry.addr(),
         };
-        let slots: Vec<(Buffer, Buffer)> = (0..SLOTS)
-            .map(|_| Ok((Buffer::new(self, in_type, chunk)?, Buffer::new(self, out_type, chunk)?)))
+        // A slot's buffers: None on the side that lives in device memory.
+        let buffer = |dtype, needed: bool| needed.then(|| Buffer::new(self, dtype, chunk)).transpose();
+        let slots: Vec<(Option<Buffer>, Option<Buffer>)> = (0..SLOTS)
+            .map(|_| Ok((buffer(in_type, !input_on_device)?, buffer(out_type, !output_on_device)?)))
             .collect::<Result<_>>()?;
         let (up, scan, down) = (self.new_stream()?, self.new_stream()?, self.new_stream()?);
-        let dev = self.gpu()?;
-        let _current = dev.enter()?;
         let events = |_| Ok([Event::new()?, Event::new()?, Event::new()?]);
         let events: Vec<[Event; 3]> = (0..SLOTS).map(events).collect::<Result<_>>()?;
         // The carry starts as the initial value (a scan of nothing writes it).
@@ -141,10 +167,11 @@ impl Context {
                 let (lo, hi) = range(c);
                 let len = hi - lo;
                 let slot = step as usize % SLOTS;
-                let [uploaded, scanned, downloaded] = &events[slot];
+                // `done`: the slot's chunk is in the output (downloaded, or scanned into
+                // device memory), and its buffers are free.
+                let [uploaded, scanned, done_event] = &events[slot];
                 if step >= SLOTS as u64 {
-                    // The slot's last chunk is in host memory: its buffers are free.
-                    downloaded.synchronize()?;
+                    done_event.synchronize()?;
                     done += issued_len.pop_front().unwrap_or(0);
                     if let Some(progress) = options.progress.as_mut() {
                         progress(done, n);
@@ -160,32 +187,38 @@ impl Context {
                 // download is waited for below); the buffers hold a chunk each; every stream
                 // and event belongs to this context.
                 unsafe {
-                    let host_in = (req.input + lo * in_type.size() as u64) as *mut std::ffi::c_void;
-                    driver::copy_host_async(
-                        host_in,
-                        in_buf.addr(),
-                        len as usize * in_type.size(),
-                        false,
-                        up.raw() as _,
-                    )?;
-                    uploaded.record(up.raw() as _)?;
-                    uploaded.wait_on(scan.raw() as _)?;
+                    let input = match in_buf {
+                        Some(buf) => {
+                            let host_in = (req.input + lo * in_type.size() as u64) as *mut std::ffi::c_void;
+                            let bytes = len as usize * in_type.size();
+                            driver::copy_host_async(host_in, buf.addr(), bytes, false, up.raw() as _)?;
+                            uploaded.record(up.raw() as _)?;
+                            uploaded.wait_on(scan.raw() as _)?;
+                            buf.addr()
+                        }
+                        None => req.input + lo * in_type.size() as u64,
+                    };
+                    let output = match out_buf {
+                        Some(buf) => buf.addr(),
+                        None => req.output + lo * out_type.size() as u64,
+                    };
+                    // Device ranges were checked above, whole.
                     let io = ScanIo {
                         known_buffers: true,
-                        ..ScanIo::new(in_buf.addr(), out_buf.addr()).with_carries(carries)
+                        ..ScanIo::new(input, output).with_carries(carries)
                     };
                     info = plan.execute(&scan, &io, None)?;
-                    scanned.record(scan.raw() as _)?;
-                    scanned.wait_on(down.raw() as _)?;
-                    let host_out = (req.output + lo * out_type.size() as u64) as *mut std::ffi::c_void;
-                    driver::copy_host_async(
-                        host_out,
-                        out_buf.addr(),
-                        len as usize * out_type.size(),
-                        true,
-                        down.raw() as _,
-                    )?;
-                    downloaded.record(down.raw() as _)?;
+                    match out_buf {
+                        Some(buf) => {
+                            scanned.record(scan.raw() as _)?;
+                            scanned.wait_on(down.raw() as _)?;
+                            let host_out = (req.output + lo * out_type.size() as u64) as *mut std::ffi::c_void;
+                            let bytes = len as usize * out_type.size();
+                            driver::copy_host_async(host_out, buf.addr(), bytes, true, down.raw() as _)?;
+                            done_event.record(down.raw() as _)?;
+                        }
+                        None => done_event.record(scan.raw() as _)?,
+                    }
                 }
                 issued_len.push_back(len);
             }

@@ -4,7 +4,7 @@
 //! chunks captured in a CUDA graph and replayed; host arrays scanned through the GPU in
 //! chunks (out of core).
 
-use scanrt::{ArrayView, Buffer, CarryViews, DType, Op, ScanDesc};
+use scanrt::{ArrayView, Buffer, CarryViews, DType, Op, RawScan, ScanDesc};
 
 use crate::common::carries::sweep_carries;
 use crate::common::*;
@@ -134,4 +134,59 @@ pub(crate) fn out_of_core_scans_of_host_arrays() {
             }
         }
     }
+}
+
+/// Out-of-core scans with one side in device memory (`Context::scan_host_raw`): a device
+/// array scanned into host memory, and a host array into device memory, u32 into u64 with
+/// an initial value, both directions, partial and whole chunks, against the sequential
+/// scan; the device side is read or written in place.
+pub(crate) fn out_of_core_scans_with_a_device_side() {
+    let ctx = gpu();
+    let stream = ctx.new_stream().unwrap();
+    let mut rng = Rng(0xD0C0);
+    eprintln!("out of core, device side: seed {:#x}", rng.0);
+    let n = 5_000_011usize;
+    let input: Vec<u32> = (0..n).map(|_| rng.below(1 << 20) as u32).collect();
+    let device_input = scanrt::Buffer::from_slice(ctx, &stream, &input).unwrap();
+    let device_output = scanrt::Buffer::new(ctx, DType::U64, n as u64).unwrap();
+    let mut calls = 0;
+    for chunk in [999_983u64, 1 << 20, 0] {
+        for backward in [false, true] {
+            let mut desc = ScanDesc::inclusive(Op::Sum).with_init(5u64);
+            if backward {
+                desc = desc.backward();
+            }
+            let want = scanrt::reference_scan::<u32, u64>(&input, &desc);
+            let what = format!("chunk {chunk} backward={backward}");
+            let mut progress = |_: u64, _: u64| calls += 1;
+            let options = |progress| scanrt::HostScanOptions { chunk, progress };
+
+            let mut host_output = vec![0u64; n];
+            let req = RawScan::new(
+                device_input.addr(),
+                DType::U32,
+                host_output.as_mut_ptr() as u64,
+                DType::U64,
+                n as u64,
+            );
+            // SAFETY: a live device buffer and a host vector of n elements each.
+            unsafe { ctx.scan_host_raw(&req, &desc, options(Some(&mut progress))) }.unwrap();
+            let bad = (0..n).find(|&i| host_output[i] != want[i]);
+            assert!(bad.is_none(), "device into host, {what}: element {bad:?}");
+
+            let req = RawScan::new(
+                input.as_ptr() as u64,
+                DType::U32,
+                device_output.addr(),
+                DType::U64,
+                n as u64,
+            );
+            // SAFETY: as above.
+            unsafe { ctx.scan_host_raw(&req, &desc, options(None)) }.unwrap();
+            let got = device_output.download::<u64>(&stream, n).unwrap();
+            let bad = (0..n).find(|&i| got[i] != want[i]);
+            assert!(bad.is_none(), "host into device, {what}: element {bad:?}");
+        }
+    }
+    assert!(calls > 0, "progress was reported");
 }

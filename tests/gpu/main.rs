@@ -38,6 +38,7 @@ fn main() {
             carries::carries_sanitizer_subset,
             carries::chained_carries_in_a_graph,
             carries::out_of_core_scans_of_host_arrays,
+            carries::out_of_core_scans_with_a_device_side,
             determinism::matrix_scan_is_run_to_run_deterministic,
             distributed::scans_across_every_gpu,
             distributed::rank_form_from_a_thread_per_rank,
