@@ -847,8 +847,10 @@ scanrt_status scanrt_operator_scan_device_carried(const struct scanrt_operator *
 // (0: 2^26) whose upload, scan and download overlap, the running total carried on the
 // device: arrays larger than the GPU's memory, at the link's speed for page-locked
 // memory (`cudaHostAlloc`, `cudaHostRegister`). Returns when the results are in
-// `output`. `progress` (may be NULL) is called after each chunk. Unsegmented scans; on
-// the host backend, a host scan. `info` may be NULL.
+// `output`. Either array may instead be device memory of the context (a device array
+// scanned into host memory, or a host array into device memory): that side is read or
+// written in place, once the work queued on it has completed. `progress` (may be NULL) is called after each chunk. Unsegmented
+// scans; on the host backend, a host scan. `info` may be NULL.
 scanrt_status scanrt_scan_host(const struct scanrt_context *ctx,
                                const void *input,
                                int32_t input_dtype,

@@ -93,7 +93,12 @@ pub(crate) fn run(ctx: &Context) {
         median(Box::new(|| {
             for lo in (0..n).step_by(chunk) {
                 let len = chunk.min(n - lo);
-                sys::cuMemcpyDtoHAsync_v2(got.as_ptr().add(lo) as *mut _, device.addr() + 4 * lo as u64, 4 * len, s2.raw() as _);
+                sys::cuMemcpyDtoHAsync_v2(
+                    got.as_ptr().add(lo) as *mut _,
+                    device.addr() + 4 * lo as u64,
+                    4 * len,
+                    s2.raw() as _,
+                );
             }
             s2.synchronize().unwrap();
         }))

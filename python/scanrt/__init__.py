@@ -16,7 +16,7 @@ PyTorch tensors that require gradients go through scanrt's registered operators
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, Callable, Optional, Sequence, Tuple
 
 from . import _arrays
 from ._scanrt import ScanrtError, __version__
@@ -31,6 +31,7 @@ __all__ = [
     "cumprod",
     "summed_area_table",
     "scan_across",
+    "scan_out_of_core",
     "cummax",
     "cummin",
     "logcumsumexp",
@@ -248,6 +249,35 @@ def scan_across(chunks: Sequence[Any], op: str = "sum", *, exclusive: bool = Fal
         if _arrays.needs_synchronize(c):
             _scanrt.synchronize(_arrays.describe(c)[4], s)
     return (outs, totals) if with_total else outs
+
+
+def scan_out_of_core(x: Any, op: str = "sum", *, out: Any = None, device: int = 0, exclusive: bool = False,
+                     reverse: bool = False, initial: Any = None, dtype: Optional[str] = None, chunk: int = 0,
+                     progress: Optional[Callable[[int, int], Any]] = None) -> Any:
+    """Scans a contiguous 1-D array too large for the GPU through GPU ``device``, in
+    chunks whose upload, scan and download overlap, the running total carried on the
+    GPU. ``x`` and ``out`` are each a NumPy array (host memory: page-locked memory moves
+    fastest, pageable memory at the driver's staging speed) or an array on that GPU (a
+    device array scanned into host memory, or a host array into device memory); ``out``
+    defaults to a new NumPy array. ``op`` is "sum", "prod", "min" or "max"; ``exclusive``,
+    ``reverse``, ``initial`` and ``dtype`` as :func:`cumsum`; ``chunk``: elements per
+    chunk (0: 2^26). ``progress(done, total)`` is called after each chunk. Returns ``out``
+    once the results are there."""
+    _one_d(x)
+    in_type = _arrays.describe_dtype(x)
+    out_type = dtype or (_WIDENED.get(in_type, in_type) if op in ("sum", "prod") else in_type)
+    if out is None:
+        import numpy
+
+        out = numpy.empty(x.shape, dtype=out_type)
+    _one_d(out)
+    _arrays.prepare_inputs([x])
+    for a in (x, out):  # the scan runs on streams of its own: queued work on the arrays ends first
+        if _arrays.describe(a)[4] >= 0:
+            _scanrt.synchronize(_arrays.describe(a)[4], _arrays.stream_of(a))
+    _scanrt.scan_out_of_core(_arrays.describe(x), _arrays.describe(out), op, not exclusive, reverse, initial, device,
+                             chunk, progress)
+    return out
 
 
 def _extreme(x: Any, recipe: str, axis: int, reverse: bool) -> Tuple[Any, Any]:

@@ -1,6 +1,6 @@
 """Type stubs of the extension module (the bindings over the Rust crate)."""
 
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, Callable, Optional, Sequence, Tuple
 
 Description = Tuple[int, str, Tuple[int, ...], Tuple[int, ...], int]
 
@@ -16,6 +16,8 @@ def scan(x: Description, out: Description, op: str, inclusive: bool, reverse: bo
 def scan_across(chunks: Sequence[Description], outs: Sequence[Description], op: str, inclusive: bool, reverse: bool,
                 initial: Any, deterministic: bool, streams: Sequence[int],
                 totals: Optional[Sequence[Description]] = None) -> None: ...
+def scan_out_of_core(x: Description, out: Description, op: str, inclusive: bool, reverse: bool, initial: Any,
+                     device: int, chunk: int, progress: Optional[Callable[[int, int], Any]] = None) -> None: ...
 def recipe_scan(recipe: str, inputs: Sequence[Description], outputs: Sequence[Description], row: int,
                 inclusive: bool, reverse: bool, initial: Optional[float], deterministic: bool, stream: int) -> None: ...
 def sort(keys: Description, keys_out: Description, values: Optional[Description], values_out: Optional[Description],

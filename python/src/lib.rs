@@ -8,6 +8,7 @@ mod arrays;
 mod distributed;
 mod errors;
 mod operator;
+mod out_of_core;
 mod scan;
 mod select;
 mod sort;
@@ -20,6 +21,7 @@ fn _scanrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(scan::scan, m)?)?;
     m.add_function(wrap_pyfunction!(scan::recipe_scan, m)?)?;
+    m.add_function(wrap_pyfunction!(out_of_core::scan_out_of_core, m)?)?;
     m.add_function(wrap_pyfunction!(sort::sort, m)?)?;
     m.add_function(wrap_pyfunction!(distributed::scan_across, m)?)?;
     m.add_function(wrap_pyfunction!(select::select, m)?)?;

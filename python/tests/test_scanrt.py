@@ -548,3 +548,26 @@ def test_cupy_and_jax_arrays():
     jx = jnp.arange(100_000, dtype=jnp.float32) % 7
     jgot = scanrt.cumsum(jx)
     np.testing.assert_allclose(np.asarray(jgot), np.cumsum(np.asarray(jx)), rtol=1e-5)
+
+
+@cuda
+@pytest.mark.parametrize("reverse", [False, True])
+def test_scan_out_of_core_host_and_device_sides(reverse):
+    x = rng(31).integers(-1000, 1000, 3_000_017).astype(np.int32)
+    want = np.cumsum(x[::-1], dtype=np.int64)[::-1] if reverse else np.cumsum(x, dtype=np.int64)
+    seen = []
+    got = scanrt.scan_out_of_core(x, reverse=reverse, chunk=1_000_000, progress=lambda d, t: seen.append((d, t)))
+    assert got.dtype == np.int64 and np.array_equal(got, want)
+    assert seen[-1] == (x.size, x.size) and all(a[0] <= b[0] for a, b in zip(seen, seen[1:]))
+    # A device array into host memory, and a host array into device memory.
+    on_gpu = torch.from_numpy(x).cuda() * 1  # queued work on the current stream, waited for
+    np.testing.assert_array_equal(scanrt.scan_out_of_core(on_gpu, reverse=reverse, chunk=999_983), want)
+    out = torch.empty(x.size, dtype=torch.int64, device="cuda")
+    scanrt.scan_out_of_core(x, out=out, reverse=reverse, chunk=1 << 20)
+    np.testing.assert_array_equal(out.cpu().numpy(), want)
+
+    def stop(done, total):
+        raise KeyboardInterrupt("stop")
+
+    with pytest.raises(KeyboardInterrupt):
+        scanrt.scan_out_of_core(x, chunk=1_000_000, progress=stop)

@@ -22,7 +22,7 @@ pub type scanrt_progress_fn = Option<unsafe extern "C" fn(done: u64, total: u64,
 /// memory (`cudaHostAlloc`, `cudaHostRegister`). Returns when the results are in
 /// `output`. Either array may instead be device memory of the context (a device array
 /// scanned into host memory, or a host array into device memory): that side is read or
-/// written in place. `progress` (may be NULL) is called after each chunk. Unsegmented
+/// written in place, once the work queued on it has completed. `progress` (may be NULL) is called after each chunk. Unsegmented
 /// scans; on the host backend, a host scan. `info` may be NULL.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]

@@ -67,7 +67,8 @@ impl Context {
     ///
     /// # Safety
     /// `req.input` and `req.output` hold `req.n` elements of their types, not accessed by
-    /// anything else during the call.
+    /// anything else during the call (work queued on device memory among them has
+    /// completed: the chunks run on streams of their own).
     pub unsafe fn scan_host_raw(
         &self,
         req: &RawScan,
