@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Optional, Sequence, Tuple
 
 from . import _arrays
 from . import _scanrt
+
+# Numbers the torch custom operators made for Operators (their names must be unique).
+_TORCH_OPS = itertools.count()
 
 
 def _bytes_of(value: Any, size: int, what: str) -> bytes:
@@ -36,7 +40,9 @@ class Operator:
     uint8 array).
 
     Scans run on 1-D GPU arrays (PyTorch, CuPy, JAX, Numba); the host backend needs host
-    functions, which an operator from Python has not.
+    functions, which an operator from Python has not. On torch tensors each Operator is a
+    torch custom operator (``torch.library``), so its scans run inside ``torch.compile``
+    graphs and captured CUDA graphs; it has no gradient.
 
     >>> affine = scanrt.Operator(
     ...     "affine", SOURCE, "Affine", 8, 4, "combine",
@@ -53,6 +59,7 @@ class Operator:
         self.store = None if store is None else (store[0], [str(t) for t in store[1]])
         self._op = _scanrt.Operator(name, source, state, self.state_size, int(state_align), combine,
                                     _bytes_of(identity, self.state_size, "identity"), self.load, self.store)
+        self._torch_op: Any = None
 
     @property
     def name(self) -> str:
@@ -70,17 +77,59 @@ class Operator:
         for x in inputs:
             if len(x.shape) != 1:
                 raise ValueError(f"operator scans take 1-D arrays; one has shape {tuple(x.shape)}")
-        n = int(inputs[0].shape[0]) if self.load else int(inputs[0].shape[0]) // self.state_size
+        init = None if initial is None else _bytes_of(initial, self.state_size, "initial")
+        if out is None and _arrays.library(inputs[0]) == "torch":
+            import torch
+
+            state = None if init is None else torch.frombuffer(bytearray(init), dtype=torch.uint8)
+            outs = self._torch()(list(inputs), exclusive, reverse, deterministic, state, segments, offsets)
+            return outs[0] if len(outs) == 1 else tuple(outs)
+        n = self._length(inputs[0])
         if out is not None:
             outs = list(out) if isinstance(out, (tuple, list)) else [out]
-        elif self.store is not None:
-            outs = [_arrays.empty(inputs[0], (n,), t) for t in self.store[1]]
         else:
-            outs = [_arrays.empty(inputs[0], (n * self.state_size,), "uint8")]
-        init = None if initial is None else _bytes_of(initial, self.state_size, "initial")
+            outs = [_arrays.empty(inputs[0], shape, t) for shape, t in self._outputs(n)]
+        self._scan(list(inputs), outs, exclusive, reverse, init, deterministic, segments, offsets)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _length(self, first: Any) -> int:
+        return int(first.shape[0]) if self.load else int(first.shape[0]) // self.state_size
+
+    def _outputs(self, n: int) -> list:
+        """The (shape, dtype) of each output of a scan of n elements."""
+        if self.store is not None:
+            return [((n,), t) for t in self.store[1]]
+        return [((n * self.state_size,), "uint8")]
+
+    def _scan(self, inputs, outs, exclusive, reverse, init, deterministic, segments, offsets) -> None:
         flags = None if segments is None else _arrays.describe(segments)
         starts = None if offsets is None else _arrays.describe(offsets)
         ins, results = [_arrays.describe(x) for x in inputs], [_arrays.describe(y) for y in outs]
         _arrays.run(list(inputs), lambda s: self._op.scan(ins, results, not exclusive, reverse, init, deterministic,
                                                           s, flags, starts))
-        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _torch(self) -> Any:
+        """This operator as a torch custom operator, made at its first scan of tensors."""
+        if self._torch_op is None:
+            import torch
+
+            schema = ("(Tensor[] inputs, bool exclusive, bool reverse, bool deterministic, Tensor? initial, "
+                      "Tensor? segments, Tensor? offsets) -> Tensor[]")
+
+            def scan(inputs, exclusive, reverse, deterministic, initial, segments, offsets):
+                n = self._length(inputs[0])
+                outs = [torch.empty(shape, dtype=getattr(torch, t), device=inputs[0].device)
+                        for shape, t in self._outputs(n)]
+                init = None if initial is None else initial.numpy().tobytes()
+                self._scan(inputs, outs, exclusive, reverse, init, deterministic, segments, offsets)
+                return outs
+
+            op = torch.library.custom_op(f"scanrt::operator_{next(_TORCH_OPS)}", scan, mutates_args=(), schema=schema)
+
+            @op.register_fake
+            def _(inputs, exclusive, reverse, deterministic, initial, segments, offsets):
+                n = self._length(inputs[0])
+                return [inputs[0].new_empty(shape, dtype=getattr(torch, t)) for shape, t in self._outputs(n)]
+
+            self._torch_op = op
+        return self._torch_op

@@ -357,6 +357,29 @@ __device__ Pair add(Pair l, Pair r) { return Pair{l.x + r.x, l.y + r.y}; }
 
 
 @cuda
+def test_torch_user_operator_in_compile_and_cuda_graphs():
+    op = affine_operator()
+    g = torch.Generator(device="cuda").manual_seed(SEED + 5)
+    a = torch.rand(70_001, device="cuda", generator=g) * 0.5 + 0.5
+    b = torch.rand(70_001, device="cuda", generator=g) * 2 - 1
+    want = op(a, b, reverse=True) * 2
+    compiled = torch.compile(lambda a, b: op(a, b, reverse=True) * 2, fullgraph=True)
+    torch.testing.assert_close(compiled(a, b), want)
+    # Captured once, replayed on new inputs.
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        op(a, b)  # the kernels are loaded before the capture
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        h = op(a, b)
+    b.copy_(torch.rand(70_001, device="cuda", generator=g))
+    graph.replay()
+    torch.testing.assert_close(h, op(a, b))
+
+
+@cuda
 def test_torch_carries_on_the_device():
     x = torch.randint(0, 1000, (3_000_001,), device="cuda", dtype=torch.int64)
     carry = torch.tensor([7], device="cuda", dtype=torch.int64)
