@@ -7,8 +7,9 @@
 //! 2. gathers every rank's total (NCCL's all-gather of one state per rank, in place;
 //!    sends and receives between every pair of ranks measured slower on 2 GPUs);
 //! 3. scans its chunk from its carry, which the chunk's kernel folds from the earlier
-//!    ranks' totals itself; with an initial value or the whole array's total asked for, an
-//!    exclusive scan of the totals (one tile) comes first and gives both.
+//!    ranks' totals itself; with an initial value the carry comes from an exclusive scan
+//!    of the totals (one tile) instead, which also gives the whole array's total to a
+//!    rank that asks for it.
 //!
 //! About 3n of memory traffic per GPU (n to reduce, 2n to scan) and one exchange of a
 //! state per rank, with no host round trip: everything is queued on the rank's stream.

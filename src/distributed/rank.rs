@@ -24,11 +24,13 @@ use crate::tables::{Algorithm, Direction};
 /// reduction (n of memory traffic, against the scan's 2n).
 const SCAN_TWICE_MAX: u64 = 1 << 20;
 
-/// Whether a rank's carry needs the totals' exclusive scan: for an initial value (which
-/// the gathered totals do not hold), for the whole array's total, or for more earlier
-/// ranks than the kernels' fold takes. Otherwise the chunk's kernel folds the totals.
-fn needs_totals_scan(init: bool, total: u64, ranks: usize) -> bool {
-    init || total != 0 || ranks > INIT_FOLD_MAX_STATES as usize
+/// Whether a rank's carry comes from the totals' exclusive scan: with an initial value
+/// (which the gathered totals do not hold), or more earlier ranks than the kernels' fold
+/// takes. Otherwise the chunk's kernel folds the totals itself. The choice depends only
+/// on what every rank shares, so the ranks' results do not depend on which of them ask
+/// for the whole total (the deterministic mode's bits included).
+fn carry_from_totals_scan(init: bool, ranks: usize) -> bool {
+    init || ranks > INIT_FOLD_MAX_STATES as usize
 }
 
 /// Whether a chunk of `n` elements finds its total by the reduction.
@@ -54,9 +56,11 @@ pub(crate) struct RankScan<'a> {
     ctx: &'a Context,
     /// The chunk's reduction; None: small chunks scan twice instead (see `begin`).
     reduce: Option<ScanPlan>,
-    /// The totals' exclusive scan, where the chunk's scan cannot fold its carry from the
-    /// gathered totals itself (see `needs_totals_scan`).
+    /// The totals' exclusive scan, for the carries (see `carry_from_totals_scan`) or the
+    /// whole array's total.
     carries: Option<ScanPlan>,
+    /// Whether the chunk's scan starts from the totals' scan, not the fold.
+    carry_from_scan: bool,
     chunk: ScanPlan,
     direction: Direction,
     inputs: Vec<u64>,
@@ -137,7 +141,7 @@ impl<'a> RankScan<'a> {
         if rank >= ranks {
             bail!(InvalidArgument, "rank {rank} of {ranks} ranks");
         }
-        let (reduce, carries, chunk, direction) = match operator {
+        let (reduce, carries, chunk, direction, carry_from_scan) = match operator {
             PartOperator::Builtin { desc, input, output } => {
                 if desc.segments != Segments::None {
                     bail!(UnsupportedCombination, "a scan across GPUs is unsegmented");
@@ -160,11 +164,12 @@ impl<'a> RankScan<'a> {
                     reduced(n, inputs, outputs)
                         .then(|| ctx.plan(input, output, n, &reduce))
                         .transpose()?,
-                    needs_totals_scan(desc.init.is_some(), total, ranks)
+                    (carry_from_totals_scan(desc.init.is_some(), ranks) || total != 0)
                         .then(|| ctx.plan(acc, acc, ranks as u64, &totals))
                         .transpose()?,
                     ctx.plan(input, output, n, &local)?,
                     desc.direction,
+                    carry_from_totals_scan(desc.init.is_some(), ranks),
                 )
             }
             PartOperator::User { op, scan } => {
@@ -187,11 +192,12 @@ impl<'a> RankScan<'a> {
                 };
                 (
                     reduced(n, inputs, outputs).then(|| op.plan(n, &reduce)).transpose()?,
-                    needs_totals_scan(scan.init.is_some(), total, ranks)
+                    (carry_from_totals_scan(scan.init.is_some(), ranks) || total != 0)
                         .then(|| op.states_only()?.plan(ranks as u64, &totals))
                         .transpose()?,
                     op.plan(n, &local)?,
                     scan.direction,
+                    carry_from_totals_scan(scan.init.is_some(), ranks),
                 )
             }
         };
@@ -201,6 +207,7 @@ impl<'a> RankScan<'a> {
             ctx,
             reduce,
             carries,
+            carry_from_scan,
             chunk,
             direction,
             inputs: inputs.to_vec(),
@@ -292,60 +299,54 @@ impl<'a> RankScan<'a> {
         }
     }
 
-    /// After the exchange: the chunk's scan from this rank's carry, and the whole array's
-    /// total where asked; frees the temporary memory.
+    /// After the exchange: the totals' exclusive scan where needed (the carries with an
+    /// initial value, the whole array's total), then the chunk's scan from this rank's
+    /// carry; frees the temporary memory.
     ///
     /// # Safety
     /// As [`ScanPlan::execute`]; `begin` succeeded and the totals were gathered.
     pub unsafe fn finish(&self) -> Result<ScanInfo> {
-        let info = match &self.carries {
-            Some(carries) => self.finish_from_scanned_totals(carries),
-            None => self.finish_folding_totals(),
-        };
+        let info = self.scan_totals().and_then(|_| self.scan_chunk());
         self.release()?;
         info
     }
 
-    /// The chunk's scan from the fold of the earlier ranks' totals (earlier in the scan's
-    /// traversal order), which its kernel reads itself: one launch.
-    unsafe fn finish_folding_totals(&self) -> Result<ScanInfo> {
-        let (rank, ranks) = (self.rank, self.ranks);
-        let (first, count) = match self.direction {
-            Direction::Forward => (0, rank),
-            Direction::Backward => (rank + 1, ranks - rank - 1),
+    /// Where the totals' exclusive scan writes every rank's carry.
+    fn scanned_carries(&self) -> u64 {
+        self.temp.get() + (self.ranks * self.state) as u64
+    }
+
+    /// The totals' exclusive scan from the initial value, if planned: every rank's carry,
+    /// and the whole array's total.
+    unsafe fn scan_totals(&self) -> Result<()> {
+        let Some(plan) = &self.carries else { return Ok(()) };
+        let carries = Carries {
+            carry_in: 0,
+            carry_out: self.total,
         };
-        let carry_in = match count {
-            0 => 0, // the first rank starts from the identity
-            _ => self.temp.get() + (first * self.state) as u64,
+        plan.execute_known(self.stream, &[self.temp.get()], &[self.scanned_carries()], carries, 0)
+            .map(|_| ())
+    }
+
+    /// The chunk's scan from this rank's carry: the scanned one, or the fold of the earlier
+    /// ranks' totals (earlier in the scan's traversal order), which its kernel reads itself.
+    unsafe fn scan_chunk(&self) -> Result<ScanInfo> {
+        let (rank, ranks) = (self.rank, self.ranks);
+        let (carry_in, states) = if self.carry_from_scan {
+            (self.scanned_carries() + (rank * self.state) as u64, 1)
+        } else {
+            let (first, count) = match self.direction {
+                Direction::Forward => (0, rank),
+                Direction::Backward => (rank + 1, ranks - rank - 1),
+            };
+            match count {
+                0 => (0, 0), // the first rank starts from the identity
+                _ => (self.temp.get() + (first * self.state) as u64, count as u32),
+            }
         };
         let carries = Carries { carry_in, carry_out: 0 };
         self.chunk
-            .execute_known(self.stream, &self.inputs, &self.outputs, carries, count as u32)
-    }
-
-    /// The totals' exclusive scan from the initial value (every rank's carry, and the whole
-    /// array's total), then the chunk's scan from this rank's carry: two launches.
-    unsafe fn finish_from_scanned_totals(&self, carries_plan: &ScanPlan) -> Result<ScanInfo> {
-        let totals = self.temp.get();
-        let carries = totals + (self.ranks * self.state) as u64;
-        carries_plan.execute_known(
-            self.stream,
-            &[totals],
-            &[carries],
-            Carries {
-                carry_in: 0,
-                carry_out: self.total,
-            },
-            0,
-        )?;
-        let carry_in = carries + (self.rank * self.state) as u64;
-        self.chunk.execute_known(
-            self.stream,
-            &self.inputs,
-            &self.outputs,
-            Carries { carry_in, carry_out: 0 },
-            0,
-        )
+            .execute_known(self.stream, &self.inputs, &self.outputs, carries, states)
     }
 
     /// Frees the temporary memory (after the work queued on the stream), if held.
