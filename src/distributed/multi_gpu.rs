@@ -7,7 +7,7 @@ use super::rank::{PartOperator, RankScan};
 use crate::array::ArrayView;
 use crate::context::Context;
 use crate::error::{bail, Result};
-use crate::operator::{Operator, OperatorScan};
+use crate::operator::{Operator, OperatorDesc, OperatorScan};
 use crate::scan::desc::ScanDesc;
 use crate::stream::Stream;
 
@@ -49,6 +49,15 @@ pub struct OperatorPart<'a> {
     pub n: u64,
     /// The device address receiving the whole array's total state; 0: none.
     pub total: u64,
+}
+
+/// Whether two descriptions define the same operator (source, state and functions; the
+/// names may differ), as every rank of one scan must.
+fn same_definition(a: &OperatorDesc, b: &OperatorDesc) -> bool {
+    a.source == b.source
+        && (&a.state_type, a.state_size, a.state_align) == (&b.state_type, b.state_size, b.state_align)
+        && (&a.combine, &a.identity) == (&b.combine, &b.identity)
+        && (&a.load, &a.store) == (&b.load, &b.store)
 }
 
 impl MultiGpu {
@@ -128,20 +137,7 @@ impl MultiGpu {
         let first = parts[0].op.desc();
         for (rank, part) in parts.iter().enumerate() {
             let desc = part.op.desc();
-            let same = (
-                &desc.source,
-                &desc.state_type,
-                desc.state_size,
-                &desc.combine,
-                &desc.identity,
-            ) == (
-                &first.source,
-                &first.state_type,
-                first.state_size,
-                &first.combine,
-                &first.identity,
-            );
-            if !same || desc.load != first.load || desc.store != first.store {
+            if !same_definition(desc, first) {
                 bail!(
                     InvalidArgument,
                     "rank {rank}'s operator {} is not rank 0's {}: one definition on every GPU",

@@ -218,8 +218,8 @@ pub(crate) fn tag_wraparound_clears_stale_slots() {
         );
     };
     scan_with_generation(4, n, 7); // tag 5 in every slot of the first 5M / tile tiles
-    // The clearing scan takes the look-back kernel: past what one cluster scans (the
-    // cluster kernel has no workspace).
+                                   // The clearing scan takes the look-back kernel: past what one cluster scans (the
+                                   // cluster kernel has no workspace).
     let t = ctx.tile_lengths(DType::U32, DType::U32, &desc).unwrap();
     let past_cluster = (t.cluster * t.cluster_blocks as u64).max(2 * t.register_staged) as usize + 1;
     scan_with_generation(TAG_PERIOD - 1, past_cluster, 1); // clears
