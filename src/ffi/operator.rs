@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::context::scanrt_context;
 use super::strings::{optional_text, required_text};
 use super::versioned::{init_sized, read_versioned, Versioned};
-use super::{boundary, non_null, non_null_mut, put};
+use super::{boundary, non_null, non_null_mut, put, slice_of};
 use crate::error::{bail, Result};
 use crate::operator::{HostOperator, Operator, OperatorDesc};
 use crate::recipes;
@@ -122,12 +122,7 @@ pub(super) unsafe fn array_list<'a, T>(p: *const T, count: usize, what: &str) ->
     if count > 4 {
         bail!(InvalidArgument, "{what}: {count} arrays, more than any operator takes");
     }
-    if count == 0 {
-        return Ok(&[]);
-    }
-    non_null(p, what)?;
-    // SAFETY: `p` holds `count` entries (the caller's contract), count <= 4.
-    Ok(std::slice::from_raw_parts(p, count))
+    slice_of(p, count, what)
 }
 
 /// `count` dtypes at `p`.
