@@ -27,6 +27,13 @@ SCANRT_DEVICE void data_barrier() {
 template <typename Op, bool SEGMENTED> struct CarryOf { typedef Op Op_; };
 template <typename Op> struct CarryOf<Op, true> { typedef SegmentedOp<Op> Op_; };
 
+// The value a carry contributes to the elements it reaches (a segmented scan's pair
+// carries its value).
+template <bool SEGMENTED, typename Carry> SCANRT_DEVICE auto carried_value(Carry c) {
+    if constexpr (SEGMENTED) return c.value;
+    else return c;
+}
+
 template <typename Op, int THREADS, int ITEMS, bool SEGMENTED = false>
 struct BlockMatrixScan {
     typedef typename Op::T Acc;
@@ -40,12 +47,6 @@ struct BlockMatrixScan {
         Matrix matrix;
         Carry warp_total[WARPS];
     };
-
-    // The value a carry contributes to the elements it reaches.
-    static SCANRT_DEVICE Acc carried_value(Carry c) {
-        if constexpr (SEGMENTED) return c.value;
-        else return c;
-    }
 
     Acc row[ITEMS];
     Carry thread_prefix;   // everything in the tile before this thread's row
@@ -101,7 +102,7 @@ struct BlockMatrixScan {
     // everything before it). Touches only the calling thread's row, so no barrier is
     // needed after park_rows; the caller puts one before the store.
     static SCANRT_DEVICE void finish_parked_rows(Shared& s, Carry tile_prefix, Carry thread_prefix, int open, int tid) {
-        const Acc prefix = carried_value(CarryOp::combine(tile_prefix, thread_prefix));
+        const Acc prefix = carried_value<SEGMENTED>(CarryOp::combine(tile_prefix, thread_prefix));
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) {
             Acc& cell = s.matrix.cell[tid * Matrix::STRIDE + i];
@@ -112,7 +113,7 @@ struct BlockMatrixScan {
     // Folds the tile's exclusive prefix into the rows and writes them back to the matrix.
     // The caller puts a barrier between this and the store.
     SCANRT_DEVICE void finish_rows(Shared& s, Carry tile_prefix, int tid) {
-        const Acc prefix = carried_value(CarryOp::combine(tile_prefix, thread_prefix));
+        const Acc prefix = carried_value<SEGMENTED>(CarryOp::combine(tile_prefix, thread_prefix));
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i)
             s.matrix.cell[tid * Matrix::STRIDE + i] = (!SEGMENTED || i < open) ? Op::combine(prefix, row[i]) : row[i];

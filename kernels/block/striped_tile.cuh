@@ -1,5 +1,5 @@
 // scanrt kernels, level 3c: a tile scanned in registers, without shared-memory staging
-// (the one-wave single pass, device/single_pass_wave.cuh).
+// (the one-wave single pass, device/single_pass_wave.cuh, and the cluster scan).
 //
 // Layout ("warp-striped groups"). Warp w owns the tile's elements
 // [w * 32 * ITEMS, (w + 1) * 32 * ITEMS). Within it, each of CHUNKS = ITEMS / G chunks
@@ -17,25 +17,34 @@
 // Every combine keeps sequence order (the earlier value on the left), so non-commutative
 // operators and the association order of float sums depend on the tile shape alone.
 //
+// Segmented scans (SEGMENTED) run the same steps on (value, head) pairs (CarryOf): a
+// lane holds the heads of its groups beside their elements (one bit each), a group's
+// total restarts at its last head, and step 4 restarts from the initial value at every
+// head, as the register-staged kernel's rows do (thread/thread_scan.cuh).
+//
 // Backward scans (REVERSE) mirror the element index, as tile_io.cuh does: logical
 // element e of a tile of `valid` elements is physical element valid - 1 - e of the tile's
 // span, so a group's G logical elements are G physical ones read back to front.
 #pragma once
-#include "block/tile_io.cuh"
-#include "warp/warp_scan.cuh"
+#include "block/block_scan.cuh"
+#include "block/tile_heads.cuh"
 
-template <typename Op, typename In, int THREADS, int ITEMS, bool REVERSE>
+template <typename Op, typename In, int THREADS, int ITEMS, bool REVERSE, bool SEGMENTED>
 struct StripedTile {
     typedef typename Op::T Acc;
+    typedef typename CarryOf<Op, SEGMENTED>::Op_ CarryOp;
+    typedef typename CarryOp::T Carry;
     static const int G = 16 / (sizeof(In) < sizeof(Acc) ? sizeof(In) : sizeof(Acc));  // elements per group
     static const int CHUNKS = ITEMS / G;
     static const int WARPS = THREADS / 32;
     static const int TILE = THREADS * ITEMS;
     static_assert(ITEMS % G == 0, "ITEMS must hold whole 16-byte vectors of both types");
+    static_assert(!SEGMENTED || ITEMS <= 32, "a lane's heads fit one 32-bit mask");
 
     In raw[ITEMS];           // raw[c * G + k]: logical element k of this lane's group in chunk c
-    Acc offset[CHUNKS];      // everything in the warp's span before each group
-    Acc warp_total;
+    u32 heads;               // segmented: bit c * G + k, whether that element is a head
+    Carry offset[CHUNKS];    // everything in the warp's span before each group
+    Carry warp_total;
 
     // Logical tile offset of element k of this lane's group in chunk c.
     static SCANRT_DEVICE int logical(int warp, int lane, int c, int k) { return warp * 32 * ITEMS + (c * 32 + lane) * G + k; }
@@ -64,38 +73,80 @@ struct StripedTile {
         }
     }
 
-    // Steps 1 and 2: each group's offset within the warp's span, and the warp's total
-    // (WHOLE: the tile holds all its elements, so nothing needs a bounds check).
-    template <bool WHOLE>
-    SCANRT_DEVICE void reduce(int valid, int warp, int lane) {
-        Acc group_incl[CHUNKS];
+    // Segmented: the heads of this lane's groups in the tile whose physical span starts
+    // at element `start` (`heads`). Whole tiles read bit flags as one window of packed
+    // words per group and compute row starts; other sources and partial tiles ask per
+    // element (tile_heads.cuh).
+    SCANRT_DEVICE void load_heads(const HeadSource& src, long long start, int valid, bool whole, int warp, int lane) {
+        heads = 0;
 #pragma unroll
         for (int c = 0; c < CHUNKS; ++c) {
-            Acc total = Op::identity();
+            const int first = logical(warp, lane, c, 0);
+            u32 mask = 0;
+            if (whole && (src.kind == HEADS_BITS || src.kind == HEADS_ROWS)) {
+                const long long q = start + (REVERSE ? TILE - first - G : first);  // the group's physical span
+                const u32 own = src.kind == HEADS_BITS ? load_bit_flags((const u32*)src.data, src.n, q)
+                                                       : row_start_flags<G>(src.row_length(), q);
+                mask = REVERSE ? backward_row_mask<G>(own, q + G >= src.n || ((own >> G) & 1u))
+                               : forward_row_mask<G>(own, q);
+            } else {
+#pragma unroll
+                for (int k = 0; k < G; ++k)
+                    if (first + k < valid && src.template head<REVERSE>(start + logical_index<REVERSE>(first + k, valid)))
+                        mask |= 1u << k;
+            }
+            heads |= mask << (c * G);
+        }
+    }
+
+    // Element k of this lane's group in chunk c as a carry: itself, or for a segmented
+    // scan the pair that restarts from `init` at a head.
+    SCANRT_DEVICE Carry element(int c, int k, Acc init) const {
+        const Acc x = Acc(raw[c * G + k]);
+        if constexpr (SEGMENTED) {
+            const bool head = (heads >> (c * G + k)) & 1u;
+            return Carry{head ? Op::combine(init, x) : x, head ? 1u : 0u};
+        } else {
+            return x;
+        }
+    }
+
+    // Steps 1 and 2: each group's offset within the warp's span, and the warp's total
+    // (WHOLE: the tile holds all its elements, so nothing needs a bounds check). `init`:
+    // where a segmented scan restarts.
+    template <bool WHOLE>
+    SCANRT_DEVICE void reduce(int valid, int warp, int lane, Acc init) {
+        Carry group_incl[CHUNKS];
+#pragma unroll
+        for (int c = 0; c < CHUNKS; ++c) {
+            Carry total = CarryOp::identity();
 #pragma unroll
             for (int k = 0; k < G; ++k)
-                if (WHOLE || logical(warp, lane, c, k) < valid) total = Op::combine(total, Acc(raw[c * G + k]));
-            group_incl[c] = warp_inclusive_scan<Op>(total, lane);
+                if (WHOLE || logical(warp, lane, c, k) < valid) total = CarryOp::combine(total, element(c, k, init));
+            group_incl[c] = warp_inclusive_scan<CarryOp>(total, lane);
         }
-        warp_total = Op::identity();
+        warp_total = CarryOp::identity();
 #pragma unroll
         for (int c = 0; c < CHUNKS; ++c) {
-            const Acc before_lane = shfl_up(group_incl[c], 1);
-            offset[c] = lane == 0 ? warp_total : Op::combine(warp_total, before_lane);
-            warp_total = Op::combine(warp_total, shfl_idx(group_incl[c], 31));
+            const Carry before_lane = shfl_up(group_incl[c], 1);
+            offset[c] = lane == 0 ? warp_total : CarryOp::combine(warp_total, before_lane);
+            warp_total = CarryOp::combine(warp_total, shfl_idx(group_incl[c], 31));
         }
     }
 
     // Step 4: scans each group from `prefix` (everything before the warp's span) and
-    // stores it into the tile's physical span `span`.
-    SCANRT_DEVICE void store(Acc* span, int valid, bool vector, bool inclusive, Acc prefix, int warp, int lane) const {
+    // stores it into the tile's physical span `span` (a segmented scan restarts from
+    // `init` at each head).
+    SCANRT_DEVICE void store(Acc* span, int valid, bool vector, bool inclusive, Carry prefix, Acc init, int warp,
+                             int lane) const {
 #pragma unroll
         for (int c = 0; c < CHUNKS; ++c) {
             const int first = logical(warp, lane, c, 0);
-            Acc running = Op::combine(prefix, offset[c]);
+            Acc running = carried_value<SEGMENTED>(CarryOp::combine(prefix, offset[c]));
             Acc group[G];
 #pragma unroll
             for (int k = 0; k < G; ++k) {
+                if (SEGMENTED && ((heads >> (c * G + k)) & 1u)) running = init;
                 const Acc next = Op::combine(running, Acc(raw[c * G + k]));
                 group[k] = inclusive ? next : running;
                 running = next;
@@ -133,10 +184,12 @@ SCANRT_DEVICE void fold_warps(const typename Op::T* warp_total, int warp, typena
 // One block's tile of a scan of n elements, scanned in registers: where the tile lies,
 // and the steps the one-wave and cluster kernels share around their different ways of
 // finding the tile's prefix.
-template <typename Op, typename In, int THREADS, int ITEMS, bool REVERSE>
+template <typename Op, typename In, int THREADS, int ITEMS, bool REVERSE, bool SEGMENTED>
 struct PlacedStripedTile {
     typedef typename Op::T Acc;
-    typedef StripedTile<Op, In, THREADS, ITEMS, REVERSE> Tile;
+    typedef StripedTile<Op, In, THREADS, ITEMS, REVERSE, SEGMENTED> Tile;
+    typedef typename Tile::CarryOp CarryOp;
+    typedef typename Tile::Carry Carry;
     static const int WARPS = Tile::WARPS;
     Tile t;
     long long start;  // the tile's physical span
@@ -144,25 +197,27 @@ struct PlacedStripedTile {
     bool whole;
 
     // Steps 1 to 3 for tile `tile` (every thread of the block; one __syncthreads): loads
-    // it (16-byte vectors where `vector_in` and the tile is whole), reduces it and folds
-    // the warp totals through `warp_total_s`: `before_warp` is everything in the tile
-    // before this thread's warp, `aggregate` the whole tile.
-    SCANRT_DEVICE void scan(const In* in, long long n, u32 tile, bool vector_in, Acc* warp_total_s, int warp, int lane,
-                            Acc& before_warp, Acc& aggregate) {
+    // it (16-byte vectors where `vector_in` and the tile is whole) and, segmented, its
+    // heads, reduces it and folds the warp totals through `warp_total_s`: `before_warp`
+    // is everything in the tile before this thread's warp, `aggregate` the whole tile.
+    SCANRT_DEVICE void scan(const In* in, long long n, u32 tile, bool vector_in, const HeadSource& heads, Acc init,
+                            Carry* warp_total_s, int warp, int lane, Carry& before_warp, Carry& aggregate) {
         const long long valid_ll = min((long long)Tile::TILE, n - (long long)tile * Tile::TILE);
         valid = (int)valid_ll;
         start = tile_start<REVERSE>(tile, Tile::TILE, valid_ll, n);
         whole = valid == Tile::TILE;
         t.load(in + start, valid, whole && vector_in, warp, lane);
-        if (whole) t.template reduce<true>(valid, warp, lane);
-        else t.template reduce<false>(valid, warp, lane);
+        if constexpr (SEGMENTED) t.load_heads(heads, start, valid, whole, warp, lane);
+        if (whole) t.template reduce<true>(valid, warp, lane, init);
+        else t.template reduce<false>(valid, warp, lane, init);
         if (lane == 31) warp_total_s[warp] = t.warp_total;
         __syncthreads();
-        fold_warps<Op, WARPS>(warp_total_s, warp, before_warp, aggregate);
+        fold_warps<CarryOp, WARPS>(warp_total_s, warp, before_warp, aggregate);
     }
 
     // Step 4: stores the tile from `prefix`, everything before this thread's warp.
-    SCANRT_DEVICE void store(Acc* out, bool vector_out, bool inclusive, Acc prefix, int warp, int lane) const {
-        t.store(out + start, valid, whole && vector_out, inclusive, prefix, warp, lane);
+    SCANRT_DEVICE void store(Acc* out, bool vector_out, bool inclusive, Carry prefix, Acc init, int warp,
+                             int lane) const {
+        t.store(out + start, valid, whole && vector_out, inclusive, prefix, init, warp, lane);
     }
 };

@@ -1,8 +1,8 @@
 // scanrt kernels, level 4: small scans in one thread-block cluster (sm_90+), one launch,
 // no workspace.
 //
-// A scan of at most one cluster of tiles (16 blocks where the device can hold such a
-// cluster, else 8) needs no look-back: the host launches the whole grid as one cluster,
+// A scan (plain or segmented) of at most one cluster of tiles (16 blocks where the device
+// can hold such a cluster, else 8) needs no look-back: the host launches the whole grid as one cluster,
 // so every block is resident at once and the hardware cluster barrier orders them.
 //   1. each block loads and reduces its tile in registers (block/striped_tile.cuh, as
 //      the one-wave kernel) and leaves the tile's aggregate in its shared memory;
@@ -40,39 +40,45 @@ SCANRT_DEVICE const T* cluster_peer(const T* local, u32 rank) {
     return (const T*)peer;
 }
 
-template <typename Op, typename In, int THREADS, int ITEMS, bool REVERSE>
+template <typename Op, typename In, int THREADS, int ITEMS, bool REVERSE, bool SEGMENTED>
 SCANRT_DEVICE void cluster_scan(const In* in, typename Op::T* out, long long n, unsigned long long init_bits,
-                                unsigned long long carry_out, unsigned flags) {
+                                unsigned long long carry_out, unsigned flags, const void* heads) {
     typedef typename Op::T Acc;
-    typedef PlacedStripedTile<Op, In, THREADS, ITEMS, REVERSE> Tile;
-    __shared__ Acc warp_total_s[Tile::WARPS];
-    __shared__ Acc aggregate_s;  // read by the cluster's later blocks
-    __shared__ Acc prefix_s;
+    typedef PlacedStripedTile<Op, In, THREADS, ITEMS, REVERSE, SEGMENTED> Tile;
+    typedef typename Tile::CarryOp CarryOp;
+    typedef typename Tile::Carry Carry;
+    __shared__ Carry warp_total_s[Tile::WARPS];
+    __shared__ Carry aggregate_s;  // read by the cluster's later blocks
+    __shared__ Carry prefix_s;
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     // Read before the first cluster barrier: the last block writes the total after it,
     // and the carry out may be the carry in (chained scans).
-    const Acc carry_in = initial_value<Op>(init_bits, flags);
+    const Acc init = initial_value<Op>(init_bits, flags);
+    const Carry carry_in = first_carry<Op, SEGMENTED>(init);
     // The grid is one cluster (at most 32 blocks: one lane per earlier block below).
     const u32 tile = cluster_rank();
 
     Tile t;
-    Acc before_warp, aggregate;
-    t.scan(in, n, tile, flags & FLAG_VECTOR_IN, warp_total_s, warp, lane, before_warp, aggregate);
+    Carry before_warp, aggregate;
+    t.scan(in, n, tile, flags & FLAG_VECTOR_IN, head_source(heads, n, flags), init, warp_total_s, warp, lane,
+           before_warp, aggregate);
     if (tid == 0) aggregate_s = aggregate;
     cluster_arrive();
     cluster_wait();
     if (warp == 0) {
-        const Acc earlier = (u32)lane < tile ? *cluster_peer(&aggregate_s, lane) : Op::identity();
-        const Acc prefix = Op::combine(carry_in, warp_reduce<Op>(earlier, lane));
+        const Carry earlier = (u32)lane < tile ? *cluster_peer(&aggregate_s, lane) : CarryOp::identity();
+        const Carry prefix = CarryOp::combine(carry_in, warp_reduce<CarryOp>(earlier, lane));
         if (lane == 0) {
             prefix_s = prefix;
-            if (tile == gridDim.x - 1) write_total(carry_out, Op::combine(prefix, aggregate));
+            if constexpr (!SEGMENTED)
+                if (tile == gridDim.x - 1) write_total(carry_out, Op::combine(prefix, aggregate));
         }
     }
     // Done with the peers' shared memory; none may leave before every block is (below).
     cluster_arrive();
     __syncthreads();
-    t.store(out, flags & FLAG_VECTOR_OUT, flags & FLAG_INCLUSIVE, Op::combine(prefix_s, before_warp), warp, lane);
+    t.store(out, flags & FLAG_VECTOR_OUT, flags & FLAG_INCLUSIVE, CarryOp::combine(prefix_s, before_warp), init, warp,
+            lane);
     cluster_wait();
 }

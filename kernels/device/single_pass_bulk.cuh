@@ -199,7 +199,7 @@ SCANRT_DEVICE void single_pass_scan_bulk(Src src, Dst dst, long long n, unsigned
     auto finish_tile = [&](u32 seq, u32 tile, Parked parked, Carry tile_prefix) {
         unsigned char* buffer = buffer_of(seq);
         const long long valid = valid_of(tile), start = tile_start<REVERSE>(tile, TILE, valid, n);
-        const Acc prefix = Scan::carried_value(CarryOp::combine(tile_prefix, parked.thread_prefix));
+        const Acc prefix = carried_value<SEGMENTED>(CarryOp::combine(tile_prefix, parked.thread_prefix));
         Acc row[ITEMS];
         if constexpr (Buffer::RESCAN) {
             Source::read_row(buffer, src, start, valid, shift_of(tile), tid, row);

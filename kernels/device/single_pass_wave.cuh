@@ -1,7 +1,7 @@
 // scanrt kernels, level 4: the one-wave single pass, for scans whose tiles all fit on
-// the device at once (plain scans, both pointers 16-byte aligned for the direction; the
-// host keeps deterministic float scans out, since which kernel runs must then depend on
-// n alone: src/scan/plan.rs).
+// the device at once (plain and segmented scans whose kernels read and write
+// accumulators; fixed-order scans only up to a constant count of tiles, since which
+// kernel runs must then depend on n alone: src/scan/launch.rs).
 //
 // Same protocol as single_pass_scan.cuh (tickets, generation tags, status slots, the
 // look-back and its progress argument, the same workspace), but the host launches one
@@ -30,23 +30,27 @@
 #include "device/single_pass_scan.cuh"
 
 template <typename Op, typename In, int THREADS, int ITEMS, int LOOKBACK_SLOTS_PER_LANE, int SPIN_BEFORE_SLEEP,
-          int SLEEP_NS, bool REVERSE>
+          int SLEEP_NS, bool REVERSE, bool SEGMENTED>
 SCANRT_DEVICE void single_pass_scan_wave(const In* in, typename Op::T* out, long long n, unsigned long long init_bits,
-                                         unsigned long long carry_out, unsigned flags, void* workspace, long long status_capacity,
-                                         FaultSink report) {
+                                         unsigned long long carry_out, unsigned flags, const void* heads,
+                                         void* workspace, long long status_capacity, FaultSink report) {
     typedef typename Op::T Acc;
-    typedef PlacedStripedTile<Op, In, THREADS, ITEMS, REVERSE> Tile;
-    typedef TilePrefixAgent<Op, LOOKBACK_SLOTS_PER_LANE, SPIN_BEFORE_SLEEP, SLEEP_NS> Agent;
-    __shared__ Acc warp_total_s[Tile::WARPS];
-    __shared__ Acc prefix_s;
+    typedef PlacedStripedTile<Op, In, THREADS, ITEMS, REVERSE, SEGMENTED> Tile;
+    typedef typename Tile::CarryOp CarryOp;
+    typedef typename Tile::Carry Carry;
+    typedef TilePrefixAgent<CarryOp, LOOKBACK_SLOTS_PER_LANE, SPIN_BEFORE_SLEEP, SLEEP_NS> Agent;
+    __shared__ Carry warp_total_s[Tile::WARPS];
+    __shared__ Carry prefix_s;
     __shared__ u32 tile_s, generation_s;
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const bool inclusive = flags & FLAG_INCLUSIVE;
     const bool deterministic = flags & FLAG_DETERMINISTIC;
-    const Acc carry_in = initial_value<Op>(init_bits, flags);
+    const Acc init = initial_value<Op>(init_bits, flags);
+    const HeadSource head_src = head_source(heads, n, flags);
     // One ticket per block: the block that draws ticket gridDim.x - 1 hands the header on.
-    Agent agent(workspace, status_capacity, report, gridDim.x, gridDim.x - 1, carry_in, deterministic);
+    Agent agent(workspace, status_capacity, report, gridDim.x, gridDim.x - 1, first_carry<Op, SEGMENTED>(init),
+                deterministic);
 
     if (tid == 0) {
         const unsigned long long drawn = agent.first_ticket();
@@ -60,16 +64,17 @@ SCANRT_DEVICE void single_pass_scan_wave(const In* in, typename Op::T* out, long
     const u32 tag = generation_tag(generation);
 
     Tile t;
-    Acc before_warp, aggregate;
-    t.scan(in, n, tile, flags & FLAG_VECTOR_IN, warp_total_s, warp, lane, before_warp, aggregate);
+    Carry before_warp, aggregate;
+    t.scan(in, n, tile, flags & FLAG_VECTOR_IN, head_src, init, warp_total_s, warp, lane, before_warp, aggregate);
     if (tid == 0) agent.publish(tile, aggregate, tag);
     if (warp == 0) {
-        const Acc prefix = agent.resolve(tile, aggregate, tag, lane);
+        const Carry prefix = agent.resolve(tile, aggregate, tag, lane);
         if (lane == 0) prefix_s = prefix;
-        if (lane == 0 && tile == gridDim.x - 1) write_total(carry_out, Op::combine(prefix, aggregate));
+        if constexpr (!SEGMENTED)
+            if (lane == 0 && tile == gridDim.x - 1) write_total(carry_out, Op::combine(prefix, aggregate));
     }
     __syncthreads();
-    t.store(out, flags & FLAG_VECTOR_OUT, inclusive, Op::combine(prefix_s, before_warp), warp, lane);
+    t.store(out, flags & FLAG_VECTOR_OUT, inclusive, CarryOp::combine(prefix_s, before_warp), init, warp, lane);
 
     agent.finish(generation, tid);
 }

@@ -24,9 +24,9 @@ pub(crate) enum KernelKind {
     SinglePass,
     /// The bulk-copy single pass for large scans (sm_90+, input type = output type).
     SinglePassBulk,
-    /// The one-wave single pass, one block per tile (plain scans).
+    /// The one-wave single pass, one block per tile.
     SinglePassWave,
-    /// Plain scans of at most one thread-block cluster of tiles (sm_90+), no workspace.
+    /// Scans of at most one thread-block cluster of tiles (sm_90+), no workspace.
     ClusterScan,
     /// The matrix scan's three launches.
     MatrixReduce,
@@ -371,7 +371,7 @@ extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_scan_tiles
         if self.has(KernelKind::SinglePassWave, shape, seg) {
             text += &format!(
                 r#"extern "C" __global__ void __launch_bounds__({wave_threads}, {wave_min_blocks_per_sm}) scanrt_single_pass_wave{p} {{
-    single_pass_scan_wave<Op, In, {wave_threads}, {items}, {wave_lookback_slots_per_lane}, {spin}, {sleep}, {reverse}>({io}, {lookback});
+    single_pass_scan_wave<Op, In, {wave_threads}, {items}, {wave_lookback_slots_per_lane}, {spin}, {sleep}, {reverse}, {seg}>({io}, {heads}, {lookback});
 }}
 "#
             );
@@ -379,7 +379,7 @@ extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_scan_tiles
         if self.has(KernelKind::ClusterScan, shape, seg) {
             text += &format!(
                 r#"extern "C" __global__ void __launch_bounds__({cluster_threads}) scanrt_cluster_scan{p} {{
-    cluster_scan<Op, In, {cluster_threads}, {items}, {reverse}>({io});
+    cluster_scan<Op, In, {cluster_threads}, {items}, {reverse}, {seg}>({io}, {heads});
 }}
 "#
             );

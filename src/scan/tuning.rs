@@ -39,7 +39,7 @@ struct TuningRow {
     bulk_rescan_min_blocks_per_sm: [u32; 2],
     /// Shared memory of one SM (the architecture's, not measured).
     shared_bytes_per_sm: u32,
-    /// One-wave kernel (plain scans whose tiles all fit on the device at once): threads
+    /// One-wave kernel (scans whose tiles all fit on the device at once): threads
     /// (0: none), look-back slots per lane, blocks per SM.
     wave_threads: u32,
     wave_lookback_slots_per_lane: u32,
@@ -47,7 +47,7 @@ struct TuningRow {
     /// The most tiles a fixed-order scan (deterministic float sums and products) takes the
     /// one-wave kernel for: a constant, since its kernel may depend on n alone.
     wave_fixed_order_max_tiles: u64,
-    /// Cluster kernel (plain scans of at most one thread-block cluster of tiles; sm_90+):
+    /// Cluster kernel (scans of at most one thread-block cluster of tiles; sm_90+):
     /// threads (0: none), and the most blocks in the cluster where the device holds them.
     cluster_threads: u32,
     cluster_max_blocks: u32,
@@ -177,6 +177,8 @@ pub(crate) fn tile_shape(arch: i32, input: DType, output: DType, segmented: bool
     let seg = segmented as usize;
     let items = (r.row_accumulator_bytes / output.size() as u32).max(16 / input.size() as u32);
     let row_bytes = items * output.size() as u32;
+    // The one-wave and cluster kernels keep a lane's segment heads in one 32-bit word.
+    let striped = !segmented || items <= 32;
     let shape = TileShape {
         // The register-staged kernel keeps two tiles in static shared memory (48 KiB at most).
         threads: if row_bytes <= 64 { 256 } else { 128 },
@@ -195,11 +197,11 @@ pub(crate) fn tile_shape(arch: i32, input: DType, output: DType, segmented: bool
         },
         bulk_min_blocks_per_sm: r.bulk_min_blocks_per_sm[seg],
         bulk_min_tiles: kernel_selection().bulk_min_tiles.unwrap_or(r.bulk_min_tiles[seg]),
-        wave_threads: if segmented { 0 } else { r.wave_threads },
+        wave_threads: if striped { r.wave_threads } else { 0 },
         wave_lookback_slots_per_lane: r.wave_lookback_slots_per_lane,
         wave_min_blocks_per_sm: r.wave_min_blocks_per_sm,
         wave_fixed_order_max_tiles: r.wave_fixed_order_max_tiles,
-        cluster_threads: if segmented { 0 } else { r.cluster_threads },
+        cluster_threads: if striped { r.cluster_threads } else { 0 },
         cluster_max_blocks: r.cluster_max_blocks,
     };
     #[cfg(feature = "experiments")]
@@ -430,7 +432,7 @@ mod experiments {
             None => shape,
         };
         let shape = match &*WAVE {
-            Some(f) if !segmented => {
+            Some(f) => {
                 let field = |i: usize, default: u32| f.get(i).copied().unwrap_or(default);
                 TileShape {
                     wave_threads: field(0, shape.wave_threads),
@@ -444,7 +446,7 @@ mod experiments {
             _ => shape,
         };
         match &*CLUSTER {
-            Some(f) if !segmented && shape.cluster_threads > 0 => TileShape {
+            Some(f) if shape.cluster_threads > 0 => TileShape {
                 cluster_threads: f[0],
                 cluster_max_blocks: f.get(1).copied().unwrap_or(shape.cluster_max_blocks),
                 ..shape
@@ -481,7 +483,11 @@ mod tests {
         assert_eq!(cluster_max_blocks(0, 8, false), 0);
         let s = tile_shape(90, DType::U32, DType::U32, false);
         assert_eq!(s.cluster_tile_elems() * s.cluster_max_blocks as u64, 1 << 16);
-        assert_eq!(tile_shape(90, DType::U32, DType::U32, true).cluster_threads, 0);
+        let segmented = tile_shape(90, DType::U32, DType::U32, true);
+        assert_eq!(
+            segmented.cluster_tile_elems() * segmented.cluster_max_blocks as u64,
+            1 << 16
+        );
         assert_eq!(tile_shape(80, DType::U32, DType::U32, false).cluster_threads, 0);
     }
 
@@ -520,7 +526,10 @@ mod tests {
                     assert_eq!(s.bulk_items * output.size() as u32 % 16, 0, "{input:?} -> {output:?}");
                     if segmented {
                         assert_eq!(s.bulk_items, s.items, "segment heads come per 8 or 16 items");
-                        assert_eq!(s.wave_threads, 0, "the one-wave kernel scans plain tiles only");
+                    }
+                    if segmented && s.items > 32 {
+                        // A lane's heads must fit one word in the striped kernels.
+                        assert_eq!(s.wave_threads + s.cluster_threads, 0, "{s:?}");
                     } else {
                         assert!(
                             s.wave_threads.is_multiple_of(32) && s.wave_threads >= s.threads,

@@ -29,7 +29,15 @@ fn patterns(tile: u64) -> Vec<SegmentPattern> {
     ]
 }
 
-/// Backward, segmented (byte flags, bit flags, keys of every key type) and deterministic
+/// A row length for a batch of `n` elements: single elements, short rows, rows about a
+/// tile long, a few rows, one row.
+fn row_length(rng: &mut Rng, n: usize, tile: usize) -> u64 {
+    let lengths = [1, 3, 17, tile - 1, tile, tile + 1, n / 3 + 1, n];
+    lengths[rng.below(lengths.len() as u64) as usize].max(1) as u64
+}
+
+/// Backward, segmented (byte flags, bit flags, keys and offsets of every key type, rows)
+/// and deterministic
 /// scans of every pair and operator through every algorithm, with misaligned and
 /// in-place buffers, against the sequential reference.
 pub(crate) fn randomized_backward_segmented_and_deterministic() {
@@ -61,6 +69,7 @@ pub(crate) fn randomized_backward_segmented_and_deterministic() {
             dtype: DType::I64,
             count: 0,
         },
+        Segments::Rows(1), // a length drawn per case
     ];
     for pair in TYPE_PAIRS {
         let (tile, bulk_tile, wave_tile) = tile_lengths(ctx, pair.0, pair.1);
@@ -94,12 +103,17 @@ pub(crate) fn randomized_backward_segmented_and_deterministic() {
                         }
                         for _ in 0..2 {
                             let in_place = pair.0 == pair.1 && rng.below(4) == 0;
+                            let n = sizes[rng.below(sizes.len() as u64) as usize];
+                            let segments = match segments {
+                                Segments::Rows(_) => Segments::Rows(row_length(&mut rng, n, tile)),
+                                other => other,
+                            };
                             let c = Case {
                                 op,
                                 inclusive: rng.below(2) == 0,
                                 with_init: rng.below(2) == 0,
                                 algorithm,
-                                n: sizes[rng.below(sizes.len() as u64) as usize],
+                                n,
                                 in_offset: if rng.below(3) == 0 { rng.below(4) } else { 0 },
                                 out_offset: if rng.below(3) == 0 { rng.below(4) } else { 0 },
                                 in_place,

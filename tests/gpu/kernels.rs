@@ -110,11 +110,12 @@ pub(crate) fn one_wave_single_pass_at_every_size() {
     );
 }
 
-/// The cluster kernel (plain scans of at most one thread-block cluster of tiles, sm_90+)
-/// at every cluster size, one tile past the largest (where the other kernels take over),
+/// The cluster kernel (scans of at most one thread-block cluster of tiles, sm_90+) at
+/// every cluster size, one tile past the largest (where the other kernels take over),
 /// whole and partial last tiles: 1-, 4- and 8-byte inputs, every operator and algorithm
 /// (fixed-order scans stop at the portable 8 tiles), both directions, inclusive and
-/// exclusive, initial values, misaligned and in-place buffers.
+/// exclusive, initial values, misaligned and in-place buffers, plain and segmented (every
+/// form of segments, heads at tile and group edges).
 pub(crate) fn cluster_kernel_at_every_cluster_size() {
     let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
@@ -147,6 +148,28 @@ pub(crate) fn cluster_kernel_at_every_cluster_size() {
                 ][rng.below(3) as usize];
                 let in_place = pair.0 == pair.1 && rng.below(3) == 0;
                 let offset = rng.below(3);
+                let n = blocks * tile - short;
+                let segments = [
+                    Segments::None,
+                    Segments::ByteFlags,
+                    Segments::BitFlags,
+                    Segments::Keys(DType::U32),
+                    Segments::Keys(DType::U64),
+                    Segments::Offsets {
+                        dtype: DType::U32,
+                        count: 0,
+                    },
+                    Segments::Rows([1, 5, tile as u64, 1 + n as u64 / 3][rng.below(4) as usize]),
+                ][rng.below(7) as usize];
+                let pattern = [
+                    SegmentPattern::Random { mean_len: 3 },
+                    SegmentPattern::Random { mean_len: 700 },
+                    SegmentPattern::Every { len: 4, offset: 1 },
+                    SegmentPattern::Every {
+                        len: tile as u64,
+                        offset: 0,
+                    },
+                ][rng.below(4) as usize];
                 let c = Case {
                     inclusive: rng.below(2) == 0,
                     with_init: rng.below(2) == 0,
@@ -158,11 +181,9 @@ pub(crate) fn cluster_kernel_at_every_cluster_size() {
                     } else {
                         Direction::Backward
                     },
-                    ..Case::plain(
-                        ops[rng.below(ops.len() as u64) as usize],
-                        algorithm,
-                        blocks * tile - short,
-                    )
+                    segments,
+                    pattern,
+                    ..Case::plain(ops[rng.below(ops.len() as u64) as usize], algorithm, n)
                 };
                 tally.record(with_pair!(pair, run_case(ctx, &stream, &mut rng, c)), || {
                     format!("{pair:?} {c:?}")

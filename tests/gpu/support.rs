@@ -61,7 +61,11 @@ pub(crate) fn run_case<I: TestInput + Widen<O>, O: TestOutput>(
     desc.direction = c.direction;
     desc.segments = c.segments;
     let n = c.n as u64;
-    let starts = (c.segments != Segments::None).then(|| segment_starts(rng, c.pattern, c.n));
+    let starts = match c.segments {
+        Segments::None => None,
+        Segments::Rows(len) => Some((0..n).map(|p| p.is_multiple_of(len)).collect()),
+        _ => Some(segment_starts(rng, c.pattern, c.n)),
+    };
     let seg_bytes = starts
         .as_ref()
         .map(|s| encode_segments(rng, c.segments, s))
