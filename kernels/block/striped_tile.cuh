@@ -74,28 +74,35 @@ struct StripedTile {
     }
 
     // Segmented: the heads of this lane's groups in the tile whose physical span starts
-    // at element `start` (`heads`). Whole tiles read bit flags as one window of packed
-    // words per group and compute row starts; other sources and partial tiles ask per
-    // element (tile_heads.cuh).
+    // at element `start` (`heads`). A whole tile reads each group's start flags and the
+    // next group's first (tile_heads.cuh, loads issued for every chunk at once); a
+    // partial one asks per element.
     SCANRT_DEVICE void load_heads(const HeadSource& src, long long start, int valid, bool whole, int warp, int lane) {
         heads = 0;
+        if (whole) {
+            long long q[CHUNKS];  // each group's physical span [q, q + G)
+            u32 own[CHUNKS];
+#pragma unroll
+            for (int c = 0; c < CHUNKS; ++c) {
+                const int first = logical(warp, lane, c, 0);
+                q[c] = start + (REVERSE ? TILE - first - G : first);
+            }
+            group_start_flags<G, CHUNKS>(src, q, own);
+#pragma unroll
+            for (int c = 0; c < CHUNKS; ++c) {
+                const u32 mask = REVERSE ? backward_row_mask<G>(own[c], q[c] + G >= src.n || ((own[c] >> G) & 1u))
+                                         : forward_row_mask<G>(own[c], q[c]);
+                heads |= mask << (c * G);
+            }
+            return;
+        }
 #pragma unroll
         for (int c = 0; c < CHUNKS; ++c) {
             const int first = logical(warp, lane, c, 0);
-            u32 mask = 0;
-            if (whole && (src.kind == HEADS_BITS || src.kind == HEADS_ROWS)) {
-                const long long q = start + (REVERSE ? TILE - first - G : first);  // the group's physical span
-                const u32 own = src.kind == HEADS_BITS ? load_bit_flags((const u32*)src.data, src.n, q)
-                                                       : row_start_flags<G>(src.row_length(), q);
-                mask = REVERSE ? backward_row_mask<G>(own, q + G >= src.n || ((own >> G) & 1u))
-                               : forward_row_mask<G>(own, q);
-            } else {
 #pragma unroll
-                for (int k = 0; k < G; ++k)
-                    if (first + k < valid && src.template head<REVERSE>(start + logical_index<REVERSE>(first + k, valid)))
-                        mask |= 1u << k;
-            }
-            heads |= mask << (c * G);
+            for (int k = 0; k < G; ++k)
+                if (first + k < valid && src.template head<REVERSE>(start + logical_index<REVERSE>(first + k, valid)))
+                    heads |= 1u << (c * G + k);
         }
     }
 

@@ -135,6 +135,66 @@ SCANRT_DEVICE u32 row_start_flags(long long length, long long q) {
     return own;
 }
 
+// Start flags of the groups of G elements from each physical q[c] (whole groups inside
+// the array) for the striped tile (block/striped_tile.cuh): bit j of own[c] is
+// s(q[c] + j) for j < G, bit G is s(q[c] + G) (0 past the end). One switch on the form,
+// then straight-line loads for every chunk, all issued before any is used.
+template <typename K, int G>
+SCANRT_DEVICE u32 key_group_flags(const K* keys, long long n, long long q) {
+    K k[G + 2];  // keys q - 1 .. q + G
+    k[0] = q > 0 ? __ldg(keys + q - 1) : K();
+#pragma unroll
+    for (int j = 0; j < G; ++j) k[j + 1] = __ldg(keys + q + j);
+    k[G + 1] = q + G < n ? __ldg(keys + q + G) : K();
+    u32 own = 0;
+#pragma unroll
+    for (int j = 0; j < G; ++j) own |= (q + j > 0 && k[j + 1] != k[j] ? 1u : 0u) << j;
+    return own | (q + G < n && k[G + 1] != k[G] ? 1u : 0u) << G;
+}
+template <int G, int CHUNKS>
+SCANRT_DEVICE void group_start_flags(const HeadSource& src, const long long (&q)[CHUNKS], u32 (&own)[CHUNKS]) {
+    static_assert(G < 32, "a group's flags and the next one's fit in 32 bits");
+    const u32 below_next = (1u << G) - 1u;
+    switch (src.kind) {
+    case HEADS_BITS:
+#pragma unroll
+        for (int c = 0; c < CHUNKS; ++c) {
+            const u32 window = load_bit_flags((const u32*)src.data, src.n, q[c]);
+            own[c] = (window & below_next) | (q[c] + G < src.n ? window & (1u << G) : 0u);
+        }
+        break;
+    case HEADS_ROWS:
+#pragma unroll
+        for (int c = 0; c < CHUNKS; ++c)
+            own[c] = row_start_flags<G>(src.row_length(), q[c]) & (q[c] + G < src.n ? 2u * below_next + 1u : below_next);
+        break;
+    case HEADS_BYTES: {
+        const u8* flags = (const u8*)src.data;
+        u8 b[CHUNKS][G + 1];
+#pragma unroll
+        for (int c = 0; c < CHUNKS; ++c) {
+#pragma unroll
+            for (int j = 0; j < G; ++j) b[c][j] = __ldg(flags + q[c] + j);
+            b[c][G] = q[c] + G < src.n ? __ldg(flags + q[c] + G) : (u8)0;
+        }
+#pragma unroll
+        for (int c = 0; c < CHUNKS; ++c) {
+            own[c] = 0;
+#pragma unroll
+            for (int j = 0; j <= G; ++j) own[c] |= (b[c][j] != 0 ? 1u : 0u) << j;
+        }
+        break;
+    }
+    case HEADS_KEYS4:
+#pragma unroll
+        for (int c = 0; c < CHUNKS; ++c) own[c] = key_group_flags<u32, G>((const u32*)src.data, src.n, q[c]);
+        break;
+    default:
+#pragma unroll
+        for (int c = 0; c < CHUNKS; ++c) own[c] = key_group_flags<u64, G>((const u64*)src.data, src.n, q[c]);
+    }
+}
+
 // Heads of this thread's row in the tile whose physical span starts at `start`. All data
 // threads call it (whole tiles shuffle within the warp).
 template <int THREADS, int ITEMS, bool REVERSE>
