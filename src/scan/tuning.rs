@@ -58,7 +58,10 @@ struct TuningRow {
 /// lane beat 2 (0.86) and 4 (0.84). Bulk copy: 4 buffers of 256 rows of 112 bytes at 2
 /// blocks/SM, u32 0.96 and u64 0.97-0.98 of memcpy at 2^28 (16 KiB tiles at 3/SM: 0.92 /
 /// 0.94); faster from 512 tiles (u32 2^22: 17.8-18.3 against 18.5-22.3 us). One wave: 512
-/// x 16 with 4 slots per lane, u32 2^20 in 6.5 against 8.6 us. Rescanning transforms:
+/// x 16 with 4 slots per lane, u32 2^20 in 6.5 against 8.6 us; segmented sets take the
+/// same one-wave and cluster shapes (segmented u32 by byte flags, event pairs: 2^16 1.45-1.51
+/// of memcpy's time against 1.75-1.83 on the register-staged kernel, 2^20 1.49-1.69 against
+/// 1.73-1.86, bench/run_latency_bench.sh with a baseline). Rescanning transforms:
 /// logcumsumexp f32 at 2^28 ran 0.955 of memcpy at 4 blocks/SM (52 registers), 0.897 at
 /// the 3 its registers allowed unbounded (bench_compare --operators); its segmented rows
 /// spill at 4 and keep 2. Cluster: 256 x 16 (16 tiles: u32 2^16 in one cluster) ran u32
