@@ -283,8 +283,13 @@ pub(crate) fn sanitizer_subset() {
             }
         }
     }
-    // Backward and segmented: every segment format, whole and partial tiles, misaligned.
-    for pair in [(DType::U32, DType::U32), (DType::F64, DType::F64)] {
+    // Backward and segmented: every segment format, whole and partial tiles, misaligned,
+    // in one cluster (40 000) and on the one-wave kernel (70 001).
+    for (pair, n) in [
+        ((DType::U32, DType::U32), 70_001),
+        ((DType::F64, DType::F64), 70_001),
+        ((DType::U32, DType::U32), 40_000),
+    ] {
         for (segments, direction) in [
             (Segments::None, Direction::Backward),
             (Segments::ByteFlags, Direction::Forward),
@@ -320,7 +325,7 @@ pub(crate) fn sanitizer_subset() {
                     direction,
                     segments,
                     pattern: SegmentPattern::Random { mean_len: 100 },
-                    ..Case::plain(Op::Sum, algorithm, 70_001)
+                    ..Case::plain(Op::Sum, algorithm, n)
                 };
                 with_pair!(pair, run_case(ctx, &stream, &mut rng, c)).unwrap_or_else(|e| panic!("{pair:?} {c:?}: {e}"));
             }
