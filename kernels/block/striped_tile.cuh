@@ -4,9 +4,11 @@
 // Layout ("warp-striped groups"). Warp w owns the tile's elements
 // [w * 32 * ITEMS, (w + 1) * 32 * ITEMS). Within it, each of CHUNKS = ITEMS / G chunks
 // is 32 * G consecutive elements, and lane l holds the group of G consecutive elements
-// at l * G in every chunk. G is one 16-byte vector of the narrower of the two types, so
-// every warp load and store instruction covers one contiguous span (coalesced) and no
-// element ever passes through shared memory.
+// at l * G in every chunk. G is one 16-byte vector of the narrowest of the input, the
+// accumulator and the output type, so every warp load and store instruction covers one
+// contiguous span (coalesced) and no element ever passes through shared memory.
+// Elements convert to the accumulator as they are read (half types widen to f32) and to
+// the output as they are stored (rounded, or narrowed from a wider accumulator).
 //
 // The scan is the matrix scan on that layout, reduce-then-scan within the registers:
 //   1. each lane reduces its groups sequentially (thread level);
@@ -29,16 +31,18 @@
 #include "block/block_scan.cuh"
 #include "block/tile_heads.cuh"
 
-template <typename Op, typename In, int THREADS, int ITEMS, bool REVERSE, bool SEGMENTED>
+template <typename Op, typename In, typename Out, int THREADS, int ITEMS, bool REVERSE, bool SEGMENTED>
 struct StripedTile {
     typedef typename Op::T Acc;
     typedef typename CarryOf<Op, SEGMENTED>::Op_ CarryOp;
     typedef typename CarryOp::T Carry;
-    static const int G = 16 / (sizeof(In) < sizeof(Acc) ? sizeof(In) : sizeof(Acc));  // elements per group
+    static const int NARROWEST = sizeof(In) < sizeof(Acc) ? (sizeof(In) < sizeof(Out) ? sizeof(In) : sizeof(Out))
+                                                          : (sizeof(Acc) < sizeof(Out) ? sizeof(Acc) : sizeof(Out));
+    static const int G = 16 / NARROWEST;  // elements per group
     static const int CHUNKS = ITEMS / G;
     static const int WARPS = THREADS / 32;
     static const int TILE = THREADS * ITEMS;
-    static_assert(ITEMS % G == 0, "ITEMS must hold whole 16-byte vectors of both types");
+    static_assert(ITEMS % G == 0, "ITEMS must hold whole 16-byte vectors of every type");
     static_assert(!SEGMENTED || ITEMS <= 32, "a lane's heads fit one 32-bit mask");
 
     In raw[ITEMS];           // raw[c * G + k]: logical element k of this lane's group in chunk c
@@ -144,7 +148,7 @@ struct StripedTile {
     // Step 4: scans each group from `prefix` (everything before the warp's span) and
     // stores it into the tile's physical span `span` (a segmented scan restarts from
     // `init` at each head).
-    SCANRT_DEVICE void store(Acc* span, int valid, bool vector, bool inclusive, Carry prefix, Acc init, int warp,
+    SCANRT_DEVICE void store(Out* span, int valid, bool vector, bool inclusive, Carry prefix, Acc init, int warp,
                              int lane) const {
 #pragma unroll
         for (int c = 0; c < CHUNKS; ++c) {
@@ -159,17 +163,17 @@ struct StripedTile {
                 running = next;
             }
             if (vector) {
-                Acc* p = span + (REVERSE ? TILE - first - G : first);
-                alignas(16) Acc ordered[G];
+                Out* p = span + (REVERSE ? TILE - first - G : first);
+                alignas(16) Out ordered[G];
 #pragma unroll
-                for (int k = 0; k < G; ++k) ordered[k] = group[REVERSE ? G - 1 - k : k];
+                for (int k = 0; k < G; ++k) ordered[k] = Out(group[REVERSE ? G - 1 - k : k]);
 #pragma unroll
-                for (int v = 0; v < G * (int)sizeof(Acc) / 16; ++v)
+                for (int v = 0; v < G * (int)sizeof(Out) / 16; ++v)
                     reinterpret_cast<uint4*>(p)[v] = reinterpret_cast<const uint4*>(ordered)[v];
             } else {
 #pragma unroll
                 for (int k = 0; k < G; ++k)
-                    if (first + k < valid) span[logical_index<REVERSE>(first + k, valid)] = group[k];
+                    if (first + k < valid) span[logical_index<REVERSE>(first + k, valid)] = Out(group[k]);
             }
         }
     }
@@ -191,10 +195,10 @@ SCANRT_DEVICE void fold_warps(const typename Op::T* warp_total, int warp, typena
 // One block's tile of a scan of n elements, scanned in registers: where the tile lies,
 // and the steps the one-wave and cluster kernels share around their different ways of
 // finding the tile's prefix.
-template <typename Op, typename In, int THREADS, int ITEMS, bool REVERSE, bool SEGMENTED>
+template <typename Op, typename In, typename Out, int THREADS, int ITEMS, bool REVERSE, bool SEGMENTED>
 struct PlacedStripedTile {
     typedef typename Op::T Acc;
-    typedef StripedTile<Op, In, THREADS, ITEMS, REVERSE, SEGMENTED> Tile;
+    typedef StripedTile<Op, In, Out, THREADS, ITEMS, REVERSE, SEGMENTED> Tile;
     typedef typename Tile::CarryOp CarryOp;
     typedef typename Tile::Carry Carry;
     static const int WARPS = Tile::WARPS;
@@ -223,7 +227,7 @@ struct PlacedStripedTile {
     }
 
     // Step 4: stores the tile from `prefix`, everything before this thread's warp.
-    SCANRT_DEVICE void store(Acc* out, bool vector_out, bool inclusive, Carry prefix, Acc init, int warp,
+    SCANRT_DEVICE void store(Out* out, bool vector_out, bool inclusive, Carry prefix, Acc init, int warp,
                              int lane) const {
         t.store(out + start, valid, whole && vector_out, inclusive, prefix, init, warp, lane);
     }

@@ -40,11 +40,11 @@ SCANRT_DEVICE const T* cluster_peer(const T* local, u32 rank) {
     return (const T*)peer;
 }
 
-template <typename Op, typename In, int THREADS, int ITEMS, bool REVERSE, bool SEGMENTED>
-SCANRT_DEVICE void cluster_scan(const In* in, typename Op::T* out, long long n, unsigned long long init_bits,
+template <typename Op, typename In, typename Out, int THREADS, int ITEMS, bool REVERSE, bool SEGMENTED>
+SCANRT_DEVICE void cluster_scan(const In* in, Out* out, long long n, unsigned long long init_bits,
                                 unsigned long long carry_out, unsigned flags, const void* heads) {
     typedef typename Op::T Acc;
-    typedef PlacedStripedTile<Op, In, THREADS, ITEMS, REVERSE, SEGMENTED> Tile;
+    typedef PlacedStripedTile<Op, In, Out, THREADS, ITEMS, REVERSE, SEGMENTED> Tile;
     typedef typename Tile::CarryOp CarryOp;
     typedef typename Tile::Carry Carry;
     __shared__ Carry warp_total_s[Tile::WARPS];

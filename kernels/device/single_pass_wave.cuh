@@ -1,6 +1,6 @@
 // scanrt kernels, level 4: the one-wave single pass, for scans whose tiles all fit on
-// the device at once (plain and segmented scans whose kernels read and write
-// accumulators; fixed-order scans only up to a constant count of tiles, since which
+// the device at once (plain and segmented; elements convert to the accumulator as they
+// are read and to the output as they are written; fixed-order scans only up to a constant count of tiles, since which
 // kernel runs must then depend on n alone: src/scan/launch.rs).
 //
 // Same protocol as single_pass_scan.cuh (tickets, generation tags, status slots, the
@@ -29,13 +29,13 @@
 #include "block/striped_tile.cuh"
 #include "device/single_pass_scan.cuh"
 
-template <typename Op, typename In, int THREADS, int ITEMS, int LOOKBACK_SLOTS_PER_LANE, int SPIN_BEFORE_SLEEP,
-          int SLEEP_NS, bool REVERSE, bool SEGMENTED>
-SCANRT_DEVICE void single_pass_scan_wave(const In* in, typename Op::T* out, long long n, unsigned long long init_bits,
+template <typename Op, typename In, typename Out, int THREADS, int ITEMS, int LOOKBACK_SLOTS_PER_LANE,
+          int SPIN_BEFORE_SLEEP, int SLEEP_NS, bool REVERSE, bool SEGMENTED>
+SCANRT_DEVICE void single_pass_scan_wave(const In* in, Out* out, long long n, unsigned long long init_bits,
                                          unsigned long long carry_out, unsigned flags, const void* heads,
                                          void* workspace, long long status_capacity, FaultSink report) {
     typedef typename Op::T Acc;
-    typedef PlacedStripedTile<Op, In, THREADS, ITEMS, REVERSE, SEGMENTED> Tile;
+    typedef PlacedStripedTile<Op, In, Out, THREADS, ITEMS, REVERSE, SEGMENTED> Tile;
     typedef typename Tile::CarryOp CarryOp;
     typedef typename Tile::Carry Carry;
     typedef TilePrefixAgent<CarryOp, LOOKBACK_SLOTS_PER_LANE, SPIN_BEFORE_SLEEP, SLEEP_NS> Agent;

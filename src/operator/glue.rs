@@ -65,6 +65,7 @@ struct Op {{
     static SCANRT_DEVICE T combine(T a, T b) {{ return ::{combine}(a, b); }}
 {load}{store}}};
 typedef {state} In;
+typedef {state} Out;
 "#
         );
         let (source_type, source) = if self.load.is_some() {

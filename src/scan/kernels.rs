@@ -106,7 +106,14 @@ impl Specialization {
         // read is a transform's, and takes a transform's tiles.
         let (input, accumulator) = (types.input, types.accumulator);
         let regular = if Self::converts_on_read(types) {
-            operator_shape(arch, accumulator.size(), false, segmented, Self::array_bytes(types))
+            // A transform's tiles, and the one-wave and cluster kernels of the accumulator:
+            // they convert as they read and round as they store.
+            let striped = tile_shape(arch, accumulator, accumulator, segmented);
+            TileShape {
+                wave_threads: striped.wave_threads,
+                cluster_threads: striped.cluster_threads,
+                ..operator_shape(arch, accumulator.size(), false, segmented, Self::array_bytes(types))
+            }
         } else {
             tile_shape(arch, input, accumulator, segmented)
         };
@@ -145,6 +152,15 @@ impl Specialization {
         }
     }
 
+    /// Whether a thread's items are whole groups of the one-wave and cluster kernels: one
+    /// 16-byte vector of the narrowest of the input, accumulator and output types
+    /// (block/striped_tile.cuh).
+    fn striped_groups_fit(&self) -> bool {
+        let t = self.types;
+        let narrowest = t.input.size().min(t.accumulator.size()).min(t.output.size());
+        (self.shape.items as usize).is_multiple_of(16 / narrowest)
+    }
+
     /// Whether the set holds `kind`.
     pub fn has(&self, kind: KernelKind) -> bool {
         let t = self.types;
@@ -155,9 +171,8 @@ impl Specialization {
             KernelKind::SinglePassBulk => {
                 self.shape.bulk_buffers > 0 && (converts || t.input == t.accumulator && t.accumulator == t.output)
             }
-            // The one-wave and cluster kernels read and write accumulators.
-            KernelKind::SinglePassWave => self.shape.wave_threads > 0 && !t.narrows() && !converts,
-            KernelKind::ClusterScan => self.shape.cluster_threads > 0 && !t.narrows() && !converts,
+            KernelKind::SinglePassWave => self.shape.wave_threads > 0 && self.striped_groups_fit(),
+            KernelKind::ClusterScan => self.shape.cluster_threads > 0 && self.striped_groups_fit(),
             KernelKind::SegmentOffsets => self.segmented,
             _ => true,
         }
@@ -359,7 +374,7 @@ extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_scan_tiles
 "#
             );
         }
-        let io = format!("(const In*)input, (Acc*)output, n, {init}, carry_out, flags");
+        let io = format!("(const In*)input, (Out*)output, n, {init}, carry_out, flags");
         if self.has(KernelKind::SinglePassBulk, shape, seg) {
             text += &format!(
                 r#"extern "C" __global__ void __launch_bounds__({threads} + 32, {bulk_min_blocks_per_sm}) scanrt_single_pass_bulk{p} {{
@@ -371,7 +386,7 @@ extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_scan_tiles
         if self.has(KernelKind::SinglePassWave, shape, seg) {
             text += &format!(
                 r#"extern "C" __global__ void __launch_bounds__({wave_threads}, {wave_min_blocks_per_sm}) scanrt_single_pass_wave{p} {{
-    single_pass_scan_wave<Op, In, {wave_threads}, {items}, {wave_lookback_slots_per_lane}, {spin}, {sleep}, {reverse}, {seg}>({io}, {heads}, {lookback});
+    single_pass_scan_wave<Op, In, Out, {wave_threads}, {items}, {wave_lookback_slots_per_lane}, {spin}, {sleep}, {reverse}, {seg}>({io}, {heads}, {lookback});
 }}
 "#
             );
@@ -379,7 +394,7 @@ extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_scan_tiles
         if self.has(KernelKind::ClusterScan, shape, seg) {
             text += &format!(
                 r#"extern "C" __global__ void __launch_bounds__({cluster_threads}) scanrt_cluster_scan{p} {{
-    cluster_scan<Op, In, {cluster_threads}, {items}, {reverse}, {seg}>({io}, {heads});
+    cluster_scan<Op, In, Out, {cluster_threads}, {items}, {reverse}, {seg}>({io}, {heads});
 }}
 "#
             );

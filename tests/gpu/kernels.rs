@@ -9,7 +9,7 @@ use crate::support::*;
 
 /// The suites that reach the single-pass kernels at every size, alignment, direction and
 /// mode, rerun in a child process by the tests that force one kernel everywhere.
-const SINGLE_PASS_SUITES: [&str; 14] = [
+const SINGLE_PASS_SUITES: [&str; 16] = [
     "scans::randomized_every_pair_operator_mode_and_algorithm",
     "scans::random_sizes_misaligned_and_in_place",
     "backward_segmented::randomized_backward_segmented_and_deterministic",
@@ -24,6 +24,8 @@ const SINGLE_PASS_SUITES: [&str; 14] = [
     "operators::recipes_match_sequential_loops",
     "operators::examples_match_sequential_loops",
     "operator_space::operator_space_states_of_4_to_16_bytes",
+    "scans::half_types_every_algorithm_and_tile_boundary",
+    "scans::wide_accumulators_every_algorithm_and_tile_boundary",
 ];
 
 /// Whether this process already forces one single-pass kernel (a child of the tests
@@ -87,8 +89,8 @@ pub(crate) fn bulk_copy_single_pass_at_every_size() {
     );
 }
 
-/// The one-wave single pass (plain scans, both pointers aligned for the direction, or
-/// deterministic ones up to a constant count of tiles) serves only scans whose tiles are
+/// The one-wave single pass (plain and segmented scans, both pointers aligned for the
+/// direction, or deterministic ones up to a constant count of tiles) serves only scans whose tiles are
 /// all resident at once. This test reruns the suites in a child process with
 /// `SCANRT_WAVE_MAX_TILES` unbounded (and the bulk-copy and cluster kernels off), so it
 /// also meets every size up to more than 2^32 elements, many blocks per SM, graph replay,

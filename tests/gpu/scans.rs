@@ -228,13 +228,9 @@ pub(crate) fn wide_accumulators_every_algorithm_and_tile_boundary() {
     assert!(crate::common::accumulators::narrow_accumulation_would_fail(100_000));
     let desc = ScanDesc::inclusive(Op::Sum).accumulate_in(DType::F64);
     let lengths = ctx.tile_lengths(DType::F32, DType::F32, &desc).unwrap();
-    assert_eq!(
-        (lengths.wave, lengths.cluster),
-        (0, 0),
-        "the one-wave and cluster kernels write accumulators; a narrowing set has neither"
-    );
     let tile = lengths.register_staged as usize;
     let mut sizes = vec![1, 2, 33, tile - 1, tile, tile + 1, 2 * tile + 1, (1 << 16) + 1, 1 << 20];
+    sizes.extend(striped_kernel_sizes(&lengths));
     sizes.extend([(1 << 24) + 3]);
     let failures = crate::common::accumulators::sweep_wide_accumulators(
         ctx,
@@ -250,23 +246,37 @@ pub(crate) fn wide_accumulators_every_algorithm_and_tile_boundary() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// The sizes around the edges of the one-wave and cluster kernels, which convert as they
+/// read and narrow as they store (where the device has them): one cluster tile, a whole
+/// cluster and one element past it, nine one-wave tiles less one.
+fn striped_kernel_sizes(lengths: &scanrt::TileLengths) -> Vec<usize> {
+    eprintln!(
+        "one-wave tile {}, cluster tile {} x {}",
+        lengths.wave, lengths.cluster, lengths.cluster_blocks
+    );
+    let cluster = (lengths.cluster * lengths.cluster_blocks as u64) as usize;
+    let mut sizes = Vec::new();
+    if cluster > 0 {
+        sizes.extend([lengths.cluster as usize + 3, cluster - 1, cluster + 1]);
+    }
+    if lengths.wave > 0 {
+        sizes.push(9 * lengths.wave as usize - 1);
+    }
+    sizes
+}
+
 /// f16 and bf16 data read into f32 and written as their type or f32: both types and
 /// outputs, every operator, algorithm, direction and segment form, in place, NaN and
-/// infinities, at every tile boundary of the kernels that run them (the small-scan,
+/// infinities, at every tile boundary of the kernels that run them (the cluster, one-wave,
 /// register-staged and bulk-copy tiles) and past 2^24.
 pub(crate) fn half_types_every_algorithm_and_tile_boundary() {
     let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
     let desc = ScanDesc::inclusive(Op::Sum);
     let lengths = ctx.tile_lengths(DType::F16, DType::F16, &desc).unwrap();
-    assert_eq!(
-        (lengths.wave, lengths.cluster),
-        (0, 0),
-        "the one-wave and cluster kernels read no converted elements"
-    );
     assert!(lengths.bulk > 0, "half types take the bulk-copy kernel (sm_90)");
     let (tile, bulk) = (lengths.register_staged as usize, lengths.bulk as usize);
-    let sizes = [
+    let mut sizes = vec![
         1,
         33,
         3 * tile / 2 + 5, // the small-scan shape's tiles
@@ -278,6 +288,7 @@ pub(crate) fn half_types_every_algorithm_and_tile_boundary() {
         1 << 20,
         600 * bulk + 7, // the bulk-copy kernel's
     ];
+    sizes.extend(striped_kernel_sizes(&lengths));
     let algorithms = [
         Algorithm::SinglePass,
         Algorithm::DeterministicSinglePass,
