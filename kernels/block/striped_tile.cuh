@@ -36,9 +36,8 @@ struct StripedTile {
     typedef typename Op::T Acc;
     typedef typename CarryOf<Op, SEGMENTED>::Op_ CarryOp;
     typedef typename CarryOp::T Carry;
-    static const int NARROWEST = sizeof(In) < sizeof(Acc) ? (sizeof(In) < sizeof(Out) ? sizeof(In) : sizeof(Out))
-                                                          : (sizeof(Acc) < sizeof(Out) ? sizeof(Acc) : sizeof(Out));
-    static const int G = 16 / NARROWEST;  // elements per group
+    static constexpr int smaller(int a, int b) { return a < b ? a : b; }
+    static const int G = 16 / smaller(sizeof(In), smaller(sizeof(Acc), sizeof(Out)));  // elements per group
     static const int CHUNKS = ITEMS / G;
     static const int WARPS = THREADS / 32;
     static const int TILE = THREADS * ITEMS;

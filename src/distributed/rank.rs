@@ -50,6 +50,16 @@ pub(crate) enum PartOperator<'a> {
     User { op: &'a Operator, scan: &'a OperatorScan },
 }
 
+impl PartOperator<'_> {
+    /// The scan's direction, and whether it starts from an initial value.
+    fn direction_and_init(&self) -> (Direction, bool) {
+        match self {
+            PartOperator::Builtin { desc, .. } => (desc.direction, desc.init.is_some()),
+            PartOperator::User { scan, .. } => (scan.direction, scan.init.is_some()),
+        }
+    }
+}
+
 /// A rank's planned part: what `begin` and `finish` queue on its stream.
 pub(crate) struct RankScan<'a> {
     stream: &'a Stream,
@@ -141,7 +151,11 @@ impl<'a> RankScan<'a> {
         if rank >= ranks {
             bail!(InvalidArgument, "rank {rank} of {ranks} ranks");
         }
-        let (reduce, carries, chunk, direction, carry_from_scan) = match operator {
+        let (direction, has_init) = operator.direction_and_init();
+        let carry_from_scan = carry_from_totals_scan(has_init, ranks);
+        // The totals' scan gives the carries, or the whole array's total.
+        let scan_totals = carry_from_scan || total != 0;
+        let (reduce, carries, chunk) = match operator {
             PartOperator::Builtin { desc, input, output } => {
                 if desc.segments != Segments::None {
                     bail!(UnsupportedCombination, "a scan across GPUs is unsegmented");
@@ -164,12 +178,10 @@ impl<'a> RankScan<'a> {
                     reduced(n, inputs, outputs)
                         .then(|| ctx.plan(input, output, n, &reduce))
                         .transpose()?,
-                    (carry_from_totals_scan(desc.init.is_some(), ranks) || total != 0)
+                    scan_totals
                         .then(|| ctx.plan(acc, acc, ranks as u64, &totals))
                         .transpose()?,
                     ctx.plan(input, output, n, &local)?,
-                    desc.direction,
-                    carry_from_totals_scan(desc.init.is_some(), ranks),
                 )
             }
             PartOperator::User { op, scan } => {
@@ -192,12 +204,10 @@ impl<'a> RankScan<'a> {
                 };
                 (
                     reduced(n, inputs, outputs).then(|| op.plan(n, &reduce)).transpose()?,
-                    (carry_from_totals_scan(scan.init.is_some(), ranks) || total != 0)
+                    scan_totals
                         .then(|| op.states_only()?.plan(ranks as u64, &totals))
                         .transpose()?,
                     op.plan(n, &local)?,
-                    scan.direction,
-                    carry_from_totals_scan(scan.init.is_some(), ranks),
                 )
             }
         };
