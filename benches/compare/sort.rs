@@ -5,6 +5,7 @@
 //! and, per case, `memcpy_<case>`: a copy of half the bytes an ideal onesweep sort moves
 //! (one read of the keys for the histogram, then a read and a write of keys and values
 //! per 8-bit pass), so memcpy time / scanrt time is the fraction of memcpy speed.
+//! `SCANRT_BENCH_SORT_N` (a count) runs that size alone.
 
 use cudarc::driver::sys;
 use scanrt::{ArrayView, Buffer, Context, DType, Scalar, SortArrays, SortDesc, Stream};
@@ -12,7 +13,11 @@ use scanrt::{ArrayView, Buffer, Context, DType, Scalar, SortArrays, SortDesc, St
 use crate::Timer;
 
 pub fn run(ctx: &Context, stream: &Stream, timer: &Timer) {
-    for n in [1u64 << 20, 1 << 24, 1 << 28] {
+    let sizes = match std::env::var("SCANRT_BENCH_SORT_N") {
+        Ok(n) => vec![n.parse().expect("SCANRT_BENCH_SORT_N: a count")],
+        Err(_) => vec![1u64 << 20, 1 << 24, 1 << 28],
+    };
+    for n in sizes {
         typed::<u32>(ctx, stream, timer, "u32", n, false);
         typed::<u32>(ctx, stream, timer, "u32", n, true);
         typed::<u64>(ctx, stream, timer, "u64", n, false);

@@ -254,6 +254,10 @@ SCANRT_DEVICE void radix_onesweep_tile(const W* keys_in, W* keys_out, const V* v
         const u32 mask = (1u << width) - 1u;
         const long long first = (long long)tile * TILE;
         const int valid = (int)(n - first < TILE ? n - first : TILE);
+        // The digit's bin start and the earlier portions' keys of it, read now so that
+        // their round trips overlap the tile's loads instead of following the ranking.
+        const unsigned long long digit_total = tid < SCANRT_RADIX ? histogram[tid] : 0ull;
+        const unsigned long long carried = tid < SCANRT_RADIX ? carry_in[tid] : 0ull;
 
         // 1. Load warp-striped. Padding past the end ranks last, as the highest digit (its
         // slots come after every real key); it is not counted.
@@ -307,8 +311,7 @@ SCANRT_DEVICE void radix_onesweep_tile(const W* keys_in, W* keys_out, const V* v
                            tile == 0 ? SCANRT_STATUS_INCLUSIVE : SCANRT_STATUS_AGGREGATE, count, tag);
         }
         const u32 local_start = (u32)digit_exclusive_sum<CountSum64>(count, totals_s, tid);
-        const unsigned long long bin_start =
-            digit_exclusive_sum<CountSum64>(tid < SCANRT_RADIX ? histogram[tid] : 0ull, totals_s, tid);
+        const unsigned long long bin_start = digit_exclusive_sum<CountSum64>(digit_total, totals_s, tid);
         if (tid < SCANRT_RADIX) local_start_s[tid] = local_start;
         __syncthreads();
 
@@ -338,7 +341,6 @@ SCANRT_DEVICE void radix_onesweep_tile(const W* keys_in, W* keys_out, const V* v
                 before = digit_look_back<LOOKBACK_WINDOW, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile, tid, tag, lane, dog);
                 status.publish((long long)tile * SCANRT_RADIX + tid, SCANRT_STATUS_INCLUSIVE, before + count, tag);
             }
-            const unsigned long long carried = carry_in[tid];
             out_base_s[tid] = bin_start + carried + before - local_start;  // wraps; + slot does not
             if (carry_out && tile == num_tiles - 1) carry_out[tid] = carried + before + count;
         }

@@ -25,14 +25,16 @@ pub(crate) struct TileShape {
     pub sleep_ns: u32,
 }
 
-/// The tile shape for keys of `key`: 384 threads of 16 keys, three blocks per SM,
-/// windows of 8 tiles, 8 polls before sleeping 64 ns. (8-byte keys spill a little at 16
-/// keys per thread, but 8 keys took 29.2 ms for u64 at 2^28 against 21.2 ms.)
-/// Chosen by `bench/run_primitives_bench.sh sort` with the `experiments` build's
-/// `SCANRT_SORT_SHAPE` on the H100 (sm_90; 2026-11-26: u32 keys at 2^28, 384x16x3 9.0 ms,
-/// 256x16x4 10.2, 512x15x2 9.4, 256x12x5 11.9; the window and the sleep made no
-/// difference); every architecture takes it until a row of its own is measured. With the
-/// `experiments` feature, `SCANRT_SORT_SHAPE=threads,items,min_blocks,window,spin,sleep`
+/// The tile shape for keys of `key`: 512 threads of 16 keys, two blocks per SM, a
+/// look-back window of one tile, 8 polls before sleeping 64 ns.
+/// Chosen by `bench_compare --sort` with the `experiments` build's `SCANRT_SORT_SHAPE` on
+/// the H100 (sm_90; 2026-11-26, 2^28 keys, ms for u32 keys / u32 pairs / u64 keys / f32
+/// keys): 512x16x2, window 1: 7.24 / 10.0 / 20.6 / 7.78; 384x24x2: 7.05 / 12.4 / 22.6 /
+/// 7.74; 384x20x2: 7.42 / 11.0 / 19.4 / 8.18; 384x16x3: 7.47 / 13.0 / 24.7 / 7.79, and
+/// with windows of 2, 4, 8, 16 and 32 tiles 7.53, 8.03, 8.86, 12.8 and 29.3 ms for u32
+/// keys: a window's polls of 256 digits' slots cost more L2 traffic than its round trips
+/// save. Every architecture takes it until a row of its own is measured.
+/// With the `experiments` feature, `SCANRT_SORT_SHAPE=threads,items,min_blocks,window,spin,sleep`
 /// replaces it.
 pub(crate) fn tile_shape(_key: DType) -> TileShape {
     #[cfg(feature = "experiments")]
@@ -51,10 +53,10 @@ pub(crate) fn tile_shape(_key: DType) -> TileShape {
         };
     }
     TileShape {
-        threads: 384,
+        threads: 512,
         items: 16,
-        min_blocks: 3,
-        window: 8,
+        min_blocks: 2,
+        window: 1,
         spin_before_sleep: 8,
         sleep_ns: 64,
     }

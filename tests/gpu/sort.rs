@@ -12,19 +12,20 @@ use crate::support::capture_after_warm_up;
 pub(crate) fn sorts_at_every_tile_boundary() {
     let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
-    // Tiles of 4096 keys (2048 for 8-byte keys); histogram chunks of 65536.
+    // Tiles of 8192 keys (and of 4096 and 2048 under other tile shapes); histogram
+    // chunks of 16384.
     let sizes = [
         1,
         2,
         255,
         2047,
-        2048,
         2049,
-        4095,
         4096,
-        4097,
-        3 * 4096 + 5,
-        65535,
+        8191,
+        8192,
+        8193,
+        3 * 8192 + 5,
+        16385,
         65537,
         (1 << 20) + 3,
     ];
