@@ -15,16 +15,20 @@
 //   1. draws its tile id (a ticket), loads its keys warp-striped (warp w holds the tile's
 //      w-th run of 32 * ITEMS keys; item k of lane l is that run's key 32 k + l, so
 //      (warp, item, lane) order is input order);
-//   2. ranks each key among the warp's keys of its digit, in that order (ballots over the
-//      digit's bits find the key's peers; the first peer bumps the warp's counter);
-//   3. per digit d (thread d): the tile's count, published for the tiles after it
-//      (AGGREGATE; tile 0 INCLUSIVE), each warp's first rank, and the tile's first slot;
-//   4. the keys (and values) go into shared memory in (digit, rank) order;
-//   5. per digit: the look-back over the earlier tiles' counts of d (each lane of the
-//      first RADIX threads walks its own digit back, the warp polls together) gives the
-//      keys of d before this tile; INCLUSIVE is published;
+//   2. counts each warp's keys of each digit (shared atomics);
+//   3. per digit d (thread d): the tile's count, published at once for the tiles after
+//      it (AGGREGATE; tile 0 INCLUSIVE), each warp's first rank, and the tile's first slot;
+//   4. per digit: the look-back over the earlier tiles' counts of d (one thread per digit
+//      walks its digit back, its warp polling together) gives the keys of d before this
+//      tile, and INCLUSIVE is published. Beside it (in a block of two threads per digit
+//      the other half of the block, else after it), each key is ranked among the warp's
+//      keys of its digit in input order (the key's peers found through a shared-memory
+//      mask per digit; the first peer takes the warp's next ranks);
+//   5. the keys (and values) go into shared memory in (digit, rank) order;
 //   6. the keys go out to `bin start of d + keys of d before the tile + rank`, in runs of
 //      consecutive addresses, the values with them.
+// The look-back comes as early as the counts allow because a tile's INCLUSIVE counts
+// end its successors' walks: the sooner they appear, the shorter every walk.
 // Status slots: 256 per tile (tile * RADIX + digit), 4-byte counts with the launch's tag
 // (TileStatus<u32>), so passes follow each other on one workspace with no memset.
 // A portion holds fewer than 2^31 keys, so counts fit the slots; the last tile of a
@@ -223,12 +227,17 @@ SCANRT_DEVICE void radix_onesweep_tile(const W* keys_in, W* keys_out, const V* v
     typedef RankedKey<W, KIND, DESCENDING> Ranked;
     typedef TileStatus<u32> Status;
     const int WARPS = THREADS / 32, TILE = THREADS * ITEMS, WARP_ITEMS = 32 * ITEMS;
+    // The threads that walk the look-back, one per digit: the upper half of a block of
+    // two threads per digit (its lower half ranks meanwhile), else the first RADIX.
+    const int LOOKBACK_FIRST = THREADS >= 2 * SCANRT_RADIX ? THREADS - SCANRT_RADIX : 0;
     static_assert(THREADS >= SCANRT_RADIX, "one thread per digit");
     static_assert(TILE < 65536, "ranks fit 16 bits");
     extern __shared__ __align__(16) unsigned char tile_s[];  // TILE keys, then TILE values (first the warps' digit masks)
-    __shared__ u32 warp_first_s[WARPS][SCANRT_RADIX];       // counts, then each warp's first rank
+    __shared__ u32 warp_first_s[WARPS][SCANRT_RADIX];       // counts, then each warp's next rank
     __shared__ u32 local_start_s[SCANRT_RADIX];              // the tile's first slot of digit d
-    __shared__ unsigned long long out_base_s[SCANRT_RADIX];  // output index of slot 0, for digit d
+    __shared__ u32 count_s[SCANRT_RADIX];                    // the tile's keys of digit d
+    __shared__ unsigned long long carried_s[SCANRT_RADIX];   // the earlier portions' keys of d
+    __shared__ unsigned long long out_base_s[SCANRT_RADIX];  // bin start of d, then the output index of slot 0
     __shared__ unsigned long long totals_s[SCANRT_RADIX / 32];
     __shared__ u32 tile_id_s, generation_s;
 
@@ -244,7 +253,7 @@ SCANRT_DEVICE void radix_onesweep_tile(const W* keys_in, W* keys_out, const V* v
     }
     for (int i = tid; i < WARPS * SCANRT_RADIX; i += THREADS) {
         (&warp_first_s[0][0])[i] = 0;
-        ((u32*)tile_s)[i] = 0;  // the warps' digit masks of step 2
+        ((u32*)tile_s)[i] = 0;  // the warps' digit masks of step 4
     }
     __syncthreads();
     const u32 tile = tile_id_s;
@@ -255,15 +264,13 @@ SCANRT_DEVICE void radix_onesweep_tile(const W* keys_in, W* keys_out, const V* v
         const long long first = (long long)tile * TILE;
         const int valid = (int)(n - first < TILE ? n - first : TILE);
         // The digit's bin start and the earlier portions' keys of it, read now so that
-        // their round trips overlap the tile's loads instead of following the ranking.
+        // their round trips overlap the tile's loads.
         const unsigned long long digit_total = tid < SCANRT_RADIX ? histogram[tid] : 0ull;
-        const unsigned long long carried = tid < SCANRT_RADIX ? carry_in[tid] : 0ull;
+        if (tid < SCANRT_RADIX) carried_s[tid] = carry_in[tid];
 
-        // 1. Load warp-striped. Padding past the end ranks last, as the highest digit (its
-        // slots come after every real key); it is not counted.
+        // 1. Load warp-striped.
         const W* tile_keys = keys_in + first;
         W key[ITEMS];
-        u32 ranked[ITEMS];  // [digit:16 | rank in the warp's keys of that digit:16]
         const int warp_first = warp * WARP_ITEMS;
 #pragma unroll
         for (int k = 0; k < ITEMS; ++k) {
@@ -271,15 +278,63 @@ SCANRT_DEVICE void radix_onesweep_tile(const W* keys_in, W* keys_out, const V* v
             key[k] = e < valid ? tile_keys[e] : (W)0;
         }
 
-        // 2. Rank within the warp in input order: the lanes holding the same digit find
-        // each other through one shared-memory OR per key into the warp's mask of that
-        // digit (eight ballots, one per digit bit, cost three times the instructions); the
-        // first of them bumps the warp's counter and clears the mask for the next item.
-        u32* peers_s = (u32*)tile_s + warp * SCANRT_RADIX;  // before step 4 writes the tile there
+        // 2. Count each warp's keys of each digit (independent shared atomics: they
+        // pipeline). Padding past the end counts as the highest digit, whose slots come
+        // after every real key; it is left out of the published count.
+        auto digit_of = [&](int k) {
+            return warp_first + 32 * k + lane < valid ? Ranked::digit(key[k], shift, mask) : mask;
+        };
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) atomicAdd(&warp_first_s[warp][digit_of(k)], 1u);
+        __syncthreads();
+
+        // 3. Per digit: the tile's count, published at once for the tiles after it; each
+        // warp's first rank; the tile's first slot, and the digit's bin start.
+        u32 count = 0;
+        if (tid < SCANRT_RADIX) {
+            for (int w = 0; w < WARPS; ++w) {
+                const u32 c = warp_first_s[w][tid];
+                warp_first_s[w][tid] = count;
+                count += c;
+            }
+            if (tid == (int)mask) count -= TILE - valid;
+            status.publish((long long)tile * SCANRT_RADIX + tid,
+                           tile == 0 ? SCANRT_STATUS_INCLUSIVE : SCANRT_STATUS_AGGREGATE, count, tag);
+            count_s[tid] = count;
+        }
+        const u32 local_start = (u32)digit_exclusive_sum<CountSum64>(count, totals_s, tid);
+        const unsigned long long bin_start = digit_exclusive_sum<CountSum64>(digit_total, totals_s, tid);
+        if (tid < SCANRT_RADIX) {
+            local_start_s[tid] = local_start;
+            out_base_s[tid] = bin_start;
+        }
+        __syncthreads();
+
+        // 4. The look-back, as early as the tile's counts allow (the sooner a tile
+        // publishes INCLUSIVE, the shorter its successors' walks), by the look-back
+        // threads: the keys of d before this tile, hence where the tile's keys of d go.
+        if (tid >= LOOKBACK_FIRST && tid < LOOKBACK_FIRST + SCANRT_RADIX) {
+            const int d = tid - LOOKBACK_FIRST;
+            u32 before = 0;
+            if (tile > 0) {
+                Watchdog dog{header, report, 0};
+                before = digit_look_back<LOOKBACK_WINDOW, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile, d, tag, lane, dog);
+                status.publish((long long)tile * SCANRT_RADIX + d, SCANRT_STATUS_INCLUSIVE, before + count_s[d], tag);
+            }
+            out_base_s[d] += carried_s[d] + before - local_start_s[d];  // wraps; + slot does not
+            if (carry_out && tile == num_tiles - 1) carry_out[d] = carried_s[d] + before + count_s[d];
+        }
+        // Rank within the warp in input order, beside the look-back: the lanes holding the
+        // same digit find each other through one shared-memory OR per key into the warp's
+        // mask of that digit (eight ballots, one per digit bit, cost three times the
+        // instructions); the first of them takes the warp's next ranks of the digit and
+        // clears the mask for the next item.
+        u32* peers_s = (u32*)tile_s + warp * SCANRT_RADIX;  // before step 5 writes the tile there
         const u32 lanes_below = (1u << lane) - 1u;
+        u32 slot[ITEMS];
 #pragma unroll
         for (int k = 0; k < ITEMS; ++k) {
-            const u32 d = warp_first + 32 * k + lane < valid ? Ranked::digit(key[k], shift, mask) : mask;
+            const u32 d = digit_of(k);
             atomicOr(&peers_s[d], 1u << lane);
             __syncwarp();
             const u32 peers = peers_s[d];
@@ -293,56 +348,28 @@ SCANRT_DEVICE void radix_onesweep_tile(const W* keys_in, W* keys_out, const V* v
             }
             __syncwarp();  // the mask is clear before the next item's ORs
             before = __shfl_sync(SCANRT_FULL_MASK, before, __ffs(peers) - 1);
-            ranked[k] = (d << 16) | (before + below);
+            slot[k] = local_start_s[d] + before + below;
         }
-        __syncthreads();
-
-        // 3. Per digit: the tile's count (padding left out), published for the tiles after
-        // it; each warp's first rank; the tile's first slot.
-        u32 count = 0;
-        if (tid < SCANRT_RADIX) {
-            for (int w = 0; w < WARPS; ++w) {
-                const u32 c = warp_first_s[w][tid];
-                warp_first_s[w][tid] = count;
-                count += c;
+        // The values' loads, in flight while the block waits for the look-back.
+        V value[HAS_VALUES ? ITEMS : 1];
+        if constexpr (HAS_VALUES) {
+            const V* tile_values = values_in + first;
+#pragma unroll
+            for (int k = 0; k < ITEMS; ++k) {
+                const int e = warp_first + 32 * k + lane;
+                if (flags & SORT_FLAG_INDICES) value[k] = index_value<V>(index_base + first + e);
+                else if (e < valid) value[k] = tile_values[e];
             }
-            if (tid == (int)mask) count -= TILE - valid;
-            status.publish((long long)tile * SCANRT_RADIX + tid,
-                           tile == 0 ? SCANRT_STATUS_INCLUSIVE : SCANRT_STATUS_AGGREGATE, count, tag);
         }
-        const u32 local_start = (u32)digit_exclusive_sum<CountSum64>(count, totals_s, tid);
-        const unsigned long long bin_start = digit_exclusive_sum<CountSum64>(digit_total, totals_s, tid);
-        if (tid < SCANRT_RADIX) local_start_s[tid] = local_start;
-        __syncthreads();
+        __syncthreads();  // every warp's masks are done with; out_base_s is set
 
-        // 4. Keys (and values) into shared memory in (digit, rank) order, before the
-        // look-back: its wait then holds no tile in registers, and the values' loads are
-        // in flight during it.
+        // 5. Keys (and values) into shared memory in (digit, rank) order.
         W* keys_s = (W*)tile_s;
         V* values_s = (V*)(tile_s + TILE * sizeof(W));
-        const V* tile_values = values_in + first;
 #pragma unroll
         for (int k = 0; k < ITEMS; ++k) {
-            const u32 d = ranked[k] >> 16;
-            const u32 slot = local_start_s[d] + warp_first_s[warp][d] + (ranked[k] & 0xffffu);
-            keys_s[slot] = key[k];
-            if constexpr (HAS_VALUES) {
-                const int e = warp_first + 32 * k + lane;
-                if (e < valid)
-                    values_s[slot] = (flags & SORT_FLAG_INDICES) ? index_value<V>(index_base + first + e) : tile_values[e];
-            }
-        }
-
-        // 5. Per digit: the keys of d before this tile, by look-back.
-        if (tid < SCANRT_RADIX) {
-            u32 before = 0;
-            if (tile > 0) {
-                Watchdog dog{header, report, 0};
-                before = digit_look_back<LOOKBACK_WINDOW, SPIN_BEFORE_SLEEP, SLEEP_NS>(status, tile, tid, tag, lane, dog);
-                status.publish((long long)tile * SCANRT_RADIX + tid, SCANRT_STATUS_INCLUSIVE, before + count, tag);
-            }
-            out_base_s[tid] = bin_start + carried + before - local_start;  // wraps; + slot does not
-            if (carry_out && tile == num_tiles - 1) carry_out[tid] = carried + before + count;
+            keys_s[slot[k]] = key[k];
+            if constexpr (HAS_VALUES) values_s[slot[k]] = value[k];
         }
         __syncthreads();
 

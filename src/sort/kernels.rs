@@ -25,18 +25,20 @@ pub(crate) struct TileShape {
     pub sleep_ns: u32,
 }
 
-/// The tile shape for keys of `key`: 512 threads of 16 keys, two blocks per SM, a
-/// look-back window of one tile, 8 polls before sleeping 64 ns.
+/// The tile shape for keys of `key` with values of `value_bytes` bytes (0: none): keys of
+/// at most 4 bytes alone take 384 threads of 24 keys, the rest 512 threads of 16; two
+/// blocks per SM, a look-back window of one tile, 8 polls before sleeping 64 ns.
 /// Chosen by `bench_compare --sort` with the `experiments` build's `SCANRT_SORT_SHAPE` on
 /// the H100 (sm_90; 2026-11-26, 2^28 keys, ms for u32 keys / u32 pairs / u64 keys / f32
-/// keys): 512x16x2, window 1: 7.24 / 10.0 / 20.6 / 7.78; 384x24x2: 7.05 / 12.4 / 22.6 /
-/// 7.74; 384x20x2: 7.42 / 11.0 / 19.4 / 8.18; 384x16x3: 7.47 / 13.0 / 24.7 / 7.79, and
-/// with windows of 2, 4, 8, 16 and 32 tiles 7.53, 8.03, 8.86, 12.8 and 29.3 ms for u32
-/// keys: a window's polls of 256 digits' slots cost more L2 traffic than its round trips
-/// save. Every architecture takes it until a row of its own is measured.
+/// keys): 512x16x2: 6.98 / 9.37 / 17.1 / 7.51; 384x24x2: 6.73 / 10.4 / 20.4 / 7.47. On
+/// the previous kernel (the look-back after the ranking): 384x20x2 7.42 / 11.0 / 19.4 /
+/// 8.18, 384x16x3 7.47 / 13.0 / 24.7 / 7.79, and for u32 keys at 384x16x3 windows of 2,
+/// 4, 8, 16 and 32 tiles: 7.53, 8.03, 8.86, 12.8 and 29.3 ms against 7.47 for one (a
+/// window's polls of 256 digits' slots cost more L2 traffic than its round trips save).
+/// Every architecture takes it until a row of its own is measured.
 /// With the `experiments` feature, `SCANRT_SORT_SHAPE=threads,items,min_blocks,window,spin,sleep`
 /// replaces it.
-pub(crate) fn tile_shape(_key: DType) -> TileShape {
+pub(crate) fn tile_shape(key: DType, value_bytes: u32) -> TileShape {
     #[cfg(feature = "experiments")]
     if let Ok(v) = std::env::var("SCANRT_SORT_SHAPE") {
         let f: Vec<u32> = v
@@ -52,9 +54,14 @@ pub(crate) fn tile_shape(_key: DType) -> TileShape {
             sleep_ns: f[5],
         };
     }
+    let (threads, items) = if value_bytes == 0 && key.size() <= 4 {
+        (384, 24)
+    } else {
+        (512, 16)
+    };
     TileShape {
-        threads: 512,
-        items: 16,
+        threads,
+        items,
         min_blocks: 2,
         window: 1,
         spin_before_sleep: 8,
@@ -66,9 +73,9 @@ pub(crate) const HISTOGRAM_THREADS: u32 = 256;
 /// Keys a histogram block counts at a time (`SCANRT_HISTOGRAM_CHUNK`).
 pub(crate) const HISTOGRAM_CHUNK: u64 = 16384;
 
-/// Keys per tile of a digit pass over `key`.
-pub(crate) fn tile_elems(key: DType) -> u64 {
-    let shape = tile_shape(key);
+/// Keys per tile of a digit pass over `key` with values of `value_bytes` bytes.
+pub(crate) fn tile_elems(key: DType, value_bytes: u32) -> u64 {
+    let shape = tile_shape(key, value_bytes);
     (shape.threads * shape.items) as u64
 }
 
@@ -85,8 +92,8 @@ impl SortSpec {
     /// Dynamic shared memory of the digit pass: the tile's keys, then its values; before
     /// them, the same memory holds each warp's 256 digit masks of the ranking.
     pub fn shared_bytes(&self) -> u32 {
-        let tile = tile_elems(self.key) * (self.key.size() as u64 + self.value_bytes as u64);
-        let masks = (tile_shape(self.key).threads / 32 * 256 * 4) as u64;
+        let tile = tile_elems(self.key, self.value_bytes) * (self.key.size() as u64 + self.value_bytes as u64);
+        let masks = (tile_shape(self.key, self.value_bytes).threads / 32 * 256 * 4) as u64;
         tile.max(masks) as u32
     }
 
@@ -114,7 +121,7 @@ impl SortSpec {
             window,
             spin_before_sleep,
             sleep_ns,
-        } = tile_shape(self.key);
+        } = tile_shape(self.key, self.value_bytes);
         let text = format!(
             r#"#include "device/radix_sort.cuh"
 extern "C" __global__ void __launch_bounds__({HISTOGRAM_THREADS}) scanrt_radix_histogram(SCANRT_SORT_PARAMS) {{
@@ -166,7 +173,7 @@ impl SortKernels {
             let pass = dev.kernel(
                 &module,
                 "scanrt_radix_pass",
-                tile_shape(spec.key).threads,
+                tile_shape(spec.key, spec.value_bytes).threads,
                 spec.shared_bytes(),
             )?;
             Ok(Arc::new(SortKernel {

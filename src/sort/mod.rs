@@ -44,8 +44,8 @@ pub struct SortArrays<'a> {
 
 /// Most keys one digit-pass launch takes: 2^28 rounded up to whole tiles, well below 2^31
 /// so its tiles' counts fit 32 bits, and its look-back workspace stays under 100 MiB.
-fn portion_elems(key: DType) -> u64 {
-    let tile = kernels::tile_elems(key);
+fn portion_elems(key: DType, value_bytes: u32) -> u64 {
+    let tile = kernels::tile_elems(key, value_bytes);
     (1u64 << 28).div_ceil(tile) * tile
 }
 
@@ -72,7 +72,7 @@ impl TempLayout {
         let values = align(n * key.size() as u64);
         let counts = values + align(n * value_bytes);
         let carries = counts + passes as u64 * 256 * 8;
-        let portions = n.div_ceil(portion_elems(key)).max(1);
+        let portions = n.div_ceil(portion_elems(key, value_bytes as u32)).max(1);
         let bytes = carries + passes as u64 * (portions + 1) * 256 * 8;
         TempLayout {
             keys,
@@ -157,8 +157,8 @@ fn launch(engine: &GpuEngine, stream: &Stream, a: &SortArrays, c: &checks::Check
         return Ok(());
     }
     let kernel = engine.algorithms.get::<SortKernels>().get(dev, &c.spec)?;
-    let portion = portion_elems(c.spec.key);
-    let tile = kernels::tile_elems(c.spec.key);
+    let portion = portion_elems(c.spec.key, c.spec.value_bytes);
+    let tile = kernels::tile_elems(c.spec.key, c.spec.value_bytes);
     let slots = portion.min(n).div_ceil(tile) * 256;
     let workspace = launch_workspace::acquire(dev, raw_stream, None, 4, slots, kernel.clone() as std::sync::Arc<_>)?;
     let temp = match &a.temp {
@@ -273,8 +273,8 @@ unsafe fn queue_passes(
         }
     };
     let (mut keys_from, mut values_from) = (a.keys_in.addr(), a.values_in.map_or(0, |v| v.addr()));
-    let portion = portion_elems(c.spec.key);
-    let tile = kernels::tile_elems(c.spec.key);
+    let portion = portion_elems(c.spec.key, c.spec.value_bytes);
+    let tile = kernels::tile_elems(c.spec.key, c.spec.value_bytes);
     let portions = n.div_ceil(portion);
     for p in 0..passes {
         let (keys_to, values_to) = if to_output(p) {

@@ -12,19 +12,20 @@ use crate::support::capture_after_warm_up;
 pub(crate) fn sorts_at_every_tile_boundary() {
     let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
-    // Tiles of 8192 keys (and of 4096 and 2048 under other tile shapes); histogram
-    // chunks of 16384.
+    // Tiles of 9216 keys (keys of at most 4 bytes alone) or 8192; histogram chunks of
+    // 16384.
     let sizes = [
         1,
         2,
         255,
-        2047,
         2049,
-        4096,
         8191,
         8192,
         8193,
-        3 * 8192 + 5,
+        9215,
+        9216,
+        9217,
+        3 * 9216 + 5,
         16385,
         65537,
         (1 << 20) + 3,
