@@ -6,6 +6,8 @@
 //!   impl,dtype,n,microseconds
 //! and, per case, `memcpy_<case>`: a copy of half the bytes the case moves (its reads
 //! plus its writes), so memcpy time / scanrt time is the fraction of memcpy speed.
+//! `SCANRT_BENCH_SELECT_N` (a count) runs that size alone, and `SCANRT_BENCH_SELECT_TYPE`
+//! (u32, f32 or u64) that type alone.
 
 use cudarc::driver::sys;
 use scanrt::{
@@ -16,10 +18,22 @@ use scanrt::{
 use crate::Timer;
 
 pub fn run(ctx: &Context, stream: &Stream, timer: &Timer) {
-    for n in [1u64 << 20, 1 << 24, 1 << 28] {
-        typed::<u32>(ctx, stream, timer, "u32", n);
-        typed::<f32>(ctx, stream, timer, "f32", n);
-        typed::<u64>(ctx, stream, timer, "u64", n);
+    let sizes = match std::env::var("SCANRT_BENCH_SELECT_N") {
+        Ok(n) => vec![n.parse().expect("SCANRT_BENCH_SELECT_N: a count")],
+        Err(_) => vec![1u64 << 20, 1 << 24, 1 << 28],
+    };
+    let only = std::env::var("SCANRT_BENCH_SELECT_TYPE").ok();
+    let wanted = |name: &str| only.as_deref().is_none_or(|t| t == name);
+    for n in sizes {
+        if wanted("u32") {
+            typed::<u32>(ctx, stream, timer, "u32", n);
+        }
+        if wanted("f32") {
+            typed::<f32>(ctx, stream, timer, "f32", n);
+        }
+        if wanted("u64") {
+            typed::<u64>(ctx, stream, timer, "u64", n);
+        }
     }
 }
 

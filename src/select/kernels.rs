@@ -13,37 +13,66 @@ use crate::runtime::Memo;
 use crate::select::desc::{Comparison, SelectOutput, Selection};
 use crate::types::DType;
 
-/// The tile shape of the select kernels: 256 data threads (and a look-back warp) of 16
-/// elements (8 for 8-byte elements), one 16-byte vector per thread per round, persistent
-/// blocks. Chosen by `cargo bench --bench compare -- --select` on the H100 (sm_90); every
-/// architecture takes it until a row of its own is measured.
-pub(crate) const THREADS: u32 = 256;
-/// Blocks per SM the kernels are compiled for (`__launch_bounds__`).
-/// Blocks per SM the kernels are compiled for (`__launch_bounds__`): 4 (56 registers),
-/// 3 for run-length encodings, whose two shared buffers leave room for 3 anyway.
-fn min_blocks_per_sm(form: SelectOutput) -> u32 {
-    if form == SelectOutput::RunLengths {
-        3
-    } else {
-        4
-    }
+/// The select kernels' tile shape: data threads (the block adds a look-back warp),
+/// elements per thread, blocks per SM it is compiled for (`__launch_bounds__`), look-back
+/// slots per lane, and the polls before a waiting look-back sleeps between polls, and the
+/// sleep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct TileShape {
+    pub threads: u32,
+    pub items: u32,
+    pub min_blocks: u32,
+    pub lookback_slots: u32,
+    pub spin_before_sleep: u32,
+    pub sleep_ns: u32,
 }
-fn items(dtype: DType) -> u32 {
-    if dtype.size() == 8 {
-        8
-    } else {
-        16
-    }
-}
-/// Look-back slots per lane, and the spin before sleeping and the sleep of a wait: as the
-/// scan's one-wave kernel (one block per tile: every tile publishes at about the same time).
-const LOOKBACK_SLOTS_PER_LANE: u32 = 2;
-const SPIN_BEFORE_SLEEP: u32 = 16;
-const SLEEP_NS: u32 = 32;
 
-/// Elements per tile of a selection over `dtype`.
+/// The tile shape for elements of `dtype` and output `form`: 256 data threads of 16
+/// elements (8 for 8-byte elements: one 16-byte vector per thread per round), persistent
+/// blocks, 4 per SM (56 registers; 3 for run-length encodings, whose two shared buffers
+/// leave room for 3 anyway), one look-back slot per lane (the look-back walks little: its
+/// wait is for predecessors that have drawn their tile but not yet published), 16 polls
+/// before sleeping 32 ns. Chosen by `bench_compare --select` with the `experiments`
+/// build's `SCANRT_SELECT_SHAPE` on the H100 (sm_90; 2026-11-26, u32 at 2^28, us for
+/// select by flags / x < 50 / partition / unique / run-length encoding): as chosen,
+/// 765 / 603 / 982 / 605 / 1150; two slots per lane 771 / 635 / 982 / 633 / 1172;
+/// 192x16x5 793 / 614 / 1020 / 616 / -; 384x8x3 847 / 740 / 1055 / 742 / -; 512x8x2 916 /
+/// 761 / 1126 / 785 / -; 128x32x8 1088 / 1153 / 1538 / 1153 / -; run-length encodings at 4
+/// blocks per SM 1211; the spin and the sleep made no difference. Every architecture
+/// takes it until a row of its own is measured. With the `experiments`
+/// feature, `SCANRT_SELECT_SHAPE=threads,items,min_blocks,slots,spin,sleep` replaces it
+/// (items for elements of at most 4 bytes; 8-byte elements take half).
+pub(crate) fn tile_shape(dtype: DType, form: SelectOutput) -> TileShape {
+    let wide = dtype.size() == 8;
+    #[cfg(feature = "experiments")]
+    if let Ok(v) = std::env::var("SCANRT_SELECT_SHAPE") {
+        let f: Vec<u32> = v
+            .split(',')
+            .map(|x| x.trim().parse().expect("SCANRT_SELECT_SHAPE"))
+            .collect();
+        return TileShape {
+            threads: f[0],
+            items: if wide { f[1] / 2 } else { f[1] },
+            min_blocks: f[2],
+            lookback_slots: f[3],
+            spin_before_sleep: f[4],
+            sleep_ns: f[5],
+        };
+    }
+    TileShape {
+        threads: 256,
+        items: if wide { 8 } else { 16 },
+        min_blocks: if form == SelectOutput::RunLengths { 3 } else { 4 },
+        lookback_slots: 1,
+        spin_before_sleep: 16,
+        sleep_ns: 32,
+    }
+}
+
+/// Elements per tile of a selection over `dtype` (the same for every output form).
 pub(crate) fn tile_elems(dtype: DType) -> u64 {
-    (THREADS * items(dtype)) as u64
+    let shape = tile_shape(dtype, SelectOutput::Values);
+    (shape.threads * shape.items) as u64
 }
 
 /// What decides the kept elements, as the kernel text spells it.
@@ -123,13 +152,19 @@ impl SelectSpec {
             SelectOutput::PartitionTwo => "SCANRT_PARTITION_TWO",
             SelectOutput::RunLengths => "SCANRT_RUN_LENGTHS",
         };
-        let items = items(self.dtype);
-        let min_blocks = min_blocks_per_sm(self.form);
+        let TileShape {
+            threads,
+            items,
+            min_blocks,
+            lookback_slots,
+            spin_before_sleep,
+            sleep_ns,
+        } = tile_shape(self.dtype, self.form);
         let text = format!(
             r#"#include "device/select.cuh"
 {prelude}
-extern "C" __global__ void __launch_bounds__({THREADS} + 32, {min_blocks}) scanrt_select(SCANRT_SELECT_PARAMS) {{
-    select_tile_pass<{t}, {rule}, {o}, {THREADS}, {items}, {LOOKBACK_SLOTS_PER_LANE}, {SPIN_BEFORE_SLEEP}, {SLEEP_NS}, {mode}>(
+extern "C" __global__ void __launch_bounds__({threads} + 32, {min_blocks}) scanrt_select(SCANRT_SELECT_PARAMS) {{
+    select_tile_pass<{t}, {rule}, {o}, {threads}, {items}, {lookback_slots}, {spin_before_sleep}, {sleep_ns}, {mode}>(
         (const {t}*)input, SelectSource{{(const void*)selection, operand_bits, n}}, ({o}*)output, (void*)second,
         (unsigned long long*)num_selected, n, capacity, flags, (void*)workspace, status_capacity,
         FaultSink{{(FaultReport*)report, call}});
@@ -170,7 +205,8 @@ impl SelectKernels {
             let source = spec.source();
             let _current = dev.enter()?;
             let module = dev.module(&source)?;
-            let kernel = dev.kernel(&module, "scanrt_select", THREADS + 32, spec.shared_bytes())?;
+            let threads = tile_shape(spec.dtype, spec.form).threads;
+            let kernel = dev.kernel(&module, "scanrt_select", threads + 32, spec.shared_bytes())?;
             Ok(Arc::new(SelectKernel {
                 kernel,
                 _module: module,
