@@ -340,6 +340,8 @@ pub const WORKSPACE_SEAL_MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
 pub const STATUS_SLOT_BYTES_4: u32 = 8;
 /// A status slot for 8-byte carries: two 64-bit words.
 pub const STATUS_SLOT_BYTES_8: u32 = 16;
+/// A status slot for 16-byte carries: four 64-bit words.
+pub const STATUS_SLOT_BYTES_16: u32 = 32;
 /// A status slot for wider carries (user-defined states) starts with a line of this many
 /// bytes holding its status word, followed by two payloads (AGGREGATE, INCLUSIVE) of the
 /// carry's size rounded up to 16 bytes.
@@ -350,6 +352,7 @@ pub const fn status_slot_bytes(value_bytes: usize) -> usize {
     match value_bytes {
         4 => STATUS_SLOT_BYTES_4 as usize,
         8 => STATUS_SLOT_BYTES_8 as usize,
+        16 => STATUS_SLOT_BYTES_16 as usize,
         _ => STATUS_SLOT_HEADER_BYTES as usize + 2 * value_bytes.div_ceil(16) * 16,
     }
 }

@@ -36,10 +36,13 @@
 // gpu-scope accesses; for 8-byte values in a 16-byte slot whose two 64-bit words each
 // repeat the status word, so a reader detects a torn read (TileStatus<Carry, 8>). A
 // reader therefore never sees a flag without its value, and nothing else is ordered
-// through the slots, so relaxed accesses suffice. Wider values (user-defined states, up
+// through the slots, so relaxed accesses suffice. 16-byte values (a run-length
+// encoding's carry, user-defined states of that size) take four such words, each
+// repeating the status word (TileStatus<Carry, 16>). Wider values (user-defined states, up
 // to MAX_STATE_BYTES) do not fit a single-copy-atomic access: their slots hold a status
 // word and one payload per publication kind, ordered by release and acquire
-// (TileStatus<Carry, 0>).
+// (TileStatus<Carry, 0>); a release store waits for the thread's earlier stores, which
+// costs the publishing block its output stores' round trip.
 //
 // One launch, no per-call memset. Slots are tagged with the launch's generation; a
 // slot whose tag differs is INVALID. The ticket and the generation share one 64-bit
@@ -157,11 +160,13 @@ template <typename T> struct SlotCodec<Seg<T> > {
     static SCANRT_DEVICE Seg<T> make(T v, u32 head) { return Seg<T>{v, head}; }
 };
 
-// The slot layout for values of SIZE bytes: 4 and 8 pack the value beside the status
-// word; anything wider (user-defined states) takes the flag-and-payload layout (0).
+// The slot layout for values of SIZE bytes: 4, 8 and 16 pack the value beside the
+// status word; anything else (wider user-defined states) takes the flag-and-payload
+// layout (0).
 template <int SIZE> struct SlotLayout { static const int KIND = 0; };
 template <> struct SlotLayout<4> { static const int KIND = 4; };
 template <> struct SlotLayout<8> { static const int KIND = 8; };
+template <> struct SlotLayout<16> { static const int KIND = 16; };
 
 SCANRT_DEVICE u32 status_word(u32 tag, u32 flag, u32 head) { return (tag << SCANRT_TAG_SHIFT) | (head ? SCANRT_HEAD_BIT : 0u) | flag; }
 SCANRT_DEVICE u32 status_flag(u32 word, u32 tag) { return (word >> SCANRT_TAG_SHIFT) == tag ? (word & 3u) : SCANRT_STATUS_INVALID; }
@@ -217,6 +222,46 @@ template <typename Carry> struct TileStatus<Carry, 8> {
     }
     SCANRT_DEVICE void clear(long long slots, int tid, int threads) {
         for (long long i = tid; i < 2 * slots; i += threads) word[i] = 0;
+    }
+};
+
+// 16-byte values: a 32-byte slot of four 64-bit words [status word:32 | value word
+// i:32], written by two 16-byte stores and read by two 16-byte loads. Each (tile, flag)
+// is published once per launch, so four equal status words carry one publication's
+// value; a read torn between publications (or launches) shows two status words and is
+// simply polled again.
+template <typename Carry> struct TileStatus<Carry, 16> {
+    typedef SlotCodec<Carry> Codec;
+    typedef Words<typename Codec::Value> ValueWords;
+    static_assert(ValueWords::N == 4, "four 32-bit words");
+    static const int SLOT_BYTES = STATUS_SLOT_BYTES_16;
+    u64* word;  // four per slot
+    SCANRT_DEVICE TileStatus(void* slots, long long) : word((u64*)slots) {}
+    SCANRT_DEVICE void publish(long long tile, u32 flag, Carry value, u32 tag) const {
+        const u64 status = (u64)status_word(tag, flag, Codec::head(value)) << 32;
+        const ValueWords w = ValueWords::of(Codec::value(value));
+        asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};"
+                     :: "l"(word + 4 * tile), "l"(status | w.w[0]), "l"(status | w.w[1]) : "memory");
+        asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};"
+                     :: "l"(word + 4 * tile + 2), "l"(status | w.w[2]), "l"(status | w.w[3]) : "memory");
+    }
+    SCANRT_DEVICE u32 poll(long long tile, u32 tag, Carry& value) const {
+        u64 a, b, c, d;
+        asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(word + 4 * tile) : "memory");
+        asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(c), "=l"(d) : "l"(word + 4 * tile + 2) : "memory");
+        const u32 status = (u32)(a >> 32);
+        if (status != (u32)(b >> 32) || status != (u32)(c >> 32) || status != (u32)(d >> 32))
+            return SCANRT_STATUS_INVALID;  // torn: two publications
+        ValueWords w;
+        w.w[0] = (u32)a;
+        w.w[1] = (u32)b;
+        w.w[2] = (u32)c;
+        w.w[3] = (u32)d;
+        value = Codec::make(w.value(), status & SCANRT_HEAD_BIT);
+        return status_flag(status, tag);
+    }
+    SCANRT_DEVICE void clear(long long slots, int tid, int threads) {
+        for (long long i = tid; i < 4 * slots; i += threads) word[i] = 0;
     }
 };
 
