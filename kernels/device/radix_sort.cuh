@@ -310,9 +310,8 @@ SCANRT_DEVICE void radix_onesweep_tile(const W* keys_in, W* keys_out, const V* v
         }
         __syncthreads();
 
-        // 4. The look-back, as early as the tile's counts allow (the sooner a tile
-        // publishes INCLUSIVE, the shorter its successors' walks), by the look-back
-        // threads: the keys of d before this tile, hence where the tile's keys of d go.
+        // 4. The look-back, by the look-back threads: the keys of d before this tile,
+        // hence where the tile's keys of d go.
         if (tid >= LOOKBACK_FIRST && tid < LOOKBACK_FIRST + SCANRT_RADIX) {
             const int d = tid - LOOKBACK_FIRST;
             u32 before = 0;
