@@ -269,7 +269,7 @@ unsafe fn queue_passes(
         if copy_after {
             p % 2 == 1
         } else {
-            (passes - 1 - p) % 2 == 0
+            (passes - 1 - p).is_multiple_of(2)
         }
     };
     let (mut keys_from, mut values_from) = (a.keys_in.addr(), a.values_in.map_or(0, |v| v.addr()));
