@@ -3,3 +3,30 @@
 
 /// Every header under `kernels/`, as `(include name, text)`.
 pub(crate) const KERNEL_HEADERS: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/kernel_headers.rs"));
+
+/// With the `experiments` feature: the N comma-separated numbers of the environment
+/// variable `var` (a tuning override for benchmarks), or `None` when it is unset. Panics
+/// on anything else, so that a mistyped override never runs as if it were absent.
+#[cfg(feature = "experiments")]
+pub(crate) fn experiment_override<const N: usize>(var: &str) -> Option<[u32; N]> {
+    let text = std::env::var(var).ok()?;
+    let numbers: Option<Vec<u32>> = text.split(',').map(|x| x.trim().parse().ok()).collect();
+    match numbers.and_then(|v| <[u32; N]>::try_from(v).ok()) {
+        Some(shape) => Some(shape),
+        None => panic!("{var}={text:?}: expected {N} comma-separated numbers"),
+    }
+}
+
+#[cfg(all(test, feature = "experiments"))]
+mod tests {
+    use super::experiment_override;
+
+    #[test]
+    fn overrides_parse_exactly_n_numbers() {
+        std::env::set_var("SCANRT_TEST_OVERRIDE_OK", "1, 2,3");
+        assert_eq!(experiment_override::<3>("SCANRT_TEST_OVERRIDE_OK"), Some([1, 2, 3]));
+        assert_eq!(experiment_override::<3>("SCANRT_TEST_OVERRIDE_UNSET"), None);
+        std::env::set_var("SCANRT_TEST_OVERRIDE_SHORT", "1,2");
+        assert!(std::panic::catch_unwind(|| experiment_override::<3>("SCANRT_TEST_OVERRIDE_SHORT")).is_err());
+    }
+}

@@ -45,18 +45,16 @@ pub(crate) struct TileShape {
 pub(crate) fn tile_shape(dtype: DType, form: SelectOutput) -> TileShape {
     let wide = dtype.size() == 8;
     #[cfg(feature = "experiments")]
-    if let Ok(v) = std::env::var("SCANRT_SELECT_SHAPE") {
-        let f: Vec<u32> = v
-            .split(',')
-            .map(|x| x.trim().parse().expect("SCANRT_SELECT_SHAPE"))
-            .collect();
+    if let Some([threads, items, min_blocks, lookback_slots, spin_before_sleep, sleep_ns]) =
+        crate::kernels::experiment_override("SCANRT_SELECT_SHAPE")
+    {
         return TileShape {
-            threads: f[0],
-            items: if wide { f[1] / 2 } else { f[1] },
-            min_blocks: f[2],
-            lookback_slots: f[3],
-            spin_before_sleep: f[4],
-            sleep_ns: f[5],
+            threads,
+            items: if wide { items / 2 } else { items },
+            min_blocks,
+            lookback_slots,
+            spin_before_sleep,
+            sleep_ns,
         };
     }
     TileShape {

@@ -42,18 +42,16 @@ pub(crate) struct TileShape {
 /// replaces it.
 pub(crate) fn tile_shape(key: DType, value_bytes: u32) -> TileShape {
     #[cfg(feature = "experiments")]
-    if let Ok(v) = std::env::var("SCANRT_SORT_SHAPE") {
-        let f: Vec<u32> = v
-            .split(',')
-            .map(|x| x.trim().parse().expect("SCANRT_SORT_SHAPE"))
-            .collect();
+    if let Some([threads, items, min_blocks, window, spin_before_sleep, sleep_ns]) =
+        crate::kernels::experiment_override("SCANRT_SORT_SHAPE")
+    {
         return TileShape {
-            threads: f[0],
-            items: f[1],
-            min_blocks: f[2],
-            window: f[3],
-            spin_before_sleep: f[4],
-            sleep_ns: f[5],
+            threads,
+            items,
+            min_blocks,
+            window,
+            spin_before_sleep,
+            sleep_ns,
         };
     }
     let (threads, items) = if value_bytes == 0 && key.size() <= 4 {
