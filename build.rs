@@ -121,6 +121,7 @@ mod c_headers {
             .include_item("SelectParams")
             .include_item("SortParams")
             .include_item("StridedParams")
+            .include_item("SegmentTable")
             .include_item("LookbackHeader")
             .include_item("FaultReport");
         match contract.generate() {

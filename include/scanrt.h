@@ -529,8 +529,12 @@ scanrt_status scanrt_scan_array(const struct scanrt_context *ctx,
 // Each may be NULL; both are arrays of the scan's accumulator type and may be the same
 // element. For an array of several dimensions each sequence along `axis` is a scan of
 // its own: `carry_out` holds one total per sequence and `carry_in` one value for all or
-// one per sequence, in the row-major order of the other axes. Unsegmented scans only
-// (else `SCANRT_STATUS_UNSUPPORTED_COMBINATION`).
+// one per sequence, in the row-major order of the other axes. A 1-D scan segmented by
+// offsets (`SCANRT_SEGMENTS_OFFSETS`) takes carries per segment: `num_offsets - 1`
+// elements each, segment s starting from `carry_in[s]` and its total going to
+// `carry_out[s]` (an empty segment's is its initial value); they must not overlap, and
+// the offsets must not decrease. Other segmented scans take no carries
+// (`SCANRT_STATUS_UNSUPPORTED_COMBINATION`).
 scanrt_status scanrt_scan_array_carried(const struct scanrt_context *ctx,
                                         const struct scanrt_stream *stream,
                                         const struct scanrt_array *input,
@@ -829,7 +833,10 @@ scanrt_status scanrt_operator_scan_device_with_workspace(const struct scanrt_ope
 // state at `carry_in` (instead of an initial state) and writes its total state, the
 // initial state combined with every element in traversal order, to `carry_out`. Each
 // may be NULL, is one state aligned to the operator's state, and they may be the same
-// address. Unsegmented scans only.
+// address. A scan segmented by offsets (`SCANRT_SEGMENTS_OFFSETS`) takes carries per
+// segment: `num_offsets - 1` states each, segment s starting from state s of
+// `carry_in` and its total going to state s of `carry_out`; they must not overlap, and
+// the offsets must not decrease. Other segmented scans take no carries.
 scanrt_status scanrt_operator_scan_device_carried(const struct scanrt_operator *op,
                                                   void *cuda_stream,
                                                   const void *const *inputs,

@@ -285,6 +285,11 @@ pub const FLAG_PER_SEQUENCE_CARRIES: u32 = 1024;
 pub const FLAG_INIT_FOLD: u32 = 8192;
 /// See `FLAG_INIT_FOLD`: the states are folded from the highest address down.
 pub const FLAG_INIT_FOLD_DESCENDING: u32 = 16384;
+/// Segments by offsets with carries per segment (`block/segment_carries.cuh`): with
+/// `FLAG_INIT_IN_MEMORY`, `init_bits` is the address of one initial state per segment;
+/// `carry_out`, when not 0, receives one total per segment. The offsets are described by
+/// the `SegmentTable` after the bit flags at `heads` (`segment_table_offset`).
+pub const FLAG_SEGMENT_CARRIES: u32 = 32768;
 /// Bits 16-31 of the flags: the number of states `FLAG_INIT_FOLD` folds.
 pub const INIT_FOLD_COUNT_SHIFT: u32 = 16;
 /// The most states `FLAG_INIT_FOLD` can fold (the count's 16 bits).
@@ -309,6 +314,35 @@ pub const HEADS_KEYS8: u32 = 3;
 /// Rows of equal length (batched sequences): a segment starts every `heads` elements
 /// (`ScanParams::heads` holds the row length, not an address).
 pub const HEADS_ROWS: u32 = 4;
+
+/// Where a scan with `FLAG_SEGMENT_CARRIES` finds its segments' offsets: written by the
+/// offsets prepass after the bit flags it makes (`segment_table_offset` bytes from
+/// `ScanParams::heads`), so that the scan kernels' parameters stay the same.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SegmentTable {
+    /// The offsets (`const void*`): segment s is `[offsets[s], offsets[s + 1])`.
+    pub offsets: u64,
+    /// Offsets in the table (one more than the segments).
+    pub count: i64,
+    /// How an offset is read: `OFFSETS_U32`, `OFFSETS_I32` or `OFFSETS_64`.
+    pub kind: u32,
+    /// Padding to 8 bytes.
+    pub unused: u32,
+}
+
+/// Offsets of type u32.
+pub const OFFSETS_U32: u32 = 0;
+/// Offsets of type i32 (a negative one reads as past every element).
+pub const OFFSETS_I32: u32 = 1;
+/// Offsets of type u64 or i64 (a negative i64 reads as 2^63 or more, past every element).
+pub const OFFSETS_64: u32 = 2;
+
+/// Bytes from the bit flags of `n` elements to their `SegmentTable`: the flags' words,
+/// rounded up to 16 bytes (the kernels' `segment_table_offset`).
+pub const fn segment_table_offset(n: u64) -> u64 {
+    (n.div_ceil(32) * 4).div_ceil(16) * 16
+}
 
 /// The look-back workspace header; the status slots follow it. Initialised by the host
 /// (zero-filled, then `area_bytes` and `seal` written), then owned by the kernels.

@@ -48,6 +48,12 @@ constexpr static const uint32_t FLAG_INIT_FOLD = 8192;
 /// See `FLAG_INIT_FOLD`: the states are folded from the highest address down.
 constexpr static const uint32_t FLAG_INIT_FOLD_DESCENDING = 16384;
 
+/// Segments by offsets with carries per segment (`block/segment_carries.cuh`): with
+/// `FLAG_INIT_IN_MEMORY`, `init_bits` is the address of one initial state per segment;
+/// `carry_out`, when not 0, receives one total per segment. The offsets are described by
+/// the `SegmentTable` after the bit flags at `heads` (`segment_table_offset`).
+constexpr static const uint32_t FLAG_SEGMENT_CARRIES = 32768;
+
 /// Bits 16-31 of the flags: the number of states `FLAG_INIT_FOLD` folds.
 constexpr static const uint32_t INIT_FOLD_COUNT_SHIFT = 16;
 
@@ -82,6 +88,15 @@ constexpr static const uint32_t HEADS_KEYS8 = 3;
 /// Rows of equal length (batched sequences): a segment starts every `heads` elements
 /// (`ScanParams::heads` holds the row length, not an address).
 constexpr static const uint32_t HEADS_ROWS = 4;
+
+/// Offsets of type u32.
+constexpr static const uint32_t OFFSETS_U32 = 0;
+
+/// Offsets of type i32 (a negative one reads as past every element).
+constexpr static const uint32_t OFFSETS_I32 = 1;
+
+/// Offsets of type u64 or i64 (a negative i64 reads as 2^63 or more, past every element).
+constexpr static const uint32_t OFFSETS_64 = 2;
 
 /// Generation tags of status slots run 1..=TAG_PERIOD (29 bits); the launch before they
 /// repeat clears every slot.
@@ -305,6 +320,20 @@ struct StridedParams {
   uint32_t flags;
   /// The launching call's serial number (as `ScanParams::call`).
   uint32_t call;
+};
+
+/// Where a scan with `FLAG_SEGMENT_CARRIES` finds its segments' offsets: written by the
+/// offsets prepass after the bit flags it makes (`segment_table_offset` bytes from
+/// `ScanParams::heads`), so that the scan kernels' parameters stay the same.
+struct SegmentTable {
+  /// The offsets (`const void*`): segment s is `[offsets[s], offsets[s + 1])`.
+  uint64_t offsets;
+  /// Offsets in the table (one more than the segments).
+  int64_t count;
+  /// How an offset is read: `OFFSETS_U32`, `OFFSETS_I32` or `OFFSETS_64`.
+  uint32_t kind;
+  /// Padding to 8 bytes.
+  uint32_t unused;
 };
 
 /// The look-back workspace header; the status slots follow it. Initialised by the host

@@ -147,8 +147,12 @@ pub unsafe extern "C" fn scanrt_scan_array(
 /// Each may be NULL; both are arrays of the scan's accumulator type and may be the same
 /// element. For an array of several dimensions each sequence along `axis` is a scan of
 /// its own: `carry_out` holds one total per sequence and `carry_in` one value for all or
-/// one per sequence, in the row-major order of the other axes. Unsegmented scans only
-/// (else `SCANRT_STATUS_UNSUPPORTED_COMBINATION`).
+/// one per sequence, in the row-major order of the other axes. A 1-D scan segmented by
+/// offsets (`SCANRT_SEGMENTS_OFFSETS`) takes carries per segment: `num_offsets - 1`
+/// elements each, segment s starting from `carry_in[s]` and its total going to
+/// `carry_out[s]` (an empty segment's is its initial value); they must not overlap, and
+/// the offsets must not decrease. Other segmented scans take no carries
+/// (`SCANRT_STATUS_UNSUPPORTED_COMBINATION`).
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn scanrt_scan_array_carried(
@@ -193,8 +197,8 @@ pub unsafe extern "C" fn scanrt_summed_area_table(
     })
 }
 
-/// Both scans of arrays: segmented ones (segment data at `desc->segment_data`) take no
-/// carries.
+/// Both scans of arrays: segmented ones (segment data at `desc->segment_data`) take
+/// carries only by offsets, one per segment.
 #[allow(clippy::too_many_arguments)]
 unsafe fn scan_array(
     ctx: *const scanrt_context,
@@ -220,33 +224,23 @@ unsafe fn scan_array(
     let info = InfoOut::check(info)?;
     let c_desc = super::versioned::read_versioned(desc, "desc")?;
     let desc = desc_from_c(&c_desc, output.dtype())?;
-    let carried = carry_in.is_some() || carry_out.is_some();
-    if carried && desc.segments != Segments::None {
-        bail!(
-            UnsupportedCombination,
-            "carries in memory are for unsegmented scans; desc->segments is {}",
-            desc.segments.c_name()
-        );
-    }
+    let carries = CarryViews {
+        carry_in: carry_in.as_ref(),
+        carry_out: carry_out.as_ref(),
+    };
     let result = if desc.segments.has_data() {
-        let entries = match desc.segments {
-            Segments::BitFlags => input.len().unwrap_or(0).div_ceil(32),
-            _ => input.len().unwrap_or(0),
-        };
-        let dtype = match desc.segments {
-            Segments::ByteFlags => DType::U8,
-            Segments::Keys(k) => k,
-            _ => DType::U32,
+        let (dtype, entries) = match desc.segments {
+            Segments::ByteFlags => (DType::U8, input.len().unwrap_or(0)),
+            Segments::BitFlags => (DType::U32, input.len().unwrap_or(0).div_ceil(32)),
+            Segments::Keys(k) => (k, input.len().unwrap_or(0)),
+            Segments::Offsets { dtype, count } => (dtype, count),
+            Segments::None | Segments::Rows(_) => unreachable!("segments without data"),
         };
         // SAFETY: the caller vouches for host segment data on the host backend; a GPU
         // context range-checks device memory with the driver.
         let segments = ArrayView::contiguous(c_desc.segment_data as u64, dtype, &[entries])?;
-        ctx.scan_array_segmented(stream, &input, &segments, &output, &desc)?
+        ctx.scan_array_segmented_carried(stream, &input, &segments, &output, &desc, &carries)?
     } else {
-        let carries = CarryViews {
-            carry_in: carry_in.as_ref(),
-            carry_out: carry_out.as_ref(),
-        };
         ctx.scan_array_carried(stream, &input, &output, axis as isize, &desc, &carries)?
     };
     info.write(result);

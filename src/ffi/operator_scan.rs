@@ -280,7 +280,10 @@ pub unsafe extern "C" fn scanrt_operator_scan_device_with_workspace(
 /// state at `carry_in` (instead of an initial state) and writes its total state, the
 /// initial state combined with every element in traversal order, to `carry_out`. Each
 /// may be NULL, is one state aligned to the operator's state, and they may be the same
-/// address. Unsegmented scans only.
+/// address. A scan segmented by offsets (`SCANRT_SEGMENTS_OFFSETS`) takes carries per
+/// segment: `num_offsets - 1` states each, segment s starting from state s of
+/// `carry_in` and its total going to state s of `carry_out`; they must not overlap, and
+/// the offsets must not decrease. Other segmented scans take no carries.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn scanrt_operator_scan_device_carried(

@@ -43,6 +43,7 @@ use crate::runtime::calls::CallLabel;
 use crate::runtime::device::GpuDevice;
 use crate::runtime::workspace::Workspace;
 use crate::runtime::Memo;
+use crate::scan::carry_views::CarryViews;
 use crate::scan::checks::check_segment_view;
 use crate::scan::desc::{ScanShape, Segments};
 use crate::scan::kernels::ScanKernels;
@@ -295,7 +296,29 @@ impl Operator {
         segments: Option<&ArrayView>,
         scan: &OperatorScan,
     ) -> Result<ScanInfo> {
+        self.scan_arrays_carried(stream, inputs, outputs, segments, scan, &CarryViews::default())
+    }
+
+    /// [`Operator::scan_arrays`] with carries in memory (device memory on a GPU):
+    /// `carries.carry_in` (instead of the initial state) and `carries.carry_out` are `U8`
+    /// arrays of whole states: one state for an unsegmented scan, one per segment for
+    /// segments by offsets (as [`Context::scan_array_segmented_carried`] takes them: a
+    /// batch of variable-length sequences with an initial and a final state each).
+    pub fn scan_arrays_carried(
+        &self,
+        stream: &Stream,
+        inputs: &[ArrayView],
+        outputs: &[ArrayView],
+        segments: Option<&ArrayView>,
+        scan: &OperatorScan,
+        carries: &CarryViews,
+    ) -> Result<ScanInfo> {
         let (input_addrs, output_addrs, n) = self.array_addresses(inputs, outputs)?;
+        let states = match scan.segments {
+            Segments::Offsets { count, .. } => count.saturating_sub(1),
+            _ => 1,
+        };
+        let carries = self.carry_addresses(carries, states)?;
         // Buffers of this context are known (a buffer of another one is refused).
         let known = |views: &[ArrayView]| -> Result<bool> {
             let mut all = true;
@@ -322,7 +345,7 @@ impl Operator {
                 Some(s) => s.known_to(self.inner.ctx.id())?,
                 None => false,
             },
-            carries: Carries::default(),
+            carries,
             carry_in_states: 0,
         };
         // SAFETY: views are valid for their lengths (borrowed buffers and slices by
@@ -335,6 +358,43 @@ impl Operator {
     /// is needed: one tile, or the host backend). Compiles the kernel set on first use.
     pub fn workspace_bytes(&self, n: u64, scan: &OperatorScan) -> Result<usize> {
         Ok(self.plan(n, scan)?.workspace_bytes())
+    }
+
+    /// The addresses of an operator scan's carry views: `U8` arrays of at least `states`
+    /// whole states, the carry out writable.
+    fn carry_addresses(&self, carries: &CarryViews, states: u64) -> Result<Carries> {
+        let desc = &self.inner.desc;
+        let size = desc.state_size as u64;
+        let check = |view: Option<&ArrayView>, what: &str, written: bool| -> Result<u64> {
+            let Some(view) = view else {
+                return Ok(0);
+            };
+            view.known_to(self.inner.ctx.id())?;
+            if view.dtype() != DType::U8 {
+                bail!(
+                    InvalidArgument,
+                    "the {what} of operator {} is a uint8 array of whole states, not a {} array",
+                    desc.name,
+                    view.dtype().c_name()
+                );
+            }
+            let len = view.flat_len(what)?;
+            if len < states * size {
+                bail!(
+                    BufferTooSmall,
+                    "the {what} of operator {} holds {len} bytes; the scan needs {states} states of {size}",
+                    desc.name
+                );
+            }
+            if written && !view.writable {
+                bail!(InvalidArgument, "the {what} of operator {} is read only", desc.name);
+            }
+            Ok(view.addr())
+        };
+        Ok(Carries {
+            carry_in: check(carries.carry_in, "carry in", false)?,
+            carry_out: check(carries.carry_out, "carry out", true)?,
+        })
     }
 
     /// The addresses of views passed as an operator's arrays, checked for type, shape

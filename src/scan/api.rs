@@ -235,6 +235,28 @@ impl Context {
         self.scan_views(stream, input, output, Some(segments), -1, desc, &CarryViews::default())
     }
 
+    /// [`Context::scan_array_segmented`] with carries per segment, for segments by offsets
+    /// (`Segments::Offsets`: segment s is `[offsets[s], offsets[s + 1])`, one fewer
+    /// segments than offsets): segment s starts from `carries.carry_in[s]` (else from the
+    /// descriptor's initial value) and its total, the initial value combined with its
+    /// elements in traversal order, goes to `carries.carry_out[s]` (an empty segment's is
+    /// its initial value). The offsets must not decrease (on a GPU, where they do, which
+    /// segment's carries an element takes is unspecified); elements before the first
+    /// offset and from the last form segments of their own, with no carries. The two
+    /// carry views must not overlap. A varlen batch of recurrences with an initial and a
+    /// final state per sequence is one such call.
+    pub fn scan_array_segmented_carried(
+        &self,
+        stream: &Stream,
+        input: &ArrayView,
+        segments: &ArrayView,
+        output: &ArrayView,
+        desc: &ScanDesc,
+        carries: &CarryViews,
+    ) -> Result<ScanInfo> {
+        self.scan_views(stream, input, output, Some(segments), -1, desc, carries)
+    }
+
     /// The addresses of a scan of buffers of this context (their lengths checked).
     pub(crate) fn buffer_io(&self, input: &Buffer, output: &Buffer) -> Result<ScanIo> {
         let (input, output) = self.buffer_views(input, output)?;
@@ -332,7 +354,14 @@ impl Context {
                 Some(s) => s.known_to(self.id())?,
                 None => false,
             },
-            carries: carries.addresses(desc.types(input.dtype(), output.dtype()).accumulator, self.id())?,
+            carries: carries.addresses(
+                desc.types(input.dtype(), output.dtype()).accumulator,
+                self.id(),
+                match desc.segments {
+                    Segments::Offsets { count, .. } => count.saturating_sub(1),
+                    _ => 1,
+                },
+            )?,
         };
         // SAFETY: views are valid for their shapes: borrowed buffers and slices by
         // construction, raw addresses by their constructors' contracts; the output's

@@ -57,15 +57,20 @@ impl CarryViews<'_> {
         ])
     }
 
-    /// The addresses of a 1-D scan's carries (their first elements).
-    pub(crate) fn addresses(&self, accumulator: DType, ctx_id: usize) -> Result<Carries> {
+    /// The addresses of a 1-D scan's carries, which hold `states` elements each: 1, or
+    /// one per segment.
+    pub(crate) fn addresses(&self, accumulator: DType, ctx_id: usize, states: u64) -> Result<Carries> {
         let [carry_in, carry_out] = self.checked(accumulator, ctx_id)?;
         for (carry, given, what) in [
             (carry_in, self.carry_in.is_some(), "carry in"),
             (carry_out, self.carry_out.is_some(), "carry out"),
         ] {
-            if given && carry.len == 0 {
-                bail!(BufferTooSmall, "the {what} holds no element");
+            if given && carry.len < states {
+                bail!(
+                    BufferTooSmall,
+                    "the {what} holds {} elements; the scan needs {states}",
+                    carry.len
+                );
             }
         }
         Ok(Carries {

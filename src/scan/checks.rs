@@ -5,6 +5,7 @@ use crate::array::{ArrayView, AxisLayout};
 use crate::error::{bail, Result};
 use crate::scan::desc::{ScanShape, Segments};
 use crate::scan::operator_model::{ArrayLayout, Carries, OperatorModel, ScanArrays};
+use crate::tables::Algorithm;
 use crate::types::DType;
 
 /// The checks of a scan's shape, at plan time: the segment form, and lengths that fit
@@ -114,18 +115,34 @@ pub(crate) fn validate_addresses(
     Ok(())
 }
 
-/// Carries in memory: unsegmented scans only (a segmented scan's carries would be one per
-/// segment), instead of an initial value, aligned to the state.
+/// The states each carry array holds: one per segment for a scan by offsets (one fewer
+/// than the offsets), else one.
+pub(crate) fn carry_states(shape: &ScanShape) -> u64 {
+    match shape.segments {
+        Segments::Offsets { count, .. } => count.saturating_sub(1),
+        _ => 1,
+    }
+}
+
+/// Carries in memory: for unsegmented scans, and one per segment for scans by offsets
+/// (not the matrix scan's), instead of an initial value, aligned to the state.
 pub(crate) fn check_carries(model: &dyn OperatorModel, carries: Carries, shape: &ScanShape) -> Result<()> {
     if !carries.any() {
         return Ok(());
     }
-    if shape.segments != Segments::None {
-        bail!(
+    match shape.segments {
+        Segments::None => {}
+        Segments::Offsets { .. } if shape.algorithm == Algorithm::Matrix => bail!(
             UnsupportedCombination,
-            "carries in memory are for unsegmented scans; this scan is segmented ({})",
-            shape.segments.c_name()
-        );
+            "carries per segment run on the single pass; the matrix scan takes none"
+        ),
+        Segments::Offsets { .. } => {}
+        other => bail!(
+            UnsupportedCombination,
+            "carries in memory are for unsegmented scans and, one per segment, for segments by offsets; \
+             this scan is segmented by {}",
+            other.c_name()
+        ),
     }
     if carries.carry_in != 0 && shape.init.is_some() {
         bail!(
@@ -172,7 +189,7 @@ pub(crate) fn check_overlaps(model: &dyn OperatorModel, arrays: &ScanArrays, n: 
                 bail!(PartialOverlap, "{}: the outputs overlap", model.subject());
             }
         }
-        let state = model.state_bytes() as u64;
+        let state = model.state_bytes() as u64 * carry_states(shape);
         for (carry, what) in [
             (arrays.carries.carry_in, "carry in"),
             (arrays.carries.carry_out, "carry out"),
@@ -194,18 +211,36 @@ pub(crate) fn check_overlaps(model: &dyn OperatorModel, arrays: &ScanArrays, n: 
     }
     // The total is written while other tiles still read their inputs; the carry in may be
     // the carry out itself (read before the total is known), but no other part of it.
+    // Carries per segment are read at segments' heads while other tiles write totals:
+    // they share nothing with each other or with the offsets.
     let Carries { carry_in, carry_out } = arrays.carries;
-    let state = model.state_bytes() as u64;
+    let per_segment = matches!(shape.segments, Segments::Offsets { .. });
+    let state = model.state_bytes() as u64 * carry_states(shape);
     if carry_out != 0 {
         for (&input, in_layout) in arrays.inputs.iter().zip(inputs) {
             if overlaps(input, bytes(in_layout), carry_out, state) {
                 bail!(PartialOverlap, "{}: the carry out overlaps an input", model.subject());
             }
         }
-        if carry_in != 0 && carry_in != carry_out && overlaps(carry_in, state, carry_out, state) {
+        if carry_in != 0 && (carry_in != carry_out || per_segment) && overlaps(carry_in, state, carry_out, state) {
             bail!(
                 PartialOverlap,
-                "{}: the carry out partly overlaps the carry in",
+                "{}: the carry out {}overlaps the carry in",
+                model.subject(),
+                if per_segment { "" } else { "partly " }
+            );
+        }
+        if per_segment
+            && overlaps(
+                arrays.segments,
+                shape.segments.data_bytes(n).unwrap_or(0),
+                carry_out,
+                state,
+            )
+        {
+            bail!(
+                PartialOverlap,
+                "{}: the carry out overlaps the offsets",
                 model.subject()
             );
         }

@@ -401,8 +401,8 @@ extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_scan_tiles
         }
         if self.has(KernelKind::SegmentOffsets, shape, seg) {
             text += r#"#include "device/segment_offsets.cuh"
-extern "C" __global__ void __launch_bounds__(256) scanrt_segment_offsets(const void* offsets, long long count, long long n, u32* bits, u32 kind, u32 unused) {
-    offsets_to_head_bits(offsets, count, n, bits, kind);
+extern "C" __global__ void __launch_bounds__(256) scanrt_segment_offsets(const void* offsets, long long count, long long n, u32* bits, u32 kind, u32 flags, unsigned long long init_bits, unsigned long long carry_out, StateBytes init) {
+    offsets_to_head_bits<Op>(offsets, count, n, bits, kind, flags, init_bits, carry_out, init);
 }
 "#;
         }

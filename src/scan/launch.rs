@@ -137,7 +137,9 @@ pub(crate) unsafe fn launch_kernels<P: KernelParams>(
     let tiles = launch.tiles;
     let flags = params.scan().flags;
     let single_pass = kernels.get(KernelKind::SinglePass).expect("every kernel set has one");
-    if let (Some(blocks), false) = (tiles.cluster, launch.reduce_only) {
+    // Carries per segment are the register-staged kernel's alone.
+    let register_staged_only = flags & contract::FLAG_SEGMENT_CARRIES != 0;
+    if let (Some(blocks), false, false) = (tiles.cluster, launch.reduce_only, register_staged_only) {
         // One cluster: every block resident, no look-back state. A cluster of one block
         // is any plain launch of one block, without the cluster launch's own cost (H100:
         // 0.8 against 1.2-1.3 us per launch in a replayed graph).
@@ -208,8 +210,14 @@ pub(crate) unsafe fn launch_kernels<P: KernelParams>(
     // Scans whose tiles all fit on the device at once take the one-wave kernel (one
     // block per tile); large ones stream through the bulk-copy kernel where there is
     // one (from two of its tiles: it has no one-tile path).
-    let wave = kernels.get(KernelKind::SinglePassWave).zip(tiles.wave);
-    let bulk = kernels.get(KernelKind::SinglePassBulk).zip(tiles.bulk);
+    let wave = kernels
+        .get(KernelKind::SinglePassWave)
+        .zip(tiles.wave)
+        .filter(|_| !register_staged_only);
+    let bulk = kernels
+        .get(KernelKind::SinglePassBulk)
+        .zip(tiles.bulk)
+        .filter(|_| !register_staged_only);
     let (kernel, kernel_tiles, persistent) = match (wave, bulk) {
         (Some((wave, wave_tiles)), _)
             if (aligned || deterministic)

@@ -5,6 +5,7 @@
 //! (`scan::operator_model`), the launch is `scan::launch`.
 
 mod device_arrays;
+mod host_segments;
 mod reduce;
 mod segment_offsets;
 
@@ -27,7 +28,7 @@ use crate::scan::ScanInfo;
 use crate::stream::Stream;
 use crate::tables::{Algorithm, Backend, ChoiceReason, Direction};
 use device_arrays::{carry_empty_scan, carry_flags, check_device_arrays};
-use segment_offsets::OffsetHeads;
+use segment_offsets::{OffsetHeads, SegmentCarryParams};
 
 /// The addresses one execution of a plan scans: device pointers on a GPU context, host
 /// pointers on the host backend.
@@ -145,6 +146,11 @@ pub(crate) fn shape_flags(desc: &ScanShape, algorithm: Algorithm) -> u32 {
         Segments::Rows(_) => contract::HEADS_ROWS,
     };
     flags | kind << contract::HEADS_KIND_SHIFT
+}
+
+/// Whether a scan's carries are one per segment: those of a scan by offsets.
+pub(crate) fn per_segment_carries(shape: &ScanShape, carries: Carries) -> bool {
+    matches!(shape.segments, Segments::Offsets { .. }) && carries.any()
 }
 
 /// The kernels' `heads` parameter: the segment data's address, or the row length.
@@ -352,6 +358,10 @@ impl ScanPlan {
             (Engine::Gpu(engine), Some(plan)) => self.run_gpu(engine, plan, stream, arrays, workspace)?,
             _ => {
                 check_overlaps(model, arrays, self.n, &self.shape)?;
+                if per_segment_carries(&self.shape, arrays.carries) {
+                    host_segments::scan_segments(model, arrays, self.n, &self.shape)?;
+                    return Ok(self.info());
+                }
                 let Carries { carry_in, carry_out } = arrays.carries;
                 debug_assert!(arrays.carry_in_states <= 1, "folded carries are GPU-only");
                 let mut shape = self.shape;
@@ -388,7 +398,7 @@ impl ScanPlan {
         }
         let raw_stream = stream.raw() as CUstream;
         check_device_arrays(dev, model, stream, arrays, n, shape)?;
-        if n == 0 {
+        if n == 0 && !per_segment_carries(shape, arrays.carries) {
             return carry_empty_scan(model, shape, arrays.carries, raw_stream);
         }
 
@@ -446,6 +456,15 @@ impl ScanPlan {
         let (model, n, shape) = (self.operator.model(), self.n, &self.shape);
         let Carries { carry_in, carry_out } = arrays.carries;
         let init = shape.init.unwrap_or_default();
+        let mut flags = plan.flags
+            | address_flags(arrays, model, n, shape)
+            | carry_flags(carry_in, arrays.carry_in_states, shape.direction);
+        // Carries of a scan by offsets are one per segment (`checks::check_carries`).
+        let per_segment = per_segment_carries(shape, arrays.carries);
+        if per_segment {
+            flags |= contract::FLAG_SEGMENT_CARRIES;
+        }
+        let init_bits = if carry_in != 0 { carry_in } else { init.words[0] };
         let offset_heads = match shape.segments {
             Segments::Offsets { dtype, count } => Some(OffsetHeads::queue(
                 dev,
@@ -454,10 +473,20 @@ impl ScanPlan {
                 count,
                 arrays.segments,
                 n,
+                per_segment.then_some(SegmentCarryParams {
+                    flags,
+                    init_bits,
+                    carry_out,
+                    init,
+                }),
                 raw_stream,
             )?),
             _ => None,
         };
+        if n == 0 {
+            // Only the prepass had anything to write: the totals of empty segments.
+            return offset_heads.map_or(Ok(()), |heads| heads.release(dev, raw_stream));
+        }
         let scan = ScanParams {
             input: arrays.inputs[0],
             output: arrays.outputs[0],
@@ -466,11 +495,9 @@ impl ScanPlan {
                 .map_or(segment_param(&shape.segments, arrays.segments), |h| h.bits),
             report: dev.faults.device,
             n: n as i64,
-            init_bits: if carry_in != 0 { carry_in } else { init.words[0] },
+            init_bits,
             carry_out,
-            flags: plan.flags
-                | address_flags(arrays, model, n, shape)
-                | carry_flags(carry_in, arrays.carry_in_states, shape.direction),
+            flags,
             ..Default::default()
         };
         let launched = self.launch_params(dev, plan, raw_stream, scan, arrays, false, workspace);

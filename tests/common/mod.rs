@@ -14,6 +14,7 @@ pub mod half_types;
 pub mod harness;
 pub mod operator_space;
 pub mod operators;
+pub mod segment_carries;
 pub mod select;
 pub mod sort;
 pub mod strided;

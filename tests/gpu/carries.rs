@@ -2,11 +2,12 @@
 //! boundary (register-staged, one-wave and bulk-copy single passes, the matrix scan),
 //! chained chunks up to 2^24 + 5 elements, a compute-sanitizer subset, and chained
 //! chunks captured in a CUDA graph and replayed; host arrays scanned through the GPU in
-//! chunks (out of core).
+//! chunks (out of core); carries per segment of scans by offsets.
 
 use scanrt::{ArrayView, Buffer, CarryViews, DType, Op, RawScan, ScanDesc};
 
 use crate::common::carries::sweep_carries;
+use crate::common::segment_carries::sweep_segment_carries;
 use crate::common::*;
 use crate::support::capture_after_warm_up;
 
@@ -42,6 +43,43 @@ pub(crate) fn carries_sanitizer_subset() {
     let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
     let failures = sweep_carries(ctx, &stream, 0x5A41, &[1, 4097, 70000]);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Carries per segment (segments by offsets), which run on the register-staged kernel
+/// (tiles of 4096 elements of 4 bytes, 2048 of 8): every tile boundary, one tile (no
+/// protocol), and sizes where every segment pattern spans many tiles.
+pub(crate) fn segment_carries_at_every_tile_boundary() {
+    let ctx = gpu();
+    let stream = ctx.new_stream().unwrap();
+    let sizes = [
+        0,
+        1,
+        2,
+        31,
+        2047,
+        2049,
+        4095,
+        4096,
+        4097,
+        3 * 4096 + 5,
+        100_003,
+        (1 << 20) + 3,
+        (1 << 22) + 5,
+    ];
+    let failures = sweep_segment_carries(ctx, &stream, 0x5E6C_A771, &sizes, 4096);
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+pub(crate) fn segment_carries_sanitizer_subset() {
+    let ctx = gpu();
+    let stream = ctx.new_stream().unwrap();
+    let failures = sweep_segment_carries(ctx, &stream, 0x5A42, &[1, 4097, 20000], 4096);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

@@ -37,6 +37,8 @@ fn main() {
             carries::carries_at_every_tile_boundary,
             carries::carries_sanitizer_subset,
             carries::chained_carries_in_a_graph,
+            carries::segment_carries_at_every_tile_boundary,
+            carries::segment_carries_sanitizer_subset,
             carries::out_of_core_scans_of_host_arrays,
             carries::out_of_core_scans_with_a_device_side,
             determinism::matrix_scan_is_run_to_run_deterministic,

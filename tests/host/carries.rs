@@ -125,3 +125,12 @@ fn host_arrays_scan_on_the_host_backend() {
         .unwrap_err();
     assert_eq!(err.status, ScanrtStatus::BufferTooSmall);
 }
+
+#[test]
+fn host_segment_carries_match_sequential_loops() {
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let sizes = [0, 1, 2, 33, 4097, 32768, 65537];
+    let failures = crate::common::segment_carries::sweep_segment_carries(&ctx, &stream, 0x5E6C, &sizes, 4096);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

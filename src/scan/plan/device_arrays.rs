@@ -7,7 +7,7 @@ use crate::contract;
 use crate::error::Result;
 use crate::runtime::device::GpuDevice;
 use crate::runtime::driver;
-use crate::scan::checks::check_overlaps;
+use crate::scan::checks::{carry_states, check_overlaps};
 use crate::scan::desc::ScanShape;
 use crate::scan::operator_model::{Carries, OperatorModel, ScanArrays};
 use crate::stream::Stream;
@@ -67,9 +67,11 @@ pub(super) unsafe fn check_device_arrays(
     if !stream.verified() {
         dev.check_stream(stream.raw() as CUstream)?;
     }
-    // A scan of nothing reads and writes no array (they may be NULL), only its carries.
-    if n > 0 {
-        if !arrays.known_arrays {
+    // A scan of nothing reads and writes no array (they may be NULL), only its carries
+    // (and, for carries per segment, the offsets).
+    let per_segment = super::per_segment_carries(shape, arrays.carries);
+    if n > 0 || per_segment {
+        if !arrays.known_arrays && n > 0 {
             for (&addr, layout) in arrays.inputs.iter().zip(model.inputs()) {
                 dev.check_device_range(addr, n * layout.size as u64, "input")?;
             }
@@ -85,12 +87,13 @@ pub(super) unsafe fn check_device_arrays(
     // Known arrays come with known carries (`ScanPlan::execute_known`).
     let Carries { carry_in, carry_out } = arrays.carries;
     let state = model.state_bytes() as u64;
-    if carry_in != 0 && !arrays.known_arrays {
-        let states = arrays.carry_in_states.max(1) as u64;
+    let states = carry_states(shape);
+    if carry_in != 0 && !arrays.known_arrays && states > 0 {
+        let states = states.max(arrays.carry_in_states as u64);
         dev.check_device_range(carry_in, states * state, "carry in")?;
     }
-    if carry_out != 0 && !arrays.known_arrays {
-        dev.check_device_range(carry_out, state, "carry out")?;
+    if carry_out != 0 && !arrays.known_arrays && states > 0 {
+        dev.check_device_range(carry_out, states * state, "carry out")?;
     }
     check_overlaps(model, arrays, n, shape)
 }

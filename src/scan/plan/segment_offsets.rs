@@ -1,10 +1,13 @@
 //! Segments given by offsets, on the GPU: a prepass of the kernel set's
 //! `scanrt_segment_offsets` turns them into the bit flags the segmented kernels read, in
 //! memory of scanrt's pool that lives for the call (stream-ordered, so graphs capture
-//! it). The flags cost the scan n/8 bytes written and read beside its 2n elements.
+//! it). The flags cost the scan n/8 bytes written and read beside its 2n elements. With
+//! carries per segment the prepass also writes the segment table after the flags, and
+//! the totals of empty segments.
 
 use cudarc::driver::sys::{CUdeviceptr, CUstream};
 
+use crate::contract::{self, StateBytes};
 use crate::error::Result;
 use crate::runtime::device::GpuDevice;
 use crate::runtime::driver;
@@ -20,9 +23,25 @@ struct SegmentOffsetsParams {
     count: i64,
     n: i64,
     bits: u64,
-    /// `SCANRT_OFFSETS_*`.
+    /// `contract::OFFSETS_*`.
     kind: u32,
-    unused: u32,
+    /// The scan's `FLAG_*` bits (`FLAG_SEGMENT_CARRIES`, the initial value's).
+    flags: u32,
+    init_bits: u64,
+    carry_out: u64,
+    /// The scalar initial value of states other than 4 or 8 bytes.
+    init: StateBytes,
+}
+
+/// What the prepass needs of a scan with carries per segment.
+#[derive(Clone, Copy)]
+pub(super) struct SegmentCarryParams {
+    /// The scan's launch flags.
+    pub flags: u32,
+    /// The scan's `init_bits` and `carry_out`.
+    pub init_bits: u64,
+    pub carry_out: u64,
+    pub init: StateBytes,
 }
 
 /// Bit flags made from offsets, in scanrt's pool until released.
@@ -32,7 +51,9 @@ pub(super) struct OffsetHeads {
 
 impl OffsetHeads {
     /// Queues on `stream` the bit flags of the `count` offsets of `dtype` at `offsets`
-    /// for a scan of `n` elements: zeroed words, then one bit per offset below n.
+    /// for a scan of `n` elements: zeroed words, then one bit per offset below n. With
+    /// `carries` (a scan with `FLAG_SEGMENT_CARRIES`), also the segment table after the
+    /// flags and the totals of empty segments.
     ///
     /// # Safety
     /// The device's context is current, `stream` is one of its live streams, and
@@ -44,13 +65,21 @@ impl OffsetHeads {
         count: u64,
         offsets: u64,
         n: u64,
+        carries: Option<SegmentCarryParams>,
         stream: CUstream,
     ) -> Result<OffsetHeads> {
-        let bytes = n.div_ceil(32) as usize * 4;
-        let bits = dev.scratch.alloc(bytes, stream)?;
+        let flag_bytes = n.div_ceil(32) as usize * 4;
+        let bytes = match carries {
+            Some(_) => contract::segment_table_offset(n) as usize + std::mem::size_of::<contract::SegmentTable>(),
+            None => flag_bytes,
+        };
+        let bits = dev.scratch.alloc(bytes.max(4), stream)?;
         let heads = OffsetHeads { bits };
-        driver::zero_async(bits, bytes, stream)?;
-        if count > 0 {
+        if flag_bytes > 0 {
+            driver::zero_async(bits, flag_bytes, stream)?;
+        }
+        // With carries the table is written whatever the count.
+        if count > 0 || carries.is_some() {
             let kernel = kernels
                 .get(KernelKind::SegmentOffsets)
                 .expect("segmented kernel sets have the offsets kernel");
@@ -60,14 +89,17 @@ impl OffsetHeads {
                 n: n as i64,
                 bits,
                 kind: match dtype {
-                    DType::U32 => 0,
-                    DType::I32 => 1,
-                    _ => 2,
+                    DType::U32 => contract::OFFSETS_U32,
+                    DType::I32 => contract::OFFSETS_I32,
+                    _ => contract::OFFSETS_64,
                 },
-                unused: 0,
+                flags: carries.map_or(0, |c| c.flags),
+                init_bits: carries.map_or(0, |c| c.init_bits),
+                carry_out: carries.map_or(0, |c| c.carry_out),
+                init: carries.map_or(StateBytes::default(), |c| c.init),
             };
             // A block per 256 offsets, at most 8192 blocks (the kernel strides).
-            let grid = count.div_ceil(256).min(8192) as u32;
+            let grid = count.div_ceil(256).clamp(1, 8192) as u32;
             kernel.launch(grid, stream, &params)?;
         }
         Ok(heads)
