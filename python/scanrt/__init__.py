@@ -61,9 +61,8 @@ def _builtin_scan(x: Any, op: str, axis: int, exclusive: bool, reverse: bool, in
                   deterministic: bool, dtype: Optional[str], out: Any, segments: Any = None, total: Any = None,
                   offsets: Any = None) -> Any:
     if _is_array(initial) or total is not None:
-        if offsets is not None:
-            raise TypeError("carries in arrays are for unsegmented scans")
-        return _carried_scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype, out, segments, total)
+        return _carried_scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype, out, segments, total,
+                             offsets)
     if segments is not None or offsets is not None:
         return _segmented_scan(x, op, exclusive, reverse, initial, deterministic, dtype, out, segments, offsets)
     if _arrays.is_torch(x):
@@ -84,28 +83,41 @@ def _builtin_scan(x: Any, op: str, axis: int, exclusive: bool, reverse: bool, in
     return _finish(result, len(x.shape) - 1, out)
 
 
-def _carried_scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype, out, segments, total):
+def _carried_scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype, out, segments, total, offsets):
     """A 1-D scan whose initial value is read from a one-element array (``initial``) and
     whose total goes to one (``total``), on the device: chunks of a long or streamed
-    array chain with no copy to the host."""
+    array chain with no copy to the host. With ``offsets`` they hold one value per
+    segment."""
     _one_d(x)
     if segments is not None:
-        raise TypeError("carries in arrays are for unsegmented scans")
+        raise TypeError("carries in arrays are for unsegmented scans and scans by offsets (one per segment)")
     if _torch_autograd(x):
         raise TypeError("a scan with carries in arrays is not differentiable; detach the input")
     in_type = _arrays.describe_dtype(x)
     out_type = dtype or (_WIDENED.get(in_type, in_type) if op in ("sum", "prod") else in_type)
     carry_type = _ACCUMULATED.get(out_type, out_type)
+    count = 1
+    if offsets is not None:
+        _check_offsets(offsets)
+        count = max(int(offsets.shape[0]) - 1, 0)
     for name, c in (("initial", initial), ("total", total)):
-        if _is_array(c) and (_arrays.describe_dtype(c) != carry_type or _size(c) != 1):
-            raise TypeError(f"{name} is a one-element {carry_type} array (the accumulator's type)")
+        if _is_array(c) and (_arrays.describe_dtype(c) != carry_type or _size(c) != count):
+            what = "one-element" if offsets is None else f"{count}-element (one per segment)"
+            raise TypeError(f"{name} is a {what} {carry_type} array (the accumulator's type)")
     result = _arrays.empty(x, x.shape, out_type)
     carry_in = _arrays.describe(initial) if _is_array(initial) else None
     carry_out = _arrays.describe(total) if total is not None else None
+    starts = None if offsets is None else _arrays.describe(offsets)
     scalar = None if _is_array(initial) else initial
     _run([x], lambda s: _scanrt.scan(_arrays.describe(x), _arrays.describe(result), op, not exclusive, reverse,
-                                     scalar, deterministic, s, None, carry_in, carry_out))
+                                     scalar, deterministic, s, None, carry_in, carry_out, starts))
     return _finish(result, 0, out)
+
+
+def _check_offsets(offsets: Any) -> None:
+    _one_d(offsets)
+    if _arrays.describe_dtype(offsets) not in ("int32", "int64", "uint32", "uint64"):
+        raise TypeError("offsets are a 1-D int32, int64, uint32 or uint64 array")
 
 
 def _size(a: Any) -> int:
@@ -124,9 +136,7 @@ def _segmented_scan(x, op, exclusive, reverse, initial, deterministic, dtype, ou
         if segments.shape[0] != x.shape[0] or _arrays.describe_dtype(segments) not in ("bool", "uint8"):
             raise ValueError("segments are a bool or uint8 array as long as the data (nonzero starts a segment)")
     else:
-        _one_d(offsets)
-        if _arrays.describe_dtype(offsets) not in ("int32", "int64", "uint32", "uint64"):
-            raise TypeError("offsets are a 1-D int32, int64, uint32 or uint64 array")
+        _check_offsets(offsets)
     in_type = _arrays.describe_dtype(x)
     out_type = dtype or (_WIDENED.get(in_type, in_type) if op in ("sum", "prod") else in_type)
     result = _arrays.empty(x, x.shape, out_type)
@@ -191,7 +201,10 @@ def cumsum(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bool = F
     array as long as the 1-D ``x``; each nonzero starts a new sum. ``offsets``: segments
     as a CSR array of the 1-D ``x`` (int32, int64, uint32 or uint64; segment i is
     ``x[offsets[i]:offsets[i+1]]``, empty ones allowed): each offset below ``len(x)``
-    starts a new sum, larger and negative ones nothing.
+    starts a new sum, larger and negative ones nothing. With offsets, ``initial`` (an
+    array) and ``total`` hold one value per segment (``len(offsets) - 1``): segment i
+    starts from ``initial[i]`` and its total goes to ``total[i]`` (offsets must then
+    not decrease).
     """
     return _builtin_scan(x, "sum", axis, exclusive, reverse, initial, deterministic, dtype, out, segments, total,
                          offsets)
@@ -335,11 +348,23 @@ def logcumsumexp(x: Any, axis: int = -1, *, reverse: bool = False) -> Any:
     return _arrays.move_back(result, axis)
 
 
-def linear_recurrence(a: Any, b: Any, axis: int = -1, *, initial: Optional[float] = None,
-                      reverse: bool = False) -> Any:
+def linear_recurrence(a: Any, b: Any, axis: int = -1, *, initial: Any = None, reverse: bool = False,
+                      offsets: Any = None, return_final: bool = False) -> Any:
     """``h[t] = a[t] * h[t-1] + b[t]`` along ``axis``, with ``h[-1] = initial`` (0 by
     default); ``reverse`` runs from the last element (``h[t] = a[t] * h[t+1] + b[t]``).
-    ``a`` and ``b`` have one shape and one float type (f32, f64)."""
+    ``a`` and ``b`` have one shape and one float type (f32, f64).
+
+    Batches of variable-length sequences: ``offsets``, a CSR array (int32, int64,
+    uint32 or uint64, not decreasing) over the 1-D ``a`` and ``b``; sequence i is
+    ``[offsets[i], offsets[i+1])`` (empty ones allowed) and runs a recurrence of its
+    own. ``initial`` is then a float for every sequence or an array of one ``h0`` per
+    sequence (``len(offsets) - 1`` of ``a``'s type; one for a 1-D ``a`` without
+    offsets). ``return_final``: also return each sequence's final state, its last ``h``
+    (its ``h0`` when empty), as an array of one per sequence: ``(h, final)``. All of it
+    is differentiable on PyTorch tensors (gradients for ``a``, ``b``, ``initial`` and
+    through ``final``)."""
+    if offsets is not None or _is_array(initial) or return_final:
+        return _sequences_recurrence(a, b, initial, reverse, offsets, return_final)
     if _torch_autograd(a) or _torch_autograd(b):
         from . import _torch
 
@@ -355,6 +380,46 @@ def linear_recurrence(a: Any, b: Any, axis: int = -1, *, initial: Optional[float
                                                  [_arrays.describe(h)], ma.shape[-1], True, reverse,
                                                  None if initial is None else float(initial), False, s))
     return _arrays.move_back(h, axis)
+
+
+def _sequences_recurrence(a: Any, b: Any, initial: Any, reverse: bool, offsets: Any, return_final: bool) -> Any:
+    """``linear_recurrence`` of a batch of sequences by offsets (or of one 1-D sequence),
+    with initial and final states per sequence: carries per segment."""
+    _one_d(a)
+    if tuple(a.shape) != tuple(b.shape):
+        raise ValueError(f"a {tuple(a.shape)} and b {tuple(b.shape)} differ in shape")
+    dtype = _arrays.describe_dtype(a)
+    if _arrays.describe_dtype(b) != dtype:
+        raise TypeError("a and b have different types")
+    if offsets is not None:
+        _check_offsets(offsets)
+    count = max(int(offsets.shape[0]) - 1, 0) if offsets is not None else 1
+    if _is_array(initial) and (tuple(initial.shape) != (count,) or _arrays.describe_dtype(initial) != dtype):
+        raise ValueError(f"initial is an array of one {dtype} h0 per sequence: shape ({count},)")
+    if _torch_autograd(a) or _torch_autograd(b) or (_is_array(initial) and _torch_autograd(initial)):
+        from . import _torch
+
+        return _torch.sequences_recurrence(a, b, initial, reverse, offsets, return_final)
+    h, final = _recurrence_with_states(a, b, initial, reverse, offsets, return_final, count)
+    return (h, final) if return_final else h
+
+
+def _recurrence_with_states(a, b, initial, reverse, offsets, want_final, count):
+    """The recurrence scan itself: ``h``, and each sequence's final ``h`` when asked."""
+    dtype = _arrays.describe_dtype(a)
+    h = _arrays.empty(a, a.shape, dtype)
+    # States are (A, B) pairs of a's type (h -> A h + B): the carry in of sequence i is
+    # (1, h0[i]), its total (A, final h).
+    states_in = _arrays.ones_beside(initial) if _is_array(initial) else None
+    states_out = _arrays.empty(a, (count, 2), dtype) if want_final else None
+    scalar = None if initial is None or _is_array(initial) else float(initial)
+    describe = _arrays.describe
+    arrays = [a, b] + [x for x in (offsets, states_in) if x is not None]
+    _run(arrays, lambda s: _scanrt.recipe_scan(
+        "linear_recurrence", [describe(a), describe(b)], [describe(h)], 0, True, reverse, scalar, False, s,
+        None if offsets is None else describe(offsets), None if states_in is None else describe(states_in),
+        None if states_out is None else describe(states_out)))
+    return h, None if states_out is None else states_out[:, 1]
 
 
 def sort(keys: Any, *, descending: bool = False, values: Any = None) -> Any:

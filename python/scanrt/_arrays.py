@@ -217,6 +217,28 @@ def last_axis_contiguous(x: Any, axis: int) -> Tuple[Any, int]:
     return x, axis
 
 
+def ones_beside(x: Any) -> Any:
+    """``[1, x[i]]`` for each element of the 1-D ``x``: a new contiguous ``(len, 2)``
+    array of ``x``'s library and type."""
+    lib = library(x)
+    if lib == "torch":
+        import torch
+
+        return torch.stack([torch.ones_like(x), x], -1)
+    if lib == "cupy":
+        import cupy
+
+        return cupy.stack([cupy.ones_like(x), x], -1)
+    if lib == "jax":
+        import jax.numpy as jnp
+
+        return jnp.stack([jnp.ones_like(x), x], -1)
+    import numpy as np
+
+    x = np.asarray(x)
+    return np.stack([np.ones_like(x), x], -1)
+
+
 def move_back(y: Any, axis: int) -> Any:
     """The inverse of ``last_axis_contiguous``'s move (a view)."""
     ndim = len(y.shape)

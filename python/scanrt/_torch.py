@@ -182,6 +182,83 @@ def _lr_backward(ctx, grad):
 linear_recurrence_op.register_autograd(_lr_backward, setup_context=_lr_setup)
 
 
+@torch.library.custom_op("scanrt::sequences_recurrence", mutates_args=())
+def sequences_recurrence_op(a: Tensor, b: Tensor, offsets: Optional[Tensor], h0: Optional[Tensor],
+                            scalar: Optional[float], reverse: bool) -> Tuple[Tensor, Tensor]:
+    from . import _recurrence_with_states
+
+    count = 1 if offsets is None else max(offsets.shape[0] - 1, 0)
+    h, final = _recurrence_with_states(a.contiguous(), b.contiguous(), h0 if h0 is not None else scalar, reverse,
+                                       offsets, True, count)
+    return h, final.contiguous()
+
+
+@sequences_recurrence_op.register_fake
+def _(a, b, offsets, h0, scalar, reverse):
+    count = 1 if offsets is None else max(offsets.shape[0] - 1, 0)
+    return torch.empty_like(a), a.new_empty((count,))
+
+
+def _seq_setup(ctx, inputs, output):
+    a, b, offsets, h0, scalar, reverse = inputs
+    ctx.save_for_backward(a, output[0], offsets, h0)
+    ctx.scalar, ctx.reverse = scalar, reverse
+
+
+def _seq_backward(ctx, grad, grad_final):
+    # Per sequence [lo, hi) the gradient of b is the recurrence lam_t = g_t + a_{t+1} lam_{t+1}
+    # in the other direction, started from the final state's gradient: a shifted by one,
+    # with 1 at each sequence's last element, and the final gradients as carries in. The
+    # gradient of a_t is lam_t h_{t-1} (h_{lo-1} = h0), of h0 a_lo lam_lo (the final
+    # gradient for an empty sequence). Writes at sequence positions go through buffers
+    # one longer than the data, whose last slot takes the empty sequences' writes, so no
+    # index depends on the data (no host synchronisation).
+    a, h, offsets, h0 = ctx.saved_tensors
+    n, count = a.shape[0], (1 if offsets is None else max(offsets.shape[0] - 1, 0))
+    grad = torch.zeros_like(a) if grad is None else grad.contiguous()
+    grad_final = a.new_zeros((count,)) if grad_final is None else grad_final.contiguous()
+    start = 0.0 if ctx.scalar is None else ctx.scalar  # where no h0 array says otherwise
+    if offsets is None:
+        o = torch.tensor([0, n], device=a.device)
+    else:
+        o = offsets.to(torch.int64).clamp(0, n)
+    lo, hi = o[:-1], o[1:]
+    nonempty = lo < hi
+    dummy = torch.full_like(lo, n)
+    first = torch.where(nonempty, hi - 1, dummy) if ctx.reverse else torch.where(nonempty, lo, dummy)
+    last = torch.where(nonempty, lo, dummy) if ctx.reverse else torch.where(nonempty, hi - 1, dummy)
+    h0_all = h0 if h0 is not None else a.new_full((count,), start)
+    zero, start_t = a.new_zeros(1), a.new_full((1,), start)
+    # The coefficient each lam_t carries from its successor, 1 at sequence ends.
+    shifted = torch.cat([zero, a[:-1], zero]) if ctx.reverse else torch.cat([a[1:], zero, zero])
+    shifted.index_put_((last,), torch.ones_like(lo, dtype=a.dtype))
+    lam, _ = sequences_recurrence_op(shifted[:n].contiguous(), grad, offsets, grad_final, None, not ctx.reverse)
+    # h before each element in traversal order: the sequences' h0, the start value at
+    # the heads of the elements outside every sequence.
+    before = torch.cat([h[1:], start_t, zero]) if ctx.reverse else torch.cat([start_t, h[:-1], zero])
+    if offsets is not None:
+        outside = (o[:1] - 1).clamp(0, n) if ctx.reverse else o[-1:]
+        outside = torch.where(outside < n, outside, torch.full_like(outside, n))
+        if ctx.reverse:
+            outside = torch.where(o[:1] > 0, outside, torch.full_like(outside, n))
+        before.index_put_((outside,), start_t)
+    before.index_put_((first,), h0_all)
+    grad_a = lam * before[:n]
+    at = first.clamp(max=max(n - 1, 0))
+    grad_h0 = torch.where(nonempty, a[at] * lam[at], grad_final) if n > 0 else grad_final
+    return grad_a, lam, None, (grad_h0 if h0 is not None else None), None, None
+
+
+sequences_recurrence_op.register_autograd(_seq_backward, setup_context=_seq_setup)
+
+
+def sequences_recurrence(a, b, initial, reverse, offsets, return_final):
+    array = initial is not None and hasattr(initial, "shape")
+    h, final = sequences_recurrence_op(a, b, offsets, initial if array else None,
+                                       None if initial is None or array else float(initial), reverse)
+    return (h, final) if return_final else h
+
+
 # The public functions' torch paths: move the axis last (differentiably), run the
 # operator, move it back.
 

@@ -70,6 +70,27 @@ impl ArrayArg {
         let view = ArrayView::strided(self.addr, self.dtype()?, &self.shape, &self.strides).py_err()?;
         Ok(if writable { view } else { view.read_only() })
     }
+
+    /// The same memory as a flat uint8 array (a user-defined operator's whole states):
+    /// the array must be contiguous.
+    pub fn as_bytes(&self) -> PyResult<ArrayArg> {
+        let mut expected = 1i64;
+        for (&dim, &stride) in self.shape.iter().zip(&self.strides).rev() {
+            if dim > 1 && stride != expected {
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "an array of states must be contiguous",
+                ));
+            }
+            expected *= dim as i64;
+        }
+        Ok(ArrayArg {
+            addr: self.addr,
+            dtype: "uint8".into(),
+            shape: vec![self.shape.iter().product::<u64>() * self.dtype()?.size() as u64],
+            strides: vec![1],
+            device: self.device,
+        })
+    }
 }
 
 /// The context of a device (-1: the host backend), one per process and device.

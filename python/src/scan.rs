@@ -73,8 +73,9 @@ fn init_of(value: &Bound<'_, PyAny>, dtype: DType) -> PyResult<InitValue> {
 /// nonzero byte of `segments` (uint8 or bool); with `offsets`, at each offset below the
 /// length (a CSR array of int32, int64, uint32 or uint64 offsets). `carry_in` (instead of `initial`) and
 /// `carry_out`: arrays of the accumulator type on the same device, the initial value read
-/// from memory and the total written there (one element for a 1-D scan; for more
-/// dimensions one total per sequence and one initial value for all or per sequence).
+/// from memory and the total written there (one element for a 1-D scan; one per segment
+/// with `offsets`; for more dimensions one total per sequence and one initial value for
+/// all or per sequence).
 #[pyfunction]
 #[pyo3(signature = (x, out, op, inclusive, reverse, initial, deterministic, stream, segments=None, carry_in=None, carry_out=None, offsets=None, axis=-1))]
 #[allow(clippy::too_many_arguments)]
@@ -111,6 +112,17 @@ pub(crate) fn scan(
             carry_in: carry_in.as_ref(),
             carry_out: carry_out.as_ref(),
         };
+        // Carries of a scan by offsets are one per segment.
+        if let Some((data, kind)) = segment_data(segments, offsets)? {
+            device_of(&[&x, &data])?;
+            let desc = desc.segmented(kind);
+            // SAFETY: as above.
+            let data = unsafe { data.view(false)? };
+            return py
+                .allow_threads(|| ctx.scan_array_segmented_carried(&s, &input, &data, &output, &desc, &carries))
+                .py_err()
+                .map(|_| ());
+        }
         return py
             .allow_threads(|| ctx.scan_array_carried(&s, &input, &output, axis, &desc, &carries))
             .py_err()
@@ -170,9 +182,12 @@ fn operator(ctx: &Context, device: i64, recipe: &str, dtype: DType) -> PyResult<
 
 /// Runs a recipe over 1-D arrays or the rows of contiguous row-major arrays (the last
 /// axis, `row` elements each; 0: one row): `inputs` and `outputs` as the recipe takes
-/// them. `initial` is the linear recurrence's h0.
+/// them. `initial` is the linear recurrence's h0. `offsets` (1-D arrays): the sequences
+/// as a CSR array; `carry_in` and `carry_out`: contiguous arrays of the recipe's states
+/// (any type: their bytes are the states), one per sequence with `offsets`, else one,
+/// read before and written after the scan.
 #[pyfunction]
-#[pyo3(signature = (recipe, inputs, outputs, row, inclusive, reverse, initial, deterministic, stream))]
+#[pyo3(signature = (recipe, inputs, outputs, row, inclusive, reverse, initial, deterministic, stream, offsets=None, carry_in=None, carry_out=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn recipe_scan(
     py: Python<'_>,
@@ -185,8 +200,17 @@ pub(crate) fn recipe_scan(
     initial: Option<f64>,
     deterministic: bool,
     stream: usize,
+    offsets: Option<ArrayArg>,
+    carry_in: Option<ArrayArg>,
+    carry_out: Option<ArrayArg>,
 ) -> PyResult<()> {
-    let all: Vec<&ArrayArg> = inputs.iter().chain(&outputs).collect();
+    let all: Vec<&ArrayArg> = inputs
+        .iter()
+        .chain(&outputs)
+        .chain(offsets.iter())
+        .chain(carry_in.iter())
+        .chain(carry_out.iter())
+        .collect();
     let device = device_of(&all)?;
     let ctx = context(device)?;
     let dtype = inputs[0].dtype()?;
@@ -197,6 +221,7 @@ pub(crate) fn recipe_scan(
         None => None,
     };
     let n: u64 = outputs[0].shape.iter().product();
+    let segments = segment_data(None, offsets)?;
     let scan = OperatorScan {
         inclusive,
         init,
@@ -206,10 +231,10 @@ pub(crate) fn recipe_scan(
             Direction::Forward
         },
         deterministic,
-        segments: if row > 0 && row < n {
-            Segments::Rows(row)
-        } else {
-            Segments::None
+        segments: match &segments {
+            Some((_, kind)) => *kind,
+            None if row > 0 && row < n => Segments::Rows(row),
+            None => Segments::None,
         },
         ..OperatorScan::default()
     };
@@ -229,7 +254,15 @@ pub(crate) fn recipe_scan(
     };
     let ins = inputs.iter().map(|a| flat(a, false)).collect::<PyResult<Vec<_>>>()?;
     let outs = outputs.iter().map(|a| flat(a, true)).collect::<PyResult<Vec<_>>>()?;
-    py.allow_threads(|| op.scan_arrays(&s, &ins, &outs, None, &scan))
+    // SAFETY: as above.
+    let data = segments.map(|(d, _)| unsafe { d.view(false) }).transpose()?;
+    let carry_in = carry_in.map(|c| unsafe { c.as_bytes()?.view(false) }).transpose()?;
+    let carry_out = carry_out.map(|c| unsafe { c.as_bytes()?.view(true) }).transpose()?;
+    let carries = CarryViews {
+        carry_in: carry_in.as_ref(),
+        carry_out: carry_out.as_ref(),
+    };
+    py.allow_threads(|| op.scan_arrays_carried(&s, &ins, &outs, data.as_ref(), &scan, &carries))
         .py_err()?;
     Ok(())
 }

@@ -1,0 +1,176 @@
+"""Batches of variable-length sequences (segments by offsets) with an initial and a final
+value per sequence, against sequential loops: cumsum's carries per segment and
+linear_recurrence's varlen form, on NumPy (host backend) and PyTorch (GPU, with
+gradients checked by torch.autograd.gradcheck in float64). Random data, printed seeds."""
+
+import os
+
+import numpy as np
+import pytest
+
+import scanrt
+
+try:
+    import torch
+except ImportError:  # the host tests run without PyTorch
+    torch = None
+
+SEED = int(os.environ.get("SCANRT_TEST_SEED", "20261127"))
+cuda = pytest.mark.skipif(not (torch and torch.cuda.is_available()), reason="no CUDA device")
+
+
+def rng(salt: int) -> np.random.Generator:
+    print(f"seed {SEED} + {salt}")
+    return np.random.default_rng(SEED + salt)
+
+
+def random_offsets(r: np.random.Generator, n: int, mean: int) -> np.ndarray:
+    """Non-decreasing CSR offsets over n elements: random lengths, some empty sequences,
+    now and then elements before the first offset or after the last."""
+    starts = np.flatnonzero(r.random(n) < 1.0 / mean)
+    cuts = np.sort(np.concatenate([starts, starts[r.random(len(starts)) < 0.1]]))  # empty ones
+    first = [int(r.integers(0, n))] if n and r.random() < 0.25 else [0]
+    last = [] if r.random() < 0.25 else [n]
+    return np.array(first + [c for c in cuts if c > first[0]] + last, dtype=np.int64)
+
+
+def sequences_of(offsets: np.ndarray, n: int):
+    """Each sequence's [lo, hi), clipped to n."""
+    return [(min(int(lo), n), min(int(hi), n)) for lo, hi in zip(offsets[:-1], offsets[1:])]
+
+
+def loop(x, offsets, step, init, reverse, start, exclusive=False):
+    """The sequential reference: each sequence from its own init, every element outside
+    them from `start`; returns the outputs and each sequence's total."""
+    n = len(x)
+    out = np.zeros(n, dtype=x.dtype)
+    totals = []
+
+    def run(lo, hi, s):
+        for t in (range(hi - 1, lo - 1, -1) if reverse else range(lo, hi)):
+            nxt = step(s, t)
+            out[t] = s if exclusive else nxt
+            s = nxt
+        return s
+
+    seqs = sequences_of(offsets, n)
+    for k, (lo, hi) in enumerate(seqs):
+        totals.append(run(lo, hi, init[k]))
+    if len(offsets):
+        run(0, min(int(offsets[0]), n), start)
+        run(min(int(offsets[-1]), n), n, start)
+    else:
+        run(0, n, start)
+    return out, np.array(totals, dtype=x.dtype)
+
+
+@pytest.mark.parametrize("offset_type", ["int32", "int64", "uint32", "uint64"])
+@pytest.mark.parametrize("exclusive", [False, True])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_numpy_cumsum_carries_per_segment(offset_type, exclusive, reverse):
+    r = rng(1)
+    for n, mean in [(0, 3), (1, 1), (1000, 1), (5000, 37), (70000, 2000)]:
+        offsets = random_offsets(r, n, mean).astype(offset_type)
+        count = max(len(offsets) - 1, 0)
+        x = r.integers(-1000, 1000, size=n).astype(np.int64)
+        initial = r.integers(-10**6, 10**6, size=count).astype(np.int64)
+        total = np.full(count, 7, dtype=np.int64)
+        got = scanrt.cumsum(x, offsets=offsets, initial=initial, total=total, exclusive=exclusive, reverse=reverse)
+        want, want_total = loop(x, offsets, lambda s, t: s + x[t], initial, reverse, 0, exclusive)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(total, want_total)
+        # A scalar initial value for every segment, totals only.
+        total = np.zeros(count, dtype=np.int64)
+        got = scanrt.cumsum(x, offsets=offsets, initial=5, total=total, exclusive=exclusive, reverse=reverse)
+        want, want_total = loop(x, offsets, lambda s, t: s + x[t], [5] * count, reverse, 5, exclusive)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(total, want_total)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_numpy_varlen_linear_recurrence(reverse):
+    r = rng(2)
+    for n, mean in [(1, 1), (3000, 1), (3000, 50), (40000, 5000)]:
+        offsets = random_offsets(r, n, mean)
+        count = max(len(offsets) - 1, 0)
+        a, b = r.uniform(-1, 1, n), r.standard_normal(n)
+        h0 = r.standard_normal(count)
+        h, final = scanrt.linear_recurrence(a, b, offsets=offsets, initial=h0, reverse=reverse, return_final=True)
+        want, want_final = loop(a, offsets, lambda s, t: a[t] * s + b[t], h0, reverse, 0.0)
+        np.testing.assert_allclose(h, want, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(final, want_final, rtol=1e-9, atol=1e-12)
+        h = scanrt.linear_recurrence(a, b, offsets=offsets, initial=0.5, reverse=reverse)
+        want, _ = loop(a, offsets, lambda s, t: a[t] * s + b[t], [0.5] * count, reverse, 0.5)
+        np.testing.assert_allclose(h, want, rtol=1e-9, atol=1e-12)
+
+
+def test_numpy_sequence_errors():
+    x = np.arange(10, dtype=np.int64)
+    offsets = np.array([0, 4, 10], dtype=np.int64)
+    with pytest.raises(TypeError, match="one per segment"):
+        scanrt.cumsum(x, offsets=offsets, total=np.zeros(3, dtype=np.int64))
+    with pytest.raises(TypeError, match="by offsets"):
+        scanrt.cumsum(x, segments=np.zeros(10, dtype=np.uint8), total=np.zeros(1, dtype=np.int64))
+    with pytest.raises(ValueError, match="one float64 h0 per sequence"):
+        scanrt.linear_recurrence(x * 1.0, x * 1.0, offsets=offsets, initial=np.zeros(3))
+    with pytest.raises(ValueError, match="do not decrease"):
+        scanrt.cumsum(x, offsets=np.array([0, 6, 4, 10]), total=np.zeros(3, dtype=np.int64))
+
+
+@cuda
+@pytest.mark.parametrize("reverse", [False, True])
+def test_torch_varlen_linear_recurrence_and_gradcheck(reverse):
+    r = rng(3)
+    for n, mean, dtype in [(5000, 40, torch.float32), (300_000, 3000, torch.float32), (50_000, 700, torch.float64)]:
+        offsets = random_offsets(r, n, mean)
+        count = len(offsets) - 1
+        a_np, b_np, h0_np = r.uniform(-1, 1, n), r.standard_normal(n), r.standard_normal(count)
+        a, b, h0 = (torch.tensor(v, dtype=dtype, device="cuda") for v in (a_np, b_np, h0_np))
+        o = torch.tensor(offsets, device="cuda")
+        h, final = scanrt.linear_recurrence(a, b, offsets=o, initial=h0, reverse=reverse, return_final=True)
+        want, want_final = loop(a_np, offsets, lambda s, t: a_np[t] * s + b_np[t], h0_np, reverse, 0.0)
+        tol = dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else dict(rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(h.cpu().numpy(), want, **tol)
+        np.testing.assert_allclose(final.cpu().numpy(), want_final, **tol)
+    # Gradients of a, b, h0 through h and the final states, in float64, including empty
+    # sequences and elements outside every sequence.
+    for offsets in ([0, 3, 3, 9, 20, 20], [2, 5, 11, 17], [0, 0, 20], [0, 20, 20, 25]):
+        n = 20
+        o = torch.tensor(offsets, device="cuda")
+        count = len(offsets) - 1
+        g = torch.Generator(device="cuda").manual_seed(SEED)
+        a = (torch.rand(n, device="cuda", dtype=torch.float64, generator=g) * 1.6 - 0.8).requires_grad_()
+        b = torch.randn(n, device="cuda", dtype=torch.float64, generator=g, requires_grad=True)
+        h0 = torch.randn(count, device="cuda", dtype=torch.float64, generator=g, requires_grad=True)
+
+        def f(a, b, h0):
+            return scanrt.linear_recurrence(a, b, offsets=o, initial=h0, reverse=reverse, return_final=True)
+
+        assert torch.autograd.gradcheck(f, (a, b, h0))
+
+        def f_scalar(a, b):
+            return scanrt.linear_recurrence(a, b, offsets=o, initial=0.25, reverse=reverse, return_final=True)
+
+        assert torch.autograd.gradcheck(f_scalar, (a, b))
+
+
+@cuda
+def test_torch_varlen_recurrence_compiles_and_cumsum_carries():
+    offsets = torch.tensor([0, 100, 100, 4000, 4096], device="cuda")
+    a = torch.rand(4096, device="cuda") * 0.9
+    b = torch.randn(4096, device="cuda")
+    h0 = torch.randn(4, device="cuda")
+    eager = scanrt.linear_recurrence(a, b, offsets=offsets, initial=h0, return_final=True)
+    compiled = torch.compile(lambda a, b, h0: scanrt.linear_recurrence(a, b, offsets=offsets, initial=h0,
+                                                                       return_final=True), fullgraph=True)
+    got = compiled(a, b, h0)
+    torch.testing.assert_close(got[0], eager[0])
+    torch.testing.assert_close(got[1], eager[1])
+    x = torch.randint(-100, 100, (4096,), device="cuda", dtype=torch.int64)
+    total = torch.zeros(4, dtype=torch.int64, device="cuda")
+    init = torch.arange(4, dtype=torch.int64, device="cuda")
+    y = scanrt.cumsum(x, offsets=offsets, initial=init, total=total)
+    xs, os_ = x.cpu().numpy(), offsets.cpu().numpy()
+    want, want_total = loop(xs, os_, lambda s, t: s + xs[t], init.cpu().numpy(), False, 0)
+    np.testing.assert_array_equal(y.cpu().numpy(), want)
+    np.testing.assert_array_equal(total.cpu().numpy(), want_total)
