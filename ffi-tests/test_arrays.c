@@ -2,7 +2,8 @@
  * matrices along the last axis (and axis -1), segment data, strided arrays (columns with a
  * row pitch along axis 0, pitched rows, one carry per column), and the refusals (outputs
  * that reach an element twice, axes that nest into no one stride, bad shapes, axes,
- * dimensions, struct sizes) with nothing written; carries in memory chaining chunks; f16 and bf16 arrays; host arrays
+ * dimensions, struct sizes) with nothing written; carries in memory chaining chunks; carries per segment of
+ * scans by offsets; f16 and bf16 arrays; host arrays
  * scanned through the GPU in chunks. Arrays live in scanrt buffers
  * (scanrt_buffer_pointer), so the same program runs on the AUTO backend and on the host. */
 #define _POSIX_C_SOURCE 200809L
@@ -248,6 +249,66 @@ static void test_carries(scanrt_context *ctx, scanrt_stream *s) {
     free(x), free(got), free(want);
 }
 
+/* Carries per segment: u64 sums by int64 offsets (an empty segment, elements before the
+ * first offset and after the last) through scanrt_scan_array_carried, each segment from
+ * its own initial value and its total written to its own element, both directions; carry
+ * arrays that overlap are refused with nothing written. */
+static void test_segment_carries(scanrt_context *ctx, scanrt_stream *s) {
+    g_phase = "carries per segment";
+    const size_t n = 100003, segments = 4;
+    const int64_t offsets[5] = {5, 40000, 40000, 70001, 99999}, len = (int64_t)n, count = (int64_t)segments;
+    const uint64_t init[4] = {1000, 2000, 3000, 4000};
+    uint64_t *x = malloc(n * 8), *got = malloc(n * 8), *want = malloc(n * 8), totals[5], want_totals[4];
+    for (size_t i = 0; i < n; i++) x[i] = (i * 2654435761u) >> 20;
+    scanrt_buffer *in = make_buffer(ctx, SCANRT_DTYPE_U64, n), *out = make_buffer(ctx, SCANRT_DTYPE_U64, n);
+    scanrt_buffer *off = make_buffer(ctx, SCANRT_DTYPE_I64, 5), *cin = make_buffer(ctx, SCANRT_DTYPE_U64, 4);
+    scanrt_buffer *cout = make_buffer(ctx, SCANRT_DTYPE_U64, 5);
+    EXPECT_OK(scanrt_buffer_upload(in, s, x, n));
+    EXPECT_OK(scanrt_buffer_upload(off, s, offsets, 5));
+    EXPECT_OK(scanrt_buffer_upload(cin, s, init, 4));
+    scanrt_array a = array_of(in, SCANRT_DTYPE_U64, 1, &len, NULL), b = array_of(out, SCANRT_DTYPE_U64, 1, &len, NULL);
+    scanrt_array ci = array_of(cin, SCANRT_DTYPE_U64, 1, &count, NULL), co = array_of(cout, SCANRT_DTYPE_U64, 1, &count, NULL);
+    scanrt_scan_desc d;
+    scanrt_scan_desc_init(&d);
+    d.segments = SCANRT_SEGMENTS_OFFSETS;
+    d.key_dtype = SCANRT_DTYPE_I64;
+    d.num_offsets = 5;
+    EXPECT_OK(scanrt_buffer_pointer(off, (void **)&d.segment_data));
+    for (int backward = 0; backward < 2; backward++) {
+        d.direction = backward;
+        for (int k = 0; k < 5; k++) totals[k] = 7;
+        EXPECT_OK(scanrt_buffer_upload(cout, s, totals, 5));
+        EXPECT_OK(scanrt_scan_array_carried(ctx, s, &a, &b, 0, &ci, &co, &d, NULL));
+        EXPECT_OK(scanrt_buffer_download(out, s, got, n));
+        EXPECT_OK(scanrt_buffer_download(cout, s, totals, 5));
+        /* Sequence k is [offsets[k], offsets[k + 1]); the elements outside start from 0. */
+        const size_t los[6] = {5, 40000, 40000, 70001, 0, 99999}, his[6] = {40000, 40000, 70001, 99999, 5, n};
+        for (int k = 0; k < 6; k++) {
+            uint64_t running = k < 4 ? init[k] : 0;
+            for (size_t j = los[k]; j < his[k]; j++) {
+                const size_t i = backward ? his[k] - 1 - (j - los[k]) : j;
+                want[i] = running += x[i];
+            }
+            if (k < 4) want_totals[k] = running;
+        }
+        CHECK(memcmp(got, want, n * 8) == 0, "%s sums by offsets with carries", backward ? "backward" : "forward");
+        CHECK(memcmp(totals, want_totals, 4 * 8) == 0 && totals[4] == 7, "%s totals per segment %llu %llu %llu %llu",
+              backward ? "backward" : "forward", (unsigned long long)totals[0], (unsigned long long)totals[1],
+              (unsigned long long)totals[2], (unsigned long long)totals[3]);
+    }
+    /* The carry out one element into the carry in. */
+    scanrt_array overlapping = ci;
+    overlapping.data = (char *)ci.data + 8;
+    memset(got, 0, n * 8);
+    EXPECT_OK(scanrt_buffer_upload(out, s, got, n));
+    EXPECT(scanrt_scan_array_carried(ctx, s, &a, &b, 0, &ci, &overlapping, &d, NULL), SCANRT_STATUS_PARTIAL_OVERLAP);
+    EXPECT_OK(scanrt_buffer_download(out, s, want, n));
+    CHECK(memcmp(got, want, n * 8) == 0, "a refused scan by offsets wrote nothing");
+    scanrt_buffer_destroy(in), scanrt_buffer_destroy(out), scanrt_buffer_destroy(off);
+    scanrt_buffer_destroy(cin), scanrt_buffer_destroy(cout);
+    free(x), free(got), free(want);
+}
+
 /* A host array scanned through the GPU in chunks (scanrt_scan_host), u32 into u64,
  * backward and exclusive, with a progress callback; on a GPU, the same array from device
  * memory into host memory. */
@@ -386,6 +447,7 @@ static void run(scanrt_context *ctx, int32_t backend) {
     test_refusals(ctx, s);
     test_strided(ctx, s);
     test_carries(ctx, s);
+    test_segment_carries(ctx, s);
     test_half_types(ctx, s);
     test_out_of_core(ctx);
     scanrt_stream_destroy(s);
