@@ -3,7 +3,8 @@
 //! [`Context::create_operator`](crate::Context::create_operator) compiles once.
 //!
 //! * [`linear_recurrence`]: `h[i] = a[i] * h[i-1] + b[i]` (backward: `h[i] = a[i] *
-//!   h[i+1] + b[i]`), states `(A, B)` composing affine maps; reads `a` and `b`, writes `h`.
+//!   h[i+1] + b[i]`), states `(A, B)` composing affine maps; reads `a` and `b`, writes `h`
+//!   (f32 or f64; f16 and bf16 arrays with f32 states).
 //!   An initial state `h0` is the initial value [`recurrence_init`]; the final state is
 //!   the last element written (the first, backward).
 //! * [`cumulative_extreme`]: running max or min with the index of the extreme (the first
@@ -91,41 +92,47 @@ fn write<T: Copy>(bytes: &mut [u8], i: usize, v: T) {
 }
 
 /// The linear recurrence `h = a * h_prev + b` over f32 or f64 (`dtype`): inputs `a`, `b`,
-/// output `h`.
+/// output `h`. For f16 and bf16 arrays the state is f32: `a` and `b` are widened as they
+/// are read and each `h` rounded once as it is written (the final state stays f32).
 pub fn linear_recurrence(dtype: DType) -> Result<OperatorDesc> {
-    let t = float_type("linear_recurrence", dtype)?;
+    let state = dtype.default_accumulator();
+    let t = float_type("linear_recurrence", state)?;
+    let io = dtype.info().cuda;
     let source = format!(
         r#"struct Affine {{ {t} a, b; }};  // h -> a * h + b
 __device__ Affine compose(Affine first, Affine then) {{
     return Affine{{first.a * then.a, fma(then.a, first.b, then.b)}};
 }}
-__device__ Affine make_step(int64_t, {t} a, {t} b) {{ return Affine{{a, b}}; }}
-__device__ void write_state(const Affine& s, {t}& h) {{ h = s.b; }}
+__device__ Affine make_step(int64_t, {io} a, {io} b) {{ return Affine{{({t})a, ({t})b}}; }}
+__device__ void write_state(const Affine& s, {io}& h) {{ h = {io}(s.b); }}
 "#
     );
-    let size = 2 * dtype.size();
-    let identity = host_floats!(dtype, |T| [1.0 as T, 0.0 as T]
+    let size = 2 * state.size();
+    let identity = host_floats!(state, |T| [1.0 as T, 0.0 as T]
         .iter()
         .flat_map(|v| v.to_ne_bytes())
         .collect::<Vec<u8>>());
-    let host = host_floats!(dtype, |T| HostOperator {
-        combine: Arc::new(|l, r, out| {
-            let (la, lb, ra, rb) = (read::<T>(l, 0), read::<T>(l, 1), read::<T>(r, 0), read::<T>(r, 1));
-            write(out, 0, la * ra);
-            write(out, 1, ra.mul_add(lb, rb));
+    let host = match dtype {
+        DType::F16 | DType::BF16 => half_recurrence_host(dtype),
+        _ => host_floats!(dtype, |T| HostOperator {
+            combine: Arc::new(|l, r, out| {
+                let (la, lb, ra, rb) = (read::<T>(l, 0), read::<T>(l, 1), read::<T>(r, 0), read::<T>(r, 1));
+                write(out, 0, la * ra);
+                write(out, 1, ra.mul_add(lb, rb));
+            }),
+            load: Some(Arc::new(|_, x, out| {
+                write(out, 0, read::<T>(x[0], 0));
+                write(out, 1, read::<T>(x[1], 0));
+            })),
+            store: Some(Arc::new(|s, y| write(y[0], 0, read::<T>(s, 1)))),
         }),
-        load: Some(Arc::new(|_, x, out| {
-            write(out, 0, read::<T>(x[0], 0));
-            write(out, 1, read::<T>(x[1], 0));
-        })),
-        store: Some(Arc::new(|s, y| write(y[0], 0, read::<T>(s, 1)))),
-    });
+    };
     Ok(OperatorDesc::new(
         "linear_recurrence",
         &source,
         "Affine",
         size,
-        dtype.size(),
+        state.size(),
         "compose",
         &identity,
     )
@@ -134,10 +141,41 @@ __device__ void write_state(const Affine& s, {t}& h) {{ h = s.b; }}
     .with_host(host))
 }
 
-/// The initial value of a [`linear_recurrence`] scan starting from state `h0`.
+/// The host functions of the recurrence over f16 or bf16 arrays with f32 states.
+fn half_recurrence_host(dtype: DType) -> HostOperator {
+    let widen = move |bits: u16| match dtype {
+        DType::F16 => half::f16::from_bits(bits).to_f32(),
+        _ => half::bf16::from_bits(bits).to_f32(),
+    };
+    let narrow = move |v: f32| match dtype {
+        DType::F16 => half::f16::from_f32(v).to_bits(),
+        _ => half::bf16::from_f32(v).to_bits(),
+    };
+    HostOperator {
+        combine: Arc::new(|l, r, out| {
+            let (la, lb, ra, rb) = (
+                read::<f32>(l, 0),
+                read::<f32>(l, 1),
+                read::<f32>(r, 0),
+                read::<f32>(r, 1),
+            );
+            write(out, 0, la * ra);
+            write(out, 1, ra.mul_add(lb, rb));
+        }),
+        load: Some(Arc::new(move |_, x, out| {
+            write(out, 0, widen(read::<u16>(x[0], 0)));
+            write(out, 1, widen(read::<u16>(x[1], 0)));
+        })),
+        store: Some(Arc::new(move |s, y| write(y[0], 0, narrow(read::<f32>(s, 1))))),
+    }
+}
+
+/// The initial value of a [`linear_recurrence`] scan of `dtype` arrays starting from
+/// state `h0` (an f32 state for f16 and bf16 arrays).
 pub fn recurrence_init(dtype: DType, h0: f64) -> Result<Vec<u8>> {
-    float_type("recurrence_init", dtype)?;
-    Ok(host_floats!(dtype, |T| [1.0 as T, h0 as T]
+    let state = dtype.default_accumulator();
+    float_type("recurrence_init", state)?;
+    Ok(host_floats!(state, |T| [1.0 as T, h0 as T]
         .iter()
         .flat_map(|v| v.to_ne_bytes())
         .collect()))

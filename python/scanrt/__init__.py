@@ -352,15 +352,17 @@ def linear_recurrence(a: Any, b: Any, axis: int = -1, *, initial: Any = None, re
                       offsets: Any = None, return_final: bool = False) -> Any:
     """``h[t] = a[t] * h[t-1] + b[t]`` along ``axis``, with ``h[-1] = initial`` (0 by
     default); ``reverse`` runs from the last element (``h[t] = a[t] * h[t+1] + b[t]``).
-    ``a`` and ``b`` have one shape and one float type (f32, f64).
+    ``a`` and ``b`` have one shape and one float type (f32, f64; f16 and bf16 run with an
+    f32 state, each ``h`` rounded once as it is written).
 
     Batches of variable-length sequences: ``offsets``, a CSR array (int32, int64,
     uint32 or uint64, not decreasing) over the 1-D ``a`` and ``b``; sequence i is
     ``[offsets[i], offsets[i+1])`` (empty ones allowed) and runs a recurrence of its
     own. ``initial`` is then a float for every sequence or an array of one ``h0`` per
-    sequence (``len(offsets) - 1`` of ``a``'s type; one for a 1-D ``a`` without
+    sequence (``len(offsets) - 1`` of the state's type; one for a 1-D ``a`` without
     offsets). ``return_final``: also return each sequence's final state, its last ``h``
-    (its ``h0`` when empty), as an array of one per sequence: ``(h, final)``. All of it
+    (its ``h0`` when empty), as an array of one per sequence of the state's type:
+    ``(h, final)``. All of it
     is differentiable on PyTorch tensors (gradients for ``a``, ``b``, ``initial`` and
     through ``final``)."""
     if offsets is not None or _is_array(initial) or return_final:
@@ -394,8 +396,9 @@ def _sequences_recurrence(a: Any, b: Any, initial: Any, reverse: bool, offsets: 
     if offsets is not None:
         _check_offsets(offsets)
     count = max(int(offsets.shape[0]) - 1, 0) if offsets is not None else 1
-    if _is_array(initial) and (tuple(initial.shape) != (count,) or _arrays.describe_dtype(initial) != dtype):
-        raise ValueError(f"initial is an array of one {dtype} h0 per sequence: shape ({count},)")
+    state = _ACCUMULATED.get(dtype, dtype)
+    if _is_array(initial) and (tuple(initial.shape) != (count,) or _arrays.describe_dtype(initial) != state):
+        raise ValueError(f"initial is an array of one {state} h0 per sequence: shape ({count},)")
     if _torch_autograd(a) or _torch_autograd(b) or (_is_array(initial) and _torch_autograd(initial)):
         from . import _torch
 
@@ -411,7 +414,7 @@ def _recurrence_with_states(a, b, initial, reverse, offsets, want_final, count):
     # States are (A, B) pairs of a's type (h -> A h + B): the carry in of sequence i is
     # (1, h0[i]), its total (A, final h).
     states_in = _arrays.ones_beside(initial) if _is_array(initial) else None
-    states_out = _arrays.empty(a, (count, 2), dtype) if want_final else None
+    states_out = _arrays.empty(a, (count, 2), _ACCUMULATED.get(dtype, dtype)) if want_final else None
     scalar = None if initial is None or _is_array(initial) else float(initial)
     describe = _arrays.describe
     arrays = [a, b] + [x for x in (offsets, states_in) if x is not None]

@@ -193,10 +193,15 @@ def sequences_recurrence_op(a: Tensor, b: Tensor, offsets: Optional[Tensor], h0:
     return h, final.contiguous()
 
 
+def _state_type(a: Tensor) -> torch.dtype:
+    """The recurrence's state type: f32 for the half types."""
+    return torch.float32 if a.dtype in (torch.float16, torch.bfloat16) else a.dtype
+
+
 @sequences_recurrence_op.register_fake
 def _(a, b, offsets, h0, scalar, reverse):
     count = 1 if offsets is None else max(offsets.shape[0] - 1, 0)
-    return torch.empty_like(a), a.new_empty((count,))
+    return torch.empty_like(a), a.new_empty((count,), dtype=_state_type(a))
 
 
 def _seq_setup(ctx, inputs, output):
@@ -216,7 +221,8 @@ def _seq_backward(ctx, grad, grad_final):
     a, h, offsets, h0 = ctx.saved_tensors
     n, count = a.shape[0], (1 if offsets is None else max(offsets.shape[0] - 1, 0))
     grad = torch.zeros_like(a) if grad is None else grad.contiguous()
-    grad_final = a.new_zeros((count,)) if grad_final is None else grad_final.contiguous()
+    state = _state_type(a)
+    grad_final = a.new_zeros((count,), dtype=state) if grad_final is None else grad_final.contiguous()
     start = 0.0 if ctx.scalar is None else ctx.scalar  # where no h0 array says otherwise
     if offsets is None:
         o = torch.tensor([0, n], device=a.device)
@@ -227,7 +233,7 @@ def _seq_backward(ctx, grad, grad_final):
     dummy = torch.full_like(lo, n)
     first = torch.where(nonempty, hi - 1, dummy) if ctx.reverse else torch.where(nonempty, lo, dummy)
     last = torch.where(nonempty, lo, dummy) if ctx.reverse else torch.where(nonempty, hi - 1, dummy)
-    h0_all = h0 if h0 is not None else a.new_full((count,), start)
+    h0_all = (h0 if h0 is not None else a.new_full((count,), start)).to(a.dtype)
     zero, start_t = a.new_zeros(1), a.new_full((1,), start)
     # The coefficient each lam_t carries from its successor, 1 at sequence ends.
     shifted = torch.cat([zero, a[:-1], zero]) if ctx.reverse else torch.cat([a[1:], zero, zero])
@@ -245,8 +251,8 @@ def _seq_backward(ctx, grad, grad_final):
     before.index_put_((first,), h0_all)
     grad_a = lam * before[:n]
     at = first.clamp(max=max(n - 1, 0))
-    grad_h0 = torch.where(nonempty, a[at] * lam[at], grad_final) if n > 0 else grad_final
-    return grad_a, lam, None, (grad_h0 if h0 is not None else None), None, None
+    grad_h0 = torch.where(nonempty, (a[at] * lam[at]).to(state), grad_final) if n > 0 else grad_final
+    return grad_a, lam, None, (grad_h0.to(h0.dtype) if h0 is not None else None), None, None
 
 
 sequences_recurrence_op.register_autograd(_seq_backward, setup_context=_seq_setup)

@@ -174,3 +174,47 @@ def test_torch_varlen_recurrence_compiles_and_cumsum_carries():
     want, want_total = loop(xs, os_, lambda s, t: s + xs[t], init.cpu().numpy(), False, 0)
     np.testing.assert_array_equal(y.cpu().numpy(), want)
     np.testing.assert_array_equal(total.cpu().numpy(), want_total)
+
+
+def test_numpy_float16_recurrence_has_float32_states():
+    r = rng(4)
+    n = 3000
+    offsets = random_offsets(r, n, 300)
+    count = len(offsets) - 1
+    a = r.uniform(-1, 1, n).astype(np.float16)
+    b = r.standard_normal(n).astype(np.float16)
+    h0 = r.standard_normal(count).astype(np.float32)
+    h, final = scanrt.linear_recurrence(a, b, offsets=offsets, initial=h0, return_final=True)
+    assert h.dtype == np.float16 and final.dtype == np.float32
+    a32, b32 = a.astype(np.float32), b.astype(np.float32)
+    want, want_final = loop(a32, offsets, lambda s, t: np.float32(a32[t] * s + b32[t]), h0, False, np.float32(0))
+    np.testing.assert_allclose(h.astype(np.float32), want, rtol=4e-3, atol=4e-3)
+    np.testing.assert_allclose(final, want_final, rtol=1e-4, atol=1e-4)
+
+
+@cuda
+@pytest.mark.parametrize("dtype_name", ["float16", "bfloat16"])
+def test_torch_half_recurrence_with_float32_states_and_gradients(dtype_name):
+    dtype = getattr(torch, dtype_name)
+    r = rng(5)
+    n = 20000
+    offsets = torch.tensor(random_offsets(r, n, 500), device="cuda")
+    count = offsets.shape[0] - 1
+    a = (torch.rand(n, device="cuda") * 1.8 - 0.9).to(dtype).requires_grad_()
+    b = torch.randn(n, device="cuda").to(dtype).requires_grad_()
+    h0 = torch.randn(count, device="cuda", requires_grad=True)
+    h, final = scanrt.linear_recurrence(a, b, offsets=offsets, initial=h0, return_final=True)
+    assert h.dtype == dtype and final.dtype == torch.float32
+    # The same recurrence with f32 arrays: h to the half type's precision, final closer.
+    a32, b32 = (t.detach().float().requires_grad_() for t in (a, b))
+    h0_32 = h0.detach().clone().requires_grad_()
+    w_h, w_final = scanrt.linear_recurrence(a32, b32, offsets=offsets, initial=h0_32, return_final=True)
+    tol = 1e-2 if dtype == torch.bfloat16 else 2e-3
+    torch.testing.assert_close(h.float(), w_h, rtol=tol, atol=tol)
+    torch.testing.assert_close(final, w_final, rtol=1e-3, atol=1e-3)
+    gh = torch.randn(n, device="cuda")
+    ga, gb, g0 = torch.autograd.grad((h.float() * gh).sum() + final.sum(), (a, b, h0))
+    wa, wb, w0 = torch.autograd.grad((w_h * gh).sum() + w_final.sum(), (a32, b32, h0_32))
+    assert ga.dtype == dtype and g0.dtype == torch.float32
+    torch.testing.assert_close(gb.float(), wb, rtol=5 * tol, atol=5 * tol)
+    torch.testing.assert_close(g0, w0, rtol=5 * tol, atol=5 * tol)

@@ -62,6 +62,13 @@ pub fn recipes_match_sequential_loops() {
         }
         tally(results.into_iter(), &format!("linear recurrence {dtype:?}"));
     }
+    for dtype in [DType::F16, DType::BF16] {
+        let results = sizes
+            .iter()
+            .flat_map(|&n| [false, true].map(|backward| (n, backward)))
+            .map(|(n, backward)| check_half_recurrence(ctx, &stream, dtype, &mut rng, n, backward));
+        tally(results, &format!("linear recurrence {dtype:?} with f32 states"));
+    }
     for dtype in EXTREME_TYPES {
         for max in [true, false] {
             let op = ctx

@@ -20,6 +20,11 @@ fn recipes_and_user_operators_on_the_host_backend() {
         }
         check_recurrence_in_chunks(&ctx, &stream, &op, dtype, &mut rng, 5000).unwrap();
     }
+    for dtype in [DType::F16, DType::BF16] {
+        for (n, backward) in [(1, false), (1000, true), (5000, false)] {
+            check_half_recurrence(&ctx, &stream, dtype, &mut rng, n, backward).unwrap();
+        }
+    }
     for dtype in EXTREME_TYPES {
         for max in [true, false] {
             let op = ctx

@@ -4,6 +4,7 @@
 use scanrt::{recipes, Context, DType, OperatorScan, Stream};
 
 use super::*;
+use crate::common::select::{download_bits, upload_bits};
 use crate::common::Rng;
 
 /// Random recurrence inputs: a in [-1, 1] (a stable recurrence: errors stay near the
@@ -122,6 +123,64 @@ pub fn check_recurrence_in_chunks(
     }
     match recurrence_mismatch(dtype, &got, &expect) {
         Some(p) => Err(format!("{n} in chunks: h[{p}] = {} expected {}", got[p], expect[p])),
+        None => Ok(()),
+    }
+}
+
+/// A linear recurrence over f16 or bf16 arrays (`dtype`) with f32 states, `n` steps in
+/// `direction`, from `h0`: against a sequential f32 loop over the same half inputs, each
+/// `h` rounded once (to within a few of the half type's ulps: the association order of
+/// the f32 combines differs from the loop's).
+pub fn check_half_recurrence(
+    ctx: &Context,
+    stream: &Stream,
+    dtype: DType,
+    rng: &mut Rng,
+    n: usize,
+    backward: bool,
+) -> Result<(), String> {
+    let e = |e: scanrt::Error| e.to_string();
+    let op = ctx
+        .create_operator(recipes::linear_recurrence(dtype).unwrap())
+        .map_err(e)?;
+    let (a, b, h0) = recurrence_inputs(rng, n);
+    let (to_bits, of_bits): (fn(f64) -> u16, fn(u16) -> f32) = match dtype {
+        DType::F16 => (
+            |v| half::f16::from_f64(v).to_bits(),
+            |b| half::f16::from_bits(b).to_f32(),
+        ),
+        _ => (
+            |v| half::bf16::from_f64(v).to_bits(),
+            |b| half::bf16::from_bits(b).to_f32(),
+        ),
+    };
+    let (a16, b16): (Vec<u16>, Vec<u16>) = (
+        a.iter().map(|&v| to_bits(v)).collect(),
+        b.iter().map(|&v| to_bits(v)).collect(),
+    );
+    let mut expect = vec![0f32; n];
+    let mut h = h0 as f32;
+    for k in 0..n {
+        let p = if backward { n - 1 - k } else { k };
+        h = of_bits(a16[p]).mul_add(h, of_bits(b16[p]));
+        expect[p] = h;
+    }
+    let upload = |v: &[u16]| upload_bits(ctx, stream, dtype, &v.iter().map(|&x| x as u64).collect::<Vec<_>>());
+    let (a_buf, b_buf) = (upload(&a16).map_err(e)?, upload(&b16).map_err(e)?);
+    let h_buf = scanrt::Buffer::new(ctx, dtype, n as u64).map_err(e)?;
+    let mut scan = OperatorScan::inclusive().with_init(recipes::recurrence_init(dtype, h0).unwrap());
+    if backward {
+        scan.direction = scanrt::Direction::Backward;
+    }
+    op.scan(stream, &[&a_buf, &b_buf], &[&h_buf], &scan).map_err(e)?;
+    let got = download_bits(&h_buf, stream, n).map_err(e)?;
+    let ulp = if dtype == DType::F16 { 1.0 / 1024.0 } else { 1.0 / 128.0 };
+    match (0..n).find(|&p| (of_bits(got[p] as u16) - expect[p]).abs() > 4.0 * ulp * (1.0 + expect[p].abs())) {
+        Some(p) => Err(format!(
+            "{dtype:?} n={n} backward={backward}: h[{p}] = {} expected {}",
+            of_bits(got[p] as u16),
+            expect[p]
+        )),
         None => Ok(()),
     }
 }
