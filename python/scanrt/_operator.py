@@ -66,19 +66,27 @@ class Operator:
         return self._op.name
 
     def __call__(self, *inputs: Any, exclusive: bool = False, reverse: bool = False, initial: Any = None,
-                 deterministic: bool = False, out: Any = None, segments: Any = None, offsets: Any = None) -> Any:
+                 deterministic: bool = False, out: Any = None, segments: Any = None, offsets: Any = None,
+                 carry_in: Any = None, carry_out: Any = None) -> Any:
         """Scans the 1-D ``inputs`` (one per load type, or one uint8 array of states) and
         returns the results: one array per store type (a tuple when there are two), or a
         uint8 array of states. ``initial``: a state (bytes or a NumPy value) every
         result starts from. ``segments`` (bool or uint8 flags) or ``offsets`` (CSR) as
-        for :func:`scanrt.cumsum`; ``out``: the output array (or a tuple of them)."""
+        for :func:`scanrt.cumsum`; ``out``: the output array (or a tuple of them).
+        ``carry_in`` (instead of ``initial``) and ``carry_out``: contiguous arrays of whole
+        states on the inputs' device (any element type: their bytes are the states), one
+        state, or with ``offsets`` one per segment: each segment starts from its state in
+        ``carry_in`` and its total state goes to ``carry_out`` (a batch of variable-length
+        sequences with an initial and a final state each). Scans with carries run
+        outside torch's custom operators (not inside ``torch.compile`` graphs)."""
         if not inputs:
             raise TypeError(f"operator {self.name} takes its input arrays")
         for x in inputs:
             if len(x.shape) != 1:
                 raise ValueError(f"operator scans take 1-D arrays; one has shape {tuple(x.shape)}")
         init = None if initial is None else _bytes_of(initial, self.state_size, "initial")
-        if out is None and _arrays.library(inputs[0]) == "torch":
+        carries = (carry_in, carry_out)
+        if out is None and _arrays.library(inputs[0]) == "torch" and carries == (None, None):
             import torch
 
             state = None if init is None else torch.frombuffer(bytearray(init), dtype=torch.uint8)
@@ -89,7 +97,7 @@ class Operator:
             outs = list(out) if isinstance(out, (tuple, list)) else [out]
         else:
             outs = [_arrays.empty(inputs[0], shape, t) for shape, t in self._outputs(n)]
-        self._scan(list(inputs), outs, exclusive, reverse, init, deterministic, segments, offsets)
+        self._scan(list(inputs), outs, exclusive, reverse, init, deterministic, segments, offsets, carries)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _length(self, first: Any) -> int:
@@ -101,12 +109,14 @@ class Operator:
             return [((n,), t) for t in self.store[1]]
         return [((n * self.state_size,), "uint8")]
 
-    def _scan(self, inputs, outs, exclusive, reverse, init, deterministic, segments, offsets) -> None:
+    def _scan(self, inputs, outs, exclusive, reverse, init, deterministic, segments, offsets,
+              carries=(None, None)) -> None:
         flags = None if segments is None else _arrays.describe(segments)
         starts = None if offsets is None else _arrays.describe(offsets)
         ins, results = [_arrays.describe(x) for x in inputs], [_arrays.describe(y) for y in outs]
+        carry_in, carry_out = (None if c is None else _arrays.describe(c) for c in carries)
         _arrays.run(list(inputs), lambda s: self._op.scan(ins, results, not exclusive, reverse, init, deterministic,
-                                                          s, flags, starts))
+                                                          s, flags, starts, carry_in, carry_out))
 
     def _torch(self) -> Any:
         """This operator as a torch custom operator, made at its first scan of tensors."""

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use parking_lot::Mutex;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use scanrt::{Direction, Operator, OperatorDesc, OperatorScan};
+use scanrt::{CarryViews, Direction, Operator, OperatorDesc, OperatorScan};
 
 use crate::arrays::{context, device_of, dtype_named, stream, ArrayArg};
 use crate::errors::IntoPy;
@@ -66,8 +66,10 @@ impl PyOperator {
     }
 
     /// Scans `inputs` into `outputs` (1-D arrays of one GPU) as the flags say, on
-    /// `stream`; `initial` is a state's bytes, `segments` byte flags or `offsets` offsets.
-    #[pyo3(signature = (inputs, outputs, inclusive, reverse, initial, deterministic, stream, segments=None, offsets=None))]
+    /// `stream`; `initial` is a state's bytes, `segments` byte flags or `offsets` offsets;
+    /// `carry_in` and `carry_out` contiguous arrays of whole states (one, or one per
+    /// segment with offsets) read before and written after the scan.
+    #[pyo3(signature = (inputs, outputs, inclusive, reverse, initial, deterministic, stream, segments=None, offsets=None, carry_in=None, carry_out=None))]
     #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
@@ -81,8 +83,15 @@ impl PyOperator {
         stream: usize,
         segments: Option<ArrayArg>,
         offsets: Option<ArrayArg>,
+        carry_in: Option<ArrayArg>,
+        carry_out: Option<ArrayArg>,
     ) -> PyResult<()> {
-        let all: Vec<&ArrayArg> = inputs.iter().chain(&outputs).collect();
+        let all: Vec<&ArrayArg> = inputs
+            .iter()
+            .chain(&outputs)
+            .chain(carry_in.iter())
+            .chain(carry_out.iter())
+            .collect();
         let device = device_of(&all)?;
         if device < 0 {
             return Err(PyTypeError::new_err(format!(
@@ -116,7 +125,13 @@ impl PyOperator {
         let (ins, outs) = (views(&inputs, false)?, views(&outputs, true)?);
         // SAFETY: as above.
         let data = segments.map(|(d, _)| unsafe { d.view(false) }).transpose()?;
-        py.allow_threads(|| op.scan_arrays(&s, &ins, &outs, data.as_ref(), &scan))
+        let carry_in = carry_in.map(|c| unsafe { c.as_bytes()?.view(false) }).transpose()?;
+        let carry_out = carry_out.map(|c| unsafe { c.as_bytes()?.view(true) }).transpose()?;
+        let carries = CarryViews {
+            carry_in: carry_in.as_ref(),
+            carry_out: carry_out.as_ref(),
+        };
+        py.allow_threads(|| op.scan_arrays_carried(&s, &ins, &outs, data.as_ref(), &scan, &carries))
             .py_err()?;
         Ok(())
     }

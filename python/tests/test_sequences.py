@@ -218,3 +218,35 @@ def test_torch_half_recurrence_with_float32_states_and_gradients(dtype_name):
     assert ga.dtype == dtype and g0.dtype == torch.float32
     torch.testing.assert_close(gb.float(), wb, rtol=5 * tol, atol=5 * tol)
     torch.testing.assert_close(g0, w0, rtol=5 * tol, atol=5 * tol)
+
+
+AFFINE = """
+struct Affine { float a, b; };
+__device__ Affine combine(Affine l, Affine r) { return Affine{l.a * r.a, r.a * l.b + r.b}; }
+__device__ Affine make(int64_t i, float a, float b) { return Affine{a, b}; }
+__device__ void write(const Affine& s, float& h) { h = s.b; }
+"""
+
+
+@cuda
+@pytest.mark.parametrize("reverse", [False, True])
+def test_torch_user_operator_with_carries_per_segment(reverse):
+    op = scanrt.Operator("affine", AFFINE, "Affine", 8, 4, "combine", np.array([1, 0], np.float32),
+                         load=("make", ["float32", "float32"]), store=("write", ["float32"]))
+    r = rng(6)
+    n = 50_000
+    offsets_np = random_offsets(r, n, 1000)
+    count = len(offsets_np) - 1
+    a_np, b_np = r.uniform(-1, 1, n).astype(np.float32), r.standard_normal(n).astype(np.float32)
+    h0_np = r.standard_normal(count).astype(np.float32)
+    a, b, offsets = torch.tensor(a_np, device="cuda"), torch.tensor(b_np, device="cuda"), torch.tensor(offsets_np,
+                                                                                                      device="cuda")
+    states_in = torch.stack([torch.ones(count, device="cuda"), torch.tensor(h0_np, device="cuda")], -1)
+    states_out = torch.full((count, 2), 7.0, device="cuda")
+    h = op(a, b, offsets=offsets, reverse=reverse, carry_in=states_in, carry_out=states_out)
+    want, want_final = loop(a_np, offsets_np, lambda s, t: np.float32(a_np[t] * s + b_np[t]), h0_np, reverse,
+                            np.float32(0))
+    np.testing.assert_allclose(h.cpu().numpy(), want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(states_out[:, 1].cpu().numpy(), want_final, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError):  # the carries must not overlap
+        op(a, b, offsets=offsets, carry_in=states_in, carry_out=states_in)
