@@ -34,6 +34,8 @@ def features(rows):
             moved = 2 * n * size + n / 8
         elif impl.startswith("scanrt_seg_offsets"):
             moved = 2 * n * size + 4 * (n / 5000.5 + 1)  # values in and out, the u32 offsets
+            if impl.endswith("_carried"):
+                moved += 2 * 4 * (n / 5000.5)  # an initial value and a total per segment
         elif impl.startswith("scanrt_seg"):
             moved = 2 * n * size + n  # values in and out, one flag byte each
         elif "by_key" in impl:
@@ -51,6 +53,10 @@ def features(rows):
             fast = rows.get(("scanrt_single_pass", dtype, n))
             if fast:
                 note = f"of non-deterministic single pass {fast / us:.3f}"
+        elif impl == "scanrt_seg_offsets_carried":
+            plain = rows.get(("scanrt_seg_offsets", dtype, n))
+            if plain:
+                note = f"of the scan by offsets without carries {plain / us:.3f}"
         elif impl == "scanrt_seg_bytes_backward":
             fwd = rows.get(("scanrt_seg_bytes", dtype, n))
             if fwd:

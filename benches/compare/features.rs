@@ -1,7 +1,7 @@
 //! The scans beside the inclusive sum at 2^20, 2^24 and 2^28: backward, deterministic and
 //! segmented (byte and bit flags, keys, offsets, the matrix algorithm).
 
-use scanrt::{Algorithm, Buffer, Context, DType, Op, RawScan, ScanDesc, Segments, Stream};
+use scanrt::{Algorithm, Buffer, Carries, Context, DType, Op, RawScan, ScanDesc, ScanIo, Segments, Stream};
 
 use crate::{fill, Timer};
 
@@ -115,5 +115,21 @@ pub fn run(ctx: &Context, stream: &Stream, timer: &Timer) {
             count,
         });
         time("scanrt_seg_offsets", "u32", n, &seg(&offsets), &desc);
+        // The same with carries per segment: an initial value read and a total written for
+        // each (the register-staged kernel, whatever n).
+        let segments = count - 1;
+        let carry_in = Buffer::from_slice(ctx, stream, &vec![1u32; segments as usize]).unwrap();
+        let carry_out = Buffer::new(ctx, DType::U32, segments).unwrap();
+        let plan = ctx.plan(DType::U32, DType::U32, n, &desc).unwrap();
+        let io = ScanIo::new(src.addr(), dst.addr())
+            .with_segments(offsets.addr())
+            .with_carries(Carries {
+                carry_in: carry_in.addr(),
+                carry_out: carry_out.addr(),
+            });
+        let us = timer.median_us(stream, reps(n), || {
+            unsafe { plan.execute(stream, &io, None) }.unwrap();
+        });
+        println!("scanrt_seg_offsets_carried,u32,{n},{us:.3}");
     }
 }

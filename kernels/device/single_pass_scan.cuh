@@ -42,11 +42,11 @@ SCANRT_DEVICE void single_pass_scan(Src in, Dst out, long long n, unsigned long 
     const bool vector_in = flags & FLAG_VECTOR_IN, vector_out = flags & FLAG_VECTOR_OUT;
     const HeadSource head_src = head_source(heads, n, flags);
     // Carries per segment (block/segment_carries.cuh): segments by offsets only, whose
-    // bit flags are followed by their table.
+    // bit flags are followed by their table. Made from the parameters where used, so
+    // nothing of them stays in registers across the tile loop.
     const bool segment_carries = SEGMENTED && (flags & FLAG_SEGMENT_CARRIES);
-    SegmentCarries<Acc> carries = {};
-    if (segment_carries) carries = SegmentCarries<Acc>::of(heads, n, init_bits, carry_out, flags);
-    const bool segment_inits = segment_carries && carries.inits != nullptr;
+    const bool segment_inits = segment_carries && (flags & FLAG_INIT_IN_MEMORY);
+    auto carries = [&] { return SegmentCarries<Acc>::of(heads, n, init_bits, carry_out, flags); };
     const Acc init = segment_inits ? Op::identity() : initial_value<Op>(init_bits, flags);
     const Carry carry_in = first_carry<Op, SEGMENTED>(init);
     // Tile ids are 32-bit, like the ticket (the host launches at most 2^31 - 1 tiles);
@@ -62,8 +62,10 @@ SCANRT_DEVICE void single_pass_scan(Src in, Dst out, long long n, unsigned long 
     struct Parked {
         Carry thread_prefix;
         int open;
-        u32 ends;  // segment ends of the row, where totals per segment are written
     };
+    // Each data thread's segment ends in the row of each parked tile, for totals per
+    // segment (shared, not registers: the tile loop has none to spare).
+    __shared__ u32 ends_s[SEGMENTED ? 2 : 1][SEGMENTED ? THREADS : 1];
     typedef typename RegsOf<Src, THREADS, ITEMS>::Type Regs;
     // Issues the loads of `tile` into registers (data threads only).
     auto load_tile = [&](long long tile, Regs& regs) {
@@ -91,23 +93,22 @@ SCANRT_DEVICE void single_pass_scan(Src in, Dst out, long long n, unsigned long 
         if constexpr (SEGMENTED) if (keys) row = row_heads<THREADS, ITEMS, REVERSE>(head_src, start, valid, tid);
         data_barrier<THREADS>();
         Acc* own_row = &shared[buffer].matrix.cell[tid * Scan::Matrix::STRIDE];
-        u32 ends = 0;
         if constexpr (SEGMENTED) {
-            if (segment_inits) fold_segment_inits<Op, ITEMS, REVERSE>(own_row, row, start, valid, tid, carries);
-            if (segment_carries && carries.totals)
-                ends = row_segment_ends<ITEMS, REVERSE>(head_src, row, tile, TILE, start, valid, n, tid);
+            if (segment_inits) fold_segment_inits<Op, ITEMS, REVERSE>(own_row, row, start, valid, tid, carries());
+            if (segment_carries && carry_out != 0)
+                ends_s[buffer][tid] = row_segment_ends<ITEMS, REVERSE>(head_src, row, tile, TILE, start, valid, n, tid);
         }
         Scan scan;
         scan.scan_rows(shared[buffer], inclusive, tid, row, init);
         scan.park_rows(shared[buffer], tid);
         if constexpr (SEGMENTED)
-            if (segment_inits && !inclusive) set_exclusive_heads<Op, ITEMS, REVERSE>(own_row, row, start, valid, tid, carries);
+            if (segment_inits && !inclusive) set_exclusive_heads<Op, ITEMS, REVERSE>(own_row, row, start, valid, tid, carries());
         if (tid == 0) {
             if (!one_tile) agent.publish(tile, scan.tile_aggregate, generation_tag(generation_s));
             aggregate_s[buffer] = scan.tile_aggregate;
         }
         data_barrier<THREADS>();
-        return Parked{scan.thread_prefix, scan.open, ends};
+        return Parked{scan.thread_prefix, scan.open};
     };
     // Folds the prefix into the parked tile and stores it (data threads only).
     auto finish_tile = [&](int buffer, long long tile, const Parked& parked, Carry prefix) {
@@ -115,9 +116,10 @@ SCANRT_DEVICE void single_pass_scan(Src in, Dst out, long long n, unsigned long 
         const long long start = tile_start<REVERSE>(tile, TILE, valid, n);
         Scan::finish_parked_rows(shared[buffer], prefix, parked.thread_prefix, parked.open, tid);
         if constexpr (SEGMENTED)
-            if (parked.ends)
+            if (segment_carries && carry_out != 0)
                 write_segment_totals<Op, ITEMS, REVERSE>(&shared[buffer].matrix.cell[tid * Scan::Matrix::STRIDE],
-                                                         parked.ends, inclusive, in, start, valid, tid, carries);
+                                                         ends_s[buffer][tid], inclusive, in, start, valid, tid,
+                                                         carries());
         data_barrier<THREADS>();
         store_tile<REVERSE>(shared[buffer].matrix, out + start, valid, tile_mode(valid, TILE, vector_out), tid);
     };
