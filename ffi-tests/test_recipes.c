@@ -1,7 +1,8 @@
 /* test_recipes: the recipes (linear recurrence, cumulative extreme with index,
  * logcumsumexp) through the C ABI against sequential loops written here, in every
  * direction and segment form, with NaN, infinities and ties; and the failures users
- * reported (wide states at a million elements and more, NaN at segment starts); threads
+ * reported (wide states at a million elements and more, NaN at segment starts); a
+ * recurrence along the columns of a pitched matrix with carries per column; threads
  * sharing one operator. On the
  * AUTO backend and, on a GPU machine, the host. Prints "test_recipes: N checks passed". */
 #define _POSIX_C_SOURCE 200809L
@@ -174,6 +175,65 @@ static void test_recipes(env_t *e) {
                 logcumsumexp_case(e, op, &rng, make_shape(&rng, sizes[i], backward, (int)i % 3), (int)(i + backward) % 2);
         scanrt_operator_destroy(op);
     }
+}
+
+/* A double recurrence along axis 0 of a [300, 7] matrix with a row pitch of 9 into a
+ * contiguous one (scanrt_operator_scan_arrays): every column its own sequence, each from
+ * its own state (carry in) and its total state written (carry out), both directions;
+ * steps of +-1 and small integers, so the loops agree exactly. */
+static void test_recurrence_along_columns(env_t *e) {
+    g_phase = "recurrence along columns";
+    enum { ROWS = 300, COLS = 7, PITCH = 9 };
+    scanrt_operator *op = NULL;
+    if (!EXPECT_OK(scanrt_operator_create_linear_recurrence(e->ctx, SCANRT_DTYPE_F64, &op))) return;
+    static double a[ROWS * PITCH], b[ROWS * PITCH], h[ROWS * COLS], states[COLS][2], totals[COLS][2];
+    uint64_t rng = 77;
+    for (int i = 0; i < ROWS * PITCH; i++) {
+        a[i] = splitmix64(&rng) % 2 ? 1.0 : -1.0;
+        b[i] = (double)(splitmix64(&rng) % 17) - 8.0;
+    }
+    for (int c = 0; c < COLS; c++) states[c][0] = 1.0, states[c][1] = (double)c;
+    scanrt_buffer *ab = upload(e->ctx, e->s, SCANRT_DTYPE_F64, a, ROWS * PITCH);
+    scanrt_buffer *bb = upload(e->ctx, e->s, SCANRT_DTYPE_F64, b, ROWS * PITCH);
+    scanrt_buffer *hb = upload(e->ctx, e->s, SCANRT_DTYPE_F64, h, ROWS * COLS);
+    scanrt_buffer *cin = upload(e->ctx, e->s, SCANRT_DTYPE_U8, states, sizeof states);
+    scanrt_buffer *cout = upload(e->ctx, e->s, SCANRT_DTYPE_U8, totals, sizeof totals);
+    if (!ab || !bb || !hb || !cin || !cout) return;
+    const int64_t shape[2] = {ROWS, COLS}, pitched[2] = {PITCH, 1}, state_bytes[1] = {(int64_t)sizeof states};
+    scanrt_array in[2], out[1], ci, co;
+    scanrt_buffer *arrays[5] = {ab, bb, hb, cin, cout};
+    scanrt_array *views[5] = {&in[0], &in[1], &out[0], &ci, &co};
+    for (int k = 0; k < 5; k++) {
+        EXPECT_OK(scanrt_array_init(views[k]));
+        EXPECT_OK(scanrt_buffer_pointer(arrays[k], &views[k]->data));
+        views[k]->dtype = k < 3 ? SCANRT_DTYPE_F64 : SCANRT_DTYPE_U8;
+        views[k]->ndim = k < 3 ? 2 : 1;
+        views[k]->shape = k < 3 ? shape : state_bytes;
+        views[k]->strides = k < 2 ? pitched : NULL;
+    }
+    for (int backward = 0; backward < 2; backward++) {
+        scanrt_scan_desc d;
+        scanrt_scan_desc_init(&d);
+        d.direction = backward;
+        EXPECT_OK(scanrt_operator_scan_arrays(op, e->s, in, 2, out, 1, 0, &d, NULL, &ci, &co, NULL));
+        EXPECT_OK(scanrt_buffer_download(hb, e->s, h, ROWS * COLS));
+        EXPECT_OK(scanrt_buffer_download(cout, e->s, totals, sizeof totals));
+        size_t wrong = 0;
+        for (int c = 0; c < COLS; c++) {
+            double big_a = states[c][0], big_b = states[c][1];
+            for (int j = 0; j < ROWS; j++) {
+                const int r = backward ? ROWS - 1 - j : j;
+                big_a *= a[r * PITCH + c];
+                big_b = a[r * PITCH + c] * big_b + b[r * PITCH + c];
+                wrong += h[r * COLS + c] != big_b;
+            }
+            wrong += totals[c][0] != big_a || totals[c][1] != big_b;
+        }
+        CHECK(wrong == 0, "%s recurrence along pitched columns: %zu wrong values or totals",
+              backward ? "backward" : "forward", wrong);
+    }
+    for (int k = 0; k < 5; k++) scanrt_buffer_destroy(arrays[k]);
+    scanrt_operator_destroy(op);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -364,6 +424,7 @@ static void run_recipes(scanrt_context *ctx, int backend) {
     env_t e = {ctx, NULL, backend};
     if (!EXPECT_OK(scanrt_stream_create(ctx, &e.s))) return;
     test_recipes(&e);
+    test_recurrence_along_columns(&e);
     test_wide_states(&e);
     test_extreme_with_nan(&e);
     test_threads(&e);

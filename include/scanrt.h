@@ -849,6 +849,29 @@ scanrt_status scanrt_operator_scan_device_carried(const struct scanrt_operator *
                                                   void *carry_out,
                                                   struct scanrt_scan_info *info);
 
+// Scans with operator `op` on `stream` (of the operator's context) along `axis`
+// (negative: from the last) of arrays of one shape: `inputs` (`num_inputs` views, one
+// per load type, all with one layout) into `outputs` (one per store type, all with one
+// layout), each sequence along the axis a scan of its own: columns of matrices, rows
+// with a pitch, any axis of an N-D array, in one pass over the data; the load's index is
+// the element's index along the axis. `desc` as for `scanrt_operator_scan`, without
+// segments; `init` the initial state or NULL. `carry_in` and `carry_out` (each may be
+// NULL): `SCANRT_DTYPE_U8` arrays of whole states in the row-major order of the other
+// axes, a carry in of one state (for every sequence) or one per sequence, a carry out of
+// one per sequence. The operator needs a load and a store. `info` may be NULL.
+scanrt_status scanrt_operator_scan_arrays(const struct scanrt_operator *op,
+                                          const struct scanrt_stream *stream,
+                                          const struct scanrt_array *inputs,
+                                          size_t num_inputs,
+                                          const struct scanrt_array *outputs,
+                                          size_t num_outputs,
+                                          int32_t axis,
+                                          const struct scanrt_scan_desc *desc,
+                                          const void *init,
+                                          const struct scanrt_array *carry_in,
+                                          const struct scanrt_array *carry_out,
+                                          struct scanrt_scan_info *info);
+
 // Scans `n` elements of `input` (host memory, `input_dtype`) into `output` (host memory,
 // `output_dtype`; may be `input` itself) through the GPU, in chunks of `chunk` elements
 // (0: 2^26) whose upload, scan and download overlap, the running total carried on the

@@ -116,10 +116,6 @@ template <typename Op, typename In>
 SCANRT_DEVICE typename Op::T element_at(const In* in, long long p) {
     return typename Op::T(in[p]);
 }
-template <typename T> SCANRT_DEVICE T load_or_none(const T* a, long long p) {
-    if constexpr (IsArray<T>::value) return a[p];
-    else return T();
-}
 // Element p of a transform's inputs, built by Op::load.
 template <typename Op, typename I0, typename I1, typename I2, typename I3>
 SCANRT_DEVICE typename Op::T element_at(const Gather<Op, I0, I1, I2, I3>& in, long long p) {

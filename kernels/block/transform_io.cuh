@@ -36,6 +36,12 @@ template <int WIDEST, int ITEMS> struct TransformVec<WIDEST, ITEMS, 1> { static 
 template <typename T> SCANRT_DEVICE const T* offset_array(const T* p, long long k) { return IsArray<T>::value ? p + k : p; }
 template <typename T> SCANRT_DEVICE T* offset_array(T* p, long long k) { return IsArray<T>::value ? p + k : p; }
 
+// Element p of an input array, or nothing for an unused slot.
+template <typename T> SCANRT_DEVICE T load_or_none(const T* a, long long p) {
+    if constexpr (IsArray<T>::value) return a[p];
+    else return T();
+}
+
 // VEC consecutive elements at `p` (aligned to their size), streaming.
 template <typename T, int VEC>
 SCANRT_DEVICE void load_vector(const T* p, T* dst) {

@@ -38,12 +38,19 @@
 // the tile shape alone except for the look-back's, which FLAG_DETERMINISTIC fixes with
 // anchors every WINDOW tiles of a chain (lane_look_back_deterministic).
 //
+// The elements: one array of a built-in type (`const In*`, results to `Out*`), or a
+// user-defined operator's arrays (`StridedGather`: up to four inputs read through
+// Op::load, which takes the element's index along the scanned axis; `StridedScatter`:
+// up to two outputs written through Op::store), every input at the input's strides and
+// every output at the output's.
+//
 // Carries: the initial value is one scalar for every sequence, or with
 // FLAG_PER_SEQUENCE_CARRIES one per sequence at the address `init_bits` (sequence (b, c)
 // at b * carry_batch_stride + c * carry_column_stride: the row-major order of the view's
 // other axes); `carry_out`, when not 0, receives each sequence's total there.
 #pragma once
 #include "agent/tile_prefix.cuh"
+#include "block/transform_io.cuh"
 #include "device/lookback_columns.cuh"
 #include "device/scan_params.cuh"
 
@@ -112,6 +119,9 @@ struct StridedTiles {
         p.cols = (int)min((long long)W, columns - p.c0);
         return p;
     }
+    // The index along the scanned axis of the tile's row 0, and the step to row 1.
+    SCANRT_DEVICE long long first_index(const StridedPlace& p) const { return REVERSE ? len - 1 - p.r * ROWS : p.r * ROWS; }
+    static SCANRT_DEVICE long long index_step() { return REVERSE ? -1 : 1; }
     // The tile `p` in a view with these strides.
     SCANRT_DEVICE StridedTileIn in_view(const StridedPlace& p, long long batch_stride, long long row_stride,
                                          long long column_stride) const {
@@ -121,10 +131,28 @@ struct StridedTiles {
     }
 };
 
+// A user-defined operator's input arrays, all at the input's strides.
+template <typename Op, typename I0, typename I1, typename I2, typename I3>
+struct StridedGather {
+    const I0* a0;
+    const I1* a1;
+    const I2* a2;
+    const I3* a3;
+};
+
+// A user-defined operator's output arrays, all at the output's strides.
+template <typename Op, typename O0, typename O1>
+struct StridedScatter {
+    O0* d0;
+    O1* d1;
+};
+
 // Loads tile `p` from `in` in memory order into the shared tile (identity past its valid
-// rows and columns).
+// rows and columns). `index` and `step`: the index along the scanned axis of tile row 0
+// and the step per row (what Op::load takes; plain arrays ignore them).
 template <typename Shape, bool ROWS_FAST, typename In, typename Acc>
-SCANRT_DEVICE void stage(const In* in, const StridedTileIn& src, const StridedPlace& p, int tid, Acc* tile) {
+SCANRT_DEVICE void stage(const In* in, const StridedTileIn& src, const StridedPlace& p, long long, long long, int tid,
+                         Acc* tile) {
     typedef typename Shape::Op_ Op;
     In raw[Shape::ITEMS_];
 #pragma unroll
@@ -140,6 +168,34 @@ SCANRT_DEVICE void stage(const In* in, const StridedTileIn& src, const StridedPl
         tile[Shape::cell(row, col)] = row < p.rows && col < p.cols ? Acc(raw[k]) : Op::identity();
     }
 }
+template <typename Shape, bool ROWS_FAST, typename Op, typename I0, typename I1, typename I2, typename I3, typename Acc>
+SCANRT_DEVICE void stage(const StridedGather<Op, I0, I1, I2, I3>& in, const StridedTileIn& src, const StridedPlace& p,
+                         long long index, long long step, int tid, Acc* tile) {
+    I0 r0[Shape::ITEMS_];
+    I1 r1[Shape::ITEMS_];
+    I2 r2[Shape::ITEMS_];
+    I3 r3[Shape::ITEMS_];
+#pragma unroll
+    for (int k = 0; k < Shape::ITEMS_; ++k) {
+        int row, col;
+        Shape::template element<ROWS_FAST>(k, tid, row, col);
+        if (row < p.rows && col < p.cols) {
+            const long long at = src.at(row, col);
+            r0[k] = in.a0[at];
+            r1[k] = load_or_none(in.a1, at);
+            r2[k] = load_or_none(in.a2, at);
+            r3[k] = load_or_none(in.a3, at);
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < Shape::ITEMS_; ++k) {
+        int row, col;
+        Shape::template element<ROWS_FAST>(k, tid, row, col);
+        tile[Shape::cell(row, col)] = row < p.rows && col < p.cols
+                                          ? Op::load(index + row * step, r0[k], r1[k], r2[k], r3[k])
+                                          : Op::identity();
+    }
+}
 
 // Writes the shared tile's results to tile `p` of `out` in memory order.
 template <typename Shape, bool ROWS_FAST, typename Out, typename Acc>
@@ -151,10 +207,27 @@ SCANRT_DEVICE void unstage(Out* out, const StridedTileIn& dst, const StridedPlac
         if (row < p.rows && col < p.cols) out[dst.at(row, col)] = Out(tile[Shape::cell(row, col)]);
     }
 }
+template <typename Shape, bool ROWS_FAST, typename Op, typename O0, typename O1, typename Acc>
+SCANRT_DEVICE void unstage(const StridedScatter<Op, O0, O1>& out, const StridedTileIn& dst, const StridedPlace& p,
+                           int tid, const Acc* tile) {
+#pragma unroll
+    for (int k = 0; k < Shape::ITEMS_; ++k) {
+        int row, col;
+        Shape::template element<ROWS_FAST>(k, tid, row, col);
+        if (row < p.rows && col < p.cols) {
+            O0 y0;
+            O1 y1;
+            Op::store(tile[Shape::cell(row, col)], y0, y1);
+            const long long at = dst.at(row, col);
+            out.d0[at] = y0;
+            if constexpr (IsArray<O1>::value) out.d1[at] = y1;
+        }
+    }
+}
 
-template <typename Op, typename In, typename Out, int W, int THREADS, int ITEMS, int WINDOW, int SPIN_BEFORE_SLEEP,
+template <typename Op, typename Src, typename Dst, int W, int THREADS, int ITEMS, int WINDOW, int SPIN_BEFORE_SLEEP,
           int SLEEP_NS, bool REVERSE>
-SCANRT_DEVICE void strided_scan(const In* in, Out* out, long long in_batch_stride, long long in_row_stride,
+SCANRT_DEVICE void strided_scan(Src in, Dst out, long long in_batch_stride, long long in_row_stride,
                                 long long out_batch_stride, long long out_row_stride, long long in_column_stride,
                                 long long out_column_stride, long long batches, long long len, long long columns,
                                 unsigned long long init_bits, unsigned long long carry_out,
@@ -203,8 +276,9 @@ SCANRT_DEVICE void strided_scan(const In* in, Out* out, long long in_batch_strid
 
     // Load and stage the tile in memory order (identity past its valid rows and columns).
     const StridedTileIn src = tiles.in_view(p, in_batch_stride, in_row_stride, in_column_stride);
-    if (in_rows_fast) stage<Shape, true>(in, src, p, tid, tile_s);
-    else stage<Shape, false>(in, src, p, tid, tile_s);
+    const long long index = tiles.first_index(p), step = tiles.index_step();
+    if (in_rows_fast) stage<Shape, true>(in, src, p, index, step, tid, tile_s);
+    else stage<Shape, false>(in, src, p, index, step, tid, tile_s);
     __syncthreads();
 
     // 1. The thread's rows, scanned sequentially.

@@ -1,8 +1,10 @@
 //! Scans with user-defined operators: on buffers, on device pointers with the
-//! application's stream, with a caller's workspace, and the workspace query.
+//! application's stream, with a caller's workspace, the workspace query, and along an
+//! axis of strided arrays.
 
 use std::ffi::c_void;
 
+use super::array::{scanrt_array, view_of};
 use super::buffer::scanrt_buffer;
 use super::operator::{array_list, scanrt_operator};
 use super::scan::{scanrt_scan_desc, scanrt_scan_info, traversal_from_c, InfoOut};
@@ -12,6 +14,7 @@ use super::{boundary, non_null, non_null_mut};
 use crate::error::{bail, Result};
 use crate::operator::{Operator, OperatorScan};
 use crate::runtime::workspace::Workspace;
+use crate::scan::carry_views::CarryViews;
 use crate::scan::operator_model::Carries;
 use crate::stream::Stream;
 use crate::tables::ScanrtStatus;
@@ -318,5 +321,58 @@ pub unsafe extern "C" fn scanrt_operator_scan_device_carried(
             carries,
             info,
         )
+    })
+}
+
+/// Scans with operator `op` on `stream` (of the operator's context) along `axis`
+/// (negative: from the last) of arrays of one shape: `inputs` (`num_inputs` views, one
+/// per load type, all with one layout) into `outputs` (one per store type, all with one
+/// layout), each sequence along the axis a scan of its own: columns of matrices, rows
+/// with a pitch, any axis of an N-D array, in one pass over the data; the load's index is
+/// the element's index along the axis. `desc` as for `scanrt_operator_scan`, without
+/// segments; `init` the initial state or NULL. `carry_in` and `carry_out` (each may be
+/// NULL): `SCANRT_DTYPE_U8` arrays of whole states in the row-major order of the other
+/// axes, a carry in of one state (for every sequence) or one per sequence, a carry out of
+/// one per sequence. The operator needs a load and a store. `info` may be NULL.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn scanrt_operator_scan_arrays(
+    op: *const scanrt_operator,
+    stream: *const scanrt_stream,
+    inputs: *const scanrt_array,
+    num_inputs: usize,
+    outputs: *const scanrt_array,
+    num_outputs: usize,
+    axis: i32,
+    desc: *const scanrt_scan_desc,
+    init: *const c_void,
+    carry_in: *const scanrt_array,
+    carry_out: *const scanrt_array,
+    info: *mut scanrt_scan_info,
+) -> ScanrtStatus {
+    boundary(|| {
+        let op = &non_null(op, "op")?.inner;
+        let stream = &non_null(stream, "stream")?.inner;
+        let info = InfoOut::check(info)?;
+        let views = |p: *const scanrt_array, count: usize, what: &str| -> Result<Vec<crate::ArrayView>> {
+            let list = array_list(p, count, what)?;
+            (0..list.len()).map(|i| view_of(&list[i], what)).collect()
+        };
+        let (inputs, outputs) = (
+            views(inputs, num_inputs, "inputs")?,
+            views(outputs, num_outputs, "outputs")?,
+        );
+        let carry = |p: *const scanrt_array, what: &str| (!p.is_null()).then(|| view_of(p, what)).transpose();
+        let (carry_in, carry_out) = (carry(carry_in, "carry_in")?, carry(carry_out, "carry_out")?);
+        let (scan, segments) = scan_from_c(op, desc, init)?;
+        if segments != 0 {
+            bail!(InvalidArgument, "a scan along an axis takes no segment data");
+        }
+        let carries = CarryViews {
+            carry_in: carry_in.as_ref(),
+            carry_out: carry_out.as_ref(),
+        };
+        info.write(op.scan_arrays_along(stream, &inputs, &outputs, axis as isize, &scan, &carries)?);
+        Ok(())
     })
 }

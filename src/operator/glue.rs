@@ -7,6 +7,7 @@ use crate::kernels::KERNEL_HEADERS;
 use crate::operator::desc::OperatorDesc;
 use crate::runtime::nvrtc::KernelSource;
 use crate::scan::kernels::{KernelKind, Program, TranslationUnit};
+use crate::scan::strided::kernels::StridedUnit;
 use crate::scan::tuning::{operator_shape, TileShape};
 use crate::tables::Direction;
 use crate::types::DType;
@@ -31,11 +32,7 @@ impl OperatorDesc {
             .map(|w| format!("0x{:08x}u", u32::from_ne_bytes(w.try_into().unwrap())))
             .collect();
         let words = words.join(", ");
-        let cuda = |t: &DType| t.info().cuda;
-        let slot = |types: Option<&[DType]>, i: usize| types.and_then(|t| t.get(i)).map_or("NoArray", cuda);
-        let (i, o) = (self.input_types(), self.output_types());
-        let (i0, i1, i2, i3) = (slot(i, 0), slot(i, 1), slot(i, 2), slot(i, 3));
-        let (o0, o1) = (slot(o, 0), slot(o, 1));
+        let ([i0, i1, i2, i3], [o0, o1]) = self.array_types();
         let load = self.load.as_ref().map_or(String::new(), |(f, t)| {
             let args = ["x0", "x1", "x2", "x3"][..t.len()].join(", ");
             format!("    static SCANRT_DEVICE T load(long long i, {i0} x0, {i1} x1, {i2} x2, {i3} x3) {{ return ::{f}(i, {args}); }}\n")
@@ -98,6 +95,58 @@ typedef {state} Out;
             },
             kernels: kernels.to_vec(),
         }
+    }
+}
+
+impl OperatorDesc {
+    /// The CUDA types of the load's four input slots and the store's two output slots
+    /// (`NoArray` where unused).
+    fn array_types(&self) -> ([&'static str; 4], [&'static str; 2]) {
+        let cuda = |t: &DType| t.info().cuda;
+        let slot = |types: Option<&[DType]>, i: usize| types.and_then(|t| t.get(i)).map_or("NoArray", cuda);
+        let (i, o) = (self.input_types(), self.output_types());
+        (
+            [slot(i, 0), slot(i, 1), slot(i, 2), slot(i, 3)],
+            [slot(o, 0), slot(o, 1)],
+        )
+    }
+
+    /// The strided scan's translation unit for `direction`: the operator's `struct Op`,
+    /// its inputs gathered (`StridedGather`, or one array of states) and its outputs
+    /// scattered (`StridedScatter`, or states) at the views' strides.
+    pub(crate) fn strided_source(&self, direction: Direction) -> KernelSource {
+        let unit = self.unit(&[]);
+        let ([i0, i1, i2, i3], [o0, o1]) = self.array_types();
+        let (source_type, source) = if self.load.is_some() {
+            (
+                format!("StridedGather<Op, {i0}, {i1}, {i2}, {i3}>"),
+                format!("Src{{(const {i0}*)input, (const {i1}*)input1, (const {i2}*)input2, (const {i3}*)input3}}"),
+            )
+        } else {
+            ("const In*".into(), "(const In*)input".into())
+        };
+        let (destination_type, destination) = if self.store.is_some() {
+            (
+                format!("StridedScatter<Op, {o0}, {o1}>"),
+                format!("Dst{{({o0}*)output, ({o1}*)output1}}"),
+            )
+        } else {
+            ("Acc*".into(), "(Acc*)output".into())
+        };
+        StridedUnit {
+            definitions: &unit.definitions,
+            source_type: &source_type,
+            source: &source,
+            destination_type: &destination_type,
+            destination: &destination,
+            extra_params: unit.extra_params,
+            init: unit.init,
+        }
+        .source(
+            format!("strided operator {} {direction:?}", self.name),
+            self.state_size,
+            direction,
+        )
     }
 }
 
@@ -222,6 +271,11 @@ __device__ void put(const Best& s, double& value, uint32_t& index) { value = s.v
                     panic!("{}: {}", program.source.name, e.message);
                 }
             }
+        }
+        // The strided scan's set, gathering one input and scattering two outputs.
+        let strided = best.strided_source(Direction::Backward);
+        if let Err(e) = nvrtc.compile(&strided, target) {
+            panic!("{}: {}", strided.name, e.message);
         }
     }
 }

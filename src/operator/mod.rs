@@ -27,6 +27,7 @@
 mod desc;
 pub(crate) mod glue;
 mod host;
+mod strided;
 
 use std::sync::Arc;
 
@@ -49,6 +50,7 @@ use crate::scan::desc::{ScanShape, Segments};
 use crate::scan::kernels::ScanKernels;
 use crate::scan::operator_model::{ArrayLayout, Carries, OperatorModel, ScanArrays};
 use crate::scan::plan::{PlanOperator, ScanPlan};
+use crate::scan::strided::kernels::StridedKernelSet;
 use crate::scan::ScanInfo;
 use crate::stream::Stream;
 use crate::tables::{Algorithm, Direction};
@@ -73,6 +75,8 @@ struct OperatorInner {
     /// The kernel sets compiled so far, by (direction, segmented, matrix): the single-pass
     /// kernels and the matrix scan's are compiled apart, each on first use.
     kernel_sets: Memo<(Direction, bool, bool), Arc<ScanKernels>>,
+    /// The strided scan's kernel sets, by direction, compiled on first use.
+    strided_sets: Memo<Direction, Arc<StridedKernelSet>>,
     /// The same combine over arrays of states (no load, no store), made on first use:
     /// what a scan across GPUs scans the ranks' totals with.
     states_only: once_cell::sync::OnceCell<Operator>,
@@ -91,6 +95,7 @@ impl Context {
             name: desc.name.as_str().into(),
             desc,
             kernel_sets: Memo::default(),
+            strided_sets: Memo::default(),
             states_only: Default::default(),
         };
         if let Engine::Gpu(engine) = self.engine() {
@@ -172,6 +177,12 @@ impl OperatorModel for OperatorInner {
             segmented,
             algorithm == Algorithm::Matrix,
         )
+    }
+
+    fn strided_kernels(&self, engine: &GpuEngine, direction: Direction) -> Result<Arc<StridedKernelSet>> {
+        self.strided_sets.get_or_try_init(&direction, || {
+            StridedKernelSet::load(&engine.device, &self.desc.strided_source(direction))
+        })
     }
 
     fn takes_operator_params(&self) -> bool {

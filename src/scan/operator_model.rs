@@ -13,8 +13,9 @@ use crate::runtime::calls::CallLabel;
 use crate::scalar::InitValue;
 use crate::scan::desc::{ScanDesc, ScanShape};
 use crate::scan::kernels::{KernelSets, ScanKernels, Specialization};
+use crate::scan::strided::kernels::{StridedKernelSet, StridedKernels, StridedSpec};
 use crate::scan::RawScan;
-use crate::tables::{Algorithm, Op};
+use crate::tables::{Algorithm, Direction, Op};
 use crate::types::{DType, ScanTypes};
 
 /// Element size and alignment of one array a scan reads or writes.
@@ -100,7 +101,11 @@ pub(crate) trait OperatorModel: Send + Sync {
     /// The kernel set that runs `algorithm` over `n` elements as `shape` says, loaded
     /// (compiled on first use) on `engine`.
     fn kernels(&self, engine: &GpuEngine, shape: &ScanShape, algorithm: Algorithm, n: u64) -> Result<Arc<ScanKernels>>;
-    /// Whether its kernels take `contract::OperatorParams` after `ScanParams`.
+    /// The strided scan's kernel set (scans along an axis of strided views) for
+    /// `direction`, loaded (compiled on first use) on `engine`.
+    fn strided_kernels(&self, engine: &GpuEngine, direction: Direction) -> Result<Arc<StridedKernelSet>>;
+    /// Whether its kernels take `contract::OperatorParams` after `ScanParams` (or
+    /// `StridedParams`).
     fn takes_operator_params(&self) -> bool;
     /// Runs the scan on the host backend; returns the total state (what a carry out
     /// receives: its first `state_bytes()` bytes), without allocating for it.
@@ -193,6 +198,15 @@ impl OperatorModel for BuiltinOperator {
         let dev = &engine.device;
         let spec = Specialization::for_scan(dev.arch, self.types, &self.desc(shape), n);
         engine.algorithms.get::<KernelSets>().get(dev, spec)
+    }
+
+    fn strided_kernels(&self, engine: &GpuEngine, direction: Direction) -> Result<Arc<StridedKernelSet>> {
+        let spec = StridedSpec {
+            types: self.types,
+            op: self.op,
+            direction,
+        };
+        engine.algorithms.get::<StridedKernels>().get(&engine.device, &spec)
     }
 
     fn takes_operator_params(&self) -> bool {

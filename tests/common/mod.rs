@@ -18,6 +18,7 @@ pub mod segment_carries;
 pub mod select;
 pub mod sort;
 pub mod strided;
+pub mod strided_operators;
 
 /// The GPU context the GPU suites share, or why there is none.
 pub static GPU: Lazy<Result<Context, String>> = Lazy::new(|| {

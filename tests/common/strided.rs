@@ -44,7 +44,7 @@ pub fn column_major(shape: &[u64]) -> Vec<i64> {
 
 /// Each logical element's offset (row-major order of the index), the lowest offset and
 /// the span of memory from it.
-fn offsets(shape: &[u64], strides: &[i64]) -> (Vec<i64>, i64, usize) {
+pub fn offsets(shape: &[u64], strides: &[i64]) -> (Vec<i64>, i64, usize) {
     let n: u64 = shape.iter().product();
     let mut out = Vec::with_capacity(n as usize);
     let mut index = vec![0u64; shape.len()];
@@ -65,7 +65,7 @@ fn offsets(shape: &[u64], strides: &[i64]) -> (Vec<i64>, i64, usize) {
 
 /// The logical indices of each sequence along `axis`, sequences in row-major order of
 /// the other axes.
-fn sequences(shape: &[u64], axis: usize) -> Vec<Vec<usize>> {
+pub fn sequences(shape: &[u64], axis: usize) -> Vec<Vec<usize>> {
     let len = shape[axis] as usize;
     let inner: u64 = shape[axis + 1..].iter().product();
     let count = shape

@@ -85,6 +85,7 @@ fn main() {
             strided::strided_layouts_at_tile_boundaries,
             strided::large_strided_scans,
             strided::strided_sanitizer_subset,
+            strided::user_operators_along_an_axis,
             strided::summed_area_tables_on_the_gpu,
         ],
         common::no_gpu,

@@ -40,6 +40,36 @@ pub(crate) fn strided_sanitizer_subset() {
     let stream = ctx.new_stream().unwrap();
     let failures = sweep(ctx, &stream, 0x5A5E, &[(2, 65, 33), (1, 2049, 3)]);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let failures = crate::common::strided_operators::sweep(ctx, &stream, 0x5A5F, &[(2, 65, 33), (1, 700, 3)]);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// User-defined operators along an axis (a 16-byte recurrence state with carries per
+/// sequence; a maximum with its index, two outputs) at lengths around the tile rows of
+/// 16-byte states (4 rows per thread: 32 rows at 32 columns, 1024 at one) and 8-byte ones,
+/// and column counts around each strip width.
+pub(crate) fn user_operators_along_an_axis() {
+    let ctx = gpu();
+    let stream = ctx.new_stream().unwrap();
+    let mut rng = Rng(0x0957_81DE);
+    let lengths = [1u64, 2, 31, 32, 33, 63, 65, 255, 257, 1023, 1025, 2049, 20_000];
+    let columns = [1u64, 2, 3, 4, 5, 8, 9, 16, 17, 31, 32, 33, 64, 65, 100];
+    let mut shapes = vec![(2u64, 0u64, 3u64), (1, 5, 0), (1, 100_003, 2), (1, 4099, 64)];
+    for _ in 0..24 {
+        let len = lengths[rng.below(lengths.len() as u64) as usize];
+        let cols = columns[rng.below(columns.len() as u64) as usize];
+        let batches = 1 + rng.below(3);
+        if batches * len * cols <= 400_000 {
+            shapes.push((batches, len, cols));
+        }
+    }
+    let failures = crate::common::strided_operators::sweep(ctx, &stream, 0x0957_81DF, &shapes);
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 /// `rows x columns` of `T` scanned along `axis` through views with `in_strides` and

@@ -33,3 +33,17 @@ fn summed_area_tables_match_nested_loops() {
         failures.join("\n")
     );
 }
+
+#[test]
+fn user_operators_along_an_axis_match_sequential_loops() {
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let shapes = [(1, 1, 1), (2, 3, 5), (1, 65, 33), (3, 40, 2), (2, 0, 3), (1, 7, 0)];
+    let failures = crate::common::strided_operators::sweep(&ctx, &stream, 0x0957_81DE, &shapes);
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}

@@ -58,6 +58,7 @@ impl OffsetHeads {
     /// # Safety
     /// The device's context is current, `stream` is one of its live streams, and
     /// `offsets` holds `count` offsets of `dtype` (checked by the plan).
+    #[allow(clippy::too_many_arguments)]
     pub unsafe fn queue(
         dev: &GpuDevice,
         kernels: &ScanKernels,

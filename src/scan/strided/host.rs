@@ -1,16 +1,15 @@
-//! The strided scan on the host backend: each sequence gathered into a contiguous
-//! buffer, scanned by the host backend's scan (the same semantics and association order
-//! as a 1-D scan of that sequence), and scattered back.
+//! The strided scan on the host backend: each sequence of each array gathered into a
+//! contiguous buffer, scanned by the operator model's host backend (the same semantics
+//! and association order as a 1-D scan of that sequence), and scattered back.
 
+use crate::contract::StateBytes;
 use crate::error::Result;
-use crate::scalar::InitValue;
-use crate::scan::desc::ScanDesc;
-use crate::scan::host as host_scan;
-use crate::scan::strided::layout::{StridedPair, Strides};
-use crate::scan::RawScan;
-use crate::types::DType;
+use crate::scan::desc::ScanShape;
+use crate::scan::operator_model::{ArrayLayout, Carries, OperatorModel, ScanArrays};
+use crate::scan::strided::layout::Strides;
+use crate::scan::strided::StridedArrays;
 
-/// Per-sequence carries in host memory (0: none): `batches * columns` accumulators each.
+/// Per-sequence carries (0: none): `batches * columns` states each, or one carry in for all.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SequenceCarries {
     pub carry_in: u64,
@@ -21,25 +20,19 @@ pub(crate) struct SequenceCarries {
     pub strides: Strides,
 }
 
-/// Scans every sequence of the pair.
+/// Scans every sequence of the arrays with `model`'s host backend.
 ///
 /// # Safety
-/// The views `pair` describes hold every element their strides reach from `input` and
-/// `output` (host memory), nothing else accesses the output meanwhile, and the carries
-/// hold the accumulators `carries` says.
-pub(crate) unsafe fn scan(
-    pair: &StridedPair,
-    input: (u64, DType),
-    output: (u64, DType),
-    desc: &ScanDesc,
-    accumulator: DType,
-    carries: SequenceCarries,
-) -> Result<()> {
-    let form = pair.form;
+/// The views `a.pair` describes hold every element their strides reach from each array
+/// (host memory, of `model`'s layouts), nothing else accesses the outputs meanwhile, and
+/// the carries hold the states `a.carries` says.
+pub(crate) unsafe fn scan(model: &dyn OperatorModel, a: &StridedArrays, shape: &ScanShape) -> Result<()> {
+    let form = a.pair.form;
     let len = form.len as usize;
-    let (in_size, out_size, acc_size) = (input.1.size(), output.1.size(), accumulator.size());
-    let mut staged_in = vec![0u8; len * in_size];
-    let mut staged_out = vec![0u8; len * out_size];
+    let (carries, state) = (a.carries, model.state_bytes());
+    let staging =
+        |layouts: &[ArrayLayout]| -> Vec<Vec<u8>> { layouts.iter().map(|l| vec![0u8; len * l.size]).collect() };
+    let (mut staged_in, mut staged_out) = (staging(model.inputs()), staging(model.outputs()));
     let element = |base: u64, strides: &Strides, b: u64, i: u64, c: u64, size: usize| -> u64 {
         let offset = b as i64 * strides.batch + i as i64 * strides.row + c as i64 * strides.column;
         base.wrapping_add((offset * size as i64) as u64)
@@ -47,40 +40,41 @@ pub(crate) unsafe fn scan(
     for b in 0..form.batches {
         for c in 0..form.columns {
             let sequence = (b as i64 * carries.strides.batch + c as i64 * carries.strides.column) as u64;
-            for i in 0..form.len {
-                let from = element(input.0, &pair.input, b, i, c, in_size) as *const u8;
-                std::ptr::copy_nonoverlapping(from, staged_in.as_mut_ptr().add(i as usize * in_size), in_size);
+            for ((&base, layout), staged) in a.inputs.iter().zip(model.inputs()).zip(&mut staged_in) {
+                for i in 0..form.len {
+                    let from = element(base, &a.pair.input, b, i, c, layout.size) as *const u8;
+                    std::ptr::copy_nonoverlapping(from, staged.as_mut_ptr().add(i as usize * layout.size), layout.size);
+                }
             }
-            let mut sequence_desc = *desc;
+            let mut sequence_shape = *shape;
             if carries.carry_in != 0 {
                 let index = if carries.per_sequence_in { sequence } else { 0 };
-                let bits = read_bits((carries.carry_in + index * acc_size as u64) as *const u8, acc_size);
-                sequence_desc.init = Some(InitValue::from_bits(accumulator, bits));
+                let from = (carries.carry_in + index * state as u64) as *const u8;
+                sequence_shape.init = Some(StateBytes::from_bytes(std::slice::from_raw_parts(from, state)));
             }
-            let req = RawScan::new(
-                staged_in.as_ptr() as u64,
-                input.1,
-                staged_out.as_mut_ptr() as u64,
-                output.1,
-                form.len,
-            );
-            let total = host_scan::scan(&req, &sequence_desc)?;
+            let inputs: Vec<u64> = staged_in.iter().map(|v| v.as_ptr() as u64).collect();
+            let outputs: Vec<u64> = staged_out.iter_mut().map(|v| v.as_mut_ptr() as u64).collect();
+            let arrays = ScanArrays {
+                inputs: &inputs,
+                outputs: &outputs,
+                segments: 0,
+                known_arrays: true,
+                known_segments: false,
+                carries: Carries::default(),
+                carry_in_states: 0,
+            };
+            let total = model.scan_on_host(&arrays, form.len, &sequence_shape)?;
             if carries.carry_out != 0 {
-                let to = (carries.carry_out + sequence * acc_size as u64) as *mut u8;
-                std::ptr::copy_nonoverlapping(total.to_ne_bytes().as_ptr(), to, acc_size);
+                let to = (carries.carry_out + sequence * state as u64) as *mut u8;
+                std::ptr::copy_nonoverlapping(total.bytes().as_ptr(), to, state);
             }
-            for i in 0..form.len {
-                let to = element(output.0, &pair.output, b, i, c, out_size) as *mut u8;
-                std::ptr::copy_nonoverlapping(staged_out.as_ptr().add(i as usize * out_size), to, out_size);
+            for ((&base, layout), staged) in a.outputs.iter().zip(model.outputs()).zip(&staged_out) {
+                for i in 0..form.len {
+                    let to = element(base, &a.pair.output, b, i, c, layout.size) as *mut u8;
+                    std::ptr::copy_nonoverlapping(staged.as_ptr().add(i as usize * layout.size), to, layout.size);
+                }
             }
         }
     }
     Ok(())
-}
-
-/// The low `size` bytes (4 or 8) at `p` as bits, zero-extended.
-unsafe fn read_bits(p: *const u8, size: usize) -> u64 {
-    let mut bytes = [0u8; 8];
-    std::ptr::copy_nonoverlapping(p, bytes.as_mut_ptr(), size);
-    u64::from_ne_bytes(bytes)
 }

@@ -38,11 +38,11 @@ pub(crate) struct StridedShape {
     pub sleep_ns: u32,
 }
 
-/// The tile shape for `types`: 16 rows of 4-byte accumulators or 8 of 8-byte ones per
-/// thread (16 KiB tiles).
-pub(crate) fn shape(types: ScanTypes) -> StridedShape {
+/// The tile shape for accumulators (or user-defined states) of `bytes`: 64 bytes of rows
+/// per thread, 16 KiB tiles (16-byte states: 4 rows).
+pub(crate) fn shape_of(bytes: usize) -> StridedShape {
     let regular = StridedShape {
-        items: if types.accumulator.size() >= 8 { 8 } else { 16 },
+        items: (64 / bytes.max(1) as u32).clamp(1, 16),
         min_blocks_per_sm: 4,
         window: 4,
         spin_before_sleep: 2,
@@ -51,7 +51,7 @@ pub(crate) fn shape(types: ScanTypes) -> StridedShape {
     #[cfg(feature = "experiments")]
     if let Some(v) = experiments::shape() {
         return StridedShape {
-            items: if types.accumulator.size() >= 8 { v[1] } else { v[0] },
+            items: if bytes >= 8 { v[1] } else { v[0] },
             min_blocks_per_sm: v[2],
             window: v[3],
             spin_before_sleep: v[4],
@@ -84,9 +84,9 @@ pub(crate) fn width_for(columns: u64) -> u32 {
     WIDTHS.into_iter().find(|&w| w as u64 >= columns).unwrap_or(32)
 }
 
-/// Rows of a tile in the kernel of strip width `width`.
-pub(crate) fn tile_rows(types: ScanTypes, width: u32) -> u64 {
-    (THREADS / width * shape(types).items) as u64
+/// Rows of a tile in the kernel of strip width `width` for accumulators of `bytes`.
+pub(crate) fn tile_rows(bytes: usize, width: u32) -> u64 {
+    (THREADS / width * shape_of(bytes).items) as u64
 }
 
 /// One strided kernel set.
@@ -97,44 +97,88 @@ pub(crate) struct StridedSpec {
     pub direction: Direction,
 }
 
-impl StridedSpec {
-    fn entry(width: u32) -> String {
-        format!("scanrt_strided_w{width}")
-    }
+fn entry(width: u32) -> String {
+    format!("scanrt_strided_w{width}")
+}
 
-    /// The translation unit: the operator, and one extern "C" kernel per strip width.
-    pub fn source(&self) -> KernelSource {
-        let t = self.types;
-        let reverse = self.direction == Direction::Backward;
+/// What a strided translation unit instantiates its kernels with: the definitions of
+/// `struct Op` and the types they name, the source and destination (types and the
+/// expressions that make them from the parameters), parameters after
+/// `SCANRT_STRIDED_PARAMS`, and the expression of the initial value's argument.
+pub(crate) struct StridedUnit<'a> {
+    pub definitions: &'a str,
+    pub source_type: &'a str,
+    pub source: &'a str,
+    pub destination_type: &'a str,
+    pub destination: &'a str,
+    pub extra_params: &'a str,
+    pub init: &'a str,
+}
+
+impl StridedUnit<'_> {
+    /// The unit's source: one extern "C" kernel per strip width, in tiles for
+    /// accumulators of `bytes`.
+    pub fn source(&self, name: String, bytes: usize, direction: Direction) -> KernelSource {
+        let reverse = direction == Direction::Backward;
+        let shape = shape_of(bytes);
         let StridedShape {
             items,
             min_blocks_per_sm,
             window,
             spin_before_sleep,
             sleep_ns,
-        } = shape(t);
+        } = shape;
+        let StridedUnit {
+            definitions,
+            source_type,
+            source,
+            destination_type,
+            destination,
+            extra_params,
+            init,
+        } = self;
         let mut text = format!(
-            "#include \"device/strided_scan.cuh\"\n{}",
-            builtin_op_definitions(t, self.op, "")
+            "#include \"device/strided_scan.cuh\"\n{definitions}typedef Op::T Acc;\ntypedef {source_type} Src;\ntypedef {destination_type} Dst;\n"
         );
         for w in WIDTHS {
-            let entry = Self::entry(w);
+            let entry = entry(w);
             text += &format!(
-                r#"extern "C" __global__ void __launch_bounds__({THREADS}, {min_blocks_per_sm}) {entry}(SCANRT_STRIDED_PARAMS) {{
-    strided_scan<Op, In, Out, {w}, {THREADS}, {items}, {window}, {spin_before_sleep}, {sleep_ns}, {reverse}>(
-        (const In*)input, (Out*)output, in_batch_stride, in_row_stride, out_batch_stride, out_row_stride, in_column_stride,
+                r#"extern "C" __global__ void __launch_bounds__({THREADS}, {min_blocks_per_sm}) {entry}(SCANRT_STRIDED_PARAMS{extra_params}) {{
+    strided_scan<Op, Src, Dst, {w}, {THREADS}, {items}, {window}, {spin_before_sleep}, {sleep_ns}, {reverse}>(
+        {source}, {destination}, in_batch_stride, in_row_stride, out_batch_stride, out_row_stride, in_column_stride,
         out_column_stride, batches, len,
-        columns, init_bits, carry_out, carry_batch_stride, carry_column_stride, flags, (void*)workspace, status_capacity,
+        columns, {init}, carry_out, carry_batch_stride, carry_column_stride, flags, (void*)workspace, status_capacity,
         FaultSink{{(FaultReport*)report, call}});
 }}
 "#
             );
         }
         KernelSource {
-            name: format!("strided scan {self:?} {:?}", shape(t)),
+            name: format!("{name} {shape:?}"),
             text,
             headers: KERNEL_HEADERS,
         }
+    }
+}
+
+impl StridedSpec {
+    /// The translation unit: the operator, and one extern "C" kernel per strip width.
+    pub fn source(&self) -> KernelSource {
+        let definitions = builtin_op_definitions(self.types, self.op, "");
+        StridedUnit {
+            definitions: &definitions,
+            source_type: "const In*",
+            source: "(const In*)input",
+            destination_type: "Out*",
+            destination: "(Out*)output",
+            extra_params: "",
+            init: "init_bits",
+        }
+        .source(
+            format!("strided scan {self:?}"),
+            self.types.accumulator.size(),
+            self.direction,
+        )
     }
 }
 
@@ -145,6 +189,28 @@ pub(crate) struct StridedKernelSet {
 }
 
 impl StridedKernelSet {
+    /// Loads the set compiled from `source` (a pack, the disk cache or NVRTC).
+    pub fn load(dev: &GpuDevice, source: &KernelSource) -> Result<Arc<StridedKernelSet>> {
+        let _current = dev.enter()?;
+        let module = dev.module(source)?;
+        let kernels: Vec<LoadedKernel> = WIDTHS
+            .into_iter()
+            .map(|w| dev.kernel(&module, &entry(w), THREADS, 0))
+            .collect::<Result<_>>()?;
+        for (w, k) in WIDTHS.iter().zip(&kernels) {
+            log::debug!(
+                "strided kernel of {w} columns: {} resident blocks, {} registers, {} B local",
+                k.resident_blocks,
+                k.function.num_regs().unwrap_or(-1),
+                k.function.local_size_bytes().unwrap_or(-1)
+            );
+        }
+        Ok(Arc::new(StridedKernelSet {
+            kernels,
+            _module: module,
+        }))
+    }
+
     /// The kernel of strip width `width` (one of `WIDTHS`).
     pub fn kernel(&self, width: u32) -> &LoadedKernel {
         let i = WIDTHS
@@ -163,27 +229,8 @@ pub(crate) struct StridedKernels {
 
 impl StridedKernels {
     pub fn get(&self, dev: &GpuDevice, spec: &StridedSpec) -> Result<Arc<StridedKernelSet>> {
-        self.sets.get_or_try_init(spec, || {
-            let source = spec.source();
-            let _current = dev.enter()?;
-            let module = dev.module(&source)?;
-            let kernels: Vec<LoadedKernel> = WIDTHS
-                .into_iter()
-                .map(|w| dev.kernel(&module, &StridedSpec::entry(w), THREADS, 0))
-                .collect::<Result<_>>()?;
-            for (w, k) in WIDTHS.iter().zip(&kernels) {
-                log::debug!(
-                    "strided kernel of {w} columns: {} resident blocks, {} registers, {} B local",
-                    k.resident_blocks,
-                    k.function.num_regs().unwrap_or(-1),
-                    k.function.local_size_bytes().unwrap_or(-1)
-                );
-            }
-            Ok(Arc::new(StridedKernelSet {
-                kernels,
-                _module: module,
-            }))
-        })
+        self.sets
+            .get_or_try_init(spec, || StridedKernelSet::load(dev, &spec.source()))
     }
 }
 

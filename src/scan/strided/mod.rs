@@ -17,24 +17,22 @@ use cudarc::driver::sys::CUstream;
 use crate::array::ArrayView;
 use crate::context::Context;
 use crate::contract::{
-    StridedParams, FLAG_DETERMINISTIC, FLAG_HAS_INIT, FLAG_INCLUSIVE, FLAG_INIT_IN_MEMORY, FLAG_PER_SEQUENCE_CARRIES,
-    FLAG_STRIDED_IN_ROWS_FAST, FLAG_STRIDED_OUT_ROWS_FAST,
+    OperatorParams, StridedParams, FLAG_DETERMINISTIC, FLAG_HAS_INIT, FLAG_INCLUSIVE, FLAG_INIT_IN_MEMORY,
+    FLAG_PER_SEQUENCE_CARRIES, FLAG_STRIDED_IN_ROWS_FAST, FLAG_STRIDED_OUT_ROWS_FAST,
 };
 use crate::engine::{Engine, GpuEngine};
 use crate::error::{bail, Result};
-use crate::runtime::calls::CallLabel;
 use crate::runtime::{driver, launch_workspace};
 use crate::scan::carry_views::{CarryViews, CheckedCarry};
 use crate::scan::checks::check_carries;
-use crate::scan::desc::{ScanDesc, Segments};
-use crate::scan::operator_model::{BuiltinOperator, Carries};
+use crate::scan::desc::{ScanDesc, ScanShape, Segments};
+use crate::scan::operator_model::{BuiltinOperator, Carries, OperatorModel};
 use crate::scan::plan::choose_algorithm;
 use crate::scan::ScanInfo;
 use crate::stream::Stream;
 use crate::tables::{Algorithm, Backend, ChoiceReason};
-use crate::types::{DType, ScanTypes};
+use crate::types::DType;
 use host::SequenceCarries;
-use kernels::{StridedKernels, StridedSpec};
 use layout::{check_memory, strided_pair, StridedPair, Strides};
 
 /// Scans `input` into `output` along `axis` (in range, non-negative) as the strided
@@ -68,7 +66,6 @@ pub(crate) fn scan(
         desc.deterministic,
         desc.order_sensitive(types.accumulator),
     );
-    let init_bits = desc.init_bits(types.accumulator)?;
     let pair = strided_pair(input, output, axis)?;
     check_memory(&pair, input, output)?;
     for (view, what) in [(input, "input"), (output, "output")] {
@@ -81,32 +78,54 @@ pub(crate) fn scan(
             );
         }
     }
+    let model = BuiltinOperator::new(desc.op, types);
+    let shape = desc.shape(types.accumulator)?;
     let sequence_carries = carry_addresses(ctx, carries, &pair, types.accumulator)?;
-    let addresses = Carries {
-        carry_in: sequence_carries.carry_in,
-        carry_out: sequence_carries.carry_out,
-    };
     check_carries(
-        &BuiltinOperator::new(desc.op, types),
-        addresses,
-        &desc.shape(types.accumulator)?,
+        &model,
+        Carries {
+            carry_in: sequence_carries.carry_in,
+            carry_out: sequence_carries.carry_out,
+        },
+        &shape,
     )?;
+    let arrays = StridedArrays {
+        pair,
+        inputs: vec![input.addr()],
+        outputs: vec![output.addr()],
+        known: input.known_to(ctx.id())? && output.known_to(ctx.id())?,
+        carries: sequence_carries,
+    };
+    run(ctx, stream, &model, &arrays, &shape, (algorithm, reason))
+}
+
+/// A checked strided scan's arrays: every input at the pair's input strides, every output
+/// at its output strides (a user-defined operator's arrays share one layout each).
+pub(crate) struct StridedArrays {
+    pub pair: StridedPair,
+    pub inputs: Vec<u64>,
+    pub outputs: Vec<u64>,
+    /// The views are buffers of the context (of checked length).
+    pub known: bool,
+    pub carries: SequenceCarries,
+}
+
+/// Runs a checked strided scan of `model` on the context's backend.
+pub(crate) fn run(
+    ctx: &Context,
+    stream: &Stream,
+    model: &dyn OperatorModel,
+    a: &StridedArrays,
+    shape: &ScanShape,
+    (algorithm, reason): (Algorithm, ChoiceReason),
+) -> Result<ScanInfo> {
     match ctx.engine() {
         Engine::Host => {
             // SAFETY: the views hold every element their strides reach (their
-            // constructors' contracts), the output writes each once and shares no memory
-            // with the input unless it is the input (checked), the carries hold their
+            // constructors' contracts), the outputs write each once and share no memory
+            // with the inputs unless they are one (checked), the carries hold their
             // checked counts.
-            unsafe {
-                host::scan(
-                    &pair,
-                    (input.addr(), input.dtype()),
-                    (output.addr(), output.dtype()),
-                    desc,
-                    types.accumulator,
-                    sequence_carries,
-                )?
-            };
+            unsafe { host::scan(model, a, shape)? };
             Ok(ScanInfo {
                 backend: Backend::Host,
                 algorithm: Algorithm::Host,
@@ -114,15 +133,7 @@ pub(crate) fn scan(
             })
         }
         Engine::Gpu(engine) => {
-            let arrays = Arrays {
-                pair,
-                input: input.addr(),
-                output: output.addr(),
-                types,
-                known: input.known_to(ctx.id())? && output.known_to(ctx.id())?,
-                carries: sequence_carries,
-            };
-            launch(engine, stream, &arrays, desc, init_bits, algorithm)?;
+            launch(engine, stream, model, a, shape, algorithm)?;
             Ok(ScanInfo {
                 backend: Backend::Gpu,
                 algorithm,
@@ -140,8 +151,25 @@ fn carry_addresses(
     pair: &StridedPair,
     accumulator: DType,
 ) -> Result<SequenceCarries> {
-    let sequences = pair.form.sequences();
     let [carry_in, carry_out] = carries.checked(accumulator, ctx.id())?;
+    sequence_carries(
+        pair,
+        carries.carry_in.is_some().then_some(carry_in),
+        carries.carry_out.is_some().then_some(carry_out),
+        "values",
+    )
+}
+
+/// Per-sequence carries from checked views whose `len` counts states (`unit` names them
+/// in messages): a carry in of one (for every sequence) or one per sequence, a carry out
+/// of one per sequence.
+pub(crate) fn sequence_carries(
+    pair: &StridedPair,
+    carry_in: Option<CheckedCarry>,
+    carry_out: Option<CheckedCarry>,
+    unit: &str,
+) -> Result<SequenceCarries> {
+    let sequences = pair.form.sequences();
     let count = |carry: CheckedCarry, what: &str, counts: &[u64]| -> Result<()> {
         if counts.contains(&carry.len) {
             return Ok(());
@@ -153,13 +181,13 @@ fn carry_addresses(
         };
         bail!(
             BufferTooSmall,
-            "the {what} holds {} values; this scan of {sequences} sequences takes {takes}",
+            "the {what} holds {} {unit}; this scan of {sequences} sequences takes {takes}",
             carry.len
         )
     };
     let mut out = SequenceCarries {
-        carry_in: carry_in.addr,
-        carry_out: carry_out.addr,
+        carry_in: carry_in.map_or(0, |c| c.addr),
+        carry_out: carry_out.map_or(0, |c| c.addr),
         per_sequence_in: false,
         strides: Strides {
             batch: 0,
@@ -167,11 +195,11 @@ fn carry_addresses(
             column: 0,
         },
     };
-    if carries.carry_in.is_some() {
+    if let Some(carry_in) = carry_in {
         count(carry_in, "carry in", &[1, sequences])?;
         out.per_sequence_in = carry_in.len == sequences && sequences > 1;
     }
-    if carries.carry_out.is_some() {
+    if let Some(carry_out) = carry_out {
         count(carry_out, "carry out", &[sequences])?;
     }
     let per_sequence = out.per_sequence_in || (out.carry_out != 0 && sequences > 1);
@@ -188,60 +216,68 @@ fn carry_addresses(
 }
 
 /// A scan of sequences of nothing still hands each sequence's carry on: its initial
-/// value (its carry in, the descriptor's initial value or the identity).
+/// state (its carry in, the initial value or the identity).
 ///
 /// # Safety
 /// The carries hold their checked counts of device memory; `stream` is checked.
-unsafe fn carry_empty_scan(a: &Arrays, desc: &ScanDesc, init_bits: Option<u64>, stream: CUstream) -> Result<()> {
+unsafe fn carry_empty_scan(
+    model: &dyn OperatorModel,
+    a: &StridedArrays,
+    shape: &ScanShape,
+    stream: CUstream,
+) -> Result<()> {
     let c = a.carries;
-    let (sequences, acc) = (a.pair.form.sequences(), a.types.accumulator.size());
+    let (sequences, state) = (a.pair.form.sequences(), model.state_bytes());
     if c.carry_out == 0 || sequences == 0 {
         return Ok(());
     }
     if c.carry_in == 0 {
-        let bits = init_bits.unwrap_or_else(|| crate::scan::host::identity_bits(a.types, desc.op));
-        return driver::fill_repeated_async(c.carry_out, &bits.to_ne_bytes()[..acc], sequences, stream);
+        let init = match shape.init {
+            Some(init) => init.bytes()[..state].to_vec(),
+            None => model.identity_bytes(),
+        };
+        return driver::fill_repeated_async(c.carry_out, &init, sequences, stream);
     }
     if c.per_sequence_in {
-        return driver::copy_async(c.carry_out, c.carry_in, sequences as usize * acc, stream);
+        return driver::copy_async(c.carry_out, c.carry_in, sequences as usize * state, stream);
     }
     for s in 0..sequences {
-        driver::copy_async(c.carry_out + s * acc as u64, c.carry_in, acc, stream)?;
+        driver::copy_async(c.carry_out + s * state as u64, c.carry_in, state, stream)?;
     }
     Ok(())
 }
 
-/// A checked strided scan's arrays on a GPU.
-struct Arrays {
-    pair: StridedPair,
-    input: u64,
-    output: u64,
-    types: ScanTypes,
-    /// Both views are buffers of the context (of checked length).
-    known: bool,
-    carries: SequenceCarries,
+/// The parameter buffer of a user-defined operator's strided kernels.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct StridedOperatorLaunch {
+    strided: StridedParams,
+    operator: OperatorParams,
 }
 
 /// Queues a checked strided scan on a GPU.
 fn launch(
     engine: &GpuEngine,
     stream: &Stream,
-    a: &Arrays,
-    desc: &ScanDesc,
-    init_bits: Option<u64>,
+    model: &dyn OperatorModel,
+    a: &StridedArrays,
+    shape: &ScanShape,
     algorithm: Algorithm,
 ) -> Result<()> {
     let dev = &engine.device;
     let raw_stream = stream.raw() as CUstream;
     let _current = dev.prepare_launch(raw_stream, stream.verified())?;
     let form = a.pair.form;
-    let acc = a.types.accumulator.size() as u64;
+    let state = model.state_bytes() as u64;
     if form.elements() > 0 && !a.known {
-        for (addr, strides, dtype, what) in [
-            (a.input, &a.pair.input, a.types.input, "input"),
-            (a.output, &a.pair.output, a.types.output, "output"),
-        ] {
-            let (start, bytes) = strides.byte_range(&form, addr, dtype.size());
+        let views = (a.inputs.iter().zip(model.inputs()))
+            .map(|(&addr, layout)| (addr, &a.pair.input, layout.size, "input"))
+            .chain(
+                (a.outputs.iter().zip(model.outputs()))
+                    .map(|(&addr, layout)| (addr, &a.pair.output, layout.size, "output")),
+            );
+        for (addr, strides, size, what) in views {
+            let (start, bytes) = strides.byte_range(&form, addr, size);
             dev.check_device_range(start, bytes, what)?;
         }
     }
@@ -249,17 +285,17 @@ fn launch(
     let c = a.carries;
     if c.carry_in != 0 {
         let count = if c.per_sequence_in { sequences } else { 1 };
-        dev.check_device_range(c.carry_in, count * acc, "carry in")?;
+        dev.check_device_range(c.carry_in, count * state, "carry in")?;
     }
     if c.carry_out != 0 {
-        dev.check_device_range(c.carry_out, sequences * acc, "carry out")?;
+        dev.check_device_range(c.carry_out, sequences * state, "carry out")?;
     }
     if form.elements() == 0 {
         // SAFETY: the carries were checked to hold their counts; the stream is checked.
-        return unsafe { carry_empty_scan(a, desc, init_bits, raw_stream) };
+        return unsafe { carry_empty_scan(model, a, shape, raw_stream) };
     }
     let width = kernels::width_for(form.columns);
-    let tile_rows = kernels::tile_rows(a.types, width);
+    let tile_rows = kernels::tile_rows(state as usize, width);
     let strips = form.columns.div_ceil(width as u64);
     let tiles = form.batches * strips * form.len.div_ceil(tile_rows);
     let slots = tiles * width as u64;
@@ -271,15 +307,10 @@ fn launch(
             form.len
         );
     }
-    let spec = StridedSpec {
-        types: a.types,
-        op: desc.op,
-        direction: desc.direction,
-    };
-    let set = engine.algorithms.get::<StridedKernels>().get(dev, &spec)?;
-    let workspace = launch_workspace::acquire(dev, raw_stream, None, acc as usize, slots, set.clone() as Arc<_>)?;
+    let set = model.strided_kernels(engine, shape.direction)?;
+    let workspace = launch_workspace::acquire(dev, raw_stream, None, state as usize, slots, set.clone() as Arc<_>)?;
     let mut flags = 0;
-    if desc.inclusive {
+    if shape.inclusive {
         flags |= FLAG_INCLUSIVE;
     }
     if algorithm == Algorithm::DeterministicSinglePass {
@@ -297,15 +328,15 @@ fn launch(
             flags |= FLAG_PER_SEQUENCE_CARRIES;
         }
         c.carry_in
-    } else if let Some(bits) = init_bits {
+    } else if let Some(init) = shape.init {
         flags |= FLAG_HAS_INIT;
-        bits
+        init.words[0]
     } else {
         0
     };
     let params = StridedParams {
-        input: a.input,
-        output: a.output,
+        input: a.inputs[0],
+        output: a.outputs[0],
         workspace: workspace.ptr,
         report: dev.faults.device,
         in_batch_stride: a.pair.input.batch,
@@ -323,17 +354,27 @@ fn launch(
         carry_batch_stride: c.strides.batch,
         carry_column_stride: c.strides.column,
         flags,
-        call: dev.calls.record(
-            CallLabel::Builtin {
-                op: desc.op.c_name(),
-                input: a.types.input.describe(),
-                output: a.types.output.describe(),
-            },
-            form.elements(),
-            raw_stream as usize,
-        ),
+        call: dev.calls.record(model.label(), form.elements(), raw_stream as usize),
     };
+    let kernel = set.kernel(width);
     // SAFETY: the parameters are what the kernel was compiled for; every address was
     // checked (ranges, overlaps, carries); one block per tile.
-    unsafe { set.kernel(width).launch(tiles as u32, raw_stream, &params) }
+    unsafe {
+        if model.takes_operator_params() {
+            let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
+            let params = StridedOperatorLaunch {
+                strided: params,
+                operator: OperatorParams {
+                    input1: at(&a.inputs, 1),
+                    input2: at(&a.inputs, 2),
+                    input3: at(&a.inputs, 3),
+                    output1: at(&a.outputs, 1),
+                    init: shape.init.unwrap_or_default(),
+                },
+            };
+            kernel.launch(tiles as u32, raw_stream, &params)
+        } else {
+            kernel.launch(tiles as u32, raw_stream, &params)
+        }
+    }
 }
