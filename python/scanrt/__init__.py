@@ -373,6 +373,14 @@ def linear_recurrence(a: Any, b: Any, axis: int = -1, *, initial: Any = None, re
         return _torch.linear_recurrence(a, b, axis, initial, reverse)
     if tuple(a.shape) != tuple(b.shape):
         raise ValueError(f"a {tuple(a.shape)} and b {tuple(b.shape)} differ in shape")
+    along = _arrays.normal_axis(a, axis)
+    if len(a.shape) > 1 and along != len(a.shape) - 1 and _arrays.describe(a)[1:4] == _arrays.describe(b)[1:4]:
+        # An inner axis, a and b laid out alike: scanned where they lie, in one pass.
+        h = _arrays.empty(a, a.shape, _arrays.describe_dtype(a))
+        _run([a, b], lambda s: _scanrt.recipe_scan(
+            "linear_recurrence", [_arrays.describe(a), _arrays.describe(b)], [_arrays.describe(h)], 0, True, reverse,
+            None if initial is None else float(initial), False, s, axis=along))
+        return h
     ma, axis = _arrays.last_axis_contiguous(a, axis)
     mb, _ = _arrays.last_axis_contiguous(b, axis)
     if _arrays.describe_dtype(ma) != _arrays.describe_dtype(mb):

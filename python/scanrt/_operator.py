@@ -67,7 +67,7 @@ class Operator:
 
     def __call__(self, *inputs: Any, exclusive: bool = False, reverse: bool = False, initial: Any = None,
                  deterministic: bool = False, out: Any = None, segments: Any = None, offsets: Any = None,
-                 carry_in: Any = None, carry_out: Any = None) -> Any:
+                 carry_in: Any = None, carry_out: Any = None, axis: Optional[int] = None) -> Any:
         """Scans the 1-D ``inputs`` (one per load type, or one uint8 array of states) and
         returns the results: one array per store type (a tuple when there are two), or a
         uint8 array of states. ``initial``: a state (bytes or a NumPy value) every
@@ -78,12 +78,20 @@ class Operator:
         state, or with ``offsets`` one per segment: each segment starts from its state in
         ``carry_in`` and its total state goes to ``carry_out`` (a batch of variable-length
         sequences with an initial and a final state each). Scans with carries run
-        outside torch's custom operators (not inside ``torch.compile`` graphs)."""
+        outside torch's custom operators (not inside ``torch.compile`` graphs).
+
+        ``axis``: N-D inputs (one shape; the inputs laid out alike) are scanned along
+        that axis where they lie, each sequence on its own (columns, pitched rows, any
+        axis), into new contiguous outputs (or ``out``); the load's index is the
+        element's index along the axis; ``carry_in`` and ``carry_out`` then hold one state
+        per sequence (``carry_in`` may hold one for all)."""
         if not inputs:
             raise TypeError(f"operator {self.name} takes its input arrays")
+        if axis is not None:
+            return self._along(list(inputs), axis, exclusive, reverse, initial, deterministic, out, carry_in, carry_out)
         for x in inputs:
             if len(x.shape) != 1:
-                raise ValueError(f"operator scans take 1-D arrays; one has shape {tuple(x.shape)}")
+                raise ValueError(f"operator scans take 1-D arrays (or an axis); one has shape {tuple(x.shape)}")
         init = None if initial is None else _bytes_of(initial, self.state_size, "initial")
         carries = (carry_in, carry_out)
         if out is None and _arrays.library(inputs[0]) == "torch" and carries == (None, None):
@@ -98,6 +106,21 @@ class Operator:
         else:
             outs = [_arrays.empty(inputs[0], shape, t) for shape, t in self._outputs(n)]
         self._scan(list(inputs), outs, exclusive, reverse, init, deterministic, segments, offsets, carries)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _along(self, inputs, axis, exclusive, reverse, initial, deterministic, out, carry_in, carry_out) -> Any:
+        if self.load is None or self.store is None:
+            raise TypeError(f"operator {self.name} scans along an axis through a load and a store")
+        shape = tuple(inputs[0].shape)
+        if out is not None:
+            outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        else:
+            outs = [_arrays.empty(inputs[0], shape, t) for t in self.store[1]]
+        init = None if initial is None else _bytes_of(initial, self.state_size, "initial")
+        ins, results = [_arrays.describe(x) for x in inputs], [_arrays.describe(y) for y in outs]
+        c_in, c_out = (None if c is None else _arrays.describe(c) for c in (carry_in, carry_out))
+        _arrays.run(inputs, lambda s: self._op.scan(ins, results, not exclusive, reverse, init, deterministic, s,
+                                                    None, None, c_in, c_out, axis))
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _length(self, first: Any) -> int:

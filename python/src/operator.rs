@@ -69,7 +69,8 @@ impl PyOperator {
     /// `stream`; `initial` is a state's bytes, `segments` byte flags or `offsets` offsets;
     /// `carry_in` and `carry_out` contiguous arrays of whole states (one, or one per
     /// segment with offsets) read before and written after the scan.
-    #[pyo3(signature = (inputs, outputs, inclusive, reverse, initial, deterministic, stream, segments=None, offsets=None, carry_in=None, carry_out=None))]
+    /// `axis`: scan the arrays as they lie along that axis, each sequence on its own.
+    #[pyo3(signature = (inputs, outputs, inclusive, reverse, initial, deterministic, stream, segments=None, offsets=None, carry_in=None, carry_out=None, axis=None))]
     #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
@@ -85,6 +86,7 @@ impl PyOperator {
         offsets: Option<ArrayArg>,
         carry_in: Option<ArrayArg>,
         carry_out: Option<ArrayArg>,
+        axis: Option<isize>,
     ) -> PyResult<()> {
         let all: Vec<&ArrayArg> = inputs
             .iter()
@@ -131,8 +133,11 @@ impl PyOperator {
             carry_in: carry_in.as_ref(),
             carry_out: carry_out.as_ref(),
         };
-        py.allow_threads(|| op.scan_arrays_carried(&s, &ins, &outs, data.as_ref(), &scan, &carries))
-            .py_err()?;
+        py.allow_threads(|| match axis {
+            Some(axis) => op.scan_arrays_along(&s, &ins, &outs, axis, &scan, &carries),
+            None => op.scan_arrays_carried(&s, &ins, &outs, data.as_ref(), &scan, &carries),
+        })
+        .py_err()?;
         Ok(())
     }
 

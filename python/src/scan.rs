@@ -185,9 +185,11 @@ fn operator(ctx: &Context, device: i64, recipe: &str, dtype: DType) -> PyResult<
 /// them. `initial` is the linear recurrence's h0. `offsets` (1-D arrays): the sequences
 /// as a CSR array; `carry_in` and `carry_out`: contiguous arrays of the recipe's states
 /// (any type: their bytes are the states), one per sequence with `offsets`, else one,
-/// read before and written after the scan.
+/// read before and written after the scan. `axis`: scan the arrays as they lie (any
+/// strides; the inputs sharing one layout, the outputs another) along that axis, each
+/// sequence on its own, instead of flattened rows.
 #[pyfunction]
-#[pyo3(signature = (recipe, inputs, outputs, row, inclusive, reverse, initial, deterministic, stream, offsets=None, carry_in=None, carry_out=None))]
+#[pyo3(signature = (recipe, inputs, outputs, row, inclusive, reverse, initial, deterministic, stream, offsets=None, carry_in=None, carry_out=None, axis=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn recipe_scan(
     py: Python<'_>,
@@ -203,6 +205,7 @@ pub(crate) fn recipe_scan(
     offsets: Option<ArrayArg>,
     carry_in: Option<ArrayArg>,
     carry_out: Option<ArrayArg>,
+    axis: Option<isize>,
 ) -> PyResult<()> {
     let all: Vec<&ArrayArg> = inputs
         .iter()
@@ -233,7 +236,7 @@ pub(crate) fn recipe_scan(
         deterministic,
         segments: match &segments {
             Some((_, kind)) => *kind,
-            None if row > 0 && row < n => Segments::Rows(row),
+            None if row > 0 && row < n && axis.is_none() => Segments::Rows(row),
             None => Segments::None,
         },
         ..OperatorScan::default()
@@ -249,8 +252,14 @@ pub(crate) fn recipe_scan(
             device: a.device,
         };
         // SAFETY: the Python caller keeps the arrays referenced during the call, and
-        // passes contiguous ones, so the flat view covers the same elements.
-        unsafe { flat.view(writable) }
+        // passes contiguous ones (unless it names an axis), so the flat view covers the
+        // same elements.
+        unsafe {
+            match axis {
+                Some(_) => a.view(writable),
+                None => flat.view(writable),
+            }
+        }
     };
     let ins = inputs.iter().map(|a| flat(a, false)).collect::<PyResult<Vec<_>>>()?;
     let outs = outputs.iter().map(|a| flat(a, true)).collect::<PyResult<Vec<_>>>()?;
@@ -262,7 +271,10 @@ pub(crate) fn recipe_scan(
         carry_in: carry_in.as_ref(),
         carry_out: carry_out.as_ref(),
     };
-    py.allow_threads(|| op.scan_arrays_carried(&s, &ins, &outs, data.as_ref(), &scan, &carries))
-        .py_err()?;
+    py.allow_threads(|| match axis {
+        Some(axis) => op.scan_arrays_along(&s, &ins, &outs, axis, &scan, &carries),
+        None => op.scan_arrays_carried(&s, &ins, &outs, data.as_ref(), &scan, &carries),
+    })
+    .py_err()?;
     Ok(())
 }

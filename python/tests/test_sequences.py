@@ -250,3 +250,53 @@ def test_torch_user_operator_with_carries_per_segment(reverse):
     np.testing.assert_allclose(states_out[:, 1].cpu().numpy(), want_final, rtol=1e-4, atol=1e-4)
     with pytest.raises(ValueError):  # the carries must not overlap
         op(a, b, offsets=offsets, carry_in=states_in, carry_out=states_in)
+
+
+def along_loop(a, b, axis, reverse, initial=0.0):
+    """The recurrence along `axis` of N-D arrays, one sequence at a time."""
+    a, b = np.moveaxis(a, axis, -1), np.moveaxis(b, axis, -1)
+    h = np.empty_like(a)
+    for row in np.ndindex(a.shape[:-1]):
+        s = initial
+        for t in (range(a.shape[-1] - 1, -1, -1) if reverse else range(a.shape[-1])):
+            s = a[row + (t,)] * s + b[row + (t,)]
+            h[row + (t,)] = s
+    return np.moveaxis(h, -1, axis)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("shape, axis", [((300, 7), 0), ((4, 50, 33), 1), ((3, 5, 64), 0)])
+def test_numpy_recurrence_along_inner_axes(reverse, shape, axis):
+    r = rng(7)
+    a, b = r.uniform(-1, 1, shape), r.standard_normal(shape)
+    h = scanrt.linear_recurrence(a, b, axis=axis, reverse=reverse, initial=0.5)
+    np.testing.assert_allclose(h, along_loop(a, b, axis, reverse, 0.5), rtol=1e-9, atol=1e-12)
+    # A transposed view (columns of a column-major matrix) too.
+    at, bt = a.T, b.T
+    h = scanrt.linear_recurrence(at, bt, axis=-1 - axis, reverse=reverse)
+    np.testing.assert_allclose(h, along_loop(at, bt, at.ndim - 1 - axis, reverse), rtol=1e-9, atol=1e-12)
+
+
+@cuda
+@pytest.mark.parametrize("reverse", [False, True])
+def test_torch_user_operator_along_an_axis_with_carries(reverse):
+    op = scanrt.Operator("affine", AFFINE, "Affine", 8, 4, "combine", np.array([1, 0], np.float32),
+                         load=("make", ["float32", "float32"]), store=("write", ["float32"]))
+    r = rng(8)
+    T, B = 5000, 48
+    a_np, b_np = r.uniform(-1, 1, (T, B)).astype(np.float32), r.standard_normal((T, B)).astype(np.float32)
+    h0 = r.standard_normal(B).astype(np.float32)
+    a, b = torch.tensor(a_np, device="cuda"), torch.tensor(b_np, device="cuda")
+    states_in = torch.stack([torch.ones(B, device="cuda"), torch.tensor(h0, device="cuda")], -1)
+    states_out = torch.zeros((B, 2), device="cuda")
+    h = op(a, b, axis=0, reverse=reverse, carry_in=states_in, carry_out=states_out)
+    want = along_loop(a_np.astype(np.float64), b_np.astype(np.float64), 0, reverse)
+    # Each column from its own h0: add h0's contribution, the running product of a.
+    prods = np.cumprod(a_np[::-1] if reverse else a_np, axis=0, dtype=np.float64)
+    want = want + (prods[::-1] if reverse else prods) * h0
+    np.testing.assert_allclose(h.cpu().numpy(), want, rtol=1e-3, atol=1e-3)
+    last = 0 if reverse else T - 1
+    np.testing.assert_allclose(states_out[:, 1].cpu().numpy(), want[last], rtol=1e-3, atol=1e-3)
+    # The recipe along dim 0, in place of a transpose copy.
+    h2 = scanrt.linear_recurrence(a, b, axis=0, reverse=reverse)
+    np.testing.assert_allclose(h2.cpu().numpy(), along_loop(a_np, b_np, 0, reverse), rtol=1e-3, atol=1e-3)
