@@ -2,11 +2,12 @@
 //! summed-area-table targets of the data-shapes issue, each beside a device copy of the
 //! same bytes in the same run (a scan reads and writes each element once, as the copy
 //! does; a summed-area table is counted the same, 2n bytes, though it moves 4n). CUB has no
-//! strided scan; torch's cumsum along dim 0 is in python/bench/bench_peers.py.
+//! strided scan; torch's cumsum along dim 0 is in python/bench/bench_peers.py. Also a
+//! user-defined operator (the f32 linear recurrence) down the columns of a matrix.
 //! Prints `case,dtype,elements,scanrt_us,memcpy_us,of_memcpy`.
 
 use cudarc::driver::sys;
-use scanrt::{ArrayView, Buffer, Context, DType, Op, ScanDesc, Stream};
+use scanrt::{ArrayView, Buffer, CarryViews, Context, DType, Op, OperatorScan, ScanDesc, Stream};
 
 use crate::{fill, Timer};
 
@@ -105,5 +106,35 @@ pub(crate) fn run(ctx: &Context, stream: &Stream, timer: &Timer) {
             case.dtype.c_name(),
             copy_us / us
         );
+    }
+    // A user-defined operator along dim 0: the recipes' f32 linear recurrence down the
+    // columns (reads a and b, writes h: 3n elements moved, against the copy's 2n).
+    let op = ctx
+        .create_operator(scanrt::recipes::linear_recurrence(DType::F32).unwrap())
+        .unwrap();
+    for (rows, cols) in [(1u64 << 16, 64u64), (8192, 8192)] {
+        let (n, name) = (rows * cols, format!("recurrence_columns_{rows}x{cols}"));
+        if only.as_ref().is_some_and(|o| *o != name) {
+            continue;
+        }
+        let arrays: Vec<Buffer> = (0..3).map(|_| Buffer::new(ctx, DType::F32, n).unwrap()).collect();
+        fill(&arrays[0], DType::F32, n);
+        fill(&arrays[1], DType::F32, n);
+        // SAFETY: each buffer holds the rows x cols elements and outlives the timed calls.
+        let views: Vec<ArrayView> = arrays
+            .iter()
+            .map(|b| unsafe { ArrayView::contiguous(b.addr(), DType::F32, &[rows, cols]) }.unwrap())
+            .collect();
+        let reps = if n <= 1 << 22 { 200 } else { 30 };
+        let scan = OperatorScan::inclusive();
+        let us = timer.median_us(stream, reps, || {
+            op.scan_arrays_along(stream, &views[..2], &views[2..], 0, &scan, &CarryViews::default())
+                .unwrap();
+        });
+        let bytes = (n * 4) as usize;
+        let copy_us = timer.median_us(stream, reps, || unsafe {
+            sys::cuMemcpyDtoDAsync_v2(arrays[2].addr(), arrays[0].addr(), bytes, stream.raw() as sys::CUstream);
+        });
+        println!("{name},f32,{n},{us:.3},{copy_us:.3},{:.3}", 1.5 * copy_us / us);
     }
 }

@@ -6,19 +6,7 @@ use crate::contract::StateBytes;
 use crate::error::Result;
 use crate::scan::desc::ScanShape;
 use crate::scan::operator_model::{ArrayLayout, Carries, OperatorModel, ScanArrays};
-use crate::scan::strided::layout::Strides;
-use crate::scan::strided::StridedArrays;
-
-/// Per-sequence carries (0: none): `batches * columns` states each, or one carry in for all.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct SequenceCarries {
-    pub carry_in: u64,
-    pub carry_out: u64,
-    /// `carry_in` holds one value for every sequence (else one for all).
-    pub per_sequence_in: bool,
-    /// Where sequence `(b, c)` lies among them: `b * strides.batch + c * strides.column`.
-    pub strides: Strides,
-}
+use crate::scan::strided::layout::{StridedArrays, Strides};
 
 /// Scans every sequence of the arrays with `model`'s host backend.
 ///

@@ -234,3 +234,25 @@ pub(crate) fn check_memory(pair: &StridedPair, input: &ArrayView, output: &Array
     }
     Ok(())
 }
+
+/// Per-sequence carries (0: none): `batches * columns` states each, or one carry in for all.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SequenceCarries {
+    pub carry_in: u64,
+    pub carry_out: u64,
+    /// `carry_in` holds one value for every sequence (else one for all).
+    pub per_sequence_in: bool,
+    /// Where sequence `(b, c)` lies among them: `b * strides.batch + c * strides.column`.
+    pub strides: Strides,
+}
+
+/// A checked strided scan's arrays: every input at the pair's input strides, every output
+/// at its output strides (a user-defined operator's arrays share one layout each).
+pub(crate) struct StridedArrays {
+    pub pair: StridedPair,
+    pub inputs: Vec<u64>,
+    pub outputs: Vec<u64>,
+    /// The views are buffers of the context (of checked length).
+    pub known: bool,
+    pub carries: SequenceCarries,
+}

@@ -32,8 +32,8 @@ use crate::scan::ScanInfo;
 use crate::stream::Stream;
 use crate::tables::{Algorithm, Backend, ChoiceReason};
 use crate::types::DType;
-use host::SequenceCarries;
-use layout::{check_memory, strided_pair, StridedPair, Strides};
+pub(crate) use layout::StridedArrays;
+use layout::{check_memory, strided_pair, SequenceCarries, StridedPair, Strides};
 
 /// Scans `input` into `output` along `axis` (in range, non-negative) as the strided
 /// form of the pair says; `desc` is unsegmented.
@@ -97,17 +97,6 @@ pub(crate) fn scan(
         carries: sequence_carries,
     };
     run(ctx, stream, &model, &arrays, &shape, (algorithm, reason))
-}
-
-/// A checked strided scan's arrays: every input at the pair's input strides, every output
-/// at its output strides (a user-defined operator's arrays share one layout each).
-pub(crate) struct StridedArrays {
-    pub pair: StridedPair,
-    pub inputs: Vec<u64>,
-    pub outputs: Vec<u64>,
-    /// The views are buffers of the context (of checked length).
-    pub known: bool,
-    pub carries: SequenceCarries,
 }
 
 /// Runs a checked strided scan of `model` on the context's backend.
