@@ -1,7 +1,8 @@
 //! How a strided scan walks its views: every non-contiguous layout a scan along one axis
 //! can meet (columns of a matrix, rows with a pitch, an inner axis of an N-D array, a
 //! transposed array, a 1-D array with a stride) reduced to the strided kernel's one form,
-//! `[batches][len][columns]` with the columns adjacent in memory.
+//! `[batches][len][columns]` with the columns adjacent in memory; and a checked scan's
+//! arrays and per-sequence carries in that form.
 
 use crate::array::ArrayView;
 use crate::error::{bail, Result};
