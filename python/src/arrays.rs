@@ -93,6 +93,21 @@ impl ArrayArg {
     }
 }
 
+/// Carry arrays of whole states (contiguous arrays of any type: their bytes are the
+/// states) as `U8` views, the carry out writable.
+///
+/// # Safety
+/// The descriptions are of live arrays the caller keeps referenced during the call.
+pub(crate) unsafe fn state_carry_views(
+    carry_in: Option<ArrayArg>,
+    carry_out: Option<ArrayArg>,
+) -> PyResult<[Option<ArrayView<'static>>; 2]> {
+    Ok([
+        carry_in.map(|c| c.as_bytes()?.view(false)).transpose()?,
+        carry_out.map(|c| c.as_bytes()?.view(true)).transpose()?,
+    ])
+}
+
 /// The context of a device (-1: the host backend), one per process and device.
 pub(crate) fn context(device: i64) -> PyResult<Context> {
     static CONTEXTS: Lazy<Mutex<HashMap<i64, Context>>> = Lazy::new(|| Mutex::new(HashMap::new()));

@@ -10,7 +10,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use scanrt::{CarryViews, Direction, Operator, OperatorDesc, OperatorScan};
 
-use crate::arrays::{context, device_of, dtype_named, stream, ArrayArg};
+use crate::arrays::{context, device_of, dtype_named, state_carry_views, stream, ArrayArg};
 use crate::errors::IntoPy;
 use crate::scan::segment_data;
 
@@ -127,8 +127,8 @@ impl PyOperator {
         let (ins, outs) = (views(&inputs, false)?, views(&outputs, true)?);
         // SAFETY: as above.
         let data = segments.map(|(d, _)| unsafe { d.view(false) }).transpose()?;
-        let carry_in = carry_in.map(|c| unsafe { c.as_bytes()?.view(false) }).transpose()?;
-        let carry_out = carry_out.map(|c| unsafe { c.as_bytes()?.view(true) }).transpose()?;
+        // SAFETY: as above.
+        let [carry_in, carry_out] = unsafe { state_carry_views(carry_in, carry_out)? };
         let carries = CarryViews {
             carry_in: carry_in.as_ref(),
             carry_out: carry_out.as_ref(),

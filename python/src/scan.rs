@@ -13,7 +13,7 @@ use scanrt::{
     recipes, CarryViews, Context, DType, Direction, InitValue, Op, Operator, OperatorScan, ScanDesc, Segments,
 };
 
-use crate::arrays::{context, device_of, stream, ArrayArg};
+use crate::arrays::{context, device_of, state_carry_views, stream, ArrayArg};
 use crate::errors::IntoPy;
 
 fn op_of(name: &str) -> PyResult<Op> {
@@ -265,8 +265,7 @@ pub(crate) fn recipe_scan(
     let outs = outputs.iter().map(|a| flat(a, true)).collect::<PyResult<Vec<_>>>()?;
     // SAFETY: as above.
     let data = segments.map(|(d, _)| unsafe { d.view(false) }).transpose()?;
-    let carry_in = carry_in.map(|c| unsafe { c.as_bytes()?.view(false) }).transpose()?;
-    let carry_out = carry_out.map(|c| unsafe { c.as_bytes()?.view(true) }).transpose()?;
+    let [carry_in, carry_out] = unsafe { state_carry_views(carry_in, carry_out)? };
     let carries = CarryViews {
         carry_in: carry_in.as_ref(),
         carry_out: carry_out.as_ref(),

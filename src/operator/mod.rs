@@ -374,37 +374,20 @@ impl Operator {
     /// The addresses of an operator scan's carry views: `U8` arrays of at least `states`
     /// whole states, the carry out writable.
     fn carry_addresses(&self, carries: &CarryViews, states: u64) -> Result<Carries> {
-        let desc = &self.inner.desc;
-        let size = desc.state_size as u64;
-        let check = |view: Option<&ArrayView>, what: &str, written: bool| -> Result<u64> {
-            let Some(view) = view else {
-                return Ok(0);
-            };
-            view.known_to(self.inner.ctx.id())?;
-            if view.dtype() != DType::U8 {
-                bail!(
-                    InvalidArgument,
-                    "the {what} of operator {} is a uint8 array of whole states, not a {} array",
-                    desc.name,
-                    view.dtype().c_name()
-                );
-            }
-            let len = view.flat_len(what)?;
-            if len < states * size {
+        let [carry_in, carry_out] = self.state_carries(carries)?;
+        for (carry, what) in [(carry_in, "carry in"), (carry_out, "carry out")] {
+            if let Some(c) = carry.filter(|c| c.len < states) {
                 bail!(
                     BufferTooSmall,
-                    "the {what} of operator {} holds {len} bytes; the scan needs {states} states of {size}",
-                    desc.name
+                    "the {what} of operator {} holds {} states; the scan needs {states}",
+                    self.inner.desc.name,
+                    c.len
                 );
             }
-            if written && !view.writable {
-                bail!(InvalidArgument, "the {what} of operator {} is read only", desc.name);
-            }
-            Ok(view.addr())
-        };
+        }
         Ok(Carries {
-            carry_in: check(carries.carry_in, "carry in", false)?,
-            carry_out: check(carries.carry_out, "carry out", true)?,
+            carry_in: carry_in.map_or(0, |c| c.addr),
+            carry_out: carry_out.map_or(0, |c| c.addr),
         })
     }
 

@@ -162,7 +162,7 @@ impl Operator {
 
     /// Carry views of whole states (`U8` arrays of this context, the carry out writable),
     /// their lengths counted in states.
-    fn state_carries(&self, carries: &CarryViews) -> Result<[Option<CheckedCarry>; 2]> {
+    pub(crate) fn state_carries(&self, carries: &CarryViews) -> Result<[Option<CheckedCarry>; 2]> {
         let desc = &self.inner.desc;
         let check = |view: Option<&ArrayView>, what: &str, written: bool| -> Result<Option<CheckedCarry>> {
             let Some(view) = view else { return Ok(None) };

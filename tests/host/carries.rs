@@ -134,3 +134,70 @@ fn host_segment_carries_match_sequential_loops() {
     let failures = crate::common::segment_carries::sweep_segment_carries(&ctx, &stream, 0x5E6C, &sizes, 4096);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[test]
+fn bad_carries_per_segment_are_refused_and_write_nothing() {
+    use scanrt::{recipes, DType, OperatorScan, Segments};
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let op = ctx
+        .create_operator(recipes::linear_recurrence(DType::F64).unwrap())
+        .unwrap();
+    let a = Buffer::from_slice(&ctx, &stream, &[1.0f64; 6]).unwrap();
+    let b = Buffer::from_slice(&ctx, &stream, &[2.0f64; 6]).unwrap();
+    let h = Buffer::from_slice(&ctx, &stream, &[7.0f64; 6]).unwrap();
+    let offsets = Buffer::from_slice(&ctx, &stream, &[0u32, 2, 6]).unwrap();
+    let states = Buffer::from_slice(&ctx, &stream, &[0u8; 64]).unwrap();
+    let wrong_type = Buffer::from_slice(&ctx, &stream, &[0u32; 16]).unwrap();
+    let scan = OperatorScan {
+        segments: Segments::Offsets {
+            dtype: DType::U32,
+            count: 3,
+        },
+        ..OperatorScan::default()
+    };
+    let bytes =
+        |buf: &Buffer, at: u64, len: u64| unsafe { ArrayView::contiguous(buf.addr() + at, DType::U8, &[len]).unwrap() };
+    let (ins, outs) = (
+        [ArrayView::of_buffer(&a), ArrayView::of_buffer(&b)],
+        [unsafe { ArrayView::contiguous(h.addr(), DType::F64, &[6]).unwrap() }],
+    );
+    let run = |carry_in: Option<&ArrayView>, carry_out: Option<&ArrayView>| {
+        let carries = CarryViews { carry_in, carry_out };
+        op.scan_arrays_carried(
+            &stream,
+            &ins,
+            &outs,
+            Some(&ArrayView::of_buffer(&offsets)),
+            &scan,
+            &carries,
+        )
+        .unwrap_err()
+        .status
+    };
+    let one_state = bytes(&states, 0, 16);
+    let typed = unsafe { ArrayView::contiguous(wrong_type.addr(), DType::U32, &[8]).unwrap() };
+    let (first, overlapping) = (bytes(&states, 0, 32), bytes(&states, 16, 32));
+    assert_eq!(
+        run(None, Some(&one_state)),
+        ScanrtStatus::BufferTooSmall,
+        "one state for two segments"
+    );
+    assert_eq!(
+        run(Some(&typed), None),
+        ScanrtStatus::InvalidArgument,
+        "a u32 array of states"
+    );
+    assert_eq!(
+        run(Some(&first), Some(&overlapping)),
+        ScanrtStatus::PartialOverlap,
+        "overlapping carries"
+    );
+    assert_eq!(
+        run(Some(&first), Some(&first)),
+        ScanrtStatus::PartialOverlap,
+        "one array for both"
+    );
+    assert_eq!(h.download::<f64>(&stream, 6).unwrap(), vec![7.0; 6]);
+    assert_eq!(states.download::<u8>(&stream, 64).unwrap(), vec![0; 64]);
+}
