@@ -154,6 +154,7 @@ fn main() {
     }
     let sizes = sizes(quick);
     let max_n = *sizes.iter().max().unwrap();
+    let only_types = std::env::var("SCANRT_BENCH_TYPES").ok();
     for (name, dtype) in [
         ("u32", DType::U32),
         ("f32", DType::F32),
@@ -164,6 +165,10 @@ fn main() {
     ] {
         // The quick sweep: the 4-byte types and the half types (f32 accumulators).
         if quick && matches!(dtype, DType::U64 | DType::F64) {
+            continue;
+        }
+        // SCANRT_BENCH_TYPES=f16,bf16: those types alone (tuning experiments).
+        if only_types.as_ref().is_some_and(|t| !t.split(',').any(|t| t == name)) {
             continue;
         }
         let src = Buffer::new(&ctx, dtype, max_n).unwrap();
@@ -211,6 +216,9 @@ fn main() {
         }
     }
 
+    if only_types.is_some() {
+        return;
+    }
     features::run(&ctx, &stream, &timer);
 
     // Small inputs: n = 2^16 u32, back to back, in a replayed graph, and host time.

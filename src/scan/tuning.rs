@@ -250,28 +250,46 @@ pub(crate) fn operator_shape(
                 // rescanning transform asks for as many
                 // blocks as the tuning row and the SM's shared memory allow (each block also
                 // holds about 2 KiB of static and reserved shared memory).
+                //
+                // A rescanning transform's rows are at most as long as lets the row's
+                // blocks share an SM: f16 and bf16 sums (2-byte arrays, f32 states) take
+                // 24 items at 4 blocks, not 28 at the 3 that fit (H100, 2^28 f16: 0.944 of
+                // memcpy against 0.935, bf16 0.945 against 0.936, `bench_compare --quick`
+                // with `SCANRT_RESCAN_OVERRIDE`, alternating, 4 rounds; 20 items at 4 blocks
+                // or 5 buffers and 16 items at 5-6 blocks were no better).
                 let row_element_bytes = bulk_element_bytes.max(state_bytes) as u32;
-                let bulk_items = ((row(arch).bulk_row_bytes / row_element_bytes) & !3).max(4);
-                let buffer_bytes = shape.bulk_buffers * shape.threads * bulk_items * bulk_element_bytes as u32;
+                let rescan = bulk_element_bytes < state_bytes;
+                let rescan_blocks = row(arch).bulk_rescan_min_blocks_per_sm[segmented as usize];
+                let buffer_row_bytes = shape.bulk_buffers * shape.threads * bulk_element_bytes as u32;
+                let fitting_items =
+                    (row(arch).shared_bytes_per_sm / rescan_blocks).saturating_sub(2048) / buffer_row_bytes.max(1);
+                let mut bulk_items = ((row(arch).bulk_row_bytes / row_element_bytes) & !3).max(4);
+                if rescan {
+                    bulk_items = bulk_items.min(fitting_items & !3).max(4);
+                }
+                let buffer_bytes = buffer_row_bytes * bulk_items;
                 let fitting_blocks = row(arch).shared_bytes_per_sm / (buffer_bytes + 2048);
-                TileShape {
+                let shape = TileShape {
                     bulk_buffers: if bulk_items >= shape.items {
                         shape.bulk_buffers
                     } else {
                         0
                     },
                     bulk_items,
-                    bulk_min_blocks_per_sm: if bulk_element_bytes < state_bytes {
-                        row(arch).bulk_rescan_min_blocks_per_sm[segmented as usize]
-                            .min(fitting_blocks)
-                            .max(1)
+                    bulk_min_blocks_per_sm: if rescan {
+                        rescan_blocks.min(fitting_blocks).max(1)
                     } else {
                         row(arch).bulk_min_blocks_per_sm[0]
                     },
                     wave_threads: 0,
                     cluster_threads: 0,
                     ..shape
+                };
+                #[cfg(feature = "experiments")]
+                if rescan {
+                    return experiments::rescan(shape);
                 }
+                shape
             }
         }
         _ => {
@@ -411,6 +429,24 @@ mod experiments {
         TILE.is_some()
     }
 
+    /// `SCANRT_RESCAN_OVERRIDE=bulk_buffers:bulk_items:bulk_min_blocks` replaces the
+    /// bulk-copy shape of rescanning transforms (half types, states wider than arrays).
+    pub(super) fn rescan(shape: TileShape) -> TileShape {
+        let Some(v) = std::env::var("SCANRT_RESCAN_OVERRIDE")
+            .ok()
+            .and_then(|v| v.split(':').map(|x| x.parse().ok()).collect::<Option<Vec<u32>>>())
+            .filter(|v| v.len() == 3)
+        else {
+            return shape;
+        };
+        TileShape {
+            bulk_buffers: v[0],
+            bulk_items: v[1],
+            bulk_min_blocks_per_sm: v[2],
+            ..shape
+        }
+    }
+
     pub(super) fn apply(shape: TileShape, segmented: bool) -> TileShape {
         let shape = match &*TILE {
             Some(f) => TileShape {
@@ -475,6 +511,19 @@ mod tests {
         assert_eq!(row(90).min_arch, 90);
         assert_eq!(row(120).min_arch, 100);
         assert_eq!(row(75).min_arch, 80);
+    }
+
+    #[test]
+    fn rescanning_transforms_take_rows_whose_blocks_fit() {
+        // (state bytes, bulk element bytes, segmented) -> (bulk items, blocks per SM) on sm_90
+        let shape = |state, elem, seg| {
+            let s = operator_shape(90, state, false, seg, elem);
+            (s.bulk_items, s.bulk_min_blocks_per_sm)
+        };
+        assert_eq!(shape(4, 2, false), (24, 4), "f16 and bf16 sums: 4 blocks of 24 rows");
+        assert_eq!(shape(4, 2, true), (28, 2), "segmented: the row's 2 blocks fit 28");
+        assert_eq!(shape(8, 4, false), (12, 4), "logcumsumexp f32 keeps its rows");
+        assert_eq!(shape(8, 8, false).0, 12, "a recurrence f32 rescans nothing");
     }
 
     #[test]
