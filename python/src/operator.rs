@@ -126,19 +126,18 @@ impl PyOperator {
         };
         let (ins, outs) = (views(&inputs, false)?, views(&outputs, true)?);
         // SAFETY: as above.
-        let data = segments.map(|(d, _)| unsafe { d.view(false) }).transpose()?;
-        // SAFETY: as above.
-        let [carry_in, carry_out] = unsafe { state_carry_views(carry_in, carry_out)? };
-        let carries = CarryViews {
-            carry_in: carry_in.as_ref(),
-            carry_out: carry_out.as_ref(),
-        };
-        py.allow_threads(|| match axis {
-            Some(axis) => op.scan_arrays_along(&s, &ins, &outs, axis, &scan, &carries),
-            None => op.scan_arrays_carried(&s, &ins, &outs, data.as_ref(), &scan, &carries),
-        })
-        .py_err()?;
-        Ok(())
+        unsafe {
+            run_scan(
+                py,
+                &op,
+                &s,
+                (&ins, &outs),
+                segments.map(|(d, _)| d),
+                &scan,
+                [carry_in, carry_out],
+                axis,
+            )
+        }
     }
 
     /// The operator's name.
@@ -159,4 +158,35 @@ impl PyOperator {
         self.compiled.lock().insert(device, op.clone());
         Ok(op)
     }
+}
+
+/// Runs an operator's scan of views with the GIL released: along `axis` where given,
+/// else of 1-D arrays (with the segment data, if any); `carries` are arrays of whole
+/// states.
+///
+/// # Safety
+/// The descriptions are of live arrays the caller keeps referenced during the call.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn run_scan(
+    py: Python<'_>,
+    op: &Operator,
+    stream: &scanrt::Stream,
+    (ins, outs): (&[scanrt::ArrayView], &[scanrt::ArrayView]),
+    segments: Option<ArrayArg>,
+    scan: &OperatorScan,
+    [carry_in, carry_out]: [Option<ArrayArg>; 2],
+    axis: Option<isize>,
+) -> PyResult<()> {
+    let data = segments.map(|d| d.view(false)).transpose()?;
+    let [carry_in, carry_out] = state_carry_views(carry_in, carry_out)?;
+    let carries = CarryViews {
+        carry_in: carry_in.as_ref(),
+        carry_out: carry_out.as_ref(),
+    };
+    py.allow_threads(|| match axis {
+        Some(axis) => op.scan_arrays_along(stream, ins, outs, axis, scan, &carries),
+        None => op.scan_arrays_carried(stream, ins, outs, data.as_ref(), scan, &carries),
+    })
+    .py_err()?;
+    Ok(())
 }

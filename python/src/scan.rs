@@ -13,7 +13,7 @@ use scanrt::{
     recipes, CarryViews, Context, DType, Direction, InitValue, Op, Operator, OperatorScan, ScanDesc, Segments,
 };
 
-use crate::arrays::{context, device_of, state_carry_views, stream, ArrayArg};
+use crate::arrays::{context, device_of, stream, ArrayArg};
 use crate::errors::IntoPy;
 
 fn op_of(name: &str) -> PyResult<Op> {
@@ -264,16 +264,16 @@ pub(crate) fn recipe_scan(
     let ins = inputs.iter().map(|a| flat(a, false)).collect::<PyResult<Vec<_>>>()?;
     let outs = outputs.iter().map(|a| flat(a, true)).collect::<PyResult<Vec<_>>>()?;
     // SAFETY: as above.
-    let data = segments.map(|(d, _)| unsafe { d.view(false) }).transpose()?;
-    let [carry_in, carry_out] = unsafe { state_carry_views(carry_in, carry_out)? };
-    let carries = CarryViews {
-        carry_in: carry_in.as_ref(),
-        carry_out: carry_out.as_ref(),
-    };
-    py.allow_threads(|| match axis {
-        Some(axis) => op.scan_arrays_along(&s, &ins, &outs, axis, &scan, &carries),
-        None => op.scan_arrays_carried(&s, &ins, &outs, data.as_ref(), &scan, &carries),
-    })
-    .py_err()?;
-    Ok(())
+    unsafe {
+        crate::operator::run_scan(
+            py,
+            &op,
+            &s,
+            (&ins, &outs),
+            segments.map(|(d, _)| d),
+            &scan,
+            [carry_in, carry_out],
+            axis,
+        )
+    }
 }
