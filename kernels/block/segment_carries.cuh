@@ -64,35 +64,18 @@ struct SegmentCarries {
     }
 };
 
-// The physical element of logical tile element e (a tile of `valid` elements from
-// physical `start`).
-template <bool REVERSE>
-SCANRT_DEVICE long long physical_of(long long start, long long valid, int e) {
-    return REVERSE ? start + valid - 1 - e : start + e;
-}
-
-// Before a row scan: folds each head's initial state into its staged element, so the
-// row scan starts the segment from the identity (the calling thread's own row, `heads`
-// its mask, cells `row` of the shared matrix).
-template <typename Op, int ITEMS, bool REVERSE>
-SCANRT_DEVICE void fold_segment_inits(typename Op::T* row, u32 heads, long long start, long long valid, int tid,
-                                      const SegmentCarries<typename Op::T>& carries) {
+// Each head of the calling thread's row (`heads` its mask, `row` its cells of the shared
+// matrix) takes its segment's initial state: before the row scan it is folded into the
+// staged element (FOLD), so the row scan starts the segment from the identity; after an
+// exclusive row scan of folded heads it is the head's own result (the row scan wrote the
+// identity there).
+template <typename Op, int ITEMS, bool REVERSE, bool FOLD>
+SCANRT_DEVICE void segment_inits_at_heads(typename Op::T* row, u32 heads, long long start, long long valid, int tid,
+                                          const SegmentCarries<typename Op::T>& carries) {
     for (u32 h = heads; h != 0u; h &= h - 1u) {
         const int i = __ffs(h) - 1;
-        const long long s = carries.segment_of(physical_of<REVERSE>(start, valid, tid * ITEMS + i));
-        if (s >= 0) row[i] = Op::combine(carries.inits[s], row[i]);
-    }
-}
-
-// After an exclusive row scan of folded heads: a head's own result is its segment's
-// initial state (the row scan wrote the identity there).
-template <typename Op, int ITEMS, bool REVERSE>
-SCANRT_DEVICE void set_exclusive_heads(typename Op::T* row, u32 heads, long long start, long long valid, int tid,
-                                       const SegmentCarries<typename Op::T>& carries) {
-    for (u32 h = heads; h != 0u; h &= h - 1u) {
-        const int i = __ffs(h) - 1;
-        const long long s = carries.segment_of(physical_of<REVERSE>(start, valid, tid * ITEMS + i));
-        if (s >= 0) row[i] = carries.inits[s];
+        const long long s = carries.segment_of(start + logical_index<REVERSE>(tid * ITEMS + i, valid));
+        if (s >= 0) row[i] = FOLD ? Op::combine(carries.inits[s], row[i]) : carries.inits[s];
     }
 }
 
@@ -132,7 +115,7 @@ SCANRT_DEVICE void write_segment_totals(const typename Op::T* row, u32 ends, boo
                                         const SegmentCarries<typename Op::T>& carries) {
     for (u32 e = ends; e != 0u; e &= e - 1u) {
         const int i = __ffs(e) - 1;
-        const long long p = physical_of<REVERSE>(start, valid, tid * ITEMS + i);
+        const long long p = start + logical_index<REVERSE>(tid * ITEMS + i, valid);
         const long long s = carries.segment_of(p);
         if (s < 0) continue;
         carries.totals[s] = inclusive ? row[i] : Op::combine(row[i], element_at<Op>(in, p));

@@ -94,7 +94,7 @@ SCANRT_DEVICE void single_pass_scan(Src in, Dst out, long long n, unsigned long 
         data_barrier<THREADS>();
         Acc* own_row = &shared[buffer].matrix.cell[tid * Scan::Matrix::STRIDE];
         if constexpr (SEGMENTED) {
-            if (segment_inits) fold_segment_inits<Op, ITEMS, REVERSE>(own_row, row, start, valid, tid, carries());
+            if (segment_inits) segment_inits_at_heads<Op, ITEMS, REVERSE, true>(own_row, row, start, valid, tid, carries());
             if (segment_carries && carry_out != 0)
                 ends_s[buffer][tid] = row_segment_ends<ITEMS, REVERSE>(head_src, row, tile, TILE, start, valid, n, tid);
         }
@@ -102,7 +102,8 @@ SCANRT_DEVICE void single_pass_scan(Src in, Dst out, long long n, unsigned long 
         scan.scan_rows(shared[buffer], inclusive, tid, row, init);
         scan.park_rows(shared[buffer], tid);
         if constexpr (SEGMENTED)
-            if (segment_inits && !inclusive) set_exclusive_heads<Op, ITEMS, REVERSE>(own_row, row, start, valid, tid, carries());
+            if (segment_inits && !inclusive)
+                segment_inits_at_heads<Op, ITEMS, REVERSE, false>(own_row, row, start, valid, tid, carries());
         if (tid == 0) {
             if (!one_tile) agent.publish(tile, scan.tile_aggregate, generation_tag(generation_s));
             aggregate_s[buffer] = scan.tile_aggregate;

@@ -391,6 +391,21 @@ impl Operator {
         })
     }
 
+    /// Checks that `view`, the operator's `what` array `i` ("input" or "output"), holds
+    /// `want` elements.
+    pub(crate) fn check_array_type(&self, view: &ArrayView, want: DType, what: &str, i: usize) -> Result<()> {
+        if view.dtype() != want {
+            bail!(
+                InvalidArgument,
+                "{what} {i} of operator {} must be a {} array, not {}",
+                self.inner.desc.name,
+                want.c_name(),
+                view.dtype().c_name()
+            );
+        }
+        Ok(())
+    }
+
     /// The addresses of views passed as an operator's arrays, checked for type, shape
     /// and length, and the scan's length (the first output's elements).
     fn array_addresses(&self, inputs: &[ArrayView], outputs: &[ArrayView]) -> Result<(Vec<u64>, Vec<u64>, u64)> {
@@ -398,15 +413,7 @@ impl Operator {
         // Elements of `view` as array `i` of `types` (a U8 array of states without types).
         let elements = |view: &ArrayView, types: Option<&[DType]>, i: usize, what: &str| -> Result<u64> {
             let want = types.map_or(DType::U8, |t| t.get(i).copied().unwrap_or(DType::U8));
-            if view.dtype() != want {
-                bail!(
-                    InvalidArgument,
-                    "{what} {i} of operator {} must be a {} array, not {}",
-                    desc.name,
-                    want.c_name(),
-                    view.dtype().c_name()
-                );
-            }
+            self.check_array_type(view, want, what, i)?;
             if view.shape().len() != 1 || view.strides()[0] != 1 {
                 bail!(
                     UnsupportedCombination,

@@ -63,15 +63,7 @@ impl Operator {
             let first = &views[0];
             for (i, (view, &want)) in views.iter().zip(types).enumerate() {
                 view.known_to(self.inner.ctx.id())?;
-                if view.dtype() != want {
-                    bail!(
-                        InvalidArgument,
-                        "{what} {i} of operator {} must be a {} array, not {}",
-                        desc.name,
-                        want.c_name(),
-                        view.dtype().c_name()
-                    );
-                }
+                self.check_array_type(view, want, what, i)?;
                 if view.shape() != first_in.shape() || view.strides() != first.strides() {
                     bail!(
                         UnsupportedCombination,
