@@ -1,5 +1,5 @@
 /* test_recipes: the recipes (linear recurrence, cumulative extreme with index,
- * logcumsumexp) through the C ABI against sequential loops written here, in every
+ * logcumsumexp, the recurrence's adjoint) through the C ABI against sequential loops written here, in every
  * direction and segment form, with NaN, infinities and ties; and the failures users
  * reported (wide states at a million elements and more, NaN at segment starts); a
  * recurrence along the columns of a pitched matrix with carries per column; threads
@@ -21,7 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void recurrence_case(env_t *e, scanrt_operator *op, int dtype, uint64_t *rng, shape_t sh) {
+/* The recurrence h = a h_prev + b, or with `adjoint` its adjoint lam = g + a_prev lam_prev
+ * (b standing for g, a_prev the element before's a): from h0 (passing h0). */
+static void recurrence_case(env_t *e, scanrt_operator *op, int dtype, int adjoint, uint64_t *rng, shape_t sh) {
     const size_t n = sh.n, size = dtype == SCANRT_DTYPE_F32 ? 4 : 8;
     double *a = xmalloc(n * 8), *b = xmalloc(n * 8), *want = xmalloc(n * 8), *got = xmalloc(n * 8);
     void *ah = xmalloc(n * size), *bh = xmalloc(n * size), *hh = xmalloc(n * size);
@@ -35,14 +37,20 @@ static void recurrence_case(env_t *e, scanrt_operator *op, int dtype, uint64_t *
         }
     }
     const double h0 = uniform(rng, -5, 5);
-    double h = h0;
+    double h = h0, coefficient = 1;
     for (size_t k = 0; k < n; k++) {
         size_t p = position(k, n, sh.backward);
-        if (restarts(p, n, sh.backward, sh.flags, sh.row)) h = h0;
-        want[p] = h = a[p] * h + b[p];
+        if (restarts(p, n, sh.backward, sh.flags, sh.row)) h = h0, coefficient = 1;
+        if (adjoint)
+            want[p] = h = coefficient * h + b[p], coefficient = a[p];
+        else
+            want[p] = h = a[p] * h + b[p];
     }
-    uint8_t init[16];
-    EXPECT_OK(scanrt_linear_recurrence_init(dtype, h0, init, 2 * size));
+    uint8_t init[32];
+    if (adjoint)
+        EXPECT_OK(scanrt_linear_recurrence_adjoint_init(dtype, h0, init, 4 * size));
+    else
+        EXPECT_OK(scanrt_linear_recurrence_init(dtype, h0, init, 2 * size));
 
     scanrt_buffer *flags, *in[2] = {upload(e->ctx, e->s, dtype, ah, n), upload(e->ctx, e->s, dtype, bh, n)};
     scanrt_buffer *out = sentinel_buffer(e->ctx, e->s, dtype, n, n * size);
@@ -50,8 +58,8 @@ static void recurrence_case(env_t *e, scanrt_operator *op, int dtype, uint64_t *
     scanrt_scan_info info;
     EXPECT_OK(scanrt_scan_info_init(&info));
     char what[128];
-    snprintf(what, sizeof what, "recurrence %s n=%zu backward=%d segments=%d", scanrt_dtype_string(dtype), n,
-             sh.backward, sh.segments);
+    snprintf(what, sizeof what, "recurrence%s %s n=%zu backward=%d segments=%d", adjoint ? " adjoint" : "",
+             scanrt_dtype_string(dtype), n, sh.backward, sh.segments);
     const scanrt_buffer *inputs[2] = {in[0], in[1]}, *outputs[1] = {out};
     if (expect_status_at(__LINE__, what, scanrt_operator_scan(op, e->s, inputs, 2, outputs, 1, &d, init, &info),
                          SCANRT_STATUS_OK)) {
@@ -152,16 +160,21 @@ static void test_recipes(env_t *e) {
     g_phase = "recipes";
     uint64_t rng = 21;
     scanrt_operator *op = NULL;
-    for (int dt = SCANRT_DTYPE_F32; dt <= SCANRT_DTYPE_F64; dt++) {
-        if (!EXPECT_OK(scanrt_operator_create_linear_recurrence(e->ctx, dt, &op))) continue;
-        size_t state = 0;
-        EXPECT_OK(scanrt_operator_state_size(op, &state));
-        CHECK(state == (dt == SCANRT_DTYPE_F32 ? 8u : 16u), "recurrence state size %zu", state);
-        for (size_t i = 0; i < NSIZES; i++)
-            for (int backward = 0; backward < 2; backward++)
-                recurrence_case(e, op, dt, &rng, make_shape(&rng, sizes[i], backward, (int)(i + backward) % 3));
-        scanrt_operator_destroy(op);
-    }
+    for (int dt = SCANRT_DTYPE_F32; dt <= SCANRT_DTYPE_F64; dt++)
+        for (int adjoint = 0; adjoint < 2; adjoint++) {
+            const int created = adjoint ? scanrt_operator_create_linear_recurrence_adjoint(e->ctx, dt, &op)
+                                        : scanrt_operator_create_linear_recurrence(e->ctx, dt, &op);
+            if (!EXPECT_OK(created)) continue;
+            size_t state = 0;
+            EXPECT_OK(scanrt_operator_state_size(op, &state));
+            const size_t want = (adjoint ? 4u : 2u) * (dt == SCANRT_DTYPE_F32 ? 4u : 8u);
+            CHECK(state == want, "recurrence state size %zu", state);
+            for (size_t i = 0; i < NSIZES; i++)
+                for (int backward = 0; backward < 2; backward++)
+                    recurrence_case(e, op, dt, adjoint, &rng,
+                                    make_shape(&rng, sizes[i], backward, (int)(i + backward + adjoint) % 3));
+            scanrt_operator_destroy(op);
+        }
     for (int max = 0; max < 2; max++) {
         if (!EXPECT_OK(scanrt_operator_create_cumulative_extreme(e->ctx, SCANRT_DTYPE_U32, max, &op))) continue;
         for (size_t i = 0; i < NSIZES; i++)

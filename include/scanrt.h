@@ -754,6 +754,23 @@ scanrt_status scanrt_operator_create_linear_recurrence(const struct scanrt_conte
 // `state` (`bytes` must be its state size: 8 for f32, 16 for f64).
 scanrt_status scanrt_linear_recurrence_init(int32_t dtype, double h0, void *state, size_t bytes);
 
+// Creates the adjoint of the linear recurrence, `lam[i] = g[i] + a[j] * lam[j]` with `j`
+// the element before `i` in traversal order, over `dtype` (as the recurrence): inputs
+// `a`, `g`, output `lam`. Scanned in the other direction with `g` the gradient of a
+// recurrence's `h`, `lam` is the gradient of its `b`, and `lam[i] * h[i-1]` that of
+// `a[i]`. Start from the final state's gradient with `scanrt_linear_recurrence_adjoint_init`.
+scanrt_status scanrt_operator_create_linear_recurrence_adjoint(const struct scanrt_context *ctx,
+                                                               int32_t dtype,
+                                                               struct scanrt_operator **out);
+
+// Writes the initial state of a linear recurrence adjoint over `dtype` that passes `u`
+// (the gradient of the recurrence's final state) to the first element, to `state`
+// (`bytes` must be its state size: 16 for f32, 32 for f64).
+scanrt_status scanrt_linear_recurrence_adjoint_init(int32_t dtype,
+                                                    double u,
+                                                    void *state,
+                                                    size_t bytes);
+
 // Creates the running maximum (`max` nonzero) or minimum of `dtype` values with the index
 // of the extreme (the first in traversal order on ties; NaN propagates: from the first
 // NaN of a segment on, the extreme is that NaN and its index): input `x`,

@@ -296,20 +296,51 @@ pub unsafe extern "C" fn scanrt_linear_recurrence_init(
     state: *mut c_void,
     bytes: usize,
 ) -> ScanrtStatus {
+    boundary(|| write_state(recipes::recurrence_init(DType::from_c(dtype)?, h0)?, state, bytes))
+}
+
+/// Creates the adjoint of the linear recurrence, `lam[i] = g[i] + a[j] * lam[j]` with `j`
+/// the element before `i` in traversal order, over `dtype` (as the recurrence): inputs
+/// `a`, `g`, output `lam`. Scanned in the other direction with `g` the gradient of a
+/// recurrence's `h`, `lam` is the gradient of its `b`, and `lam[i] * h[i-1]` that of
+/// `a[i]`. Start from the final state's gradient with `scanrt_linear_recurrence_adjoint_init`.
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_operator_create_linear_recurrence_adjoint(
+    ctx: *const scanrt_context,
+    dtype: i32,
+    out: *mut *mut scanrt_operator,
+) -> ScanrtStatus {
+    boundary(|| create(ctx, out, || recipes::linear_recurrence_adjoint(DType::from_c(dtype)?)))
+}
+
+/// Writes the initial state of a linear recurrence adjoint over `dtype` that passes `u`
+/// (the gradient of the recurrence's final state) to the first element, to `state`
+/// (`bytes` must be its state size: 16 for f32, 32 for f64).
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_linear_recurrence_adjoint_init(
+    dtype: i32,
+    u: f64,
+    state: *mut c_void,
+    bytes: usize,
+) -> ScanrtStatus {
     boundary(|| {
-        let init = recipes::recurrence_init(DType::from_c(dtype)?, h0)?;
-        if bytes != init.len() {
-            bail!(
-                InvalidArgument,
-                "a recurrence state has {} bytes, not {bytes}",
-                init.len()
-            );
-        }
-        non_null_mut(state as *mut u8, "state")?;
-        // SAFETY: `state` holds `bytes` writable bytes (the caller's contract).
-        std::slice::from_raw_parts_mut(state as *mut u8, bytes).copy_from_slice(&init);
-        Ok(())
+        write_state(
+            recipes::recurrence_adjoint_init(DType::from_c(dtype)?, u)?,
+            state,
+            bytes,
+        )
     })
+}
+
+/// Copies a recipe's state to the caller's `bytes` at `state`, which must be its size.
+unsafe fn write_state(init: Vec<u8>, state: *mut c_void, bytes: usize) -> Result<()> {
+    if bytes != init.len() {
+        bail!(InvalidArgument, "the state has {} bytes, not {bytes}", init.len());
+    }
+    non_null_mut(state as *mut u8, "state")?;
+    // SAFETY: `state` holds `bytes` writable bytes (the caller's contract).
+    unsafe { std::slice::from_raw_parts_mut(state as *mut u8, bytes) }.copy_from_slice(&init);
+    Ok(())
 }
 
 /// Creates the running maximum (`max` nonzero) or minimum of `dtype` values with the index

@@ -61,13 +61,24 @@ pub fn recipes_match_sequential_loops() {
             results.push(check_recurrence_in_chunks(ctx, &stream, &op, dtype, &mut rng, n));
         }
         tally(results.into_iter(), &format!("linear recurrence {dtype:?}"));
+        let adjoint = ctx
+            .create_operator(recipes::linear_recurrence_adjoint(dtype).unwrap())
+            .unwrap();
+        let results = (0..cases).map(|_| {
+            let shape = Shape::random(&mut rng, &sizes);
+            check_recurrence_adjoint(ctx, &stream, &adjoint, dtype, &mut rng, shape)
+        });
+        tally(results, &format!("linear recurrence adjoint {dtype:?}"));
     }
     for dtype in [DType::F16, DType::BF16] {
         let results = sizes
             .iter()
-            .flat_map(|&n| [false, true].map(|backward| (n, backward)))
-            .map(|(n, backward)| check_half_recurrence(ctx, &stream, dtype, &mut rng, n, backward));
-        tally(results, &format!("linear recurrence {dtype:?} with f32 states"));
+            .flat_map(|&n| [(false, false), (true, false), (false, true), (true, true)].map(|shape| (n, shape)))
+            .map(|(n, (backward, adjoint))| check_half_recurrence(ctx, &stream, dtype, &mut rng, n, backward, adjoint));
+        tally(
+            results,
+            &format!("linear recurrence and adjoint {dtype:?} with f32 states"),
+        );
     }
     for dtype in EXTREME_TYPES {
         for max in [true, false] {

@@ -19,10 +19,19 @@ fn recipes_and_user_operators_on_the_host_backend() {
             check_recurrence(&ctx, &stream, &op, dtype, &mut rng, shape).unwrap();
         }
         check_recurrence_in_chunks(&ctx, &stream, &op, dtype, &mut rng, 5000).unwrap();
+        let adjoint = ctx
+            .create_operator(scanrt::recipes::linear_recurrence_adjoint(dtype).unwrap())
+            .unwrap();
+        for _ in 0..40 {
+            let shape = Shape::random(&mut rng, &sizes);
+            check_recurrence_adjoint(&ctx, &stream, &adjoint, dtype, &mut rng, shape).unwrap();
+        }
     }
     for dtype in [DType::F16, DType::BF16] {
         for (n, backward) in [(1, false), (1000, true), (5000, false)] {
-            check_half_recurrence(&ctx, &stream, dtype, &mut rng, n, backward).unwrap();
+            for adjoint in [false, true] {
+                check_half_recurrence(&ctx, &stream, dtype, &mut rng, n, backward, adjoint).unwrap();
+            }
         }
     }
     for dtype in EXTREME_TYPES {

@@ -85,6 +85,46 @@ pub fn check_recurrence(
     }
 }
 
+/// The recurrence's adjoint `lam[i] = g[i] + a[j] lam[j]` (`j` the element before `i` in
+/// traversal order) from the initial state that passes `u` to each segment's first
+/// element; in place over `g` now and then.
+pub fn check_recurrence_adjoint(
+    ctx: &Context,
+    stream: &Stream,
+    op: &scanrt::Operator,
+    dtype: DType,
+    rng: &mut Rng,
+    shape: Shape,
+) -> Result<(), String> {
+    let n = shape.n;
+    let (a, g, u) = recurrence_inputs(rng, n);
+    let starts = shape.starts(rng);
+    let mut expect = vec![0.0f64; n];
+    // What the element before passes on: `coefficient * lam`.
+    let (mut lam, mut coefficient) = (u, 1.0);
+    for (p, restart) in shape.walk(&starts) {
+        if restart {
+            (lam, coefficient) = (u, 1.0);
+        }
+        let before = lam;
+        lam = g[p] + coefficient * lam;
+        coefficient = a[p];
+        expect[p] = shape.output(before, lam);
+    }
+    let in_place = rng.below(4) == 0;
+    let scan = shape
+        .scan()
+        .with_init(recipes::recurrence_adjoint_init(dtype, u).unwrap());
+    let got = scan_recurrence(ctx, stream, op, dtype, &shape, &starts, &scan, (&a, &g), in_place)?;
+    match recurrence_mismatch(dtype, &got, &expect) {
+        Some(p) => Err(format!(
+            "{shape:?} in_place={in_place}: lam[{p}] = {} expected {}",
+            got[p], expect[p]
+        )),
+        None => Ok(()),
+    }
+}
+
 /// A linear recurrence (f32 or f64) scanned in chunks of random lengths, each starting
 /// from the last state the chunk before it wrote (carry in and out, as for a sequence
 /// streamed through in pieces), against one sequential loop over the whole.
@@ -127,10 +167,11 @@ pub fn check_recurrence_in_chunks(
     }
 }
 
-/// A linear recurrence over f16 or bf16 arrays (`dtype`) with f32 states, `n` steps in
-/// `direction`, from `h0`: against a sequential f32 loop over the same half inputs, each
-/// `h` rounded once (to within a few of the half type's ulps: the association order of
-/// the f32 combines differs from the loop's).
+/// A linear recurrence (or with `adjoint` its adjoint) over f16 or bf16 arrays (`dtype`)
+/// with f32 states, `n` steps in `direction`, from `h0` (passing `h0`): against a
+/// sequential f32 loop over the same half inputs, each result rounded once (to within a
+/// few of the half type's ulps: the association order of the f32 combines differs from
+/// the loop's).
 pub fn check_half_recurrence(
     ctx: &Context,
     stream: &Stream,
@@ -138,11 +179,15 @@ pub fn check_half_recurrence(
     rng: &mut Rng,
     n: usize,
     backward: bool,
+    adjoint: bool,
 ) -> Result<(), String> {
     let e = |e: scanrt::Error| e.to_string();
-    let op = ctx
-        .create_operator(recipes::linear_recurrence(dtype).unwrap())
-        .map_err(e)?;
+    let recipe = if adjoint {
+        recipes::linear_recurrence_adjoint(dtype)
+    } else {
+        recipes::linear_recurrence(dtype)
+    };
+    let op = ctx.create_operator(recipe.unwrap()).map_err(e)?;
     let (a, b, h0) = recurrence_inputs(rng, n);
     let (to_bits, of_bits): (fn(f64) -> u16, fn(u16) -> f32) = match dtype {
         DType::F16 => (
@@ -159,16 +204,26 @@ pub fn check_half_recurrence(
         b.iter().map(|&v| to_bits(v)).collect(),
     );
     let mut expect = vec![0f32; n];
-    let mut h = h0 as f32;
+    let (mut h, mut coefficient) = (h0 as f32, 1.0f32);
     for k in 0..n {
         let p = if backward { n - 1 - k } else { k };
-        h = of_bits(a16[p]).mul_add(h, of_bits(b16[p]));
+        if adjoint {
+            h = coefficient.mul_add(h, of_bits(b16[p]));
+            coefficient = of_bits(a16[p]);
+        } else {
+            h = of_bits(a16[p]).mul_add(h, of_bits(b16[p]));
+        }
         expect[p] = h;
     }
     let upload = |v: &[u16]| upload_bits(ctx, stream, dtype, &v.iter().map(|&x| x as u64).collect::<Vec<_>>());
     let (a_buf, b_buf) = (upload(&a16).map_err(e)?, upload(&b16).map_err(e)?);
     let h_buf = scanrt::Buffer::new(ctx, dtype, n as u64).map_err(e)?;
-    let mut scan = OperatorScan::inclusive().with_init(recipes::recurrence_init(dtype, h0).unwrap());
+    let init = if adjoint {
+        recipes::recurrence_adjoint_init(dtype, h0)
+    } else {
+        recipes::recurrence_init(dtype, h0)
+    };
+    let mut scan = OperatorScan::inclusive().with_init(init.unwrap());
     if backward {
         scan.direction = scanrt::Direction::Backward;
     }
@@ -177,7 +232,7 @@ pub fn check_half_recurrence(
     let ulp = if dtype == DType::F16 { 1.0 / 1024.0 } else { 1.0 / 128.0 };
     match (0..n).find(|&p| (of_bits(got[p] as u16) - expect[p]).abs() > 4.0 * ulp * (1.0 + expect[p].abs())) {
         Some(p) => Err(format!(
-            "{dtype:?} n={n} backward={backward}: h[{p}] = {} expected {}",
+            "{dtype:?} n={n} backward={backward} adjoint={adjoint}: [{p}] = {} expected {}",
             of_bits(got[p] as u16),
             expect[p]
         )),

@@ -7,6 +7,9 @@
 //!   (f32 or f64; f16 and bf16 arrays with f32 states).
 //!   An initial state `h0` is the initial value [`recurrence_init`]; the final state is
 //!   the last element written (the first, backward).
+//! * [`linear_recurrence_adjoint`]: `lam[i] = g[i] + a[j] * lam[j]`, `j` the element
+//!   before `i`: the recurrence's gradients, with the coefficient read at the neighbour
+//!   (no shifted copy of `a`).
 //! * [`cumulative_extreme`]: running max or min with the index of the extreme (the first
 //!   in traversal order on ties); NaN propagates, as in the built-in min and max: from
 //!   the first NaN of a segment on, the extreme is that NaN and its index. Reads `x`,
@@ -82,6 +85,12 @@ macro_rules! host_floats {
     };
 }
 
+// After the macros above, which it uses.
+mod recurrence;
+pub use recurrence::{
+    linear_recurrence, linear_recurrence_adjoint, recurrence_adjoint_init, recurrence_adjoint_passed, recurrence_init,
+};
+
 fn read<T: Copy>(bytes: &[u8], i: usize) -> T {
     // SAFETY: callers pass slices holding at least (i + 1) values of T (state layouts).
     unsafe { std::ptr::read_unaligned((bytes.as_ptr() as *const T).add(i)) }
@@ -89,96 +98,6 @@ fn read<T: Copy>(bytes: &[u8], i: usize) -> T {
 fn write<T: Copy>(bytes: &mut [u8], i: usize, v: T) {
     // SAFETY: as `read`.
     unsafe { std::ptr::write_unaligned((bytes.as_mut_ptr() as *mut T).add(i), v) }
-}
-
-/// The linear recurrence `h = a * h_prev + b` over f32 or f64 (`dtype`): inputs `a`, `b`,
-/// output `h`. For f16 and bf16 arrays the state is f32: `a` and `b` are widened as they
-/// are read and each `h` rounded once as it is written (the final state stays f32).
-pub fn linear_recurrence(dtype: DType) -> Result<OperatorDesc> {
-    let state = dtype.default_accumulator();
-    let t = float_type("linear_recurrence", state)?;
-    let io = dtype.info().cuda;
-    let source = format!(
-        r#"struct Affine {{ {t} a, b; }};  // h -> a * h + b
-__device__ Affine compose(Affine first, Affine then) {{
-    return Affine{{first.a * then.a, fma(then.a, first.b, then.b)}};
-}}
-__device__ Affine make_step(int64_t, {io} a, {io} b) {{ return Affine{{({t})a, ({t})b}}; }}
-__device__ void write_state(const Affine& s, {io}& h) {{ h = {io}(s.b); }}
-"#
-    );
-    let size = 2 * state.size();
-    let identity = host_floats!(state, |T| [1.0 as T, 0.0 as T]
-        .iter()
-        .flat_map(|v| v.to_ne_bytes())
-        .collect::<Vec<u8>>());
-    let host = match dtype {
-        DType::F16 | DType::BF16 => half_recurrence_host(dtype),
-        _ => host_floats!(dtype, |T| HostOperator {
-            combine: Arc::new(|l, r, out| {
-                let (la, lb, ra, rb) = (read::<T>(l, 0), read::<T>(l, 1), read::<T>(r, 0), read::<T>(r, 1));
-                write(out, 0, la * ra);
-                write(out, 1, ra.mul_add(lb, rb));
-            }),
-            load: Some(Arc::new(|_, x, out| {
-                write(out, 0, read::<T>(x[0], 0));
-                write(out, 1, read::<T>(x[1], 0));
-            })),
-            store: Some(Arc::new(|s, y| write(y[0], 0, read::<T>(s, 1)))),
-        }),
-    };
-    Ok(OperatorDesc::new(
-        "linear_recurrence",
-        &source,
-        "Affine",
-        size,
-        state.size(),
-        "compose",
-        &identity,
-    )
-    .with_load("make_step", &[dtype, dtype])
-    .with_store("write_state", &[dtype])
-    .with_host(host))
-}
-
-/// The host functions of the recurrence over f16 or bf16 arrays with f32 states.
-fn half_recurrence_host(dtype: DType) -> HostOperator {
-    let widen = move |bits: u16| match dtype {
-        DType::F16 => half::f16::from_bits(bits).to_f32(),
-        _ => half::bf16::from_bits(bits).to_f32(),
-    };
-    let narrow = move |v: f32| match dtype {
-        DType::F16 => half::f16::from_f32(v).to_bits(),
-        _ => half::bf16::from_f32(v).to_bits(),
-    };
-    HostOperator {
-        combine: Arc::new(|l, r, out| {
-            let (la, lb, ra, rb) = (
-                read::<f32>(l, 0),
-                read::<f32>(l, 1),
-                read::<f32>(r, 0),
-                read::<f32>(r, 1),
-            );
-            write(out, 0, la * ra);
-            write(out, 1, ra.mul_add(lb, rb));
-        }),
-        load: Some(Arc::new(move |_, x, out| {
-            write(out, 0, widen(read::<u16>(x[0], 0)));
-            write(out, 1, widen(read::<u16>(x[1], 0)));
-        })),
-        store: Some(Arc::new(move |s, y| write(y[0], 0, narrow(read::<f32>(s, 1))))),
-    }
-}
-
-/// The initial value of a [`linear_recurrence`] scan of `dtype` arrays starting from
-/// state `h0` (an f32 state for f16 and bf16 arrays).
-pub fn recurrence_init(dtype: DType, h0: f64) -> Result<Vec<u8>> {
-    let state = dtype.default_accumulator();
-    float_type("recurrence_init", state)?;
-    Ok(host_floats!(state, |T| [1.0 as T, h0 as T]
-        .iter()
-        .flat_map(|v| v.to_ne_bytes())
-        .collect()))
 }
 
 /// Running maximum (`max`) or minimum of `dtype` values with the index of the extreme:
