@@ -109,6 +109,24 @@ pub fn run(ctx: &Context, stream: &Stream, timer: &Timer) {
         });
         report(label, n, 12, us, 0.90);
     }
+    // The recurrence's gradient: its adjoint, backward (a and g read, lambda written).
+    let adjoint = ctx
+        .create_operator(recipes::linear_recurrence_adjoint(DType::F32).unwrap())
+        .unwrap();
+    for k in [26, 28] {
+        let n = 1u64 << k;
+        let scan = OperatorScan::inclusive().backward();
+        let us = timer.median_us(stream, 20, || {
+            unsafe { adjoint.scan_raw(stream, &[a.addr(), b.addr()], &[h.addr()], n, 0, &scan, None) }.unwrap();
+        });
+        report(
+            &format!("linear recurrence adjoint f32 2^{k}, backward"),
+            n,
+            12,
+            us,
+            0.85,
+        );
+    }
     let cummax = ctx
         .create_operator(recipes::cumulative_extreme(DType::U32, true).unwrap())
         .unwrap();

@@ -106,8 +106,8 @@ def recurrence():
         torch.autograd.grad(h, (a, b), g)
 
     fb = timed(forward_backward, reps=10)
-    # Forward: a, b read, h written; backward: g, a read, lambda written; the gradients
-    # of a (lambda * h_prev) and b (lambda): h read, grad_a written.
+    # Forward: a, b read, h written; backward: the adjoint (g, a read, lambda written: the
+    # gradient of b), then the gradient of a (lambda and h read, lambda * h_prev written).
     moved = 4 * a.numel() * (3 + 3 + 3)
     print(f"{'linear recurrence f32 2^26, forward+backward':42} {'':28} {'':10}     scanrt {fb:10.1f} us  "
           f"of memcpy {memcpy_us(moved) / fb:.3f}", flush=True)

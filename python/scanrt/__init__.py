@@ -36,6 +36,7 @@ __all__ = [
     "cummin",
     "logcumsumexp",
     "linear_recurrence",
+    "linear_recurrence_adjoint",
     "sort",
     "argsort",
     "compress",
@@ -371,24 +372,48 @@ def linear_recurrence(a: Any, b: Any, axis: int = -1, *, initial: Any = None, re
         from . import _torch
 
         return _torch.linear_recurrence(a, b, axis, initial, reverse)
+    return _recipe_of_pair("linear_recurrence", a, b, axis, initial, reverse)
+
+
+def linear_recurrence_adjoint(a: Any, g: Any, axis: int = -1, *, initial: Any = None, reverse: bool = False) -> Any:
+    """``lam[t] = g[t] + a[s] * lam[s]`` along ``axis``, ``s`` the element before ``t``
+    (``t - 1``; ``t + 1`` with ``reverse``), the first element adding ``initial`` (0 by
+    default) instead: the adjoint of :func:`linear_recurrence`, which reads each
+    coefficient at the neighbour (no shifted copy of ``a``). Types as for the
+    recurrence.
+
+    It is the recurrence's gradient: for ``h = linear_recurrence(a, b, initial=h0)`` and
+    ``g`` the gradient of ``h``, ``lam = linear_recurrence_adjoint(a, g, reverse=True)``
+    is the gradient of ``b``, ``lam[t] * h[t-1]`` that of ``a[t]`` (``h[-1] = h0``) and
+    ``a[0] * lam[0]`` that of ``h0`` (a custom VJP in JAX, for instance); ``initial`` is
+    then the gradient of the final state. Differentiable on PyTorch tensors."""
+    if _torch_autograd(a) or _torch_autograd(g):
+        from . import _torch
+
+        return _torch.linear_recurrence_adjoint(a, g, axis, initial, reverse)
+    return _recipe_of_pair("linear_recurrence_adjoint", a, g, axis, initial, reverse)
+
+
+def _recipe_of_pair(recipe: str, a: Any, b: Any, axis: int, initial: Any, reverse: bool) -> Any:
+    """A recipe reading two arrays of one shape and type and writing one, along ``axis``."""
     if tuple(a.shape) != tuple(b.shape):
         raise ValueError(f"a {tuple(a.shape)} and b {tuple(b.shape)} differ in shape")
     along = _arrays.normal_axis(a, axis)
+    init = None if initial is None else float(initial)
     if len(a.shape) > 1 and along != len(a.shape) - 1 and _arrays.describe(a)[1:4] == _arrays.describe(b)[1:4]:
         # An inner axis, a and b laid out alike: scanned where they lie, in one pass.
         h = _arrays.empty(a, a.shape, _arrays.describe_dtype(a))
         _run([a, b], lambda s: _scanrt.recipe_scan(
-            "linear_recurrence", [_arrays.describe(a), _arrays.describe(b)], [_arrays.describe(h)], 0, True, reverse,
-            None if initial is None else float(initial), False, s, axis=along))
+            recipe, [_arrays.describe(a), _arrays.describe(b)], [_arrays.describe(h)], 0, True, reverse, init, False, s,
+            axis=along))
         return h
     ma, axis = _arrays.last_axis_contiguous(a, axis)
     mb, _ = _arrays.last_axis_contiguous(b, axis)
     if _arrays.describe_dtype(ma) != _arrays.describe_dtype(mb):
         raise TypeError("a and b have different types")
     h = _arrays.empty(ma, ma.shape, _arrays.describe_dtype(ma))
-    _run([ma, mb], lambda s: _scanrt.recipe_scan("linear_recurrence", [_arrays.describe(ma), _arrays.describe(mb)],
-                                                 [_arrays.describe(h)], ma.shape[-1], True, reverse,
-                                                 None if initial is None else float(initial), False, s))
+    _run([ma, mb], lambda s: _scanrt.recipe_scan(recipe, [_arrays.describe(ma), _arrays.describe(mb)],
+                                                 [_arrays.describe(h)], ma.shape[-1], True, reverse, init, False, s))
     return _arrays.move_back(h, axis)
 
 

@@ -10,9 +10,11 @@ Gradients:
 - cummax/cummin send each gradient to the index its value came from;
 - logcumsumexp's is ``exp(x_i) * sum_{j >= i} g_j exp(-y_j)``, evaluated stably as the
   reverse logcumsumexp of ``log|g_j| - y_j`` for the positive and negative parts;
-- the linear recurrence's is a linear recurrence in the other direction:
+- the linear recurrence's is its adjoint, a recurrence in the other direction whose
+  coefficient is the neighbour's (``recipes::linear_recurrence_adjoint``):
   ``l_t = g_t + a_{t+1} l_{t+1}``, then ``db = l``, ``da = l * h_{t-1}``,
-  ``dh0 = a_0 l_0``;
+  ``dh0 = a_0 l_0``; the adjoint's own gradient is the recurrence again (double
+  backward);
 - cumprod's (inclusive, forward, no initial value) is PyTorch's own.
 """
 
@@ -161,25 +163,63 @@ def _lr_setup(ctx, inputs, output):
 
 
 def _lr_backward(ctx, grad):
-    # lam_t = g_t + a_{t+1} lam_{t+1} (the gradient of b_t) is a recurrence over a shifted
-    # by one, in the other direction; the gradient of a_t is lam_t h_{t-1}, h_{-1} = h0,
-    # multiplied into slices (no shifted copy of h).
+    # The gradient of b is the adjoint recurrence lam_t = g_t + a_{t+1} lam_{t+1}, scanned
+    # in the other direction (the recipe reads a_{t+1} at the neighbour: no shifted copy);
+    # that of a_t is lam_t h_{t-1}, h_{-1} = h0, multiplied into slices.
     a, h = ctx.saved_tensors
     h0 = 0.0 if ctx.initial is None else ctx.initial
-    zero = torch.zeros_like(a[..., :1])
+    lam = linear_recurrence_adjoint_op(a, grad, not ctx.reverse)
     grad_a = torch.empty_like(a)
     if not ctx.reverse:
-        lam = linear_recurrence_op(torch.cat([a[..., 1:], zero], dim=-1), grad.contiguous(), None, True)
         torch.mul(lam[..., 1:], h[..., :-1], out=grad_a[..., 1:])
         torch.mul(lam[..., :1], h0, out=grad_a[..., :1])
     else:
-        lam = linear_recurrence_op(torch.cat([zero, a[..., :-1]], dim=-1), grad.contiguous(), None, False)
         torch.mul(lam[..., :-1], h[..., 1:], out=grad_a[..., :-1])
         torch.mul(lam[..., -1:], h0, out=grad_a[..., -1:])
     return grad_a, lam, None, None
 
 
 linear_recurrence_op.register_autograd(_lr_backward, setup_context=_lr_setup)
+
+
+@torch.library.custom_op("scanrt::linear_recurrence_adjoint", mutates_args=())
+def linear_recurrence_adjoint_op(a: Tensor, g: Tensor, reverse: bool, initial: Optional[float] = None) -> Tensor:
+    """lam_t = g_t + a_s lam_s, s the element before t in the scan's direction (per row);
+    the first element adds `initial`."""
+    a, g = a.contiguous(), g.contiguous()
+    lam = torch.empty_like(a)
+    _scanrt.recipe_scan("linear_recurrence_adjoint", [_describe(a), _describe(g)], [_describe(lam)], a.shape[-1], True,
+                        reverse, initial, False, _stream(a))
+    return lam
+
+
+@linear_recurrence_adjoint_op.register_fake
+def _(a, g, reverse, initial=None):
+    return torch.empty_like(a)
+
+
+def _adjoint_setup(ctx, inputs, output):
+    a, g, reverse, initial = inputs
+    ctx.save_for_backward(a, output)
+    ctx.reverse = reverse
+
+
+def _adjoint_backward(ctx, grad):
+    # lam = L^-1 g, L bidiagonal: the gradient of g is L^-T grad, the recurrence
+    # mu_t = grad_t + a_t mu_s in the other direction (s the element before t there); that
+    # of a_k is mu at the element after k in the adjoint's direction times lam_k (0 for
+    # the last element, whose a the adjoint never reads).
+    a, lam = ctx.saved_tensors
+    mu = linear_recurrence_op(a, grad, None, not ctx.reverse)
+    grad_a = torch.zeros_like(a)
+    if ctx.reverse:
+        torch.mul(mu[..., :-1], lam[..., 1:], out=grad_a[..., 1:])
+    else:
+        torch.mul(mu[..., 1:], lam[..., :-1], out=grad_a[..., :-1])
+    return grad_a, mu, None, None
+
+
+linear_recurrence_adjoint_op.register_autograd(_adjoint_backward, setup_context=_adjoint_setup)
 
 
 @torch.library.custom_op("scanrt::sequences_recurrence", mutates_args=())
@@ -211,34 +251,25 @@ def _seq_setup(ctx, inputs, output):
 
 
 def _seq_backward(ctx, grad, grad_final):
-    # Per sequence [lo, hi) the gradient of b is the recurrence lam_t = g_t + a_{t+1} lam_{t+1}
-    # in the other direction, started from the final state's gradient: a shifted by one,
-    # with 1 at each sequence's last element, and the final gradients as carries in. The
-    # gradient of a_t is lam_t h_{t-1} (h_{lo-1} = h0), of h0 a_lo lam_lo (the final
-    # gradient for an empty sequence). Writes at sequence positions go through buffers
-    # one longer than the data, whose last slot takes the empty sequences' writes, so no
-    # index depends on the data (no host synchronisation).
+    # Per sequence [lo, hi) the gradient of b is the adjoint recurrence
+    # lam_t = g_t + a_{t+1} lam_{t+1} in the other direction, started from the final
+    # state's gradient (a carry in per sequence); each sequence's total passes on the
+    # gradient of its h0 (a_lo lam_lo; the final gradient for an empty sequence). The
+    # gradient of a_t is lam_t h_{t-1} (h_{lo-1} = h0). Writes at sequence positions go
+    # through a buffer one longer than the data, whose last slot takes the empty
+    # sequences' writes, so no index depends on the data (no host synchronisation).
     a, h, offsets, h0 = ctx.saved_tensors
     n, count = a.shape[0], (1 if offsets is None else max(offsets.shape[0] - 1, 0))
     grad = torch.zeros_like(a) if grad is None else grad.contiguous()
     state = _state_type(a)
     grad_final = a.new_zeros((count,), dtype=state) if grad_final is None else grad_final.contiguous()
+    lam, grad_h0 = sequences_adjoint_op(a, grad, offsets, grad_final, not ctx.reverse)
     start = 0.0 if ctx.scalar is None else ctx.scalar  # where no h0 array says otherwise
-    if offsets is None:
-        o = torch.tensor([0, n], device=a.device)
-    else:
-        o = offsets.to(torch.int64).clamp(0, n)
+    o = torch.tensor([0, n], device=a.device) if offsets is None else offsets.to(torch.int64).clamp(0, n)
     lo, hi = o[:-1], o[1:]
-    nonempty = lo < hi
-    dummy = torch.full_like(lo, n)
-    first = torch.where(nonempty, hi - 1, dummy) if ctx.reverse else torch.where(nonempty, lo, dummy)
-    last = torch.where(nonempty, lo, dummy) if ctx.reverse else torch.where(nonempty, hi - 1, dummy)
+    first = torch.where(lo < hi, hi - 1 if ctx.reverse else lo, torch.full_like(lo, n))
     h0_all = (h0 if h0 is not None else a.new_full((count,), start)).to(a.dtype)
     zero, start_t = a.new_zeros(1), a.new_full((1,), start)
-    # The coefficient each lam_t carries from its successor, 1 at sequence ends.
-    shifted = torch.cat([zero, a[:-1], zero]) if ctx.reverse else torch.cat([a[1:], zero, zero])
-    shifted.index_put_((last,), torch.ones_like(lo, dtype=a.dtype))
-    lam, _ = sequences_recurrence_op(shifted[:n].contiguous(), grad, offsets, grad_final, None, not ctx.reverse)
     # h before each element in traversal order: the sequences' h0, the start value at
     # the heads of the elements outside every sequence.
     before = torch.cat([h[1:], start_t, zero]) if ctx.reverse else torch.cat([start_t, h[:-1], zero])
@@ -250,9 +281,29 @@ def _seq_backward(ctx, grad, grad_final):
         before.index_put_((outside,), start_t)
     before.index_put_((first,), h0_all)
     grad_a = lam * before[:n]
-    at = first.clamp(max=max(n - 1, 0))
-    grad_h0 = torch.where(nonempty, (a[at] * lam[at]).to(state), grad_final) if n > 0 else grad_final
     return grad_a, lam, None, (grad_h0.to(h0.dtype) if h0 is not None else None), None, None
+
+
+@torch.library.custom_op("scanrt::sequences_adjoint", mutates_args=())
+def sequences_adjoint_op(a: Tensor, g: Tensor, offsets: Optional[Tensor], u: Tensor,
+                         reverse: bool) -> Tuple[Tensor, Tensor]:
+    """The adjoint recurrence per sequence, sequence i started from u[i]: lam, and what
+    each sequence's total passes on (a_first lam_first; u[i] when empty)."""
+    a, g = a.contiguous(), g.contiguous()
+    lam = torch.empty_like(a)
+    # States (q, p, a, has): the carry in passes u, (0, u, 1, 1); a total passes a * p.
+    ones = torch.ones_like(u)
+    states_in = torch.stack([torch.zeros_like(u), u, ones, ones], -1)
+    states_out = torch.empty_like(states_in)
+    _scanrt.recipe_scan("linear_recurrence_adjoint", [_describe(a), _describe(g)], [_describe(lam)], 0, True,
+                        reverse, None, False, _stream(a), None if offsets is None else _describe(offsets),
+                        _describe(states_in), _describe(states_out))
+    return lam, states_out[:, 1] * states_out[:, 2]
+
+
+@sequences_adjoint_op.register_fake
+def _(a, g, offsets, u, reverse):
+    return torch.empty_like(a), torch.empty_like(u)
 
 
 sequences_recurrence_op.register_autograd(_seq_backward, setup_context=_seq_setup)
@@ -300,3 +351,10 @@ def linear_recurrence(a, b, axis, initial, reverse):
     move = (lambda t: t) if last else (lambda t: t.movedim(axis, -1))
     h = linear_recurrence_op(move(a), move(b), None if initial is None else float(initial), reverse)
     return h if last else h.movedim(-1, axis)
+
+
+def linear_recurrence_adjoint(a, g, axis, initial, reverse):
+    last = axis % a.dim() == a.dim() - 1
+    move = (lambda t: t) if last else (lambda t: t.movedim(axis, -1))
+    lam = linear_recurrence_adjoint_op(move(a), move(g), reverse, None if initial is None else float(initial))
+    return lam if last else lam.movedim(-1, axis)

@@ -172,6 +172,7 @@ fn operator(ctx: &Context, device: i64, recipe: &str, dtype: DType) -> PyResult<
         "cummin" => recipes::cumulative_extreme(dtype, false),
         "logcumsumexp" => recipes::logcumsumexp(dtype),
         "linear_recurrence" => recipes::linear_recurrence(dtype),
+        "linear_recurrence_adjoint" => recipes::linear_recurrence_adjoint(dtype),
         other => return Err(PyValueError::new_err(format!("no recipe {other:?}"))),
     }
     .py_err()?;
@@ -182,7 +183,8 @@ fn operator(ctx: &Context, device: i64, recipe: &str, dtype: DType) -> PyResult<
 
 /// Runs a recipe over 1-D arrays or the rows of contiguous row-major arrays (the last
 /// axis, `row` elements each; 0: one row): `inputs` and `outputs` as the recipe takes
-/// them. `initial` is the linear recurrence's h0. `offsets` (1-D arrays): the sequences
+/// them. `initial` is the linear recurrence's h0 (what its adjoint passes to the first
+/// element: the final state's gradient). `offsets` (1-D arrays): the sequences
 /// as a CSR array; `carry_in` and `carry_out`: contiguous arrays of the recipe's states
 /// (any type: their bytes are the states), one per sequence with `offsets`, else one,
 /// read before and written after the scan. `axis`: scan the arrays as they lie (any
@@ -220,6 +222,7 @@ pub(crate) fn recipe_scan(
     let op = operator(&ctx, device, recipe, dtype)?;
     let init = match initial {
         Some(h0) if recipe == "linear_recurrence" => Some(recipes::recurrence_init(dtype, h0).py_err()?),
+        Some(u) if recipe == "linear_recurrence_adjoint" => Some(recipes::recurrence_adjoint_init(dtype, u).py_err()?),
         Some(_) => return Err(PyValueError::new_err(format!("{recipe} takes no initial value"))),
         None => None,
     };

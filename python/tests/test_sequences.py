@@ -300,3 +300,47 @@ def test_torch_user_operator_along_an_axis_with_carries(reverse):
     # The recipe along dim 0, in place of a transpose copy.
     h2 = scanrt.linear_recurrence(a, b, axis=0, reverse=reverse)
     np.testing.assert_allclose(h2.cpu().numpy(), along_loop(a_np, b_np, 0, reverse), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("shape, axis", [((1,), -1), ((5000,), -1), ((4, 999), -1), ((300, 6), 0)])
+def test_numpy_recurrence_adjoint_is_the_gradient(reverse, shape, axis):
+    """linear_recurrence_adjoint against its loop, and as the recurrence's gradient: the
+    directional derivative of <w, h> along random (da, db) by central differences."""
+    r = rng(7)
+    a, g = r.uniform(-1, 1, shape), r.standard_normal(shape)
+    lam = scanrt.linear_recurrence_adjoint(a, g, axis, initial=0.5, reverse=reverse)
+    am, gm = np.moveaxis(a, axis, -1), np.moveaxis(g, axis, -1)
+    want = np.zeros_like(am)
+    for row in np.ndindex(am.shape[:-1]):
+        s, coefficient = 0.5, 1.0
+        steps = range(am.shape[-1] - 1, -1, -1) if reverse else range(am.shape[-1])
+        for t in steps:
+            s = gm[row + (t,)] + coefficient * s
+            coefficient = am[row + (t,)]
+            want[row + (t,)] = s
+    np.testing.assert_allclose(lam, np.moveaxis(want, -1, axis), rtol=1e-10, atol=1e-12)
+    # The gradient of <g, linear_recurrence(a, b, initial=h0)>: b's is the adjoint in the
+    # other direction.
+    b, h0 = r.standard_normal(shape), 0.3
+    lam = scanrt.linear_recurrence_adjoint(a, g, axis, reverse=not reverse)
+    db, eps = r.standard_normal(shape), 1e-6
+
+    def value(b):
+        return float(np.sum(g * scanrt.linear_recurrence(a, b, axis, initial=h0, reverse=reverse)))
+
+    slope = (value(b + eps * db) - value(b - eps * db)) / (2 * eps)
+    assert abs(slope - float(np.sum(lam * db))) <= 1e-6 * (1 + abs(slope))
+
+
+@cuda
+@pytest.mark.parametrize("reverse", [False, True])
+def test_torch_recurrence_adjoint_gradcheck_and_double_backward(reverse):
+    g = torch.Generator(device="cuda").manual_seed(SEED + 8)
+    for shape in [(1,), (2, 17), (40,)]:
+        a = (torch.rand(*shape, device="cuda", dtype=torch.float64, generator=g) * 1.6 - 0.8).requires_grad_()
+        b = torch.randn(*shape, device="cuda", dtype=torch.float64, generator=g, requires_grad=True)
+        assert torch.autograd.gradcheck(
+            lambda a, b: scanrt.linear_recurrence_adjoint(a, b, initial=0.5, reverse=reverse), (a, b))
+        assert torch.autograd.gradgradcheck(
+            lambda a, b: scanrt.linear_recurrence(a, b, initial=0.25, reverse=reverse), (a, b))
