@@ -165,18 +165,29 @@ def _lr_setup(ctx, inputs, output):
 def _lr_backward(ctx, grad):
     # The gradient of b is the adjoint recurrence lam_t = g_t + a_{t+1} lam_{t+1}, scanned
     # in the other direction (the recipe reads a_{t+1} at the neighbour: no shifted copy);
-    # that of a_t is lam_t h_{t-1}, h_{-1} = h0, multiplied into slices.
+    # that of a_t is lam_t h_{t-1}, h_{-1} = h0.
     a, h = ctx.saved_tensors
     h0 = 0.0 if ctx.initial is None else ctx.initial
     lam = linear_recurrence_adjoint_op(a, grad, not ctx.reverse)
-    grad_a = torch.empty_like(a)
-    if not ctx.reverse:
-        torch.mul(lam[..., 1:], h[..., :-1], out=grad_a[..., 1:])
-        torch.mul(lam[..., :1], h0, out=grad_a[..., :1])
+    return _times_neighbour(lam, h, ctx.reverse, h0), lam, None, None
+
+
+def _times_neighbour(x: Tensor, y: Tensor, after: bool, edge: float) -> Tensor:
+    """x_t * y_{t-1} along the last axis (y_{t+1} when `after`), `edge` beyond the end:
+    products into slices of one new tensor, or differentiable ones when a graph is being
+    built (double backward)."""
+    if torch.is_grad_enabled():
+        products = x[..., :-1] * y[..., 1:] if after else x[..., 1:] * y[..., :-1]
+        end = x[..., -1:] * edge if after else x[..., :1] * edge
+        return torch.cat([products, end] if after else [end, products], -1)
+    out = torch.empty_like(x)
+    if after:
+        torch.mul(x[..., :-1], y[..., 1:], out=out[..., :-1])
+        torch.mul(x[..., -1:], edge, out=out[..., -1:])
     else:
-        torch.mul(lam[..., :-1], h[..., 1:], out=grad_a[..., :-1])
-        torch.mul(lam[..., -1:], h0, out=grad_a[..., -1:])
-    return grad_a, lam, None, None
+        torch.mul(x[..., 1:], y[..., :-1], out=out[..., 1:])
+        torch.mul(x[..., :1], edge, out=out[..., :1])
+    return out
 
 
 linear_recurrence_op.register_autograd(_lr_backward, setup_context=_lr_setup)
@@ -211,12 +222,7 @@ def _adjoint_backward(ctx, grad):
     # the last element, whose a the adjoint never reads).
     a, lam = ctx.saved_tensors
     mu = linear_recurrence_op(a, grad, None, not ctx.reverse)
-    grad_a = torch.zeros_like(a)
-    if ctx.reverse:
-        torch.mul(mu[..., :-1], lam[..., 1:], out=grad_a[..., 1:])
-    else:
-        torch.mul(mu[..., 1:], lam[..., :-1], out=grad_a[..., :-1])
-    return grad_a, mu, None, None
+    return _times_neighbour(lam, mu, not ctx.reverse, 0.0), mu, None, None
 
 
 linear_recurrence_adjoint_op.register_autograd(_adjoint_backward, setup_context=_adjoint_setup)

@@ -218,7 +218,8 @@ pub(crate) fn tile_shape(arch: i32, input: DType, output: DType, segmented: bool
 /// built-in sum's kernels). Transforms of such states take the same shapes and the
 /// bulk-copy kernel with buffers of `bulk_element_bytes` per element (the input or the
 /// output arrays' bytes, whichever are larger; states wider than that are rescanned), but
-/// no one-wave kernel. Wider states take the register-staged and matrix kernels: rows
+/// no one-wave kernel; so do transforms of 16-byte states, in rows of 4 (always
+/// rescanned: their arrays are narrower). Wider states take the register-staged and matrix kernels: rows
 /// short enough that two tiles of states fit in static shared memory (48 KiB: 2 x 128 x
 /// (ITEMS + 1) x state bytes).
 pub(crate) fn operator_shape(
@@ -230,8 +231,17 @@ pub(crate) fn operator_shape(
 ) -> TileShape {
     let like = |dtype| tile_shape(arch, dtype, dtype, segmented);
     match state_bytes {
-        4 | 8 => {
-            let shape = like(if state_bytes == 4 { DType::U32 } else { DType::U64 });
+        4 | 8 | 16 if !(plain_arrays && state_bytes == 16) => {
+            let shape = match state_bytes {
+                4 => like(DType::U32),
+                8 => like(DType::U64),
+                // A 16-byte transform state (a recurrence's adjoint f32) keeps the u64
+                // scan's 64 bytes of states per thread: rows of 4.
+                _ => TileShape {
+                    items: 4,
+                    ..like(DType::U64)
+                },
+            };
             if plain_arrays {
                 shape
             } else {
@@ -270,17 +280,19 @@ pub(crate) fn operator_shape(
                 let buffer_bytes = buffer_row_bytes * bulk_items;
                 let fitting_blocks = row(arch).shared_bytes_per_sm / (buffer_bytes + 2048);
                 let shape = TileShape {
-                    bulk_buffers: if bulk_items >= shape.items {
+                    bulk_buffers: if bulk_items >= shape.items && fitting_blocks > 0 {
                         shape.bulk_buffers
                     } else {
                         0
                     },
                     bulk_items,
                     bulk_min_blocks_per_sm: if rescan {
-                        rescan_blocks.min(fitting_blocks).max(1)
+                        rescan_blocks
                     } else {
                         row(arch).bulk_min_blocks_per_sm[0]
-                    },
+                    }
+                    .min(fitting_blocks)
+                    .max(1),
                     wave_threads: 0,
                     cluster_threads: 0,
                     ..shape
@@ -545,7 +557,7 @@ mod tests {
 
     #[test]
     fn operator_bulk_tiles_are_no_shorter_and_fit_the_sm() {
-        for state in [4usize, 8] {
+        for state in [4usize, 8, 16] {
             for segmented in [false, true] {
                 for bulk_element_bytes in 1..=48 {
                     let s = operator_shape(90, state, false, segmented, bulk_element_bytes);
