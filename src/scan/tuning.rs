@@ -37,6 +37,9 @@ struct TuningRow {
     /// Blocks per SM of the bulk-copy kernel for transforms that rescan their rows (states
     /// wider than their arrays), plain / segmented, where their buffers fit.
     bulk_rescan_min_blocks_per_sm: [u32; 2],
+    /// Bulk-copy rows and blocks per SM of transforms that rescan 16-byte states (at most:
+    /// fewer blocks where their buffers do not fit).
+    wide_state_bulk: (u32, u32),
     /// Shared memory of one SM (the architecture's, not measured).
     shared_bytes_per_sm: u32,
     /// One-wave kernel (scans whose tiles all fit on the device at once): threads
@@ -69,7 +72,11 @@ struct TuningRow {
 /// and 3.20 us per scan in a replayed graph against 3.37 for the small register-staged
 /// tiles it replaced (bench/run_latency_bench.sh, bench_compare --latency). Fixed-order
 /// scans up to 256 one-wave tiles: deterministic f32 at 2^20 0.94-1.05 of the regular
-/// scan's time, against 1.27-1.42 on the register-staged kernel.
+/// scan's time, against 1.27-1.42 on the register-staged kernel. Transforms of 16-byte
+/// states (the recurrence's adjoint f32, rescanned from 8-byte arrays): rows of 12 at 2
+/// blocks/SM ran 0.951 of memcpy at 2^28 (0.924-0.927 at 2^26), against 0.910-0.918 for 8
+/// or 12 items at 2-3 blocks with 3 or 4 buffers and 0.70 for 4 items at 4 blocks or 16 at
+/// 2 (bench_compare --operators, SCANRT_RESCAN_OVERRIDE, 2 rounds).
 const SM90: TuningRow = TuningRow {
     min_arch: 90,
     provenance: "H100 SXM, bench_compare --variant (tile shapes), --operators (rescanning transforms), --latency and bench/run_latency_bench.sh (cluster and small scans) and bench/run_gpu_bench.sh (thresholds), 2026",
@@ -83,6 +90,7 @@ const SM90: TuningRow = TuningRow {
     bulk_min_blocks_per_sm: [2, 3],
     bulk_min_tiles: [512, 4096],
     bulk_rescan_min_blocks_per_sm: [4, 2],
+    wide_state_bulk: (12, 2),
     shared_bytes_per_sm: 228 * 1024,
     wave_threads: 512,
     wave_lookback_slots_per_lane: 4,
@@ -267,13 +275,25 @@ pub(crate) fn operator_shape(
                 // memcpy against 0.935, bf16 0.945 against 0.936, `bench_compare --quick`
                 // with `SCANRT_RESCAN_OVERRIDE`, alternating, 4 rounds; 20 items at 4 blocks
                 // or 5 buffers and 16 items at 5-6 blocks were no better).
+                //
+                // Rescanned 16-byte states take the row's own rows and blocks
+                // (`wide_state_bulk`).
+                let r = row(arch);
                 let row_element_bytes = bulk_element_bytes.max(state_bytes) as u32;
                 let rescan = bulk_element_bytes < state_bytes;
-                let rescan_blocks = row(arch).bulk_rescan_min_blocks_per_sm[segmented as usize];
+                let rescan_blocks = if state_bytes == 16 && rescan {
+                    r.wide_state_bulk.1
+                } else {
+                    r.bulk_rescan_min_blocks_per_sm[segmented as usize]
+                };
                 let buffer_row_bytes = shape.bulk_buffers * shape.threads * bulk_element_bytes as u32;
                 let fitting_items =
-                    (row(arch).shared_bytes_per_sm / rescan_blocks).saturating_sub(2048) / buffer_row_bytes.max(1);
-                let mut bulk_items = ((row(arch).bulk_row_bytes / row_element_bytes) & !3).max(4);
+                    (r.shared_bytes_per_sm / rescan_blocks).saturating_sub(2048) / buffer_row_bytes.max(1);
+                let mut bulk_items = if state_bytes == 16 && rescan {
+                    r.wide_state_bulk.0
+                } else {
+                    ((r.bulk_row_bytes / row_element_bytes) & !3).max(4)
+                };
                 if rescan {
                     bulk_items = bulk_items.min(fitting_items & !3).max(4);
                 }
@@ -536,6 +556,7 @@ mod tests {
         assert_eq!(shape(4, 2, true), (28, 2), "segmented: the row's 2 blocks fit 28");
         assert_eq!(shape(8, 4, false), (12, 4), "logcumsumexp f32 keeps its rows");
         assert_eq!(shape(8, 8, false).0, 12, "a recurrence f32 rescans nothing");
+        assert_eq!(shape(16, 8, false), (12, 2), "the recurrence's adjoint f32: 2 blocks of 12 rows");
     }
 
     #[test]
