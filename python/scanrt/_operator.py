@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, Callable, Optional, Sequence, Tuple
 
 from . import _arrays
 from . import _scanrt
@@ -39,10 +39,14 @@ class Operator:
     each result to up to two output arrays; without it, results are whole states (a
     uint8 array).
 
-    Scans run on 1-D GPU arrays (PyTorch, CuPy, JAX, Numba); the host backend needs host
-    functions, which an operator from Python has not. On torch tensors each Operator is a
-    torch custom operator (``torch.library``), so its scans run inside ``torch.compile``
-    graphs and captured CUDA graphs; it has no gradient.
+    Scans run on GPU arrays (PyTorch, CuPy, JAX, Numba) and, given host functions, on
+    NumPy arrays with the host backend: ``host_combine(first: bytes, then: bytes) ->
+    bytes``, ``host_load(i, x0, ...) -> bytes`` (elements as Python numbers) and
+    ``host_store(state: bytes) -> value`` (a tuple for two outputs), one call per element
+    and combine (``struct`` or ``numpy.frombuffer`` unpack the states). An exception they
+    raise ends the scan and is raised by it. On torch tensors each Operator is a torch
+    custom operator (``torch.library``), so its scans run inside ``torch.compile`` graphs
+    and captured CUDA graphs; it has no gradient.
 
     >>> affine = scanrt.Operator(
     ...     "affine", SOURCE, "Affine", 8, 4, "combine",
@@ -53,12 +57,18 @@ class Operator:
 
     def __init__(self, name: str, source: str, state: str, state_size: int, state_align: int, combine: str,
                  identity: Any, *, load: Optional[Tuple[str, Sequence[str]]] = None,
-                 store: Optional[Tuple[str, Sequence[str]]] = None) -> None:
+                 store: Optional[Tuple[str, Sequence[str]]] = None,
+                 host_combine: Optional[Callable[[bytes, bytes], bytes]] = None,
+                 host_load: Optional[Callable[..., bytes]] = None,
+                 host_store: Optional[Callable[[bytes], Any]] = None) -> None:
         self.state_size = int(state_size)
         self.load = None if load is None else (load[0], [str(t) for t in load[1]])
         self.store = None if store is None else (store[0], [str(t) for t in store[1]])
+        if host_combine is None and (host_load is not None or host_store is not None):
+            raise TypeError(f"operator {name}: host_load and host_store come with a host_combine")
+        host = None if host_combine is None else (host_combine, host_load, host_store)
         self._op = _scanrt.Operator(name, source, state, self.state_size, int(state_align), combine,
-                                    _bytes_of(identity, self.state_size, "identity"), self.load, self.store)
+                                    _bytes_of(identity, self.state_size, "identity"), self.load, self.store, host)
         self._torch_op: Any = None
 
     @property

@@ -8,6 +8,7 @@ mod arrays;
 mod distributed;
 mod errors;
 mod operator;
+mod operator_host;
 mod out_of_core;
 mod scan;
 mod select;

@@ -1,7 +1,7 @@
 //! User-defined operators from CUDA source (`scanrt.Operator`): the description is kept
 //! once, and compiled (NVRTC, the disk cache) into one `scanrt::Operator` per device at
-//! its first scan there. Scans run on 1-D GPU arrays; the host backend needs host
-//! functions, which an operator written in Python does not have.
+//! its first scan there. Scans of NumPy arrays run on the host backend through Python host
+//! functions (operator_host.rs), when the operator has them.
 
 use std::collections::HashMap;
 
@@ -12,6 +12,7 @@ use scanrt::{CarryViews, Direction, Operator, OperatorDesc, OperatorScan};
 
 use crate::arrays::{context, device_of, dtype_named, state_carry_views, stream, ArrayArg};
 use crate::errors::IntoPy;
+use crate::operator_host::{host_operator, HostFailure};
 use crate::scan::segment_data;
 
 /// An operator's description and its compiled form on each device it has scanned on.
@@ -19,6 +20,8 @@ use crate::scan::segment_data;
 pub(crate) struct PyOperator {
     desc: OperatorDesc,
     compiled: Mutex<HashMap<i64, Operator>>,
+    /// The first error of the host functions' last scan, if it has host functions.
+    host_failure: HostFailure,
 }
 
 /// `(function, [dtype names])` of a load or store.
@@ -38,7 +41,9 @@ fn edge_types(edge: &Option<Edge>) -> PyResult<Option<(String, Vec<scanrt::DType
 #[pymethods]
 impl PyOperator {
     #[new]
-    #[pyo3(signature = (name, source, state, state_size, state_align, combine, identity, load=None, store=None))]
+    /// `host`: `(combine, load, store)` Python callables for the host backend (load and
+    /// store where the operator has them).
+    #[pyo3(signature = (name, source, state, state_size, state_align, combine, identity, load=None, store=None, host=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         name: &str,
@@ -50,18 +55,40 @@ impl PyOperator {
         identity: Vec<u8>,
         load: Option<Edge>,
         store: Option<Edge>,
+        host: Option<(PyObject, Option<PyObject>, Option<PyObject>)>,
     ) -> PyResult<Self> {
         let mut desc = OperatorDesc::new(name, source, state, state_size, state_align, combine, &identity);
-        if let Some((f, types)) = edge_types(&load)? {
-            desc = desc.with_load(&f, &types);
+        let (load, store) = (edge_types(&load)?, edge_types(&store)?);
+        if let Some((f, types)) = &load {
+            desc = desc.with_load(f, types);
         }
-        if let Some((f, types)) = edge_types(&store)? {
-            desc = desc.with_store(&f, &types);
+        if let Some((f, types)) = &store {
+            desc = desc.with_store(f, types);
+        }
+        let host_failure = HostFailure::default();
+        if let Some((combine, host_load, host_store)) = host {
+            if host_load.is_some() != load.is_some() || host_store.is_some() != store.is_some() {
+                return Err(PyTypeError::new_err(format!(
+                    "operator {name}: host functions come as the device's do (a host_load for a load, a host_store for a store)"
+                )));
+            }
+            let types = (
+                load.map(|(_, t)| t).unwrap_or_default(),
+                store.map(|(_, t)| t).unwrap_or_default(),
+            );
+            let functions = host_operator(
+                (combine, host_load, host_store),
+                state_size,
+                types,
+                host_failure.clone(),
+            );
+            desc = desc.with_host(functions);
         }
         desc.check().py_err()?;
         Ok(PyOperator {
             desc,
             compiled: Mutex::new(HashMap::new()),
+            host_failure,
         })
     }
 
@@ -95,9 +122,9 @@ impl PyOperator {
             .chain(carry_out.iter())
             .collect();
         let device = device_of(&all)?;
-        if device < 0 {
+        if device < 0 && self.desc.host.is_none() {
             return Err(PyTypeError::new_err(format!(
-                "operator {} runs on GPU arrays: the host backend needs host functions, which operators from Python do not have",
+                "operator {} scans host arrays through host functions (host_combine=...), which it has not",
                 self.desc.name
             )));
         }
@@ -125,8 +152,9 @@ impl PyOperator {
             arrays.iter().map(|a| unsafe { a.view(writable) }).collect()
         };
         let (ins, outs) = (views(&inputs, false)?, views(&outputs, true)?);
+        self.host_failure.clear();
         // SAFETY: as above.
-        unsafe {
+        let result = unsafe {
             run_scan(
                 py,
                 &op,
@@ -137,6 +165,11 @@ impl PyOperator {
                 [carry_in, carry_out],
                 axis,
             )
+        };
+        // An exception of a host function outranks what the scan made of its results.
+        match self.host_failure.take() {
+            Some(error) => Err(error),
+            None => result,
         }
     }
 

@@ -209,15 +209,78 @@ def affine_operator():
                            load=("make", ["float32", "float32"]), store=("write", ["float32"]))
 
 
-def test_operators_are_checked_and_run_on_gpu_arrays_only():
+def test_operators_are_checked_and_need_host_functions_for_numpy():
     op = affine_operator()
     assert op.name == "affine"
-    with pytest.raises(TypeError, match="GPU"):
+    with pytest.raises(TypeError, match="host functions"):
         op(np.ones(4, np.float32), np.ones(4, np.float32))
+    with pytest.raises(TypeError, match="host_load"):
+        scanrt.Operator("affine", AFFINE, "Affine", 8, 4, "combine", np.array([1, 0], np.float32),
+                        load=("make", ["float32", "float32"]), store=("write", ["float32"]),
+                        host_combine=lambda l, r: l, host_store=lambda s: 0.0)
     with pytest.raises(ValueError, match="identity"):
         scanrt.Operator("bad", AFFINE, "Affine", 8, 4, "combine", b"\0" * 4)
     with pytest.raises((TypeError, ValueError)):
         scanrt.Operator("bad", AFFINE, "Affine", 6, 4, "combine", b"\0" * 6)
+
+
+def host_affine_operator(**overrides):
+    """The affine operator with host functions (states unpacked with struct)."""
+    import struct
+
+    def combine(first, then):
+        la, lb = struct.unpack("ff", first)
+        ra, rb = struct.unpack("ff", then)
+        return struct.pack("ff", la * ra, ra * lb + rb)
+
+    host = dict(host_combine=combine, host_load=lambda i, a, b: struct.pack("ff", a, b),
+                host_store=lambda s: struct.unpack("ff", s)[1])
+    host.update(overrides)
+    return scanrt.Operator("affine", AFFINE, "Affine", 8, 4, "combine", np.array([1, 0], np.float32),
+                           load=("make", ["float32", "float32"]), store=("write", ["float32"]), **host)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_numpy_user_operator_with_host_functions(reverse):
+    r = np.random.default_rng(SEED + 11)
+    op = host_affine_operator()
+    for n in (1, 2, 1000):
+        a, b = r.uniform(-1, 1, n).astype(np.float32), r.standard_normal(n).astype(np.float32)
+        h = op(a, b, reverse=reverse)
+        want, s = np.zeros(n), 0.0
+        for t in (range(n - 1, -1, -1) if reverse else range(n)):
+            s = float(a[t]) * s + float(b[t])
+            want[t] = s
+        np.testing.assert_allclose(h, want, rtol=1e-4, atol=1e-5)
+    # Segments by offsets, each from its own carry, and an axis.
+    offsets = np.array([0, 3, 3, 10], dtype=np.int64)
+    a, b = r.uniform(-1, 1, 10).astype(np.float32), r.standard_normal(10).astype(np.float32)
+    h = op(a, b, offsets=offsets, reverse=reverse)
+    for lo, hi in zip(offsets[:-1], offsets[1:]):
+        np.testing.assert_allclose(h[lo:hi], op(a[lo:hi], b[lo:hi], reverse=reverse) if hi > lo else h[lo:hi],
+                                   rtol=1e-5)
+    m_a, m_b = r.uniform(-1, 1, (7, 3)).astype(np.float32), r.standard_normal((7, 3)).astype(np.float32)
+    cols = op(m_a, m_b, axis=0, reverse=reverse)
+    for c in range(3):
+        np.testing.assert_allclose(cols[:, c], op(m_a[:, c].copy(), m_b[:, c].copy(), reverse=reverse), rtol=1e-5)
+
+
+def test_numpy_host_function_errors_are_raised():
+    x = np.ones(100, np.float32)
+
+    def broken(first, then):
+        raise ZeroDivisionError("from host_combine")
+
+    with pytest.raises(ZeroDivisionError, match="from host_combine"):
+        host_affine_operator(host_combine=broken)(x, x)
+    with pytest.raises(ValueError, match="3 bytes; the state is 8"):
+        host_affine_operator(host_load=lambda i, a, b: b"abc")(x, x)
+    with pytest.raises(TypeError, match="not bytes"):
+        host_affine_operator(host_load=lambda i, a, b: 5)(x, x)
+    with pytest.raises(ValueError, match="2 values for 1 outputs"):
+        host_affine_operator(host_store=lambda s: (1.0, 2.0))(x, x)
+    # The operator stays usable after a failed scan.
+    np.testing.assert_allclose(host_affine_operator()(x, x)[:3], [1, 2, 3])
 
 
 def test_errors_are_python_exceptions():

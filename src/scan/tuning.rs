@@ -556,7 +556,11 @@ mod tests {
         assert_eq!(shape(4, 2, true), (28, 2), "segmented: the row's 2 blocks fit 28");
         assert_eq!(shape(8, 4, false), (12, 4), "logcumsumexp f32 keeps its rows");
         assert_eq!(shape(8, 8, false).0, 12, "a recurrence f32 rescans nothing");
-        assert_eq!(shape(16, 8, false), (12, 2), "the recurrence's adjoint f32: 2 blocks of 12 rows");
+        assert_eq!(
+            shape(16, 8, false),
+            (12, 2),
+            "the recurrence's adjoint f32: 2 blocks of 12 rows"
+        );
     }
 
     #[test]
