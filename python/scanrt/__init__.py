@@ -60,12 +60,15 @@ def _is_array(v: Any) -> bool:
 
 def _builtin_scan(x: Any, op: str, axis: int, exclusive: bool, reverse: bool, initial: Any,
                   deterministic: bool, dtype: Optional[str], out: Any, segments: Any = None, total: Any = None,
-                  offsets: Any = None) -> Any:
+                  offsets: Any = None, keys: Any = None) -> Any:
     if _is_array(initial) or total is not None:
+        if keys is not None:
+            raise TypeError("carries in arrays are for unsegmented scans and scans by offsets, not by keys")
         return _carried_scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype, out, segments, total,
                              offsets)
-    if segments is not None or offsets is not None:
-        return _segmented_scan(x, op, exclusive, reverse, initial, deterministic, dtype, out, segments, offsets)
+    if segments is not None or offsets is not None or keys is not None:
+        return _segmented_scan(x, op, exclusive, reverse, initial, deterministic, dtype, out, segments, offsets,
+                               keys)
     if _arrays.is_torch(x):
         if _torch_autograd(x):
             from . import _torch
@@ -115,6 +118,12 @@ def _carried_scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype
     return _finish(result, 0, out)
 
 
+def _check_keys(keys: Any, x: Any) -> None:
+    _one_d(keys)
+    if keys.shape[0] != x.shape[0]:
+        raise ValueError(f"keys are one per element: {keys.shape[0]} for {x.shape[0]}")
+
+
 def _check_offsets(offsets: Any) -> None:
     _one_d(offsets)
     if _arrays.describe_dtype(offsets) not in ("int32", "int64", "uint32", "uint64"):
@@ -128,14 +137,16 @@ def _size(a: Any) -> int:
     return n
 
 
-def _segmented_scan(x, op, exclusive, reverse, initial, deterministic, dtype, out, segments, offsets):
+def _segmented_scan(x, op, exclusive, reverse, initial, deterministic, dtype, out, segments, offsets, keys=None):
     _one_d(x)
-    if segments is not None and offsets is not None:
-        raise TypeError("give segments as flags or as offsets, not both")
+    if sum(v is not None for v in (segments, offsets, keys)) > 1:
+        raise TypeError("give segments as flags, as offsets or as keys, one of them")
     if segments is not None:
         _one_d(segments)
         if segments.shape[0] != x.shape[0] or _arrays.describe_dtype(segments) not in ("bool", "uint8"):
             raise ValueError("segments are a bool or uint8 array as long as the data (nonzero starts a segment)")
+    elif keys is not None:
+        _check_keys(keys, x)
     else:
         _check_offsets(offsets)
     in_type = _arrays.describe_dtype(x)
@@ -143,9 +154,11 @@ def _segmented_scan(x, op, exclusive, reverse, initial, deterministic, dtype, ou
     result = _arrays.empty(x, x.shape, out_type)
     flags = None if segments is None else _arrays.describe(segments)
     starts = None if offsets is None else _arrays.describe(offsets)
-    data = segments if segments is not None else offsets
+    runs = None if keys is None else _arrays.describe(keys)
+    data = next(v for v in (segments, offsets, keys) if v is not None)
     _run([x, data], lambda s: _scanrt.scan(_arrays.describe(x), _arrays.describe(result), op, not exclusive,
-                                           reverse, initial, deterministic, s, flags, None, None, starts))
+                                           reverse, initial, deterministic, s, flags, None, None, starts,
+                                           keys=runs))
     return _finish(result, 0, out)
 
 
@@ -185,7 +198,7 @@ def _torch_autograd(x: Any) -> bool:
 
 def cumsum(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bool = False, initial: Any = None,
            deterministic: bool = False, dtype: Optional[str] = None, out: Any = None, segments: Any = None,
-           total: Any = None, offsets: Any = None) -> Any:
+           total: Any = None, offsets: Any = None, keys: Any = None) -> Any:
     """Cumulative sum along ``axis``.
 
     ``exclusive``: element i sums the elements before i (the first is ``initial``, or 0).
@@ -205,10 +218,11 @@ def cumsum(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bool = F
     starts a new sum, larger and negative ones nothing. With offsets, ``initial`` (an
     array) and ``total`` hold one value per segment (``len(offsets) - 1``): segment i
     starts from ``initial[i]`` and its total goes to ``total[i]`` (offsets must then
-    not decrease).
+    not decrease). ``keys``: an array as long as the 1-D ``x``; each run of equal
+    consecutive keys is a segment (as a scan by key).
     """
     return _builtin_scan(x, "sum", axis, exclusive, reverse, initial, deterministic, dtype, out, segments, total,
-                         offsets)
+                         offsets, keys)
 
 
 def summed_area_table(x: Any, *, exclusive: bool = False, reverse: bool = False, dtype: Optional[str] = None,
@@ -226,10 +240,10 @@ def summed_area_table(x: Any, *, exclusive: bool = False, reverse: bool = False,
 
 def cumprod(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bool = False, initial: Any = None,
             deterministic: bool = False, dtype: Optional[str] = None, out: Any = None, segments: Any = None,
-            total: Any = None, offsets: Any = None) -> Any:
+            total: Any = None, offsets: Any = None, keys: Any = None) -> Any:
     """Cumulative product along ``axis`` (integers wrap); arguments as :func:`cumsum`."""
     return _builtin_scan(x, "prod", axis, exclusive, reverse, initial, deterministic, dtype, out, segments, total,
-                         offsets)
+                         offsets, keys)
 
 
 def scan_across(chunks: Sequence[Any], op: str = "sum", *, exclusive: bool = False, reverse: bool = False,

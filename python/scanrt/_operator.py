@@ -77,7 +77,7 @@ class Operator:
 
     def __call__(self, *inputs: Any, exclusive: bool = False, reverse: bool = False, initial: Any = None,
                  deterministic: bool = False, out: Any = None, segments: Any = None, offsets: Any = None,
-                 carry_in: Any = None, carry_out: Any = None, axis: Optional[int] = None) -> Any:
+                 carry_in: Any = None, carry_out: Any = None, axis: Optional[int] = None, keys: Any = None) -> Any:
         """Scans the 1-D ``inputs`` (one per load type, or one uint8 array of states) and
         returns the results: one array per store type (a tuple when there are two), or a
         uint8 array of states. ``initial``: a state (bytes or a NumPy value) every
@@ -89,6 +89,9 @@ class Operator:
         ``carry_in`` and its total state goes to ``carry_out`` (a batch of variable-length
         sequences with an initial and a final state each). Scans with carries run
         outside torch's custom operators (not inside ``torch.compile`` graphs).
+
+        ``keys``: an array as long as the inputs; each run of equal consecutive keys is a
+        segment (as a scan by key).
 
         ``axis``: N-D inputs (one shape; the inputs laid out alike) are scanned along
         that axis where they lie, each sequence on its own (columns, pitched rows, any
@@ -108,14 +111,14 @@ class Operator:
             import torch
 
             state = None if init is None else torch.frombuffer(bytearray(init), dtype=torch.uint8)
-            outs = self._torch()(list(inputs), exclusive, reverse, deterministic, state, segments, offsets)
+            outs = self._torch()(list(inputs), exclusive, reverse, deterministic, state, segments, offsets, keys)
             return outs[0] if len(outs) == 1 else tuple(outs)
         n = self._length(inputs[0])
         if out is not None:
             outs = list(out) if isinstance(out, (tuple, list)) else [out]
         else:
             outs = [_arrays.empty(inputs[0], shape, t) for shape, t in self._outputs(n)]
-        self._scan(list(inputs), outs, exclusive, reverse, init, deterministic, segments, offsets, carries)
+        self._scan(list(inputs), outs, exclusive, reverse, init, deterministic, segments, offsets, carries, keys)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _along(self, inputs, axis, exclusive, reverse, initial, deterministic, out, carry_in, carry_out) -> Any:
@@ -143,13 +146,14 @@ class Operator:
         return [((n * self.state_size,), "uint8")]
 
     def _scan(self, inputs, outs, exclusive, reverse, init, deterministic, segments, offsets,
-              carries=(None, None)) -> None:
+              carries=(None, None), keys=None) -> None:
         flags = None if segments is None else _arrays.describe(segments)
         starts = None if offsets is None else _arrays.describe(offsets)
         ins, results = [_arrays.describe(x) for x in inputs], [_arrays.describe(y) for y in outs]
         carry_in, carry_out = (None if c is None else _arrays.describe(c) for c in carries)
         _arrays.run(list(inputs), lambda s: self._op.scan(ins, results, not exclusive, reverse, init, deterministic,
-                                                          s, flags, starts, carry_in, carry_out))
+                                                          s, flags, starts, carry_in, carry_out, None,
+                                                          None if keys is None else _arrays.describe(keys)))
 
     def _torch(self) -> Any:
         """This operator as a torch custom operator, made at its first scan of tensors."""
@@ -157,20 +161,20 @@ class Operator:
             import torch
 
             schema = ("(Tensor[] inputs, bool exclusive, bool reverse, bool deterministic, Tensor? initial, "
-                      "Tensor? segments, Tensor? offsets) -> Tensor[]")
+                      "Tensor? segments, Tensor? offsets, Tensor? keys) -> Tensor[]")
 
-            def scan(inputs, exclusive, reverse, deterministic, initial, segments, offsets):
+            def scan(inputs, exclusive, reverse, deterministic, initial, segments, offsets, keys):
                 n = self._length(inputs[0])
                 outs = [torch.empty(shape, dtype=getattr(torch, t), device=inputs[0].device)
                         for shape, t in self._outputs(n)]
                 init = None if initial is None else initial.numpy().tobytes()
-                self._scan(inputs, outs, exclusive, reverse, init, deterministic, segments, offsets)
+                self._scan(inputs, outs, exclusive, reverse, init, deterministic, segments, offsets, keys=keys)
                 return outs
 
             op = torch.library.custom_op(f"scanrt::operator_{next(_TORCH_OPS)}", scan, mutates_args=(), schema=schema)
 
             @op.register_fake
-            def _(inputs, exclusive, reverse, deterministic, initial, segments, offsets):
+            def _(inputs, exclusive, reverse, deterministic, initial, segments, offsets, keys):
                 n = self._length(inputs[0])
                 return [inputs[0].new_empty(shape, dtype=getattr(torch, t)) for shape, t in self._outputs(n)]
 

@@ -13,7 +13,7 @@ use scanrt::{CarryViews, Direction, Operator, OperatorDesc, OperatorScan};
 use crate::arrays::{context, device_of, dtype_named, state_carry_views, stream, ArrayArg};
 use crate::errors::IntoPy;
 use crate::operator_host::{host_operator, HostFailure};
-use crate::scan::segment_data;
+use crate::scan::{segment_data, SegmentData};
 
 /// An operator's description and its compiled form on each device it has scanned on.
 #[pyclass(name = "Operator", module = "scanrt._scanrt", frozen)]
@@ -93,11 +93,12 @@ impl PyOperator {
     }
 
     /// Scans `inputs` into `outputs` (1-D arrays of one GPU) as the flags say, on
-    /// `stream`; `initial` is a state's bytes, `segments` byte flags or `offsets` offsets;
+    /// `stream`; `initial` is a state's bytes, `segments` byte flags, `offsets` offsets or
+    /// `keys` keys;
     /// `carry_in` and `carry_out` contiguous arrays of whole states (one, or one per
     /// segment with offsets) read before and written after the scan.
     /// `axis`: scan the arrays as they lie along that axis, each sequence on its own.
-    #[pyo3(signature = (inputs, outputs, inclusive, reverse, initial, deterministic, stream, segments=None, offsets=None, carry_in=None, carry_out=None, axis=None))]
+    #[pyo3(signature = (inputs, outputs, inclusive, reverse, initial, deterministic, stream, segments=None, offsets=None, carry_in=None, carry_out=None, axis=None, keys=None))]
     #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
@@ -114,6 +115,7 @@ impl PyOperator {
         carry_in: Option<ArrayArg>,
         carry_out: Option<ArrayArg>,
         axis: Option<isize>,
+        keys: Option<ArrayArg>,
     ) -> PyResult<()> {
         let all: Vec<&ArrayArg> = inputs
             .iter()
@@ -129,7 +131,11 @@ impl PyOperator {
             )));
         }
         let op = self.compiled_on(py, device)?;
-        let segments = segment_data(segments, offsets)?;
+        let segments = segment_data(SegmentData {
+            flags: segments,
+            offsets,
+            keys,
+        })?;
         let mut scan = OperatorScan {
             inclusive,
             init: initial,

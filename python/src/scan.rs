@@ -71,13 +71,14 @@ fn init_of(value: &Bound<'_, PyAny>, dtype: DType) -> PyResult<InitValue> {
 /// the arrays' device.
 /// With `segments` (1-D arrays only): a segmented scan, a new segment starting at each
 /// nonzero byte of `segments` (uint8 or bool); with `offsets`, at each offset below the
-/// length (a CSR array of int32, int64, uint32 or uint64 offsets). `carry_in` (instead of `initial`) and
+/// length (a CSR array of int32, int64, uint32 or uint64 offsets); with `keys`, at each
+/// key that differs from the one before. `carry_in` (instead of `initial`) and
 /// `carry_out`: arrays of the accumulator type on the same device, the initial value read
 /// from memory and the total written there (one element for a 1-D scan; one per segment
 /// with `offsets`; for more dimensions one total per sequence and one initial value for
 /// all or per sequence).
 #[pyfunction]
-#[pyo3(signature = (x, out, op, inclusive, reverse, initial, deterministic, stream, segments=None, carry_in=None, carry_out=None, offsets=None, axis=-1))]
+#[pyo3(signature = (x, out, op, inclusive, reverse, initial, deterministic, stream, segments=None, carry_in=None, carry_out=None, offsets=None, axis=-1, keys=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn scan(
     py: Python<'_>,
@@ -94,6 +95,7 @@ pub(crate) fn scan(
     carry_out: Option<ArrayArg>,
     offsets: Option<ArrayArg>,
     axis: isize,
+    keys: Option<ArrayArg>,
 ) -> PyResult<()> {
     let device = device_of(&[&x, &out])?;
     let ctx = context(device)?;
@@ -113,7 +115,7 @@ pub(crate) fn scan(
             carry_out: carry_out.as_ref(),
         };
         // Carries of a scan by offsets are one per segment.
-        if let Some((data, kind)) = segment_data(segments, offsets)? {
+        if let Some((data, kind)) = segment_data((segments, offsets))? {
             device_of(&[&x, &data])?;
             let desc = desc.segmented(kind);
             // SAFETY: as above.
@@ -128,7 +130,12 @@ pub(crate) fn scan(
             .py_err()
             .map(|_| ());
     }
-    match segment_data(segments, offsets)? {
+    let data = SegmentData {
+        flags: segments,
+        offsets,
+        keys,
+    };
+    match segment_data(data)? {
         Some((data, kind)) => {
             device_of(&[&x, &data])?;
             desc = desc.segmented(kind);
@@ -142,11 +149,30 @@ pub(crate) fn scan(
     Ok(())
 }
 
-/// The segment data of a 1-D scan and its form: byte flags (uint8 or bool), or offsets.
-pub(crate) fn segment_data(
-    flags: Option<ArrayArg>,
-    offsets: Option<ArrayArg>,
-) -> PyResult<Option<(ArrayArg, Segments)>> {
+/// The segment data of a 1-D scan and its form: byte flags (uint8 or bool), offsets, or
+/// keys (each run of equal keys a segment); `SegmentData::from` where there is one form.
+pub(crate) struct SegmentData {
+    pub flags: Option<ArrayArg>,
+    pub offsets: Option<ArrayArg>,
+    pub keys: Option<ArrayArg>,
+}
+
+impl From<(Option<ArrayArg>, Option<ArrayArg>)> for SegmentData {
+    fn from((flags, offsets): (Option<ArrayArg>, Option<ArrayArg>)) -> Self {
+        SegmentData {
+            flags,
+            offsets,
+            keys: None,
+        }
+    }
+}
+
+pub(crate) fn segment_data(data: impl Into<SegmentData>) -> PyResult<Option<(ArrayArg, Segments)>> {
+    let SegmentData { flags, offsets, keys } = data.into();
+    if let Some(keys) = keys {
+        let kind = Segments::Keys(keys.dtype()?);
+        return Ok(Some((keys, kind)));
+    }
     Ok(match (flags, offsets) {
         (Some(flags), _) => Some((flags, Segments::ByteFlags)),
         (None, Some(offsets)) => {
@@ -227,7 +253,7 @@ pub(crate) fn recipe_scan(
         None => None,
     };
     let n: u64 = outputs[0].shape.iter().product();
-    let segments = segment_data(None, offsets)?;
+    let segments = segment_data((None, offsets))?;
     let scan = OperatorScan {
         inclusive,
         init,

@@ -344,3 +344,43 @@ def test_torch_recurrence_adjoint_gradcheck_and_double_backward(reverse):
             lambda a, b: scanrt.linear_recurrence_adjoint(a, b, initial=0.5, reverse=reverse), (a, b))
         assert torch.autograd.gradgradcheck(
             lambda a, b: scanrt.linear_recurrence(a, b, initial=0.25, reverse=reverse), (a, b))
+
+
+def test_numpy_segments_by_keys():
+    """cumsum, cumprod and a user operator with segments by keys (runs of equal keys),
+    against a loop; keys of several types, every form refused beside another."""
+    r = rng(9)
+    for n, kt in [(1, np.int32), (1000, np.uint32), (5000, np.int64), (3000, np.uint64)]:
+        keys = np.repeat(r.integers(0, 5, n), r.integers(1, 6, n))[:n].astype(kt)
+        x = r.integers(-9, 9, n).astype(np.int64)
+        for reverse in (False, True):
+            got = scanrt.cumsum(x, keys=keys, reverse=reverse)
+            want = np.zeros(n, np.int64)
+            s = 0
+            order = range(n - 1, -1, -1) if reverse else range(n)
+            prev = None
+            for t in order:
+                s = (0 if prev is None or keys[t] != keys[prev] else s) + x[t]
+                want[t], prev = s, t
+            np.testing.assert_array_equal(got, want)
+    x = np.arange(1, 7, dtype=np.int64)
+    np.testing.assert_array_equal(scanrt.cumprod(x, keys=np.array([1, 1, 2, 2, 2, 1])), [1, 2, 3, 12, 60, 6])
+    with pytest.raises(TypeError, match="one of them"):
+        scanrt.cumsum(x, keys=np.zeros(6, np.int32), offsets=np.array([0, 6]))
+    with pytest.raises(ValueError, match="one per element"):
+        scanrt.cumsum(x, keys=np.zeros(5, np.int32))
+
+
+@cuda
+def test_torch_segments_by_keys():
+    r = rng(10)
+    n = 300_000
+    keys_np = np.repeat(r.integers(0, 3, n), r.integers(1, 40, n))[:n].astype(np.int64)
+    x_np = r.standard_normal(n).astype(np.float32)
+    keys, x = torch.tensor(keys_np, device="cuda"), torch.tensor(x_np, device="cuda")
+    want = scanrt.cumsum(x_np.astype(np.float64), keys=keys_np)
+    np.testing.assert_allclose(scanrt.cumsum(x, keys=keys).cpu().numpy(), want, rtol=1e-4, atol=1e-3)
+    pair_sum = scanrt.Operator("key_sum", "struct S { float v; };\n__device__ S add(S a, S b) { return S{a.v + b.v}; }",
+                               "S", 4, 4, "add", bytes(4))
+    got = pair_sum(x.view(torch.uint8), keys=keys).view(torch.float32)
+    np.testing.assert_allclose(got.cpu().numpy(), want, rtol=1e-4, atol=1e-3)
