@@ -36,6 +36,12 @@ pub struct ScanParams {
     /// Where an unsegmented scan writes its total (the inclusive value of its last element
     /// in traversal order, so the initial value for nothing scanned); 0: nowhere.
     pub carry_out: u64,
+    /// Rows with a pitch (`HEADS_ROWS` scans on the bulk-copy kernel only): elements
+    /// between the starts of the input's rows, whose length is `heads`; 0: the rows
+    /// follow each other.
+    pub in_pitch: i64,
+    /// The same for the output.
+    pub out_pitch: i64,
     /// `FLAG_*` bits, and a `HEADS_*` kind at `HEADS_KIND_SHIFT`.
     pub flags: u32,
     /// The launching call's serial number, which a kernel writes into its fault report
@@ -45,7 +51,7 @@ pub struct ScanParams {
 
 // The host passes ScanParams to kernels as the bytes of their parameter list, so it must
 // have no padding: its fields' sizes add up to its size.
-const _: () = assert!(std::mem::size_of::<ScanParams>() == 9 * 8 + 2 * 4);
+const _: () = assert!(std::mem::size_of::<ScanParams>() == 11 * 8 + 2 * 4);
 
 /// The largest state a user-defined operator may scan, in bytes.
 pub const MAX_STATE_BYTES: u32 = 64;
@@ -116,7 +122,7 @@ pub struct OperatorLaunch {
     pub operator: OperatorParams,
 }
 
-const _: () = assert!(std::mem::size_of::<OperatorLaunch>() == 9 * 8 + 2 * 4 + 4 * 8 + 64);
+const _: () = assert!(std::mem::size_of::<OperatorLaunch>() == 11 * 8 + 2 * 4 + 4 * 8 + 64);
 
 /// The parameters of the select and partition kernels (`SCANRT_SELECT_PARAMS`), passed
 /// as ScanParams are. Addresses are device pointers; 0 where a kernel has no use for one.

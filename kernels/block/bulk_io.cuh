@@ -100,9 +100,36 @@ struct ParkedStates {
     }
 };
 
+// Rows with a pitch: element i of a view of rows of `len` elements lies at
+// i / len * pitch + i % len; pitch 0: the rows follow each other (index i at i). Only
+// plain arrays take a pitch (the host passes 0 for a transform's arrays); the host asks
+// for bulk copies of pitched rows only where every row, pitch and tile is whole 16-byte
+// vectors, so each run of a tile within one row is one aligned bulk copy.
+struct Pitched {
+    long long len, pitch;
+    SCANRT_DEVICE long long at(long long i) const { return pitch ? i / len * pitch + i % len : i; }
+    // Calls f(offset in the span, index in the array, count) for each run of the span
+    // [start, start + count) that lies in one row (the whole span when not pitched).
+    template <typename F> SCANRT_DEVICE void runs(long long start, int count, F f) const {
+        if (!pitch) return f(0, start, count);
+        long long row = start / len, column = start % len;
+        for (int done = 0; done < count; ++row, column = 0) {
+            const int take = (int)min((long long)(count - done), len - column);
+            f(done, row * pitch + column, take);
+            done += take;
+        }
+    }
+};
+// A scan's input and output rows (`len` from the scan's row length).
+struct RowPitch {
+    long long len, in, out;
+    SCANRT_DEVICE Pitched input() const { return Pitched{len, in}; }
+    SCANRT_DEVICE Pitched output() const { return Pitched{len, out}; }
+};
+
 // Where a tile comes from. Slot s of a buffer holds physical element s - shift of the
 // tile (shift = TILE - valid for a partial backward tile, else 0); `start` is the physical
-// index of the tile's first element.
+// index of the tile's first element (of the view: `rows` places it in the array).
 template <typename Op, typename Src, int THREADS, int ITEMS, bool REVERSE> struct BulkSource;
 
 // A plain array: the buffer holds accumulators, converted by the copy when the input
@@ -115,18 +142,22 @@ struct BulkSource<Op, const In*, THREADS, ITEMS, REVERSE> {
     static const bool BULK = SameType<In, Acc>::value;
     static const bool OVERLAPS = false;
 
-    // Thread 0: the bulk load of a whole tile, completing on `loaded`.
-    static SCANRT_DEVICE void issue_loads(unsigned char* buffer, const In* in, long long start, u64* loaded) {
+    // Thread 0: the bulk loads of a whole tile (one per row it spans), completing on
+    // `loaded`.
+    static SCANRT_DEVICE void issue_loads(unsigned char* buffer, const In* in, long long start, u64* loaded,
+                                          const Pitched& rows) {
         mbarrier_arrive_expect_bytes(loaded, TILE * sizeof(Acc));
-        bulk_load(buffer, in + start, TILE * sizeof(Acc), loaded);
+        rows.runs(start, TILE, [&](int offset, long long at, int count) {
+            bulk_load(buffer + offset * sizeof(Acc), in + at, count * sizeof(Acc), loaded);
+        });
     }
     // Data threads: the copy of any tile; slots without an element hold the identity.
     static SCANRT_DEVICE void copy_in(unsigned char* buffer, const In* in, long long start, long long valid, int shift,
-                                      int tid) {
+                                      int tid, const Pitched& rows) {
         Acc* slots = reinterpret_cast<Acc*>(buffer);
         for (int s = tid; s < TILE; s += THREADS) {
             const int p = s - shift;
-            slots[s] = p >= 0 && p < valid ? Acc(in[start + p]) : Op::identity();
+            slots[s] = p >= 0 && p < valid ? Acc(in[rows.at(start + p)]) : Op::identity();
         }
     }
     static SCANRT_DEVICE void read_row(const unsigned char* buffer, const In*, long long, long long, int, int tid,
@@ -160,7 +191,8 @@ struct BulkSource<Op, Gather<Op, I0, I1, I2, I3>, THREADS, ITEMS, REVERSE> {
     static SCANRT_DEVICE void load_array(unsigned char* buffer, int offset_bytes, const T* a, long long start, u64* loaded) {
         if constexpr (IsArray<T>::value) bulk_load(array<T>(buffer, offset_bytes), a + start, TILE * sizeof(T), loaded);
     }
-    static SCANRT_DEVICE void issue_loads(unsigned char* buffer, const Src& src, long long start, u64* loaded) {
+    static SCANRT_DEVICE void issue_loads(unsigned char* buffer, const Src& src, long long start, u64* loaded,
+                                          const Pitched&) {
         mbarrier_arrive_expect_bytes(loaded, TILE * BYTES);
         load_array(buffer, 0, src.a0, start, loaded);
         load_array(buffer, B0, src.a1, start, loaded);
@@ -179,7 +211,7 @@ struct BulkSource<Op, Gather<Op, I0, I1, I2, I3>, THREADS, ITEMS, REVERSE> {
         }
     }
     static SCANRT_DEVICE void copy_in(unsigned char* buffer, const Src& src, long long start, long long valid, int shift,
-                                      int tid) {
+                                      int tid, const Pitched&) {
         copy_array(buffer, 0, src.a0, start, valid, shift, tid);
         copy_array(buffer, B0, src.a1, start, valid, shift, tid);
         copy_array(buffer, B0 + B1, src.a2, start, valid, shift, tid);
@@ -231,16 +263,19 @@ struct BulkDestination<Op, Acc*, THREADS, ITEMS, REVERSE> {
     static SCANRT_DEVICE void write_row(unsigned char* buffer, int tid, const Acc (&row)[ITEMS]) {
         StateRow<Acc, THREADS, ITEMS, REVERSE>::write(buffer, tid, row);
     }
-    // Thread 0, after the rows are written and fenced for the async proxy.
-    static SCANRT_DEVICE void issue_stores(Acc* out, long long start, const unsigned char* buffer) {
-        bulk_store(out + start, buffer, TILE * sizeof(Acc));
+    // Thread 0, after the rows are written and fenced for the async proxy: one bulk store
+    // per row the tile spans.
+    static SCANRT_DEVICE void issue_stores(Acc* out, long long start, const unsigned char* buffer, const Pitched& rows) {
+        rows.runs(start, TILE, [&](int offset, long long at, int count) {
+            bulk_store(out + at, buffer + offset * sizeof(Acc), count * sizeof(Acc));
+        });
     }
     static SCANRT_DEVICE void copy_out(const unsigned char* buffer, Acc* out, long long start, long long valid, int shift,
-                                       int tid) {
+                                       int tid, const Pitched& rows) {
         const Acc* slots = reinterpret_cast<const Acc*>(buffer);
         for (int s = tid; s < TILE; s += THREADS) {
             const int p = s - shift;
-            if (p >= 0 && p < valid) out[start + p] = slots[s];
+            if (p >= 0 && p < valid) out[rows.at(start + p)] = slots[s];
         }
     }
 };
@@ -265,12 +300,13 @@ struct BulkDestination<Op, Scatter<Op, O0, O1>, THREADS, ITEMS, REVERSE> {
         BufferRow<O0, ITEMS>::write(reinterpret_cast<O0*>(buffer), r, y0);
         if constexpr (IsArray<O1>::value) BufferRow<O1, ITEMS>::write(reinterpret_cast<O1*>(buffer + B0 * TILE), r, y1);
     }
-    static SCANRT_DEVICE void issue_stores(const Dst& dst, long long start, const unsigned char* buffer) {
+    static SCANRT_DEVICE void issue_stores(const Dst& dst, long long start, const unsigned char* buffer,
+                                           const Pitched&) {
         bulk_store(dst.d0 + start, buffer, TILE * sizeof(O0));
         if constexpr (IsArray<O1>::value) bulk_store(dst.d1 + start, buffer + B0 * TILE, TILE * sizeof(O1));
     }
     static SCANRT_DEVICE void copy_out(const unsigned char* buffer, const Dst& dst, long long start, long long valid,
-                                       int shift, int tid) {
+                                       int shift, int tid, const Pitched&) {
         const O0* y0 = reinterpret_cast<const O0*>(buffer);
         const O1* y1 = reinterpret_cast<const O1*>(buffer + B0 * TILE);
         for (int s = tid; s < TILE; s += THREADS) {

@@ -33,7 +33,9 @@
 // of an older tile of the same block, so the argument of single_pass_scan.cuh holds.
 //
 // Segment heads (flags or keys) are read per row with ordinary loads, as in the
-// register-staged kernel (tile_heads.cuh); only the values travel by bulk copy.
+// register-staged kernel (tile_heads.cuh); only the values travel by bulk copy. Rows with
+// a pitch (`RowPitch`, bulk_io.cuh) are this kernel's alone: a tile's copies split where
+// its rows end.
 //
 // Tiles that are not whole, or whose global span is not 16-byte aligned, or whose input
 // type differs from the accumulator, are copied by the data threads instead (same
@@ -110,7 +112,7 @@ template <typename Op, typename Src, typename Dst, int THREADS, int ITEMS, int B
           int SPIN_BEFORE_SLEEP, int SLEEP_NS, bool REVERSE, bool SEGMENTED>
 SCANRT_DEVICE void single_pass_scan_bulk(Src src, Dst dst, long long n, unsigned long long init_bits,
                                          unsigned long long carry_out, unsigned flags,
-                                         const void* heads, void* workspace, long long status_capacity,
+                                         const void* heads, RowPitch pitch, void* workspace, long long status_capacity,
                                          FaultSink report) {
     typedef typename Op::T Acc;
     typedef BulkSource<Op, Src, THREADS, ITEMS, REVERSE> Source;
@@ -149,6 +151,7 @@ SCANRT_DEVICE void single_pass_scan_bulk(Src src, Dst dst, long long n, unsigned
     const Acc init = initial_value<Op>(init_bits, flags);
     const Carry carry_in = first_carry<Op, SEGMENTED>(init);
     const HeadSource head_src = head_source(heads, n, flags);
+    const Pitched in_rows = pitch.input(), out_rows = pitch.output();
     const u32 num_tiles = (u32)((n + TILE - 1) / TILE);
     auto buffer_of = [&](u32 seq) { return dynamic_shared + (seq % BUFFERS) * BUFFER_BYTES; };
     auto valid_of = [&](u32 tile) { return min((long long)TILE, n - (long long)tile * TILE); };
@@ -159,7 +162,7 @@ SCANRT_DEVICE void single_pass_scan_bulk(Src src, Dst dst, long long n, unsigned
         const int b = seq % BUFFERS;
         Handover<u32>::store(&tile_s[b], tile);
         if (tile < num_tiles && bulk_loads(tile)) {
-            Source::issue_loads(buffer_of(seq), src, tile_start<REVERSE>(tile, TILE, TILE, n), &loaded[b]);
+            Source::issue_loads(buffer_of(seq), src, tile_start<REVERSE>(tile, TILE, TILE, n), &loaded[b], in_rows);
         } else {
             mbarrier_arrive(&loaded[b]);  // the data threads copy it (or there is nothing)
         }
@@ -181,7 +184,7 @@ SCANRT_DEVICE void single_pass_scan_bulk(Src src, Dst dst, long long n, unsigned
         u32 row_head_bits = 0;
         if constexpr (SEGMENTED) row_head_bits = row_heads<THREADS, ITEMS, REVERSE>(head_src, start, valid, tid);
         if (!bulk_loaded) {
-            Source::copy_in(buffer, src, start, valid, shift_of(tile), tid);
+            Source::copy_in(buffer, src, start, valid, shift_of(tile), tid, in_rows);
             data_barrier<THREADS>();
         }
         Scan scan;
@@ -217,10 +220,10 @@ SCANRT_DEVICE void single_pass_scan_bulk(Src src, Dst dst, long long n, unsigned
         if (valid == TILE && vector_out) {
             fence_proxy_async();
             data_barrier<THREADS>();
-            if (tid == 0) Destination::issue_stores(dst, start, buffer);
+            if (tid == 0) Destination::issue_stores(dst, start, buffer, out_rows);
         } else {
             data_barrier<THREADS>();
-            Destination::copy_out(buffer, dst, start, valid, shift_of(tile), tid);
+            Destination::copy_out(buffer, dst, start, valid, shift_of(tile), tid, out_rows);
         }
     };
 

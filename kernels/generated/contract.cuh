@@ -169,6 +169,12 @@ struct ScanParams {
   /// Where an unsegmented scan writes its total (the inclusive value of its last element
   /// in traversal order, so the initial value for nothing scanned); 0: nowhere.
   uint64_t carry_out;
+  /// Rows with a pitch (`HEADS_ROWS` scans on the bulk-copy kernel only): elements
+  /// between the starts of the input's rows, whose length is `heads`; 0: the rows
+  /// follow each other.
+  int64_t in_pitch;
+  /// The same for the output.
+  int64_t out_pitch;
   /// `FLAG_*` bits, and a `HEADS_*` kind at `HEADS_KIND_SHIFT`.
   uint32_t flags;
   /// The launching call's serial number, which a kernel writes into its fault report
@@ -368,7 +374,7 @@ struct FaultReport {
 // one ScanParams as the parameter buffer; separate parameters let the compiler
 // load each where it is used (a struct parameter cost the segmented single-pass
 // kernel 150 bytes of spills per thread).
-#define SCANRT_SCAN_PARAMS uint64_t input, uint64_t output, uint64_t heads, uint64_t workspace, uint64_t report, int64_t n, int64_t status_capacity, uint64_t init_bits, uint64_t carry_out, uint32_t flags, uint32_t call
+#define SCANRT_SCAN_PARAMS uint64_t input, uint64_t output, uint64_t heads, uint64_t workspace, uint64_t report, int64_t n, int64_t status_capacity, uint64_t init_bits, uint64_t carry_out, int64_t in_pitch, int64_t out_pitch, uint32_t flags, uint32_t call
 // A user-defined operator's kernels take these after SCANRT_SCAN_PARAMS.
 #define SCANRT_OPERATOR_PARAMS uint64_t input1, uint64_t input2, uint64_t input3, uint64_t output1, StateBytes init
 // The select and partition kernels' parameter list: SelectParams's fields.

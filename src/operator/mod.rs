@@ -358,6 +358,7 @@ impl Operator {
             },
             carries,
             carry_in_states: 0,
+            pitches: Default::default(),
         };
         // SAFETY: views are valid for their lengths (borrowed buffers and slices by
         // construction, raw addresses by their constructors' contracts), each holding at

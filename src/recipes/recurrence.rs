@@ -1,5 +1,9 @@
 //! The linear recurrence and its adjoint, the recurrence its gradients follow.
 
+// `host_floats!` expands each host function for f32 and for f64 states: the conversions
+// to f64 that the f32 expansion needs are no-ops in the f64 one.
+#![allow(clippy::useless_conversion)]
+
 use std::sync::Arc;
 
 use super::{float_type, read, write};
@@ -64,7 +68,7 @@ __device__ void write_state(const Affine& s, {io}& h) {{ h = {io}(s.b); }}
             write(out, 0, element(dtype, x[0]) as T);
             write(out, 1, element(dtype, x[1]) as T);
         })),
-        store: Some(Arc::new(move |s, y| put_element(dtype, y[0], read::<T>(s, 1) as f64))),
+        store: Some(Arc::new(move |s, y| put_element(dtype, y[0], f64::from(read::<T>(s, 1))))),
     });
     Ok(OperatorDesc::new(
         "linear_recurrence",
@@ -135,7 +139,7 @@ __device__ void write_lambda(const Adjoint& s, {io}& lam) {{ lam = {io}(s.p); }}
             write(out, 2, element(dtype, x[0]) as T);
             write(out, 3, 1.0 as T);
         })),
-        store: Some(Arc::new(move |s, y| put_element(dtype, y[0], read::<T>(s, 1) as f64))),
+        store: Some(Arc::new(move |s, y| put_element(dtype, y[0], f64::from(read::<T>(s, 1))))),
     });
     Ok(OperatorDesc::new(
         "linear_recurrence_adjoint",
@@ -176,7 +180,7 @@ pub fn recurrence_adjoint_passed(dtype: DType, state: &[u8]) -> Result<f64> {
         if has == 0.0 {
             0.0
         } else {
-            (a * p) as f64
+            f64::from(a * p)
         }
     }))
 }

@@ -267,6 +267,7 @@ impl Context {
             known_buffers: true,
             known_segments: false,
             carries: Carries::default(),
+            pitches: Default::default(),
         })
     }
 
@@ -362,6 +363,7 @@ impl Context {
                     _ => 1,
                 },
             )?,
+            pitches: Default::default(),
         };
         // SAFETY: views are valid for their shapes: borrowed buffers and slices by
         // construction, raw addresses by their constructors' contracts; the output's

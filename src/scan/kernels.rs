@@ -378,7 +378,7 @@ extern "C" __global__ void __launch_bounds__({threads}) scanrt_matrix_scan_tiles
         if self.has(KernelKind::SinglePassBulk, shape, seg) {
             text += &format!(
                 r#"extern "C" __global__ void __launch_bounds__({threads} + 32, {bulk_min_blocks_per_sm}) scanrt_single_pass_bulk{p} {{
-    single_pass_scan_bulk<Op, Src, Dst, {threads}, {bulk_items}, {bulk_buffers}, {slots}, {spin}, {sleep}, {reverse}, {seg}>({source}, {destination}, n, {init}, carry_out, flags, {heads}, {lookback});
+    single_pass_scan_bulk<Op, Src, Dst, {threads}, {bulk_items}, {bulk_buffers}, {slots}, {spin}, {sleep}, {reverse}, {seg}>({source}, {destination}, n, {init}, carry_out, flags, {heads}, RowPitch{{(long long)heads, in_pitch, out_pitch}}, {lookback});
 }}
 "#
             );

@@ -137,9 +137,17 @@ pub(crate) unsafe fn launch_kernels<P: KernelParams>(
     let tiles = launch.tiles;
     let flags = params.scan().flags;
     let single_pass = kernels.get(KernelKind::SinglePass).expect("every kernel set has one");
-    // Carries per segment are the register-staged kernel's alone.
+    // Carries per segment are the register-staged kernel's alone, rows with a pitch the
+    // bulk-copy kernel's (`ScanPlan::takes_pitched_rows` made sure it takes them).
     let register_staged_only = flags & contract::FLAG_SEGMENT_CARRIES != 0;
-    if let (Some(blocks), false, false) = (tiles.cluster, launch.reduce_only, register_staged_only) {
+    let pitched = params.scan().in_pitch != 0 || params.scan().out_pitch != 0;
+    if pitched && !bulk_takes(kernels, tiles) {
+        bail!(
+            UnsupportedCombination,
+            "rows with a pitch reached a launch without the bulk-copy kernel"
+        );
+    }
+    if let (Some(blocks), false, false, false) = (tiles.cluster, launch.reduce_only, register_staged_only, pitched) {
         // One cluster: every block resident, no look-back state. A cluster of one block
         // is any plain launch of one block, without the cluster launch's own cost (H100:
         // 0.8 against 1.2-1.3 us per launch in a replayed graph).
@@ -219,15 +227,14 @@ pub(crate) unsafe fn launch_kernels<P: KernelParams>(
         .zip(tiles.bulk)
         .filter(|_| !register_staged_only);
     let (kernel, kernel_tiles, persistent) = match (wave, bulk) {
+        (_, Some((bulk, bulk_tiles))) if pitched => (bulk, bulk_tiles, kernels.shape.persistent),
         (Some((wave, wave_tiles)), _)
             if (aligned || deterministic)
                 && wave_tiles <= wave_max_tiles(&kernels.shape, wave.resident_blocks, deterministic) =>
         {
             (wave, wave_tiles, false)
         }
-        (_, Some((bulk, bulk_tiles))) if tiles.register_staged >= kernels.shape.bulk_min_tiles && bulk_tiles >= 2 => {
-            (bulk, bulk_tiles, kernels.shape.persistent)
-        }
+        (_, Some((bulk, bulk_tiles))) if bulk_takes(kernels, tiles) => (bulk, bulk_tiles, kernels.shape.persistent),
         _ => (single_pass, tiles.register_staged, kernels.shape.persistent),
     };
     let grid = if persistent {
@@ -236,4 +243,13 @@ pub(crate) unsafe fn launch_kernels<P: KernelParams>(
         kernel_tiles
     };
     kernel.launch(grid as u32, raw_stream, params)
+}
+
+/// Whether the bulk-copy kernel takes a scan of `tiles` that the one-wave kernel does not:
+/// a set that has one, at least `bulk_min_tiles` register-staged tiles, and two of its own
+/// (it has no one-tile path).
+pub(crate) fn bulk_takes(kernels: &ScanKernels, tiles: &TileCounts) -> bool {
+    kernels.get(KernelKind::SinglePassBulk).is_some()
+        && tiles.register_staged >= kernels.shape.bulk_min_tiles
+        && tiles.bulk.is_some_and(|bulk| bulk >= 2)
 }

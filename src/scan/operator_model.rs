@@ -56,6 +56,23 @@ pub(crate) struct ScanArrays<'a> {
     /// scan's traversal order (a rank's carry from the earlier ranks' totals, in a scan
     /// across GPUs); 0 and 1: the one state there. GPU plans only.
     pub carry_in_states: u32,
+    /// Rows with a pitch (GPU plans of built-in scans of rows only).
+    pub pitches: RowPitches,
+}
+
+/// Rows with a pitch: elements between the starts of the input's rows and of the
+/// output's, the rows' length being the scan's `Segments::Rows`; 0: the rows follow each
+/// other. Only the bulk-copy kernel reads such rows (`api::pitched_rows` asks for it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct RowPitches {
+    pub input: u64,
+    pub output: u64,
+}
+
+impl RowPitches {
+    pub fn any(&self) -> bool {
+        self.input != 0 || self.output != 0
+    }
 }
 
 /// Where an unsegmented scan reads its initial state and writes its total, in memory

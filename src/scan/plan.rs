@@ -23,8 +23,8 @@ use crate::runtime::workspace::Workspace;
 use crate::scan::checks::{check_overlaps, validate_addresses, validate_shape};
 use crate::scan::desc::{ScanShape, Segments};
 use crate::scan::kernels::ScanKernels;
-use crate::scan::launch::{launch_kernels, KernelLaunch, TileCounts};
-use crate::scan::operator_model::{BuiltinOperator, Carries, OperatorModel, ScanArrays};
+use crate::scan::launch::{bulk_takes, launch_kernels, KernelLaunch, TileCounts};
+use crate::scan::operator_model::{BuiltinOperator, Carries, OperatorModel, RowPitches, ScanArrays};
 use crate::scan::ScanInfo;
 use crate::stream::Stream;
 use crate::tables::{Algorithm, Backend, ChoiceReason};
@@ -50,6 +50,8 @@ pub struct ScanIo {
     pub(crate) known_segments: bool,
     /// The initial state and the total in device memory (unsegmented scans).
     pub carries: Carries,
+    /// Rows with a pitch (`strided::scan` asks for them where the plan takes them).
+    pub(crate) pitches: RowPitches,
 }
 
 impl ScanIo {
@@ -178,6 +180,7 @@ impl ScanPlan {
             known_segments: io.known_segments,
             carries: io.carries,
             carry_in_states: 0,
+            pitches: io.pitches,
         };
         self.run(stream, &arrays, workspace)
     }
@@ -223,6 +226,7 @@ impl ScanPlan {
             known_segments: false,
             carries,
             carry_in_states: 0,
+            pitches: Default::default(),
         };
         self.run(stream, &arrays, workspace)
     }
@@ -252,6 +256,7 @@ impl ScanPlan {
             known_segments: false,
             carries,
             carry_in_states,
+            pitches: Default::default(),
         };
         self.run(stream, &arrays, None)
     }
@@ -320,6 +325,16 @@ impl ScanPlan {
         self.launch_checked(dev, plan, raw_stream, arrays, workspace)
     }
 
+    /// Whether the plan's kernels read rows with a pitch: a built-in scan of rows, single
+    /// pass, on the GPU, that the bulk-copy kernel runs (the only one that reads them).
+    /// Deterministic scans keep one kernel, the strided one, whatever the alignment.
+    pub(crate) fn takes_pitched_rows(&self) -> bool {
+        matches!(self.operator, PlanOperator::Builtin(_))
+            && matches!(self.shape.segments, Segments::Rows(_))
+            && self.algorithm == Algorithm::SinglePass
+            && self.gpu.as_ref().is_some_and(|g| bulk_takes(&g.kernels, &g.tiles))
+    }
+
     /// Bytes of the state the plan's scan carries.
     pub(crate) fn state_bytes(&self) -> usize {
         self.operator.model().state_bytes()
@@ -346,6 +361,7 @@ impl ScanPlan {
             known_segments: false,
             carries,
             carry_in_states: 0,
+            pitches: Default::default(),
         };
         let model = self.operator.model();
         validate_addresses(model, &arrays, self.n, &self.shape)?;
@@ -412,6 +428,8 @@ impl ScanPlan {
             n: n as i64,
             init_bits,
             carry_out,
+            in_pitch: arrays.pitches.input as i64,
+            out_pitch: arrays.pitches.output as i64,
             flags,
             ..Default::default()
         };

@@ -273,6 +273,22 @@ pub fn layouts(rng: &mut Rng, batches: u64, len: u64, columns: u64) -> Vec<Layou
             axis: 1,
             in_place: false,
         },
+        // Rows a pitch of whole 16-byte vectors apart (where the rows are too, large
+        // scans of these take the bulk-copy kernel), and the same in place.
+        Layout {
+            shape: vec![columns, len],
+            input: padded_strides(&[columns, len], &[0, 16]),
+            output: padded_strides(&[columns, len], &[0, 32]),
+            axis: 1,
+            in_place: false,
+        },
+        Layout {
+            shape: vec![columns, len],
+            input: padded_strides(&[columns, len], &[0, 16]),
+            output: padded_strides(&[columns, len], &[0, 16]),
+            axis: 1,
+            in_place: true,
+        },
         // A column-major (transposed) matrix along dim 0: contiguous sequences.
         Layout {
             shape: matrix.to_vec(),

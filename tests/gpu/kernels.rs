@@ -9,7 +9,7 @@ use crate::support::*;
 
 /// The suites that reach the single-pass kernels at every size, alignment, direction and
 /// mode, rerun in a child process by the tests that force one kernel everywhere.
-const SINGLE_PASS_SUITES: [&str; 16] = [
+const SINGLE_PASS_SUITES: [&str; 17] = [
     "scans::randomized_every_pair_operator_mode_and_algorithm",
     "scans::random_sizes_misaligned_and_in_place",
     "backward_segmented::randomized_backward_segmented_and_deterministic",
@@ -26,6 +26,8 @@ const SINGLE_PASS_SUITES: [&str; 16] = [
     "operator_space::operator_space_states_of_4_to_16_bytes",
     "scans::half_types_every_algorithm_and_tile_boundary",
     "scans::wide_accumulators_every_algorithm_and_tile_boundary",
+    // Rows with a pitch, which only the bulk-copy kernel reads.
+    "strided::strided_layouts_at_tile_boundaries",
 ];
 
 /// Whether this process already forces one single-pass kernel (a child of the tests

@@ -173,6 +173,21 @@ pub(crate) fn large_strided_scans() {
         3 * len,
         &sum,
     );
+    // 2^10 rows of 2^16 u32 a pitch of 2^16 + 32 apart into rows 2^16 + 64 apart (the
+    // bulk-copy kernel), forward and backward.
+    let (rows, len) = (1usize << 10, 1usize << 16);
+    for desc in [sum, ScanDesc::inclusive(Op::Max).backward()] {
+        large_case::<u32>(
+            "pitched rows 1024x65536 u32",
+            &[rows as u64, len as u64],
+            &[len as i64 + 32, 1],
+            &[len as i64 + 64, 1],
+            1,
+            rows * (len + 32),
+            rows * (len + 64),
+            &desc,
+        );
+    }
     // A column-major [2^24 + 3, 2] i64 along dim 0: contiguous sequences, batched.
     let rows = (1usize << 24) + 3;
     large_case::<i64>(

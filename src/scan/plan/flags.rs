@@ -65,21 +65,31 @@ pub(crate) fn segment_param(segments: &Segments, data: u64) -> u64 {
 /// Launch flags that follow from the addresses: whole tiles are 16-byte aligned when
 /// every array's start (forward) or end (backward: tiles are counted from the end) is.
 pub(super) fn address_flags(arrays: &ScanArrays, model: &dyn OperatorModel, n: u64, shape: &ScanShape) -> u32 {
-    let aligned = |ptr: u64, elem_bytes: u64| match shape.direction {
+    let row = match shape.segments {
+        Segments::Rows(len) => len,
+        _ => 0,
+    };
+    // Pitched rows are copied in runs of whole rows: every row start and tile edge must
+    // be a 16-byte boundary (tiles are whole vectors). `pitch` is 0 for arrays without.
+    let aligned_rows = |ptr: u64, elem_bytes: u64, pitch: u64| match shape.direction {
+        _ if arrays.pitches.any() => {
+            ptr.is_multiple_of(16) && (row * elem_bytes).is_multiple_of(16) && (pitch * elem_bytes).is_multiple_of(16)
+        }
         Direction::Forward => ptr.is_multiple_of(16),
         Direction::Backward => (ptr + n * elem_bytes).is_multiple_of(16),
     };
-    let all_aligned = |addrs: &[u64], layouts: &[ArrayLayout]| {
+    let aligned = |ptr: u64, elem_bytes: u64| aligned_rows(ptr, elem_bytes, 0);
+    let all_aligned = |addrs: &[u64], layouts: &[ArrayLayout], pitch: u64| {
         addrs
             .iter()
             .zip(layouts)
-            .all(|(&a, layout)| aligned(a, layout.size as u64))
+            .all(|(&a, layout)| aligned_rows(a, layout.size as u64, pitch))
     };
     let mut flags = 0;
-    if all_aligned(arrays.inputs, model.inputs()) {
+    if all_aligned(arrays.inputs, model.inputs(), arrays.pitches.input) {
         flags |= contract::FLAG_VECTOR_IN;
     }
-    if all_aligned(arrays.outputs, model.outputs()) {
+    if all_aligned(arrays.outputs, model.outputs(), arrays.pitches.output) {
         flags |= contract::FLAG_VECTOR_OUT;
     }
     // Rows of byte flags or keys are read as 16-byte vectors when the tiles' spans are aligned.

@@ -74,6 +74,7 @@ impl ScanPlan {
                 known_segments: false,
                 carries,
                 carry_in_states: 0,
+                pitches: Default::default(),
             };
             let bytes = model.scan_on_host(&arrays, n, &self.shape)?.bytes();
             std::ptr::copy_nonoverlapping(bytes.as_ptr(), total as *mut u8, state as usize);
@@ -110,6 +111,7 @@ impl ScanPlan {
             known_segments: false,
             carries,
             carry_in_states: 0,
+            pitches: Default::default(),
         };
         let scan = ScanParams {
             input: inputs[0],

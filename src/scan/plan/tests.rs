@@ -61,6 +61,7 @@ fn vector_flags_follow_the_traversal() {
             known_segments: false,
             carries: Carries::default(),
             carry_in_states: 0,
+            pitches: Default::default(),
         };
         shape_flags(&shape, a) | address_flags(&arrays, &model, n, &shape)
     };

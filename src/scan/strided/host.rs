@@ -50,6 +50,7 @@ pub(crate) unsafe fn scan(model: &dyn OperatorModel, a: &StridedArrays, shape: &
                 known_segments: false,
                 carries: Carries::default(),
                 carry_in_states: 0,
+                pitches: Default::default(),
             };
             let total = model.scan_on_host(&arrays, form.len, &sequence_shape)?;
             if carries.carry_out != 0 {

@@ -9,6 +9,7 @@
 pub(crate) mod host;
 pub(crate) mod kernels;
 pub(crate) mod layout;
+mod pitched_rows;
 
 use std::sync::Arc;
 
@@ -96,6 +97,9 @@ pub(crate) fn scan(
         known: input.known_to(ctx.id())? && output.known_to(ctx.id())?,
         carries: sequence_carries,
     };
+    if let Some(rows) = pitched_rows::scan(ctx, stream, &arrays, input, output, desc)? {
+        return Ok(rows);
+    }
     run(ctx, stream, &model, &arrays, &shape, (algorithm, reason))
 }
 
