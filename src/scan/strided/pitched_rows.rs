@@ -16,10 +16,11 @@ use crate::scan::ScanInfo;
 use crate::stream::Stream;
 
 /// Rows with a pitch on a GPU, scanned by the bulk-copy single pass where it takes them
-/// (it copies a tile as one run per row it spans: rows at least as long as a pitch apart,
-/// every row and pitch whole 16-byte vectors, no per-sequence carries, in place or into
-/// memory apart from the input's; large enough scans, single pass): the same speed as
-/// rows that follow each other. None where the strided kernel scans them.
+/// (it copies a tile as one run per row it spans): rows a pitch of at least their length
+/// apart, every row and pitch whole 16-byte vectors, no per-sequence carries, in place or
+/// into memory apart from the input's, scans large enough for that kernel and not
+/// deterministic (whose kernel must not depend on the alignment). About the speed of rows
+/// that follow each other. None where the strided kernel scans them.
 pub(super) fn scan(
     ctx: &Context,
     stream: &Stream,
@@ -53,7 +54,7 @@ pub(super) fn scan(
     let apart = reads.end <= writes.start || writes.end <= reads.start;
     let carried = a.carries.carry_in != 0 || a.carries.carry_out != 0;
     let aligned = input.addr().is_multiple_of(16) && output.addr().is_multiple_of(16);
-    if rows < 2 || carried || !aligned || !(in_place || apart) {
+    if rows < 2 || carried || !aligned || !(in_place || apart) || desc.deterministic {
         return Ok(None);
     }
     // Whether the bulk-copy kernel would take the scan, before its kernels load (a
