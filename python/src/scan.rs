@@ -149,8 +149,9 @@ pub(crate) fn scan(
     Ok(())
 }
 
-/// The segment data of a 1-D scan and its form: byte flags (uint8 or bool), offsets, or
-/// keys (each run of equal keys a segment); `SegmentData::from` where there is one form.
+/// The segment data a 1-D scan may take: byte flags (uint8 or bool), offsets, or keys
+/// (each run of equal keys a segment). A `(flags, offsets)` pair converts into it for the
+/// scans that take no keys.
 pub(crate) struct SegmentData {
     pub flags: Option<ArrayArg>,
     pub offsets: Option<ArrayArg>,
@@ -167,6 +168,7 @@ impl From<(Option<ArrayArg>, Option<ArrayArg>)> for SegmentData {
     }
 }
 
+/// The segment data given, if any, and its form.
 pub(crate) fn segment_data(data: impl Into<SegmentData>) -> PyResult<Option<(ArrayArg, Segments)>> {
     let SegmentData { flags, offsets, keys } = data.into();
     if let Some(keys) = keys {
