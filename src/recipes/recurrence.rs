@@ -68,7 +68,11 @@ __device__ void write_state(const Affine& s, {io}& h) {{ h = {io}(s.b); }}
             write(out, 0, element(dtype, x[0]) as T);
             write(out, 1, element(dtype, x[1]) as T);
         })),
-        store: Some(Arc::new(move |s, y| put_element(dtype, y[0], f64::from(read::<T>(s, 1))))),
+        store: Some(Arc::new(move |s, y| put_element(
+            dtype,
+            y[0],
+            f64::from(read::<T>(s, 1))
+        ))),
     });
     Ok(OperatorDesc::new(
         "linear_recurrence",
@@ -139,7 +143,11 @@ __device__ void write_lambda(const Adjoint& s, {io}& lam) {{ lam = {io}(s.p); }}
             write(out, 2, element(dtype, x[0]) as T);
             write(out, 3, 1.0 as T);
         })),
-        store: Some(Arc::new(move |s, y| put_element(dtype, y[0], f64::from(read::<T>(s, 1))))),
+        store: Some(Arc::new(move |s, y| put_element(
+            dtype,
+            y[0],
+            f64::from(read::<T>(s, 1))
+        ))),
     });
     Ok(OperatorDesc::new(
         "linear_recurrence_adjoint",

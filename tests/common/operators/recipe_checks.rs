@@ -60,29 +60,7 @@ pub fn check_recurrence(
     rng: &mut Rng,
     shape: Shape,
 ) -> Result<(), String> {
-    let n = shape.n;
-    let (a, b, h0) = recurrence_inputs(rng, n);
-    let starts = shape.starts(rng);
-    let mut expect = vec![0.0f64; n];
-    let mut h = h0;
-    for (p, restart) in shape.walk(&starts) {
-        if restart {
-            h = h0;
-        }
-        let before = h;
-        h = a[p] * h + b[p];
-        expect[p] = shape.output(before, h);
-    }
-    let in_place = rng.below(4) == 0;
-    let scan = shape.scan().with_init(recipes::recurrence_init(dtype, h0).unwrap());
-    let got = scan_recurrence(ctx, stream, op, dtype, &shape, &starts, &scan, (&a, &b), in_place)?;
-    match recurrence_mismatch(dtype, &got, &expect) {
-        Some(p) => Err(format!(
-            "{shape:?} in_place={in_place}: h[{p}] = {} expected {}",
-            got[p], expect[p]
-        )),
-        None => Ok(()),
-    }
+    check_recurrence_recipe(ctx, stream, op, dtype, rng, shape, false)
 }
 
 /// The recurrence's adjoint `lam[i] = g[i] + a[j] lam[j]` (`j` the element before `i` in
@@ -96,29 +74,50 @@ pub fn check_recurrence_adjoint(
     rng: &mut Rng,
     shape: Shape,
 ) -> Result<(), String> {
+    check_recurrence_recipe(ctx, stream, op, dtype, rng, shape, true)
+}
+
+/// The recurrence (or with `adjoint` its adjoint) against a sequential loop: `a` and a
+/// second array (`b`, or `g`), a start (`h0`, or `u`).
+fn check_recurrence_recipe(
+    ctx: &Context,
+    stream: &Stream,
+    op: &scanrt::Operator,
+    dtype: DType,
+    rng: &mut Rng,
+    shape: Shape,
+    adjoint: bool,
+) -> Result<(), String> {
     let n = shape.n;
-    let (a, g, u) = recurrence_inputs(rng, n);
+    let (a, b, start) = recurrence_inputs(rng, n);
     let starts = shape.starts(rng);
     let mut expect = vec![0.0f64; n];
-    // What the element before passes on: `coefficient * lam`.
-    let (mut lam, mut coefficient) = (u, 1.0);
+    // The adjoint's coefficient is what the element before passes on: `coefficient * h`.
+    let (mut h, mut coefficient) = (start, 1.0);
     for (p, restart) in shape.walk(&starts) {
         if restart {
-            (lam, coefficient) = (u, 1.0);
+            (h, coefficient) = (start, 1.0);
         }
-        let before = lam;
-        lam = g[p] + coefficient * lam;
-        coefficient = a[p];
-        expect[p] = shape.output(before, lam);
+        let before = h;
+        if adjoint {
+            h = b[p] + coefficient * h;
+            coefficient = a[p];
+        } else {
+            h = a[p] * h + b[p];
+        }
+        expect[p] = shape.output(before, h);
     }
     let in_place = rng.below(4) == 0;
-    let scan = shape
-        .scan()
-        .with_init(recipes::recurrence_adjoint_init(dtype, u).unwrap());
-    let got = scan_recurrence(ctx, stream, op, dtype, &shape, &starts, &scan, (&a, &g), in_place)?;
+    let init = if adjoint {
+        recipes::recurrence_adjoint_init(dtype, start)
+    } else {
+        recipes::recurrence_init(dtype, start)
+    };
+    let scan = shape.scan().with_init(init.unwrap());
+    let got = scan_recurrence(ctx, stream, op, dtype, &shape, &starts, &scan, (&a, &b), in_place)?;
     match recurrence_mismatch(dtype, &got, &expect) {
         Some(p) => Err(format!(
-            "{shape:?} in_place={in_place}: lam[{p}] = {} expected {}",
+            "{shape:?} adjoint={adjoint} in_place={in_place}: [{p}] = {} expected {}",
             got[p], expect[p]
         )),
         None => Ok(()),
