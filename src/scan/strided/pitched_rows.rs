@@ -16,8 +16,9 @@ use crate::scan::ScanInfo;
 use crate::stream::Stream;
 
 /// Rows with a pitch on a GPU, scanned by the bulk-copy single pass where it takes them
-/// (it copies a tile as one run per row it spans): rows a pitch of at least their length
-/// apart, every row and pitch whole 16-byte vectors, no per-sequence carries, in place or
+/// (it copies a tile as one run per row it spans): one type throughout (no widening), rows
+/// a pitch of at least their length apart, every row and pitch whole 16-byte vectors, no
+/// per-sequence carries, in place or
 /// into memory apart from the input's, scans large enough for that kernel and not
 /// deterministic (whose kernel must not depend on the alignment). About the speed of rows
 /// that follow each other. None where the strided kernel scans them.
@@ -61,10 +62,14 @@ pub(super) fn scan(
     // scan too small for it would compile kernels it does not run).
     let desc = desc.segmented(Segments::Rows(form.len));
     let n = rows * form.len;
+    let types = desc.types(input.dtype(), output.dtype());
+    if types.input != types.accumulator || types.output != types.accumulator {
+        return Ok(None); // a transform's sources and destinations take no pitch
+    }
     let Engine::Gpu(engine) = ctx.engine() else {
         return Ok(None);
     };
-    let (regular, _) = Specialization::all_for(engine.device.arch, desc.types(input.dtype(), output.dtype()), &desc);
+    let (regular, _) = Specialization::all_for(engine.device.arch, types, &desc);
     let shape = regular.shape;
     if !regular.has(KernelKind::SinglePassBulk) || n.div_ceil(shape.tile_elems()) < shape.bulk_min_tiles {
         return Ok(None);
