@@ -278,3 +278,9 @@ def run(arrays: Any, call) -> None:
     call(stream)
     if needs_synchronize(first):
         _scanrt.synchronize(describe(first)[4], stream)
+
+
+def one_d(x: Any) -> None:
+    """Refuses arrays of other than one dimension (ValueError)."""
+    if len(x.shape) != 1:
+        raise ValueError(f"this call takes 1-D arrays; this one has shape {tuple(x.shape)}")
