@@ -289,6 +289,11 @@ impl ScanTypes {
             output,
         }
     }
+    /// Whether one type runs throughout (read, accumulated and written): the scans whose
+    /// arrays a bulk copy moves as they are.
+    pub(crate) fn one_type(&self) -> bool {
+        self.input == self.accumulator && self.accumulator == self.output
+    }
     /// Whether results are narrowed from a wider accumulator when written.
     pub fn narrows(&self) -> bool {
         self.accumulator != self.output

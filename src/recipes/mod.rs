@@ -87,9 +87,7 @@ macro_rules! host_floats {
 
 // After the macros above, which it uses.
 mod recurrence;
-pub use recurrence::{
-    linear_recurrence, linear_recurrence_adjoint, recurrence_adjoint_init, recurrence_adjoint_passed, recurrence_init,
-};
+pub use recurrence::{linear_recurrence, linear_recurrence_adjoint, recurrence_adjoint_init, recurrence_init};
 
 fn read<T: Copy>(bytes: &[u8], i: usize) -> T {
     // SAFETY: callers pass slices holding at least (i + 1) values of T (state layouts).

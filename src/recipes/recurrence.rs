@@ -107,7 +107,7 @@ pub fn recurrence_init(dtype: DType, h0: f64) -> Result<Vec<u8>> {
 /// `u`: its last element's `lam` is `p + q * u`, and that element passes on `a * lam`
 /// (`has` is 0 for the empty run, the identity). An initial value of
 /// [`recurrence_adjoint_init`] passes `u` to the first element (the gradient of the final
-/// state); a total state passes on the gradient of `h0`, [`recurrence_adjoint_passed`].
+/// state); a total state passes on the gradient of `h0`, `a * p` (its fields 2 and 1).
 pub fn linear_recurrence_adjoint(dtype: DType) -> Result<OperatorDesc> {
     let state = dtype.default_accumulator();
     let t = float_type("linear_recurrence_adjoint", state)?;
@@ -167,28 +167,4 @@ __device__ void write_lambda(const Adjoint& s, {io}& lam) {{ lam = {io}(s.p); }}
 /// `u` to its first element: the gradient of the recurrence's final state.
 pub fn recurrence_adjoint_init(dtype: DType, u: f64) -> Result<Vec<u8>> {
     state_bytes(dtype, &[0.0, u, 1.0, 1.0])
-}
-
-/// What a [`linear_recurrence_adjoint`] state passes on, `a * lam` (for a total state: the
-/// gradient of the recurrence's `h0`; for an empty run, the `u` it started from).
-pub fn recurrence_adjoint_passed(dtype: DType, state: &[u8]) -> Result<f64> {
-    let t = dtype.default_accumulator();
-    float_type("recurrence_adjoint_passed", t)?;
-    if state.len() != 4 * t.size() {
-        crate::error::bail!(
-            InvalidArgument,
-            "an adjoint state of {} has {} bytes, not {}",
-            dtype.c_name(),
-            4 * t.size(),
-            state.len()
-        );
-    }
-    Ok(host_floats!(t, |T| {
-        let (p, a, has) = (read::<T>(state, 1), read::<T>(state, 2), read::<T>(state, 3));
-        if has == 0.0 {
-            0.0
-        } else {
-            f64::from(a * p)
-        }
-    }))
 }

@@ -168,9 +168,7 @@ impl Specialization {
         match kind {
             // A bulk copy moves bits: the input must already be the output type, unless
             // the kernels convert it as a transform's.
-            KernelKind::SinglePassBulk => {
-                self.shape.bulk_buffers > 0 && (converts || t.input == t.accumulator && t.accumulator == t.output)
-            }
+            KernelKind::SinglePassBulk => self.shape.bulk_buffers > 0 && (converts || t.one_type()),
             KernelKind::SinglePassWave => self.shape.wave_threads > 0 && self.striped_groups_fit(),
             KernelKind::ClusterScan => self.shape.cluster_threads > 0 && self.striped_groups_fit(),
             KernelKind::SegmentOffsets => self.segmented,

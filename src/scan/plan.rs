@@ -331,8 +331,7 @@ impl ScanPlan {
     pub(crate) fn takes_pitched_rows(&self) -> bool {
         // Plain arrays only: a widening or narrowing scan (half types, u32 into u64) reads
         // through a transform's sources, which take no pitch.
-        let plain = |t: &crate::types::ScanTypes| t.input == t.accumulator && t.output == t.accumulator;
-        matches!(&self.operator, PlanOperator::Builtin(b) if plain(&b.types))
+        matches!(&self.operator, PlanOperator::Builtin(b) if b.types.one_type())
             && matches!(self.shape.segments, Segments::Rows(_))
             && self.algorithm == Algorithm::SinglePass
             && self.gpu.as_ref().is_some_and(|g| bulk_takes(&g.kernels, &g.tiles))

@@ -63,7 +63,7 @@ pub(super) fn scan(
     let desc = desc.segmented(Segments::Rows(form.len));
     let n = rows * form.len;
     let types = desc.types(input.dtype(), output.dtype());
-    if types.input != types.accumulator || types.output != types.accumulator {
+    if !types.one_type() {
         return Ok(None); // a transform's sources and destinations take no pitch
     }
     let Engine::Gpu(engine) = ctx.engine() else {
