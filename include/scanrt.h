@@ -273,6 +273,9 @@ typedef enum scanrt_log_level {
 // Patch version of the scanrt library this header belongs to.
 #define SCANRT_VERSION_PATCH 0
 
+// The index of a cumulative extreme's result that keeps the initial value.
+#define SCANRT_EXTREME_INITIAL_INDEX (UINT32_MAX - 1)
+
 // A typed array: scanrt-owned memory or a view of an application's device pointer.
 typedef struct scanrt_buffer scanrt_buffer;
 
@@ -771,20 +774,36 @@ scanrt_status scanrt_linear_recurrence_adjoint_init(int32_t dtype,
                                                     void *state,
                                                     size_t bytes);
 
-// Creates the running maximum (`max` nonzero) or minimum of `dtype` values with the index
-// of the extreme (the first in traversal order on ties; NaN propagates: from the first
-// NaN of a segment on, the extreme is that NaN and its index): input `x`,
-// outputs the extreme (`dtype`) and its index (`SCANRT_DTYPE_U32`; n < 2^32 - 1).
+// Creates the running maximum (`max` nonzero) or minimum of `dtype` values (any type)
+// with the index of the extreme (the first in traversal order on ties; NaN propagates:
+// from the first NaN of a segment on, the extreme is that NaN and its index): input `x`,
+// outputs the extreme (`dtype`) and its index (`SCANRT_DTYPE_U32`; n < 2^32 - 2). An
+// exclusive scan's first result has index `UINT32_MAX`; results that keep an initial
+// value (`scanrt_cumulative_extreme_init`) have index `SCANRT_EXTREME_INITIAL_INDEX`.
 scanrt_status scanrt_operator_create_cumulative_extreme(const struct scanrt_context *ctx,
                                                         int32_t dtype,
                                                         int32_t max,
                                                         struct scanrt_operator **out);
 
-// Creates `y[i] = log(exp(x[0]) + ... + exp(x[i]))` over `dtype` (f32 or f64),
-// numerically stable for inputs up to the type's maximum: input `x`, output `y`.
+// Creates `y[i] = log(exp(x[0]) + ... + exp(x[i]))` over `dtype` (f32 or f64; f16 and
+// bf16 arrays with f32 states), numerically stable for inputs up to the type's maximum:
+// input `x`, output `y`.
 scanrt_status scanrt_operator_create_logcumsumexp(const struct scanrt_context *ctx,
                                                   int32_t dtype,
                                                   struct scanrt_operator **out);
+
+// Writes the initial state of a cumulative extreme of `dtype` arrays to `state` (`bytes`
+// must be its state size: 16 for 8-byte types, else 8): `value` points to one `dtype`
+// value, which every segment starts from and which wins ties.
+scanrt_status scanrt_cumulative_extreme_init(int32_t dtype,
+                                             const void *value,
+                                             void *state,
+                                             size_t bytes);
+
+// Writes the initial state of a logcumsumexp of `dtype` arrays to `state` (`bytes` must
+// be its state size: 8 for f16, bf16 and f32, 16 for f64): `value`, one more term before
+// every segment.
+scanrt_status scanrt_logcumsumexp_init(int32_t dtype, double value, void *state, size_t bytes);
 
 // Destroys an operator (NULL is a no-op); scans already queued keep its kernels alive.
 void scanrt_operator_destroy(struct scanrt_operator *op);

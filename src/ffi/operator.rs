@@ -11,6 +11,7 @@ use super::{boundary, non_null, non_null_mut, put, slice_of};
 use crate::error::{bail, Result};
 use crate::operator::{HostOperator, Operator, OperatorDesc};
 use crate::recipes;
+use crate::scalar::InitValue;
 use crate::tables::{DType, ScanrtStatus};
 
 /// A compiled user-defined operator of one context; scans may use it from any thread.
@@ -343,10 +344,12 @@ unsafe fn write_state(init: Vec<u8>, state: *mut c_void, bytes: usize) -> Result
     Ok(())
 }
 
-/// Creates the running maximum (`max` nonzero) or minimum of `dtype` values with the index
-/// of the extreme (the first in traversal order on ties; NaN propagates: from the first
-/// NaN of a segment on, the extreme is that NaN and its index): input `x`,
-/// outputs the extreme (`dtype`) and its index (`SCANRT_DTYPE_U32`; n < 2^32 - 1).
+/// Creates the running maximum (`max` nonzero) or minimum of `dtype` values (any type)
+/// with the index of the extreme (the first in traversal order on ties; NaN propagates:
+/// from the first NaN of a segment on, the extreme is that NaN and its index): input `x`,
+/// outputs the extreme (`dtype`) and its index (`SCANRT_DTYPE_U32`; n < 2^32 - 2). An
+/// exclusive scan's first result has index `UINT32_MAX`; results that keep an initial
+/// value (`scanrt_cumulative_extreme_init`) have index `SCANRT_EXTREME_INITIAL_INDEX`.
 #[no_mangle]
 pub unsafe extern "C" fn scanrt_operator_create_cumulative_extreme(
     ctx: *const scanrt_context,
@@ -361,8 +364,9 @@ pub unsafe extern "C" fn scanrt_operator_create_cumulative_extreme(
     })
 }
 
-/// Creates `y[i] = log(exp(x[0]) + ... + exp(x[i]))` over `dtype` (f32 or f64),
-/// numerically stable for inputs up to the type's maximum: input `x`, output `y`.
+/// Creates `y[i] = log(exp(x[0]) + ... + exp(x[i]))` over `dtype` (f32 or f64; f16 and
+/// bf16 arrays with f32 states), numerically stable for inputs up to the type's maximum:
+/// input `x`, output `y`.
 #[no_mangle]
 pub unsafe extern "C" fn scanrt_operator_create_logcumsumexp(
     ctx: *const scanrt_context,
@@ -370,6 +374,45 @@ pub unsafe extern "C" fn scanrt_operator_create_logcumsumexp(
     out: *mut *mut scanrt_operator,
 ) -> ScanrtStatus {
     boundary(|| create(ctx, out, || recipes::logcumsumexp(DType::from_c(dtype)?)))
+}
+
+/// The index of a cumulative extreme's result that keeps the initial value.
+pub const SCANRT_EXTREME_INITIAL_INDEX: u32 = u32::MAX - 1;
+const _: () = assert!(SCANRT_EXTREME_INITIAL_INDEX == recipes::EXTREME_INITIAL_INDEX);
+
+/// Writes the initial state of a cumulative extreme of `dtype` arrays to `state` (`bytes`
+/// must be its state size: 16 for 8-byte types, else 8): `value` points to one `dtype`
+/// value, which every segment starts from and which wins ties.
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_cumulative_extreme_init(
+    dtype: i32,
+    value: *const c_void,
+    state: *mut c_void,
+    bytes: usize,
+) -> ScanrtStatus {
+    boundary(|| {
+        let dtype = DType::from_c(dtype)?;
+        non_null(value as *const u8, "value")?;
+        let mut bits = [0u8; 8];
+        // SAFETY: `value` points to one readable `dtype` value (the caller's contract).
+        let raw = unsafe { std::slice::from_raw_parts(value as *const u8, dtype.size()) };
+        bits[..dtype.size()].copy_from_slice(raw);
+        let value = InitValue::from_bits(dtype, u64::from_le_bytes(bits));
+        write_state(recipes::cumulative_extreme_init(dtype, value)?, state, bytes)
+    })
+}
+
+/// Writes the initial state of a logcumsumexp of `dtype` arrays to `state` (`bytes` must
+/// be its state size: 8 for f16, bf16 and f32, 16 for f64): `value`, one more term before
+/// every segment.
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_logcumsumexp_init(
+    dtype: i32,
+    value: f64,
+    state: *mut c_void,
+    bytes: usize,
+) -> ScanrtStatus {
+    boundary(|| write_state(recipes::logcumsumexp_init(DType::from_c(dtype)?, value)?, state, bytes))
 }
 
 /// Makes `*out` an operator of `ctx` created from `desc()`.

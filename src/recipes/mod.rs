@@ -13,14 +13,18 @@
 //! * [`cumulative_extreme`]: running max or min with the index of the extreme (the first
 //!   in traversal order on ties); NaN propagates, as in the built-in min and max: from
 //!   the first NaN of a segment on, the extreme is that NaN and its index. Reads `x`,
-//!   writes the value and index.
+//!   writes the value and index (every type). An initial value is
+//!   [`cumulative_extreme_init`].
 //! * [`logcumsumexp`]: `y[i] = log(sum_{j <= i} exp(x[j]))` without overflow: states
-//!   `(m, s)` mean `m + log(s)` with `m` the running maximum, so no exponential exceeds 1.
+//!   `(m, s)` mean `m + log(s)` with `m` the running maximum, so no exponential exceeds 1
+//!   (f32, f64; f16 and bf16 arrays with f32 states). An initial value is
+//!   [`logcumsumexp_init`].
 
 use std::sync::Arc;
 
 use crate::error::{bail, Result};
 use crate::operator::{HostOperator, OperatorDesc};
+use crate::scalar::InitValue;
 use crate::types::DType;
 
 fn float_type(recipe: &str, dtype: DType) -> Result<&'static str> {
@@ -64,7 +68,7 @@ macro_rules! host_values {
                 $body
             }
             DType::U8 | DType::I8 | DType::U16 | DType::I16 | DType::F16 | DType::BF16 => {
-                unreachable!("cumulative_extreme refuses 1- and 2-byte types before this")
+                unreachable!("cumulative extremes hold 1- and 2-byte values as 4-byte ones")
             }
         }
     };
@@ -98,22 +102,83 @@ fn write<T: Copy>(bytes: &mut [u8], i: usize, v: T) {
     unsafe { std::ptr::write_unaligned((bytes.as_mut_ptr() as *mut T).add(i), v) }
 }
 
-/// Running maximum (`max`) or minimum of `dtype` values with the index of the extreme:
-/// input `x`, outputs the extreme (`dtype`) and its index (u32: n < 2^32 - 1). Ties keep
-/// the first index in traversal order; a NaN is the extreme from where it appears (the
-/// first NaN's index stays), as NumPy's `maximum.accumulate` and torch's `cummax`
-/// propagate NaN (torch moves the index to each later NaN and, on ties, to the later
-/// element).
-pub fn cumulative_extreme(dtype: DType, max: bool) -> Result<OperatorDesc> {
-    if dtype.size() < 4 {
-        bail!(
-            UnsupportedCombination,
-            "cumulative_extreme takes 4- and 8-byte values, not {}",
-            dtype.c_name()
-        );
+/// Element 0 of an array of `dtype` (f16, bf16, f32 or f64) as f64, exactly.
+fn element(dtype: DType, x: &[u8]) -> f64 {
+    match dtype {
+        DType::F16 => half::f16::from_bits(read(x, 0)).to_f64(),
+        DType::BF16 => half::bf16::from_bits(read(x, 0)).to_f64(),
+        DType::F32 => read::<f32>(x, 0) as f64,
+        _ => read::<f64>(x, 0),
     }
-    let t = dtype.info().cuda;
+}
+
+/// Writes `v` (a value of the state's float type) as element 0 of an array of `dtype`,
+/// rounded once.
+fn put_element(dtype: DType, y: &mut [u8], v: f64) {
+    match dtype {
+        DType::F16 => write(y, 0, half::f16::from_f64(v).to_bits()),
+        DType::BF16 => write(y, 0, half::bf16::from_f64(v).to_bits()),
+        DType::F32 => write(y, 0, v as f32),
+        _ => write(y, 0, v),
+    }
+}
+
+/// The index an initial value of a cumulative extreme carries ([`cumulative_extreme_init`]):
+/// results whose extreme is the initial value read it. The identity's, `u32::MAX`, marks
+/// the empty state (an exclusive scan's first result). Element indices stay below both.
+pub const EXTREME_INITIAL_INDEX: u32 = u32::MAX - 1;
+
+/// The type an extreme's state holds `dtype` values in: 1- and 2-byte types widen to 4
+/// bytes (every value kept exactly), so the state is a value and a u32 index.
+fn extreme_value_type(dtype: DType) -> DType {
+    match dtype {
+        DType::F16 | DType::BF16 => DType::F32,
+        DType::I8 | DType::I16 => DType::I32,
+        DType::U8 | DType::U16 => DType::U32,
+        other => other,
+    }
+}
+
+/// A `dtype` value (its bits) as the bits of the same value in the extreme's value type.
+fn widen_extreme(dtype: DType, bits: u64) -> u64 {
+    match dtype {
+        DType::F16 => half::f16::from_bits(bits as u16).to_f32().to_bits() as u64,
+        DType::BF16 => half::bf16::from_bits(bits as u16).to_f32().to_bits() as u64,
+        DType::I8 => bits as u8 as i8 as i32 as u32 as u64,
+        DType::I16 => bits as u16 as i16 as i32 as u32 as u64,
+        _ => bits,
+    }
+}
+
+/// The inverse of [`widen_extreme`] (exact: the state's values came from `dtype` values).
+fn narrow_extreme(dtype: DType, bits: u64) -> u64 {
+    match dtype {
+        DType::F16 => half::f16::from_f32(f32::from_bits(bits as u32)).to_bits() as u64,
+        DType::BF16 => half::bf16::from_f32(f32::from_bits(bits as u32)).to_bits() as u64,
+        DType::I8 | DType::U8 => bits & 0xff,
+        DType::I16 | DType::U16 => bits & 0xffff,
+        _ => bits,
+    }
+}
+
+/// Running maximum (`max`) or minimum of `dtype` values (every type; 1- and 2-byte ones
+/// are compared as 4-byte values) with the index of the extreme: input `x`, outputs the
+/// extreme (`dtype`) and its index (u32: the element's index, below
+/// [`EXTREME_INITIAL_INDEX`]). Ties keep the first index in traversal order; a NaN is the
+/// extreme from where it appears (the first NaN's index stays), as NumPy's
+/// `maximum.accumulate` and torch's `cummax` propagate NaN (torch moves the index to each
+/// later NaN and, on ties, to the later element). The empty state (an exclusive scan's
+/// first result) has the type's extreme (infinities for floats) and index `u32::MAX`.
+pub fn cumulative_extreme(dtype: DType, max: bool) -> Result<OperatorDesc> {
+    let value = extreme_value_type(dtype);
+    let (t, io) = (value.info().cuda, dtype.info().cuda);
     let wins = if max { ">" } else { "<" };
+    // The same text as before widening existed for 4- and 8-byte types (cached kernels).
+    let (widen, narrow) = if value == dtype {
+        ("x".to_string(), "e.value".to_string())
+    } else {
+        (format!("({t})x"), format!("{io}(e.value)"))
+    };
     let source = format!(
         r#"struct Extreme {{ {t} value; uint32_t index; {pad} }};
 // The later operand wins only when strictly better: the first extreme is kept on ties.
@@ -124,21 +189,21 @@ __device__ Extreme better(Extreme first, Extreme then) {{
     const bool then_better = first.value == first.value && (then.value {wins} first.value || then.value != then.value);
     return first.index == 0xffffffffu || (then.index != 0xffffffffu && then_better) ? then : first;
 }}
-__device__ Extreme make_candidate(int64_t i, {t} x) {{ return Extreme{{x, (uint32_t)i}}; }}
-__device__ void write_extreme(const Extreme& e, {t}& value, uint32_t& index) {{ value = e.value; index = e.index; }}
+__device__ Extreme make_candidate(int64_t i, {io} x) {{ return Extreme{{{widen}, (uint32_t)i}}; }}
+__device__ void write_extreme(const Extreme& e, {io}& value, uint32_t& index) {{ value = {narrow}; index = e.index; }}
 "#,
-        pad = if dtype.size() == 8 { "uint32_t unused;" } else { "" }
+        pad = if value.size() == 8 { "uint32_t unused;" } else { "" }
     );
-    let size = if dtype.size() == 8 { 16 } else { 8 };
+    let size = if value.size() == 8 { 16 } else { 8 };
     // The identity loses to every value: -inf / +inf, or the integer extremes (index 0).
     let identity = extreme_identity(dtype, max, size);
-    let vs = dtype.size();
+    let (vs, io_size) = (value.size(), dtype.size());
     let host = HostOperator {
         combine: Arc::new(move |l, r, out| {
             let empty = |s: &[u8]| s[vs..vs + 4] == [0xff; 4];
             let better = empty(l)
                 || !empty(r)
-                    && host_values!(dtype, |T| {
+                    && host_values!(value, |T| {
                         let (first, then) = (read::<T>(l, 0), read::<T>(r, 0));
                         #[allow(clippy::eq_op)] // x != x: NaN (never for integers)
                         let (first_nan, then_nan) = (first != first, then != then);
@@ -148,11 +213,17 @@ __device__ void write_extreme(const Extreme& e, {t}& value, uint32_t& index) {{ 
         }),
         load: Some(Arc::new(move |i, x, out| {
             out.fill(0);
-            out[..vs].copy_from_slice(x[0]);
+            let mut bits = [0u8; 8];
+            bits[..io_size].copy_from_slice(x[0]);
+            let wide = widen_extreme(dtype, u64::from_le_bytes(bits));
+            out[..vs].copy_from_slice(&wide.to_le_bytes()[..vs]);
             out[vs..vs + 4].copy_from_slice(&(i as u32).to_ne_bytes());
         })),
         store: Some(Arc::new(move |s, y| {
-            y[0].copy_from_slice(&s[..vs]);
+            let mut bits = [0u8; 8];
+            bits[..vs].copy_from_slice(&s[..vs]);
+            let narrow = narrow_extreme(dtype, u64::from_le_bytes(bits));
+            y[0].copy_from_slice(&narrow.to_le_bytes()[..io_size]);
             y[1].copy_from_slice(&s[vs..vs + 4]);
         })),
     };
@@ -165,27 +236,66 @@ __device__ void write_extreme(const Extreme& e, {t}& value, uint32_t& index) {{ 
     )
 }
 
-/// The identity of a cumulative extreme: the type's extreme (infinities for floats) with
-/// index 0xffffffff, which marks it as empty: it loses every comparison, ties included.
+/// The initial value of a [`cumulative_extreme`] scan of `dtype` arrays: `value` (of
+/// `dtype`), which every segment starts from and which wins ties (it comes first), with
+/// index [`EXTREME_INITIAL_INDEX`].
+pub fn cumulative_extreme_init(dtype: DType, value: InitValue) -> Result<Vec<u8>> {
+    if value.dtype() != dtype {
+        bail!(
+            InvalidArgument,
+            "the initial value of a cumulative extreme of {} is a {} value, not {}",
+            dtype.c_name(),
+            dtype.c_name(),
+            value.dtype().c_name()
+        );
+    }
+    let vs = extreme_value_type(dtype).size();
+    let mut state = vec![0u8; if vs == 8 { 16 } else { 8 }];
+    state[..vs].copy_from_slice(&widen_extreme(dtype, value.bits()).to_le_bytes()[..vs]);
+    state[vs..vs + 4].copy_from_slice(&EXTREME_INITIAL_INDEX.to_ne_bytes());
+    Ok(state)
+}
+
+/// The identity of a cumulative extreme of `dtype` arrays: the type's extreme (infinities
+/// for floats) with index 0xffffffff, which marks it as empty: it loses every comparison,
+/// ties included.
 fn extreme_identity(dtype: DType, max: bool, size: usize) -> Vec<u8> {
     use crate::ops::Accumulator;
     use crate::scalar::Scalar;
     use crate::tables::Op;
     let op = if max { Op::Max } else { Op::Min };
+    let value = extreme_value_type(dtype);
+    // The narrow integers' own extremes, widened (the widened type's would not narrow back).
+    let narrow = |min: i64, max_value: i64| (if max { min } else { max_value }) as i32 as u32 as u64;
+    let bits = match dtype {
+        DType::I8 => narrow(i8::MIN.into(), i8::MAX.into()),
+        DType::I16 => narrow(i16::MIN.into(), i16::MAX.into()),
+        DType::U8 => narrow(0, u8::MAX.into()),
+        DType::U16 => narrow(0, u16::MAX.into()),
+        _ => host_values!(value, |T| Scalar::to_bits(<T as Accumulator>::identity(op))),
+    };
     let mut bytes = vec![0u8; size];
-    let value = host_values!(dtype, |T| Scalar::to_bits(<T as Accumulator>::identity(op)));
-    bytes[..dtype.size()].copy_from_slice(&value.to_ne_bytes()[..dtype.size()]);
-    bytes[dtype.size()..dtype.size() + 4].copy_from_slice(&[0xff; 4]);
+    bytes[..value.size()].copy_from_slice(&bits.to_ne_bytes()[..value.size()]);
+    bytes[value.size()..value.size() + 4].copy_from_slice(&[0xff; 4]);
     bytes
 }
 
-/// `y[i] = log(exp(x[0]) + ... + exp(x[i]))` over f32 or f64, numerically stable.
+/// `y[i] = log(exp(x[0]) + ... + exp(x[i]))` over f32 or f64, numerically stable; f16 and
+/// bf16 arrays run with f32 states, each `y` rounded once as it is written.
 pub fn logcumsumexp(dtype: DType) -> Result<OperatorDesc> {
-    let t = float_type("logcumsumexp", dtype)?;
+    let state = dtype.default_accumulator();
+    let t = float_type("logcumsumexp", state)?;
+    let io = dtype.info().cuda;
+    // The same text as before half arrays existed for f32 and f64 (cached kernels).
+    let (widen, narrow) = if state == dtype {
+        ("x".to_string(), "s.max + log_of(s.scaled)".to_string())
+    } else {
+        (format!("({t})x"), format!("{io}(s.max + log_of(s.scaled))"))
+    };
     // f32 takes the hardware's approximate exp2 and log2 (a few ulp here: exp2 of
     // arguments <= 0, log2 of arguments >= 1), without their subnormal fix-ups, and
     // sm_80's NaN-propagating maximum.
-    let (exp, log, max_nan) = if dtype == DType::F32 {
+    let (exp, log, max_nan) = if state == DType::F32 {
         (
             "float y; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x * 1.44269504f)); return y;",
             "float y; asm(\"lg2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x)); return y * 0.693147181f;",
@@ -220,15 +330,15 @@ __device__ LogSum log_add(LogSum first, LogSum then) {{
     const {t} kept = first_larger ? first.scaled : then.scaled, rescaled = first_larger ? then.scaled : first.scaled;
     return LogSum{{max_nan(first.max, then.max), fma(rescaled, factor, kept)}};
 }}
-__device__ LogSum make_term(int64_t, {t} x) {{ return LogSum{{x, 1}}; }}
-__device__ void write_log_sum(const LogSum& s, {t}& y) {{ y = s.max + log_of(s.scaled); }}
+__device__ LogSum make_term(int64_t, {io} x) {{ return LogSum{{{widen}, 1}}; }}
+__device__ void write_log_sum(const LogSum& s, {io}& y) {{ y = {narrow}; }}
 "#
     );
-    let identity = host_floats!(dtype, |T| [T::NEG_INFINITY, 0.0 as T]
+    let identity = host_floats!(state, |T| [T::NEG_INFINITY, 0.0 as T]
         .iter()
         .flat_map(|v| v.to_ne_bytes())
         .collect::<Vec<u8>>());
-    let host = host_floats!(dtype, |T| HostOperator {
+    let host = host_floats!(state, |T| HostOperator {
         combine: Arc::new(|l, r, out| {
             let (first, then) = ((read::<T>(l, 0), read::<T>(l, 1)), (read::<T>(r, 0), read::<T>(r, 1)));
             let distance = first.0 - then.0;
@@ -251,22 +361,36 @@ __device__ void write_log_sum(const LogSum& s, {t}& y) {{ y = s.max + log_of(s.s
             write(out, 0, result.0);
             write(out, 1, result.1);
         }),
-        load: Some(Arc::new(|_, x, out| {
-            write(out, 0, read::<T>(x[0], 0));
+        load: Some(Arc::new(move |_, x, out| {
+            write(out, 0, element(dtype, x[0]) as T);
             write(out, 1, 1.0 as T);
         })),
-        store: Some(Arc::new(|s, y| write(y[0], 0, read::<T>(s, 0) + read::<T>(s, 1).ln()))),
+        store: Some(Arc::new(move |s, y| {
+            let log_sum = read::<T>(s, 0) + read::<T>(s, 1).ln();
+            put_element(dtype, y[0], f64::from(log_sum))
+        })),
     });
     Ok(OperatorDesc::new(
         "logcumsumexp",
         &source,
         "LogSum",
-        2 * dtype.size(),
-        dtype.size(),
+        2 * state.size(),
+        state.size(),
         "log_add",
         &identity,
     )
     .with_load("make_term", &[dtype])
     .with_store("write_log_sum", &[dtype])
     .with_host(host))
+}
+
+/// The initial value of a [`logcumsumexp`] scan of `dtype` arrays: `value`, one more term
+/// before every segment (`y[i] = log(exp(value) + exp(x[0]) + ... + exp(x[i]))`).
+pub fn logcumsumexp_init(dtype: DType, value: f64) -> Result<Vec<u8>> {
+    let state = dtype.default_accumulator();
+    float_type("logcumsumexp", state)?;
+    Ok(host_floats!(state, |T| [value as T, 1.0 as T]
+        .iter()
+        .flat_map(|v| v.to_ne_bytes())
+        .collect()))
 }

@@ -6,31 +6,10 @@
 
 use std::sync::Arc;
 
-use super::{float_type, read, write};
+use super::{element, float_type, put_element, read, write};
 use crate::error::Result;
 use crate::operator::{HostOperator, OperatorDesc};
 use crate::types::DType;
-
-/// Element 0 of an array of `dtype` (f16, bf16, f32 or f64) as f64, exactly.
-fn element(dtype: DType, x: &[u8]) -> f64 {
-    match dtype {
-        DType::F16 => half::f16::from_bits(read(x, 0)).to_f64(),
-        DType::BF16 => half::bf16::from_bits(read(x, 0)).to_f64(),
-        DType::F32 => read::<f32>(x, 0) as f64,
-        _ => read::<f64>(x, 0),
-    }
-}
-
-/// Writes `v` (a value of the state's float type) as element 0 of an array of `dtype`,
-/// rounded once.
-fn put_element(dtype: DType, y: &mut [u8], v: f64) {
-    match dtype {
-        DType::F16 => write(y, 0, half::f16::from_f64(v).to_bits()),
-        DType::BF16 => write(y, 0, half::bf16::from_f64(v).to_bits()),
-        DType::F32 => write(y, 0, v as f32),
-        _ => write(y, 0, v),
-    }
-}
 
 /// A state of `values` of the state's float type (f32 for f16, bf16 and f32 arrays).
 fn state_bytes(dtype: DType, values: &[f64]) -> Result<Vec<u8>> {

@@ -355,7 +355,7 @@ pub(crate) fn sanitizer_subset() {
                 deterministic: false,
             };
             check_recurrence(ctx, &stream, &recurrence, DType::F32, &mut rng, shape).unwrap();
-            check_logcumsumexp(ctx, &stream, &logcumsumexp, &mut rng, shape).unwrap();
+            check_logcumsumexp(ctx, &stream, &logcumsumexp, DType::F32, &mut rng, shape).unwrap();
         }
     }
     // The operator space's widest states (64 bytes: flag-and-payload status slots, a

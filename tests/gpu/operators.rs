@@ -94,12 +94,12 @@ pub fn recipes_match_sequential_loops() {
             tally(results.into_iter(), &format!("cumulative extreme {dtype:?} max={max}"));
         }
     }
-    for dtype in [DType::F32, DType::F64] {
+    for dtype in [DType::F16, DType::BF16, DType::F32, DType::F64] {
         let op = ctx.create_operator(recipes::logcumsumexp(dtype).unwrap()).unwrap();
         let results: Vec<_> = (0..cases)
             .map(|_| {
                 let shape = Shape::random(&mut rng, &sizes);
-                check_logcumsumexp(ctx, &stream, &op, &mut rng, shape)
+                check_logcumsumexp(ctx, &stream, &op, dtype, &mut rng, shape)
             })
             .collect();
         tally(results.into_iter(), &format!("logcumsumexp {dtype:?}"));
@@ -279,7 +279,7 @@ pub fn bad_operators_get_a_status_and_the_compiler_log() {
     let stream = ctx.new_stream().unwrap();
     let op = ctx.create_operator(recipes::logcumsumexp(DType::F32).unwrap()).unwrap();
     let mut rng = Rng(1);
-    check_logcumsumexp(ctx, &stream, &op, &mut rng, Shape::plain(5000)).unwrap();
+    check_logcumsumexp(ctx, &stream, &op, DType::F32, &mut rng, Shape::plain(5000)).unwrap();
 }
 
 /// Two operators of one name (and two recipes of one name for two types) keep their own

@@ -45,13 +45,13 @@ fn recipes_and_user_operators_on_the_host_backend() {
             }
         }
     }
-    for dtype in [DType::F32, DType::F64] {
+    for dtype in [DType::F16, DType::BF16, DType::F32, DType::F64] {
         let op = ctx
             .create_operator(scanrt::recipes::logcumsumexp(dtype).unwrap())
             .unwrap();
         for _ in 0..40 {
             let shape = Shape::random(&mut rng, &sizes);
-            check_logcumsumexp(&ctx, &stream, &op, &mut rng, shape).unwrap();
+            check_logcumsumexp(&ctx, &stream, &op, dtype, &mut rng, shape).unwrap();
         }
     }
     let sight = ctx.create_operator(examples::line_of_sight()).unwrap();

@@ -247,68 +247,69 @@ pub trait ExtremeInput: scanrt::Scalar + PartialOrd {
     fn identity(max: bool) -> Self;
 }
 
-impl ExtremeInput for u32 {
-    fn draw(rng: &mut Rng) -> u32 {
-        match rng.below(100) {
-            0 => u32::MAX,
-            1 => 0,
-            _ => rng.below(1000) as u32,
-        }
-    }
-    fn identity(max: bool) -> u32 {
-        if max {
-            u32::MIN
-        } else {
-            u32::MAX
-        }
-    }
-}
-
-impl ExtremeInput for i64 {
-    fn draw(rng: &mut Rng) -> i64 {
-        match rng.below(100) {
-            0 => i64::MAX,
-            1 => i64::MIN,
-            _ => rng.below(1000) as i64 - 500,
-        }
-    }
-    fn identity(max: bool) -> i64 {
-        if max {
-            i64::MIN
-        } else {
-            i64::MAX
-        }
-    }
-}
-
-macro_rules! float_extreme {
-    ($t:ty) => {
+macro_rules! integer_extreme {
+    ($($t:ty),*) => {$(
         impl ExtremeInput for $t {
             fn draw(rng: &mut Rng) -> $t {
                 match rng.below(100) {
-                    0 | 1 => <$t>::NAN,
-                    2 => <$t>::INFINITY,
-                    3 => <$t>::NEG_INFINITY,
-                    4 => -0.0,
-                    5 => 0.0,
-                    _ => (rng.below(1000) as $t - 500.0) / 4.0,
+                    0 => <$t>::MAX,
+                    1 => <$t>::MIN,
+                    // Few distinct values (many ties), negative ones for signed types.
+                    _ => (rng.below(100) as i64 - if <$t>::MIN == 0 { 0 } else { 50 }) as $t,
                 }
             }
             fn identity(max: bool) -> $t {
                 if max {
-                    <$t>::NEG_INFINITY
+                    <$t>::MIN
                 } else {
-                    <$t>::INFINITY
+                    <$t>::MAX
                 }
             }
         }
-    };
+    )*};
 }
-float_extreme!(f32);
-float_extreme!(f64);
+integer_extreme!(u8, i8, u16, i16, u32, i64);
 
-/// The types the cumulative extreme checks run: `check_extreme` of each.
-pub const EXTREME_TYPES: [DType; 4] = [DType::U32, DType::I64, DType::F32, DType::F64];
+/// A float value drawn for the extreme checks (as f64).
+fn draw_float(rng: &mut Rng) -> f64 {
+    match rng.below(100) {
+        0 | 1 => f64::NAN,
+        2 => f64::INFINITY,
+        3 => f64::NEG_INFINITY,
+        4 => -0.0,
+        5 => 0.0,
+        _ => (rng.below(1000) as f64 - 500.0) / 4.0,
+    }
+}
+
+macro_rules! float_extreme {
+    ($($t:ty: $from:expr),*) => {$(
+        impl ExtremeInput for $t {
+            fn draw(rng: &mut Rng) -> $t {
+                $from(draw_float(rng))
+            }
+            fn identity(max: bool) -> $t {
+                $from(if max { f64::NEG_INFINITY } else { f64::INFINITY })
+            }
+        }
+    )*};
+}
+float_extreme!(f32: |v| v as f32, f64: |v| v, half::f16: half::f16::from_f64, half::bf16: half::bf16::from_f64);
+
+/// The types the cumulative extreme checks run: `check_extreme` of each (1- and 2-byte
+/// types are held as 4-byte values in the state).
+pub const EXTREME_TYPES: [DType; 10] = [
+    DType::U8,
+    DType::I8,
+    DType::U16,
+    DType::I16,
+    DType::F16,
+    DType::BF16,
+    DType::U32,
+    DType::I64,
+    DType::F32,
+    DType::F64,
+];
 
 /// `check_extreme` of the Rust type of `dtype` (one of `EXTREME_TYPES`).
 pub fn check_extreme_of(
@@ -321,6 +322,12 @@ pub fn check_extreme_of(
     shape: Shape,
 ) -> Result<(), String> {
     match dtype {
+        DType::U8 => check_extreme::<u8>(ctx, stream, op, max, rng, shape),
+        DType::I8 => check_extreme::<i8>(ctx, stream, op, max, rng, shape),
+        DType::U16 => check_extreme::<u16>(ctx, stream, op, max, rng, shape),
+        DType::I16 => check_extreme::<i16>(ctx, stream, op, max, rng, shape),
+        DType::F16 => check_extreme::<half::f16>(ctx, stream, op, max, rng, shape),
+        DType::BF16 => check_extreme::<half::bf16>(ctx, stream, op, max, rng, shape),
         DType::U32 => check_extreme::<u32>(ctx, stream, op, max, rng, shape),
         DType::I64 => check_extreme::<i64>(ctx, stream, op, max, rng, shape),
         DType::F32 => check_extreme::<f32>(ctx, stream, op, max, rng, shape),
@@ -331,8 +338,9 @@ pub fn check_extreme_of(
 
 /// Running max or min with the index of the extreme, against the documented rule: the
 /// first extreme in traversal order wins ties; NaN propagates (from the first NaN of a
-/// segment on, the extreme is that NaN and its index); an initial state, when drawn, is
-/// where every segment starts. Values are compared bit for bit (-0.0 and +0.0 differ).
+/// segment on, the extreme is that NaN and its index); an initial value, when drawn, is
+/// where every segment starts, with index `EXTREME_INITIAL_INDEX`. Values are compared bit
+/// for bit (-0.0 and +0.0 differ).
 pub fn check_extreme<T: ExtremeInput>(
     ctx: &Context,
     stream: &Stream,
@@ -346,7 +354,7 @@ pub fn check_extreme<T: ExtremeInput>(
     let starts = shape.starts(rng);
     // The identity has index 0xffffffff and loses every comparison, ties included.
     let identity = (T::identity(max), u32::MAX);
-    let init = (rng.below(3) == 0).then(|| (T::draw(rng), rng.below(1 << 20) as u32));
+    let init = (rng.below(3) == 0).then(|| (T::draw(rng), recipes::EXTREME_INITIAL_INDEX));
     let start = init.unwrap_or(identity);
     #[allow(clippy::eq_op)]
     let is_nan = |v: T| v != v;
@@ -365,13 +373,8 @@ pub fn check_extreme<T: ExtremeInput>(
         expect[p] = shape.output(before, best);
     }
     let mut scan = shape.scan();
-    if let Some((value, index)) = init {
-        let size = op.desc().state_size;
-        let mut bytes = vec![0u8; size];
-        let vs = T::DTYPE.size();
-        bytes[..vs].copy_from_slice(&value.to_bits().to_ne_bytes()[..vs]);
-        bytes[vs..vs + 4].copy_from_slice(&index.to_ne_bytes());
-        scan = scan.with_init(bytes);
+    if let Some((value, _)) = init {
+        scan = scan.with_init(recipes::cumulative_extreme_init(T::DTYPE, scanrt::InitValue::of(value)).unwrap());
     }
     let xv = Array::new(ctx, stream, &x, shape.offset);
     let vv = Array::new(ctx, stream, &vec![T::from_bits(7); n], shape.offset);
@@ -386,34 +389,44 @@ pub fn check_extreme<T: ExtremeInput>(
     )
 }
 
-/// logcumsumexp of `op.desc()`'s type (f32 or f64), with values near the type's maximum
-/// now and then and, in one case of eight, infinities and NaN: -inf adds nothing, +inf
-/// makes the rest of its segment +inf, NaN makes it NaN.
+/// logcumsumexp of `dtype` arrays (f32, f64; f16 and bf16 with f32 states), with values
+/// near the type's maximum now and then and, in one case of eight, infinities and NaN:
+/// -inf adds nothing, +inf makes the rest of its segment +inf, NaN makes it NaN.
 pub fn check_logcumsumexp(
     ctx: &Context,
     stream: &Stream,
     op: &scanrt::Operator,
+    dtype: DType,
     rng: &mut Rng,
     shape: Shape,
 ) -> Result<(), String> {
     let n = shape.n;
-    let f32 = op.desc().state_size == 8;
-    let near_max = if f32 { f32::MAX as f64 * 0.99 } else { f64::MAX * 0.99 };
+    // Values of the array type, as f64 (exact), and results rounded to it.
+    let round = |v: f64| match dtype {
+        DType::F16 => half::f16::from_f64(v).to_f64(),
+        DType::BF16 => half::bf16::from_f64(v).to_f64(),
+        DType::F32 => v as f32 as f64,
+        _ => v,
+    };
+    // Half the largest value for 2-byte types, whose results must not round past it.
+    let near_max = match dtype {
+        DType::F16 => 32768.0,
+        DType::BF16 => round(f32::MAX as f64 * 0.5),
+        DType::F32 => f32::MAX as f64 * 0.99,
+        _ => f64::MAX * 0.99,
+    };
     let (huge, specials) = (rng.below(2) == 0, rng.below(8) == 0);
-    let mut x: Vec<f64> = (0..n)
+    let x: Vec<f64> = (0..n)
         .map(|_| match rng.below(400) {
             0..=39 if huge => near_max,
             40..=47 if specials => f64::NEG_INFINITY,
             48..=49 if specials => f64::INFINITY,
             50 if specials => f64::NAN,
-            _ => (rng.below(4001) as f64 - 2000.0) / 100.0,
+            _ => round((rng.below(4001) as f64 - 2000.0) / 100.0),
         })
         .collect();
-    if f32 {
-        x.iter_mut().for_each(|v| *v = *v as f32 as f64);
-    }
     let starts = shape.starts(rng);
-    // Now and then an initial state: one more term before every segment.
+    // Now and then an initial value: one more term before every segment.
     let init = (rng.below(2) == 0).then(|| (rng.below(2001) as f64 - 1000.0) / 64.0); // exact in f32
     let start = init.map_or((f64::NEG_INFINITY, 0f64), |v| (v, 1.0));
     let mut expect = vec![0f64; n];
@@ -438,24 +451,34 @@ pub fn check_logcumsumexp(
     }
     let mut scan = shape.scan();
     if let Some(v) = init {
-        let state: Vec<u8> = if f32 {
-            [v as f32, 1.0].iter().flat_map(|x| x.to_ne_bytes()).collect()
-        } else {
-            [v, 1.0].iter().flat_map(|x| x.to_ne_bytes()).collect()
-        };
-        scan = scan.with_init(state);
+        scan = scan.with_init(recipes::logcumsumexp_init(dtype, v).unwrap());
     }
-    let got: Vec<f64> = if f32 {
-        let x: Vec<f32> = x.iter().map(|&v| v as f32).collect();
-        scan_to_one_array(ctx, stream, op, &shape, &starts, &scan, &[&x], false)?
-            .into_iter()
-            .map(f64::from)
-            .collect()
-    } else {
-        scan_to_one_array(ctx, stream, op, &shape, &starts, &scan, &[&x], false)?
+    let got: Vec<f64> = match dtype {
+        DType::F16 => {
+            let x: Vec<half::f16> = x.iter().map(|&v| half::f16::from_f64(v)).collect();
+            let y = scan_to_one_array(ctx, stream, op, &shape, &starts, &scan, &[&x], false)?;
+            y.into_iter().map(f64::from).collect()
+        }
+        DType::BF16 => {
+            let x: Vec<half::bf16> = x.iter().map(|&v| half::bf16::from_f64(v)).collect();
+            let y = scan_to_one_array(ctx, stream, op, &shape, &starts, &scan, &[&x], false)?;
+            y.into_iter().map(f64::from).collect()
+        }
+        DType::F32 => {
+            let x: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+            let y = scan_to_one_array(ctx, stream, op, &shape, &starts, &scan, &[&x], false)?;
+            y.into_iter().map(f64::from).collect()
+        }
+        _ => scan_to_one_array(ctx, stream, op, &shape, &starts, &scan, &[&x], false)?,
     };
-    // f32 takes the hardware's approximate exp2 and log2.
-    let tolerance = if f32 { 4e-5 } else { 1e-10 };
+    // f32 states take the hardware's approximate exp2 and log2; 2-byte results round once
+    // (half an ulp: 2^-11 and 2^-8 of the value).
+    let tolerance = match dtype {
+        DType::F16 => 1e-3,
+        DType::BF16 => 8e-3,
+        DType::F32 => 4e-5,
+        _ => 1e-10,
+    };
     for p in 0..n {
         let (g, e) = (got[p], expect[p]);
         let agree = if e.is_finite() {
@@ -464,7 +487,7 @@ pub fn check_logcumsumexp(
             g == e || g.is_nan() && e.is_nan()
         };
         if !agree {
-            return Err(format!("{shape:?}: y[{p}] = {g} expected {e}"));
+            return Err(format!("{dtype:?} {shape:?}: y[{p}] = {g} expected {e}"));
         }
     }
     Ok(())
