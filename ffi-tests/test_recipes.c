@@ -79,16 +79,23 @@ static void recurrence_case(env_t *e, scanrt_operator *op, int dtype, int adjoin
     free(a), free(b), free(want), free(got), free(ah), free(bh), free(hh), free(sh.flags);
 }
 
-static void extreme_case(env_t *e, scanrt_operator *op, int max, uint64_t *rng, shape_t sh) {
+/* Running max or min of u32 with its index; with `initial`, every segment starts from
+ * a value of the state scanrt_cumulative_extreme_init writes, which wins ties and reads
+ * index SCANRT_EXTREME_INITIAL_INDEX. */
+static void extreme_case(env_t *e, scanrt_operator *op, int max, uint64_t *rng, shape_t sh, int initial) {
     const size_t n = sh.n;
     uint32_t *x = xmalloc(n * 4), *value = xmalloc(n * 4), *index = xmalloc(n * 4);
     uint32_t *want_value = xmalloc(n * 4), *want_index = xmalloc(n * 4);
     for (size_t i = 0; i < n; i++) x[i] = (uint32_t)(splitmix64(rng) % 500); /* many ties */
+    const uint32_t start = (uint32_t)(splitmix64(rng) % 500);
+    unsigned char state[8];
+    if (initial) EXPECT_OK(scanrt_cumulative_extreme_init(SCANRT_DTYPE_U32, &start, state, sizeof state));
     uint32_t best = 0, best_index = 0;
     for (size_t k = 0; k < n; k++) {
         size_t p = position(k, n, sh.backward);
-        if (k == 0 || restarts(p, n, sh.backward, sh.flags, sh.row) || (max ? x[p] > best : x[p] < best))
-            best = x[p], best_index = (uint32_t)p;
+        const int restart = k == 0 || restarts(p, n, sh.backward, sh.flags, sh.row);
+        if (restart && initial) best = start, best_index = SCANRT_EXTREME_INITIAL_INDEX;
+        if ((restart && !initial) || (max ? x[p] > best : x[p] < best)) best = x[p], best_index = (uint32_t)p;
         want_value[p] = best, want_index[p] = best_index;
     }
     scanrt_buffer *flags, *in = upload(e->ctx, e->s, SCANRT_DTYPE_U32, x, n);
@@ -96,10 +103,11 @@ static void extreme_case(env_t *e, scanrt_operator *op, int max, uint64_t *rng, 
     scanrt_buffer *indices = sentinel_buffer(e->ctx, e->s, SCANRT_DTYPE_U32, n, n * 4);
     scanrt_scan_desc d = shape_desc(e, &sh, &flags);
     char what[128];
-    snprintf(what, sizeof what, "cum%s n=%zu backward=%d segments=%d", max ? "max" : "min", n, sh.backward,
-             sh.segments);
+    snprintf(what, sizeof what, "cum%s n=%zu backward=%d segments=%d initial=%d", max ? "max" : "min", n,
+             sh.backward, sh.segments, initial);
     const scanrt_buffer *inputs[1] = {in}, *outputs[2] = {values, indices};
-    if (expect_status_at(__LINE__, what, scanrt_operator_scan(op, e->s, inputs, 1, outputs, 2, &d, NULL, NULL),
+    if (expect_status_at(__LINE__, what,
+                         scanrt_operator_scan(op, e->s, inputs, 1, outputs, 2, &d, initial ? state : NULL, NULL),
                          SCANRT_STATUS_OK)) {
         download(values, e->s, value, n);
         download(indices, e->s, index, n);
@@ -117,16 +125,20 @@ static void extreme_case(env_t *e, scanrt_operator *op, int max, uint64_t *rng, 
 }
 
 /* logcumsumexp f32 against a sequential log-add in double; values near FLT_MAX in half
- * of the cases (a naive sum of exponentials overflows there). */
-static void logcumsumexp_case(env_t *e, scanrt_operator *op, uint64_t *rng, shape_t sh, int huge) {
+ * of the cases (a naive sum of exponentials overflows there); with `initial`, one more
+ * term before every segment (scanrt_logcumsumexp_init). */
+static void logcumsumexp_case(env_t *e, scanrt_operator *op, uint64_t *rng, shape_t sh, int huge, int initial) {
     const size_t n = sh.n;
     float *x = xmalloc(n * 4), *y = xmalloc(n * 4);
     double *want = xmalloc(n * 8);
     for (size_t i = 0; i < n; i++) x[i] = (float)(huge ? FLT_MAX / 2 * uniform(rng, 0.5, 1) : uniform(rng, -20, 20));
+    const double start = (double)(splitmix64(rng) % 2001) / 64.0 - 15.625; /* exact in float */
+    unsigned char state[8];
+    if (initial) EXPECT_OK(scanrt_logcumsumexp_init(SCANRT_DTYPE_F32, start, state, sizeof state));
     double m = -INFINITY, sum = 0; /* the running log-sum is m + log(sum) */
     for (size_t k = 0; k < n; k++) {
         size_t p = position(k, n, sh.backward);
-        if (k == 0 || restarts(p, n, sh.backward, sh.flags, sh.row)) m = -INFINITY, sum = 0;
+        if (k == 0 || restarts(p, n, sh.backward, sh.flags, sh.row)) m = initial ? start : -INFINITY, sum = initial;
         double v = x[p];
         if (v > m) sum = sum * exp(m - v) + 1, m = v;
         else sum += exp(v - m);
@@ -136,10 +148,11 @@ static void logcumsumexp_case(env_t *e, scanrt_operator *op, uint64_t *rng, shap
     scanrt_buffer *out = sentinel_buffer(e->ctx, e->s, SCANRT_DTYPE_F32, n, n * 4);
     scanrt_scan_desc d = shape_desc(e, &sh, &flags);
     char what[128];
-    snprintf(what, sizeof what, "logcumsumexp n=%zu backward=%d segments=%d huge=%d", n, sh.backward, sh.segments,
-             huge);
+    snprintf(what, sizeof what, "logcumsumexp n=%zu backward=%d segments=%d huge=%d initial=%d", n, sh.backward,
+             sh.segments, huge, initial);
     const scanrt_buffer *inputs[1] = {in}, *outputs[1] = {out};
-    if (expect_status_at(__LINE__, what, scanrt_operator_scan(op, e->s, inputs, 1, outputs, 1, &d, NULL, NULL),
+    if (expect_status_at(__LINE__, what,
+                         scanrt_operator_scan(op, e->s, inputs, 1, outputs, 1, &d, initial ? state : NULL, NULL),
                          SCANRT_STATUS_OK)) {
         download(out, e->s, y, n);
         for (size_t p = 0; p < n; p++) {
@@ -179,13 +192,21 @@ static void test_recipes(env_t *e) {
         if (!EXPECT_OK(scanrt_operator_create_cumulative_extreme(e->ctx, SCANRT_DTYPE_U32, max, &op))) continue;
         for (size_t i = 0; i < NSIZES; i++)
             for (int backward = 0; backward < 2; backward++)
-                extreme_case(e, op, max, &rng, make_shape(&rng, sizes[i], backward, (int)(i + max) % 3));
+                extreme_case(e, op, max, &rng, make_shape(&rng, sizes[i], backward, (int)(i + max) % 3),
+                             (int)(i + backward) % 2);
         scanrt_operator_destroy(op);
     }
+    /* Initial states: the wrong size, no value, or a type logcumsumexp does not take. */
+    unsigned char state[16];
+    const uint32_t value = 7;
+    EXPECT(scanrt_cumulative_extreme_init(SCANRT_DTYPE_U32, &value, state, 16), SCANRT_STATUS_INVALID_ARGUMENT);
+    EXPECT(scanrt_cumulative_extreme_init(SCANRT_DTYPE_U32, NULL, state, 8), SCANRT_STATUS_NULL_ARGUMENT);
+    EXPECT(scanrt_logcumsumexp_init(SCANRT_DTYPE_U32, 1.0, state, 8), SCANRT_STATUS_UNSUPPORTED_COMBINATION);
     if (EXPECT_OK(scanrt_operator_create_logcumsumexp(e->ctx, SCANRT_DTYPE_F32, &op))) {
         for (size_t i = 0; i < NSIZES; i++)
             for (int backward = 0; backward < 2; backward++)
-                logcumsumexp_case(e, op, &rng, make_shape(&rng, sizes[i], backward, (int)i % 3), (int)(i + backward) % 2);
+                logcumsumexp_case(e, op, &rng, make_shape(&rng, sizes[i], backward, (int)i % 3), (int)(i + backward) % 2,
+                                  (int)(i / 2 + backward) % 2);
         scanrt_operator_destroy(op);
     }
 }
@@ -413,7 +434,7 @@ static void *thread_main(void *p) {
     if (!EXPECT_OK(scanrt_stream_create(t->ctx, &e.s))) return NULL;
     uint64_t rng = t->seed;
     for (int i = 0; i < 12; i++)
-        extreme_case(&e, t->op, 1, &rng, make_shape(&rng, 1 + splitmix64(&rng) % 200000, i & 1, i % 3));
+        extreme_case(&e, t->op, 1, &rng, make_shape(&rng, 1 + splitmix64(&rng) % 200000, i & 1, i % 3), i % 2);
     scanrt_stream_destroy(e.s);
     return NULL;
 }
