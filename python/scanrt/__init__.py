@@ -23,6 +23,7 @@ from ._scanrt import ScanrtError, __version__
 from . import _scanrt
 from ._operator import Operator
 from ._primitives import argsort, compress, nonzero, sort, unique_consecutive
+from ._recipes import cummax, cummin, logcumsumexp
 
 __all__ = [
     "ScanrtError",
@@ -104,7 +105,7 @@ def _carried_scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype
     carry_type = _ACCUMULATED.get(out_type, out_type)
     count = 1
     if offsets is not None:
-        _check_offsets(offsets)
+        _arrays.check_offsets(offsets)
         count = max(int(offsets.shape[0]) - 1, 0)
     for name, c in (("initial", initial), ("total", total)):
         if _is_array(c) and (_arrays.describe_dtype(c) != carry_type or _size(c) != count):
@@ -120,18 +121,6 @@ def _carried_scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype
     return _finish(result, 0, out)
 
 
-def _check_keys(keys: Any, x: Any) -> None:
-    _one_d(keys)
-    if keys.shape[0] != x.shape[0]:
-        raise ValueError(f"keys are one per element: {keys.shape[0]} for {x.shape[0]}")
-
-
-def _check_offsets(offsets: Any) -> None:
-    _one_d(offsets)
-    if _arrays.describe_dtype(offsets) not in ("int32", "int64", "uint32", "uint64"):
-        raise TypeError("offsets are a 1-D int32, int64, uint32 or uint64 array")
-
-
 def _size(a: Any) -> int:
     n = 1
     for d in a.shape:
@@ -140,24 +129,13 @@ def _size(a: Any) -> int:
 
 
 def _segmented_scan(x, op, exclusive, reverse, initial, deterministic, dtype, out, segments, offsets, keys=None):
-    _one_d(x)
-    if sum(v is not None for v in (segments, offsets, keys)) > 1:
-        raise TypeError("give segments as flags, as offsets or as keys, one of them")
-    if segments is not None:
-        _one_d(segments)
-        if segments.shape[0] != x.shape[0] or _arrays.describe_dtype(segments) not in ("bool", "uint8"):
-            raise ValueError("segments are a bool or uint8 array as long as the data (nonzero starts a segment)")
-    elif keys is not None:
-        _check_keys(keys, x)
-    else:
-        _check_offsets(offsets)
+    data = _arrays.segment_data(x, segments, offsets, keys)
     in_type = _arrays.describe_dtype(x)
     out_type = dtype or (_WIDENED.get(in_type, in_type) if op in ("sum", "prod") else in_type)
     result = _arrays.empty(x, x.shape, out_type)
     flags = None if segments is None else _arrays.describe(segments)
     starts = None if offsets is None else _arrays.describe(offsets)
     runs = None if keys is None else _arrays.describe(keys)
-    data = next(v for v in (segments, offsets, keys) if v is not None)
     _run([x, data], lambda s: _scanrt.scan(_arrays.describe(x), _arrays.describe(result), op, not exclusive,
                                            reverse, initial, deterministic, s, flags, None, None, starts,
                                            keys=runs))
@@ -310,61 +288,6 @@ def scan_out_of_core(x: Any, op: str = "sum", *, out: Any = None, device: int = 
     return out
 
 
-def _extreme(x: Any, recipe: str, axis: int, reverse: bool) -> Tuple[Any, Any]:
-    if _torch_autograd(x):
-        from . import _torch
-
-        return _torch.extreme(x, recipe, axis, reverse)
-    moved, axis = _arrays.last_axis_contiguous(x, axis)
-    values = _arrays.empty(moved, moved.shape, _arrays.describe_dtype(moved))
-    indices = _arrays.empty(moved, moved.shape, "uint32")
-    row = moved.shape[-1]
-    _run([moved], lambda s: _scanrt.recipe_scan(recipe, [_arrays.describe(moved)],
-                                                [_arrays.describe(values), _arrays.describe(indices)],
-                                                row, True, reverse, None, False, s))
-    return _arrays.move_back(values, axis), _arrays.move_back(_int64(indices, row), axis)
-
-
-def _int64(indices: Any, row: int) -> Any:
-    """Indices within each row as int64 (the recipe counts from the start of the whole
-    array: rows are its segments), as PyTorch and NumPy give them."""
-    lib = _arrays.library(indices)
-    if lib == "torch":
-        import torch
-
-        return indices.to(torch.int64) % row
-    if lib == "jax":
-        import jax.numpy as jnp
-
-        return indices.astype(jnp.int64 if jnp.zeros(0).dtype == jnp.float64 else jnp.int32) % row
-    return indices.astype("int64") % row
-
-
-def cummax(x: Any, axis: int = -1, *, reverse: bool = False) -> Tuple[Any, Any]:
-    """Running maximum along ``axis`` and the index (int64) of each maximum, as
-    ``torch.cummax``: ties keep the earlier index; NaN is the maximum from where it
-    appears."""
-    return _extreme(x, "cummax", axis, reverse)
-
-
-def cummin(x: Any, axis: int = -1, *, reverse: bool = False) -> Tuple[Any, Any]:
-    """Running minimum along ``axis`` and the index of each, as :func:`cummax`."""
-    return _extreme(x, "cummin", axis, reverse)
-
-
-def logcumsumexp(x: Any, axis: int = -1, *, reverse: bool = False) -> Any:
-    """``log(cumsum(exp(x)))`` along ``axis``, computed stably (f32, f64)."""
-    if _torch_autograd(x):
-        from . import _torch
-
-        return _torch.logcumsumexp(x, axis, reverse)
-    moved, axis = _arrays.last_axis_contiguous(x, axis)
-    result = _arrays.empty(moved, moved.shape, _arrays.describe_dtype(moved))
-    _run([moved], lambda s: _scanrt.recipe_scan("logcumsumexp", [_arrays.describe(moved)], [_arrays.describe(result)],
-                                                moved.shape[-1], True, reverse, None, False, s))
-    return _arrays.move_back(result, axis)
-
-
 def linear_recurrence(a: Any, b: Any, axis: int = -1, *, initial: Any = None, reverse: bool = False,
                       offsets: Any = None, return_final: bool = False) -> Any:
     """``h[t] = a[t] * h[t-1] + b[t]`` along ``axis``, with ``h[-1] = initial`` (0 by
@@ -443,7 +366,7 @@ def _sequences_recurrence(a: Any, b: Any, initial: Any, reverse: bool, offsets: 
     if _arrays.describe_dtype(b) != dtype:
         raise TypeError("a and b have different types")
     if offsets is not None:
-        _check_offsets(offsets)
+        _arrays.check_offsets(offsets)
     count = max(int(offsets.shape[0]) - 1, 0) if offsets is not None else 1
     state = _ACCUMULATED.get(dtype, dtype)
     if _is_array(initial) and (tuple(initial.shape) != (count,) or _arrays.describe_dtype(initial) != state):

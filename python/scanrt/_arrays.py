@@ -284,3 +284,57 @@ def one_d(x: Any) -> None:
     """Refuses arrays of other than one dimension (ValueError)."""
     if len(x.shape) != 1:
         raise ValueError(f"this call takes 1-D arrays; this one has shape {tuple(x.shape)}")
+
+
+def check_offsets(offsets: Any) -> None:
+    """Refuses what is no 1-D array of integer offsets."""
+    one_d(offsets)
+    if describe_dtype(offsets) not in ("int32", "int64", "uint32", "uint64"):
+        raise TypeError("offsets are a 1-D int32, int64, uint32 or uint64 array")
+
+
+def segment_data(x: Any, segments: Any, offsets: Any, keys: Any) -> Any:
+    """The segments of the 1-D ``x`` given as flags, offsets or keys (at most one of them,
+    checked), or None."""
+    given = [v for v in (segments, offsets, keys) if v is not None]
+    if not given:
+        return None
+    one_d(x)
+    if len(given) > 1:
+        raise TypeError("give segments as flags, as offsets or as keys, one of them")
+    if segments is not None:
+        one_d(segments)
+        if segments.shape[0] != x.shape[0] or describe_dtype(segments) not in ("bool", "uint8"):
+            raise ValueError("segments are a bool or uint8 array as long as the data (nonzero starts a segment)")
+    elif keys is not None:
+        one_d(keys)
+        if keys.shape[0] != x.shape[0]:
+            raise ValueError(f"keys are one per element: {keys.shape[0]} for {x.shape[0]}")
+    else:
+        check_offsets(offsets)
+    return given[0]
+
+
+def astype(x: Any, dtype: str) -> Any:
+    """``x`` converted to ``dtype`` (a new array of its library; ``x`` when it has that type)."""
+    if describe_dtype(x) == dtype:
+        return x
+    lib = library(x)
+    if lib == "torch":
+        import torch
+
+        return x.to(getattr(torch, dtype))
+    if lib in ("cupy", "jax", "numpy", "numpy_like"):
+        return x.astype(dtype)
+    raise TypeError(f"scanrt cannot convert {type(x).__name__} arrays to {dtype}; convert them first")
+
+
+def array_module(x: Any) -> Any:
+    """NumPy, or CuPy for CuPy arrays (their functions take the same arguments)."""
+    if library(x) == "cupy":
+        import cupy
+
+        return cupy
+    import numpy
+
+    return numpy

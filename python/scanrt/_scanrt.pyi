@@ -1,6 +1,6 @@
 """Type stubs of the extension module (the bindings over the Rust crate)."""
 
-from typing import Any, Callable, Optional, Sequence, Tuple
+from typing import Any, Callable, Optional, Sequence, Tuple, Union
 
 Description = Tuple[int, str, Tuple[int, ...], Tuple[int, ...], int]
 
@@ -19,10 +19,10 @@ def scan_across(chunks: Sequence[Description], outs: Sequence[Description], op: 
 def scan_out_of_core(x: Description, out: Description, op: str, inclusive: bool, reverse: bool, initial: Any,
                      device: int, chunk: int, progress: Optional[Callable[[int, int], Any]] = None) -> None: ...
 def recipe_scan(recipe: str, inputs: Sequence[Description], outputs: Sequence[Description], row: int,
-                inclusive: bool, reverse: bool, initial: Optional[float], deterministic: bool, stream: int,
-                offsets: Optional[Description] = None, carry_in: Optional[Description] = None,
+                inclusive: bool, reverse: bool, initial: Optional[Union[int, float]], deterministic: bool,
+                stream: int, offsets: Optional[Description] = None, carry_in: Optional[Description] = None,
                 carry_out: Optional[Description] = None, axis: Optional[int] = None,
-             keys: Optional[Description] = None) -> None: ...
+                segments: Optional[Description] = None, keys: Optional[Description] = None) -> None: ...
 def sort(keys: Description, keys_out: Description, values: Optional[Description], values_out: Optional[Description],
          descending: bool, stream: int) -> None: ...
 def select(x: Description, mask: Optional[Description], out: Description, lengths: Optional[Description],

@@ -24,6 +24,7 @@ from typing import Optional, Tuple
 
 import torch
 from torch import Tensor
+from torch.types import Number
 
 from . import _arrays, _scanrt
 
@@ -79,19 +80,37 @@ def _scan_backward(ctx, grad):
 scan_op.register_autograd(_scan_backward, setup_context=_scan_setup)
 
 
+def _recipe(recipe: str, x: Tensor, outs, row: int, exclusive: bool, reverse: bool, initial, deterministic: bool,
+            segments: Optional[Tensor], offsets: Optional[Tensor], keys: Optional[Tensor]) -> None:
+    """A recipe over the rows of ``x`` (``row`` elements; 0 with segments)."""
+    opt = lambda t: None if t is None else _describe(t)  # noqa: E731
+    _scanrt.recipe_scan(recipe, [_describe(x)], [_describe(o) for o in outs], row, not exclusive, reverse, initial,
+                        deterministic, _stream(x), opt(offsets), None, None, None, segments=opt(segments),
+                        keys=opt(keys))
+
+
+def _segmented(segments, offsets, keys) -> bool:
+    return segments is not None or offsets is not None or keys is not None
+
+
 @torch.library.custom_op("scanrt::extreme", mutates_args=())
-def extreme_op(x: Tensor, recipe: str, reverse: bool) -> Tuple[Tensor, Tensor]:
+def extreme_op(x: Tensor, recipe: str, reverse: bool, exclusive: bool, initial: Optional[Number],
+               deterministic: bool, segments: Optional[Tensor], offsets: Optional[Tensor],
+               keys: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+    """Values and int64 indices along the last axis (positions in ``x`` with segments; -1
+    where the initial value or nothing is the extreme)."""
+    from ._recipes import _indices
+
     x = x.contiguous()
     values = torch.empty_like(x)
     indices = torch.empty(x.shape, dtype=torch.uint32, device=x.device)
-    row = x.shape[-1] if x.dim() else 1
-    _scanrt.recipe_scan(recipe, [_describe(x)], [_describe(values), _describe(indices)], row, True, reverse, None,
-                        False, _stream(x))
-    return values, indices.to(torch.int64) % row
+    row = 0 if _segmented(segments, offsets, keys) else (x.shape[-1] if x.dim() else 1)
+    _recipe(recipe, x, [values, indices], row, exclusive, reverse, initial, deterministic, segments, offsets, keys)
+    return values, _indices(indices, row)
 
 
 @extreme_op.register_fake
-def _(x, recipe, reverse):
+def _(x, recipe, reverse, exclusive, initial, deterministic, segments, offsets, keys):
     return torch.empty_like(x), x.new_empty(x.shape, dtype=torch.int64)
 
 
@@ -101,42 +120,55 @@ def _extreme_setup(ctx, inputs, output):
 
 
 def _extreme_backward(ctx, grad_values, grad_indices):
+    # Each gradient goes to the element its value came from; none where the initial value
+    # or nothing was the extreme (index -1).
     (indices,) = ctx.saved_tensors
     g = torch.zeros(ctx.shape, dtype=grad_values.dtype, device=grad_values.device)
-    return g.scatter_add_(-1, indices, grad_values), None, None
+    kept = grad_values * (indices >= 0)
+    return g.scatter_add_(-1, indices.clamp(min=0), kept), None, None, None, None, None, None, None, None
 
 
 extreme_op.register_autograd(_extreme_backward, setup_context=_extreme_setup)
 
 
 @torch.library.custom_op("scanrt::logcumsumexp", mutates_args=())
-def logcumsumexp_op(x: Tensor, reverse: bool) -> Tensor:
+def logcumsumexp_op(x: Tensor, reverse: bool, exclusive: bool, initial: Optional[float], deterministic: bool,
+                    segments: Optional[Tensor], offsets: Optional[Tensor], keys: Optional[Tensor]) -> Tensor:
     x = x.contiguous()
     out = torch.empty_like(x)
-    _scanrt.recipe_scan("logcumsumexp", [_describe(x)], [_describe(out)], x.shape[-1], True, reverse, None, False,
-                        _stream(x))
+    row = 0 if _segmented(segments, offsets, keys) else x.shape[-1]
+    _recipe("logcumsumexp", x, [out], row, exclusive, reverse, initial, deterministic, segments, offsets, keys)
     return out
 
 
 @logcumsumexp_op.register_fake
-def _(x, reverse):
+def _(x, reverse, exclusive, initial, deterministic, segments, offsets, keys):
     return torch.empty_like(x)
 
 
 def _lse_setup(ctx, inputs, output):
-    ctx.save_for_backward(inputs[0], output)
-    ctx.reverse = inputs[1]
+    x, reverse, exclusive, initial, deterministic, segments, offsets, keys = inputs
+    ctx.save_for_backward(x, output, segments, offsets, keys)
+    ctx.reverse, ctx.exclusive, ctx.deterministic = reverse, exclusive, deterministic
 
 
 def _lse_backward(ctx, grad):
-    x, y = ctx.saved_tensors
-    result = torch.zeros_like(x)
+    # dx_j = exp(x_j) * sum over the results i that include x_j of g_i exp(-y_i): the scan
+    # in the other direction over the same segments (exclusive too), as logcumsumexps of
+    # log|g| - y for the positive and negative parts; in float32 for the half types.
+    x, y, segments, offsets, keys = ctx.saved_tensors
+    wide = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
+    xw, yw, gw = x.to(wide), y.to(wide), grad.to(wide)
+    result = torch.zeros_like(xw)
     for sign in (1.0, -1.0):
-        part = torch.clamp(sign * grad, min=0)
-        log_part = torch.where(part > 0, torch.log(part), torch.full_like(part, -float("inf"))) - y
-        summed = logcumsumexp_op(log_part.contiguous(), not ctx.reverse)
-        result = result + sign * torch.exp(x + summed)
-    return result, None
+        part = torch.clamp(sign * gw, min=0)
+        # No term where y is -inf (nothing summed yet: an exclusive head); log 0 is -inf.
+        log_part = torch.where((part > 0) & (yw > -float("inf")), torch.log(part) - yw,
+                               torch.full_like(part, -float("inf")))
+        summed = logcumsumexp_op(log_part.contiguous(), not ctx.reverse, ctx.exclusive, None, ctx.deterministic,
+                                 segments, offsets, keys)
+        result = result + sign * torch.exp(xw + summed)
+    return result.to(x.dtype), None, None, None, None, None, None, None
 
 
 logcumsumexp_op.register_autograd(_lse_backward, setup_context=_lse_setup)
@@ -339,16 +371,25 @@ def scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype, out):
     return y
 
 
-def extreme(x, recipe, axis, reverse):
+def extreme(x, recipe, axis, exclusive, reverse, initial, deterministic, segments, offsets, keys):
+    from ._recipes import _INITIAL_INDEX
+
+    if x.numel() >= _INITIAL_INDEX:
+        raise ValueError(f"{recipe} of tensors that require gradients indexes fewer than 2^32 - 2 elements")
+    if _segmented(segments, offsets, keys):
+        return extreme_op(x, recipe, reverse, exclusive, initial, deterministic, segments, offsets, keys)
     last = axis % x.dim() == x.dim() - 1
     moved = x if last else x.movedim(axis, -1)
-    v, i = extreme_op(moved, recipe, reverse)
+    v, i = extreme_op(moved, recipe, reverse, exclusive, initial, deterministic, None, None, None)
     return (v, i) if last else (v.movedim(-1, axis), i.movedim(-1, axis))
 
 
-def logcumsumexp(x, axis, reverse):
+def logcumsumexp(x, axis, exclusive, reverse, initial, deterministic, segments, offsets, keys):
+    if _segmented(segments, offsets, keys):
+        return logcumsumexp_op(x, reverse, exclusive, initial, deterministic, segments, offsets, keys)
     last = axis % x.dim() == x.dim() - 1
-    y = logcumsumexp_op(x if last else x.movedim(axis, -1), reverse)
+    y = logcumsumexp_op(x if last else x.movedim(axis, -1), reverse, exclusive, initial, deterministic, None, None,
+                        None)
     return y if last else y.movedim(-1, axis)
 
 

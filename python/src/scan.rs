@@ -209,17 +209,47 @@ fn operator(ctx: &Context, device: i64, recipe: &str, dtype: DType) -> PyResult<
     Ok(op)
 }
 
+/// A recipe's initial state from a Python number: the recurrence's h0, the adjoint's
+/// final-state gradient, logcumsumexp's extra term, or the extremes' starting value (of
+/// the array type, exactly for integers).
+fn recipe_init(recipe: &str, dtype: DType, value: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    let extreme = || -> PyResult<InitValue> {
+        Ok(match dtype {
+            DType::F16 => InitValue::of(scanrt::half::f16::from_f64(value.extract()?)),
+            DType::BF16 => InitValue::of(scanrt::half::bf16::from_f64(value.extract()?)),
+            DType::F32 => InitValue::of(value.extract::<f64>()? as f32),
+            DType::F64 => InitValue::of(value.extract::<f64>()?),
+            DType::I8 => InitValue::of(value.extract::<i8>()?),
+            DType::U8 => InitValue::of(value.extract::<u8>()?),
+            DType::I16 => InitValue::of(value.extract::<i16>()?),
+            DType::U16 => InitValue::of(value.extract::<u16>()?),
+            DType::I32 => InitValue::of(value.extract::<i32>()?),
+            DType::U32 => InitValue::of(value.extract::<u32>()?),
+            DType::I64 => InitValue::of(value.extract::<i64>()?),
+            DType::U64 => InitValue::of(value.extract::<u64>()?),
+        })
+    };
+    match recipe {
+        "linear_recurrence" => recipes::recurrence_init(dtype, value.extract()?),
+        "linear_recurrence_adjoint" => recipes::recurrence_adjoint_init(dtype, value.extract()?),
+        "logcumsumexp" => recipes::logcumsumexp_init(dtype, value.extract()?),
+        "cummax" | "cummin" => recipes::cumulative_extreme_init(dtype, extreme()?),
+        _ => return Err(PyValueError::new_err(format!("{recipe} takes no initial value"))),
+    }
+    .py_err()
+}
+
 /// Runs a recipe over 1-D arrays or the rows of contiguous row-major arrays (the last
 /// axis, `row` elements each; 0: one row): `inputs` and `outputs` as the recipe takes
-/// them. `initial` is the linear recurrence's h0 (what its adjoint passes to the first
-/// element: the final state's gradient). `offsets` (1-D arrays): the sequences
-/// as a CSR array; `carry_in` and `carry_out`: contiguous arrays of the recipe's states
+/// them. `initial`: a number, the initial value ([`recipe_init`]). `offsets` (1-D arrays):
+/// the sequences as a CSR array (`segments`: byte flags, `keys`: runs of equal keys,
+/// instead); `carry_in` and `carry_out`: contiguous arrays of the recipe's states
 /// (any type: their bytes are the states), one per sequence with `offsets`, else one,
 /// read before and written after the scan. `axis`: scan the arrays as they lie (any
 /// strides; the inputs sharing one layout, the outputs another) along that axis, each
 /// sequence on its own, instead of flattened rows.
 #[pyfunction]
-#[pyo3(signature = (recipe, inputs, outputs, row, inclusive, reverse, initial, deterministic, stream, offsets=None, carry_in=None, carry_out=None, axis=None))]
+#[pyo3(signature = (recipe, inputs, outputs, row, inclusive, reverse, initial, deterministic, stream, offsets=None, carry_in=None, carry_out=None, axis=None, segments=None, keys=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn recipe_scan(
     py: Python<'_>,
@@ -229,18 +259,22 @@ pub(crate) fn recipe_scan(
     row: u64,
     inclusive: bool,
     reverse: bool,
-    initial: Option<f64>,
+    initial: Option<Bound<'_, PyAny>>,
     deterministic: bool,
     stream: usize,
     offsets: Option<ArrayArg>,
     carry_in: Option<ArrayArg>,
     carry_out: Option<ArrayArg>,
     axis: Option<isize>,
+    segments: Option<ArrayArg>,
+    keys: Option<ArrayArg>,
 ) -> PyResult<()> {
     let all: Vec<&ArrayArg> = inputs
         .iter()
         .chain(&outputs)
         .chain(offsets.iter())
+        .chain(segments.iter())
+        .chain(keys.iter())
         .chain(carry_in.iter())
         .chain(carry_out.iter())
         .collect();
@@ -248,14 +282,13 @@ pub(crate) fn recipe_scan(
     let ctx = context(device)?;
     let dtype = inputs[0].dtype()?;
     let op = operator(&ctx, device, recipe, dtype)?;
-    let init = match initial {
-        Some(h0) if recipe == "linear_recurrence" => Some(recipes::recurrence_init(dtype, h0).py_err()?),
-        Some(u) if recipe == "linear_recurrence_adjoint" => Some(recipes::recurrence_adjoint_init(dtype, u).py_err()?),
-        Some(_) => return Err(PyValueError::new_err(format!("{recipe} takes no initial value"))),
-        None => None,
-    };
+    let init = initial.map(|v| recipe_init(recipe, dtype, &v)).transpose()?;
     let n: u64 = outputs[0].shape.iter().product();
-    let segments = segment_data((None, offsets))?;
+    let segments = segment_data(SegmentData {
+        flags: segments,
+        offsets,
+        keys,
+    })?;
     let scan = OperatorScan {
         inclusive,
         init,

@@ -1,0 +1,173 @@
+"""Scans on the crate's recipes with the options of :func:`scanrt.cumsum`: running extremes
+with the index of each (``cummax``, ``cummin``) and ``logcumsumexp``."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Tuple
+
+from . import _arrays, _scanrt
+
+# recipes::EXTREME_INITIAL_INDEX: the index of a result that keeps the initial value; the
+# empty state's (an exclusive scan's first result) is one more. Element indices stay
+# below both.
+_INITIAL_INDEX = (1 << 32) - 2
+_FLOATS = ("float16", "bfloat16", "float32", "float64")
+
+
+def _torch_autograd(x: Any) -> bool:
+    from . import _torch_autograd
+
+    return _torch_autograd(x)
+
+
+def _finish(results: Tuple[Any, ...], out: Any) -> Any:
+    """The results, or copied into ``out`` (one array, or a tuple as long as the results)."""
+    if out is None:
+        return results if len(results) > 1 else results[0]
+    outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    if len(outs) != len(results):
+        raise TypeError(f"out takes {len(results)} arrays, not {len(outs)}")
+    for o, r in zip(outs, results):
+        if tuple(o.shape) != tuple(r.shape):
+            raise ValueError(f"out has shape {tuple(o.shape)}; the result is {tuple(r.shape)}")
+        o[...] = r
+    return outs if len(outs) > 1 else outs[0]
+
+
+def _recipe(recipe: str, x: Any, outs: list, row: int, exclusive: bool, reverse: bool, initial: Any,
+            deterministic: bool, data: Any, segments: Any, offsets: Any, keys: Any, axis: Optional[int] = None) -> None:
+    """Runs ``recipe`` reading ``x`` into ``outs`` on ``x``'s stream: rows of ``row``
+    elements (0: one row, or the segments given), or along ``axis`` where ``x`` lies."""
+    d = _arrays.describe
+    opt = lambda a: None if a is None else d(a)  # noqa: E731
+    arrays = [x] + ([data] if data is not None else [])
+    _arrays.run(arrays, lambda s: _scanrt.recipe_scan(
+        recipe, [d(x)], [d(o) for o in outs], row, not exclusive, reverse, initial, deterministic, s, opt(offsets),
+        None, None, axis, segments=opt(segments), keys=opt(keys)))
+
+
+def _indices(indices: Any, row: int) -> Any:
+    """uint32 indices as int64 (int32 on JAX without x64): within each row of ``row``
+    elements (0: as they are), -1 where no element is the extreme (the initial value, or
+    an exclusive scan's first result)."""
+    lib = _arrays.library(indices)
+    if lib == "torch":
+        import torch
+
+        i = indices.to(torch.int64)
+        return torch.where(i >= _INITIAL_INDEX, -1, i % row if row else i)
+    if lib == "jax":
+        import jax.numpy as jnp
+
+        wide = jnp.int64 if jnp.zeros(0).dtype == jnp.float64 else jnp.int32  # int64 only with x64
+        kept = (indices % row if row else indices).astype(wide)
+        return jnp.where(indices >= _INITIAL_INDEX, -1, kept)
+    xp = _arrays.array_module(indices)
+    i = indices.astype("int64")
+    return xp.where(i >= _INITIAL_INDEX, -1, i % row if row else i)
+
+
+def _extreme(x: Any, recipe: str, axis: int, exclusive: bool, reverse: bool, initial: Any, deterministic: bool,
+             dtype: Optional[str], out: Any, segments: Any, offsets: Any, keys: Any) -> Tuple[Any, Any]:
+    if dtype is not None:
+        x = _arrays.astype(x, dtype)
+    data = _arrays.segment_data(x, segments, offsets, keys)
+    if _torch_autograd(x):
+        from . import _torch
+
+        return _finish(_torch.extreme(x, recipe, axis, exclusive, reverse, initial, deterministic, segments, offsets,
+                                      keys), out)
+    t = _arrays.describe_dtype(x)
+    if data is not None:
+        if x.shape[0] >= _INITIAL_INDEX:
+            raise ValueError(f"{recipe} indexes fewer than 2^32 - 2 elements; this array has {x.shape[0]}")
+        values, indices = _arrays.empty(x, x.shape, t), _arrays.empty(x, x.shape, "uint32")
+        _recipe(recipe, x, [values, indices], 0, exclusive, reverse, initial, deterministic, data, segments, offsets,
+                keys)
+        return _finish((values, _indices(indices, 0)), out)
+    axis = _arrays.normal_axis(x, axis)
+    if x.shape[axis] >= _INITIAL_INDEX:
+        raise ValueError(f"{recipe} indexes fewer than 2^32 - 2 elements along the axis; it has {x.shape[axis]}")
+    if _size(x) >= _INITIAL_INDEX:
+        # Indices counted over the whole array would wrap: the scan along the axis counts
+        # them along it.
+        values, indices = _arrays.empty(x, x.shape, t), _arrays.empty(x, x.shape, "uint32")
+        _recipe(recipe, x, [values, indices], 0, exclusive, reverse, initial, deterministic, None, None, None, None,
+                axis=axis)
+        return _finish((values, _indices(indices, 0)), out)
+    moved, axis = _arrays.last_axis_contiguous(x, axis)
+    values, indices = _arrays.empty(moved, moved.shape, t), _arrays.empty(moved, moved.shape, "uint32")
+    row = moved.shape[-1]
+    _recipe(recipe, moved, [values, indices], row, exclusive, reverse, initial, deterministic, None, None, None, None)
+    return _finish((_arrays.move_back(values, axis), _arrays.move_back(_indices(indices, row), axis)), out)
+
+
+def _size(a: Any) -> int:
+    n = 1
+    for d in a.shape:
+        n *= int(d)
+    return n
+
+
+def cummax(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bool = False, initial: Any = None,
+           deterministic: bool = False, dtype: Optional[str] = None, out: Any = None, segments: Any = None,
+           offsets: Any = None, keys: Any = None) -> Tuple[Any, Any]:
+    """Running maximum along ``axis`` and the index (int64) of each maximum, as
+    ``torch.cummax``: ties keep the earlier index; NaN is the maximum from where it
+    appears. Every type (integers, bool, float16, bfloat16, float32, float64).
+
+    ``exclusive``: element i is the maximum of the elements before it (the first is
+    ``initial``, or the type's lowest value, with index -1). ``reverse``: from the last
+    element. ``initial``: a value every result starts from; it wins ties (it comes
+    first), and results that keep it have index -1. ``deterministic`` is accepted for
+    symmetry with the sums (a maximum is exact in any order). ``dtype``: the type to take
+    the maximum in (``x`` is converted first). ``out``: a ``(values, indices)`` pair to
+    write. ``segments``, ``offsets``, ``keys`` (1-D ``x``): segments as in
+    :func:`scanrt.cumsum`, each its own running maximum; indices are then positions in
+    ``x``."""
+    return _extreme(x, "cummax", axis, exclusive, reverse, initial, deterministic, dtype, out, segments, offsets, keys)
+
+
+def cummin(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bool = False, initial: Any = None,
+           deterministic: bool = False, dtype: Optional[str] = None, out: Any = None, segments: Any = None,
+           offsets: Any = None, keys: Any = None) -> Tuple[Any, Any]:
+    """Running minimum along ``axis`` and the index of each, as :func:`cummax` (an
+    exclusive scan's first result is the type's highest value)."""
+    return _extreme(x, "cummin", axis, exclusive, reverse, initial, deterministic, dtype, out, segments, offsets, keys)
+
+
+def logcumsumexp(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bool = False, initial: Any = None,
+                 deterministic: bool = False, dtype: Optional[str] = None, out: Any = None, segments: Any = None,
+                 offsets: Any = None, keys: Any = None) -> Any:
+    """``log(cumsum(exp(x)))`` along ``axis``, computed stably: float32 and float64, and
+    float16 and bfloat16 summed in float32 (each result rounded once).
+
+    ``exclusive``: element i sums the elements before it (the first is ``initial``, or
+    -inf). ``reverse``: from the last element. ``initial``: one more term before every
+    result (``log(exp(initial) + ...)``). ``deterministic``: bitwise identical results
+    on every run. ``dtype``: the type to compute in (``x`` is converted first; integer
+    arrays need it). ``out``: the array to write. ``segments``, ``offsets``, ``keys``
+    (1-D ``x``): segments as in :func:`scanrt.cumsum`. Differentiable on PyTorch
+    tensors."""
+    if dtype is not None:
+        x = _arrays.astype(x, dtype)
+    t = _arrays.describe_dtype(x)
+    if t not in _FLOATS:
+        raise TypeError(f"logcumsumexp takes float16, bfloat16, float32 or float64 arrays, not {t} "
+                        "(dtype= converts)")
+    data = _arrays.segment_data(x, segments, offsets, keys)
+    init = None if initial is None else float(initial)
+    if _torch_autograd(x):
+        from . import _torch
+
+        return _finish((_torch.logcumsumexp(x, axis, exclusive, reverse, init, deterministic, segments, offsets,
+                                            keys),), out)
+    if data is not None:
+        result = _arrays.empty(x, x.shape, t)
+        _recipe("logcumsumexp", x, [result], 0, exclusive, reverse, init, deterministic, data, segments, offsets, keys)
+        return _finish((result,), out)
+    moved, axis = _arrays.last_axis_contiguous(x, axis)
+    result = _arrays.empty(moved, moved.shape, t)
+    _recipe("logcumsumexp", moved, [result], moved.shape[-1], exclusive, reverse, init, deterministic, None, None,
+            None, None)
+    return _finish((_arrays.move_back(result, axis),), out)
