@@ -63,13 +63,15 @@ def describe(x: Any) -> Description:
     """The array as scanrt's bindings take it."""
     lib = library(x)
     if lib == "torch":
+        # Attributes that cost no Python objects: scans of small tensors feel every microsecond.
         if x.is_cuda:
-            device = x.device.index if x.device.index is not None else _torch_current_device()
+            device = x.get_device()
         elif x.device.type == "cpu":
             device = -1
         else:
             raise TypeError(f"scanrt takes CUDA or CPU tensors, not {x.device.type} ones")
-        return (x.data_ptr(), str(x.dtype).replace("torch.", ""), tuple(x.shape), tuple(x.stride()), device)
+        name = TORCH_DTYPE_NAMES.get(x.dtype) or str(x.dtype).replace("torch.", "")
+        return (x.data_ptr(), name, tuple(x.shape), x.stride(), device)
     if lib == "cupy":
         return (x.data.ptr, x.dtype.name, tuple(x.shape), _byte_strides(x.strides, x.itemsize, x.shape), x.device.id)
     if lib in ("numpy", "numpy_like"):
@@ -86,12 +88,6 @@ def describe(x: Any) -> Description:
     itemsize = np.dtype(interface["typestr"]).itemsize
     device = _device_of_cuda_array(x)
     return (interface["data"][0], name, shape, _byte_strides(interface.get("strides"), itemsize, shape), device)
-
-
-def _torch_current_device() -> int:
-    import torch
-
-    return torch.cuda.current_device()
 
 
 def _device_of_cuda_array(x: Any) -> int:
@@ -113,7 +109,7 @@ def stream_of(x: Any) -> int:
             return 0
         import torch
 
-        return torch.cuda.current_stream(x.device).cuda_stream
+        return torch._C._cuda_getCurrentRawStream(x.get_device())
     if lib == "cupy":
         import cupy
 

@@ -68,7 +68,7 @@ macro_rules! host_values {
                 $body
             }
             DType::U8 | DType::I8 | DType::U16 | DType::I16 | DType::F16 | DType::BF16 => {
-                unreachable!("cumulative extremes hold 1- and 2-byte values as 4-byte ones")
+                unreachable!("the extremes take the identities of 1- and 2-byte types apart")
             }
         }
     };
@@ -128,56 +128,73 @@ fn put_element(dtype: DType, y: &mut [u8], v: f64) {
 /// the empty state (an exclusive scan's first result). Element indices stay below both.
 pub const EXTREME_INITIAL_INDEX: u32 = u32::MAX - 1;
 
-/// The type an extreme's state holds `dtype` values in: 1- and 2-byte types widen to 4
-/// bytes (every value kept exactly), so the state is a value and a u32 index.
-fn extreme_value_type(dtype: DType) -> DType {
+/// Where a cumulative extreme's state keeps the element's index (after the value, at
+/// least 4 bytes in), and the state's size: 8 bytes, 16 for 8-byte values. The value is
+/// kept as it was read, so results are its exact bits (NaN payloads included).
+fn extreme_layout(dtype: DType) -> (usize, usize) {
+    let index_at = dtype.size().max(4);
+    (index_at, if dtype.size() == 8 { 16 } else { 8 })
+}
+
+/// A `dtype` value (its bits) as a number every value of its type converts to exactly,
+/// for the host's comparisons: f64 for floats, i128 for integers.
+#[derive(Clone, Copy, PartialEq, PartialOrd)]
+enum ExtremeKey {
+    Float(f64),
+    Int(i128),
+}
+
+fn extreme_key(dtype: DType, bits: u64) -> ExtremeKey {
+    use ExtremeKey::{Float, Int};
     match dtype {
-        DType::F16 | DType::BF16 => DType::F32,
-        DType::I8 | DType::I16 => DType::I32,
-        DType::U8 | DType::U16 => DType::U32,
-        other => other,
+        DType::F16 => Float(half::f16::from_bits(bits as u16).to_f64()),
+        DType::BF16 => Float(half::bf16::from_bits(bits as u16).to_f64()),
+        DType::F32 => Float(f32::from_bits(bits as u32) as f64),
+        DType::F64 => Float(f64::from_bits(bits)),
+        DType::I8 => Int(bits as u8 as i8 as i128),
+        DType::I16 => Int(bits as u16 as i16 as i128),
+        DType::I32 => Int(bits as u32 as i32 as i128),
+        DType::I64 => Int(bits as i64 as i128),
+        DType::U8 | DType::U16 | DType::U32 | DType::U64 => Int(bits as i128),
     }
 }
 
-/// A `dtype` value (its bits) as the bits of the same value in the extreme's value type.
-fn widen_extreme(dtype: DType, bits: u64) -> u64 {
-    match dtype {
-        DType::F16 => half::f16::from_bits(bits as u16).to_f32().to_bits() as u64,
-        DType::BF16 => half::bf16::from_bits(bits as u16).to_f32().to_bits() as u64,
-        DType::I8 => bits as u8 as i8 as i32 as u32 as u64,
-        DType::I16 => bits as u16 as i16 as i32 as u32 as u64,
-        _ => bits,
-    }
+/// The first `bytes` bytes of `s` as the low bytes of a u64.
+fn low_bits(s: &[u8], bytes: usize) -> u64 {
+    let mut b = [0u8; 8];
+    b[..bytes].copy_from_slice(&s[..bytes]);
+    u64::from_le_bytes(b)
 }
 
-/// The inverse of [`widen_extreme`] (exact: the state's values came from `dtype` values).
-fn narrow_extreme(dtype: DType, bits: u64) -> u64 {
-    match dtype {
-        DType::F16 => half::f16::from_f32(f32::from_bits(bits as u32)).to_bits() as u64,
-        DType::BF16 => half::bf16::from_f32(f32::from_bits(bits as u32)).to_bits() as u64,
-        DType::I8 | DType::U8 => bits & 0xff,
-        DType::I16 | DType::U16 => bits & 0xffff,
-        _ => bits,
-    }
-}
-
-/// Running maximum (`max`) or minimum of `dtype` values (every type; 1- and 2-byte ones
-/// are compared as 4-byte values) with the index of the extreme: input `x`, outputs the
-/// extreme (`dtype`) and its index (u32: the element's index, below
-/// [`EXTREME_INITIAL_INDEX`]). Ties keep the first index in traversal order; a NaN is the
-/// extreme from where it appears (the first NaN's index stays), as NumPy's
-/// `maximum.accumulate` and torch's `cummax` propagate NaN (torch moves the index to each
-/// later NaN and, on ties, to the later element). The empty state (an exclusive scan's
-/// first result) has the type's extreme (infinities for floats) and index `u32::MAX`.
+/// Running maximum (`max`) or minimum of `dtype` values (every type) with the index of the
+/// extreme: input `x`, outputs the extreme (`dtype`, its bits as read) and its index
+/// (u32: the element's index, below [`EXTREME_INITIAL_INDEX`]). Ties keep the first
+/// index in traversal order; a NaN is the extreme from where it appears (the first NaN's
+/// index stays), as NumPy's `maximum.accumulate` and torch's `cummax` propagate NaN
+/// (torch moves the index to each later NaN and, on ties, to the later element). The
+/// empty state (an exclusive scan's first result) has the type's extreme (infinities for
+/// floats) and index `u32::MAX`.
 pub fn cumulative_extreme(dtype: DType, max: bool) -> Result<OperatorDesc> {
-    let value = extreme_value_type(dtype);
-    let (t, io) = (value.info().cuda, dtype.info().cuda);
+    let t = dtype.info().cuda;
     let wins = if max { ">" } else { "<" };
-    // The same text as before widening existed for 4- and 8-byte types (cached kernels).
-    let (widen, narrow) = if value == dtype {
-        ("x".to_string(), "e.value".to_string())
+    let (index_at, size) = extreme_layout(dtype);
+    // 1- and 2-byte values compare as int or float (exact); 4- and 8-byte ones as
+    // themselves, in the text the kernels had before narrow types (cached kernels).
+    let compare = match dtype {
+        DType::F16 | DType::BF16 => Some("float"),
+        DType::I8 | DType::U8 | DType::I16 | DType::U16 => Some("int"),
+        _ => None,
+    };
+    let then_better = match compare {
+        None => format!("first.value == first.value && (then.value {wins} first.value || then.value != then.value)"),
+        Some(c) => format!(
+            "const {c} f = ({c})first.value, t = ({c})then.value; const bool then_better = f == f && (t {wins} f || t != t)"
+        ),
+    };
+    let then_better = if compare.is_none() {
+        format!("const bool then_better = {then_better}")
     } else {
-        (format!("({t})x"), format!("{io}(e.value)"))
+        then_better
     };
     let source = format!(
         r#"struct Extreme {{ {t} value; uint32_t index; {pad} }};
@@ -186,45 +203,34 @@ pub fn cumulative_extreme(dtype: DType, max: bool) -> Result<OperatorDesc> {
 // whatever the grouping (associative). The identity (index 0xffffffff) loses to every
 // operand, ties included. `v != v` only for NaN (integers fold it away).
 __device__ Extreme better(Extreme first, Extreme then) {{
-    const bool then_better = first.value == first.value && (then.value {wins} first.value || then.value != then.value);
+    {then_better};
     return first.index == 0xffffffffu || (then.index != 0xffffffffu && then_better) ? then : first;
 }}
-__device__ Extreme make_candidate(int64_t i, {io} x) {{ return Extreme{{{widen}, (uint32_t)i}}; }}
-__device__ void write_extreme(const Extreme& e, {io}& value, uint32_t& index) {{ value = {narrow}; index = e.index; }}
+__device__ Extreme make_candidate(int64_t i, {t} x) {{ return Extreme{{x, (uint32_t)i}}; }}
+__device__ void write_extreme(const Extreme& e, {t}& value, uint32_t& index) {{ value = e.value; index = e.index; }}
 "#,
-        pad = if value.size() == 8 { "uint32_t unused;" } else { "" }
+        pad = if dtype.size() == 8 { "uint32_t unused;" } else { "" }
     );
-    let size = if value.size() == 8 { 16 } else { 8 };
-    // The identity loses to every value: -inf / +inf, or the integer extremes (index 0).
-    let identity = extreme_identity(dtype, max, size);
-    let (vs, io_size) = (value.size(), dtype.size());
+    let identity = extreme_identity(dtype, max);
+    let vs = dtype.size();
     let host = HostOperator {
         combine: Arc::new(move |l, r, out| {
-            let empty = |s: &[u8]| s[vs..vs + 4] == [0xff; 4];
-            let better = empty(l)
-                || !empty(r)
-                    && host_values!(value, |T| {
-                        let (first, then) = (read::<T>(l, 0), read::<T>(r, 0));
-                        #[allow(clippy::eq_op)] // x != x: NaN (never for integers)
-                        let (first_nan, then_nan) = (first != first, then != then);
-                        !first_nan && (then_nan || if max { then > first } else { then < first })
-                    });
+            let empty = |s: &[u8]| s[index_at..index_at + 4] == [0xff; 4];
+            let (first, then) = (extreme_key(dtype, low_bits(l, vs)), extreme_key(dtype, low_bits(r, vs)));
+            #[allow(clippy::eq_op)] // x != x: NaN
+            let (first_nan, then_nan) = (first != first, then != then);
+            let then_better = !first_nan && (then_nan || if max { then > first } else { then < first });
+            let better = empty(l) || !empty(r) && then_better;
             out.copy_from_slice(if better { r } else { l });
         }),
         load: Some(Arc::new(move |i, x, out| {
             out.fill(0);
-            let mut bits = [0u8; 8];
-            bits[..io_size].copy_from_slice(x[0]);
-            let wide = widen_extreme(dtype, u64::from_le_bytes(bits));
-            out[..vs].copy_from_slice(&wide.to_le_bytes()[..vs]);
-            out[vs..vs + 4].copy_from_slice(&(i as u32).to_ne_bytes());
+            out[..vs].copy_from_slice(x[0]);
+            out[index_at..index_at + 4].copy_from_slice(&(i as u32).to_ne_bytes());
         })),
         store: Some(Arc::new(move |s, y| {
-            let mut bits = [0u8; 8];
-            bits[..vs].copy_from_slice(&s[..vs]);
-            let narrow = narrow_extreme(dtype, u64::from_le_bytes(bits));
-            y[0].copy_from_slice(&narrow.to_le_bytes()[..io_size]);
-            y[1].copy_from_slice(&s[vs..vs + 4]);
+            y[0].copy_from_slice(&s[..vs]);
+            y[1].copy_from_slice(&s[index_at..index_at + 4]);
         })),
     };
     let name = if max { "cummax_with_index" } else { "cummin_with_index" };
@@ -249,35 +255,43 @@ pub fn cumulative_extreme_init(dtype: DType, value: InitValue) -> Result<Vec<u8>
             value.dtype().c_name()
         );
     }
-    let vs = extreme_value_type(dtype).size();
-    let mut state = vec![0u8; if vs == 8 { 16 } else { 8 }];
-    state[..vs].copy_from_slice(&widen_extreme(dtype, value.bits()).to_le_bytes()[..vs]);
-    state[vs..vs + 4].copy_from_slice(&EXTREME_INITIAL_INDEX.to_ne_bytes());
-    Ok(state)
+    Ok(extreme_state(dtype, value.bits(), EXTREME_INITIAL_INDEX))
+}
+
+/// A cumulative extreme's state: the `dtype` value of `bits` and `index`.
+fn extreme_state(dtype: DType, bits: u64, index: u32) -> Vec<u8> {
+    let (index_at, size) = extreme_layout(dtype);
+    let mut state = vec![0u8; size];
+    state[..dtype.size()].copy_from_slice(&bits.to_le_bytes()[..dtype.size()]);
+    state[index_at..index_at + 4].copy_from_slice(&index.to_ne_bytes());
+    state
 }
 
 /// The identity of a cumulative extreme of `dtype` arrays: the type's extreme (infinities
-/// for floats) with index 0xffffffff, which marks it as empty: it loses every comparison,
-/// ties included.
-fn extreme_identity(dtype: DType, max: bool, size: usize) -> Vec<u8> {
+/// for floats) with index `u32::MAX`, which marks it as empty: it loses every
+/// comparison, ties included.
+fn extreme_identity(dtype: DType, max: bool) -> Vec<u8> {
     use crate::ops::Accumulator;
     use crate::scalar::Scalar;
     use crate::tables::Op;
     let op = if max { Op::Max } else { Op::Min };
-    let value = extreme_value_type(dtype);
-    // The narrow integers' own extremes, widened (the widened type's would not narrow back).
-    let narrow = |min: i64, max_value: i64| (if max { min } else { max_value }) as i32 as u32 as u64;
+    let pick = |lowest: u64, highest: u64| if max { lowest } else { highest };
     let bits = match dtype {
-        DType::I8 => narrow(i8::MIN.into(), i8::MAX.into()),
-        DType::I16 => narrow(i16::MIN.into(), i16::MAX.into()),
-        DType::U8 => narrow(0, u8::MAX.into()),
-        DType::U16 => narrow(0, u16::MAX.into()),
-        _ => host_values!(value, |T| Scalar::to_bits(<T as Accumulator>::identity(op))),
+        DType::F16 => pick(
+            half::f16::NEG_INFINITY.to_bits().into(),
+            half::f16::INFINITY.to_bits().into(),
+        ),
+        DType::BF16 => pick(
+            half::bf16::NEG_INFINITY.to_bits().into(),
+            half::bf16::INFINITY.to_bits().into(),
+        ),
+        DType::I8 => pick(i8::MIN as u8 as u64, i8::MAX as u64),
+        DType::I16 => pick(i16::MIN as u16 as u64, i16::MAX as u64),
+        DType::U8 => pick(0, u8::MAX.into()),
+        DType::U16 => pick(0, u16::MAX.into()),
+        _ => host_values!(dtype, |T| Scalar::to_bits(<T as Accumulator>::identity(op))),
     };
-    let mut bytes = vec![0u8; size];
-    bytes[..value.size()].copy_from_slice(&bits.to_ne_bytes()[..value.size()]);
-    bytes[value.size()..value.size() + 4].copy_from_slice(&[0xff; 4]);
-    bytes
+    extreme_state(dtype, bits, u32::MAX)
 }
 
 /// `y[i] = log(exp(x[0]) + ... + exp(x[i]))` over f32 or f64, numerically stable; f16 and
