@@ -16,7 +16,7 @@ PyTorch tensors that require gradients go through scanrt's registered operators
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence, Tuple
+from typing import Any, Callable, Optional, Sequence
 
 from . import _arrays
 from ._scanrt import ScanrtError, __version__
@@ -24,6 +24,7 @@ from . import _scanrt
 from ._operator import Operator
 from ._primitives import argsort, compress, nonzero, sort, unique_consecutive
 from ._recipes import cummax, cummin, logcumsumexp
+from ._recurrence import linear_recurrence, linear_recurrence_adjoint
 
 __all__ = [
     "ScanrtError",
@@ -286,112 +287,3 @@ def scan_out_of_core(x: Any, op: str = "sum", *, out: Any = None, device: int = 
     _scanrt.scan_out_of_core(_arrays.describe(x), _arrays.describe(out), op, not exclusive, reverse, initial, device,
                              chunk, progress)
     return out
-
-
-def linear_recurrence(a: Any, b: Any, axis: int = -1, *, initial: Any = None, reverse: bool = False,
-                      offsets: Any = None, return_final: bool = False) -> Any:
-    """``h[t] = a[t] * h[t-1] + b[t]`` along ``axis``, with ``h[-1] = initial`` (0 by
-    default); ``reverse`` runs from the last element (``h[t] = a[t] * h[t+1] + b[t]``).
-    ``a`` and ``b`` have one shape and one float type (f32, f64; f16 and bf16 run with an
-    f32 state, each ``h`` rounded once as it is written).
-
-    Batches of variable-length sequences: ``offsets``, a CSR array (int32, int64,
-    uint32 or uint64, not decreasing) over the 1-D ``a`` and ``b``; sequence i is
-    ``[offsets[i], offsets[i+1])`` (empty ones allowed) and runs a recurrence of its
-    own. ``initial`` is then a float for every sequence or an array of one ``h0`` per
-    sequence (``len(offsets) - 1`` of the state's type; one for a 1-D ``a`` without
-    offsets). ``return_final``: also return each sequence's final state, its last ``h``
-    (its ``h0`` when empty), as an array of one per sequence of the state's type:
-    ``(h, final)``. All of it
-    is differentiable on PyTorch tensors (gradients for ``a``, ``b``, ``initial`` and
-    through ``final``)."""
-    if offsets is not None or _is_array(initial) or return_final:
-        return _sequences_recurrence(a, b, initial, reverse, offsets, return_final)
-    if _torch_autograd(a) or _torch_autograd(b):
-        from . import _torch
-
-        return _torch.linear_recurrence(a, b, axis, initial, reverse)
-    return _recipe_of_pair("linear_recurrence", a, b, axis, initial, reverse)
-
-
-def linear_recurrence_adjoint(a: Any, g: Any, axis: int = -1, *, initial: Any = None, reverse: bool = False) -> Any:
-    """``lam[t] = g[t] + a[s] * lam[s]`` along ``axis``, ``s`` the element before ``t``
-    (``t - 1``; ``t + 1`` with ``reverse``), the first element adding ``initial`` (0 by
-    default) instead: the adjoint of :func:`linear_recurrence`, which reads each
-    coefficient at the neighbour (no shifted copy of ``a``). Types as for the
-    recurrence.
-
-    It is the recurrence's gradient: for ``h = linear_recurrence(a, b, initial=h0)`` and
-    ``g`` the gradient of ``h``, ``lam = linear_recurrence_adjoint(a, g, reverse=True)``
-    is the gradient of ``b``, ``lam[t] * h[t-1]`` that of ``a[t]`` (``h[-1] = h0``) and
-    ``a[0] * lam[0]`` that of ``h0`` (a custom VJP in JAX, for instance); ``initial`` is
-    then the gradient of the final state. Differentiable on PyTorch tensors."""
-    if _torch_autograd(a) or _torch_autograd(g):
-        from . import _torch
-
-        return _torch.linear_recurrence_adjoint(a, g, axis, initial, reverse)
-    return _recipe_of_pair("linear_recurrence_adjoint", a, g, axis, initial, reverse)
-
-
-def _recipe_of_pair(recipe: str, a: Any, b: Any, axis: int, initial: Any, reverse: bool) -> Any:
-    """A recipe reading two arrays of one shape and type and writing one, along ``axis``."""
-    if tuple(a.shape) != tuple(b.shape):
-        raise ValueError(f"a {tuple(a.shape)} and b {tuple(b.shape)} differ in shape")
-    along = _arrays.normal_axis(a, axis)
-    init = None if initial is None else float(initial)
-    if len(a.shape) > 1 and along != len(a.shape) - 1 and _arrays.describe(a)[1:4] == _arrays.describe(b)[1:4]:
-        # An inner axis, a and b laid out alike: scanned where they lie, in one pass.
-        h = _arrays.empty(a, a.shape, _arrays.describe_dtype(a))
-        _run([a, b], lambda s: _scanrt.recipe_scan(
-            recipe, [_arrays.describe(a), _arrays.describe(b)], [_arrays.describe(h)], 0, True, reverse, init, False, s,
-            axis=along))
-        return h
-    ma, axis = _arrays.last_axis_contiguous(a, axis)
-    mb, _ = _arrays.last_axis_contiguous(b, axis)
-    if _arrays.describe_dtype(ma) != _arrays.describe_dtype(mb):
-        raise TypeError("a and b have different types")
-    h = _arrays.empty(ma, ma.shape, _arrays.describe_dtype(ma))
-    _run([ma, mb], lambda s: _scanrt.recipe_scan(recipe, [_arrays.describe(ma), _arrays.describe(mb)],
-                                                 [_arrays.describe(h)], ma.shape[-1], True, reverse, init, False, s))
-    return _arrays.move_back(h, axis)
-
-
-def _sequences_recurrence(a: Any, b: Any, initial: Any, reverse: bool, offsets: Any, return_final: bool) -> Any:
-    """``linear_recurrence`` of a batch of sequences by offsets (or of one 1-D sequence),
-    with initial and final states per sequence: carries per segment."""
-    _one_d(a)
-    if tuple(a.shape) != tuple(b.shape):
-        raise ValueError(f"a {tuple(a.shape)} and b {tuple(b.shape)} differ in shape")
-    dtype = _arrays.describe_dtype(a)
-    if _arrays.describe_dtype(b) != dtype:
-        raise TypeError("a and b have different types")
-    if offsets is not None:
-        _arrays.check_offsets(offsets)
-    count = max(int(offsets.shape[0]) - 1, 0) if offsets is not None else 1
-    state = _ACCUMULATED.get(dtype, dtype)
-    if _is_array(initial) and (tuple(initial.shape) != (count,) or _arrays.describe_dtype(initial) != state):
-        raise ValueError(f"initial is an array of one {state} h0 per sequence: shape ({count},)")
-    if _torch_autograd(a) or _torch_autograd(b) or (_is_array(initial) and _torch_autograd(initial)):
-        from . import _torch
-
-        return _torch.sequences_recurrence(a, b, initial, reverse, offsets, return_final)
-    h, final = _recurrence_with_states(a, b, initial, reverse, offsets, return_final, count)
-    return (h, final) if return_final else h
-
-
-def _recurrence_with_states(a, b, initial, reverse, offsets, want_final, count):
-    """The recurrence scan itself: ``h``, and each sequence's final ``h`` when asked."""
-    dtype = _arrays.describe_dtype(a)
-    h = _arrays.empty(a, a.shape, dtype)
-    # States are (A, B) pairs of a's type (h -> A h + B): the carry in of sequence i is
-    # (1, h0[i]), its total (A, final h).
-    states_in = _arrays.ones_beside(initial) if _is_array(initial) else None
-    states_out = _arrays.empty(a, (count, 2), _ACCUMULATED.get(dtype, dtype)) if want_final else None
-    scalar = None if initial is None or _is_array(initial) else float(initial)
-    describe = _arrays.describe
-    arrays = [a, b] + [x for x in (offsets, states_in) if x is not None]
-    _run(arrays, lambda s: _scanrt.recipe_scan(
-        "linear_recurrence", [describe(a), describe(b)], [describe(h)], 0, True, reverse, scalar, False, s,
-        None if offsets is None else describe(offsets), None if states_in is None else describe(states_in),
-        None if states_out is None else describe(states_out)))
-    return h, None if states_out is None else states_out[:, 1]

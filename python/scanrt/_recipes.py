@@ -10,7 +10,7 @@ from . import _arrays, _scanrt
 # recipes::EXTREME_INITIAL_INDEX: the index of a result that keeps the initial value; the
 # empty state's (an exclusive scan's first result) is one more. Element indices stay
 # below both.
-_INITIAL_INDEX = (1 << 32) - 2
+INITIAL_INDEX = (1 << 32) - 2
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
 
 
@@ -46,7 +46,7 @@ def _recipe(recipe: str, x: Any, outs: list, row: int, exclusive: bool, reverse:
         None, None, axis, segments=opt(segments), keys=opt(keys)))
 
 
-def _indices(indices: Any, row: int) -> Any:
+def indices_of(indices: Any, row: int) -> Any:
     """uint32 indices as int64 (int32 on JAX without x64): within each row of ``row``
     elements (0: as they are), -1 where no element is the extreme (the initial value, or
     an exclusive scan's first result)."""
@@ -55,16 +55,16 @@ def _indices(indices: Any, row: int) -> Any:
         import torch
 
         i = indices.to(torch.int64)
-        return torch.where(i >= _INITIAL_INDEX, -1, i % row if row else i)
+        return torch.where(i >= INITIAL_INDEX, -1, i % row if row else i)
     if lib == "jax":
         import jax.numpy as jnp
 
         wide = jnp.int64 if jnp.zeros(0).dtype == jnp.float64 else jnp.int32  # int64 only with x64
         kept = (indices % row if row else indices).astype(wide)
-        return jnp.where(indices >= _INITIAL_INDEX, -1, kept)
+        return jnp.where(indices >= INITIAL_INDEX, -1, kept)
     xp = _arrays.array_module(indices)
     i = indices.astype("int64")
-    return xp.where(i >= _INITIAL_INDEX, -1, i % row if row else i)
+    return xp.where(i >= INITIAL_INDEX, -1, i % row if row else i)
 
 
 def _extreme(x: Any, recipe: str, axis: int, exclusive: bool, reverse: bool, initial: Any, deterministic: bool,
@@ -79,27 +79,27 @@ def _extreme(x: Any, recipe: str, axis: int, exclusive: bool, reverse: bool, ini
                                       keys), out)
     t = _arrays.describe_dtype(x)
     if data is not None:
-        if x.shape[0] >= _INITIAL_INDEX:
+        if x.shape[0] >= INITIAL_INDEX:
             raise ValueError(f"{recipe} indexes fewer than 2^32 - 2 elements; this array has {x.shape[0]}")
         values, indices = _arrays.empty(x, x.shape, t), _arrays.empty(x, x.shape, "uint32")
         _recipe(recipe, x, [values, indices], 0, exclusive, reverse, initial, deterministic, data, segments, offsets,
                 keys)
-        return _finish((values, _indices(indices, 0)), out)
+        return _finish((values, indices_of(indices, 0)), out)
     axis = _arrays.normal_axis(x, axis)
-    if x.shape[axis] >= _INITIAL_INDEX:
+    if x.shape[axis] >= INITIAL_INDEX:
         raise ValueError(f"{recipe} indexes fewer than 2^32 - 2 elements along the axis; it has {x.shape[axis]}")
-    if _size(x) >= _INITIAL_INDEX:
+    if _size(x) >= INITIAL_INDEX:
         # Indices counted over the whole array would wrap: the scan along the axis counts
         # them along it.
         values, indices = _arrays.empty(x, x.shape, t), _arrays.empty(x, x.shape, "uint32")
         _recipe(recipe, x, [values, indices], 0, exclusive, reverse, initial, deterministic, None, None, None, None,
                 axis=axis)
-        return _finish((values, _indices(indices, 0)), out)
+        return _finish((values, indices_of(indices, 0)), out)
     moved, axis = _arrays.last_axis_contiguous(x, axis)
     values, indices = _arrays.empty(moved, moved.shape, t), _arrays.empty(moved, moved.shape, "uint32")
     row = moved.shape[-1]
     _recipe(recipe, moved, [values, indices], row, exclusive, reverse, initial, deterministic, None, None, None, None)
-    return _finish((_arrays.move_back(values, axis), _arrays.move_back(_indices(indices, row), axis)), out)
+    return _finish((_arrays.move_back(values, axis), _arrays.move_back(indices_of(indices, row), axis)), out)
 
 
 def _size(a: Any) -> int:

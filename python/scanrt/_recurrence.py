@@ -1,0 +1,200 @@
+"""The linear recurrence ``h[t] = a[t] * h[t-1] + b[t]`` and its adjoint, with the options
+of :func:`scanrt.cumsum`, on the crate's recipes."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from . import _arrays, _scanrt
+
+# The state type of the half types' recurrences.
+_STATE = {"float16": "float32", "bfloat16": "float32"}
+
+
+def _is_array(v: Any) -> bool:
+    return v is not None and hasattr(v, "shape") and hasattr(v, "dtype")
+
+
+def _autograd(*arrays: Any) -> bool:
+    from . import _torch_autograd
+
+    return any(_is_array(x) and _torch_autograd(x) for x in arrays)
+
+
+def _torch_ops():
+    from . import _torch_recurrence
+
+    return _torch_recurrence
+
+
+def _finish(h: Any, out: Any) -> Any:
+    if out is None:
+        return h
+    if tuple(out.shape) != tuple(h.shape):
+        raise ValueError(f"out has shape {tuple(out.shape)}; the result is {tuple(h.shape)}")
+    out[...] = h
+    return out
+
+
+def _pair(a: Any, b: Any, dtype: Optional[str], names: str = "a and b") -> tuple:
+    """``a`` and ``b`` in ``dtype`` (when given), checked to share a shape and a type."""
+    if dtype is not None:
+        a, b = _arrays.astype(a, dtype), _arrays.astype(b, dtype)
+    if tuple(a.shape) != tuple(b.shape):
+        raise ValueError(f"{names} differ in shape: {tuple(a.shape)} and {tuple(b.shape)}")
+    t = _arrays.describe_dtype(a)
+    if _arrays.describe_dtype(b) != t:
+        raise TypeError(f"{names} have different types: {t} and {_arrays.describe_dtype(b)}")
+    if t not in ("float16", "bfloat16", "float32", "float64"):
+        raise TypeError(f"the linear recurrence takes float16, bfloat16, float32 or float64 arrays, not {t} "
+                        "(dtype= converts)")
+    return a, b
+
+
+def linear_recurrence(a: Any, b: Any, axis: int = -1, *, exclusive: bool = False, reverse: bool = False,
+                      initial: Any = None, deterministic: bool = False, dtype: Optional[str] = None, out: Any = None,
+                      segments: Any = None, offsets: Any = None, keys: Any = None, return_final: bool = False) -> Any:
+    """``h[t] = a[t] * h[t-1] + b[t]`` along ``axis``, with ``h[-1] = initial`` (0 by
+    default); ``reverse`` runs from the last element (``h[t] = a[t] * h[t+1] + b[t]``).
+    ``a`` and ``b`` have one shape and one float type (f32, f64; f16 and bf16 run with an
+    f32 state, each ``h`` rounded once as it is written).
+
+    ``exclusive``: element t is the state before it, ``h[t-1]`` (``initial`` at each
+    start). ``deterministic``: bitwise identical results on every run. ``dtype``: the
+    type to compute in (``a`` and ``b`` are converted first). ``out``: the array to write.
+    ``segments`` (bool or uint8 flags) or ``keys`` (runs of equal keys) over the 1-D ``a``
+    and ``b``: each segment a recurrence of its own from ``initial``.
+
+    Batches of variable-length sequences: ``offsets``, a CSR array (int32, int64,
+    uint32 or uint64, not decreasing) over the 1-D ``a`` and ``b``; sequence i is
+    ``[offsets[i], offsets[i+1])`` (empty ones allowed) and runs a recurrence of its
+    own. ``initial`` is then a float for every sequence or an array of one ``h0`` per
+    sequence (``len(offsets) - 1`` of the state's type; one for a 1-D ``a`` without
+    offsets). ``return_final``: also return each sequence's final state, its last ``h``
+    (its ``h0`` when empty), as an array of one per sequence of the state's type:
+    ``(h, final)``. All of it is differentiable on PyTorch tensors (gradients for ``a``,
+    ``b``, ``initial`` and through ``final``), except an exclusive scan with states per
+    sequence (a ``TypeError``)."""
+    a, b = _pair(a, b, dtype)
+    if offsets is not None or _is_array(initial) or return_final:
+        if segments is not None or keys is not None:
+            raise TypeError("states per sequence take sequences by offsets (not flags or keys)")
+        result = _sequences_recurrence(a, b, initial, exclusive, reverse, deterministic, offsets, return_final)
+        return (_finish(result[0], out), result[1]) if return_final else _finish(result, out)
+    _arrays.segment_data(a, segments, None, keys)
+    if _autograd(a, b):
+        h = _torch_ops().linear_recurrence(a, b, axis, initial, exclusive, reverse, deterministic, segments, keys)
+        return _finish(h, out)
+    return _finish(_recipe_of_pair("linear_recurrence", a, b, axis, initial, exclusive, reverse, deterministic,
+                                   segments, keys), out)
+
+
+def linear_recurrence_adjoint(a: Any, g: Any, axis: int = -1, *, initial: Any = None, reverse: bool = False,
+                              deterministic: bool = False, segments: Any = None, keys: Any = None) -> Any:
+    """``lam[t] = g[t] + a[s] * lam[s]`` along ``axis``, ``s`` the element before ``t``
+    (``t - 1``; ``t + 1`` with ``reverse``), the first element (of each segment, with
+    ``segments`` or ``keys`` as for :func:`linear_recurrence`) adding ``initial`` (0 by
+    default) instead: the adjoint of :func:`linear_recurrence`, which reads each
+    coefficient at the neighbour (no shifted copy of ``a``). Types as for the
+    recurrence.
+
+    It is the recurrence's gradient: for ``h = linear_recurrence(a, b, initial=h0)`` and
+    ``g`` the gradient of ``h``, ``lam = linear_recurrence_adjoint(a, g, reverse=True)``
+    is the gradient of ``b``, ``lam[t] * h[t-1]`` that of ``a[t]`` (``h[-1] = h0``) and
+    ``a[0] * lam[0]`` that of ``h0`` (a custom VJP in JAX, for instance); ``initial`` is
+    then the gradient of the final state. Differentiable on PyTorch tensors."""
+    a, g = _pair(a, g, None, "a and g")
+    _arrays.segment_data(a, segments, None, keys)
+    if _autograd(a, g):
+        return _torch_ops().linear_recurrence_adjoint(a, g, axis, initial, reverse, deterministic, segments, keys)
+    return _recipe_of_pair("linear_recurrence_adjoint", a, g, axis, initial, False, reverse, deterministic,
+                           segments, keys)
+
+
+def _torch_fast(recipe: str, a: Any, b: Any, init: Optional[float], exclusive: bool, reverse: bool,
+                deterministic: bool) -> Any:
+    """The common PyTorch call, with nothing between it and the binding that a small scan
+    would feel: contiguous CUDA tensors along their last axis, on the raw current stream."""
+    import torch
+
+    h = torch.empty_like(a)
+    name = _arrays.TORCH_DTYPE_NAMES.get(a.dtype) or str(a.dtype).replace("torch.", "")
+    device = a.get_device()
+    shape, strides = tuple(a.shape), a.stride()
+    _scanrt.recipe_scan(recipe, [(a.data_ptr(), name, shape, strides, device), (b.data_ptr(), name, shape, strides,
+                                                                                   device)],
+                        [(h.data_ptr(), name, shape, strides, device)], shape[-1], not exclusive, reverse, init,
+                        deterministic, torch._C._cuda_getCurrentRawStream(device))
+    return h
+
+
+def _recipe_of_pair(recipe: str, a: Any, b: Any, axis: int, initial: Any, exclusive: bool, reverse: bool,
+                    deterministic: bool, segments: Any, keys: Any) -> Any:
+    """A recipe reading two arrays of one shape and type and writing one, along ``axis``
+    (or over the 1-D segments given)."""
+    init = None if initial is None else float(initial)
+    describe = _arrays.describe
+    opt = lambda x: None if x is None else describe(x)  # noqa: E731
+    if segments is not None or keys is not None:
+        h = _arrays.empty(a, a.shape, _arrays.describe_dtype(a))
+        _arrays.run([a, b, segments if segments is not None else keys], lambda s: _scanrt.recipe_scan(
+            recipe, [describe(a), describe(b)], [describe(h)], 0, not exclusive, reverse, init, deterministic, s,
+            segments=opt(segments), keys=opt(keys)))
+        return h
+    along = _arrays.normal_axis(a, axis)
+    last = along == len(a.shape) - 1
+    if (last and _arrays.is_torch(a) and _arrays.is_torch(b) and a.is_cuda and b.is_cuda and a.is_contiguous()
+            and b.is_contiguous() and a.get_device() == b.get_device()):
+        return _torch_fast(recipe, a, b, init, exclusive, reverse, deterministic)
+    if not last and describe(a)[1:4] == describe(b)[1:4]:
+        # An inner axis, a and b laid out alike: scanned where they lie, in one pass.
+        h = _arrays.empty(a, a.shape, _arrays.describe_dtype(a))
+        _arrays.run([a, b], lambda s: _scanrt.recipe_scan(
+            recipe, [describe(a), describe(b)], [describe(h)], 0, not exclusive, reverse, init, deterministic, s,
+            axis=along))
+        return h
+    ma, axis = _arrays.last_axis_contiguous(a, axis)
+    mb, _ = _arrays.last_axis_contiguous(b, axis)
+    h = _arrays.empty(ma, ma.shape, _arrays.describe_dtype(ma))
+    _arrays.run([ma, mb], lambda s: _scanrt.recipe_scan(recipe, [describe(ma), describe(mb)], [describe(h)],
+                                                        ma.shape[-1], not exclusive, reverse, init, deterministic, s))
+    return _arrays.move_back(h, axis)
+
+
+def _sequences_recurrence(a: Any, b: Any, initial: Any, exclusive: bool, reverse: bool, deterministic: bool,
+                          offsets: Any, return_final: bool) -> Any:
+    """``linear_recurrence`` of a batch of sequences by offsets (or of one 1-D sequence),
+    with initial and final states per sequence: carries per segment."""
+    _arrays.one_d(a)
+    if offsets is not None:
+        _arrays.check_offsets(offsets)
+    count = max(int(offsets.shape[0]) - 1, 0) if offsets is not None else 1
+    dtype = _arrays.describe_dtype(a)
+    state = _STATE.get(dtype, dtype)
+    if _is_array(initial) and (tuple(initial.shape) != (count,) or _arrays.describe_dtype(initial) != state):
+        raise ValueError(f"initial is an array of one {state} h0 per sequence: shape ({count},)")
+    if _autograd(a, b, initial):
+        if exclusive:
+            raise TypeError("an exclusive recurrence with states per sequence is not differentiable; detach the "
+                            "inputs, or shift the inclusive result")
+        return _torch_ops().sequences_recurrence(a, b, initial, reverse, deterministic, offsets, return_final)
+    h, final = recurrence_with_states(a, b, initial, exclusive, reverse, deterministic, offsets, return_final, count)
+    return (h, final) if return_final else h
+
+
+def recurrence_with_states(a, b, initial, exclusive, reverse, deterministic, offsets, want_final, count):
+    """The recurrence scan itself: ``h``, and each sequence's final ``h`` when asked."""
+    dtype = _arrays.describe_dtype(a)
+    h = _arrays.empty(a, a.shape, dtype)
+    # States are (A, B) pairs of a's type (h -> A h + B): the carry in of sequence i is
+    # (1, h0[i]), its total (A, final h).
+    states_in = _arrays.ones_beside(initial) if _is_array(initial) else None
+    states_out = _arrays.empty(a, (count, 2), _STATE.get(dtype, dtype)) if want_final else None
+    scalar = None if initial is None or _is_array(initial) else float(initial)
+    describe = _arrays.describe
+    arrays = [a, b] + [x for x in (offsets, states_in) if x is not None]
+    _arrays.run(arrays, lambda s: _scanrt.recipe_scan(
+        "linear_recurrence", [describe(a), describe(b)], [describe(h)], 0, not exclusive, reverse, scalar,
+        deterministic, s, None if offsets is None else describe(offsets),
+        None if states_in is None else describe(states_in), None if states_out is None else describe(states_out)))
+    return h, None if states_out is None else states_out[:, 1]
