@@ -34,6 +34,22 @@ def _finish(results: Tuple[Any, ...], out: Any) -> Any:
     return outs if len(outs) > 1 else outs[0]
 
 
+def _torch_fast(recipe: str, x: Any, exclusive: bool, reverse: bool, initial: Optional[float],
+                deterministic: bool) -> Any:
+    """The common PyTorch call, with nothing between it and the binding that a small scan
+    would feel: a contiguous CUDA tensor along its last axis into a new one of its type,
+    on the raw current stream."""
+    import torch
+
+    y = torch.empty_like(x)
+    name, device = _arrays.TORCH_DTYPE_NAMES[x.dtype], x.get_device()
+    shape, strides = tuple(x.shape), x.stride()
+    _scanrt.recipe_scan(recipe, [(x.data_ptr(), name, shape, strides, device)],
+                        [(y.data_ptr(), name, shape, strides, device)], shape[-1], not exclusive, reverse, initial,
+                        deterministic, torch._C._cuda_getCurrentRawStream(device))
+    return y
+
+
 def _recipe(recipe: str, x: Any, outs: list, row: int, exclusive: bool, reverse: bool, initial: Any,
             deterministic: bool, data: Any, segments: Any, offsets: Any, keys: Any, axis: Optional[int] = None) -> None:
     """Runs ``recipe`` reading ``x`` into ``outs`` on ``x``'s stream: rows of ``row``
@@ -46,25 +62,28 @@ def _recipe(recipe: str, x: Any, outs: list, row: int, exclusive: bool, reverse:
         None, None, axis, segments=opt(segments), keys=opt(keys)))
 
 
-def indices_of(indices: Any, row: int) -> Any:
+def indices_of(indices: Any, row: int, empty: bool) -> Any:
     """uint32 indices as int64 (int32 on JAX without x64): within each row of ``row``
-    elements (0: as they are), -1 where no element is the extreme (the initial value, or
-    an exclusive scan's first result)."""
+    elements (0: as they are), and with ``empty`` (an exclusive scan or an initial value)
+    -1 where no element is the extreme. Each pass over the indices costs as much as the
+    scan's: only those asked for run."""
     lib = _arrays.library(indices)
     if lib == "torch":
         import torch
 
         i = indices.to(torch.int64)
-        return torch.where(i >= INITIAL_INDEX, -1, i % row if row else i)
+        kept = i % row if row else i
+        return torch.where(i >= INITIAL_INDEX, -1, kept) if empty else kept
     if lib == "jax":
         import jax.numpy as jnp
 
         wide = jnp.int64 if jnp.zeros(0).dtype == jnp.float64 else jnp.int32  # int64 only with x64
         kept = (indices % row if row else indices).astype(wide)
-        return jnp.where(indices >= INITIAL_INDEX, -1, kept)
+        return jnp.where(indices >= INITIAL_INDEX, -1, kept) if empty else kept
     xp = _arrays.array_module(indices)
     i = indices.astype("int64")
-    return xp.where(i >= INITIAL_INDEX, -1, i % row if row else i)
+    kept = i % row if row else i
+    return xp.where(i >= INITIAL_INDEX, -1, kept) if empty else kept
 
 
 def _extreme(x: Any, recipe: str, axis: int, exclusive: bool, reverse: bool, initial: Any, deterministic: bool,
@@ -84,7 +103,7 @@ def _extreme(x: Any, recipe: str, axis: int, exclusive: bool, reverse: bool, ini
         values, indices = _arrays.empty(x, x.shape, t), _arrays.empty(x, x.shape, "uint32")
         _recipe(recipe, x, [values, indices], 0, exclusive, reverse, initial, deterministic, data, segments, offsets,
                 keys)
-        return _finish((values, indices_of(indices, 0)), out)
+        return _finish((values, indices_of(indices, 0, exclusive or initial is not None)), out)
     axis = _arrays.normal_axis(x, axis)
     if x.shape[axis] >= INITIAL_INDEX:
         raise ValueError(f"{recipe} indexes fewer than 2^32 - 2 elements along the axis; it has {x.shape[axis]}")
@@ -94,12 +113,15 @@ def _extreme(x: Any, recipe: str, axis: int, exclusive: bool, reverse: bool, ini
         values, indices = _arrays.empty(x, x.shape, t), _arrays.empty(x, x.shape, "uint32")
         _recipe(recipe, x, [values, indices], 0, exclusive, reverse, initial, deterministic, None, None, None, None,
                 axis=axis)
-        return _finish((values, indices_of(indices, 0)), out)
+        return _finish((values, indices_of(indices, 0, exclusive or initial is not None)), out)
     moved, axis = _arrays.last_axis_contiguous(x, axis)
     values, indices = _arrays.empty(moved, moved.shape, t), _arrays.empty(moved, moved.shape, "uint32")
     row = moved.shape[-1]
     _recipe(recipe, moved, [values, indices], row, exclusive, reverse, initial, deterministic, None, None, None, None)
-    return _finish((_arrays.move_back(values, axis), _arrays.move_back(indices_of(indices, row), axis)), out)
+    # One row: the indices are the positions already.
+    row = 0 if row == _size(moved) else row
+    found = indices_of(indices, row, exclusive or initial is not None)
+    return _finish((_arrays.move_back(values, axis), _arrays.move_back(found, axis)), out)
 
 
 def _size(a: Any) -> int:
@@ -149,6 +171,11 @@ def logcumsumexp(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bo
     arrays need it). ``out``: the array to write. ``segments``, ``offsets``, ``keys``
     (1-D ``x``): segments as in :func:`scanrt.cumsum`. Differentiable on PyTorch
     tensors."""
+    if (dtype is None and out is None and segments is None and offsets is None and keys is None
+            and _arrays.is_torch(x) and x.is_cuda and x.is_contiguous() and not _torch_autograd(x)
+            and _arrays.TORCH_DTYPE_NAMES.get(x.dtype) in _FLOATS and x.dim() and axis in (-1, x.dim() - 1)):
+        return _torch_fast("logcumsumexp", x, exclusive, reverse, None if initial is None else float(initial),
+                           deterministic)
     if dtype is not None:
         x = _arrays.astype(x, dtype)
     t = _arrays.describe_dtype(x)

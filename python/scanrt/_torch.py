@@ -149,7 +149,7 @@ def _extreme(x: Tensor, recipe: str, reverse: bool, exclusive: bool, initial: Op
     indices = torch.empty(x.shape, dtype=torch.uint32, device=x.device)
     row = 0 if segmented(segments, offsets, keys) else (x.shape[-1] if x.dim() else 1)
     _recipe(recipe, x, [values, indices], row, exclusive, reverse, initial, deterministic, segments, offsets, keys)
-    return values, indices_of(indices, row)
+    return values, indices_of(indices, 0 if row == x.numel() else row, exclusive or initial is not None)
 
 
 def _extreme_fake(x, recipe, reverse, exclusive, initial, deterministic, segments, offsets, keys):
