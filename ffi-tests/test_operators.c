@@ -239,8 +239,8 @@ static void test_errors(env_t *e) {
     d.input_dtypes = &bad_dtype;
     EXPECT(scanrt_operator_create(e->ctx, &d, &op), SCANRT_STATUS_INVALID_ARGUMENT);
     EXPECT(scanrt_operator_create_linear_recurrence(e->ctx, SCANRT_DTYPE_U32, &op), SCANRT_STATUS_UNSUPPORTED_COMBINATION);
-    EXPECT(scanrt_operator_create_cumulative_extreme(e->ctx, SCANRT_DTYPE_U8, 1, &op),
-           SCANRT_STATUS_UNSUPPORTED_COMBINATION);
+    EXPECT(scanrt_operator_create_cumulative_extreme(e->ctx, 77, 1, &op), SCANRT_STATUS_INVALID_ARGUMENT);
+    EXPECT(scanrt_operator_create_logcumsumexp(e->ctx, SCANRT_DTYPE_I32, &op), SCANRT_STATUS_UNSUPPORTED_COMBINATION);
     EXPECT(scanrt_operator_create_logcumsumexp(e->ctx, 42, &op), SCANRT_STATUS_INVALID_ARGUMENT);
     uint8_t init[16];
     EXPECT(scanrt_linear_recurrence_init(SCANRT_DTYPE_F32, 1.0, init, 16), SCANRT_STATUS_INVALID_ARGUMENT);
