@@ -334,3 +334,15 @@ def array_module(x: Any) -> Any:
     import numpy
 
     return numpy
+
+
+def torch_alike(first: Any, *others: Any) -> Tuple[list, int]:
+    """The descriptions of CUDA tensors laid out as ``first`` (its type, shape, strides and
+    device; results made with ``empty_like``), and its device's raw current stream: the
+    fast paths' arguments, made with nothing a small scan would feel."""
+    import torch
+
+    name, device = TORCH_DTYPE_NAMES[first.dtype], first.get_device()
+    shape, strides = tuple(first.shape), first.stride()
+    descriptions = [(t.data_ptr(), name, shape, strides, device) for t in (first,) + others]
+    return descriptions, torch._C._cuda_getCurrentRawStream(device)

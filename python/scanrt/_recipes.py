@@ -11,6 +11,9 @@ from . import _arrays, _scanrt
 # empty state's (an exclusive scan's first result) is one more. Element indices stay
 # below both.
 INITIAL_INDEX = (1 << 32) - 2
+# Arrays of this many elements or more are scanned along their axis, which counts indices
+# along it, not as rows, whose indices count over the whole array and would wrap.
+ROWS_INDEX_LIMIT = INITIAL_INDEX
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
 
 
@@ -42,11 +45,8 @@ def _torch_fast(recipe: str, x: Any, exclusive: bool, reverse: bool, initial: Op
     import torch
 
     y = torch.empty_like(x)
-    name, device = _arrays.TORCH_DTYPE_NAMES[x.dtype], x.get_device()
-    shape, strides = tuple(x.shape), x.stride()
-    _scanrt.recipe_scan(recipe, [(x.data_ptr(), name, shape, strides, device)],
-                        [(y.data_ptr(), name, shape, strides, device)], shape[-1], not exclusive, reverse, initial,
-                        deterministic, torch._C._cuda_getCurrentRawStream(device))
+    (dx, dy), stream = _arrays.torch_alike(x, y)
+    _scanrt.recipe_scan(recipe, [dx], [dy], x.shape[-1], not exclusive, reverse, initial, deterministic, stream)
     return y
 
 
@@ -107,9 +107,7 @@ def _extreme(x: Any, recipe: str, axis: int, exclusive: bool, reverse: bool, ini
     axis = _arrays.normal_axis(x, axis)
     if x.shape[axis] >= INITIAL_INDEX:
         raise ValueError(f"{recipe} indexes fewer than 2^32 - 2 elements along the axis; it has {x.shape[axis]}")
-    if _size(x) >= INITIAL_INDEX:
-        # Indices counted over the whole array would wrap: the scan along the axis counts
-        # them along it.
+    if _size(x) >= ROWS_INDEX_LIMIT:
         values, indices = _arrays.empty(x, x.shape, t), _arrays.empty(x, x.shape, "uint32")
         _recipe(recipe, x, [values, indices], 0, exclusive, reverse, initial, deterministic, None, None, None, None,
                 axis=axis)

@@ -118,13 +118,8 @@ def _torch_fast(recipe: str, a: Any, b: Any, init: Optional[float], exclusive: b
     import torch
 
     h = torch.empty_like(a)
-    name = _arrays.TORCH_DTYPE_NAMES.get(a.dtype) or str(a.dtype).replace("torch.", "")
-    device = a.get_device()
-    shape, strides = tuple(a.shape), a.stride()
-    _scanrt.recipe_scan(recipe, [(a.data_ptr(), name, shape, strides, device), (b.data_ptr(), name, shape, strides,
-                                                                                   device)],
-                        [(h.data_ptr(), name, shape, strides, device)], shape[-1], not exclusive, reverse, init,
-                        deterministic, torch._C._cuda_getCurrentRawStream(device))
+    (da, db, dh), stream = _arrays.torch_alike(a, b, h)
+    _scanrt.recipe_scan(recipe, [da, db], [dh], a.shape[-1], not exclusive, reverse, init, deterministic, stream)
     return h
 
 

@@ -216,6 +216,10 @@ def check_logcumsumexp_case(salt, make, fetch, dtype):
 
 # ---------------------------------------------------------------- host (NumPy)
 
+def numpy_make(a, dtype=None):
+    return a if dtype is None else a.astype(dtype)
+
+
 @pytest.mark.parametrize("salt", range(66))
 def test_numpy_extremes_every_option(salt):
     check_extreme_case(salt, lambda a: a, np.asarray)
@@ -224,7 +228,22 @@ def test_numpy_extremes_every_option(salt):
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
 @pytest.mark.parametrize("salt", range(12))
 def test_numpy_logcumsumexp_every_option(dtype, salt):
-    check_logcumsumexp_case(salt, lambda a, t=None: a if t is None else a.astype(t), np.asarray, dtype)
+    check_logcumsumexp_case(salt, numpy_make, np.asarray, dtype)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_numpy_extremes_of_arrays_past_the_rows_index_limit(monkeypatch, axis):
+    # Arrays of 2^32 - 2 elements or more are scanned along their axis (indices counted
+    # along it): the same results as rows, here with the limit lowered to reach that path.
+    from scanrt import _recipes
+
+    x = draw(rng(2100 + axis), "float32", (40, 70))
+    want = [scanrt.cummax(x, axis=axis, exclusive=e, initial=i) for e, i in ((False, None), (True, 1.5))]
+    monkeypatch.setattr(_recipes, "ROWS_INDEX_LIMIT", 100)
+    for (e, i), (v, idx) in zip(((False, None), (True, 1.5)), want):
+        got = scanrt.cummax(x, axis=axis, exclusive=e, initial=i)
+        np.testing.assert_array_equal(got[0], v)
+        np.testing.assert_array_equal(got[1], idx)
 
 
 def test_numpy_dtype_and_out():
@@ -279,6 +298,21 @@ def test_torch_extremes_every_option(salt):
 @pytest.mark.parametrize("salt", range(12))
 def test_torch_logcumsumexp_every_option(dtype, salt):
     check_logcumsumexp_case(salt, _torch_make, _torch_fetch, dtype)
+
+
+@cuda
+def test_torch_extremes_past_the_rows_index_limit(monkeypatch):
+    from scanrt import _recipes
+
+    x = torch.tensor(draw(rng(2200), "float32", (40, 70)), device="cuda")
+    want = [scanrt.cummax(x, axis=a) for a in (0, 1)]
+    monkeypatch.setattr(_recipes, "ROWS_INDEX_LIMIT", 100)
+    for a, (v, i) in zip((0, 1), want):
+        got = scanrt.cummax(x, axis=a)
+        exact = dict(rtol=0, atol=0, equal_nan=True)
+        torch.testing.assert_close(got[0], v, **exact)
+        assert torch.equal(got[1], i)
+        torch.testing.assert_close(v, torch.cummax(x, a).values, **exact)
 
 
 @cuda
@@ -399,7 +433,7 @@ def check_recurrence_case(salt, make, fetch, dtype):
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
 @pytest.mark.parametrize("salt", range(12))
 def test_numpy_recurrence_every_option(dtype, salt):
-    check_recurrence_case(salt, lambda a, t=None: a if t is None else a.astype(t), np.asarray, dtype)
+    check_recurrence_case(salt, numpy_make, np.asarray, dtype)
 
 
 def test_numpy_recurrence_dtype_out_and_exclusive_sequences():
