@@ -71,6 +71,12 @@ def _builtin_scan(x: Any, op: str, axis: int, exclusive: bool, reverse: bool, in
         return _carried_scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype, out, segments, total,
                              offsets)
     if segments is not None or offsets is not None or keys is not None:
+        if _torch_autograd(x):
+            from . import _torch
+
+            _arrays.segment_data(x, segments, offsets, keys)
+            return _torch.scan(x, op, 0, exclusive, reverse, initial, deterministic, dtype, out, segments, offsets,
+                               keys)
         return _segmented_scan(x, op, exclusive, reverse, initial, deterministic, dtype, out, segments, offsets,
                                keys)
     if _arrays.is_torch(x):
@@ -244,6 +250,8 @@ def scan_across(chunks: Sequence[Any], op: str = "sum", *, exclusive: bool = Fal
     chunks = list(chunks)
     if not chunks:
         raise ValueError("no chunks")
+    if any(_torch_autograd(c) for c in chunks):
+        raise TypeError("a scan across GPUs is not differentiable; detach the chunks")
     for c in chunks:
         _one_d(c)
     in_type = _arrays.describe_dtype(chunks[0])
@@ -276,6 +284,8 @@ def scan_out_of_core(x: Any, op: str = "sum", *, out: Any = None, device: int = 
     chunk (0: 2^26). ``progress(done, total)`` is called after each chunk. Returns ``out``
     once the results are there."""
     _one_d(x)
+    if _torch_autograd(x):
+        raise TypeError("an out-of-core scan is not differentiable; detach the input")
     in_type = _arrays.describe_dtype(x)
     out_type = dtype or (_WIDENED.get(in_type, in_type) if op in ("sum", "prod") else in_type)
     if out is None:

@@ -12,11 +12,31 @@ _run = _arrays.run
 _one_d = _arrays.one_d
 
 
+def _autograd(*arrays: Any) -> bool:
+    from . import _torch_autograd
+
+    return any(a is not None and _torch_autograd(a) for a in arrays)
+
+
+def _gathered(keys: Any, values: Any, descending: bool) -> Tuple[Any, Any, Any]:
+    """Sorted keys and values as gathers of the inputs at the sort's indices, which
+    PyTorch differentiates (gradients go back to where each element came from)."""
+    _, indices = argsort(keys.detach(), descending=descending)
+    return keys.gather(0, indices), None if values is None else values.gather(0, indices), indices
+
+
 def sort(keys: Any, *, descending: bool = False, values: Any = None) -> Any:
     """Sorts the 1-D ``keys`` (stable: equal keys keep their order; floats in the total
     order -inf < ... < -0 < +0 < ... < +inf < NaN). With ``values`` (any type, as many),
     returns ``(sorted keys, values in that order)``; else the sorted keys."""
     _one_d(keys)
+    if _autograd(keys, values):
+        if values is not None:
+            _one_d(values)
+            if values.shape[0] != keys.shape[0]:
+                raise ValueError(f"values are one per key: {values.shape[0]} for {keys.shape[0]}")
+        sorted_keys, sorted_values, _ = _gathered(keys, values, descending)
+        return sorted_keys if values is None else (sorted_keys, sorted_values)
     out = _arrays.empty(keys, keys.shape, _arrays.describe_dtype(keys))
     if values is None:
         _run([keys], lambda s: _scanrt.sort(_arrays.describe(keys), _arrays.describe(out), None, None, descending, s))
@@ -32,6 +52,9 @@ def argsort(keys: Any, *, descending: bool = False) -> Tuple[Any, Any]:
     """``(sorted keys, indices)`` of the 1-D ``keys``, as ``torch.sort(stable=True)``
     (int64 indices)."""
     _one_d(keys)
+    if _autograd(keys):
+        sorted_keys, _, indices = _gathered(keys, None, descending)
+        return sorted_keys, indices
     out = _arrays.empty(keys, keys.shape, _arrays.describe_dtype(keys))
     indices = _arrays.empty(keys, keys.shape, "int64")
     # The bindings write U64 indices; int64 has the same bits for every index.
@@ -72,6 +95,18 @@ def compress(x: Any, mask: Any, *, size: Optional[int] = None) -> Any:
     _one_d(mask)
     if mask.shape[0] != x.shape[0] or _arrays.describe_dtype(mask) not in ("bool", "uint8"):
         raise ValueError("the mask is a bool or uint8 array as long as the data")
+    if _autograd(x):
+        # The kept elements as a gather of x at their indices, which PyTorch differentiates;
+        # with a size, the slots past the count are zeros (no gradient).
+        _one_d(x)
+        if size is None:
+            return x.index_select(0, nonzero(mask))
+        indices, count = nonzero(mask, size=size)
+        import torch
+
+        valid = torch.arange(size, device=x.device) < count.to(torch.int64)
+        kept = x.index_select(0, torch.where(valid, indices, 0))
+        return torch.where(valid, kept, torch.zeros_like(kept)), count
     return _select(x, mask, "mask", False, size)
 
 
@@ -83,5 +118,8 @@ def nonzero(x: Any, *, size: Optional[int] = None) -> Any:
 
 def unique_consecutive(x: Any, *, return_counts: bool = False) -> Any:
     """The first element of each run of equal elements of the 1-D ``x`` (and, with
-    ``return_counts``, each run's length, int64), as ``torch.unique_consecutive``."""
+    ``return_counts``, each run's length, int64), as ``torch.unique_consecutive``. Not
+    differentiable (a ``TypeError`` for tensors that require gradients)."""
+    if _autograd(x):
+        raise TypeError("unique_consecutive is not differentiable; detach the input")
     return _select(x, None, "run_heads", False, None, counts=return_counts)

@@ -12,14 +12,17 @@ Every operator works on the last axis of a contiguous tensor (or a 1-D tensor wi
 segments); the public functions move the axis there (``movedim``, differentiable) first.
 
 Gradients:
-- a sum scan's is the same scan of the gradient in the other direction;
+- a sum scan's is the same scan of the gradient in the other direction (over the same
+  segments);
 - cummax/cummin send each gradient to the index its value came from (none where the
   initial value, or nothing, is the extreme);
 - logcumsumexp's is ``exp(x_i) * sum_j g_j exp(-y_j)`` over the results ``j`` that include
   ``x_i``: the scan in the other direction over the same segments, evaluated stably as
   logcumsumexps of ``log|g_j| - y_j`` for the positive and negative parts;
 - the linear recurrence's is its adjoint (``_torch_recurrence.py``);
-- cumprod's (inclusive, forward, no initial value) is PyTorch's own.
+- a product scan's is PyTorch's own ``cumprod``'s (zeros included), differentiated in the
+  same direction, exclusive form and initial value; by segments it has none (a
+  ``TypeError``).
 """
 
 from __future__ import annotations
@@ -90,38 +93,53 @@ def segmented(*data) -> bool:
 # ---------------------------------------------------------------- sums and products
 
 def _scan(x: Tensor, op: str, exclusive: bool, reverse: bool, initial: Optional[float], deterministic: bool,
-          dtype: torch.dtype) -> Tensor:
+          dtype: torch.dtype, segments: Optional[Tensor], offsets: Optional[Tensor],
+          keys: Optional[Tensor]) -> Tensor:
     x = x.contiguous()
     out = torch.empty(x.shape, dtype=dtype, device=x.device)
     init = None if initial is None else (int(initial) if not dtype.is_floating_point else initial)
-    _scanrt.scan(describe(x), describe(out), op, not exclusive, reverse, init, deterministic, stream(x))
+    opt = lambda t: None if t is None else describe(t)  # noqa: E731
+    _scanrt.scan(describe(x), describe(out), op, not exclusive, reverse, init, deterministic, stream(x),
+                 opt(segments), None, None, opt(offsets), keys=opt(keys))
     return out
 
 
-def _scan_fake(x, op, exclusive, reverse, initial, deterministic, dtype):
+def _scan_fake(x, op, exclusive, reverse, initial, deterministic, dtype, segments, offsets, keys):
     return x.new_empty(x.shape, dtype=dtype)
 
 
 def _scan_setup(ctx, inputs, output):
-    x, op, exclusive, reverse, initial, deterministic, dtype = inputs
+    x, op, exclusive, reverse, initial, deterministic, dtype, segments, offsets, keys = inputs
     ctx.op, ctx.exclusive, ctx.reverse, ctx.deterministic = op, exclusive, reverse, deterministic
-    ctx.has_initial = initial is not None
+    ctx.initial = initial
     ctx.x_dtype = x.dtype
-    if op == "prod":
-        ctx.save_for_backward(x)
+    ctx.save_for_backward(x if op == "prod" else None, segments, offsets, keys)
+
+
+def _prod_of(x: Tensor, exclusive: bool, reverse: bool, initial: Optional[float]) -> Tensor:
+    """A product scan along the last axis in PyTorch's differentiable operators, whose
+    gradient (zeros included) is the scan's."""
+    y = torch.cumprod(x.flip(-1) if reverse else x, -1)
+    if initial is not None:
+        y = y * initial
+    if exclusive:
+        y = torch.cat([torch.full_like(y[..., :1], 1.0 if initial is None else initial), y[..., :-1]], -1)
+    return y.flip(-1) if reverse else y
 
 
 def _scan_backward(ops, ctx, grad):
+    x, segments, offsets, keys = ctx.saved_tensors
+    none = (None,) * 9
     if ctx.op == "sum":
-        g = ops.scan(grad.contiguous(), "sum", ctx.exclusive, not ctx.reverse, None, ctx.deterministic, grad.dtype)
-        return g.to(ctx.x_dtype), None, None, None, None, None, None
-    if ctx.op == "prod" and not ctx.exclusive and not ctx.reverse and not ctx.has_initial:
-        (x,) = ctx.saved_tensors
+        g = ops.scan(grad.contiguous(), "sum", ctx.exclusive, not ctx.reverse, None, ctx.deterministic, grad.dtype,
+                     segments, offsets, keys)
+        return (g.to(ctx.x_dtype),) + none
+    if ctx.op == "prod":
         with torch.enable_grad():
             xx = x.detach().requires_grad_()
-            (g,) = torch.autograd.grad(torch.cumprod(xx, -1), xx, grad)
-        return g, None, None, None, None, None, None
-    raise NotImplementedError(f"scanrt: no gradient for this {ctx.op} scan (exclusive, reverse or initial cumprod)")
+            (g,) = torch.autograd.grad(_prod_of(xx, ctx.exclusive, ctx.reverse, ctx.initial), xx, grad)
+        return (g,) + none
+    raise NotImplementedError(f"scanrt: a {ctx.op} scan has no gradient")
 
 
 define("scan", _scan, _scan_fake, _scan_setup, _scan_backward)
@@ -215,15 +233,22 @@ define("logcumsumexp", _logcumsumexp, _lse_fake, _lse_setup, _lse_backward)
 # ---------------------------------------------------------------- the public functions' torch paths
 # Move the axis last (differentiably), run the operator, move it back.
 
-def scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype, out):
+def scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype, out, segments=None, offsets=None, keys=None):
     from . import _WIDENED
 
-    moved = x.movedim(axis, -1) if axis % x.dim() != x.dim() - 1 else x
     name = str(x.dtype).replace("torch.", "")
-    out_dtype = _DTYPES[dtype] if isinstance(dtype, str) else (dtype or _DTYPES.get(_WIDENED.get(name, name), x.dtype))
-    y = ops().scan(moved, op, exclusive, reverse, None if initial is None else float(initial), deterministic,
-                   out_dtype)
-    y = y.movedim(-1, axis) if y is not moved and axis % x.dim() != x.dim() - 1 else y
+    out_dtype = getattr(torch, dtype) if isinstance(dtype, str) else (dtype or _DTYPES.get(_WIDENED.get(name, name),
+                                                                                          x.dtype))
+    init = None if initial is None else float(initial)
+    if segmented(segments, offsets, keys):
+        if op == "prod":
+            raise TypeError("a product scan by segments is not differentiable; detach the input")
+        y = ops().scan(x, op, exclusive, reverse, init, deterministic, out_dtype, segments, offsets, keys)
+    else:
+        last = axis % x.dim() == x.dim() - 1
+        moved = x if last else x.movedim(axis, -1)
+        y = ops().scan(moved, op, exclusive, reverse, init, deterministic, out_dtype, None, None, None)
+        y = y if last else y.movedim(-1, axis)
     if out is not None:
         out.copy_(y)
         return out

@@ -1,0 +1,177 @@
+"""PyTorch's paths on CPU tensors (scanrt's host backend), wherever PyTorch is installed:
+gradients of every differentiable function with every option (gradcheck in f64 against
+finite differences, results against sequential loops), the functions that refuse
+gradients, and torch.compile graphs of scanrt's custom operators. Random data with
+printed seeds."""
+
+import os
+
+import numpy as np
+import pytest
+
+import scanrt
+
+torch = pytest.importorskip("torch")
+
+SEED = int(os.environ.get("SCANRT_TEST_SEED", "20261127"))
+
+
+def rng(salt: int) -> np.random.Generator:
+    print(f"seed {SEED} + {salt}")
+    return np.random.default_rng(SEED + salt)
+
+
+def segment_forms(r, n):
+    """Each form of segment data over n elements, as keyword arguments."""
+    return {
+        "flags": dict(segments=torch.as_tensor(r.random(n) < 0.2)),
+        "offsets": dict(offsets=torch.tensor([0, 4, 4, 13, n])),
+        "keys": dict(keys=torch.as_tensor(np.cumsum(r.random(n) < 0.2))),
+    }
+
+
+def starts_of(n, seg):
+    starts = np.zeros(n, dtype=bool)
+    starts[0] = True
+    if "segments" in seg:
+        starts |= seg["segments"].numpy()
+    elif "keys" in seg:
+        k = seg["keys"].numpy()
+        starts[1:] |= k[1:] != k[:-1]
+    else:
+        for o in seg["offsets"].numpy():
+            if o < n:
+                starts[o] = True
+    return starts
+
+
+def ref_scan(x, f, identity, exclusive, reverse, initial, starts):
+    """The sequential loop of a 1-D scan by segments."""
+    n = len(x)
+    out = np.empty(n)
+    acc = identity
+    order = range(n - 1, -1, -1) if reverse else range(n)
+    for p in order:
+        if (starts[p] if not reverse else (p == n - 1 or starts[p + 1])):
+            acc = identity if initial is None else initial
+        before, acc = acc, f(acc, x[p])
+        out[p] = before if exclusive else acc
+    return out
+
+
+OPTIONS = [dict(exclusive=e, reverse=r, initial=i) for e in (False, True) for r in (False, True) for i in (None, 0.5)]
+
+
+@pytest.mark.parametrize("form", ["flags", "offsets", "keys"])
+def test_sums_by_segments_are_differentiable(form):
+    r = rng(1)
+    n = 30
+    x = torch.tensor(r.standard_normal(n), requires_grad=True)
+    seg = segment_forms(r, n)[form]
+    for opts in OPTIONS:
+        y = scanrt.cumsum(x, **seg, **opts)
+        want = ref_scan(x.detach().numpy(), lambda a, b: a + b, 0.0, opts["exclusive"], opts["reverse"],
+                        opts["initial"], starts_of(n, seg))
+        np.testing.assert_allclose(y.detach().numpy(), want, rtol=1e-12, atol=1e-12, err_msg=str(opts))
+        assert torch.autograd.gradcheck(lambda t: scanrt.cumsum(t, **seg, **opts), (x,)), (form, opts)
+
+
+def test_products_are_differentiable_with_every_option():
+    r = rng(2)
+    x = r.uniform(0.5, 1.5, (3, 12))
+    x[0, 4] = 0.0  # zeros too: the gradient is PyTorch's own product scan's
+    x[1, 2] = x[1, 7] = 0.0
+    xt = torch.tensor(x, requires_grad=True)
+    for opts in OPTIONS:
+        for axis in (0, 1):
+            assert torch.autograd.gradcheck(lambda t: scanrt.cumprod(t, axis=axis, **opts), (xt,)), (axis, opts)
+    with pytest.raises(TypeError, match="segments"):
+        scanrt.cumprod(xt[0], segments=torch.ones(12, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("form", ["rows", "flags", "offsets", "keys"])
+def test_recipes_are_differentiable_with_every_option(form):
+    r = rng(3)
+    n = 24
+    x = torch.tensor(r.standard_normal((2, n) if form == "rows" else n), requires_grad=True)
+    a = torch.tensor(r.uniform(-0.9, 0.9, x.shape), requires_grad=True)
+    seg = {} if form == "rows" else segment_forms(r, n)[form]
+
+    def finite(f):
+        # Exclusive heads without an initial value are -inf or the lowest value.
+        def g(*t):
+            y = f(*t)
+            return torch.where(torch.isinf(y), torch.zeros_like(y), y)
+        return g
+
+    for opts in OPTIONS:
+        assert torch.autograd.gradcheck(finite(lambda t: scanrt.logcumsumexp(t, **seg, **opts)), (x,)), opts
+        assert torch.autograd.gradcheck(finite(lambda t: scanrt.cummax(t, **seg, **opts)[0]), (x,)), opts
+        assert torch.autograd.gradcheck(finite(lambda t: scanrt.cummin(t, **seg, **opts)[0]), (x,)), opts
+        if form == "offsets" and opts["exclusive"]:
+            continue  # exclusive with states per sequence: a TypeError (below)
+        f = lambda a, b: scanrt.linear_recurrence(a, b, **seg, **opts)  # noqa: E731
+        assert torch.autograd.gradcheck(f, (a, x)), opts
+        if form != "offsets":
+            assert torch.autograd.gradgradcheck(f, (a, x)), opts
+    if form == "offsets":
+        with pytest.raises(TypeError, match="exclusive"):
+            scanrt.linear_recurrence(a, x, exclusive=True, **seg)
+
+
+def test_sorts_and_selections_pass_gradients_back():
+    r = rng(4)
+    keys = torch.tensor(r.integers(0, 20, 50).astype(np.float64), requires_grad=True)
+    values = torch.tensor(r.standard_normal(50), requires_grad=True)
+    w = torch.tensor(r.standard_normal(50))
+    got_keys, got_values = scanrt.sort(keys, values=values, descending=True)
+    want_keys, order = torch.sort(keys.detach(), descending=True, stable=True)
+    assert torch.equal(got_keys.detach(), want_keys)
+    assert torch.equal(got_values.detach(), values.detach()[order])
+    gk, gv = torch.autograd.grad((got_keys * w).sum() + (got_values * w).sum(), (keys, values))
+    want_grad = torch.zeros(50, dtype=torch.float64).index_add_(0, order, w)
+    assert torch.equal(gk, want_grad) and torch.equal(gv, want_grad)
+    sorted_keys, indices = scanrt.argsort(keys)
+    assert torch.equal(indices, torch.sort(keys.detach(), stable=True).indices)
+    (g,) = torch.autograd.grad(sorted_keys.sum(), keys)
+    assert torch.equal(g, torch.ones(50, dtype=torch.float64))
+    mask = torch.as_tensor(r.random(50) < 0.5)
+    kept = scanrt.compress(values, mask)
+    assert torch.equal(kept.detach(), values.detach()[mask])
+    (g,) = torch.autograd.grad(kept.sum(), values)
+    assert torch.equal(g, mask.to(torch.float64))
+    out, count = scanrt.compress(values, mask, size=40)
+    k = int(mask.sum())
+    assert int(count[0]) == k and torch.equal(out.detach()[:k], values.detach()[mask])
+    assert torch.equal(out.detach()[k:], torch.zeros(40 - k, dtype=torch.float64))
+    (g,) = torch.autograd.grad(out.sum(), values)
+    assert torch.equal(g, mask.to(torch.float64))
+
+
+def test_what_is_not_differentiable_says_so():
+    x = torch.randn(10, dtype=torch.float64, requires_grad=True)
+    with pytest.raises(TypeError, match="not differentiable"):
+        scanrt.unique_consecutive(x)
+    with pytest.raises(TypeError, match="not differentiable"):
+        scanrt.scan_out_of_core(x)
+    with pytest.raises(TypeError, match="not differentiable"):
+        scanrt.cumsum(x, initial=torch.zeros(1, dtype=torch.float64), total=torch.zeros(1, dtype=torch.float64))
+
+
+def test_custom_operators_compile_on_cpu():
+    r = rng(5)
+    x = torch.tensor(r.standard_normal(500), requires_grad=True)
+    keys = torch.as_tensor(np.cumsum(r.random(500) < 0.05))
+
+    def f(t):
+        s = scanrt.cumsum(t, keys=keys, exclusive=True)
+        v, _ = scanrt.cummax(t, reverse=True, initial=0.0)
+        return s + v + scanrt.logcumsumexp(t, keys=keys) + scanrt.cumprod(t.reshape(20, 25), axis=0).reshape(-1)
+
+    compiled = torch.compile(f, fullgraph=True)
+    got, want = compiled(x), f(x)
+    torch.testing.assert_close(got, want)
+    w = torch.tensor(r.standard_normal(500))
+    (g_got,) = torch.autograd.grad((compiled(x) * w).sum(), x)
+    (g_want,) = torch.autograd.grad((f(x) * w).sum(), x)
+    torch.testing.assert_close(g_got, g_want)
