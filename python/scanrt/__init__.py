@@ -10,8 +10,9 @@ Scans run along ``axis`` (default: the last). Any axis of any array, strided or
 transposed, is scanned where it lies in memory (columns too: one pass, no copy); results
 are new C-contiguous arrays.
 
-PyTorch tensors that require gradients go through scanrt's registered operators
-(``torch.ops.scanrt``), which carry autograd and work inside ``torch.compile``.
+PyTorch tensors that require gradients go through scanrt's operators with autograd
+(``autograd.Function``s; inside ``torch.compile`` the same code registered as
+``torch.ops.scanrt``); functions without a gradient refuse them with a ``TypeError``.
 """
 
 from __future__ import annotations
