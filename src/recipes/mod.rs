@@ -186,15 +186,13 @@ pub fn cumulative_extreme(dtype: DType, max: bool) -> Result<OperatorDesc> {
         _ => None,
     };
     let then_better = match compare {
-        None => format!("first.value == first.value && (then.value {wins} first.value || then.value != then.value)"),
+        None => format!(
+            "const bool then_better = first.value == first.value && (then.value {wins} first.value || then.value != \
+             then.value)"
+        ),
         Some(c) => format!(
             "const {c} f = ({c})first.value, t = ({c})then.value; const bool then_better = f == f && (t {wins} f || t != t)"
         ),
-    };
-    let then_better = if compare.is_none() {
-        format!("const bool then_better = {then_better}")
-    } else {
-        then_better
     };
     let source = format!(
         r#"struct Extreme {{ {t} value; uint32_t index; {pad} }};
