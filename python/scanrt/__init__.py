@@ -99,34 +99,58 @@ def _builtin_scan(x: Any, op: str, axis: int, exclusive: bool, reverse: bool, in
 
 
 def _carried_scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype, out, segments, total, offsets):
-    """A 1-D scan whose initial value is read from a one-element array (``initial``) and
-    whose total goes to one (``total``), on the device: chunks of a long or streamed
-    array chain with no copy to the host. With ``offsets`` they hold one value per
-    segment."""
-    _one_d(x)
+    """A scan whose initial value is read from an array (``initial``) and whose total goes
+    to one (``total``), on the device: chunks of a long or streamed array chain with no
+    copy to the host. One value for a 1-D scan; with ``offsets`` one per segment; along
+    an axis of an N-D array one per sequence (the other axes' shape, row-major; a
+    one-element ``initial`` serves every sequence)."""
     if segments is not None:
         raise TypeError("carries in arrays are for unsegmented scans and scans by offsets (one per segment)")
     if _torch_autograd(x):
         raise TypeError("a scan with carries in arrays is not differentiable; detach the input")
+    along = None
+    if offsets is not None or len(x.shape) == 1:
+        _one_d(x)
+    else:
+        along = _arrays.normal_axis(x, axis)
     in_type = _arrays.describe_dtype(x)
     out_type = dtype or (_WIDENED.get(in_type, in_type) if op in ("sum", "prod") else in_type)
     carry_type = _ACCUMULATED.get(out_type, out_type)
-    count = 1
+    count, what = 1, "one-element"
     if offsets is not None:
         _arrays.check_offsets(offsets)
         count = max(int(offsets.shape[0]) - 1, 0)
+        what = f"{count}-element (one per segment)"
+    elif along is not None:
+        count = 1
+        for k, extent in enumerate(x.shape):
+            count *= int(extent) if k != along else 1
+        what = f"{count}-element (one per sequence along axis {along})"
     for name, c in (("initial", initial), ("total", total)):
-        if _is_array(c) and (_arrays.describe_dtype(c) != carry_type or _size(c) != count):
-            what = "one-element" if offsets is None else f"{count}-element (one per segment)"
+        allowed = (count, 1) if name == "initial" and along is not None else (count,)
+        if _is_array(c) and (_arrays.describe_dtype(c) != carry_type or _size(c) not in allowed):
             raise TypeError(f"{name} is a {what} {carry_type} array (the accumulator's type)")
     result = _arrays.empty(x, x.shape, out_type)
-    carry_in = _arrays.describe(initial) if _is_array(initial) else None
-    carry_out = _arrays.describe(total) if total is not None else None
+    carry_in = _flat(initial) if _is_array(initial) else None
+    carry_out = _flat(total) if total is not None else None
     starts = None if offsets is None else _arrays.describe(offsets)
     scalar = None if _is_array(initial) else initial
     _run([x], lambda s: _scanrt.scan(_arrays.describe(x), _arrays.describe(result), op, not exclusive, reverse,
-                                     scalar, deterministic, s, None, carry_in, carry_out, starts))
-    return _finish(result, 0, out)
+                                     scalar, deterministic, s, None, carry_in, carry_out, starts,
+                                     axis=-1 if along is None else along))
+    return _finish(result, len(x.shape) - 1, out)
+
+
+def _flat(a: Any) -> Any:
+    """The description of a C-contiguous array as the 1-D array of its elements (carries
+    are read and written in row-major order)."""
+    address, dtype, shape, strides, device = _arrays.describe(a)
+    step = 1
+    for extent, stride in zip(reversed(shape), reversed(strides)):
+        if extent > 1 and stride != step:
+            raise TypeError(f"carry arrays are C-contiguous; this one has shape {shape} and strides {strides}")
+        step *= extent
+    return (address, dtype, (step,), (1,), device)
 
 
 def _size(a: Any) -> int:
@@ -194,10 +218,12 @@ def cumsum(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bool = F
 
     ``exclusive``: element i sums the elements before i (the first is ``initial``, or 0).
     ``reverse``: from the last element to the first. ``initial``: a value every result
-    starts from, or (1-D ``x``) a one-element array of the result's type on the same
-    device, read there. ``total`` (1-D ``x``): a one-element array that receives the
-    total (``initial`` plus every element); pass the same array as ``initial`` and
-    ``total`` to scan a long array chunk after chunk on the device.
+    starts from, or an array of the accumulator's type on the same device, read there:
+    one element for a 1-D ``x``; for N-D ``x`` one per sequence along ``axis`` (the other
+    axes' shape, row-major) or one for all. ``total``: an array that receives each
+    sequence's total (``initial`` plus every element), shaped as ``initial``; pass the
+    same array as ``initial`` and ``total`` to scan a long array chunk after chunk on the
+    device (a 2-D one's rows, chunks of columns at a time, too).
     ``deterministic``: bitwise identical float results on every run.
     ``dtype``: the result's (and accumulator's) type; integers narrower than 64 bits sum
     in int64 (uint32 in uint64) by default, as NumPy and PyTorch do. float16 and bfloat16

@@ -307,8 +307,12 @@ def test_numpy_carries_chain_chunks(reverse):
         out[lo:hi] = scanrt.cumsum(x[lo:hi], exclusive=True, reverse=reverse, initial=carry, total=carry)
     want = seq_scan(x, lambda a, b: a + b, exclusive=True, reverse=reverse, initial=5)
     assert np.array_equal(out, want) and carry[0] == 5 + x.sum()
-    with pytest.raises(ValueError):
-        scanrt.cumsum(x.reshape(1, -1), total=carry)
+    # One row of a 2-D array is one sequence along the last axis: one carry.
+    row_total = np.zeros(1, dtype=np.int64)
+    scanrt.cumsum(x.reshape(1, -1), total=row_total)
+    assert row_total[0] == x.sum()
+    with pytest.raises(TypeError):
+        scanrt.cumsum(x.reshape(1, -1), axis=0, total=carry)  # 100001 sequences along axis 0
     with pytest.raises(TypeError):
         scanrt.cumsum(x, total=np.zeros(1, dtype=np.int32))
 

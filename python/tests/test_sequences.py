@@ -384,3 +384,52 @@ def test_torch_segments_by_keys():
                                "S", 4, 4, "add", bytes(4))
     got = pair_sum(x.view(torch.uint8), keys=keys).view(torch.float32)
     np.testing.assert_allclose(got.cpu().numpy(), want, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("shape, axis", [((6, 40), 1), ((6, 40), 0), ((3, 5, 7), 1), ((3, 5, 7), -1)])
+@pytest.mark.parametrize("exclusive", [False, True])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_numpy_carries_per_sequence_along_an_axis(shape, axis, exclusive, reverse):
+    r = rng(900 + len(shape) * 10 + axis)
+    x = r.integers(-20, 20, size=shape).astype(np.int64)
+    others = tuple(e for k, e in enumerate(shape) if k != axis % len(shape))
+    moved = np.moveaxis(x, axis, -1)
+    for per_sequence in (True, False):
+        initial = r.integers(-5, 5, size=others if per_sequence else (1,)).astype(np.int64)
+        total = np.empty(others, np.int64)
+        got = scanrt.cumsum(x, axis=axis, exclusive=exclusive, reverse=reverse, initial=initial, total=total)
+        want = np.empty(moved.shape, np.int64)
+        want_total = np.empty(others, np.int64)
+        for i in np.ndindex(others):
+            start = int(initial[i] if per_sequence else initial[0])
+            acc, lane = start, np.empty(moved.shape[-1], np.int64)
+            for t in (range(moved.shape[-1] - 1, -1, -1) if reverse else range(moved.shape[-1])):
+                lane[t] = acc if exclusive else acc + moved[i][t]
+                acc += moved[i][t]
+            want[i] = lane
+            want_total[i] = start + int(moved[i].sum())
+        np.testing.assert_array_equal(got, np.moveaxis(want, -1, axis))
+        np.testing.assert_array_equal(total, want_total)
+    # Chunks of the scanned axis chained through one array that is both carries.
+    carry = np.zeros(others, np.int64)
+    pieces = np.array_split(np.arange(shape[axis]), 3)
+    chunks = [scanrt.cumsum(np.take(x, p, axis=axis), axis=axis, reverse=reverse, initial=carry, total=carry)
+              for p in (pieces[::-1] if reverse else pieces)]
+    whole = np.concatenate(chunks[::-1] if reverse else chunks, axis=axis)
+    np.testing.assert_array_equal(whole, scanrt.cumsum(x, axis=axis, reverse=reverse))
+    with pytest.raises(TypeError, match="one per sequence"):
+        scanrt.cumsum(x, axis=axis, initial=np.zeros(2 + int(np.prod(others)), np.int64))
+
+
+@cuda
+@pytest.mark.parametrize("axis", [0, 1])
+def test_torch_carries_per_column_and_row_on_the_device(axis):
+    g = torch.Generator(device="cuda").manual_seed(SEED + 31)
+    x = torch.randn(3000, 70, device="cuda", dtype=torch.float64, generator=g)
+    sequences = x.shape[1 - axis]
+    initial = torch.randn(sequences, device="cuda", dtype=torch.float64, generator=g)
+    total = torch.empty(sequences, device="cuda", dtype=torch.float64)
+    got = scanrt.cumsum(x, axis=axis, initial=initial, total=total)
+    want = torch.cumsum(x, axis) + (initial[None, :] if axis == 0 else initial[:, None])
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(total, initial + x.sum(axis))

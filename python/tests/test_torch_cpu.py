@@ -158,6 +158,18 @@ def test_what_is_not_differentiable_says_so():
         scanrt.cumsum(x, initial=torch.zeros(1, dtype=torch.float64), total=torch.zeros(1, dtype=torch.float64))
 
 
+@pytest.mark.parametrize("axis", [0, 1])
+def test_carries_per_sequence_on_cpu_tensors(axis):
+    x = torch.tensor(rng(6).standard_normal((50, 7)))
+    sequences = x.shape[1 - axis]
+    initial = torch.tensor(rng(7).standard_normal(sequences))
+    total = torch.empty(sequences, dtype=torch.float64)
+    got = scanrt.cumsum(x, axis=axis, initial=initial, total=total)
+    want = torch.cumsum(x, axis) + (initial[None, :] if axis == 0 else initial[:, None])
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(total, initial + x.sum(axis))
+
+
 def test_custom_operators_compile_on_cpu():
     r = rng(5)
     x = torch.tensor(r.standard_normal(500), requires_grad=True)
