@@ -1,6 +1,7 @@
 //! Compiles every built-in kernel set (type pair x operator x direction x segmented, each
-//! with its small-scan shape) and every kernel set of the operator space the GPU suite
-//! sweeps (tests/common/operator_space.rs) with NVRTC for sm_90 (no GPU needed). Reports
+//! with its small-scan shape), every kernel set of the operator space the GPU suite
+//! sweeps (tests/common/operator_space.rs) and of every recipe of every type it takes
+//! with NVRTC for sm_90 (no GPU needed). Reports
 //! "ignored" when libnvrtc is not on the library path. Through the disk cache, so the
 //! same run fills a cache for a machine with that NVRTC version (scripts/stage.sh).
 
@@ -8,13 +9,16 @@
 mod common;
 
 use common::harness::{self, tests};
-use scanrt::{compile_kernel_sets, compile_operator, compile_specialization, DType, Op, ScanDesc};
+use scanrt::{
+    compile_kernel_sets, compile_operator, compile_specialization, recipes, DType, Op, OperatorDesc, ScanDesc,
+};
 
 fn main() {
     harness::run(
         tests![
             every_specialization_compiles_with_nvrtc,
-            the_operator_space_compiles_with_nvrtc
+            the_operator_space_compiles_with_nvrtc,
+            the_recipes_compile_with_nvrtc
         ],
         no_nvrtc,
     )
@@ -36,21 +40,44 @@ fn every_specialization_compiles_with_nvrtc() {
     assert!(images.len() >= 4 * 80, "only {} kernel sets", images.len());
 }
 
-/// Every state width, load and output form of the operator space, every kernel set,
-/// compiled on every core.
+/// Every state width, load and output form of the operator space, every kernel set.
 fn the_operator_space_compiles_with_nvrtc() {
     let ops = common::operator_space::LaneOp::all();
+    compile_all(&ops.iter().map(|op| op.desc()).collect::<Vec<_>>());
+}
+
+/// Every recipe over every type it takes, every kernel set: the kernels the recipes' GPU
+/// tests and Python's functions run.
+fn the_recipes_compile_with_nvrtc() {
+    let floats = [DType::F16, DType::BF16, DType::F32, DType::F64];
+    let mut descs = Vec::new();
+    for dtype in floats {
+        descs.push(recipes::linear_recurrence(dtype).unwrap());
+        descs.push(recipes::linear_recurrence_adjoint(dtype).unwrap());
+        descs.push(recipes::logcumsumexp(dtype).unwrap());
+    }
+    use DType::*;
+    for dtype in [U8, I8, U16, I16, U32, I32, U64, I64, F16, BF16, F32, F64] {
+        for max in [true, false] {
+            descs.push(recipes::cumulative_extreme(dtype, max).unwrap());
+        }
+    }
+    compile_all(&descs);
+}
+
+/// Compiles the kernel sets of `descs` on every core.
+fn compile_all(descs: &[OperatorDesc]) {
     let threads = std::thread::available_parallelism().map_or(1, |p| p.get());
     let next = std::sync::atomic::AtomicUsize::new(0);
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(op) = ops.get(i) else { break };
-                let bytes = compile_operator(&op.desc(), 90).unwrap_or_else(|e| panic!("{}: {e}", op.name()));
-                assert!(bytes > 1000, "{}: {bytes} bytes of images", op.name());
+                let Some(desc) = descs.get(i) else { break };
+                let bytes = compile_operator(desc, 90).unwrap_or_else(|e| panic!("{}: {e}", desc.name));
+                assert!(bytes > 1000, "{}: {bytes} bytes of images", desc.name);
             });
         }
     });
-    eprintln!("compiled the kernel sets of {} operators for sm_90", ops.len());
+    eprintln!("compiled the kernel sets of {} operators for sm_90", descs.len());
 }
