@@ -1,9 +1,12 @@
 """scanrt from Python beside PyTorch, CuPy and JAX on the same GPU, in one process: the
 issue's table (cumsum at 2^28 and 2^16, rows of [2^20, 32], cummax and logcumsumexp at
 2^26, the linear recurrence at 2^26 and its forward plus backward) and memcpy of the same
-bytes (f16 and bf16 cumsums at 2^28 too). Times are medians of CUDA-event pairs around single calls (back-to-back loops for
-the 2^16 per-call time). Prints one line per case: peer time, scanrt time, peer/scanrt,
-and scanrt's fraction of memcpy where it applies.
+bytes (f16 and bf16 cumsums at 2^28 too). Times are medians of CUDA-event pairs around
+single calls, which include each library's host work before its first kernel; the large
+cumsum and logcumsumexp are also timed back to back (calls queued while the device runs,
+as a program that calls them in a loop sees them), and the 2^16 per-call time only so.
+Prints one line per case: peer time, scanrt time, peer/scanrt, and scanrt's fraction of
+memcpy where it applies.
 
     python3 python/bench/bench_peers.py [--shapes | --recurrence]
 """
@@ -128,6 +131,8 @@ def main():
     n = 1 << 28
     x = torch.randn(n, device="cuda")
     line("cumsum f32 2^28", "torch.cumsum", timed(lambda: torch.cumsum(x, 0)), timed(lambda: scanrt.cumsum(x)), 8 * n)
+    line("cumsum f32 2^28, back to back", "torch.cumsum", per_call(lambda: torch.cumsum(x, 0), 20),
+         per_call(lambda: scanrt.cumsum(x), 20), 8 * n)
     try:
         import cupy
 
@@ -155,6 +160,8 @@ def main():
          timed(lambda: scanrt.cummax(m)))
     line("logcumsumexp f32 2^26", "torch.logcumsumexp", timed(lambda: torch.logcumsumexp(m, 0)),
          timed(lambda: scanrt.logcumsumexp(m)), 8 * m.numel())
+    line("logcumsumexp f32 2^26, back to back", "torch.logcumsumexp", per_call(lambda: torch.logcumsumexp(m, 0), 20),
+         per_call(lambda: scanrt.logcumsumexp(m), 20), 8 * m.numel())
     recurrence()
 
 
