@@ -23,7 +23,7 @@ from . import _arrays
 from ._scanrt import ScanrtError, __version__
 from . import _scanrt
 from ._operator import Operator
-from ._primitives import argsort, compress, nonzero, sort, unique_consecutive
+from ._primitives import Predicate, argsort, compress, nonzero, partition, select, sort, unique_consecutive
 from ._recipes import cummax, cummin, logcumsumexp
 from ._recurrence import linear_recurrence, linear_recurrence_adjoint
 
@@ -44,6 +44,9 @@ __all__ = [
     "sort",
     "argsort",
     "compress",
+    "select",
+    "partition",
+    "Predicate",
     "nonzero",
     "unique_consecutive",
 ]

@@ -1,9 +1,9 @@
 """The primitives built on scan: radix sort, select (compress, nonzero) and run-length
-heads (unique_consecutive), on 1-D arrays of any library."""
+heads (unique_consecutive), partition, on 1-D arrays of any library."""
 
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from typing import Any, Callable, Optional, Tuple
 
 from . import _arrays
 from . import _scanrt
@@ -64,7 +64,8 @@ def argsort(keys: Any, *, descending: bool = False) -> Tuple[Any, Any]:
     return out, indices
 
 
-def _select(x: Any, mask: Any, rule: str, indices: bool, size: Optional[int], counts: bool = False):
+def _select(x: Any, mask: Any, rule: str, indices: bool, size: Optional[int], counts: bool = False,
+            operand: Any = None, predicate: Any = None, described: Any = None):
     _one_d(x)
     n = x.shape[0]
     out_type = "uint64" if indices else _arrays.describe_dtype(x)
@@ -78,12 +79,153 @@ def _select(x: Any, mask: Any, rule: str, indices: bool, size: Optional[int], co
         d = _arrays.describe(lengths)
         d_len = (d[0], "uint64", d[2], d[3], d[4])
     inputs = [x] if mask is None else [x, mask]
-    _run(inputs, lambda s: _scanrt.select(_arrays.describe(x), None if mask is None else _arrays.describe(mask), d_out,
-                                          d_len, _arrays.describe(count), rule, indices, size, s))
+    flags = described if described is not None else (None if mask is None else _arrays.describe(mask))
+    _run(inputs, lambda s: _scanrt.select(_arrays.describe(x), flags, d_out, d_len, _arrays.describe(count), rule,
+                                          indices, size, s, operand, predicate))
     if size is not None:
         return out, count
     kept = int(count[0])  # waits for the count, as torch.nonzero does
     return (out[:kept], lengths[:kept]) if counts else out[:kept]
+
+
+class Predicate:
+    """A user-defined selection predicate: CUDA source defining ``__device__ bool
+    function(T x)`` for the element type ``T`` (compiled with NVRTC for each GPU at its
+    first selection there), and optionally ``host(x) -> bool``, which selections of
+    NumPy arrays call on the host backend, one element at a time (an exception it raises
+    is raised by the selection)."""
+
+    def __init__(self, function: str, source: str, host: Optional[Callable[[Any], Any]] = None) -> None:
+        self.function, self.source, self.host = str(function), str(source), host
+
+
+_COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
+
+
+def _rule(x: Any, mask: Any, bits: Any, where: Any, predicate: Any) -> Tuple[str, Any, Any, Any, Any]:
+    """``(rule, flags, their description, operand, predicate)`` of a selection given one
+    way: ``mask`` (bool
+    or uint8 flags), ``bits`` (uint32 words of flags, bit i of word w for element
+    32 w + i), ``where`` ("nonzero", "not_nan", or a comparison ``(op, value)``) or a
+    :class:`Predicate`."""
+    _one_d(x)
+    if sum(v is not None for v in (mask, bits, where, predicate)) != 1:
+        raise TypeError("select by one of mask, bits, where or predicate")
+    n = x.shape[0]
+    if mask is not None:
+        _one_d(mask)
+        if mask.shape[0] != n or _arrays.describe_dtype(mask) not in ("bool", "uint8"):
+            raise ValueError("the mask is a bool or uint8 array as long as the data")
+        return "mask", mask, _arrays.describe(mask), None, None
+    if bits is not None:
+        _one_d(bits)
+        if _arrays.describe_dtype(bits) not in ("uint32", "int32") or bits.shape[0] < (n + 31) // 32:
+            raise ValueError(f"bits are uint32 words of flags, at least {(n + 31) // 32} for {n} elements")
+        d = _arrays.describe(bits)
+        return "bits", bits, (d[0], "uint32", d[2], d[3], d[4]), None, None
+    if predicate is not None:
+        if not isinstance(predicate, Predicate):
+            raise TypeError("predicate is a scanrt.Predicate")
+        return "predicate", None, None, None, (predicate.source, predicate.function, predicate.host)
+    if where in ("nonzero", "not_nan"):
+        return where, None, None, None, None
+    if isinstance(where, tuple) and len(where) == 2 and where[0] in _COMPARISONS:
+        return where[0], None, None, where[1], None
+    raise ValueError(f"where is \"nonzero\", \"not_nan\" or (op, value) with op one of {', '.join(_COMPARISONS)}")
+
+
+def _torch_flags(x: Any, rule: str, operand: Any) -> Any:
+    """The selection of the built-in rules as a bool tensor, by PyTorch's own operators."""
+    import torch
+
+    x = x.detach()
+    if rule == "nonzero":
+        return x != 0
+    if rule == "not_nan":
+        return ~torch.isnan(x) if x.is_floating_point() else torch.ones_like(x, dtype=torch.bool)
+    return {"==": torch.eq, "!=": torch.ne, "<": torch.lt, "<=": torch.le, ">": torch.gt, ">=": torch.ge}[rule](
+        x, operand)
+
+
+def select(x: Any, mask: Any = None, *, bits: Any = None, where: Any = None, predicate: Any = None,
+           indices: bool = False, size: Optional[int] = None) -> Any:
+    """The elements of the 1-D ``x`` (or, with ``indices``, their int64 positions) that one
+    selection keeps, in order: ``mask`` (bool or uint8, nonzero keeps), ``bits`` (uint32
+    words of flags), ``where`` (``"nonzero"``, ``"not_nan"``, or ``(op, value)`` with op
+    one of ``==, !=, <, <=, >, >=``: ``x op value``, NaN failing every comparison but
+    ``!=``) or ``predicate`` (a :class:`Predicate`). Waits for the count to size the
+    result unless ``size`` is given, as :func:`compress`. Values pass gradients back on
+    PyTorch tensors."""
+    rule, flags, described, operand, pred = _rule(x, mask, bits, where, predicate)
+    if not indices and _autograd(x):
+        found = select(x.detach(), mask, bits=bits, where=where, predicate=predicate, indices=True, size=size)
+        return _gathered_at(x, found, size)
+    return _select(x, flags, rule, indices, size, operand=operand, predicate=pred, described=described)
+
+
+def _gathered_at(x: Any, found: Any, size: Optional[int]) -> Any:
+    """``x`` at the selected positions, which PyTorch differentiates; with a size, the
+    slots past the count are zeros (no gradient)."""
+    if size is None:
+        return x.index_select(0, found)
+    import torch
+
+    positions, count = found
+    valid = torch.arange(size, device=x.device) < count.to(torch.int64)
+    kept = x.index_select(0, torch.where(valid, positions, 0))
+    return torch.where(valid, kept, torch.zeros_like(kept)), count
+
+
+def partition(x: Any, mask: Any = None, *, bits: Any = None, where: Any = None, predicate: Any = None,
+              split: bool = False) -> Tuple[Any, ...]:
+    """A stable two-way partition of the 1-D ``x`` by one selection (as :func:`select`).
+    Returns ``(out, count)``: ``out`` holds the selected elements in order, then the
+    rejected ones from the end backwards (as CUB's ``DevicePartition``), and ``count`` is
+    a one-element uint64 array on the device (nothing waits for it). With ``split``,
+    returns ``(selected, rejected, count)``: two arrays as long as ``x``, the first
+    ``count`` and ``len(x) - count`` elements the selected and the rejected ones, each in
+    order (the rest unspecified). Values pass gradients back on PyTorch tensors (built-in
+    selections)."""
+    rule, flags, described, operand, pred = _rule(x, mask, bits, where, predicate)
+    if _autograd(x):
+        return _torch_partition(x, rule, flags, operand, split)
+    n = x.shape[0]
+    t = _arrays.describe_dtype(x)
+    out = _arrays.empty(x, (n,), t)
+    rejected = _arrays.empty(x, (n,), t) if split else None
+    count = _arrays.empty(x, (1,), "uint64")
+    d = _arrays.describe
+    _run([x] + ([flags] if flags is not None else []), lambda s: _scanrt.select(
+        d(x), described, d(out), None, d(count), rule, False, None, s, operand, pred, "two" if split else "reversed",
+        None if rejected is None else d(rejected)))
+    return (out, rejected, count) if split else (out, count)
+
+
+def _torch_partition(x: Any, rule: str, flags: Any, operand: Any, split: bool) -> Tuple[Any, ...]:
+    """The partition as gathers of ``x`` at the partition of its positions, which PyTorch
+    differentiates."""
+    import torch
+
+    if rule == "predicate":
+        raise TypeError("a partition by a user predicate is not differentiable; detach the input")
+    n = x.shape[0]
+    if rule == "mask":
+        keep = flags
+    elif rule == "bits":
+        words = flags.to(torch.int64) & 0xFFFFFFFF
+        keep = ((words.repeat_interleave(32) >> torch.arange(32, device=x.device).repeat(words.shape[0])) & 1)[:n]
+        keep = keep.to(torch.bool)
+    else:
+        keep = _torch_flags(x, rule, operand)
+    order, count = partition(torch.arange(n, device=x.device), keep)
+    out = x.index_select(0, order)
+    if not split:
+        return out, count
+    positions = torch.arange(n, device=x.device)
+    kept = count.to(torch.int64)
+    selected = torch.where(positions < kept, out, torch.zeros_like(out))
+    rejected = torch.where(positions < n - kept, x.index_select(0, order.flip(0)), torch.zeros_like(out))
+    return selected, rejected, count
 
 
 def compress(x: Any, mask: Any, *, size: Optional[int] = None) -> Any:
@@ -96,17 +238,8 @@ def compress(x: Any, mask: Any, *, size: Optional[int] = None) -> Any:
     if mask.shape[0] != x.shape[0] or _arrays.describe_dtype(mask) not in ("bool", "uint8"):
         raise ValueError("the mask is a bool or uint8 array as long as the data")
     if _autograd(x):
-        # The kept elements as a gather of x at their indices, which PyTorch differentiates;
-        # with a size, the slots past the count are zeros (no gradient).
         _one_d(x)
-        if size is None:
-            return x.index_select(0, nonzero(mask))
-        indices, count = nonzero(mask, size=size)
-        import torch
-
-        valid = torch.arange(size, device=x.device) < count.to(torch.int64)
-        kept = x.index_select(0, torch.where(valid, indices, 0))
-        return torch.where(valid, kept, torch.zeros_like(kept)), count
+        return _gathered_at(x, nonzero(mask, size=size), size)
     return _select(x, mask, "mask", False, size)
 
 

@@ -31,10 +31,10 @@ impl HostFailure {
     pub(crate) fn take(&self) -> Option<PyErr> {
         self.0.lock().take()
     }
-    fn failed(&self) -> bool {
+    pub(crate) fn failed(&self) -> bool {
         self.0.lock().is_some()
     }
-    fn keep(&self, error: PyErr) {
+    pub(crate) fn keep(&self, error: PyErr) {
         self.0.lock().get_or_insert(error);
     }
 }
@@ -136,7 +136,7 @@ fn type_name(value: &Bound<'_, PyAny>) -> String {
 }
 
 /// One array element (native-endian bytes of `t`) as a Python int or float.
-fn number<'py>(py: Python<'py>, t: DType, b: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn number<'py>(py: Python<'py>, t: DType, b: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     macro_rules! of {
         ($ty:ty) => {
             <$ty>::from_ne_bytes(b.try_into().unwrap())

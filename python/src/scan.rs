@@ -213,30 +213,33 @@ fn operator(ctx: &Context, device: i64, recipe: &str, dtype: DType) -> PyResult<
 /// final-state gradient, logcumsumexp's extra term, or the extremes' starting value (of
 /// the array type, exactly for integers).
 fn recipe_init(recipe: &str, dtype: DType, value: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
-    let extreme = || -> PyResult<InitValue> {
-        Ok(match dtype {
-            DType::F16 => InitValue::of(scanrt::half::f16::from_f64(value.extract()?)),
-            DType::BF16 => InitValue::of(scanrt::half::bf16::from_f64(value.extract()?)),
-            DType::F32 => InitValue::of(value.extract::<f64>()? as f32),
-            DType::F64 => InitValue::of(value.extract::<f64>()?),
-            DType::I8 => InitValue::of(value.extract::<i8>()?),
-            DType::U8 => InitValue::of(value.extract::<u8>()?),
-            DType::I16 => InitValue::of(value.extract::<i16>()?),
-            DType::U16 => InitValue::of(value.extract::<u16>()?),
-            DType::I32 => InitValue::of(value.extract::<i32>()?),
-            DType::U32 => InitValue::of(value.extract::<u32>()?),
-            DType::I64 => InitValue::of(value.extract::<i64>()?),
-            DType::U64 => InitValue::of(value.extract::<u64>()?),
-        })
-    };
     match recipe {
         "linear_recurrence" => recipes::recurrence_init(dtype, value.extract()?),
         "linear_recurrence_adjoint" => recipes::recurrence_adjoint_init(dtype, value.extract()?),
         "logcumsumexp" => recipes::logcumsumexp_init(dtype, value.extract()?),
-        "cummax" | "cummin" => recipes::cumulative_extreme_init(dtype, extreme()?),
+        "cummax" | "cummin" => recipes::cumulative_extreme_init(dtype, value_of(dtype, value)?),
         _ => return Err(PyValueError::new_err(format!("{recipe} takes no initial value"))),
     }
     .py_err()
+}
+
+/// A Python number as a value of `dtype` (integers exactly, or an `OverflowError`; floats
+/// rounded once).
+pub(crate) fn value_of(dtype: DType, value: &Bound<'_, PyAny>) -> PyResult<InitValue> {
+    Ok(match dtype {
+        DType::F16 => InitValue::of(scanrt::half::f16::from_f64(value.extract()?)),
+        DType::BF16 => InitValue::of(scanrt::half::bf16::from_f64(value.extract()?)),
+        DType::F32 => InitValue::of(value.extract::<f64>()? as f32),
+        DType::F64 => InitValue::of(value.extract::<f64>()?),
+        DType::I8 => InitValue::of(value.extract::<i8>()?),
+        DType::U8 => InitValue::of(value.extract::<u8>()?),
+        DType::I16 => InitValue::of(value.extract::<i16>()?),
+        DType::U16 => InitValue::of(value.extract::<u16>()?),
+        DType::I32 => InitValue::of(value.extract::<i32>()?),
+        DType::U32 => InitValue::of(value.extract::<u32>()?),
+        DType::I64 => InitValue::of(value.extract::<i64>()?),
+        DType::U64 => InitValue::of(value.extract::<u64>()?),
+    })
 }
 
 /// Runs a recipe over 1-D arrays or the rows of contiguous row-major arrays (the last

@@ -1,0 +1,158 @@
+"""select and partition with every form of selection (mask, bits, comparisons, nonzero,
+not-NaN, user predicates), output (values, indices, a size) and partition form, against
+NumPy references: NumPy on the host backend, PyTorch on the GPU where present, and
+gradients on CPU tensors wherever PyTorch is installed. Random data with printed seeds."""
+
+import os
+
+import numpy as np
+import pytest
+
+import scanrt
+
+SEED = int(os.environ.get("SCANRT_TEST_SEED", "20261127"))
+
+try:
+    import torch
+
+    HAS_CUDA = torch.cuda.is_available()
+except ImportError:  # the host-only CI
+    torch, HAS_CUDA = None, False
+cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs PyTorch with a CUDA GPU")
+with_torch = pytest.mark.skipif(torch is None, reason="needs PyTorch")
+
+TYPES = ["uint8", "int16", "int32", "uint32", "int64", "float32", "float64"]
+COMPARISONS = {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal, ">": np.greater,
+               ">=": np.greater_equal}
+ODD = scanrt.Predicate("odd", "template <typename T> __device__ bool odd(T x) { return ((long long)x) & 1; }",
+                       host=lambda v: int(v) % 2 == 1)
+
+
+def rng(salt: int) -> np.random.Generator:
+    print(f"seed {SEED} + {salt}")
+    return np.random.default_rng(SEED + salt)
+
+
+def draw(r, dtype, n):
+    x = r.integers(0, 10, n).astype(dtype)
+    if dtype.startswith("float"):
+        x[r.random(n) < 0.1] = np.nan
+        x[r.random(n) < 0.05] = -0.0
+    return x
+
+
+def forms(r, x):
+    """Every selection form over x: (name, keyword arguments, the NumPy mask)."""
+    n = len(x)
+    mask = r.random(n) < 0.5
+    words = np.zeros((n + 31) // 32, np.uint32)
+    for i in np.flatnonzero(mask):
+        words[i // 32] |= np.uint32(1 << (i % 32))
+    out = [("mask", dict(mask=mask), mask), ("bits", dict(bits=words), mask),
+           ("nonzero", dict(where="nonzero"), x != 0), ("predicate", dict(predicate=ODD), None)]
+    if x.dtype.kind == "f":
+        out.append(("not_nan", dict(where="not_nan"), ~np.isnan(x)))
+        out[-2] = ("predicate", None, None)  # predicates here are integer ones
+    for op, f in COMPARISONS.items():
+        out.append((op, dict(where=(op, x.dtype.type(4))), f(x, x.dtype.type(4))))
+    return [(name, kw, m if m is not None or kw is None else np.array([int(v) % 2 == 1 for v in x], bool))
+            for name, kw, m in out if kw is not None]
+
+
+def check_everything(salt, make, fetch):
+    r = rng(salt)
+    dtype = TYPES[salt % len(TYPES)]
+    for n in (0, 1, 31, 33, 1000, 5000):
+        x = draw(r, dtype, n)
+        for name, kw, keep in forms(r, x):
+            what = f"{dtype} n={n} {name}"
+            args = {k: (make(v) if isinstance(v, np.ndarray) else v) for k, v in kw.items()}
+            xs = make(x)
+            np.testing.assert_array_equal(fetch(scanrt.select(xs, **args)), x[keep], err_msg=what)
+            np.testing.assert_array_equal(fetch(scanrt.select(xs, indices=True, **args)), np.flatnonzero(keep),
+                                          err_msg=what)
+            size = max(n // 3, 1)
+            out, count = scanrt.select(xs, size=size, **args)
+            k = int(fetch(count)[0])
+            assert k == keep.sum(), what
+            np.testing.assert_array_equal(fetch(out)[:min(k, size)], x[keep][:size], err_msg=what)
+            out, count = scanrt.partition(xs, **args)
+            k = int(fetch(count)[0])
+            want = np.concatenate([x[keep], x[~keep][::-1]])
+            assert k == keep.sum(), what
+            np.testing.assert_array_equal(fetch(out), want, err_msg=what)
+            selected, rejected, count = scanrt.partition(xs, split=True, **args)
+            np.testing.assert_array_equal(fetch(selected)[:k], x[keep], err_msg=what)
+            np.testing.assert_array_equal(fetch(rejected)[:n - k], x[~keep], err_msg=what)
+
+
+@pytest.mark.parametrize("salt", range(len(TYPES)))
+def test_numpy_selections_and_partitions(salt):
+    check_everything(salt, lambda a: a, np.asarray)
+
+
+def test_numpy_selection_errors():
+    x = np.arange(10, dtype=np.int32)
+    with pytest.raises(TypeError, match="one of"):
+        scanrt.select(x, x > 3, where="nonzero")
+    with pytest.raises(TypeError, match="one of"):
+        scanrt.partition(x)
+    with pytest.raises(ValueError, match="where is"):
+        scanrt.select(x, where=("~", 3))
+    with pytest.raises(ValueError, match="bits"):
+        scanrt.select(np.arange(40), bits=np.zeros(1, np.uint32))
+    with pytest.raises(OverflowError):
+        scanrt.select(x.astype(np.uint8), where=("<", 300))
+    with pytest.raises(TypeError, match="Predicate"):
+        scanrt.select(x, predicate=lambda v: v > 3)
+
+    def boom(v):
+        raise KeyError("raised by the predicate")
+
+    with pytest.raises(KeyError, match="raised by the predicate"):
+        scanrt.select(x, predicate=scanrt.Predicate("odd", ODD.source, host=boom))
+
+
+@with_torch
+def test_selections_and_partitions_pass_gradients_back():
+    r = rng(100)
+    x = torch.tensor(draw(r, "float64", 200), requires_grad=True)
+    w = torch.tensor(r.standard_normal(200))
+    finite = ~torch.isnan(x.detach())
+    for kw, keep in ((dict(where=("<", 4.0)), x.detach() < 4), (dict(where="not_nan"), finite),
+                     (dict(mask=(w > 0).numpy()), w > 0)):
+        kw = {k: (torch.as_tensor(v) if isinstance(v, np.ndarray) else v) for k, v in kw.items()}
+        got = scanrt.select(x, **kw)
+        assert torch.equal(got.detach().nan_to_num(7), x.detach()[keep].nan_to_num(7))
+        (g,) = torch.autograd.grad(got.sum(), x)
+        assert torch.equal(g, keep.to(torch.float64))
+        out, count = scanrt.partition(x, **kw)
+        want = torch.cat([x.detach()[keep], x.detach()[~keep].flip(0)])
+        assert torch.equal(out.detach().nan_to_num(7), want.nan_to_num(7)) and int(count[0]) == int(keep.sum())
+        (g,) = torch.autograd.grad((out * w).sum(), x)
+        assert torch.equal(g, torch.cat([w[: int(keep.sum())], w[int(keep.sum()):]])[
+            torch.argsort(torch.cat([torch.nonzero(keep)[:, 0], torch.nonzero(~keep)[:, 0].flip(0)]))])
+        selected, rejected, count = scanrt.partition(x, split=True, **kw)
+        k = int(count[0])
+        assert torch.equal(selected.detach()[:k].nan_to_num(7), x.detach()[keep].nan_to_num(7))
+        assert torch.equal(rejected.detach()[:200 - k].nan_to_num(7), x.detach()[~keep].nan_to_num(7))
+        (g,) = torch.autograd.grad(selected.sum() + 2 * rejected.sum(), x)
+        assert torch.equal(g, torch.where(keep, 1.0, 2.0).to(torch.float64))
+    with pytest.raises(TypeError, match="not differentiable"):
+        scanrt.partition(x, predicate=ODD)
+
+
+@cuda
+@pytest.mark.parametrize("salt", range(len(TYPES)))
+def test_torch_selections_and_partitions_on_the_gpu(salt):
+    dtypes = {"uint32": torch.uint32}
+
+    def make(a):
+        t = torch.as_tensor(a.view(np.int32) if a.dtype == np.uint32 else a, device="cuda")
+        return t.view(dtypes["uint32"]) if a.dtype == np.uint32 else t
+
+    def fetch(t):
+        t = t.cpu()
+        return t.view(torch.int32).numpy().view(np.uint32) if t.dtype == torch.uint32 else t.numpy()
+
+    check_everything(salt, make, fetch)
