@@ -18,49 +18,62 @@ def _autograd(*arrays: Any) -> bool:
     return any(a is not None and _torch_autograd(a) for a in arrays)
 
 
-def _gathered(keys: Any, values: Any, descending: bool) -> Tuple[Any, Any, Any]:
+def _gathered(keys: Any, values: Any, descending: bool, bits: Optional[Tuple[int, int]]) -> Tuple[Any, Any, Any]:
     """Sorted keys and values as gathers of the inputs at the sort's indices, which
     PyTorch differentiates (gradients go back to where each element came from)."""
-    _, indices = argsort(keys.detach(), descending=descending)
+    _, indices = argsort(keys.detach(), descending=descending, bits=bits)
     return keys.gather(0, indices), None if values is None else values.gather(0, indices), indices
 
 
-def sort(keys: Any, *, descending: bool = False, values: Any = None) -> Any:
+def sort(keys: Any, *, descending: bool = False, values: Any = None, bits: Optional[Tuple[int, int]] = None) -> Any:
     """Sorts the 1-D ``keys`` (stable: equal keys keep their order; floats in the total
     order -inf < ... < -0 < +0 < ... < +inf < NaN). With ``values`` (any type, as many),
-    returns ``(sorted keys, values in that order)``; else the sorted keys."""
+    returns ``(sorted keys, values in that order)``; else the sorted keys. ``bits``:
+    ``(begin, end)``, the bits of the keys' ordered form the sort looks at (as CUB's bit
+    range; keys equal there keep their order). Sorted keys and values pass gradients back
+    on PyTorch tensors."""
     _one_d(keys)
     if _autograd(keys, values):
         if values is not None:
             _one_d(values)
             if values.shape[0] != keys.shape[0]:
                 raise ValueError(f"values are one per key: {values.shape[0]} for {keys.shape[0]}")
-        sorted_keys, sorted_values, _ = _gathered(keys, values, descending)
+        sorted_keys, sorted_values, _ = _gathered(keys, values, descending, bits)
         return sorted_keys if values is None else (sorted_keys, sorted_values)
     out = _arrays.empty(keys, keys.shape, _arrays.describe_dtype(keys))
+    span = _bit_range(bits)
     if values is None:
-        _run([keys], lambda s: _scanrt.sort(_arrays.describe(keys), _arrays.describe(out), None, None, descending, s))
+        _run([keys], lambda s: _scanrt.sort(_arrays.describe(keys), _arrays.describe(out), None, None, descending, s,
+                                            span))
         return out
     _one_d(values)
     values_out = _arrays.empty(values, values.shape, _arrays.describe_dtype(values))
     _run([keys, values], lambda s: _scanrt.sort(_arrays.describe(keys), _arrays.describe(out), _arrays.describe(values),
-                                                _arrays.describe(values_out), descending, s))
+                                                _arrays.describe(values_out), descending, s, span))
     return out, values_out
 
 
-def argsort(keys: Any, *, descending: bool = False) -> Tuple[Any, Any]:
+def _bit_range(bits: Optional[Tuple[int, int]]) -> Tuple[int, Optional[int]]:
+    if bits is None:
+        return (0, None)
+    begin, end = bits
+    return (int(begin), int(end))
+
+
+def argsort(keys: Any, *, descending: bool = False, bits: Optional[Tuple[int, int]] = None) -> Tuple[Any, Any]:
     """``(sorted keys, indices)`` of the 1-D ``keys``, as ``torch.sort(stable=True)``
-    (int64 indices)."""
+    (int64 indices); ``bits`` as for :func:`sort`."""
     _one_d(keys)
     if _autograd(keys):
-        sorted_keys, _, indices = _gathered(keys, None, descending)
+        sorted_keys, _, indices = _gathered(keys, None, descending, bits)
         return sorted_keys, indices
     out = _arrays.empty(keys, keys.shape, _arrays.describe_dtype(keys))
     indices = _arrays.empty(keys, keys.shape, "int64")
     # The bindings write U64 indices; int64 has the same bits for every index.
     d = _arrays.describe(indices)
     d = (d[0], "uint64", d[2], d[3], d[4])
-    _run([keys], lambda s: _scanrt.sort(_arrays.describe(keys), _arrays.describe(out), None, d, descending, s))
+    _run([keys], lambda s: _scanrt.sort(_arrays.describe(keys), _arrays.describe(out), None, d, descending, s,
+                                        _bit_range(bits)))
     return out, indices
 
 

@@ -7,9 +7,11 @@ use crate::arrays::{context, device_of, stream, ArrayArg};
 use crate::errors::IntoPy;
 
 /// Sorts `keys` into `keys_out`; `values` travel into `values_out`, or, with `values`
-/// None, `values_out` receives the keys' indices.
+/// None, `values_out` receives the keys' indices. `bits`: the bit range `begin..end` of
+/// the ordered keys the sort looks at (`end` None: the key's width).
 #[pyfunction]
-#[pyo3(signature = (keys, keys_out, values, values_out, descending, stream))]
+#[pyo3(signature = (keys, keys_out, values, values_out, descending, stream, bits=(0, None)))]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn sort(
     py: Python<'_>,
     keys: ArrayArg,
@@ -18,6 +20,7 @@ pub(crate) fn sort(
     values_out: Option<ArrayArg>,
     descending: bool,
     stream: usize,
+    bits: (u32, Option<u32>),
 ) -> PyResult<()> {
     let mut all = vec![&keys, &keys_out];
     all.extend(values.iter().chain(values_out.iter()));
@@ -40,7 +43,8 @@ pub(crate) fn sort(
         } else {
             SortOrder::Ascending
         },
-        ..SortDesc::default()
+        begin_bit: bits.0,
+        end_bit: bits.1,
     };
     py.allow_threads(|| ctx.sort(&s, &arrays, &desc)).py_err()?;
     Ok(())

@@ -156,3 +156,37 @@ def test_torch_selections_and_partitions_on_the_gpu(salt):
         return t.view(torch.int32).numpy().view(np.uint32) if t.dtype == torch.uint32 else t.numpy()
 
     check_everything(salt, make, fetch)
+
+
+@pytest.mark.parametrize("dtype, begin, end", [("uint32", 0, 8), ("uint32", 4, 20), ("int32", 24, 32),
+                                               ("uint64", 30, 40)])
+@pytest.mark.parametrize("descending", [False, True])
+def test_numpy_sorts_by_a_bit_range(dtype, begin, end, descending):
+    r = rng(200 + begin)
+    keys = r.integers(np.iinfo(dtype).min, np.iinfo(dtype).max, 3000, dtype=dtype, endpoint=True)
+    values = np.arange(3000, dtype=np.int64)
+    # The ordered form: signed integers with the sign bit flipped.
+    ordered = keys.view(np.uint32 if dtype == "int32" else dtype).astype(np.uint64)
+    if dtype == "int32":
+        ordered ^= np.uint64(1 << 31)
+    field = (ordered >> np.uint64(begin)) & np.uint64((1 << (end - begin)) - 1)
+    order = np.argsort(-field.astype(np.int64) if descending else field, kind="stable")
+    got_keys, got_values = scanrt.sort(keys, values=values, descending=descending, bits=(begin, end))
+    np.testing.assert_array_equal(got_values, order)
+    np.testing.assert_array_equal(got_keys, keys[order])
+    got_keys, indices = scanrt.argsort(keys, descending=descending, bits=(begin, end))
+    np.testing.assert_array_equal(indices, order)
+    with pytest.raises(ValueError):
+        scanrt.sort(keys, bits=(0, 8 * keys.itemsize + 1))
+
+
+@cuda
+@pytest.mark.parametrize("descending", [False, True])
+def test_torch_sorts_by_a_bit_range_on_the_gpu(descending):
+    r = rng(300)
+    keys = r.integers(-(1 << 62), 1 << 62, 100_000, dtype=np.int64)
+    field = ((keys.view(np.uint64) ^ np.uint64(1 << 63)) >> np.uint64(40)) & np.uint64(0xFFF)
+    order = np.argsort(-field.astype(np.int64) if descending else field, kind="stable")
+    got_keys, indices = scanrt.argsort(torch.as_tensor(keys, device="cuda"), descending=descending, bits=(40, 52))
+    np.testing.assert_array_equal(indices.cpu().numpy(), order)
+    np.testing.assert_array_equal(got_keys.cpu().numpy(), keys[order])
