@@ -1,5 +1,6 @@
-"""The primitives built on scan: radix sort, select (compress, nonzero) and run-length
-heads (unique_consecutive), partition, on 1-D arrays of any library."""
+"""The primitives built on scan, on 1-D arrays of any library: radix sort (sort,
+argsort), selections (select, compress, nonzero), partition, and run-length heads
+(unique_consecutive)."""
 
 from __future__ import annotations
 
