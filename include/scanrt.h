@@ -777,7 +777,8 @@ scanrt_status scanrt_linear_recurrence_adjoint_init(int32_t dtype,
 // Creates the running maximum (`max` nonzero) or minimum of `dtype` values (any type)
 // with the index of the extreme (the first in traversal order on ties; NaN propagates:
 // from the first NaN of a segment on, the extreme is that NaN and its index): input `x`,
-// outputs the extreme (`dtype`) and its index (`SCANRT_DTYPE_U32`; n < 2^32 - 2). An
+// outputs the extreme (`dtype`) and its index (`SCANRT_DTYPE_U32`; sequences of more than
+// 2^32 - 2 elements get `SCANRT_STATUS_UNSUPPORTED_COMBINATION`). An
 // exclusive scan's first result has index `UINT32_MAX`; results that keep an initial
 // value (`scanrt_cumulative_extreme_init`) have index `SCANRT_EXTREME_INITIAL_INDEX`.
 scanrt_status scanrt_operator_create_cumulative_extreme(const struct scanrt_context *ctx,

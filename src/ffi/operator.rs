@@ -233,6 +233,7 @@ unsafe fn desc_from_c(desc: *const scanrt_operator_desc) -> Result<OperatorDesc>
         load: load.map(|f| (f, inputs)),
         store: store.map(|f| (f, outputs)),
         host,
+        max_length: None,
     })
 }
 
@@ -347,7 +348,8 @@ unsafe fn write_state(init: Vec<u8>, state: *mut c_void, bytes: usize) -> Result
 /// Creates the running maximum (`max` nonzero) or minimum of `dtype` values (any type)
 /// with the index of the extreme (the first in traversal order on ties; NaN propagates:
 /// from the first NaN of a segment on, the extreme is that NaN and its index): input `x`,
-/// outputs the extreme (`dtype`) and its index (`SCANRT_DTYPE_U32`; n < 2^32 - 2). An
+/// outputs the extreme (`dtype`) and its index (`SCANRT_DTYPE_U32`; sequences of more than
+/// 2^32 - 2 elements get `SCANRT_STATUS_UNSUPPORTED_COMBINATION`). An
 /// exclusive scan's first result has index `UINT32_MAX`; results that keep an initial
 /// value (`scanrt_cumulative_extreme_init`) have index `SCANRT_EXTREME_INITIAL_INDEX`.
 #[no_mangle]

@@ -56,6 +56,10 @@ pub struct OperatorDesc {
     pub store: Option<(String, Vec<DType>)>,
     /// Host implementations, for the host backend.
     pub host: Option<HostOperator>,
+    /// The most elements a sequence may have, where the state keeps the load's index `i`
+    /// in fewer bits than `i` has (a cumulative extreme's u32 index): a longer scan is
+    /// refused rather than its indices wrapping. None: no limit.
+    pub max_length: Option<u64>,
 }
 
 /// How an operator scan runs: the same choices as a built-in scan's [`ScanDesc`](crate::ScanDesc), with
@@ -184,6 +188,24 @@ impl OperatorDesc {
             load: None,
             store: None,
             host: None,
+            max_length: None,
+        }
+    }
+    /// Refuses scans of sequences longer than `n` elements ([`OperatorDesc::max_length`]).
+    pub fn with_max_length(mut self, n: u64) -> Self {
+        self.max_length = Some(n);
+        self
+    }
+    /// `UnsupportedCombination` when a sequence of `n` elements is longer than the
+    /// operator indexes.
+    pub(crate) fn check_length(&self, n: u64) -> Result<()> {
+        match self.max_length {
+            Some(max) if n > max => bail!(
+                UnsupportedCombination,
+                "operator {} indexes sequences of at most {max} elements; this one has {n}",
+                self.name
+            ),
+            _ => Ok(()),
         }
     }
     /// Builds each element with `load` from arrays of `inputs`.

@@ -241,6 +241,7 @@ impl Operator {
     /// use) and sizes its workspace. Run it with [`ScanPlan::execute_arrays`] (any number
     /// of times, on any arrays of its length).
     pub fn plan(&self, n: u64, scan: &OperatorScan) -> Result<ScanPlan> {
+        self.inner.desc.check_length(n)?;
         let shape = scan.shape(&self.inner.desc)?;
         ScanPlan::new(&self.inner.ctx, PlanOperator::User(self.inner.clone()), n, shape)
     }

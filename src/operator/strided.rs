@@ -105,6 +105,8 @@ impl Operator {
             );
         }
         let axis = first_in.normal_axis(axis)?;
+        // The load's index counts along the axis.
+        desc.check_length(first_in.shape()[axis])?;
         if first_in.shape().len() == 1 && first_in.strides() == [1] && first_out.strides() == [1] {
             return self.scan_arrays_carried(stream, inputs, outputs, None, scan, carries);
         }

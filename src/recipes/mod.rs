@@ -168,7 +168,8 @@ fn low_bits(s: &[u8], bytes: usize) -> u64 {
 
 /// Running maximum (`max`) or minimum of `dtype` values (every type) with the index of the
 /// extreme: input `x`, outputs the extreme (`dtype`, its bits as read) and its index
-/// (u32: the element's index, below [`EXTREME_INITIAL_INDEX`]). Ties keep the first
+/// (u32: the element's index, below [`EXTREME_INITIAL_INDEX`]; longer scans are refused,
+/// [`OperatorDesc::max_length`]). Ties keep the first
 /// index in traversal order; a NaN is the extreme from where it appears (the first NaN's
 /// index stays), as NumPy's `maximum.accumulate` and torch's `cummax` propagate NaN
 /// (torch moves the index to each later NaN and, on ties, to the later element). The
@@ -236,7 +237,8 @@ __device__ void write_extreme(const Extreme& e, {t}& value, uint32_t& index) {{ 
         OperatorDesc::new(name, &source, "Extreme", size, vs.max(4), "better", &identity)
             .with_load("make_candidate", &[dtype])
             .with_store("write_extreme", &[dtype, DType::U32])
-            .with_host(host),
+            .with_host(host)
+            .with_max_length(EXTREME_INITIAL_INDEX as u64),
     )
 }
 

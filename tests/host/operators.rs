@@ -139,3 +139,55 @@ fn an_operator_plan_runs_on_any_arrays() {
         assert_eq!(e.status, scanrt::ScanrtStatus::InvalidArgument, "{}", e.message);
     }
 }
+
+/// A cumulative extreme keeps u32 indices: a sequence of more elements than they number
+/// is refused (planned 1-D, batched as rows, or along an axis), never wrapped.
+#[test]
+fn cumulative_extremes_refuse_sequences_their_indices_cannot_number() {
+    use scanrt::{ArrayView, OperatorScan, ScanrtStatus, Segments};
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let limit = scanrt::recipes::EXTREME_INITIAL_INDEX as u64;
+    let op = ctx
+        .create_operator(scanrt::recipes::cumulative_extreme(DType::U8, true).unwrap())
+        .unwrap();
+    assert!(op.plan(limit, &OperatorScan::default()).is_ok());
+    for scan in [
+        OperatorScan::default(),
+        OperatorScan {
+            segments: Segments::Rows(1 << 20),
+            ..OperatorScan::default()
+        },
+    ] {
+        let e = op.plan(limit + 1, &scan).err().expect("a scan past the index limit");
+        assert_eq!(e.status, ScanrtStatus::UnsupportedCombination, "{}", e.message);
+        assert!(e.message.contains("at most"), "{}", e.message);
+    }
+    // Along an axis the index counts along it: [2, limit + 1] (a zero stride repeats one
+    // element, so no memory of that size is needed) is refused along axis 1, and the
+    // message comes before any element is read.
+    let x = [7u8];
+    let mut values = [0u8; 1];
+    let mut indices = [0u32; 1];
+    // SAFETY: zero strides keep every view on its one element.
+    let (input, out_v, out_i) = unsafe {
+        (
+            ArrayView::strided(x.as_ptr() as u64, DType::U8, &[2, limit + 1], &[0, 0]).unwrap(),
+            ArrayView::strided(values.as_mut_ptr() as u64, DType::U8, &[2, limit + 1], &[0, 0]).unwrap(),
+            ArrayView::strided(indices.as_mut_ptr() as u64, DType::U32, &[2, limit + 1], &[0, 0]).unwrap(),
+        )
+    };
+    let e = op
+        .scan_arrays_along(
+            &stream,
+            &[input],
+            &[out_v, out_i],
+            1,
+            &OperatorScan::default(),
+            &Default::default(),
+        )
+        .err()
+        .expect("a scan along an axis past the index limit");
+    assert_eq!(e.status, ScanrtStatus::UnsupportedCombination, "{}", e.message);
+    assert!(e.message.contains("at most"), "{}", e.message);
+}
