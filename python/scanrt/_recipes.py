@@ -12,7 +12,8 @@ from . import _arrays, _scanrt
 # below both.
 INITIAL_INDEX = (1 << 32) - 2
 # Arrays of this many elements or more are scanned along their axis, which counts indices
-# along it, not as rows, whose indices count over the whole array and would wrap.
+# along it, not as rows, whose indices count over the whole array (the library refuses
+# sequences longer than the indices number: OperatorDesc::max_length).
 ROWS_INDEX_LIMIT = INITIAL_INDEX
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
 
@@ -98,15 +99,11 @@ def _extreme(x: Any, recipe: str, axis: int, exclusive: bool, reverse: bool, ini
                                       keys), out)
     t = _arrays.describe_dtype(x)
     if data is not None:
-        if x.shape[0] >= INITIAL_INDEX:
-            raise ValueError(f"{recipe} indexes fewer than 2^32 - 2 elements; this array has {x.shape[0]}")
         values, indices = _arrays.empty(x, x.shape, t), _arrays.empty(x, x.shape, "uint32")
         _recipe(recipe, x, [values, indices], 0, exclusive, reverse, initial, deterministic, data, segments, offsets,
                 keys)
         return _finish((values, indices_of(indices, 0, exclusive or initial is not None)), out)
     axis = _arrays.normal_axis(x, axis)
-    if x.shape[axis] >= INITIAL_INDEX:
-        raise ValueError(f"{recipe} indexes fewer than 2^32 - 2 elements along the axis; it has {x.shape[axis]}")
     if _size(x) >= ROWS_INDEX_LIMIT:
         values, indices = _arrays.empty(x, x.shape, t), _arrays.empty(x, x.shape, "uint32")
         _recipe(recipe, x, [values, indices], 0, exclusive, reverse, initial, deterministic, None, None, None, None,

@@ -256,10 +256,8 @@ def scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype, out, se
 
 
 def extreme(x, recipe, axis, exclusive, reverse, initial, deterministic, segments, offsets, keys):
-    from ._recipes import INITIAL_INDEX
-
-    if x.numel() >= INITIAL_INDEX:
-        raise ValueError(f"{recipe} of tensors that require gradients indexes fewer than 2^32 - 2 elements")
+    # Rows count their indices over the whole tensor: the library refuses more than they
+    # number (OperatorDesc::max_length).
     if segmented(segments, offsets, keys):
         return ops().extreme(x, recipe, reverse, exclusive, initial, deterministic, segments, offsets, keys)
     last = axis % x.dim() == x.dim() - 1
