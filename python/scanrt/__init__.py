@@ -62,14 +62,10 @@ _run = _arrays.run
 _one_d = _arrays.one_d
 
 
-def _is_array(v: Any) -> bool:
-    return v is not None and hasattr(v, "shape") and hasattr(v, "dtype")
-
-
 def _builtin_scan(x: Any, op: str, axis: int, exclusive: bool, reverse: bool, initial: Any,
                   deterministic: bool, dtype: Optional[str], out: Any, segments: Any = None, total: Any = None,
                   offsets: Any = None, keys: Any = None) -> Any:
-    if _is_array(initial) or total is not None:
+    if _arrays.is_array(initial) or total is not None:
         if keys is not None:
             raise TypeError("carries in arrays are for unsegmented scans and scans by offsets, not by keys")
         return _carried_scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype, out, segments, total,
@@ -131,13 +127,13 @@ def _carried_scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype
         what = f"{count}-element (one per sequence along axis {along})"
     for name, c in (("initial", initial), ("total", total)):
         allowed = (count, 1) if name == "initial" and along is not None else (count,)
-        if _is_array(c) and (_arrays.describe_dtype(c) != carry_type or _size(c) not in allowed):
+        if _arrays.is_array(c) and (_arrays.describe_dtype(c) != carry_type or _arrays.size(c) not in allowed):
             raise TypeError(f"{name} is a {what} {carry_type} array (the accumulator's type)")
     result = _arrays.empty(x, x.shape, out_type)
-    carry_in = _flat(initial) if _is_array(initial) else None
+    carry_in = _flat(initial) if _arrays.is_array(initial) else None
     carry_out = _flat(total) if total is not None else None
     starts = None if offsets is None else _arrays.describe(offsets)
-    scalar = None if _is_array(initial) else initial
+    scalar = None if _arrays.is_array(initial) else initial
     _run([x], lambda s: _scanrt.scan(_arrays.describe(x), _arrays.describe(result), op, not exclusive, reverse,
                                      scalar, deterministic, s, None, carry_in, carry_out, starts,
                                      axis=-1 if along is None else along))
@@ -154,13 +150,6 @@ def _flat(a: Any) -> Any:
             raise TypeError(f"carry arrays are C-contiguous; this one has shape {shape} and strides {strides}")
         step *= extent
     return (address, dtype, (step,), (1,), device)
-
-
-def _size(a: Any) -> int:
-    n = 1
-    for d in a.shape:
-        n *= int(d)
-    return n
 
 
 def _segmented_scan(x, op, exclusive, reverse, initial, deterministic, dtype, out, segments, offsets, keys=None):

@@ -276,6 +276,19 @@ def run(arrays: Any, call) -> None:
         _scanrt.synchronize(describe(first)[4], stream)
 
 
+def is_array(v: Any) -> bool:
+    """Whether ``v`` is an array (anything with a shape and a dtype), not a number."""
+    return v is not None and hasattr(v, "shape") and hasattr(v, "dtype")
+
+
+def size(a: Any) -> int:
+    """The number of elements of ``a``."""
+    n = 1
+    for d in a.shape:
+        n *= int(d)
+    return n
+
+
 def one_d(x: Any) -> None:
     """Refuses arrays of other than one dimension (ValueError)."""
     if len(x.shape) != 1:

@@ -104,7 +104,7 @@ def _extreme(x: Any, recipe: str, axis: int, exclusive: bool, reverse: bool, ini
                 keys)
         return _finish((values, indices_of(indices, 0, exclusive or initial is not None)), out)
     axis = _arrays.normal_axis(x, axis)
-    if _size(x) >= ROWS_INDEX_LIMIT:
+    if _arrays.size(x) >= ROWS_INDEX_LIMIT:
         values, indices = _arrays.empty(x, x.shape, t), _arrays.empty(x, x.shape, "uint32")
         _recipe(recipe, x, [values, indices], 0, exclusive, reverse, initial, deterministic, None, None, None, None,
                 axis=axis)
@@ -114,16 +114,9 @@ def _extreme(x: Any, recipe: str, axis: int, exclusive: bool, reverse: bool, ini
     row = moved.shape[-1]
     _recipe(recipe, moved, [values, indices], row, exclusive, reverse, initial, deterministic, None, None, None, None)
     # One row: the indices are the positions already.
-    row = 0 if row == _size(moved) else row
+    row = 0 if row == _arrays.size(moved) else row
     found = indices_of(indices, row, exclusive or initial is not None)
     return _finish((_arrays.move_back(values, axis), _arrays.move_back(found, axis)), out)
-
-
-def _size(a: Any) -> int:
-    n = 1
-    for d in a.shape:
-        n *= int(d)
-    return n
 
 
 def cummax(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bool = False, initial: Any = None,

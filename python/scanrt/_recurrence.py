@@ -11,14 +11,10 @@ from . import _arrays, _scanrt
 _STATE = {"float16": "float32", "bfloat16": "float32"}
 
 
-def _is_array(v: Any) -> bool:
-    return v is not None and hasattr(v, "shape") and hasattr(v, "dtype")
-
-
 def _autograd(*arrays: Any) -> bool:
     from . import _torch_autograd
 
-    return any(_is_array(x) and _torch_autograd(x) for x in arrays)
+    return any(_arrays.is_array(x) and _torch_autograd(x) for x in arrays)
 
 
 def _torch_ops():
@@ -76,7 +72,7 @@ def linear_recurrence(a: Any, b: Any, axis: int = -1, *, exclusive: bool = False
     ``b``, ``initial`` and through ``final``), except an exclusive scan with states per
     sequence (a ``TypeError``)."""
     a, b = _pair(a, b, dtype)
-    if offsets is not None or _is_array(initial) or return_final:
+    if offsets is not None or _arrays.is_array(initial) or return_final:
         if segments is not None or keys is not None:
             raise TypeError("states per sequence take sequences by offsets (not flags or keys)")
         result = _sequences_recurrence(a, b, initial, exclusive, reverse, deterministic, offsets, return_final)
@@ -166,7 +162,7 @@ def _sequences_recurrence(a: Any, b: Any, initial: Any, exclusive: bool, reverse
     count = max(int(offsets.shape[0]) - 1, 0) if offsets is not None else 1
     dtype = _arrays.describe_dtype(a)
     state = _STATE.get(dtype, dtype)
-    if _is_array(initial) and (tuple(initial.shape) != (count,) or _arrays.describe_dtype(initial) != state):
+    if _arrays.is_array(initial) and (tuple(initial.shape) != (count,) or _arrays.describe_dtype(initial) != state):
         raise ValueError(f"initial is an array of one {state} h0 per sequence: shape ({count},)")
     if _autograd(a, b, initial):
         if exclusive:
@@ -183,9 +179,9 @@ def recurrence_with_states(a, b, initial, exclusive, reverse, deterministic, off
     h = _arrays.empty(a, a.shape, dtype)
     # States are (A, B) pairs of a's type (h -> A h + B): the carry in of sequence i is
     # (1, h0[i]), its total (A, final h).
-    states_in = _arrays.ones_beside(initial) if _is_array(initial) else None
+    states_in = _arrays.ones_beside(initial) if _arrays.is_array(initial) else None
     states_out = _arrays.empty(a, (count, 2), _STATE.get(dtype, dtype)) if want_final else None
-    scalar = None if initial is None or _is_array(initial) else float(initial)
+    scalar = None if initial is None or _arrays.is_array(initial) else float(initial)
     describe = _arrays.describe
     arrays = [a, b] + [x for x in (offsets, states_in) if x is not None]
     _arrays.run(arrays, lambda s: _scanrt.recipe_scan(
