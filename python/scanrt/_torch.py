@@ -61,13 +61,16 @@ def define(name, impl, fake, setup, backward, non_differentiable=()):
     op.register_autograd(lambda ctx, *grads: backward(GRAPH, ctx, *grads), setup_context=setup)
 
     class Twin(torch.autograd.Function):
+        # forward and setup_context apart, as torch.func's transforms require.
         @staticmethod
-        def forward(ctx, *inputs):
-            output = impl(*inputs)
+        def forward(*inputs):
+            return impl(*inputs)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
             setup(ctx, inputs, output)
             if non_differentiable:
                 ctx.mark_non_differentiable(*(output[k] for k in non_differentiable))
-            return output
 
         @staticmethod
         def backward(ctx, *grads):

@@ -170,6 +170,23 @@ def test_carries_per_sequence_on_cpu_tensors(axis):
     torch.testing.assert_close(total, initial + x.sum(axis))
 
 
+def test_torch_func_grad_matches_autograd():
+    # The eager operators are autograd.Functions with setup_context: torch.func transforms
+    # take them.
+    r = rng(8)
+    x = torch.tensor(r.standard_normal(40))
+    a = torch.tensor(r.uniform(-0.9, 0.9, 40))
+    keys = torch.as_tensor(np.cumsum(r.random(40) < 0.2))
+    for f in (lambda t: scanrt.cumsum(t, keys=keys, reverse=True), lambda t: scanrt.logcumsumexp(t, initial=0.5),
+              lambda t: scanrt.cummax(t, exclusive=True, initial=0.0)[0], lambda t: scanrt.linear_recurrence(a, t),
+              lambda t: scanrt.linear_recurrence(t, x, exclusive=True)):
+        w = torch.tensor(r.standard_normal(40))
+        got = torch.func.grad(lambda t: (f(t) * w).sum())(x)
+        xx = x.clone().requires_grad_()
+        (want,) = torch.autograd.grad((f(xx) * w).sum(), xx)
+        torch.testing.assert_close(got, want)
+
+
 def test_custom_operators_compile_on_cpu():
     r = rng(5)
     x = torch.tensor(r.standard_normal(500), requires_grad=True)
