@@ -204,3 +204,34 @@ def test_custom_operators_compile_on_cpu():
     (g_got,) = torch.autograd.grad((compiled(x) * w).sum(), x)
     (g_want,) = torch.autograd.grad((f(x) * w).sum(), x)
     torch.testing.assert_close(g_got, g_want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "float16", "bfloat16"])
+def test_every_function_on_cpu_tensors_matches_numpy(dtype):
+    # CPU tensors take the host backend through PyTorch's side of the package (its
+    # descriptions, allocations and types); NumPy arrays through NumPy's. bfloat16 has no
+    # NumPy type: its results are compared through float32 against float32 inputs.
+    r = rng(9)
+    base = r.integers(-8, 8, (6, 50)).astype(np.float64) / (1 if dtype.startswith("int") else 4)
+    t = torch.tensor(base).to(getattr(torch, dtype))
+    n = t.to(torch.float32).numpy().astype(np.float32) if dtype == "bfloat16" else t.numpy()
+    back = lambda y: (y.to(torch.float32) if y.dtype == torch.bfloat16 else y).numpy()  # noqa: E731
+    same = lambda got, want: np.testing.assert_allclose(  # noqa: E731
+        back(got).astype(np.float64), np.asarray(want).astype(np.float64), rtol=2e-2 if "16" in dtype else 1e-6)
+    for axis in (0, 1):
+        for kw in (dict(), dict(exclusive=True, reverse=True)):
+            same(scanrt.cumsum(t, axis=axis, **kw), scanrt.cumsum(n, axis=axis, **kw))
+            if dtype != "bfloat16":
+                v, i = scanrt.cummax(t, axis=axis, **kw)
+                wv, wi = scanrt.cummax(n, axis=axis, **kw)
+                same(v, wv)
+                assert np.array_equal(i.numpy(), wi)
+    if dtype.startswith("float") or dtype == "bfloat16":
+        same(scanrt.logcumsumexp(t), scanrt.logcumsumexp(n))
+        same(scanrt.linear_recurrence(t / 8, t), scanrt.linear_recurrence(n / 8, n))
+    flat, flat_n = t.reshape(-1), n.reshape(-1)
+    if dtype not in ("float16", "bfloat16"):  # sorts take no 2-byte float keys (a TypeError)
+        same(scanrt.sort(flat), scanrt.sort(flat_n))
+    if dtype != "bfloat16":
+        same(scanrt.select(flat, where=(">", 0)), scanrt.select(flat_n, where=(">", 0)))
+        same(scanrt.partition(flat, flat > 0)[0], scanrt.partition(flat_n, flat_n > 0)[0])
