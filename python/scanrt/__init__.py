@@ -196,11 +196,17 @@ def _finish(result: Any, axis: int, out: Any) -> Any:
 
 
 def _torch_autograd(x: Any) -> bool:
+    """Whether a tensor goes through scanrt's PyTorch operators: it requires gradients,
+    torch.compile is tracing, or it is a torch.func transform's (vmap's batched tensors
+    have no storage of their own to scan)."""
     if not _arrays.is_torch(x):
         return False
     import torch
 
-    return (x.requires_grad and torch.is_grad_enabled()) or torch.compiler.is_compiling()
+    if (x.requires_grad and torch.is_grad_enabled()) or torch.compiler.is_compiling():
+        return True
+    wrapped = getattr(torch._C._functorch, "is_functorch_wrapped_tensor", None)
+    return wrapped is not None and wrapped(x)
 
 
 def cumsum(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bool = False, initial: Any = None,

@@ -51,11 +51,31 @@ def ops() -> OpSet:
     return GRAPH if torch.compiler.is_compiling() else EAGER
 
 
-def define(name, impl, fake, setup, backward, non_differentiable=()):
+def _batched(apply, data, info, in_dims, inputs):
+    """The vmap rule of an operator along the last axis: each batch element is one more
+    row, so the batch dimension goes first (unbatched data broadcast to it) and the
+    operator runs once. ``data``: the positions of the tensors it scans; any other tensor
+    (segment data) would tie rows to one layout, so it is refused."""
+    args = list(inputs)
+    for k, (value, dim) in enumerate(zip(inputs, in_dims)):
+        if not isinstance(value, torch.Tensor):
+            continue
+        if k not in data:
+            raise NotImplementedError("scanrt: vmap of a scan by segments (or of sequences by offsets)")
+        if dim is None:
+            args[k] = value.expand(info.batch_size, *value.shape)
+        else:
+            args[k] = value.movedim(dim, 0)
+    output = apply(*args)
+    return output, (0,) * len(output) if isinstance(output, tuple) else 0
+
+
+def define(name, impl, fake, setup, backward, non_differentiable=(), data=(0,)):
     """Registers ``scanrt::name`` (``impl``'s schema, ``fake`` for tracing, autograd) in
     ``GRAPH`` and its ``autograd.Function`` twin in ``EAGER``. ``backward(ops, ctx,
-    *grads)`` runs its scans through ``ops``, the set its forward ran in. Callers of an
-    ``EAGER`` operator pass every argument, defaults included."""
+    *grads)`` runs its scans through ``ops``, the set its forward ran in. ``data``: the
+    positions of the tensors the operator scans along their last axis (for ``vmap``).
+    Callers of an ``EAGER`` operator pass every argument, defaults included."""
     op = torch.library.custom_op(f"scanrt::{name}", impl, mutates_args=())
     op.register_fake(fake)
     op.register_autograd(lambda ctx, *grads: backward(GRAPH, ctx, *grads), setup_context=setup)
@@ -75,6 +95,10 @@ def define(name, impl, fake, setup, backward, non_differentiable=()):
         @staticmethod
         def backward(ctx, *grads):
             return backward(EAGER, ctx, *grads)
+
+        @staticmethod
+        def vmap(info, in_dims, *inputs):
+            return _batched(Twin.apply, data, info, in_dims, inputs)
 
     Twin.__name__ = Twin.__qualname__ = f"{name}_eager"
     setattr(GRAPH, name, op)

@@ -99,7 +99,7 @@ def _recurrence_backward(ops, ctx, grad):
     return grad_a, lam, None, None, None, None, None
 
 
-define("linear_recurrence", _recurrence, _recurrence_fake, _recurrence_setup, _recurrence_backward)
+define("linear_recurrence", _recurrence, _recurrence_fake, _recurrence_setup, _recurrence_backward, data=(0, 1))
 
 
 def _adjoint(a: Tensor, g: Tensor, reverse: bool, initial: Optional[float], deterministic: bool,
@@ -130,7 +130,7 @@ def _adjoint_backward(ops, ctx, grad):
     return grad_a, mu, None, None, None, None, None
 
 
-define("linear_recurrence_adjoint", _adjoint, _adjoint_fake, _adjoint_setup, _adjoint_backward)
+define("linear_recurrence_adjoint", _adjoint, _adjoint_fake, _adjoint_setup, _adjoint_backward, data=(0, 1))
 
 
 def linear_recurrence(a, b, axis, initial, exclusive, reverse, deterministic, segments, keys):
@@ -242,9 +242,9 @@ def _no_gradient(ops, ctx, *grads):
     raise NotImplementedError("scanrt: sequences_adjoint has no gradient (use linear_recurrence_adjoint)")
 
 
-define("sequences_recurrence", _sequences, _sequences_fake, _sequences_setup, _sequences_backward)
+define("sequences_recurrence", _sequences, _sequences_fake, _sequences_setup, _sequences_backward, data=())
 define("sequences_adjoint", _sequences_adjoint, _sequences_adjoint_fake, lambda ctx, inputs, output: None,
-       _no_gradient)
+       _no_gradient, data=())
 
 
 def sequences_recurrence(a, b, initial, reverse, deterministic, offsets, return_final):

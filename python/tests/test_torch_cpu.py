@@ -187,6 +187,28 @@ def test_torch_func_grad_matches_autograd():
         torch.testing.assert_close(got, want)
 
 
+def test_vmap_runs_each_batch_element_as_a_row():
+    r = rng(10)
+    x = torch.tensor(r.standard_normal((5, 30)))
+    a = torch.tensor(r.uniform(-0.9, 0.9, (5, 30)))
+    got = torch.func.vmap(lambda t: scanrt.cumsum(t, exclusive=True, reverse=True))(x)
+    torch.testing.assert_close(got, scanrt.cumsum(x, exclusive=True, reverse=True))
+    got = torch.func.vmap(lambda t: scanrt.cummax(t), in_dims=1, out_dims=1)(x.T)
+    torch.testing.assert_close(got[0], x.T.cummax(0).values)
+    assert torch.equal(got[1], scanrt.cummax(x.T, axis=0)[1])
+    got = torch.func.vmap(lambda p, q: scanrt.linear_recurrence(p, q, initial=0.5))(a, x)
+    torch.testing.assert_close(got, scanrt.linear_recurrence(a, x, initial=0.5))
+    got = torch.func.vmap(lambda p: scanrt.linear_recurrence(p, x[0]))(a)  # b shared by every element
+    torch.testing.assert_close(got, scanrt.linear_recurrence(a, x[0].expand(5, 30).contiguous()))
+    # Per-sample gradients.
+    per_sample = torch.func.vmap(torch.func.grad(lambda p, q: scanrt.linear_recurrence(p, q).pow(2).sum()))(a, x)
+    for i in range(5):
+        want = torch.func.grad(lambda p: scanrt.linear_recurrence(p, x[i]).pow(2).sum())(a[i])
+        torch.testing.assert_close(per_sample[i], want)
+    with pytest.raises(NotImplementedError, match="segments"):
+        torch.func.vmap(lambda t: scanrt.cumsum(t, keys=torch.arange(30) // 5))(x)
+
+
 def test_custom_operators_compile_on_cpu():
     r = rng(5)
     x = torch.tensor(r.standard_normal(500), requires_grad=True)
