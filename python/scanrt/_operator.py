@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import sys
 from typing import Any, Callable, Optional, Sequence, Tuple
 
 from . import _arrays
@@ -10,6 +11,12 @@ from . import _scanrt
 
 # Numbers the torch custom operators made for Operators (their names must be unique).
 _TORCH_OPS = itertools.count()
+
+
+def _traced(x: Any) -> bool:
+    from . import _torch_autograd
+
+    return _torch_autograd(x)
 
 
 def _bytes_of(value: Any, size: int, what: str) -> bytes:
@@ -44,9 +51,10 @@ class Operator:
     bytes``, ``host_load(i, x0, ...) -> bytes`` (elements as Python numbers) and
     ``host_store(state: bytes) -> value`` (a tuple for two outputs), one call per element
     and combine (``struct`` or ``numpy.frombuffer`` unpack the states). An exception they
-    raise ends the scan and is raised by it. On torch tensors each Operator is a torch
-    custom operator (``torch.library``), so its scans run inside ``torch.compile`` graphs
-    and captured CUDA graphs; it has no gradient.
+    raise ends the scan and is raised by it. On torch tensors each Operator is also a
+    torch custom operator (``torch.library``), which ``torch.compile`` graphs run; eager
+    calls scan directly (captured CUDA graphs take both). It has no gradient: tensors
+    that require one go through the custom operator, whose backward says so.
 
     >>> affine = scanrt.Operator(
     ...     "affine", SOURCE, "Affine", 8, 4, "combine",
@@ -70,6 +78,10 @@ class Operator:
         self._op = _scanrt.Operator(name, source, state, self.state_size, int(state_align), combine,
                                     _bytes_of(identity, self.state_size, "identity"), self.load, self.store, host)
         self._torch_op: Any = None
+        if "torch" in sys.modules:
+            # Made now, not at a first call that torch.compile might be tracing (it cannot
+            # trace a registration).
+            self._torch()
 
     @property
     def name(self) -> str:
@@ -107,7 +119,10 @@ class Operator:
                 raise ValueError(f"operator scans take 1-D arrays (or an axis); one has shape {tuple(x.shape)}")
         init = None if initial is None else _bytes_of(initial, self.state_size, "initial")
         carries = (carry_in, carry_out)
-        if out is None and _arrays.library(inputs[0]) == "torch" and carries == (None, None):
+        if out is None and carries == (None, None) and any(_traced(x) for x in inputs):
+            # Inputs that require gradients (the operator has none: backward says so), or
+            # of torch.compile and torch.func: the custom operator. Other eager calls run
+            # directly, without its dispatch.
             import torch
 
             state = None if init is None else torch.frombuffer(bytearray(init), dtype=torch.uint8)

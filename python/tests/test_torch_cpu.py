@@ -209,6 +209,31 @@ def test_vmap_runs_each_batch_element_as_a_row():
         torch.func.vmap(lambda t: scanrt.cumsum(t, keys=torch.arange(30) // 5))(x)
 
 
+def test_user_operators_on_cpu_tensors():
+    import struct
+
+    def combine(first, then):
+        fa, fb = struct.unpack("dd", first)
+        ta, tb = struct.unpack("dd", then)
+        return struct.pack("dd", fa * ta, ta * fb + tb)
+
+    affine = scanrt.Operator(
+        "affine_cpu", "struct A { double a, b; };\n__device__ A c(A l, A r) { return A{l.a * r.a, r.a * l.b + r.b}; }\n"
+        "__device__ A m(int64_t, double a, double b) { return A{a, b}; }\n"
+        "__device__ void w(const A& s, double& h) { h = s.b; }", "A", 16, 8, "c", identity=np.array([1.0, 0.0]),
+        load=("m", ["float64", "float64"]), store=("w", ["float64"]), host_combine=combine,
+        host_load=lambda i, a, b: struct.pack("dd", a, b), host_store=lambda s: struct.unpack("dd", s)[1])
+    r = rng(11)
+    a, b = torch.tensor(r.uniform(-0.9, 0.9, 300)), torch.tensor(r.standard_normal(300))
+    want = scanrt.linear_recurrence(a, b, reverse=True)
+    torch.testing.assert_close(affine(a, b, reverse=True), want)  # eager: scanned directly
+    compiled = torch.compile(lambda p, q: affine(p, q, reverse=True), fullgraph=True)
+    torch.testing.assert_close(compiled(a, b), want)  # the custom operator
+    h = affine(a.clone().requires_grad_(), b)
+    with pytest.raises(RuntimeError, match="autograd"):
+        h.sum().backward()
+
+
 def test_custom_operators_compile_on_cpu():
     r = rng(5)
     x = torch.tensor(r.standard_normal(500), requires_grad=True)
