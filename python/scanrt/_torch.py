@@ -1,12 +1,13 @@
 """scanrt's functions as PyTorch operators (``torch.ops.scanrt.*``): they carry autograd
-and run inside ``torch.compile`` graphs and captured CUDA graphs. The public functions
-route tensors here when they require gradients or are being compiled.
+and run inside ``torch.compile`` graphs, captured CUDA graphs and torch.func's transforms.
+The public functions route tensors here when they require gradients, are being compiled
+or belong to a torch.func transform.
 
 Each operator comes in two forms with one implementation, one backward and one
 ``setup_context``: the torch custom operator (``GRAPH``), which ``torch.compile``
 traces, and an ``autograd.Function`` twin (``EAGER``) that eager calls take, free of the
-custom operators' dispatch (about 100 us a call, more than a small scan's kernel). A
-backward runs its scans through the form its forward ran in.
+custom operators' dispatch (about 100 us a call, more than a small scan's kernel), with a
+``vmap`` rule. A backward runs its scans through the form its forward ran in.
 
 Every operator works on the last axis of a contiguous tensor (or a 1-D tensor with
 segments); the public functions move the axis there (``movedim``, differentiable) first.
