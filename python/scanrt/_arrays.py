@@ -30,6 +30,8 @@ def _torch_names() -> None:
 def library(x: Any) -> str:
     """The name of the library that owns ``x``."""
     module = type(x).__module__.split(".")[0]
+    if module == "torch":
+        _dense(x)
     if module in ("torch", "cupy", "numpy"):
         return module
     if module in ("jax", "jaxlib"):
@@ -261,7 +263,15 @@ def is_torch(x: Any) -> bool:
         return False
     if not TORCH_DTYPE_NAMES:
         _torch_names()
+    _dense(x)
     return True
+
+
+def _dense(x: Any) -> None:
+    """Refuses tensors whose elements are not laid out by strides (sparse, nested)."""
+    if getattr(x, "is_sparse", False) or getattr(x, "is_sparse_csr", False) or getattr(x, "is_nested", False):
+        raise TypeError(f"scanrt takes dense tensors, not {str(x.layout).replace('torch.', '')} ones; "
+                        "convert them with to_dense()")
 
 
 def run(arrays: Any, call) -> None:
