@@ -54,7 +54,10 @@ __all__ = [
 # The accumulator of the half types (their carries in arrays have this type).
 _ACCUMULATED = {"float16": "float32", "bfloat16": "float32"}
 # The accumulator NumPy and PyTorch give integer cumulative sums and products.
-_WIDENED = {"bool": "int64", "uint8": "int64", "int8": "int64", "int16": "int64", "int32": "int64", "uint32": "uint64"}
+_WIDENED = {"bool": "int64", "uint8": "int64", "int8": "int64", "int16": "int64", "uint16": "int64", "int32": "int64",
+            "uint32": "uint64"}
+# Input types the scans' kernels do not read: converted to the result's type first.
+_UNREAD = ("int8", "int16", "uint16")
 
 
 # Runs a binding call on the first array's stream (scanrt/_arrays.py).
@@ -65,6 +68,10 @@ _one_d = _arrays.one_d
 def _builtin_scan(x: Any, op: str, axis: int, exclusive: bool, reverse: bool, initial: Any,
                   deterministic: bool, dtype: Optional[str], out: Any, segments: Any = None, total: Any = None,
                   offsets: Any = None, keys: Any = None) -> Any:
+    if not _arrays.is_torch(x) or x.dtype.itemsize < 4:
+        in_type = _arrays.describe_dtype(x)
+        if in_type in _UNREAD and (dtype or _WIDENED[in_type]) not in _UNREAD:
+            x = _arrays.astype(x, dtype or _WIDENED[in_type])
     if _arrays.is_array(initial) or total is not None:
         if keys is not None:
             raise TypeError("carries in arrays are for unsegmented scans and scans by offsets, not by keys")

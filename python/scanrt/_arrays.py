@@ -61,6 +61,13 @@ def _byte_strides(strides, itemsize: int, shape) -> Tuple[int, ...]:
     return tuple(s // itemsize for s in strides)
 
 
+def _native(native: bool, typestr: str) -> None:
+    """Refuses elements in the other byte order, which scanrt would read as this one."""
+    if not native:
+        raise TypeError(f"scanrt reads elements in the machine's byte order, not {typestr!r}; convert with "
+                        "astype(dtype.newbyteorder('='))")
+
+
 def describe(x: Any) -> Description:
     """The array as scanrt's bindings take it."""
     lib = library(x)
@@ -80,9 +87,11 @@ def describe(x: Any) -> Description:
         import numpy as np
 
         a = np.asarray(x)
+        _native(a.dtype.isnative, a.dtype.str)
         interface = a.__array_interface__
         return (interface["data"][0], a.dtype.name, tuple(a.shape), _byte_strides(a.strides, a.itemsize, a.shape), -1)
     interface = x.__cuda_array_interface__
+    _native(interface["typestr"][0] in "<|=", interface["typestr"])
     shape = tuple(interface["shape"])
     name = _numpy_dtype_name(interface["typestr"])
     import numpy as np

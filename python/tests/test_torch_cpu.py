@@ -148,13 +148,6 @@ def test_sorts_and_selections_pass_gradients_back():
     assert torch.equal(g, mask.to(torch.float64))
 
 
-def test_sparse_tensors_are_refused_by_name():
-    x = torch.randn(10).to_sparse()
-    for f in (scanrt.cumsum, scanrt.cummax, scanrt.logcumsumexp, scanrt.sort):
-        with pytest.raises(TypeError, match="dense tensors, not sparse_coo"):
-            f(x)
-
-
 def test_what_is_not_differentiable_says_so():
     x = torch.randn(10, dtype=torch.float64, requires_grad=True)
     with pytest.raises(TypeError, match="not differentiable"):

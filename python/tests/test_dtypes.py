@@ -1,0 +1,53 @@
+"""What the package takes and refuses by element type and layout: narrow integers summed
+in int64 as NumPy and PyTorch do, elements in the other byte order and sparse tensors
+refused by name (never read as something else)."""
+
+import numpy as np
+import pytest
+
+import scanrt
+from sweeps import rng, torch
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "uint16", "int16", "bool"])
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_numpy_narrow_integers_sum_in_int64(dtype, exclusive):
+    x = (rng(1).integers(-40, 40, (3, 200)) % (2 if dtype == "bool" else 256)).astype(dtype)
+    wide = x.astype(np.int64)
+    for axis in (0, 1):
+        got = scanrt.cumsum(x, axis=axis, exclusive=exclusive)
+        want = np.cumsum(wide, axis=axis) - (wide if exclusive else 0)
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(scanrt.cumprod(x % 3, axis=axis), np.cumprod((x % 3).astype(np.int64), axis))
+    np.testing.assert_array_equal(scanrt.cumsum(x[0], dtype="int32"), np.cumsum(wide[0]).astype(np.int32))
+    flags = rng(2).random(200) < 0.1
+    got = scanrt.cumsum(x[0], segments=flags)
+    starts = np.flatnonzero(flags | (np.arange(200) == 0))
+    want = np.concatenate([np.cumsum(part) for part in np.split(wide[0], starts[1:])])
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.skipif(torch is None, reason="needs PyTorch")
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16"])
+def test_torch_narrow_integers_sum_in_int64(dtype):
+    x = torch.as_tensor(rng(3).integers(0, 100, 500)).to(getattr(torch, dtype))
+    got = scanrt.cumsum(x)
+    assert got.dtype == torch.int64 and torch.equal(got, torch.cumsum(x, 0))
+
+
+def test_the_other_byte_order_is_refused():
+    for x in (np.arange(5, dtype=">f4"), np.arange(5, dtype=">i8")):
+        with pytest.raises(TypeError, match="byte order"):
+            scanrt.cumsum(x)
+        with pytest.raises(TypeError, match="byte order"):
+            scanrt.sort(x)
+    np.testing.assert_array_equal(scanrt.cumsum(np.arange(5, dtype="<f4")), np.cumsum(np.arange(5, dtype="<f4")))
+
+
+@pytest.mark.skipif(torch is None, reason="needs PyTorch")
+def test_sparse_tensors_are_refused_by_name():
+    x = torch.randn(10).to_sparse()
+    for f in (scanrt.cumsum, scanrt.cummax, scanrt.logcumsumexp, scanrt.sort):
+        with pytest.raises(TypeError, match="dense tensors, not sparse_coo"):
+            f(x)
