@@ -65,9 +65,11 @@ _run = _arrays.run
 _one_d = _arrays.one_d
 
 
-def _builtin_scan(x: Any, op: str, axis: int, exclusive: bool, reverse: bool, initial: Any,
+def _builtin_scan(x: Any, op: str, axis: Optional[int], exclusive: bool, reverse: bool, initial: Any,
                   deterministic: bool, dtype: Optional[str], out: Any, segments: Any = None, total: Any = None,
                   offsets: Any = None, keys: Any = None) -> Any:
+    if axis is None:  # NumPy's: the flattened array, in C order
+        x, axis = x.reshape(-1), -1
     if not _arrays.is_torch(x) or x.dtype.itemsize < 4:
         in_type = _arrays.describe_dtype(x)
         if in_type in _UNREAD and (dtype or _WIDENED[in_type]) not in _UNREAD:
@@ -216,10 +218,10 @@ def _torch_autograd(x: Any) -> bool:
     return wrapped is not None and wrapped(x)
 
 
-def cumsum(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bool = False, initial: Any = None,
+def cumsum(x: Any, axis: Optional[int] = -1, *, exclusive: bool = False, reverse: bool = False, initial: Any = None,
            deterministic: bool = False, dtype: Optional[str] = None, out: Any = None, segments: Any = None,
            total: Any = None, offsets: Any = None, keys: Any = None) -> Any:
-    """Cumulative sum along ``axis``.
+    """Cumulative sum along ``axis`` (None: of the flattened array, as NumPy's).
 
     ``exclusive``: element i sums the elements before i (the first is ``initial``, or 0).
     ``reverse``: from the last element to the first. ``initial``: a value every result
@@ -260,7 +262,7 @@ def summed_area_table(x: Any, *, exclusive: bool = False, reverse: bool = False,
     return cumsum(rows, axis=-2, exclusive=exclusive, reverse=reverse, out=out)
 
 
-def cumprod(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bool = False, initial: Any = None,
+def cumprod(x: Any, axis: Optional[int] = -1, *, exclusive: bool = False, reverse: bool = False, initial: Any = None,
             deterministic: bool = False, dtype: Optional[str] = None, out: Any = None, segments: Any = None,
             total: Any = None, offsets: Any = None, keys: Any = None) -> Any:
     """Cumulative product along ``axis`` (integers wrap); arguments as :func:`cumsum`."""

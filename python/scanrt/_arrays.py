@@ -296,8 +296,15 @@ def run(arrays: Any, call) -> None:
 
 
 def is_array(v: Any) -> bool:
-    """Whether ``v`` is an array (anything with a shape and a dtype), not a number."""
-    return v is not None and hasattr(v, "shape") and hasattr(v, "dtype")
+    """Whether ``v`` is an array (anything with a shape and a dtype), not a number (NumPy's
+    scalars have both too)."""
+    if v is None or not (hasattr(v, "shape") and hasattr(v, "dtype")):
+        return False
+    if type(v).__module__ == "numpy":
+        import numpy
+
+        return not isinstance(v, numpy.generic)
+    return True
 
 
 def size(a: Any) -> int:

@@ -51,3 +51,26 @@ def test_sparse_tensors_are_refused_by_name():
     for f in (scanrt.cumsum, scanrt.cummax, scanrt.logcumsumexp, scanrt.sort):
         with pytest.raises(TypeError, match="dense tensors, not sparse_coo"):
             f(x)
+
+
+def test_numpy_scalars_are_values_not_arrays():
+    # NumPy's scalars have a shape and a dtype too; as initial values they are numbers.
+    x = rng(4).standard_normal(50)
+    np.testing.assert_allclose(scanrt.cumsum(x, initial=np.float64(1.5)), np.cumsum(x) + 1.5)
+    np.testing.assert_array_equal(scanrt.cumsum(np.arange(5), initial=np.int64(2)), np.cumsum(np.arange(5)) + 2)
+    np.testing.assert_array_equal(scanrt.cummax(x, initial=np.float64(0.5))[0], np.maximum.accumulate(
+        np.maximum(x, 0.5)))
+    np.testing.assert_allclose(scanrt.logcumsumexp(x, initial=np.float32(0.0)),
+                               np.logaddexp.accumulate(np.concatenate([[0.0], x]))[1:])
+    h = scanrt.linear_recurrence(np.full(4, 0.5), np.ones(4), initial=np.float32(2))
+    np.testing.assert_allclose(h, [2.0, 2.0, 2.0, 2.0])
+
+
+@pytest.mark.parametrize("f, ref", [(scanrt.cumsum, np.cumsum), (scanrt.cumprod, np.cumprod)])
+def test_axis_none_scans_the_flattened_array(f, ref):
+    x = rng(5).integers(1, 4, (3, 4, 5))
+    np.testing.assert_array_equal(f(x, axis=None), ref(x, axis=None))
+    np.testing.assert_array_equal(f(x.transpose(2, 0, 1), axis=None), ref(x.transpose(2, 0, 1), axis=None))
+    if torch is not None:
+        t = torch.as_tensor(x)
+        assert torch.equal(f(t, axis=None), torch.as_tensor(ref(x, axis=None)))
