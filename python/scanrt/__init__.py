@@ -56,8 +56,7 @@ _ACCUMULATED = {"float16": "float32", "bfloat16": "float32"}
 # The accumulator NumPy and PyTorch give integer cumulative sums and products.
 _WIDENED = {"bool": "int64", "uint8": "int64", "int8": "int64", "int16": "int64", "uint16": "int64", "int32": "int64",
             "uint32": "uint64"}
-# Input types the scans' kernels do not read: converted to the result's type first.
-_UNREAD = ("int8", "int16", "uint16")
+
 
 
 # Runs a binding call on the first array's stream (scanrt/_arrays.py).
@@ -65,15 +64,25 @@ _run = _arrays.run
 _one_d = _arrays.one_d
 
 
+def _readable(x: Any, op: str, dtype: Optional[str]) -> Any:
+    """``x``, or converted to the result's type where the scan does not read its type
+    into that one (int8 into int64, int64 into float32, ...): NumPy's ``dtype``, the type
+    the elements are summed in."""
+    in_type = _arrays.describe_dtype(x)
+    out_type = dtype or (_WIDENED.get(in_type, in_type) if op in ("sum", "prod") else in_type)
+    if out_type == in_type or _scanrt.scan_takes(in_type, out_type, op):
+        return x
+    # Where the result's type is not read either, the scan names it.
+    return _arrays.astype(x, out_type) if _scanrt.scan_takes(out_type, out_type, op) else x
+
+
 def _builtin_scan(x: Any, op: str, axis: Optional[int], exclusive: bool, reverse: bool, initial: Any,
                   deterministic: bool, dtype: Optional[str], out: Any, segments: Any = None, total: Any = None,
                   offsets: Any = None, keys: Any = None) -> Any:
     if axis is None:  # NumPy's: the flattened array, in C order
         x, axis = x.reshape(-1), -1
-    if not _arrays.is_torch(x) or x.dtype.itemsize < 4:
-        in_type = _arrays.describe_dtype(x)
-        if in_type in _UNREAD and (dtype or _WIDENED[in_type]) not in _UNREAD:
-            x = _arrays.astype(x, dtype or _WIDENED[in_type])
+    if dtype is not None or not _arrays.is_torch(x) or x.dtype.itemsize < 4:
+        x = _readable(x, op, dtype)
     if _arrays.is_array(initial) or total is not None:
         if keys is not None:
             raise TypeError("carries in arrays are for unsegmented scans and scans by offsets, not by keys")
@@ -232,8 +241,9 @@ def cumsum(x: Any, axis: Optional[int] = -1, *, exclusive: bool = False, reverse
     same array as ``initial`` and ``total`` to scan a long array chunk after chunk on the
     device (a 2-D one's rows, chunks of columns at a time, too).
     ``deterministic``: bitwise identical float results on every run.
-    ``dtype``: the result's (and accumulator's) type; integers narrower than 64 bits sum
-    in int64 (uint32 in uint64) by default, as NumPy and PyTorch do. float16 and bfloat16
+    ``dtype``: the result's (and accumulator's) type, as NumPy's (the elements are
+    converted to it first where the scan does not read them into it); integers narrower
+    than 64 bits sum in int64 (uint32 in uint64) by default, as NumPy and PyTorch do. float16 and bfloat16
     are read into float32, summed in float32 and rounded once as each result is written
     (their ``initial`` and ``total`` arrays are float32). ``segments``: a bool or uint8
     array as long as the 1-D ``x``; each nonzero starts a new sum. ``offsets``: segments

@@ -10,10 +10,11 @@ use parking_lot::Mutex;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use scanrt::{
-    recipes, CarryViews, Context, DType, Direction, InitValue, Op, Operator, OperatorScan, ScanDesc, Segments,
+    recipes, CarryViews, Context, DType, Direction, InitValue, Op, Operator, OperatorScan, ScanDesc, ScanTypes,
+    Segments,
 };
 
-use crate::arrays::{context, device_of, stream, ArrayArg};
+use crate::arrays::{context, device_of, dtype_named, stream, ArrayArg};
 use crate::errors::IntoPy;
 
 fn op_of(name: &str) -> PyResult<Op> {
@@ -24,6 +25,14 @@ fn op_of(name: &str) -> PyResult<Op> {
         "max" => Op::Max,
         other => return Err(PyValueError::new_err(format!("no scan operator {other:?}"))),
     })
+}
+
+/// Whether a built-in scan reads `input` values and writes `output` ones with `op` (in the
+/// output type's accumulator): Python converts the input first where it does not.
+#[pyfunction]
+pub(crate) fn scan_takes(input: &str, output: &str, op: &str) -> PyResult<bool> {
+    let types = ScanTypes::new(dtype_named(input)?, dtype_named(output)?, None);
+    Ok(types.check(op_of(op)?).is_ok())
 }
 
 /// The descriptor of a built-in scan whose results are `output` values.

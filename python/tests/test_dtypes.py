@@ -74,3 +74,22 @@ def test_axis_none_scans_the_flattened_array(f, ref):
     if torch is not None:
         t = torch.as_tensor(x)
         assert torch.equal(f(t, axis=None), torch.as_tensor(ref(x, axis=None)))
+
+
+@pytest.mark.parametrize("source, target", [("int32", "float64"), ("int64", "float32"), ("float64", "float32"),
+                                            ("int64", "int32"), ("uint8", "float16"), ("float32", "float64"),
+                                            ("int16", None), ("uint16", "uint32")])
+def test_numpy_dtype_is_the_type_the_elements_are_summed_in(source, target):
+    # As NumPy's: the elements are converted to it first where the scan does not read
+    # them into it.
+    x = rng(6).integers(0, 50, 300).astype(source)
+    got = scanrt.cumsum(x, dtype=target)
+    # scanrt sums float16 results in float32 and rounds each once (NumPy rounds each step).
+    want = np.cumsum(x.astype(np.float64)).astype(target or "int64")
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-3 if "16" in str(target) else 1e-6)
+    small = x[:12] % 2 + 1  # products that fit every target
+    np.testing.assert_allclose(scanrt.cumprod(small, dtype=target), np.cumprod(small, dtype=target or "int64"),
+                               rtol=1e-3)
+    with pytest.raises(TypeError, match="do not take SCANRT_DTYPE_"):  # int8 is read by no scan
+        scanrt.cumsum(x, dtype="int8")
