@@ -108,11 +108,27 @@ def _builtin_scan(x: Any, op: str, axis: Optional[int], exclusive: bool, reverse
     axis = _arrays.normal_axis(x, axis)
     in_type = _arrays.describe_dtype(x)
     out_type = dtype or (_WIDENED.get(in_type, in_type) if op in ("sum", "prod") else in_type)
-    result = _arrays.empty(x, x.shape, out_type)
+    # Into `out` itself where it is an array of the result's type and shape on the same
+    # side (x itself too: in place), else into a new array copied there.
+    direct = _writes_into(out, x, out_type)
+    result = out if direct else _arrays.empty(x, x.shape, out_type)
     # Any axis of any strides is scanned where it lies: no transpose, no copy.
     _run([x], lambda s: _scanrt.scan(_arrays.describe(x), _arrays.describe(result), op, not exclusive,
                                      reverse, initial, deterministic, s, axis=axis))
-    return _finish(result, len(x.shape) - 1, out)
+    return result if direct else _finish(result, len(x.shape) - 1, out)
+
+
+def _writes_into(out: Any, x: Any, out_type: str) -> bool:
+    """Whether a scan of ``x`` can write ``out`` as it lies: an array of the result's
+    type and ``x``'s shape in the same library and memory (scanrt refuses partial
+    overlaps of the two, writing nothing)."""
+    if out is None or not _arrays.is_array(out) or _arrays.library(out) != _arrays.library(x):
+        return False
+    if _torch_autograd(out):  # autograd sees the copy into it (and refuses leaves)
+        return False
+    if tuple(out.shape) != tuple(x.shape) or _arrays.describe_dtype(out) != out_type:
+        return False
+    return _arrays.library(out) != "jax" and _arrays.describe(out)[4] == _arrays.describe(x)[4]
 
 
 def _carried_scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype, out, segments, total, offsets):

@@ -93,3 +93,24 @@ def test_numpy_dtype_is_the_type_the_elements_are_summed_in(source, target):
                                rtol=1e-3)
     with pytest.raises(TypeError, match="do not take SCANRT_DTYPE_"):  # int8 is read by no scan
         scanrt.cumsum(x, dtype="int8")
+
+
+def test_numpy_out_is_written_where_it_lies():
+    x = np.arange(12, dtype=np.int64).reshape(3, 4)
+    out = np.empty((3, 4), np.int64)
+    assert scanrt.cumsum(x, axis=0, out=out) is out
+    np.testing.assert_array_equal(out, np.cumsum(x, 0))
+    y = x.copy()
+    assert scanrt.cumprod(y, out=y) is y  # in place
+    np.testing.assert_array_equal(y, np.cumprod(x, 1))
+    big = np.zeros((3, 8), np.int64)
+    scanrt.cumsum(x, out=big[:, ::2])  # a strided view, written where it lies
+    np.testing.assert_array_equal(big[:, ::2], np.cumsum(x, 1))
+    assert not big[:, 1::2].any()
+    wide = np.empty((3, 4), np.float64)
+    assert scanrt.cumsum(x, out=wide) is wide  # another type: a copy into it
+    np.testing.assert_array_equal(wide, np.cumsum(x, 1))
+    z = np.arange(12, dtype=np.int64)
+    with pytest.raises(ValueError, match="overlaps"):
+        scanrt.cumsum(z[1:], out=z[:-1])
+    np.testing.assert_array_equal(z, np.arange(12))  # nothing written
