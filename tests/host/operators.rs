@@ -191,3 +191,23 @@ fn cumulative_extremes_refuse_sequences_their_indices_cannot_number() {
     assert_eq!(e.status, ScanrtStatus::UnsupportedCombination, "{}", e.message);
     assert!(e.message.contains("at most"), "{}", e.message);
 }
+
+/// The recipes' initial values refuse values of another type, and types the recipe
+/// does not take, by status.
+#[test]
+fn recipe_initial_values_check_their_types() {
+    use scanrt::{recipes, InitValue, ScanrtStatus};
+    let e = recipes::cumulative_extreme_init(DType::F32, InitValue::of(1u32)).unwrap_err();
+    assert_eq!(e.status, ScanrtStatus::InvalidArgument, "{}", e.message);
+    let e = recipes::logcumsumexp_init(DType::I32, 1.0).unwrap_err();
+    assert_eq!(e.status, ScanrtStatus::UnsupportedCombination, "{}", e.message);
+    // f16 values widen exactly into the state; the index marks the initial value.
+    let state = recipes::cumulative_extreme_init(DType::F16, InitValue::of(scanrt::half::f16::from_f32(1.5))).unwrap();
+    assert_eq!(state.len(), 8);
+    assert_eq!(&state[..2], &scanrt::half::f16::from_f32(1.5).to_bits().to_ne_bytes());
+    assert_eq!(&state[4..8], &recipes::EXTREME_INITIAL_INDEX.to_ne_bytes());
+    assert_eq!(
+        recipes::logcumsumexp_init(DType::BF16, 2.0).unwrap(),
+        [2.0f32, 1.0].iter().flat_map(|v| v.to_ne_bytes()).collect::<Vec<_>>()
+    );
+}
