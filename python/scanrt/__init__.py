@@ -58,6 +58,11 @@ _WIDENED = {"bool": "int64", "uint8": "int64", "int8": "int64", "int16": "int64"
             "uint32": "uint64"}
 
 
+def _result_type(in_type: str, op: str, dtype: Optional[str]) -> str:
+    """The type a scan of ``in_type`` elements writes: ``dtype``, or the input's (integer
+    sums and products widened)."""
+    return dtype or (_WIDENED.get(in_type, in_type) if op in ("sum", "prod") else in_type)
+
 
 # Runs a binding call on the first array's stream (scanrt/_arrays.py).
 _run = _arrays.run
@@ -69,7 +74,7 @@ def _readable(x: Any, op: str, dtype: Optional[str]) -> Any:
     into that one (int8 into int64, int64 into float32, ...): NumPy's ``dtype``, the type
     the elements are summed in."""
     in_type = _arrays.describe_dtype(x)
-    out_type = dtype or (_WIDENED.get(in_type, in_type) if op in ("sum", "prod") else in_type)
+    out_type = _result_type(in_type, op, dtype)
     if out_type == in_type or _scanrt.scan_takes(in_type, out_type, op):
         return x
     # Where the result's type is not read either, the scan names it.
@@ -107,7 +112,7 @@ def _builtin_scan(x: Any, op: str, axis: Optional[int], exclusive: bool, reverse
                                     dtype)
     axis = _arrays.normal_axis(x, axis)
     in_type = _arrays.describe_dtype(x)
-    out_type = dtype or (_WIDENED.get(in_type, in_type) if op in ("sum", "prod") else in_type)
+    out_type = _result_type(in_type, op, dtype)
     # Into `out` itself where it is an array of the result's type and shape on the same
     # side (x itself too: in place), else into a new array copied there.
     direct = _writes_into(out, x, out_type)
@@ -147,7 +152,7 @@ def _carried_scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype
     else:
         along = _arrays.normal_axis(x, axis)
     in_type = _arrays.describe_dtype(x)
-    out_type = dtype or (_WIDENED.get(in_type, in_type) if op in ("sum", "prod") else in_type)
+    out_type = _result_type(in_type, op, dtype)
     carry_type = _ACCUMULATED.get(out_type, out_type)
     count, what = 1, "one-element"
     if offsets is not None:
@@ -189,7 +194,7 @@ def _flat(a: Any) -> Any:
 def _segmented_scan(x, op, exclusive, reverse, initial, deterministic, dtype, out, segments, offsets, keys=None):
     data = _arrays.segment_data(x, segments, offsets, keys)
     in_type = _arrays.describe_dtype(x)
-    out_type = dtype or (_WIDENED.get(in_type, in_type) if op in ("sum", "prod") else in_type)
+    out_type = _result_type(in_type, op, dtype)
     result = _arrays.empty(x, x.shape, out_type)
     flags = None if segments is None else _arrays.describe(segments)
     starts = None if offsets is None else _arrays.describe(offsets)
@@ -208,7 +213,7 @@ def _torch_scan_fast(x: Any, op: str, axis: int, exclusive: bool, reverse: bool,
     import torch
 
     name = _arrays.TORCH_DTYPE_NAMES.get(x.dtype) or str(x.dtype).replace("torch.", "")
-    out_type = dtype or (_WIDENED.get(name, name) if op in ("sum", "prod") else name)
+    out_type = _result_type(name, op, dtype)
     if out_type == name and x.is_contiguous():
         result = torch.empty_like(x)  # a third of torch.empty's host time
     else:
@@ -317,7 +322,7 @@ def scan_across(chunks: Sequence[Any], op: str = "sum", *, exclusive: bool = Fal
     in_type = _arrays.describe_dtype(chunks[0])
     if any(_arrays.describe_dtype(c) != in_type for c in chunks):
         raise TypeError("the chunks have different types")
-    out_type = dtype or (_WIDENED.get(in_type, in_type) if op in ("sum", "prod") else in_type)
+    out_type = _result_type(in_type, op, dtype)
     outs = [_arrays.empty(c, c.shape, out_type) for c in chunks]
     totals = [_arrays.empty(c, (1,), out_type) for c in chunks] if with_total else None
     _arrays.prepare_inputs(chunks)
@@ -347,7 +352,7 @@ def scan_out_of_core(x: Any, op: str = "sum", *, out: Any = None, device: int = 
     if _torch_autograd(x):
         raise TypeError("an out-of-core scan is not differentiable; detach the input")
     in_type = _arrays.describe_dtype(x)
-    out_type = dtype or (_WIDENED.get(in_type, in_type) if op in ("sum", "prod") else in_type)
+    out_type = _result_type(in_type, op, dtype)
     if out is None:
         import numpy
 
