@@ -86,7 +86,8 @@ def _builtin_scan(x: Any, op: str, axis: Optional[int], exclusive: bool, reverse
                   offsets: Any = None, keys: Any = None) -> Any:
     if axis is None:  # NumPy's: the flattened array, in C order
         x, axis = x.reshape(-1), -1
-    if dtype is not None or not _arrays.is_torch(x) or x.dtype.itemsize < 4:
+    tensor = _arrays.is_torch(x)
+    if dtype is not None or not tensor or x.dtype.itemsize < 4:
         x = _readable(x, op, dtype)
     if _arrays.is_array(initial) or total is not None:
         if keys is not None:
@@ -102,14 +103,25 @@ def _builtin_scan(x: Any, op: str, axis: Optional[int], exclusive: bool, reverse
                                keys)
         return _segmented_scan(x, op, exclusive, reverse, initial, deterministic, dtype, out, segments, offsets,
                                keys)
-    if _arrays.is_torch(x):
-        if _torch_autograd(x):
+    if tensor:
+        # The common call first, with nothing a small scan would feel: a CUDA tensor that
+        # needs no graph (a torch.func transform's tensor, which has no storage of its
+        # own, is caught where the fast path reads its address).
+        import torch
+
+        graph = (x.requires_grad and torch.is_grad_enabled()) or torch.compiler.is_compiling()
+        if not graph and out is None and x.is_cuda:
+            ndim = x.dim()
+            if -ndim <= axis < ndim:
+                try:
+                    return _torch_scan_fast(x, op, axis % ndim, exclusive, reverse, initial, deterministic, dtype)
+                except RuntimeError:
+                    if not _arrays.TORCH_WRAPPED[0](x):
+                        raise
+        if graph or _arrays.TORCH_WRAPPED[0](x):
             from . import _torch
 
             return _torch.scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype, out)
-        if out is None and x.is_cuda:
-            return _torch_scan_fast(x, op, _arrays.normal_axis(x, axis), exclusive, reverse, initial, deterministic,
-                                    dtype)
     axis = _arrays.normal_axis(x, axis)
     in_type = _arrays.describe_dtype(x)
     out_type = _result_type(in_type, op, dtype)
@@ -242,10 +254,8 @@ def _torch_autograd(x: Any) -> bool:
         return False
     import torch
 
-    if (x.requires_grad and torch.is_grad_enabled()) or torch.compiler.is_compiling():
-        return True
-    wrapped = getattr(torch._C._functorch, "is_functorch_wrapped_tensor", None)
-    return wrapped is not None and wrapped(x)
+    return ((x.requires_grad and torch.is_grad_enabled()) or torch.compiler.is_compiling()
+            or _arrays.TORCH_WRAPPED[0](x))
 
 
 def cumsum(x: Any, axis: Optional[int] = -1, *, exclusive: bool = False, reverse: bool = False, initial: Any = None,

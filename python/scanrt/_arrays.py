@@ -14,12 +14,18 @@ from typing import Any, Sequence, Tuple
 Description = Tuple[int, str, Tuple[int, ...], Tuple[int, ...], int]
 
 
-# PyTorch's dtypes by name, filled on first use (a dict lookup beats str(dtype)).
+# PyTorch's dtypes by name, filled on first use (a dict lookup beats str(dtype)), and its
+# strided layout and functorch's test for its transforms' tensors.
 TORCH_DTYPE_NAMES: dict = {}
+TORCH_STRIDED: list = [None]
+TORCH_WRAPPED: list = [lambda t: False]
 
 
 def _torch_names() -> None:
     import torch
+
+    TORCH_STRIDED[0] = torch.strided
+    TORCH_WRAPPED[0] = getattr(torch._C._functorch, "is_functorch_wrapped_tensor", TORCH_WRAPPED[0])
 
     for name in ("bool", "uint8", "int8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16",
                  "bfloat16", "float32", "float64"):
@@ -31,6 +37,8 @@ def library(x: Any) -> str:
     """The name of the library that owns ``x``."""
     module = type(x).__module__.split(".")[0]
     if module == "torch":
+        if not TORCH_DTYPE_NAMES:
+            _torch_names()
         _dense(x)
     if module in ("torch", "cupy", "numpy"):
         return module
@@ -278,7 +286,7 @@ def is_torch(x: Any) -> bool:
 
 def _dense(x: Any) -> None:
     """Refuses tensors whose elements are not laid out by strides (sparse, nested)."""
-    if getattr(x, "is_sparse", False) or getattr(x, "is_sparse_csr", False) or getattr(x, "is_nested", False):
+    if x.layout is not TORCH_STRIDED[0]:
         raise TypeError(f"scanrt takes dense tensors, not {str(x.layout).replace('torch.', '')} ones; "
                         "convert them with to_dense()")
 
