@@ -381,7 +381,9 @@ __device__ void write_log_sum(const LogSum& s, {io}& y) {{ y = {narrow}; }}
         })),
         store: Some(Arc::new(move |s, y| {
             let log_sum = read::<T>(s, 0) + read::<T>(s, 1).ln();
-            put_element(dtype, y[0], f64::from(log_sum))
+            #[allow(clippy::useless_conversion)] // f64 states expand this too
+            let wide = f64::from(log_sum);
+            put_element(dtype, y[0], wide)
         })),
     });
     Ok(OperatorDesc::new(

@@ -186,8 +186,7 @@ fn cumulative_extremes_refuse_sequences_their_indices_cannot_number() {
             &OperatorScan::default(),
             &Default::default(),
         )
-        .err()
-        .expect("a scan along an axis past the index limit");
+        .expect_err("a scan along an axis past the index limit");
     assert_eq!(e.status, ScanrtStatus::UnsupportedCombination, "{}", e.message);
     assert!(e.message.contains("at most"), "{}", e.message);
 }
