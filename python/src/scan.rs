@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use once_cell::sync::Lazy;
 use parking_lot::Mutex;
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use scanrt::{
     recipes, CarryViews, Context, DType, Direction, InitValue, Op, Operator, OperatorScan, ScanDesc, ScanTypes,
@@ -57,22 +57,9 @@ pub(crate) fn builtin_desc(
         desc = desc.deterministic();
     }
     if let Some(v) = initial {
-        desc.init = Some(init_of(&v, output.default_accumulator())?);
+        desc.init = Some(value_of(output.default_accumulator(), &v)?);
     }
     Ok(desc)
-}
-
-/// The initial value as the accumulator type (the output type's default).
-fn init_of(value: &Bound<'_, PyAny>, dtype: DType) -> PyResult<InitValue> {
-    Ok(match dtype {
-        DType::F32 => InitValue::of(value.extract::<f64>()? as f32),
-        DType::F64 => InitValue::of(value.extract::<f64>()?),
-        DType::I32 => InitValue::of(value.extract::<i32>()?),
-        DType::U32 => InitValue::of(value.extract::<u32>()?),
-        DType::I64 => InitValue::of(value.extract::<i64>()?),
-        DType::U64 => InitValue::of(value.extract::<u64>()?),
-        other => return Err(PyTypeError::new_err(format!("no initial value of {}", other.c_name()))),
-    })
 }
 
 /// Scans `x` along `axis` (the last by default; any axis of any strides, in one pass)

@@ -3,22 +3,12 @@ not-NaN, user predicates), output (values, indices, a size) and partition form, 
 NumPy references: NumPy on the host backend, PyTorch on the GPU where present, and
 gradients on CPU tensors wherever PyTorch is installed. Random data with printed seeds."""
 
-import os
-
 import numpy as np
 import pytest
 
 import scanrt
+from sweeps import cuda, rng, torch
 
-SEED = int(os.environ.get("SCANRT_TEST_SEED", "20261127"))
-
-try:
-    import torch
-
-    HAS_CUDA = torch.cuda.is_available()
-except ImportError:  # the host-only CI
-    torch, HAS_CUDA = None, False
-cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs PyTorch with a CUDA GPU")
 with_torch = pytest.mark.skipif(torch is None, reason="needs PyTorch")
 
 TYPES = ["uint8", "int16", "int32", "uint32", "int64", "float32", "float64"]
@@ -27,10 +17,6 @@ COMPARISONS = {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_e
 ODD = scanrt.Predicate("odd", "template <typename T> __device__ bool odd(T x) { return ((long long)x) & 1; }",
                        host=lambda v: int(v) % 2 == 1)
 
-
-def rng(salt: int) -> np.random.Generator:
-    print(f"seed {SEED} + {salt}")
-    return np.random.default_rng(SEED + salt)
 
 
 def draw(r, dtype, n):

@@ -4,21 +4,13 @@ finite differences, results against sequential loops), the functions that refuse
 gradients, and torch.compile graphs of scanrt's custom operators. Random data with
 printed seeds."""
 
-import os
-
 import numpy as np
 import pytest
 
 import scanrt
+from sweeps import rng
 
 torch = pytest.importorskip("torch")
-
-SEED = int(os.environ.get("SCANRT_TEST_SEED", "20261127"))
-
-
-def rng(salt: int) -> np.random.Generator:
-    print(f"seed {SEED} + {salt}")
-    return np.random.default_rng(SEED + salt)
 
 
 def segment_forms(r, n):
