@@ -176,8 +176,10 @@ pub struct SortParams {
     pub values_in: u64,
     /// The whole output of the pass's values.
     pub values_out: u64,
-    /// Digit counts (`unsigned long long`): the histogram kernel adds every pass's
-    /// `[passes][256]`; a digit pass reads its own 256.
+    /// Digit counts (`unsigned long long`, zero-filled): the histogram kernel adds every
+    /// pass's `[passes][256]` and counts its finished blocks in the word after them; its
+    /// last block makes each pass's counts the digits' bin starts. A digit pass reads its
+    /// own 256 bin starts.
     pub histograms: u64,
     /// The pass's per-digit counts of the earlier portions (256 `unsigned long long`).
     pub carry_in: u64,
@@ -265,6 +267,12 @@ const _: () = assert!(std::mem::size_of::<StridedParams>() == 18 * 8 + 2 * 4);
 pub const SORT_FLAG_INDICES: u32 = 1;
 /// The keys are 16-byte aligned, read as vectors (histogram kernel).
 pub const SORT_FLAG_VECTOR_IN: u32 = 2;
+/// A digit pass reads keys as the words it ranks (an earlier pass wrote them so), not as
+/// the caller's bits.
+pub const SORT_FLAG_RANKED_IN: u32 = 4;
+/// A digit pass writes keys as the words it ranks, for a later pass (else as the caller's
+/// bits: the last pass).
+pub const SORT_FLAG_RANKED_OUT: u32 = 8;
 
 /// Inclusive scan (else exclusive).
 pub const FLAG_INCLUSIVE: u32 = 1;

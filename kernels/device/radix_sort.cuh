@@ -9,7 +9,9 @@
 //   -inf < negative numbers < -0 < +0 < positive numbers < +inf < NaNs,
 // positive NaNs before negative ones, so every key, NaN payloads and signs included,
 // comes back bit for bit. A descending sort ranks the complement of that word; the sort
-// is stable either way (equal keys keep their input order).
+// is stable either way (equal keys keep their input order). The first pass reads the
+// caller's keys and the last one writes them; the passes between read and write the
+// ranked words, so signed, float and descending keys cost what unsigned ones do.
 //
 // A digit pass's tile (one block, THREADS threads of ITEMS keys):
 //   1. draws its tile id (a ticket), loads its keys warp-striped (warp w holds the tile's
@@ -17,7 +19,7 @@
 //      (warp, item, lane) order is input order);
 //   2. counts each warp's keys of each digit (shared atomics);
 //   3. per digit d (thread d): the tile's count, published at once for the tiles after
-//      it (AGGREGATE; tile 0 INCLUSIVE), each warp's first rank, and the tile's first slot;
+//      it (AGGREGATE; tile 0 INCLUSIVE), and the tile's first slot of d and each warp's;
 //   4. per digit: the look-back over the earlier tiles' counts of d (one thread per digit
 //      walks its digit back, its warp polling together) gives the keys of d before this
 //      tile, and INCLUSIVE is published. Beside it (in a block of two threads per digit
@@ -26,7 +28,8 @@
 //      mask per digit; the first peer takes the warp's next ranks);
 //   5. the keys (and values) go into shared memory in (digit, rank) order;
 //   6. the keys go out to `bin start of d + keys of d before the tile + rank`, in runs of
-//      consecutive addresses, the values with them.
+//      consecutive addresses, the values with them (the histogram kernel leaves the bin
+//      starts).
 // The look-back comes as early as the counts allow because a tile's INCLUSIVE counts
 // end its successors' walks: the sooner they appear, the shorter every walk.
 // Status slots: 256 per tile (tile * RADIX + digit), 4-byte counts with the launch's tag
@@ -79,6 +82,7 @@ template <typename W, int KIND, bool DESCENDING> struct RankedKey {
         const W k = OrderedKey<W, KIND>::to(bits);
         return DESCENDING ? (W)~k : k;
     }
+    static SCANRT_DEVICE W bits_of(W ranked) { return OrderedKey<W, KIND>::from(DESCENDING ? (W)~ranked : ranked); }
     static SCANRT_DEVICE u32 digit(W bits, u32 shift, u32 mask) { return (u32)(of(bits) >> shift) & mask; }
 };
 
@@ -103,7 +107,8 @@ SCANRT_DEVICE typename Op::T digit_exclusive_sum(typename Op::T v, typename Op::
     return before + inclusive - v;
 }
 
-// Counts every pass's digits of one chunk of keys into `histograms[pass][digit]`.
+// Counts every pass's digits of one chunk of keys into `histograms[pass][digit]`; the
+// last block then makes them each digit's bin start.
 template <typename W, int KIND, bool DESCENDING, int THREADS>
 SCANRT_DEVICE void radix_histogram(const W* keys, long long n, unsigned long long* histograms, u32 begin_bit,
                                    u32 end_bit, u32 flags) {
@@ -113,7 +118,9 @@ SCANRT_DEVICE void radix_histogram(const W* keys, long long n, unsigned long lon
     const int tid = threadIdx.x;
     for (int i = tid; i < MAX_PASSES * SCANRT_RADIX; i += THREADS) counts_s[i] = 0;
     __syncthreads();
-    const u32 passes = (end_bit - begin_bit + SCANRT_RADIX_BITS - 1) / SCANRT_RADIX_BITS;
+    // At least one pass, as the host counts them (a pass over no bits copies), so the
+    // finished blocks' counter lies where the host left room for it.
+    const u32 passes = max(1u, (end_bit - begin_bit + SCANRT_RADIX_BITS - 1) / SCANRT_RADIX_BITS);
     auto count = [&](W bits) {
         const W k = Ranked::of(bits);
 #pragma unroll
@@ -149,6 +156,23 @@ SCANRT_DEVICE void radix_histogram(const W* keys, long long n, unsigned long lon
     __syncthreads();
     for (int i = tid; i < (int)passes * SCANRT_RADIX; i += THREADS)
         if (counts_s[i]) atomicAdd(&histograms[i], (unsigned long long)counts_s[i]);
+
+    // The last block to finish turns every pass's counts into its digits' bin starts
+    // (exclusive sums), so that no tile of a digit pass scans them again. Its counter
+    // follows the counts (zero-filled with them).
+    __shared__ bool last_s;
+    __shared__ unsigned long long totals_s[SCANRT_RADIX / 32];
+    __threadfence();  // this block's counts are in L2 before its arrival is
+    __syncthreads();
+    if (tid == 0) last_s = atomicAdd(&histograms[passes * SCANRT_RADIX], 1ull) == gridDim.x - 1;
+    __syncthreads();
+    if (!last_s) return;
+    __threadfence();
+    static_assert(THREADS == SCANRT_RADIX, "one thread per digit");
+    for (u32 p = 0; p < passes; ++p) {
+        const unsigned long long c = __ldcg(&histograms[p * SCANRT_RADIX + tid]);
+        histograms[p * SCANRT_RADIX + tid] = digit_exclusive_sum<CountSum64>(c, totals_s, tid);
+    }
 }
 
 // The look-back of `tile` (> 0) for the digit of each lane of a warp: the sum of that
@@ -220,7 +244,7 @@ template <typename V> SCANRT_DEVICE V index_value(unsigned long long i) {
 template <typename W, int KIND, bool DESCENDING, typename V, bool HAS_VALUES, int THREADS, int ITEMS,
           int LOOKBACK_WINDOW, int SPIN_BEFORE_SLEEP, int SLEEP_NS>
 SCANRT_DEVICE void radix_onesweep_tile(const W* keys_in, W* keys_out, const V* values_in, V* values_out,
-                                       const unsigned long long* histogram, const unsigned long long* carry_in,
+                                       const unsigned long long* bin_starts, const unsigned long long* carry_in,
                                        unsigned long long* carry_out, void* workspace, long long status_capacity,
                                        FaultSink report, long long n, unsigned long long index_base, u32 shift,
                                        u32 end_bit, u32 flags) {
@@ -233,7 +257,7 @@ SCANRT_DEVICE void radix_onesweep_tile(const W* keys_in, W* keys_out, const V* v
     static_assert(THREADS >= SCANRT_RADIX, "one thread per digit");
     static_assert(TILE < 65536, "ranks fit 16 bits");
     extern __shared__ __align__(16) unsigned char tile_s[];  // TILE keys, then TILE values (first the warps' digit masks)
-    __shared__ u32 warp_first_s[WARPS][SCANRT_RADIX];       // counts, then each warp's next rank
+    __shared__ u32 warp_first_s[WARPS][SCANRT_RADIX];       // counts, then each warp's next slot
     __shared__ u32 local_start_s[SCANRT_RADIX];              // the tile's first slot of digit d
     __shared__ u32 count_s[SCANRT_RADIX];                    // the tile's keys of digit d
     __shared__ unsigned long long carried_s[SCANRT_RADIX];   // the earlier portions' keys of d
@@ -265,8 +289,10 @@ SCANRT_DEVICE void radix_onesweep_tile(const W* keys_in, W* keys_out, const V* v
         const int valid = (int)(n - first < TILE ? n - first : TILE);
         // The digit's bin start and the earlier portions' keys of it, read now so that
         // their round trips overlap the tile's loads.
-        const unsigned long long digit_total = tid < SCANRT_RADIX ? histogram[tid] : 0ull;
-        if (tid < SCANRT_RADIX) carried_s[tid] = carry_in[tid];
+        if (tid < SCANRT_RADIX) {
+            out_base_s[tid] = bin_starts[tid];
+            carried_s[tid] = carry_in[tid];
+        }
 
         // 1. Load warp-striped.
         const W* tile_keys = keys_in + first;
@@ -277,19 +303,24 @@ SCANRT_DEVICE void radix_onesweep_tile(const W* keys_in, W* keys_out, const V* v
             const int e = warp_first + 32 * k + lane;
             key[k] = e < valid ? tile_keys[e] : (W)0;
         }
+        // The tile holds the ranked words.
+        if (!(flags & SORT_FLAG_RANKED_IN)) {
+#pragma unroll
+            for (int k = 0; k < ITEMS; ++k) key[k] = Ranked::of(key[k]);
+        }
 
         // 2. Count each warp's keys of each digit (independent shared atomics: they
         // pipeline). Padding past the end counts as the highest digit, whose slots come
         // after every real key; it is left out of the published count.
         auto digit_of = [&](int k) {
-            return warp_first + 32 * k + lane < valid ? Ranked::digit(key[k], shift, mask) : mask;
+            return warp_first + 32 * k + lane < valid ? (u32)(key[k] >> shift) & mask : mask;
         };
 #pragma unroll
         for (int k = 0; k < ITEMS; ++k) atomicAdd(&warp_first_s[warp][digit_of(k)], 1u);
         __syncthreads();
 
-        // 3. Per digit: the tile's count, published at once for the tiles after it; each
-        // warp's first rank; the tile's first slot, and the digit's bin start.
+        // 3. Per digit: the tile's count, published at once for the tiles after it; the
+        // tile's first slot of the digit, and each warp's.
         u32 count = 0;
         if (tid < SCANRT_RADIX) {
             for (int w = 0; w < WARPS; ++w) {
@@ -303,10 +334,9 @@ SCANRT_DEVICE void radix_onesweep_tile(const W* keys_in, W* keys_out, const V* v
             count_s[tid] = count;
         }
         const u32 local_start = (u32)digit_exclusive_sum<CountSum64>(count, totals_s, tid);
-        const unsigned long long bin_start = digit_exclusive_sum<CountSum64>(digit_total, totals_s, tid);
         if (tid < SCANRT_RADIX) {
             local_start_s[tid] = local_start;
-            out_base_s[tid] = bin_start;
+            for (int w = 0; w < WARPS; ++w) warp_first_s[w][tid] += local_start;
         }
         __syncthreads();
 
@@ -325,9 +355,9 @@ SCANRT_DEVICE void radix_onesweep_tile(const W* keys_in, W* keys_out, const V* v
         }
         // Rank within the warp in input order, beside the look-back: the lanes holding the
         // same digit find each other through one shared-memory OR per key into the warp's
-        // mask of that digit (eight ballots, one per digit bit, cost three times the
-        // instructions); the first of them takes the warp's next ranks of the digit and
-        // clears the mask for the next item.
+        // mask of that digit (eight ballots, one per digit bit, cost more: 6.4 against 7.2
+        // ms for 2^28 u32 keys); the first of them takes the warp's next slots of the digit
+        // and clears the mask for the next item.
         u32* peers_s = (u32*)tile_s + warp * SCANRT_RADIX;  // before step 5 writes the tile there
         const u32 lanes_below = (1u << lane) - 1u;
         u32 slot[ITEMS];
@@ -339,15 +369,14 @@ SCANRT_DEVICE void radix_onesweep_tile(const W* keys_in, W* keys_out, const V* v
             const u32 peers = peers_s[d];
             __syncwarp();
             const u32 below = __popc(peers & lanes_below);
-            u32 before = 0;
+            u32 taken = 0;
             if (below == 0) {
-                before = warp_first_s[warp][d];
-                warp_first_s[warp][d] = before + __popc(peers);
+                taken = warp_first_s[warp][d];
+                warp_first_s[warp][d] = taken + __popc(peers);
                 peers_s[d] = 0;
             }
             __syncwarp();  // the mask is clear before the next item's ORs
-            before = __shfl_sync(SCANRT_FULL_MASK, before, __ffs(peers) - 1);
-            slot[k] = local_start_s[d] + before + below;
+            slot[k] = __shfl_sync(SCANRT_FULL_MASK, taken, __ffs(peers) - 1) + below;
         }
         // The values' loads, in flight while the block waits for the look-back.
         V value[HAS_VALUES ? ITEMS : 1];
@@ -374,13 +403,14 @@ SCANRT_DEVICE void radix_onesweep_tile(const W* keys_in, W* keys_out, const V* v
 
         // 6. Out in runs of consecutive addresses; each slot's digit is read again from its
         // key.
+        const bool ranked_out = flags & SORT_FLAG_RANKED_OUT;
 #pragma unroll
         for (int k = 0; k < ITEMS; ++k) {
             const int slot = k * THREADS + tid;
             if (slot < valid) {
-                const W bits = keys_s[slot];
-                const unsigned long long at = out_base_s[Ranked::digit(bits, shift, mask)] + slot;
-                keys_out[at] = bits;
+                const W ranked = keys_s[slot];
+                const unsigned long long at = out_base_s[(u32)(ranked >> shift) & mask] + slot;
+                keys_out[at] = ranked_out ? ranked : Ranked::bits_of(ranked);
                 if constexpr (HAS_VALUES) values_out[at] = values_s[slot];
             }
         }

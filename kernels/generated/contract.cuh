@@ -13,6 +13,14 @@ constexpr static const uint32_t SORT_FLAG_INDICES = 1;
 /// The keys are 16-byte aligned, read as vectors (histogram kernel).
 constexpr static const uint32_t SORT_FLAG_VECTOR_IN = 2;
 
+/// A digit pass reads keys as the words it ranks (an earlier pass wrote them so), not as
+/// the caller's bits.
+constexpr static const uint32_t SORT_FLAG_RANKED_IN = 4;
+
+/// A digit pass writes keys as the words it ranks, for a later pass (else as the caller's
+/// bits: the last pass).
+constexpr static const uint32_t SORT_FLAG_RANKED_OUT = 8;
+
 /// Inclusive scan (else exclusive).
 constexpr static const uint32_t FLAG_INCLUSIVE = 1;
 
@@ -250,8 +258,10 @@ struct SortParams {
   uint64_t values_in;
   /// The whole output of the pass's values.
   uint64_t values_out;
-  /// Digit counts (`unsigned long long`): the histogram kernel adds every pass's
-  /// `[passes][256]`; a digit pass reads its own 256.
+  /// Digit counts (`unsigned long long`, zero-filled): the histogram kernel adds every
+  /// pass's `[passes][256]` and counts its finished blocks in the word after them; its
+  /// last block makes each pass's counts the digits' bin starts. A digit pass reads its
+  /// own 256 bin starts.
   uint64_t histograms;
   /// The pass's per-digit counts of the earlier portions (256 `unsigned long long`).
   uint64_t carry_in;

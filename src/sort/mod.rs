@@ -13,7 +13,7 @@ use cudarc::driver::sys::{CUdeviceptr, CUstream};
 
 use crate::array::ArrayView;
 use crate::context::Context;
-use crate::contract::{SortParams, SORT_FLAG_INDICES, SORT_FLAG_VECTOR_IN};
+use crate::contract::{SortParams, SORT_FLAG_INDICES, SORT_FLAG_RANKED_IN, SORT_FLAG_RANKED_OUT, SORT_FLAG_VECTOR_IN};
 use crate::engine::{Engine, GpuEngine};
 use crate::error::{bail, Result};
 use crate::runtime::calls::CallLabel;
@@ -71,7 +71,7 @@ impl TempLayout {
         let keys = 0;
         let values = align(n * key.size() as u64);
         let counts = values + align(n * value_bytes);
-        let carries = counts + passes as u64 * 256 * 8;
+        let carries = counts + (passes as u64 * 256 + 1) * 8; // the counts, then the histogram's counter
         let portions = n.div_ceil(portion_elems(key, value_bytes as u32)).max(1);
         let bytes = carries + passes as u64 * (portions + 1) * 256 * 8;
         TempLayout {
@@ -303,7 +303,9 @@ unsafe fn queue_passes(
                 index_base: first,
                 begin_bit,
                 end_bit: (begin_bit + 8).min(c.end),
-                flags: if c.indices && p == 0 { SORT_FLAG_INDICES } else { 0 },
+                flags: (if c.indices && p == 0 { SORT_FLAG_INDICES } else { 0 })
+                    | (if p > 0 { SORT_FLAG_RANKED_IN } else { 0 })
+                    | (if p + 1 < passes { SORT_FLAG_RANKED_OUT } else { 0 }),
                 ..params
             };
             kernel.pass.launch(len.div_ceil(tile) as u32, raw_stream, &params)?;
