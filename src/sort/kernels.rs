@@ -36,8 +36,10 @@ pub(crate) struct TileShape {
 /// 4, 8, 16 and 32 tiles: 7.53, 8.03, 8.86, 12.8 and 29.3 ms against 7.47 for one (a
 /// window's polls of 256 digits' slots cost more L2 traffic than its round trips save).
 /// The spin and the sleep make no difference (384x24x2, u32 keys: 1 to 10^6 polls
-/// before sleeping, 32 to 512 ns: 6.70-6.73 ms). Every architecture takes it until a row
-/// of its own is measured.
+/// before sleeping, 32 to 512 ns: 6.70-6.73 ms). Rechecked on the kernel with bin starts
+/// from the histogram and ranked words between passes (2026-11-27, same run): 384x24x2
+/// 6.35 / 10.43 / 20.1 / 6.51, 512x16x2 6.75 / 9.47 / 16.7 / 6.84. Every architecture
+/// takes it until a row of its own is measured.
 /// With the `experiments` feature, `SCANRT_SORT_SHAPE=threads,items,min_blocks,window,spin,sleep`
 /// replaces it.
 pub(crate) fn tile_shape(key: DType, value_bytes: u32) -> TileShape {
