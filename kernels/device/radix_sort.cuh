@@ -44,7 +44,8 @@
 // Keys a histogram block counts at a time (its grid strides over chunks).
 #define SCANRT_HISTOGRAM_CHUNK 16384
 
-enum { SCANRT_KEY_UNSIGNED = 0, SCANRT_KEY_SIGNED = 1, SCANRT_KEY_FLOAT = 2 };
+// Floats: binary32 and binary64 (by the word's size), binary16 and bfloat16.
+enum { SCANRT_KEY_UNSIGNED = 0, SCANRT_KEY_SIGNED = 1, SCANRT_KEY_FLOAT = 2, SCANRT_KEY_F16 = 3, SCANRT_KEY_BF16 = 4 };
 
 // Unsigned words in the keys' order, and back (W: the key's bits as an unsigned word).
 template <typename W, int KIND> struct OrderedKey;
@@ -57,13 +58,13 @@ template <typename W> struct OrderedKey<W, SCANRT_KEY_SIGNED> {
     static SCANRT_DEVICE W to(W b) { return (W)(b ^ SIGN); }
     static SCANRT_DEVICE W from(W k) { return (W)(k ^ SIGN); }
 };
-// binary32 (W = u32) and binary64 (u64). With M the mantissa mask, negative NaNs (bits
+// A binary float of MANTISSA bits in W. With M the mantissa mask, negative NaNs (bits
 // above ~M) keep their bits; other negative numbers map to ~b - M (-inf to 0, -0 to
 // SIGN - M - 1); positive numbers and NaNs to b + SIGN - M (+0 to SIGN - M). The three
 // ranges are disjoint and together cover every word.
-template <typename W> struct OrderedKey<W, SCANRT_KEY_FLOAT> {
+template <typename W, int MANTISSA> struct OrderedFloat {
     static constexpr W SIGN = (W)((W)1 << (8 * sizeof(W) - 1));
-    static constexpr W M = (W)(sizeof(W) == 4 ? 0x7fffffull : 0xfffffffffffffull);
+    static constexpr W M = (W)(((W)1 << MANTISSA) - 1);
     static SCANRT_DEVICE W to(W b) {
         if (b > (W)~M) return b;
         if (b & SIGN) return (W)(~b - M);
@@ -75,6 +76,9 @@ template <typename W> struct OrderedKey<W, SCANRT_KEY_FLOAT> {
         return (W)~(W)(k + M);
     }
 };
+template <typename W> struct OrderedKey<W, SCANRT_KEY_FLOAT> : OrderedFloat<W, sizeof(W) == 4 ? 23 : 52> {};
+template <typename W> struct OrderedKey<W, SCANRT_KEY_F16> : OrderedFloat<W, 10> {};
+template <typename W> struct OrderedKey<W, SCANRT_KEY_BF16> : OrderedFloat<W, 7> {};
 
 // The word a sort ranks: ordered, complemented when descending.
 template <typename W, int KIND, bool DESCENDING> struct RankedKey {

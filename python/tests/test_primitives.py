@@ -11,7 +11,7 @@ from sweeps import cuda, rng, torch
 
 with_torch = pytest.mark.skipif(torch is None, reason="needs PyTorch")
 
-TYPES = ["uint8", "int16", "int32", "uint32", "int64", "float32", "float64"]
+TYPES = ["uint8", "int16", "int32", "uint32", "int64", "float16", "float32", "float64"]
 COMPARISONS = {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal, ">": np.greater,
                ">=": np.greater_equal}
 ODD = scanrt.Predicate("odd", "template <typename T> __device__ bool odd(T x) { return ((long long)x) & 1; }",
@@ -176,3 +176,36 @@ def test_torch_sorts_by_a_bit_range_on_the_gpu(descending):
     got_keys, indices = scanrt.argsort(torch.as_tensor(keys, device="cuda"), descending=descending, bits=(40, 52))
     np.testing.assert_array_equal(indices.cpu().numpy(), order)
     np.testing.assert_array_equal(got_keys.cpu().numpy(), keys[order])
+
+
+@cuda
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("descending", [False, True])
+def test_torch_half_keys_sort_as_torch_does(dtype, descending):
+    """f16 and bf16 keys with NaNs, infinities and signed zeros, against torch's stable
+    sort (NaNs last either way round there; scanrt's total order puts them last
+    ascending and first descending, so the comparison is on the numbers)."""
+    generator = torch.Generator().manual_seed(400)
+    keys = (torch.randint(-50, 50, (70_001,), generator=generator) / 4).to(getattr(torch, dtype))
+    keys[::31] = float("inf")
+    keys[::37] = float("-inf")
+    keys[::41] = -0.0
+    keys[::43] = float("nan")
+    keys = keys.cuda()
+    got, indices = scanrt.argsort(keys, descending=descending)
+    numbers = ~keys.isnan()
+    want_keys, want_indices = torch.sort(keys[numbers], stable=True, descending=descending)
+    # NaNs: last ascending, first descending, in input order.
+    nan_at = torch.nonzero(~numbers).flatten()
+    number_at = torch.nonzero(numbers).flatten()[want_indices]
+    order = torch.cat([number_at, nan_at]) if not descending else torch.cat([nan_at, number_at])
+    # -0.0 and +0.0 compare equal for torch: the signs settle within equal keys by the
+    # total order (-0 first ascending), so compare the values and check the zeros' signs.
+    torch.testing.assert_close(got.float(), keys[order].float(), equal_nan=True)
+    assert torch.equal(keys[indices].view(torch.int16), got.view(torch.int16))
+    stable = got != 0  # equal keys in input order, away from the zeros
+    assert torch.equal(indices[stable], order[stable])
+    zeros = got == 0
+    signs = torch.signbit(got[zeros])
+    assert torch.equal(signs, torch.sort(signs.int(), stable=True, descending=not descending)[0].bool())
+    assert torch.equal(scanrt.compress(keys, numbers).view(torch.int16), keys[numbers].view(torch.int16))

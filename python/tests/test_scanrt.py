@@ -126,7 +126,7 @@ def test_numpy_cumprod_cummax_logcumsumexp_recurrence():
     np.testing.assert_allclose(h, want, rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.parametrize("dtype", ["int8", "uint16", "int32", "uint64", "float32", "float64"])
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "int32", "uint64", "float16", "float32", "float64"])
 @pytest.mark.parametrize("descending", [False, True])
 def test_numpy_sort_and_argsort_are_stable(dtype, descending):
     r = rng(7)

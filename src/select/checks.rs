@@ -19,13 +19,6 @@ pub(crate) struct Checked {
 /// Checks a call's arrays against its description.
 pub(crate) fn check(a: &SelectArrays, desc: &SelectDesc) -> Result<Checked> {
     let dtype = a.input.dtype();
-    if dtype.is_half() {
-        bail!(
-            UnsupportedCombination,
-            "selections do not take {} elements yet",
-            dtype.c_name()
-        );
-    }
     desc.selection.check(dtype)?;
     let n = one_d(&a.input, "input")?;
     let out_len = one_d(&a.output, "output")?;

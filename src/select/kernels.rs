@@ -218,7 +218,7 @@ impl SelectKernels {
 /// partitions by byte flags.
 pub(crate) fn every_select_spec() -> Vec<SelectSpec> {
     let mut all = Vec::new();
-    for dtype in DType::ALL.into_iter().filter(|t| !t.is_half()) {
+    for dtype in DType::ALL {
         for rule in [
             RuleKey::ByteFlags,
             RuleKey::BitFlags,
@@ -278,7 +278,7 @@ mod tests {
             )
         };
         let mut specs = Vec::new();
-        for dtype in DType::ALL.into_iter().filter(|t| !t.is_half()) {
+        for dtype in DType::ALL {
             let rules = [
                 RuleKey::ByteFlags,
                 RuleKey::BitFlags,

@@ -20,9 +20,6 @@ pub(crate) struct Checked {
 
 pub(crate) fn check(a: &SortArrays, desc: &SortDesc) -> Result<Checked> {
     let key = a.keys_in.dtype();
-    if key.is_half() {
-        bail!(UnsupportedCombination, "sorts do not take {} keys yet", key.c_name());
-    }
     let n = a.keys_in.flat_len("keys of a sort")?;
     let (begin, end) = desc.bits(key)?;
     let at_least = |v: &ArrayView, what: &str| -> Result<()> {

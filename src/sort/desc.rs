@@ -65,11 +65,13 @@ pub(crate) fn ordered_key(dtype: DType, bits: u64) -> u64 {
         NumberKind::Unsigned => bits,
         NumberKind::Signed => bits ^ sign,
         NumberKind::Float => {
-            let mantissa = if width == 32 {
-                (1u64 << 23) - 1
-            } else {
-                (1u64 << 52) - 1
+            let mantissa_bits = match dtype {
+                DType::F16 => 10,
+                DType::BF16 => 7,
+                DType::F32 => 23,
+                _ => 52,
             };
+            let mantissa = (1u64 << mantissa_bits) - 1;
             if bits > (!mantissa & all) {
                 bits
             } else if bits & sign != 0 {
@@ -113,5 +115,35 @@ mod tests {
         assert_eq!(ordered_key(DType::F64, 0x7fff_ffff_ffff_ffff), 0xfff0_0000_0000_0000);
         assert_eq!(ordered_key(DType::I8, 0x80), 0);
         assert_eq!(ordered_key(DType::I16, 0x7fff), 0xffff);
+    }
+
+    /// Every binary16 and bfloat16 word maps to a distinct word in the total order:
+    /// numbers by value (-0 before +0), then positive NaNs, then negative ones.
+    #[test]
+    fn half_keys_follow_the_total_order() {
+        for (dtype, value) in [
+            (
+                DType::F16,
+                (|b: u16| half::f16::from_bits(b).to_f64()) as fn(u16) -> f64,
+            ),
+            (DType::BF16, |b: u16| half::bf16::from_bits(b).to_f64()),
+        ] {
+            let mut all: Vec<u16> = (0..=u16::MAX).collect();
+            let class = |b: u16| match (value(b).is_nan(), b >> 15) {
+                (false, _) => 0,
+                (true, 0) => 1,
+                (true, _) => 2,
+            };
+            // NaNs by their bits (the payload), after the numbers.
+            let number = |b: u16| if class(b) == 0 { value(b) } else { 0.0 };
+            all.sort_by(|&a, &b| {
+                (class(a), number(a), a >> 15 == 0, a)
+                    .partial_cmp(&(class(b), number(b), b >> 15 == 0, b))
+                    .unwrap()
+            });
+            let words: Vec<u64> = all.iter().map(|&b| ordered_key(dtype, b as u64)).collect();
+            assert!(words.windows(2).all(|w| w[0] < w[1]), "{dtype:?}");
+            assert_eq!(words[0], 0, "{dtype:?}: -inf first");
+        }
     }
 }

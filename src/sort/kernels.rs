@@ -108,10 +108,12 @@ impl SortSpec {
             _ => unreachable!("values are 1, 2, 4 or 8 bytes"),
         };
         let w = word(self.key.size() as u32);
-        let kind = match self.key.info().kind {
-            NumberKind::Unsigned => "SCANRT_KEY_UNSIGNED",
-            NumberKind::Signed => "SCANRT_KEY_SIGNED",
-            NumberKind::Float => "SCANRT_KEY_FLOAT",
+        let kind = match (self.key, self.key.info().kind) {
+            (DType::F16, _) => "SCANRT_KEY_F16",
+            (DType::BF16, _) => "SCANRT_KEY_BF16",
+            (_, NumberKind::Unsigned) => "SCANRT_KEY_UNSIGNED",
+            (_, NumberKind::Signed) => "SCANRT_KEY_SIGNED",
+            (_, NumberKind::Float) => "SCANRT_KEY_FLOAT",
         };
         let v = word(self.value_bytes.max(1));
         let has_values = self.value_bytes > 0;
@@ -191,7 +193,7 @@ impl SortKernels {
 /// precompiling (packs, the disk cache).
 pub(crate) fn every_sort_spec() -> Vec<SortSpec> {
     let mut all = Vec::new();
-    for key in DType::ALL.into_iter().filter(|t| !t.is_half()) {
+    for key in DType::ALL {
         for descending in [false, true] {
             for value_bytes in [0, 1, 2, 4, 8] {
                 all.push(SortSpec {
@@ -218,7 +220,7 @@ mod tests {
             return;
         };
         let target = nvrtc.target_for(90).unwrap();
-        for key in DType::ALL.into_iter().filter(|t| !t.is_half()) {
+        for key in DType::ALL {
             for (descending, value_bytes) in [(false, 0), (true, 1), (false, 2), (true, 4), (false, 8)] {
                 let spec = SortSpec {
                     key,

@@ -40,6 +40,16 @@ fn random_bits(rng: &mut Rng, dtype: DType) -> u64 {
             1 => (-0.0f64).to_bits(),
             _ => (small as f64 - 2.0).to_bits(),
         },
+        DType::F16 => match rng.below(16) {
+            0 => half::f16::NAN.to_bits() as u64,
+            1 => half::f16::NEG_ZERO.to_bits() as u64,
+            _ => half::f16::from_f64(small as f64 - 2.0).to_bits() as u64,
+        },
+        DType::BF16 => match rng.below(16) {
+            0 => half::bf16::NAN.to_bits() as u64,
+            1 => half::bf16::NEG_ZERO.to_bits() as u64,
+            _ => half::bf16::from_f64(small as f64 - 2.0).to_bits() as u64,
+        },
         DType::I8 => (small as i8 - 2) as u8 as u64,
         DType::I16 => (small as i16 - 2) as u16 as u64,
         DType::I32 => (small as i32 - 2) as u32 as u64,
@@ -54,6 +64,7 @@ pub fn greater_than_one(dtype: DType) -> Predicate {
     let host: std::sync::Arc<dyn Fn(u64) -> bool + Send + Sync> = match dtype {
         DType::F32 => std::sync::Arc::new(|b| f32::from_bits(b as u32) > 1.0),
         DType::F64 => std::sync::Arc::new(|b| f64::from_bits(b) > 1.0),
+        DType::F16 | DType::BF16 => std::sync::Arc::new(move |b| value_of(dtype, b) > 1.0),
         DType::I8 => std::sync::Arc::new(|b| (b as u8 as i8) > 1),
         DType::I16 => std::sync::Arc::new(|b| (b as u16 as i16) > 1),
         DType::I32 => std::sync::Arc::new(|b| (b as u32 as i32) > 1),
@@ -94,6 +105,8 @@ fn value_of(dtype: DType, bits: u64) -> f64 {
     match dtype {
         DType::F32 => f32::from_bits(bits as u32) as f64,
         DType::F64 => f64::from_bits(bits),
+        DType::F16 => half::f16::from_bits(bits as u16).to_f64(),
+        DType::BF16 => half::bf16::from_bits(bits as u16).to_f64(),
         DType::I8 => bits as u8 as i8 as f64,
         DType::I16 => bits as u16 as i16 as f64,
         DType::I32 => bits as u32 as i32 as f64,
@@ -305,7 +318,7 @@ pub fn sweep_selections(ctx: &Context, stream: &Stream, seed: u64, sizes: &[usiz
     let mut rng = Rng(seed);
     let mut failures = Vec::new();
     let mut cases = 0;
-    for dtype in DType::ALL.into_iter().filter(|t| !t.is_half()) {
+    for dtype in DType::ALL {
         for selection in rules(&mut rng, dtype) {
             for &n in sizes {
                 let forms: &[SelectOutput] = match selection {

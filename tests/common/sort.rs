@@ -96,6 +96,26 @@ fn special_bits(rng: &mut Rng, dtype: DType) -> u64 {
             ];
             all[rng.below(all.len() as u64) as usize]
         }
+        DType::F16 | DType::BF16 => {
+            let f16 = dtype == DType::F16;
+            let all = [
+                if f16 { 0x7e00u64 } else { 0x7fc0 }, // NaN
+                if f16 { 0xfe00 } else { 0xffc0 },    // -NaN
+                if f16 { 0x7c01 } else { 0x7f81 },    // NaN, smallest payload
+                0xffff,                               // -NaN, largest payload
+                0x0000,                               // +0
+                0x8000,                               // -0
+                if f16 { 0x7c00 } else { 0x7f80 },    // +inf
+                if f16 { 0xfc00 } else { 0xff80 },    // -inf
+                0x0001,                               // smallest subnormal
+                0x8001,
+                if f16 { 0x3e00 } else { 0x3fc0 }, // 1.5
+                if f16 { 0xbe00 } else { 0xbfc0 }, // -1.5
+                if f16 { 0x7bff } else { 0x7f7f }, // largest finite
+                if f16 { 0xfbff } else { 0xff7f }, // lowest finite
+            ];
+            all[rng.below(all.len() as u64) as usize]
+        }
         _ => {
             let w = 8 * dtype.size() as u32;
             let all = [0, 1, width_mask(dtype), 1u64 << (w - 1), (1u64 << (w - 1)) - 1];
@@ -137,12 +157,14 @@ fn compare(dtype: DType, bits: Option<(u32, u32)>, a: u64, b: u64) -> Ordering {
         return range(a).cmp(&range(b));
     }
     match dtype {
-        DType::F32 | DType::F64 => {
-            let (x, y) = if dtype == DType::F32 {
-                (f32::from_bits(a as u32) as f64, f32::from_bits(b as u32) as f64)
-            } else {
-                (f64::from_bits(a), f64::from_bits(b))
+        DType::F16 | DType::BF16 | DType::F32 | DType::F64 => {
+            let value = |bits: u64| match dtype {
+                DType::F16 => half::f16::from_bits(bits as u16).to_f64(),
+                DType::BF16 => half::bf16::from_bits(bits as u16).to_f64(),
+                DType::F32 => f32::from_bits(bits as u32) as f64,
+                _ => f64::from_bits(bits),
             };
+            let (x, y) = (value(a), value(b));
             let sign = 1u64 << (w - 1);
             match (x.is_nan(), y.is_nan()) {
                 (false, false) => x.total_cmp(&y),
@@ -273,7 +295,7 @@ pub fn sweep_sorts(ctx: &Context, stream: &Stream, seed: u64, sizes: &[usize]) -
     let mut rng = Rng(seed);
     let mut failures = Vec::new();
     let mut cases = 0;
-    for key in DType::ALL.into_iter().filter(|t| !t.is_half()) {
+    for key in DType::ALL {
         let float = key.is_float();
         for &n in sizes {
             for order in [SortOrder::Ascending, SortOrder::Descending] {
