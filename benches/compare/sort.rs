@@ -1,6 +1,6 @@
 //! Radix sorts beside CUB (bench/cub_sort.cu, merged by bench/run_primitives_bench.sh) and
-//! memcpy: u32 keys, u32 keys with u32 values, u64 keys and f32 keys, uniform random bits
-//! (the CUB harness's generator). Prints CSV lines
+//! memcpy: u32 keys (ascending and descending), u32 keys with u32 values, i32, u64 and f32
+//! keys, uniform random bits (the CUB harness's generator). Prints CSV lines
 //!   impl,dtype,n,microseconds
 //! and, per case, `memcpy_<case>`: a copy of half the bytes an ideal onesweep sort moves
 //! (one read of the keys for the histogram, then a read and a write of keys and values
@@ -18,14 +18,16 @@ pub fn run(ctx: &Context, stream: &Stream, timer: &Timer) {
         Err(_) => vec![1u64 << 20, 1 << 24, 1 << 28],
     };
     for n in sizes {
-        typed::<u32>(ctx, stream, timer, "u32", n, false);
-        typed::<u32>(ctx, stream, timer, "u32", n, true);
-        typed::<u64>(ctx, stream, timer, "u64", n, false);
-        typed::<f32>(ctx, stream, timer, "f32", n, false);
+        typed::<u32>(ctx, stream, timer, "u32", n, false, false);
+        typed::<u32>(ctx, stream, timer, "u32", n, true, false);
+        typed::<u32>(ctx, stream, timer, "u32", n, false, true);
+        typed::<i32>(ctx, stream, timer, "i32", n, false, false);
+        typed::<u64>(ctx, stream, timer, "u64", n, false, false);
+        typed::<f32>(ctx, stream, timer, "f32", n, false, false);
     }
 }
 
-fn typed<K: Scalar>(ctx: &Context, stream: &Stream, timer: &Timer, name: &str, n: u64, pairs: bool) {
+fn typed<K: Scalar>(ctx: &Context, stream: &Stream, timer: &Timer, name: &str, n: u64, pairs: bool, descending: bool) {
     let size = K::DTYPE.size() as u64;
     let mut state: u64 = 12345;
     let keys: Vec<K> = (0..n)
@@ -57,9 +59,17 @@ fn typed<K: Scalar>(ctx: &Context, stream: &Stream, timer: &Timer, name: &str, n
         values_out: pairs.then(|| ArrayView::of_buffer_mut(&mut values_out)),
         temp: None,
     };
-    let desc = SortDesc::ascending();
+    let desc = if descending {
+        SortDesc::descending()
+    } else {
+        SortDesc::ascending()
+    };
     let us = timer.median_us(stream, reps, || ctx.sort(stream, &arrays, &desc).unwrap());
-    let label = if pairs { "sort_pairs" } else { "sort_keys" };
+    let label = match (pairs, descending) {
+        (true, _) => "sort_pairs",
+        (false, true) => "sort_keys_descending",
+        (false, false) => "sort_keys",
+    };
     println!("scanrt_{label},{name},{n},{us:.3}");
     let copy_us = timer.median_us(stream, reps, || unsafe {
         sys::cuMemcpyDtoDAsync_v2(

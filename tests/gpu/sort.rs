@@ -12,8 +12,8 @@ use crate::support::capture_after_warm_up;
 pub(crate) fn sorts_at_every_tile_boundary() {
     let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
-    // Tiles of 9216 keys (keys of at most 4 bytes alone) or 8192; histogram chunks of
-    // 16384.
+    // Tiles of 10752 keys (u32 keys alone), 9216 (other keys of at most 4 bytes alone)
+    // or 8192; histogram chunks of 16384.
     let sizes = [
         1,
         2,
@@ -25,7 +25,11 @@ pub(crate) fn sorts_at_every_tile_boundary() {
         9215,
         9216,
         9217,
+        10751,
+        10752,
+        10753,
         3 * 9216 + 5,
+        3 * 10752 + 5,
         16385,
         65537,
         (1 << 20) + 3,
