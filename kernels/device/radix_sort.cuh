@@ -364,7 +364,9 @@ SCANRT_DEVICE void radix_onesweep_tile(const W* keys_in, W* keys_out, const V* v
         // and clears the mask for the next item.
         u32* peers_s = (u32*)tile_s + warp * SCANRT_RADIX;  // before step 5 writes the tile there
         const u32 lanes_below = (1u << lane) - 1u;
-        u32 slot[ITEMS];
+        // Two 16-bit slots a register (slots are below 65536), so that larger tiles keep
+        // their keys and slots in registers.
+        u32 slots[(ITEMS + 1) / 2] = {};
 #pragma unroll
         for (int k = 0; k < ITEMS; ++k) {
             const u32 d = digit_of(k);
@@ -380,7 +382,8 @@ SCANRT_DEVICE void radix_onesweep_tile(const W* keys_in, W* keys_out, const V* v
                 peers_s[d] = 0;
             }
             __syncwarp();  // the mask is clear before the next item's ORs
-            slot[k] = __shfl_sync(SCANRT_FULL_MASK, taken, __ffs(peers) - 1) + below;
+            const u32 slot = __shfl_sync(SCANRT_FULL_MASK, taken, __ffs(peers) - 1) + below;
+            slots[k / 2] |= slot << (16 * (k % 2));
         }
         // The values' loads, in flight while the block waits for the look-back.
         V value[HAS_VALUES ? ITEMS : 1];
@@ -400,8 +403,9 @@ SCANRT_DEVICE void radix_onesweep_tile(const W* keys_in, W* keys_out, const V* v
         V* values_s = (V*)(tile_s + TILE * sizeof(W));
 #pragma unroll
         for (int k = 0; k < ITEMS; ++k) {
-            keys_s[slot[k]] = key[k];
-            if constexpr (HAS_VALUES) values_s[slot[k]] = value[k];
+            const u32 slot = (slots[k / 2] >> (16 * (k % 2))) & 0xffffu;
+            keys_s[slot] = key[k];
+            if constexpr (HAS_VALUES) values_s[slot] = value[k];
         }
         __syncthreads();
 

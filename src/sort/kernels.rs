@@ -25,10 +25,10 @@ pub(crate) struct TileShape {
     pub sleep_ns: u32,
 }
 
-/// The tile shape for keys of `key` with values of `value_bytes` bytes (0: none): u32 keys
-/// alone take 448 threads of 24 keys, other keys of at most 4 bytes alone 384 threads of
-/// 24, the rest 512 threads of 16; two blocks per SM, a look-back window of one tile, 8
-/// polls before sleeping 64 ns.
+/// The tile shape for keys of `key` with values of `value_bytes` bytes (0: none): keys of
+/// at most 4 bytes alone take 448 threads of 28 keys when unsigned, 384 of 32 when signed
+/// or float; the rest 512 threads of 16; two blocks per SM, a look-back window of one
+/// tile, 8 polls before sleeping 64 ns.
 /// Chosen by `bench_compare --sort` with the `experiments` build's `SCANRT_SORT_SHAPE` on
 /// the H100 (sm_90; 2026-11-26, 2^28 keys, ms for u32 keys / u32 pairs / u64 keys / f32
 /// keys): 512x16x2: 6.98 / 9.37 / 17.1 / 7.51; 384x24x2: 6.73 / 10.4 / 20.4 / 7.47. On
@@ -42,10 +42,13 @@ pub(crate) struct TileShape {
 /// 6.35 / 10.43 / 20.1 / 6.51, 512x16x2 6.75 / 9.47 / 16.7 / 6.84; and for u32 keys /
 /// u32 keys descending / i32 keys / f32 keys: 384x24x2 6.35 / 6.39 / 6.39 / 6.53,
 /// 448x24x2 5.91 / 5.95-5.99 / 7.28 / 8.02, 384x28x2 5.92-5.96 / 5.94-5.98 / 7.50 / 8.19,
-/// 512x20x2 6.04 / 6.04 / 6.86 / 7.54 (larger tiles slow the keys whose words the first
-/// and last passes transform, signed and float ones; unsigned descending ones keep the
-/// gain, but only u32 was measured). Every architecture takes it until a row of its own
-/// is measured.
+/// 512x20x2 6.04 / 6.04 / 6.86 / 7.54. With each thread's slots packed two to a register
+/// (same run): 448x24x2 5.92-5.97 / 5.96-5.99 / 7.25-7.30 / 7.89-7.93, 448x28x2 5.66-5.68
+/// / 5.87 / 8.27 / 10.0, 512x24x2 5.67-5.70 / 5.91-6.02 / 8.30 / 10.7, 416x28x2 5.83-5.86
+/// / 6.04-6.13 / 8.46 / 10.1, 384x32x2 5.93-5.99 / 6.00-6.01 / 5.85-5.91 / 5.95-5.99,
+/// 384x24x2 6.34-6.37 / 6.41-6.44 / 6.41-6.42 / 6.51-6.56. Of the key types only u32, i32
+/// and f32 were measured; the others take their kind's shape. Every architecture takes
+/// it until a row of its own is measured.
 /// With the `experiments` feature, `SCANRT_SORT_SHAPE=threads,items,min_blocks,window,spin,sleep`
 /// replaces it.
 pub(crate) fn tile_shape(key: DType, value_bytes: u32) -> TileShape {
@@ -62,9 +65,9 @@ pub(crate) fn tile_shape(key: DType, value_bytes: u32) -> TileShape {
             sleep_ns,
         };
     }
-    let (threads, items) = match (key, value_bytes) {
-        (DType::U32, 0) => (448, 24),
-        (_, 0) if key.size() <= 4 => (384, 24),
+    let (threads, items) = match (key.info().kind, value_bytes) {
+        (NumberKind::Unsigned, 0) if key.size() <= 4 => (448, 28),
+        (_, 0) if key.size() <= 4 => (384, 32),
         _ => (512, 16),
     };
     TileShape {

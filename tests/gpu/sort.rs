@@ -12,8 +12,8 @@ use crate::support::capture_after_warm_up;
 pub(crate) fn sorts_at_every_tile_boundary() {
     let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
-    // Tiles of 10752 keys (u32 keys alone), 9216 (other keys of at most 4 bytes alone)
-    // or 8192; histogram chunks of 16384.
+    // Tiles of 12544 keys (unsigned keys of at most 4 bytes alone), 12288 (other keys of
+    // at most 4 bytes alone) or 8192; histogram chunks of 16384.
     let sizes = [
         1,
         2,
@@ -22,14 +22,15 @@ pub(crate) fn sorts_at_every_tile_boundary() {
         8191,
         8192,
         8193,
-        9215,
-        9216,
-        9217,
-        10751,
-        10752,
-        10753,
-        3 * 9216 + 5,
-        3 * 10752 + 5,
+        3 * 8192 + 5,
+        12287,
+        12288,
+        12289,
+        12543,
+        12544,
+        12545,
+        3 * 12288 + 5,
+        3 * 12544 + 5,
         16385,
         65537,
         (1 << 20) + 3,
