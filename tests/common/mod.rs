@@ -19,6 +19,7 @@ pub mod select;
 pub mod sort;
 pub mod strided;
 pub mod strided_operators;
+pub mod summed_area;
 
 /// The GPU context the GPU suites share, or why there is none.
 pub static GPU: Lazy<Result<Context, String>> = Lazy::new(|| {

@@ -149,6 +149,42 @@ pub(crate) fn large_strided_scans() {
         n * n,
         &sum,
     );
+    // Narrow strips whose chains of tiles (hundreds to thousands) are in flight at once, so
+    // that each look-back walks far: one column (a 1-D array with a stride), two and four
+    // columns, both directions.
+    let len = (1usize << 21) + 3;
+    large_case::<u32>(
+        "strided 1-D 2^21+3 u32, stride 2",
+        &[1, len as u64],
+        &[2 * len as i64, 2],
+        &[len as i64, 1],
+        1,
+        2 * len,
+        len,
+        &sum,
+    );
+    let rows = (1usize << 20) + 7;
+    large_case::<u32>(
+        "columns (2^20+7)x2 u32",
+        &[rows as u64, 2],
+        &[2, 1],
+        &[2, 1],
+        0,
+        2 * rows,
+        2 * rows,
+        &sum,
+    );
+    let rows = (1usize << 19) + 5;
+    large_case::<u64>(
+        "columns (2^19+5)x4 u64, backward",
+        &[rows as u64, 4],
+        &[4, 1],
+        &[4, 1],
+        0,
+        4 * rows,
+        4 * rows,
+        &sum.backward(),
+    );
     // Two columns of 2^22 + 5 rows, backward max.
     let rows = (1usize << 22) + 5;
     let max = ScanDesc::inclusive(Op::Max).backward();
@@ -207,6 +243,9 @@ pub(crate) fn large_strided_scans() {
 pub(crate) fn summed_area_tables_on_the_gpu() {
     let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
+    // Columns around the strips of 32 (one strip: no strip totals; a partial last strip;
+    // strips past one strip-totals warp's 8), rows around the tiles of 128 (4-byte) and 64
+    // (8-byte) rows of 32 columns; batches take two strided scans.
     let shapes = [
         (1, 1, 1),
         (1, 300, 300),
@@ -214,8 +253,18 @@ pub(crate) fn summed_area_tables_on_the_gpu() {
         (1, 4097, 3),
         (1, 2000, 2000),
         (1, 0, 5),
+        (1, 5, 0),
+        (1, 129, 32),
+        (1, 127, 33),
+        (1, 65, 64),
+        (1, 1000, 65),
+        (1, 257, 255),
+        (1, 63, 257),
+        (1, 3, 1000),
+        (1, 1, 300),
+        (3, 64, 100),
     ];
-    let failures = crate::common::strided::summed_area_tables(ctx, &stream, 0x5A7E, &shapes);
+    let failures = crate::common::summed_area::summed_area_tables(ctx, &stream, 0x5A7E, &shapes);
     assert!(
         failures.is_empty(),
         "{} failures:\n{}",

@@ -24,8 +24,8 @@ fn strided_layouts_match_the_reference() {
 fn summed_area_tables_match_nested_loops() {
     let ctx = Context::new(Backend::Host, 0).unwrap();
     let stream = ctx.new_stream().unwrap();
-    let shapes = [(1, 1, 1), (1, 7, 5), (2, 13, 40), (1, 0, 3)];
-    let failures = crate::common::strided::summed_area_tables(&ctx, &stream, 0x5A7, &shapes);
+    let shapes = [(1, 1, 1), (1, 7, 5), (2, 13, 40), (1, 0, 3), (1, 9, 70)];
+    let failures = crate::common::summed_area::summed_area_tables(&ctx, &stream, 0x5A7, &shapes);
     assert!(
         failures.is_empty(),
         "{} failures:\n{}",
