@@ -254,20 +254,13 @@ pub struct StridedParams {
     pub carry_batch_stride: i64,
     /// See `carry_batch_stride`.
     pub carry_column_stride: i64,
-    /// A summed-area table's column pass: the address of each row's strip carries (the
-    /// fold of the row's strips before strip `s`, row `(b, i)`'s at `(b * len + i) *
-    /// strips + s`, accumulators; strip 0's are the identity and not read), by which each
-    /// tile row is scanned across its strip before the columns are; 0: none. The
-    /// strip-totals kernel takes the same parameters, writing the totals of strips of 32
-    /// columns to `output` in that layout.
-    pub row_carries: u64,
     /// `FLAG_*` bits.
     pub flags: u32,
     /// The launching call's serial number (as `ScanParams::call`).
     pub call: u32,
 }
 
-const _: () = assert!(std::mem::size_of::<StridedParams>() == 19 * 8 + 2 * 4);
+const _: () = assert!(std::mem::size_of::<StridedParams>() == 18 * 8 + 2 * 4);
 
 /// A digit pass writes each element's index (`index_base` + its position in the
 /// portion) as its value, instead of reading `values_in`: the first pass of an argsort.

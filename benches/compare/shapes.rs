@@ -1,8 +1,7 @@
 //! Scans along any axis of strided arrays (`--shapes`): the column, pitched-row and
 //! summed-area-table targets of the data-shapes issue, each beside a device copy of the
 //! same bytes in the same run (a scan reads and writes each element once, as the copy
-//! does; a summed-area table is counted the same, 2n bytes, though it moves 3n, or 4n as two
-//! scans, the baseline it is measured beside). CUB has no
+//! does; a summed-area table is counted the same, 2n bytes, though it moves 4n). CUB has no
 //! strided scan; torch's cumsum along dim 0 is in python/bench/bench_peers.py. Also a
 //! user-defined operator (the f32 linear recurrence) down the columns of a matrix.
 //! Prints `case,dtype,elements,scanrt_us,memcpy_us,of_memcpy`.
@@ -68,10 +67,6 @@ pub(crate) fn run(ctx: &Context, stream: &Stream, timer: &Timer) {
             label: "summed_area_table",
             ..columns(8192, 8192)
         },
-        Case {
-            label: "summed_area_two_scans",
-            ..columns(8192, 8192)
-        },
     ];
     let desc = ScanDesc::inclusive(Op::Sum);
     println!("case,dtype,elements,scanrt_us,memcpy_us,of_memcpy");
@@ -98,11 +93,6 @@ pub(crate) fn run(ctx: &Context, stream: &Stream, timer: &Timer) {
         let us = timer.median_us(stream, reps, || {
             if case.label == "summed_area_table" {
                 ctx.summed_area_table(stream, &input, &output, &desc).unwrap();
-            } else if case.label == "summed_area_two_scans" {
-                // The table as two strided scans (rows, then columns in place): what the
-                // three-move table replaces, beside it in the same run.
-                ctx.scan_array(stream, &input, &output, 1, &desc).unwrap();
-                ctx.scan_array(stream, &output.read_only(), &output, 0, &desc).unwrap();
             } else {
                 ctx.scan_array(stream, &input, &output, case.axis, &desc).unwrap();
             }

@@ -44,11 +44,6 @@
 // up to two outputs written through Op::store), every input at the input's strides and
 // every output at the output's.
 //
-// Summed-area tables (src/scan/summed_area.rs): with `row_carries`, each row of a staged
-// tile is first scanned across the strip's columns from its carry, the fold of the row's
-// earlier strips (strip_totals.cuh and a scan of their totals), so that the column scan
-// that follows reads the input once and yields the table.
-//
 // Carries: the initial value is one scalar for every sequence, or with
 // FLAG_PER_SEQUENCE_CARRIES one per sequence at the address `init_bits` (sequence (b, c)
 // at b * carry_batch_stride + c * carry_column_stride: the row-major order of the view's
@@ -230,46 +225,14 @@ SCANRT_DEVICE void unstage(const StridedScatter<Op, O0, O1>& out, const StridedT
     }
 }
 
-// Scans each valid row of the staged tile across its valid columns (inclusive or
-// exclusive), starting from the row's carry `carries[(row index along the sequence) *
-// strips]` (the first strip's rows start from the identity; its carries are not read):
-// the row direction of a summed-area table. Thread r takes row r, CHUNK columns at a time
-// through registers, so that a chunk's shared loads are in flight together (the swizzle
-// or the padding puts a column's rows in distinct banks).
-template <typename Shape, int W, typename Acc>
-SCANRT_DEVICE void prefix_rows(Acc* tile, const Acc* carries, bool first_strip, long long first_index, long long step,
-                               long long strips, int rows, int cols, bool inclusive, int tid, int threads) {
-    typedef typename Shape::Op_ Op;
-    const int CHUNK = W < 16 ? W : 16;
-    for (int r = tid; r < rows; r += threads) {
-        Acc running = first_strip ? Op::identity() : carries[(first_index + r * step) * strips];
-#pragma unroll
-        for (int c0 = 0; c0 < W; c0 += CHUNK) {
-            Acc x[CHUNK];
-#pragma unroll
-            for (int k = 0; k < CHUNK; ++k) x[k] = tile[Shape::cell(r, c0 + k)];
-#pragma unroll
-            for (int k = 0; k < CHUNK; ++k) {
-                const Acc through = Op::combine(running, x[k]);
-                x[k] = inclusive ? through : running;
-                running = through;
-            }
-#pragma unroll
-            for (int k = 0; k < CHUNK; ++k)
-                if (c0 + k < cols) tile[Shape::cell(r, c0 + k)] = x[k];
-        }
-    }
-}
-
 template <typename Op, typename Src, typename Dst, int W, int THREADS, int ITEMS, int WINDOW, int SPIN_BEFORE_SLEEP,
           int SLEEP_NS, bool REVERSE>
 SCANRT_DEVICE void strided_scan(Src in, Dst out, long long in_batch_stride, long long in_row_stride,
                                 long long out_batch_stride, long long out_row_stride, long long in_column_stride,
                                 long long out_column_stride, long long batches, long long len, long long columns,
                                 unsigned long long init_bits, unsigned long long carry_out,
-                                long long carry_batch_stride, long long carry_column_stride,
-                                unsigned long long row_carries, unsigned flags, void* workspace,
-                                long long status_capacity, FaultSink report) {
+                                long long carry_batch_stride, long long carry_column_stride, unsigned flags,
+                                void* workspace, long long status_capacity, FaultSink report) {
     typedef StridedTileShape<Op, W, THREADS, ITEMS> Shape;
     typedef typename Op::T Acc;
     typedef TilePrefixAgent<Op, 1, SPIN_BEFORE_SLEEP, SLEEP_NS> Agent;
@@ -317,12 +280,6 @@ SCANRT_DEVICE void strided_scan(Src in, Dst out, long long in_batch_stride, long
     if (in_rows_fast) stage<Shape, true>(in, src, p, index, step, tid, tile_s);
     else stage<Shape, false>(in, src, p, index, step, tid, tile_s);
     __syncthreads();
-    if (row_carries) {
-        // Row (b, i)'s carry of strip s at (b * len + i) * strips + s.
-        const Acc* carries = (const Acc*)row_carries + p.batch * len * strips + p.c0 / W;
-        prefix_rows<Shape, W>(tile_s, carries, p.c0 == 0, index, step, strips, p.rows, p.cols, inclusive, tid, THREADS);
-        __syncthreads();
-    }
 
     // 1. The thread's rows, scanned sequentially.
     Acc v[ITEMS];

@@ -332,13 +332,6 @@ struct StridedParams {
   int64_t carry_batch_stride;
   /// See `carry_batch_stride`.
   int64_t carry_column_stride;
-  /// A summed-area table's column pass: the address of each row's strip carries (the
-  /// fold of the row's strips before strip `s`, row `(b, i)`'s at `(b * len + i) *
-  /// strips + s`, accumulators; strip 0's are the identity and not read), by which each
-  /// tile row is scanned across its strip before the columns are; 0: none. The
-  /// strip-totals kernel takes the same parameters, writing the totals of strips of 32
-  /// columns to `output` in that layout.
-  uint64_t row_carries;
   /// `FLAG_*` bits.
   uint32_t flags;
   /// The launching call's serial number (as `ScanParams::call`).
@@ -399,4 +392,4 @@ struct FaultReport {
 // The radix sort kernels' parameter list: SortParams's fields.
 #define SCANRT_SORT_PARAMS uint64_t keys_in, uint64_t keys_out, uint64_t values_in, uint64_t values_out, uint64_t histograms, uint64_t carry_in, uint64_t carry_out, uint64_t workspace, uint64_t report, int64_t n, int64_t status_capacity, uint64_t index_base, uint32_t begin_bit, uint32_t end_bit, uint32_t flags, uint32_t call
 // The strided scan kernel's parameter list: StridedParams's fields.
-#define SCANRT_STRIDED_PARAMS uint64_t input, uint64_t output, uint64_t workspace, uint64_t report, int64_t in_batch_stride, int64_t in_row_stride, int64_t out_batch_stride, int64_t out_row_stride, int64_t in_column_stride, int64_t out_column_stride, int64_t batches, int64_t len, int64_t columns, int64_t status_capacity, uint64_t init_bits, uint64_t carry_out, int64_t carry_batch_stride, int64_t carry_column_stride, uint64_t row_carries, uint32_t flags, uint32_t call
+#define SCANRT_STRIDED_PARAMS uint64_t input, uint64_t output, uint64_t workspace, uint64_t report, int64_t in_batch_stride, int64_t in_row_stride, int64_t out_batch_stride, int64_t out_row_stride, int64_t in_column_stride, int64_t out_column_stride, int64_t batches, int64_t len, int64_t columns, int64_t status_capacity, uint64_t init_bits, uint64_t carry_out, int64_t carry_batch_stride, int64_t carry_column_stride, uint32_t flags, uint32_t call

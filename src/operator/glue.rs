@@ -141,7 +141,6 @@ impl OperatorDesc {
             destination: &destination,
             extra_params: unit.extra_params,
             init: unit.init,
-            strip_totals: false,
         }
         .source(
             format!("strided operator {} {direction:?}", self.name),

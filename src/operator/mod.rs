@@ -181,7 +181,7 @@ impl OperatorModel for OperatorInner {
 
     fn strided_kernels(&self, engine: &GpuEngine, direction: Direction) -> Result<Arc<StridedKernelSet>> {
         self.strided_sets.get_or_try_init(&direction, || {
-            StridedKernelSet::load(&engine.device, &self.desc.strided_source(direction), false)
+            StridedKernelSet::load(&engine.device, &self.desc.strided_source(direction))
         })
     }
 

@@ -150,7 +150,6 @@ impl Operator {
             outputs: outputs.iter().map(|v| v.addr()).collect(),
             known,
             carries: sequence_carries,
-            row_carries: 0,
         };
         strided::run(&self.inner.ctx, stream, &*self.inner, &arrays, &shape, choice)
     }

@@ -1,8 +1,8 @@
 //! Summed-area tables against nested loops, shared by the host and GPU suites: every
-//! layout (padded rows, transposed, in place), type pair (one type throughout, which a
-//! GPU scans in three moves of each element, and a wider output, which takes two strided
-//! scans), operator, direction and inclusive/exclusive form, at column counts around the
-//! strips of 32 columns and row counts around the strided kernel's tiles.
+//! layout (padded rows, transposed, in place), type pair (one type throughout, and a wider
+//! output), operator, direction, inclusive/exclusive form and determinism, at the column
+//! and row counts the caller sweeps (the GPU suite's lie around the strided kernel's strips
+//! of 32 columns and its tiles).
 
 use scanrt::{ArrayView, Buffer, Context, DType, Op, ScanDesc, Stream};
 
@@ -20,9 +20,8 @@ pub enum Layout {
     InPlace,
 }
 
-/// Type pairs (input, output): one type throughout (the GPU's three-move table) and a
-/// widening pair (two strided scans). f32 data are small integers, so every sum is exact
-/// whatever the association order.
+/// Type pairs (input, output): one type throughout and a widening pair. f32 data are small
+/// integers, so every sum is exact whatever the association order.
 const TYPE_PAIRS: [(DType, DType); 4] = [
     (DType::U32, DType::U32),
     (DType::U64, DType::U64),

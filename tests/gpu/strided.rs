@@ -44,6 +44,10 @@ pub(crate) fn strided_sanitizer_subset() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     let failures = crate::common::strided_operators::sweep(ctx, &stream, 0x5A5F, &[(2, 65, 33), (1, 700, 3)]);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // Summed-area tables (two strided scans): several strips, one strip, a batch.
+    let failures =
+        crate::common::summed_area::summed_area_tables(ctx, &stream, 0x5A60, &[(1, 65, 70), (1, 33, 9), (2, 5, 40)]);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// User-defined operators along an axis (a 16-byte recurrence state with carries per
@@ -243,9 +247,9 @@ pub(crate) fn large_strided_scans() {
 pub(crate) fn summed_area_tables_on_the_gpu() {
     let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
-    // Columns around the strips of 32 (one strip: no strip totals; a partial last strip;
-    // strips past one strip-totals warp's 8), rows around the tiles of 128 (4-byte) and 64
-    // (8-byte) rows of 32 columns; batches take two strided scans.
+    // Columns around the strided kernel's strips of 32 (one strip, a partial last strip,
+    // more than 8 strips), rows around its tiles of 128 (4-byte) and 64 (8-byte) rows of 32
+    // columns, and batches of tables.
     let shapes = [
         (1, 1, 1),
         (1, 300, 300),

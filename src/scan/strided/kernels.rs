@@ -101,11 +101,6 @@ fn entry(width: u32) -> String {
     format!("scanrt_strided_w{width}")
 }
 
-/// The entry of the strip-totals kernel (built-in sets: a summed-area table's first pass).
-const STRIP_TOTALS: &str = "scanrt_strip_totals";
-/// Threads per block of the strip-totals kernel.
-pub(crate) const STRIP_TOTALS_THREADS: u32 = 256;
-
 /// What a strided translation unit instantiates its kernels with: the definitions of
 /// `struct Op` and the types they name, the source and destination (types and the
 /// expressions that make them from the parameters), parameters after
@@ -118,9 +113,6 @@ pub(crate) struct StridedUnit<'a> {
     pub destination: &'a str,
     pub extra_params: &'a str,
     pub init: &'a str,
-    /// Whether the unit also holds the strip-totals kernel (`strip_totals.cuh`, over the
-    /// source `const In*`).
-    pub strip_totals: bool,
 }
 
 impl StridedUnit<'_> {
@@ -144,21 +136,10 @@ impl StridedUnit<'_> {
             destination,
             extra_params,
             init,
-            strip_totals,
         } = self;
         let mut text = format!(
             "#include \"device/strided_scan.cuh\"\n{definitions}typedef Op::T Acc;\ntypedef {source_type} Src;\ntypedef {destination_type} Dst;\n"
         );
-        if *strip_totals {
-            text += &format!(
-                r#"#include "device/strip_totals.cuh"
-extern "C" __global__ void __launch_bounds__({STRIP_TOTALS_THREADS}) {STRIP_TOTALS}(SCANRT_STRIDED_PARAMS) {{
-    strip_totals<Op, In, {STRIP_TOTALS_THREADS}>((const In*)input, (Acc*)output, in_batch_stride, in_row_stride,
-        in_column_stride, batches, len, columns);
-}}
-"#
-            );
-        }
         for w in WIDTHS {
             let entry = entry(w);
             text += &format!(
@@ -166,8 +147,8 @@ extern "C" __global__ void __launch_bounds__({STRIP_TOTALS_THREADS}) {STRIP_TOTA
     strided_scan<Op, Src, Dst, {w}, {THREADS}, {items}, {window}, {spin_before_sleep}, {sleep_ns}, {reverse}>(
         {source}, {destination}, in_batch_stride, in_row_stride, out_batch_stride, out_row_stride, in_column_stride,
         out_column_stride, batches, len,
-        columns, {init}, carry_out, carry_batch_stride, carry_column_stride, row_carries, flags, (void*)workspace,
-        status_capacity, FaultSink{{(FaultReport*)report, call}});
+        columns, {init}, carry_out, carry_batch_stride, carry_column_stride, flags, (void*)workspace, status_capacity,
+        FaultSink{{(FaultReport*)report, call}});
 }}
 "#
             );
@@ -192,7 +173,6 @@ impl StridedSpec {
             destination: "(Out*)output",
             extra_params: "",
             init: "init_bits",
-            strip_totals: true,
         }
         .source(
             format!("strided scan {self:?}"),
@@ -202,18 +182,15 @@ impl StridedSpec {
     }
 }
 
-/// A loaded strided kernel set: one kernel per strip width, and for built-in sets the
-/// strip-totals kernel.
+/// A loaded strided kernel set: one kernel per strip width.
 pub(crate) struct StridedKernelSet {
     kernels: Vec<LoadedKernel>,
-    strip_totals: Option<LoadedKernel>,
     _module: Arc<CudaModule>,
 }
 
 impl StridedKernelSet {
-    /// Loads the set compiled from `source` (a pack, the disk cache or NVRTC); with
-    /// `strip_totals`, a built-in unit's, also its strip-totals kernel.
-    pub fn load(dev: &GpuDevice, source: &KernelSource, strip_totals: bool) -> Result<Arc<StridedKernelSet>> {
+    /// Loads the set compiled from `source` (a pack, the disk cache or NVRTC).
+    pub fn load(dev: &GpuDevice, source: &KernelSource) -> Result<Arc<StridedKernelSet>> {
         let _current = dev.enter()?;
         let module = dev.module(source)?;
         let kernels: Vec<LoadedKernel> = WIDTHS
@@ -228,19 +205,10 @@ impl StridedKernelSet {
                 k.function.local_size_bytes().unwrap_or(-1)
             );
         }
-        let strip_totals = strip_totals
-            .then(|| dev.kernel(&module, STRIP_TOTALS, STRIP_TOTALS_THREADS, 0))
-            .transpose()?;
         Ok(Arc::new(StridedKernelSet {
             kernels,
-            strip_totals,
             _module: module,
         }))
-    }
-
-    /// The strip-totals kernel of a built-in set (`None` for a user operator's).
-    pub fn strip_totals(&self) -> Option<&LoadedKernel> {
-        self.strip_totals.as_ref()
     }
 
     /// The kernel of strip width `width` (one of `WIDTHS`).
@@ -262,7 +230,7 @@ pub(crate) struct StridedKernels {
 impl StridedKernels {
     pub fn get(&self, dev: &GpuDevice, spec: &StridedSpec) -> Result<Arc<StridedKernelSet>> {
         self.sets
-            .get_or_try_init(spec, || StridedKernelSet::load(dev, &spec.source(), true))
+            .get_or_try_init(spec, || StridedKernelSet::load(dev, &spec.source()))
     }
 }
 

@@ -256,6 +256,4 @@ pub(crate) struct StridedArrays {
     /// The views are buffers of the context (of checked length).
     pub known: bool,
     pub carries: SequenceCarries,
-    /// A summed-area table's strip carries (`StridedParams::row_carries`); 0: none.
-    pub row_carries: u64,
 }

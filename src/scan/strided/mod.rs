@@ -47,22 +47,6 @@ pub(crate) fn scan(
     desc: &ScanDesc,
     carries: &CarryViews,
 ) -> Result<ScanInfo> {
-    scan_with_row_carries(ctx, stream, input, output, axis, desc, carries, 0)
-}
-
-/// As `scan`, with a summed-area table's strip carries (`StridedArrays::row_carries`;
-/// 0: none), which only the strided kernel takes.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn scan_with_row_carries(
-    ctx: &Context,
-    stream: &Stream,
-    input: &ArrayView,
-    output: &ArrayView,
-    axis: usize,
-    desc: &ScanDesc,
-    carries: &CarryViews,
-    row_carries: u64,
-) -> Result<ScanInfo> {
     let types = desc.types(input.dtype(), output.dtype());
     types.check(desc.op)?;
     if desc.segments != Segments::None {
@@ -112,12 +96,9 @@ pub(crate) fn scan_with_row_carries(
         outputs: vec![output.addr()],
         known: input.known_to(ctx.id())? && output.known_to(ctx.id())?,
         carries: sequence_carries,
-        row_carries,
     };
-    if row_carries == 0 {
-        if let Some(rows) = pitched_rows::scan(ctx, stream, &arrays, input, output, desc)? {
-            return Ok(rows);
-        }
+    if let Some(rows) = pitched_rows::scan(ctx, stream, &arrays, input, output, desc)? {
+        return Ok(rows);
     }
     run(ctx, stream, &model, &arrays, &shape, (algorithm, reason))
 }
@@ -365,7 +346,6 @@ fn launch(
         carry_out: c.carry_out,
         carry_batch_stride: c.strides.batch,
         carry_column_stride: c.strides.column,
-        row_carries: a.row_carries,
         flags,
         call: dev.calls.record(model.label(), form.elements(), raw_stream as usize),
     };
