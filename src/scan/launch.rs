@@ -12,7 +12,8 @@ use crate::runtime::calls::CallLabel;
 use crate::runtime::device::GpuDevice;
 use crate::runtime::launch_workspace;
 use crate::runtime::workspace::{lookback_bytes, Workspace};
-use crate::scan::kernels::{KernelKind, ScanKernels};
+use crate::scan::kernels::ScanKernels;
+use crate::scan::translation_unit::KernelKind;
 use crate::scan::tuning::{cluster_max_blocks, wave_max_tiles};
 use crate::tables::Algorithm;
 

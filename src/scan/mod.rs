@@ -18,6 +18,7 @@ pub(crate) mod plan;
 pub(crate) mod reference;
 pub(crate) mod strided;
 pub(crate) mod summed_area;
+pub(crate) mod translation_unit;
 pub(crate) mod tuning;
 
 use crate::tables::{Algorithm, Backend, ChoiceReason};

@@ -11,7 +11,8 @@ use crate::contract::{self, StateBytes};
 use crate::error::Result;
 use crate::runtime::device::GpuDevice;
 use crate::runtime::driver;
-use crate::scan::kernels::{KernelKind, ScanKernels};
+use crate::scan::kernels::ScanKernels;
+use crate::scan::translation_unit::KernelKind;
 use crate::tables::DType;
 
 /// The parameters of `scanrt_segment_offsets` (kernels/device/segment_offsets.cuh), in

@@ -10,7 +10,7 @@ use crate::kernels::KERNEL_HEADERS;
 use crate::runtime::device::{GpuDevice, LoadedKernel};
 use crate::runtime::nvrtc::KernelSource;
 use crate::runtime::Memo;
-use crate::scan::kernels::{builtin_op_definitions, builtin_types_and_ops};
+use crate::scan::translation_unit::{builtin_op_definitions, builtin_types_and_ops};
 use crate::tables::{Direction, Op};
 use crate::types::ScanTypes;
 

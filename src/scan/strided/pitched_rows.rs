@@ -9,9 +9,10 @@ use crate::context::Context;
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::scan::desc::{ScanDesc, Segments};
-use crate::scan::kernels::{KernelKind, Specialization};
+use crate::scan::kernels::Specialization;
 use crate::scan::operator_model::RowPitches;
 use crate::scan::plan::ScanIo;
+use crate::scan::translation_unit::KernelKind;
 use crate::scan::ScanInfo;
 use crate::stream::Stream;
 
