@@ -106,19 +106,12 @@ fn summed_area_case(
     let e = |e: scanrt::Error| e.to_string();
     let [batches, rows, cols] = shape;
     let (b_, r, c) = (batches as usize, rows as usize, cols as usize);
-    let in_strides = match layout {
-        Layout::Padded(pad) => padded_strides(&shape, &[0, 0, pad]),
-        Layout::Transposed => vec![(rows * cols) as i64, 1, rows as i64],
-        Layout::InPlace => padded_strides(&shape, &[]),
+    let (in_strides, pad) = match layout {
+        Layout::Padded(pad) => (padded_strides(&shape, &[0, 0, pad]), pad as usize),
+        Layout::Transposed => (vec![(rows * cols) as i64, 1, rows as i64], 0),
+        Layout::InPlace => (padded_strides(&shape, &[]), 0),
     };
-    let pad = match layout {
-        Layout::Padded(pad) => pad as usize,
-        _ => 0,
-    };
-    let span = match layout {
-        Layout::Padded(_) => b_ * r * (c + pad),
-        _ => b_ * r * c,
-    };
+    let span = b_ * r * (c + pad);
     // Element (b, i, j) of the input at b * s0 + i * s1 + j * s2.
     let at = |b: usize, i: usize, j: usize| {
         (b as i64 * in_strides[0] + i as i64 * in_strides[1] + j as i64 * in_strides[2]) as usize
@@ -178,9 +171,9 @@ fn summed_area_case(
         }
         for i in 0..r {
             for j in 0..c {
-                let (got, want) = (got[(b * r + i) * c + j], narrow(want[i * c + j]));
-                if got != want {
-                    return Err(format!("[{b}, {i}, {j}]: got {got}, want {want}"));
+                let (value, expected) = (got[(b * r + i) * c + j], narrow(want[i * c + j]));
+                if value != expected {
+                    return Err(format!("[{b}, {i}, {j}]: got {value}, want {expected}"));
                 }
             }
         }

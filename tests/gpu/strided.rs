@@ -248,7 +248,7 @@ pub(crate) fn summed_area_tables_on_the_gpu() {
     let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
     // Columns around the strided kernel's strips of 32 (one strip, a partial last strip,
-    // more than 8 strips), rows around its tiles of 128 (4-byte) and 64 (8-byte) rows of 32
+    // many strips), rows around its tiles of 128 (4-byte) and 64 (8-byte) rows of 32
     // columns, and batches of tables.
     let shapes = [
         (1, 1, 1),
