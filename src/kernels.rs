@@ -4,6 +4,31 @@
 /// Every header under `kernels/`, as `(include name, text)`.
 pub(crate) const KERNEL_HEADERS: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/kernel_headers.rs"));
 
+/// Which of the built-in kernel sets a compile ahead of time ([`crate::compile_kernel_sets`])
+/// compiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelCoverage {
+    /// Every set: what a kernel pack or a filled cache holds.
+    Every,
+    /// One variant of each type pair and operator (of each element type for selections,
+    /// each key type for sorts), the variants (direction and segmentation; rule and
+    /// output; order and value size) taken in turn from one to the next: every type,
+    /// operator and variant compiles, in about a quarter of the time of `Every`. CI's
+    /// compile check, on two cores.
+    Diagonal,
+}
+
+impl KernelCoverage {
+    /// Whether the set of variant `variant` (of `variants`) of the `index`-th type pair,
+    /// operator or key type is compiled.
+    pub fn keeps(self, index: usize, variant: usize, variants: usize) -> bool {
+        match self {
+            KernelCoverage::Every => true,
+            KernelCoverage::Diagonal => variant == index % variants,
+        }
+    }
+}
+
 /// With the `experiments` feature: the N comma-separated numbers of the environment
 /// variable `var` (a tuning override for benchmarks), or `None` when it is unset. Panics
 /// on anything else, so that a mistyped override never runs as if it were absent.

@@ -35,6 +35,7 @@ pub mod ffi;
 mod kernels;
 mod operator;
 mod ops;
+mod precompile;
 pub mod recipes;
 mod runtime;
 mod scalar;
@@ -52,10 +53,15 @@ pub use distributed::{Communicator, GpuPart, MultiGpu, OperatorPart};
 pub use error::{Error, Result};
 /// The Rust types of f16 and bf16 elements (`half::f16`, `half::bf16`).
 pub use half;
+pub use kernels::KernelCoverage;
 pub use operator::{
-    compile_operator, HostCombine, HostLoad, HostOperator, HostStore, Operator, OperatorDesc, OperatorScan,
+    compile_operator, compile_operator_set, HostCombine, HostLoad, HostOperator, HostStore, Operator, OperatorDesc,
+    OperatorScan,
 };
 pub use ops::{Accumulator, OpDefinition};
+pub use precompile::{
+    build_kernel_pack, check_kernel_pack, compile_kernel_sets, compile_specialization, fill_kernel_cache,
+};
 pub use runtime::workspace::Workspace;
 /// The most streams whose look-back workspaces a context keeps (least recently used go first).
 pub use runtime::workspace::POOL_STREAMS as MAX_POOLED_STREAMS;
@@ -82,87 +88,4 @@ pub use types::{check_types, DTypeInfo, Narrow, NumberKind, ScanTypes, Widen, NA
 /// every process compiles the kernels it uses.
 pub fn kernel_cache_status() -> std::result::Result<std::path::PathBuf, String> {
     runtime::kernel_cache::directory()
-}
-
-/// Builds the kernel pack for `sm_<arch>` (every built-in kernel set, compiled with NVRTC
-/// on every core) into `dir`, and returns its path and the number of kernel sets. A
-/// context whose device the pack serves loads its kernels from it and needs no NVRTC
-/// (`runtime::kernel_pack` says where packs are looked for).
-pub fn build_kernel_pack(arch: i32, dir: &std::path::Path) -> Result<(std::path::PathBuf, usize)> {
-    use rayon::prelude::*;
-    let nvrtc = runtime::nvrtc::Nvrtc::load()?;
-    let target = nvrtc.target_for(arch)?;
-    if !target.cubin || target.arch != arch {
-        error::bail!(
-            CompileError,
-            "NVRTC {}.{} cannot build CUBIN for sm_{arch}",
-            nvrtc.version.0,
-            nvrtc.version.1
-        );
-    }
-    let images = every_built_in_source(arch)
-        .par_iter()
-        .map(|source| Ok((runtime::kernel_pack::key(source, arch), nvrtc.compile(source, target)?)))
-        .collect::<Result<Vec<_>>>()?;
-    let path = dir.join(runtime::kernel_pack::file_name(arch));
-    runtime::kernel_pack::write(&path, arch, &images)?;
-    Ok((path, images.len()))
-}
-
-/// Compiles every built-in kernel set for CUDA device `device` into the disk kernel cache
-/// ([`kernel_cache_status`]), on every core, and returns how many there are.
-pub fn fill_kernel_cache(device: usize) -> Result<usize> {
-    let arch = runtime::device::GpuDevice::open(device)?.arch;
-    compile_kernel_sets(arch).map(|images| images.len())
-}
-
-/// Compiles every built-in kernel set for `sm_<arch>` with NVRTC, without a GPU, on every
-/// core and through the disk kernel cache, and returns each image's size in bytes. CI
-/// uses it to check that every kernel set compiles; run with the GPU machine's NVRTC
-/// version, it fills a cache directory that machine can use (`scripts/stage.sh`).
-pub fn compile_kernel_sets(arch: i32) -> Result<Vec<usize>> {
-    use rayon::prelude::*;
-    let nvrtc = runtime::nvrtc::Nvrtc::load()?;
-    let target = nvrtc.target_for(arch)?;
-    every_built_in_source(arch)
-        .par_iter()
-        .map(|source| nvrtc.compile_cached(source, target).map(|image| image.len()))
-        .collect()
-}
-
-/// The source of every built-in kernel set for `sm_<arch>`: the scan's (flat and
-/// strided), the select kernels' and the sort's.
-fn every_built_in_source(arch: i32) -> Vec<runtime::nvrtc::KernelSource> {
-    let scans = scan::kernels::every_specialization(arch)
-        .into_iter()
-        .map(|s| s.source());
-    let selects = select::kernels::every_select_spec().into_iter().map(|s| s.source());
-    let sorts = sort::kernels::every_sort_spec().into_iter().map(|s| s.source());
-    let strided = scan::strided::kernels::every_strided_spec()
-        .into_iter()
-        .map(|s| s.source());
-    scans.chain(strided).chain(selects).chain(sorts).collect()
-}
-
-/// Checks the kernel pack at `path`: its index and every image's checksum. Returns the
-/// number of kernel sets.
-pub fn check_kernel_pack(path: &std::path::Path) -> Result<usize> {
-    runtime::kernel_pack::check(path)
-}
-
-/// Compiles the kernel sets that scan `input` into `output` as `desc` says (operator,
-/// direction, segmented or not; the regular tile shape and, where there is one, the
-/// small-scan shape) with NVRTC for `sm_<arch>`, without a GPU, returning the images'
-/// total size. Goes through the disk cache, like [`compile_kernel_sets`].
-pub fn compile_specialization(input: DType, output: DType, desc: &ScanDesc, arch: i32) -> Result<usize> {
-    let types = desc.types(input, output);
-    types.check(desc.op)?;
-    let nvrtc = runtime::nvrtc::Nvrtc::load()?;
-    let target = nvrtc.target_for(arch)?;
-    let (regular, small) = scan::kernels::Specialization::all_for(arch, types, desc);
-    let mut bytes = 0;
-    for spec in std::iter::once(regular).chain(small) {
-        bytes += nvrtc.compile_cached(&spec.source(), target)?.len();
-    }
-    Ok(bytes)
 }

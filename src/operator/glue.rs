@@ -2,7 +2,7 @@
 //! source under `#line` directives and wraps it in the `struct Op` the kernels call, the
 //! programs of each kernel set, and compiling them without a GPU.
 
-use crate::error::Result;
+use crate::error::{bail, Result};
 use crate::kernels::KERNEL_HEADERS;
 use crate::operator::desc::OperatorDesc;
 use crate::runtime::nvrtc::KernelSource;
@@ -10,7 +10,7 @@ use crate::scan::kernels::Program;
 use crate::scan::strided::kernels::StridedUnit;
 use crate::scan::translation_unit::{KernelKind, TranslationUnit};
 use crate::scan::tuning::{operator_shape, TileShape};
-use crate::tables::Direction;
+use crate::tables::{Algorithm, Direction};
 use crate::types::DType;
 
 impl OperatorDesc {
@@ -224,17 +224,38 @@ pub(crate) fn kernel_programs(
 /// disk cache; returns the images' total size. A bad source fails with `CompileError` and
 /// the compiler's log.
 pub fn compile_operator(desc: &OperatorDesc, arch: i32) -> Result<usize> {
+    let mut bytes = 0;
+    for direction in [Direction::Forward, Direction::Backward] {
+        for segmented in [false, true] {
+            bytes += compile_operator_set(desc, arch, direction, segmented, Algorithm::Auto)?;
+        }
+    }
+    Ok(bytes)
+}
+
+/// Compiles the kernel sets of the operator `desc` that scan in `direction`, segmented or
+/// not, with `algorithm` (`Auto`: the single-pass and the matrix scan's sets; the
+/// deterministic single pass runs the single-pass set), as [`compile_operator`] does.
+pub fn compile_operator_set(
+    desc: &OperatorDesc,
+    arch: i32,
+    direction: Direction,
+    segmented: bool,
+    algorithm: Algorithm,
+) -> Result<usize> {
+    let matrix: &[bool] = match algorithm {
+        Algorithm::Auto => &[false, true],
+        Algorithm::SinglePass | Algorithm::DeterministicSinglePass => &[false],
+        Algorithm::Matrix => &[true],
+        Algorithm::Host => bail!(InvalidArgument, "the host backend compiles no kernels"),
+    };
     desc.check()?;
     let nvrtc = crate::runtime::nvrtc::Nvrtc::load()?;
     let target = nvrtc.target_for(arch)?;
     let mut bytes = 0;
-    for direction in [Direction::Forward, Direction::Backward] {
-        for segmented in [false, true] {
-            for matrix in [false, true] {
-                for program in kernel_programs(desc, arch, direction, segmented, matrix).0 {
-                    bytes += nvrtc.compile_cached(&program.source, target)?.len();
-                }
-            }
+    for &matrix in matrix {
+        for program in kernel_programs(desc, arch, direction, segmented, matrix).0 {
+            bytes += nvrtc.compile_cached(&program.source, target)?.len();
         }
     }
     Ok(bytes)

@@ -32,7 +32,7 @@ mod strided;
 use std::sync::Arc;
 
 pub use desc::{HostCombine, HostLoad, HostOperator, HostStore, OperatorDesc, OperatorScan};
-pub use glue::compile_operator;
+pub use glue::{compile_operator, compile_operator_set};
 
 use crate::array::ArrayView;
 use crate::buffer::Buffer;
@@ -79,6 +79,7 @@ struct OperatorInner {
     strided_sets: Memo<Direction, Arc<StridedKernelSet>>,
     /// The same combine over arrays of states (no load, no store), made on first use:
     /// what a scan across GPUs scans the ranks' totals with.
+    #[cfg(feature = "nccl")]
     states_only: once_cell::sync::OnceCell<Operator>,
 }
 
@@ -96,6 +97,7 @@ impl Context {
             desc,
             kernel_sets: Memo::default(),
             strided_sets: Memo::default(),
+            #[cfg(feature = "nccl")]
             states_only: Default::default(),
         };
         if let Engine::Gpu(engine) = self.engine() {
@@ -205,6 +207,7 @@ impl OperatorModel for OperatorInner {
 impl Operator {
     /// The operator over arrays of its states: itself when it has no load and no store,
     /// else the same combine and identity without them (compiled on first use).
+    #[cfg(feature = "nccl")]
     pub(crate) fn states_only(&self) -> Result<Operator> {
         let desc = &self.inner.desc;
         if desc.load.is_none() && desc.store.is_none() {

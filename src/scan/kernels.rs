@@ -7,7 +7,7 @@ use std::sync::Arc;
 use cudarc::driver::CudaModule;
 
 use crate::error::Result;
-use crate::kernels::KERNEL_HEADERS;
+use crate::kernels::{KernelCoverage, KERNEL_HEADERS};
 use crate::runtime::device::{GpuDevice, LoadedKernel};
 use crate::runtime::nvrtc::KernelSource;
 use crate::runtime::Memo;
@@ -163,25 +163,30 @@ impl Specialization {
     }
 }
 
-/// Every built-in kernel set for `sm_<arch>`: each type pair and operator, both
-/// directions, segmented or not (the kind of segment data is a launch flag), in the
-/// regular tile shape and, where there is one, the small-scan shape.
-pub(crate) fn every_specialization(arch: i32) -> Vec<Specialization> {
+/// The built-in kernel sets for `sm_<arch>` that `sets` asks for: each type pair and
+/// operator, both directions, segmented or not (the kind of segment data is a launch
+/// flag), in the regular tile shape and, where there is one, the small-scan shape.
+pub(crate) fn built_in_specializations(arch: i32, sets: KernelCoverage) -> Vec<Specialization> {
+    use crate::scan::desc::Segments;
+    let variants = [
+        (Direction::Forward, Segments::None),
+        (Direction::Forward, Segments::ByteFlags),
+        (Direction::Backward, Segments::None),
+        (Direction::Backward, Segments::ByteFlags),
+    ];
     let mut all = Vec::new();
-    for (types, op) in builtin_types_and_ops() {
-        for direction in [Direction::Forward, Direction::Backward] {
-            for segments in [
-                crate::scan::desc::Segments::None,
-                crate::scan::desc::Segments::ByteFlags,
-            ] {
-                let desc = ScanDesc {
-                    direction,
-                    segments,
-                    ..ScanDesc::inclusive(op)
-                };
-                let (regular, small) = Specialization::all_for(arch, types, &desc);
-                all.extend(std::iter::once(regular).chain(small));
+    for (index, (types, op)) in builtin_types_and_ops().enumerate() {
+        for (variant, &(direction, segments)) in variants.iter().enumerate() {
+            if !sets.keeps(index, variant, variants.len()) {
+                continue;
             }
+            let desc = ScanDesc {
+                direction,
+                segments,
+                ..ScanDesc::inclusive(op)
+            };
+            let (regular, small) = Specialization::all_for(arch, types, &desc);
+            all.extend(std::iter::once(regular).chain(small));
         }
     }
     all

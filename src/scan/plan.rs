@@ -7,6 +7,7 @@
 mod device_arrays;
 mod flags;
 mod host_segments;
+#[cfg(feature = "nccl")]
 mod reduce;
 mod segment_offsets;
 
@@ -238,6 +239,7 @@ impl ScanPlan {
     ///
     /// # Safety
     /// As [`ScanPlan::execute`], and the arrays hold the plan's `n` elements.
+    #[cfg(feature = "nccl")]
     pub(crate) unsafe fn execute_known(
         &self,
         stream: &Stream,
@@ -338,6 +340,7 @@ impl ScanPlan {
     }
 
     /// Bytes of the state the plan's scan carries.
+    #[cfg(feature = "nccl")]
     pub(crate) fn state_bytes(&self) -> usize {
         self.operator.model().state_bytes()
     }
@@ -347,6 +350,7 @@ impl ScanPlan {
     ///
     /// # Safety
     /// As [`ScanPlan::execute`].
+    #[cfg(feature = "nccl")]
     pub(crate) unsafe fn check_arrays(
         &self,
         stream: &Stream,

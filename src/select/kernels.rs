@@ -6,7 +6,7 @@ use std::sync::Arc;
 use cudarc::driver::CudaModule;
 
 use crate::error::Result;
-use crate::kernels::KERNEL_HEADERS;
+use crate::kernels::{KernelCoverage, KERNEL_HEADERS};
 use crate::runtime::device::{GpuDevice, LoadedKernel};
 use crate::runtime::nvrtc::KernelSource;
 use crate::runtime::Memo;
@@ -213,47 +213,42 @@ impl SelectKernels {
     }
 }
 
-/// Every built-in select kernel for precompiling (packs, the disk cache): each element
-/// type with byte flags, bit flags, nonzero and run heads, values and indices, and both
-/// partitions by byte flags.
-pub(crate) fn every_select_spec() -> Vec<SelectSpec> {
+/// The built-in select kernels that `sets` asks for, for precompiling (packs, the disk
+/// cache): each element type with byte flags, bit flags, nonzero and run heads, values
+/// and indices, run lengths of both widths, and both partitions by byte flags.
+pub(crate) fn built_in_select_specs(sets: KernelCoverage) -> Vec<SelectSpec> {
     let mut all = Vec::new();
-    for dtype in DType::ALL {
+    for (index, dtype) in DType::ALL.into_iter().enumerate() {
+        let spec = |output, rule, form| SelectSpec {
+            dtype,
+            output,
+            rule,
+            form,
+        };
+        let mut variants = Vec::new();
         for rule in [
             RuleKey::ByteFlags,
             RuleKey::BitFlags,
             RuleKey::NonZero,
             RuleKey::RunHeads,
         ] {
-            all.push(SelectSpec {
-                dtype,
-                output: dtype,
-                rule: rule.clone(),
-                form: SelectOutput::Values,
-            });
-            all.push(SelectSpec {
-                dtype,
-                output: DType::U64,
-                rule,
-                form: SelectOutput::Indices,
-            });
+            variants.push(spec(dtype, rule.clone(), SelectOutput::Values));
+            variants.push(spec(DType::U64, rule, SelectOutput::Indices));
         }
         for lengths in [DType::U32, DType::U64] {
-            all.push(SelectSpec {
-                dtype,
-                output: lengths,
-                rule: RuleKey::RunEnds,
-                form: SelectOutput::RunLengths,
-            });
+            variants.push(spec(lengths, RuleKey::RunEnds, SelectOutput::RunLengths));
         }
         for form in [SelectOutput::PartitionReversed, SelectOutput::PartitionTwo] {
-            all.push(SelectSpec {
-                dtype,
-                output: dtype,
-                rule: RuleKey::ByteFlags,
-                form,
-            });
+            variants.push(spec(dtype, RuleKey::ByteFlags, form));
         }
+        let count = variants.len();
+        all.extend(
+            variants
+                .into_iter()
+                .enumerate()
+                .filter(|&(variant, _)| sets.keeps(index, variant, count))
+                .map(|(_, spec)| spec),
+        );
     }
     all
 }

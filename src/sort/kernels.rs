@@ -6,7 +6,7 @@ use std::sync::Arc;
 use cudarc::driver::CudaModule;
 
 use crate::error::Result;
-use crate::kernels::KERNEL_HEADERS;
+use crate::kernels::{KernelCoverage, KERNEL_HEADERS};
 use crate::runtime::device::{GpuDevice, LoadedKernel};
 use crate::runtime::nvrtc::KernelSource;
 use crate::runtime::Memo;
@@ -198,13 +198,17 @@ impl SortKernels {
     }
 }
 
-/// Every sort kernel (each key type and order, keys only and values of each size), for
-/// precompiling (packs, the disk cache).
-pub(crate) fn every_sort_spec() -> Vec<SortSpec> {
+/// The sort kernels that `sets` asks for (each key type and order, keys only and values
+/// of each size), for precompiling (packs, the disk cache).
+pub(crate) fn built_in_sort_specs(sets: KernelCoverage) -> Vec<SortSpec> {
+    let variants: Vec<(bool, u32)> = [false, true]
+        .into_iter()
+        .flat_map(|descending| [0, 1, 2, 4, 8].map(|value_bytes| (descending, value_bytes)))
+        .collect();
     let mut all = Vec::new();
-    for key in DType::ALL {
-        for descending in [false, true] {
-            for value_bytes in [0, 1, 2, 4, 8] {
+    for (index, key) in DType::ALL.into_iter().enumerate() {
+        for (variant, &(descending, value_bytes)) in variants.iter().enumerate() {
+            if sets.keeps(index, variant, variants.len()) {
                 all.push(SortSpec {
                     key,
                     descending,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use cudarc::driver::CudaModule;
 
 use crate::error::Result;
-use crate::kernels::KERNEL_HEADERS;
+use crate::kernels::{KernelCoverage, KERNEL_HEADERS};
 use crate::runtime::device::{GpuDevice, LoadedKernel};
 use crate::runtime::nvrtc::KernelSource;
 use crate::runtime::Memo;
@@ -234,14 +234,20 @@ impl StridedKernels {
     }
 }
 
-/// Every built-in strided kernel set, for precompiling (packs, the disk cache): the
-/// scan's type pairs and wider accumulators, every operator they take, both directions.
-pub(crate) fn every_strided_spec() -> Vec<StridedSpec> {
-    builtin_types_and_ops()
-        .flat_map(|(types, op)| {
-            [Direction::Forward, Direction::Backward].map(|direction| StridedSpec { types, op, direction })
-        })
-        .collect()
+/// The built-in strided kernel sets that `sets` asks for, for precompiling (packs, the
+/// disk cache): the scan's type pairs and wider accumulators, every operator they take,
+/// both directions.
+pub(crate) fn built_in_strided_specs(sets: KernelCoverage) -> Vec<StridedSpec> {
+    let directions = [Direction::Forward, Direction::Backward];
+    let mut all = Vec::new();
+    for (index, (types, op)) in builtin_types_and_ops().enumerate() {
+        for (variant, &direction) in directions.iter().enumerate() {
+            if sets.keeps(index, variant, directions.len()) {
+                all.push(StridedSpec { types, op, direction });
+            }
+        }
+    }
+    all
 }
 
 #[cfg(test)]
