@@ -99,7 +99,7 @@ def _select(x: Any, mask: Any, rule: str, indices: bool, size: Optional[int], co
     if size is not None:
         return out, count
     kept = int(count[0])  # waits for the count, as torch.nonzero does
-    return (out[:kept], lengths[:kept]) if counts else out[:kept]
+    return (out[:kept], lengths[:kept]) if lengths is not None else out[:kept]
 
 
 class Predicate:

@@ -37,6 +37,7 @@ def starts_of(segments: Optional[Tensor], keys: Optional[Tensor]) -> Tensor:
     if segments is not None:
         s = segments.to(torch.bool)
         return torch.cat([s.new_ones(1), s[1:]])
+    assert keys is not None, "segments by flags or by keys"
     return torch.cat([keys.new_ones(1, dtype=torch.bool), keys[1:] != keys[:-1]])
 
 
