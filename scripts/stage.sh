@@ -28,11 +28,14 @@ strip --strip-debug stage/prefix/lib/*.a stage/prefix/lib/*.so 2>/dev/null || tr
 # With SCANRT_STAGE_NVRTC=<dir holding the GPU machine's libnvrtc.so (same major.minor)>,
 # fill stage/kernel-cache with every sm_90 specialisation, so the GPU machine loads them
 # instead of compiling them (scripts/gpu-suite.sh uses it).
-# Compiled once per version of the kernel sources and tuning, in build/.
+# Compiled once per version of the kernel sources and tuning (about 25 minutes on two
+# cores), into the user's cache directory: a later session on this machine lays the work
+# tree anew but may keep it.
 if [ -n "${SCANRT_STAGE_NVRTC:-}" ]; then
   sources=$(cat kernels/*/*.cuh src/scan/kernels.rs src/scan/tuning.rs src/ops.rs src/runtime/nvrtc.rs Cargo.toml | sha1sum | cut -c1-12)
-  cache=$PWD/build/kernel-cache-sm90-$sources
-  LD_LIBRARY_PATH="$SCANRT_STAGE_NVRTC" SCANRT_CACHE_DIR="$cache" stage/tests/kernels_compile --nocapture
+  cache=${XDG_CACHE_HOME:-$HOME/.cache}/scanrt-stage/sm90-$sources
+  mkdir -p -m 0700 "$(dirname "$cache")" "$cache"
+  LD_LIBRARY_PATH="$SCANRT_STAGE_NVRTC" SCANRT_CACHE_DIR="$cache" SCANRT_KERNEL_SETS=every stage/tests/kernels_compile --nocapture
   tar -C "$cache" -cJf stage/kernel-cache.tar.xz .  # ~50 MB of CUBINs compress to ~3 MB
 fi
 du -sh stage
