@@ -42,32 +42,34 @@ pub fn fill_kernel_cache(device: usize) -> Result<usize> {
     compile_kernel_sets(arch, KernelCoverage::Every).map(|images| images.len())
 }
 
-/// Compiles the built-in kernel sets for `sm_<arch>` that `sets` names with NVRTC,
+/// Compiles the built-in kernel sets for `sm_<arch>` that `coverage` names with NVRTC,
 /// without a GPU, on every core and through the disk kernel cache, and returns each
 /// image's size in bytes. CI uses it to check that the kernel sets compile; run with the
 /// GPU machine's NVRTC version, it fills a cache directory that machine can use
 /// (`scripts/stage.sh`).
-pub fn compile_kernel_sets(arch: i32, sets: KernelCoverage) -> Result<Vec<usize>> {
+pub fn compile_kernel_sets(arch: i32, coverage: KernelCoverage) -> Result<Vec<usize>> {
     use rayon::prelude::*;
     let nvrtc = Nvrtc::load()?;
     let target = nvrtc.target_for(arch)?;
-    built_in_sources(arch, sets)
+    built_in_sources(arch, coverage)
         .par_iter()
         .map(|source| nvrtc.compile_cached(source, target).map(|image| image.len()))
         .collect()
 }
 
-/// The source of the built-in kernel sets for `sm_<arch>` that `sets` names: the scan's
+/// The source of the built-in kernel sets for `sm_<arch>` that `coverage` names: the scan's
 /// (flat and strided), the select kernels' and the sort's.
-fn built_in_sources(arch: i32, sets: KernelCoverage) -> Vec<KernelSource> {
-    let scans = scan::kernels::built_in_specializations(arch, sets)
+fn built_in_sources(arch: i32, coverage: KernelCoverage) -> Vec<KernelSource> {
+    let scans = scan::kernels::built_in_specializations(arch, coverage)
         .into_iter()
         .map(|s| s.source());
-    let selects = select::kernels::built_in_select_specs(sets)
+    let selects = select::kernels::built_in_select_specs(coverage)
         .into_iter()
         .map(|s| s.source());
-    let sorts = sort::kernels::built_in_sort_specs(sets).into_iter().map(|s| s.source());
-    let strided = scan::strided::kernels::built_in_strided_specs(sets)
+    let sorts = sort::kernels::built_in_sort_specs(coverage)
+        .into_iter()
+        .map(|s| s.source());
+    let strided = scan::strided::kernels::built_in_strided_specs(coverage)
         .into_iter()
         .map(|s| s.source());
     scans.chain(strided).chain(selects).chain(sorts).collect()

@@ -40,7 +40,7 @@ fn no_nvrtc() -> Option<String> {
 
 /// The kernel sets this run compiles: `SCANRT_KERNEL_SETS` (`every`, the default, or
 /// `diagonal`).
-fn kernel_sets() -> KernelCoverage {
+fn kernel_coverage() -> KernelCoverage {
     match std::env::var("SCANRT_KERNEL_SETS").as_deref() {
         Err(_) | Ok("every") => KernelCoverage::Every,
         Ok("diagonal") => KernelCoverage::Diagonal,
@@ -49,12 +49,12 @@ fn kernel_sets() -> KernelCoverage {
 }
 
 fn every_specialization_compiles_with_nvrtc() {
-    let sets = kernel_sets();
-    let images = compile_kernel_sets(90, sets).unwrap_or_else(|e| panic!("{e}"));
+    let coverage = kernel_coverage();
+    let images = compile_kernel_sets(90, coverage).unwrap_or_else(|e| panic!("{e}"));
     let small = images.iter().filter(|&&bytes| bytes <= 1000).count();
     assert_eq!(small, 0, "{small} suspiciously small images");
-    eprintln!("compiled {} kernel sets for sm_90 ({sets:?})", images.len());
-    let least = match sets {
+    eprintln!("compiled {} kernel sets for sm_90 ({coverage:?})", images.len());
+    let least = match coverage {
         KernelCoverage::Every => 4 * 80,
         KernelCoverage::Diagonal => 80,
     };
@@ -89,7 +89,7 @@ fn the_recipes_compile_with_nvrtc() {
 /// Compiles the kernel sets of `descs` on every core: each operator's every variant, or
 /// with `KernelCoverage::Diagonal` the `i`-th operator's variant `i` (modulo their number).
 fn compile_all(descs: &[OperatorDesc]) {
-    let sets = kernel_sets();
+    let coverage = kernel_coverage();
     let mut variants = Vec::new();
     for direction in [Direction::Forward, Direction::Backward] {
         for segmented in [false, true] {
@@ -107,7 +107,7 @@ fn compile_all(descs: &[OperatorDesc]) {
                 let Some(desc) = descs.get(i) else { break };
                 let mut bytes = 0;
                 for (v, &(direction, segmented, algorithm)) in variants.iter().enumerate() {
-                    if sets.keeps(i, v, variants.len()) {
+                    if coverage.keeps(i, v, variants.len()) {
                         bytes += compile_operator_set(desc, 90, direction, segmented, algorithm).unwrap_or_else(|e| {
                             panic!("{} {direction:?} segmented={segmented} {algorithm:?}: {e}", desc.name)
                         });
@@ -118,7 +118,7 @@ fn compile_all(descs: &[OperatorDesc]) {
         }
     });
     eprintln!(
-        "compiled the kernel sets of {} operators for sm_90 ({sets:?})",
+        "compiled the kernel sets of {} operators for sm_90 ({coverage:?})",
         descs.len()
     );
 }

@@ -163,10 +163,10 @@ impl Specialization {
     }
 }
 
-/// The built-in kernel sets for `sm_<arch>` that `sets` asks for: each type pair and
+/// The built-in kernel sets for `sm_<arch>` that `coverage` asks for: each type pair and
 /// operator, both directions, segmented or not (the kind of segment data is a launch
 /// flag), in the regular tile shape and, where there is one, the small-scan shape.
-pub(crate) fn built_in_specializations(arch: i32, sets: KernelCoverage) -> Vec<Specialization> {
+pub(crate) fn built_in_specializations(arch: i32, coverage: KernelCoverage) -> Vec<Specialization> {
     use crate::scan::desc::Segments;
     let variants = [
         (Direction::Forward, Segments::None),
@@ -177,7 +177,7 @@ pub(crate) fn built_in_specializations(arch: i32, sets: KernelCoverage) -> Vec<S
     let mut all = Vec::new();
     for (index, (types, op)) in builtin_types_and_ops().enumerate() {
         for (variant, &(direction, segments)) in variants.iter().enumerate() {
-            if !sets.keeps(index, variant, variants.len()) {
+            if !coverage.keeps(index, variant, variants.len()) {
                 continue;
             }
             let desc = ScanDesc {

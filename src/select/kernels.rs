@@ -213,10 +213,10 @@ impl SelectKernels {
     }
 }
 
-/// The built-in select kernels that `sets` asks for, for precompiling (packs, the disk
+/// The built-in select kernels that `coverage` asks for, for precompiling (packs, the disk
 /// cache): each element type with byte flags, bit flags, nonzero and run heads, values
 /// and indices, run lengths of both widths, and both partitions by byte flags.
-pub(crate) fn built_in_select_specs(sets: KernelCoverage) -> Vec<SelectSpec> {
+pub(crate) fn built_in_select_specs(coverage: KernelCoverage) -> Vec<SelectSpec> {
     let mut all = Vec::new();
     for (index, dtype) in DType::ALL.into_iter().enumerate() {
         let spec = |output, rule, form| SelectSpec {
@@ -246,7 +246,7 @@ pub(crate) fn built_in_select_specs(sets: KernelCoverage) -> Vec<SelectSpec> {
             variants
                 .into_iter()
                 .enumerate()
-                .filter(|&(variant, _)| sets.keeps(index, variant, count))
+                .filter(|&(variant, _)| coverage.keeps(index, variant, count))
                 .map(|(_, spec)| spec),
         );
     }

@@ -198,9 +198,9 @@ impl SortKernels {
     }
 }
 
-/// The sort kernels that `sets` asks for (each key type and order, keys only and values
+/// The sort kernels that `coverage` asks for (each key type and order, keys only and values
 /// of each size), for precompiling (packs, the disk cache).
-pub(crate) fn built_in_sort_specs(sets: KernelCoverage) -> Vec<SortSpec> {
+pub(crate) fn built_in_sort_specs(coverage: KernelCoverage) -> Vec<SortSpec> {
     let variants: Vec<(bool, u32)> = [false, true]
         .into_iter()
         .flat_map(|descending| [0, 1, 2, 4, 8].map(|value_bytes| (descending, value_bytes)))
@@ -208,7 +208,7 @@ pub(crate) fn built_in_sort_specs(sets: KernelCoverage) -> Vec<SortSpec> {
     let mut all = Vec::new();
     for (index, key) in DType::ALL.into_iter().enumerate() {
         for (variant, &(descending, value_bytes)) in variants.iter().enumerate() {
-            if sets.keeps(index, variant, variants.len()) {
+            if coverage.keeps(index, variant, variants.len()) {
                 all.push(SortSpec {
                     key,
                     descending,

@@ -234,15 +234,15 @@ impl StridedKernels {
     }
 }
 
-/// The built-in strided kernel sets that `sets` asks for, for precompiling (packs, the
+/// The built-in strided kernel sets that `coverage` asks for, for precompiling (packs, the
 /// disk cache): the scan's type pairs and wider accumulators, every operator they take,
 /// both directions.
-pub(crate) fn built_in_strided_specs(sets: KernelCoverage) -> Vec<StridedSpec> {
+pub(crate) fn built_in_strided_specs(coverage: KernelCoverage) -> Vec<StridedSpec> {
     let directions = [Direction::Forward, Direction::Backward];
     let mut all = Vec::new();
     for (index, (types, op)) in builtin_types_and_ops().enumerate() {
         for (variant, &direction) in directions.iter().enumerate() {
-            if sets.keeps(index, variant, directions.len()) {
+            if coverage.keeps(index, variant, directions.len()) {
                 all.push(StridedSpec { types, op, direction });
             }
         }
