@@ -1,5 +1,6 @@
 /* test_select: scanrt_select (compaction by flags and comparisons, indices, capacity,
- * both partitions, unique, a user predicate on the GPU) and scanrt_run_length_encode against sequential loops, and the
+ * both partitions, unique, a user predicate on the GPU, half elements against an f32 operand) and
+ * scanrt_run_length_encode against sequential loops, and the
  * refusals (missing flags, short outputs, overlaps, bad descriptors) with nothing written.
  * Arrays and the count live in scanrt buffers, so the program runs on the AUTO backend and
  * on the host. */
@@ -175,6 +176,30 @@ static void run(scanrt_context *ctx, int32_t backend) {
     bad = 0;
     for (size_t i = 0; i < n; i++) bad += got[i] != poison;
     CHECK(bad == 0, "a refused selection wrote %zu output elements", bad);
+
+    /* Half elements compared with an operand given as f32 (rounded to the element type):
+     * x > 1 keeps 1.5 and 2 of {0.5, 1, 1.5, 2, -3}, in f16 and in bf16. */
+    g_phase = "select half operands";
+    const uint16_t halves[2][5] = {{0x3800, 0x3C00, 0x3E00, 0x4000, 0xC200},
+                                   {0x3F00, 0x3F80, 0x3FC0, 0x4000, 0xC040}};
+    const int32_t half_types[2] = {SCANRT_DTYPE_F16, SCANRT_DTYPE_BF16};
+    const int64_t five = 5;
+    for (int t = 0; t < 2; t++) {
+        scanrt_buffer *hb = make_buffer(ctx, half_types[t], 5), *ho = make_buffer(ctx, half_types[t], 5);
+        EXPECT_OK(scanrt_buffer_upload(hb, s, halves[t], 5));
+        scanrt_array h = buffer_array(hb, half_types[t], &five), hout = buffer_array(ho, half_types[t], &five);
+        scanrt_select_desc_init(&d);
+        d.rule = SCANRT_SELECT_GREATER;
+        d.operand.f32 = 1.0f;
+        EXPECT_OK(scanrt_select(ctx, s, &h, NULL, &hout, NULL, d_count, &d));
+        uint16_t kept[5] = {0};
+        EXPECT_OK(scanrt_buffer_download(ho, s, kept, 5));
+        CHECK(count_of(cnt, s) == 2 && kept[0] == halves[t][2] && kept[1] == halves[t][3],
+              "%s x > 1: %llu kept (%#x %#x), want 1.5 and 2", t ? "bf16" : "f16",
+              (unsigned long long)count_of(cnt, s), kept[0], kept[1]);
+        scanrt_buffer_destroy(hb);
+        scanrt_buffer_destroy(ho);
+    }
 
     scanrt_buffer *all[] = {in, out, rej, fb, idx, cnt};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) scanrt_buffer_destroy(all[i]);

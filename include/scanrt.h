@@ -468,7 +468,9 @@ typedef struct scanrt_select_desc {
   int32_t rule;
   // A `scanrt_select_output` value (`SCANRT_SELECT_OUTPUT_VALUES` by default).
   int32_t output;
-  // A comparison's operand, as the element type.
+  // A comparison's operand, as the element type: `.f32` for F16 and BF16 elements
+  // (rounded to the element type), `.i32` or `.u32` for 1- and 2-byte integers (their
+  // low bits).
   union scanrt_value operand;
   // Nonzero: write at most `capacity` selected elements (selections only; the count
   // still counts them all).
@@ -1009,8 +1011,9 @@ scanrt_status scanrt_select_desc_init_sized(struct scanrt_select_desc *desc, siz
 // writes the rejected ones: at the end of `output` in reverse, or into `rejected`), and
 // writes how many were selected to `*num_selected` (device memory on a GPU context, so the
 // caller never waits for it; host memory on the host backend), asynchronously on
-// `stream`. Arrays are 1-D; `flags` is the byte or bit flags of a flag selection (else
-// NULL). The output holds n elements (or the capacity's); values may be selected in place
+// `stream`. `input` and byte `flags` are C-contiguous arrays of any shape, read in memory
+// order (as NumPy's `x[mask]`); the other arrays are 1-D; `flags` is the byte or bit flags
+// of a flag selection (else NULL). The output holds n elements (or the capacity's); values may be selected in place
 // (`output` = `input`). Bad input returns a status before anything is written. A
 // user-defined predicate runs on GPU contexts only.
 scanrt_status scanrt_select(const struct scanrt_context *ctx,
@@ -1022,7 +1025,8 @@ scanrt_status scanrt_select(const struct scanrt_context *ctx,
                             uint64_t *num_selected,
                             const struct scanrt_select_desc *desc);
 
-// Run-length encodes `input` (1-D): the value of each run of equal elements (`==`: every
+// Run-length encodes `input` (C-contiguous, of any shape: its elements in memory order):
+// the value of each run of equal elements (`==`: every
 // NaN is a run of its own) into `values`, its length into `lengths` (U32 or U64), and the
 // number of runs into `*num_runs` (device memory on a GPU context, host memory on the
 // host backend), in one pass, asynchronously on `stream`. Both outputs hold n elements.

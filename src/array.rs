@@ -282,6 +282,37 @@ impl<'a> ArrayView<'a> {
         }
     }
 
+    /// The number of elements of a C-contiguous (or empty) view of any number of
+    /// dimensions (its elements in memory order, as NumPy's `ravel` reads them); otherwise
+    /// `UnsupportedCombination` naming it as `what`.
+    pub(crate) fn compact_len(&self, what: &str) -> Result<u64> {
+        // An empty view has no layout (libraries give its strides any values).
+        if !self.is_empty() && !self.compact_from(0) {
+            bail!(
+                UnsupportedCombination,
+                "the {what} is a C-contiguous array (shape {:?}, strides {:?})",
+                self.shape(),
+                self.strides()
+            );
+        }
+        Ok(self.len().unwrap_or(u64::MAX))
+    }
+
+    /// `InvalidArgument` naming the view as `what` unless its address is a multiple of its
+    /// element size: kernels read and write whole elements, and the host backend typed
+    /// ones.
+    pub(crate) fn check_aligned(&self, what: &str) -> Result<()> {
+        let size = self.dtype.size() as u64;
+        if !self.addr().is_multiple_of(size) {
+            bail!(
+                InvalidArgument,
+                "the {what} at {:#x} is not aligned to its {size}-byte elements",
+                self.addr()
+            );
+        }
+        Ok(())
+    }
+
     /// Whether the view is a buffer of the context `ctx_id` (of checked length), or a
     /// `ContextMismatch` when it is a buffer of another context.
     pub(crate) fn known_to(&self, ctx_id: usize) -> Result<bool> {

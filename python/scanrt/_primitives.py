@@ -1,9 +1,10 @@
-"""The primitives built on scan, on 1-D arrays of any library: radix sort (sort,
-argsort), selections (select, compress, nonzero), partition, and run-length heads
-(unique_consecutive)."""
+"""The primitives built on scan, on arrays of any library: radix sort (sort, argsort)
+and nonzero of 1-D arrays; selections (select, compress), partition and run-length heads
+(unique_consecutive) of arrays of any shape, read as their elements in C order."""
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Optional, Tuple
 
 from . import _arrays
@@ -11,6 +12,18 @@ from . import _scanrt
 
 _run = _arrays.run
 _one_d = _arrays.one_d
+
+
+def _elements(x: Any, mask: Any = None) -> Tuple[Any, Any]:
+    """``x`` and its ``mask`` (of ``x``'s shape) as 1-D arrays of their elements in C
+    order, as NumPy's ``x[mask]`` and ``torch.masked_select`` read arrays of several
+    dimensions (views where the library can; PyTorch differentiates through them)."""
+    if len(x.shape) == 1:
+        return x, mask
+    if mask is not None and tuple(mask.shape) != tuple(x.shape):
+        raise ValueError(f"the mask has the data's shape {tuple(x.shape)}, not {tuple(mask.shape)}")
+    size = math.prod(x.shape)
+    return x.reshape((size,)), None if mask is None else mask.reshape((size,))
 
 
 def _autograd(*arrays: Any) -> bool:
@@ -163,13 +176,14 @@ def _torch_flags(x: Any, rule: str, operand: Any) -> Any:
 
 def select(x: Any, mask: Any = None, *, bits: Any = None, where: Any = None, predicate: Any = None,
            indices: bool = False, size: Optional[int] = None) -> Any:
-    """The elements of the 1-D ``x`` (or, with ``indices``, their int64 positions) that one
-    selection keeps, in order: ``mask`` (bool or uint8, nonzero keeps), ``bits`` (uint32
+    """The elements of ``x`` (or, with ``indices``, their int64 positions; of any shape,
+    its elements in C order, as NumPy's ``x[mask]``) that one selection keeps, in order: ``mask`` (bool or uint8, nonzero keeps), ``bits`` (uint32
     words of flags), ``where`` (``"nonzero"``, ``"not_nan"``, or ``(op, value)`` with op
     one of ``==, !=, <, <=, >, >=``: ``x op value``, NaN failing every comparison but
     ``!=``) or ``predicate`` (a :class:`Predicate`). Waits for the count to size the
     result unless ``size`` is given, as :func:`compress`. Values pass gradients back on
     PyTorch tensors."""
+    x, mask = _elements(x, mask)
     rule, flags, described, operand, pred = _rule(x, mask, bits, where, predicate)
     if not indices and _autograd(x):
         found = select(x.detach(), mask, bits=bits, where=where, predicate=predicate, indices=True, size=size)
@@ -192,7 +206,8 @@ def _gathered_at(x: Any, found: Any, size: Optional[int]) -> Any:
 
 def partition(x: Any, mask: Any = None, *, bits: Any = None, where: Any = None, predicate: Any = None,
               split: bool = False) -> Tuple[Any, ...]:
-    """A stable two-way partition of the 1-D ``x`` by one selection (as :func:`select`).
+    """A stable two-way partition of ``x`` (of any shape, as :func:`select` reads it) by one
+    selection (as :func:`select`).
     Returns ``(out, count)``: ``out`` holds the selected elements in order, then the
     rejected ones from the end backwards (as CUB's ``DevicePartition``), and ``count`` is
     a one-element uint64 array on the device (nothing waits for it). With ``split``,
@@ -200,6 +215,7 @@ def partition(x: Any, mask: Any = None, *, bits: Any = None, where: Any = None, 
     ``count`` and ``len(x) - count`` elements the selected and the rejected ones, each in
     order (the rest unspecified). Values pass gradients back on PyTorch tensors (built-in
     selections)."""
+    x, mask = _elements(x, mask)
     rule, flags, described, operand, pred = _rule(x, mask, bits, where, predicate)
     if _autograd(x):
         return _torch_partition(x, rule, flags, operand, split)
@@ -243,11 +259,12 @@ def _torch_partition(x: Any, rule: str, flags: Any, operand: Any, split: bool) -
 
 
 def compress(x: Any, mask: Any, *, size: Optional[int] = None) -> Any:
-    """The elements of the 1-D ``x`` where the bool or uint8 ``mask`` is nonzero, in
-    order. Waits for the count to size the result, unless ``size`` is given: then returns
+    """The elements of ``x`` where the bool or uint8 ``mask`` (of ``x``'s shape) is
+    nonzero, in order (of any shape: its elements in C order, as NumPy's ``x[mask]``). Waits for the count to size the result, unless ``size`` is given: then returns
     ``(out, count)``, ``out`` of ``size`` elements (the first ``count`` of them written)
     and ``count`` a one-element uint64 array on the device, without waiting (as
     ``torch.nonzero_static``)."""
+    x, mask = _elements(x, mask)
     _one_d(mask)
     if mask.shape[0] != x.shape[0] or _arrays.describe_dtype(mask) not in ("bool", "uint8"):
         raise ValueError("the mask is a bool or uint8 array as long as the data")
@@ -264,9 +281,11 @@ def nonzero(x: Any, *, size: Optional[int] = None) -> Any:
 
 
 def unique_consecutive(x: Any, *, return_counts: bool = False) -> Any:
-    """The first element of each run of equal elements of the 1-D ``x`` (and, with
-    ``return_counts``, each run's length, int64), as ``torch.unique_consecutive``. Not
-    differentiable (a ``TypeError`` for tensors that require gradients)."""
+    """The first element of each run of equal elements of ``x`` (and, with
+    ``return_counts``, each run's length, int64), as ``torch.unique_consecutive``: of any
+    shape, its elements in C order. Not differentiable (a ``TypeError`` for tensors that
+    require gradients)."""
     if _autograd(x):
         raise TypeError("unique_consecutive is not differentiable; detach the input")
+    x, _ = _elements(x)
     return _select(x, None, "run_heads", False, None, counts=return_counts)

@@ -77,6 +77,30 @@ def test_numpy_selections_and_partitions(salt):
     check_everything(salt, lambda a: a, np.asarray)
 
 
+@pytest.mark.parametrize("shape", [(0, 3), (1, 1), (7, 5), (2, 3, 33), (4, 1, 250)])
+def test_numpy_selections_of_arrays_of_any_shape(shape):
+    """Arrays of several dimensions are read as their elements in C order (as NumPy's
+    x[mask]); transposed ones too (a copy)."""
+    r = rng(sum(shape) * 31 + len(shape))
+    for x in (draw(r, "float32", shape), draw(r, "int64", shape[::-1]).T):
+        keep = r.random(x.shape) < 0.5
+        flat, flat_keep = x.ravel(), keep.ravel()
+        what = f"{x.dtype} {x.shape}"
+        np.testing.assert_array_equal(scanrt.select(x, keep), x[keep], err_msg=what)
+        np.testing.assert_array_equal(scanrt.select(x, where="nonzero", indices=True), np.flatnonzero(flat != 0),
+                                      err_msg=what)
+        np.testing.assert_array_equal(scanrt.compress(x, keep), x[keep], err_msg=what)
+        out, count = scanrt.partition(x, keep)
+        assert int(count[0]) == flat_keep.sum(), what
+        np.testing.assert_array_equal(out, np.concatenate([flat[flat_keep], flat[~flat_keep][::-1]]), err_msg=what)
+        heads = np.r_[True, flat[1:] != flat[:-1]] if flat.size else np.zeros(0, bool)
+        values, counts = scanrt.unique_consecutive(x, return_counts=True)
+        np.testing.assert_array_equal(values, flat[heads], err_msg=what)
+        np.testing.assert_array_equal(counts, np.diff(np.r_[np.flatnonzero(heads), flat.size]), err_msg=what)
+    with pytest.raises(ValueError, match="the mask has the data's shape"):
+        scanrt.select(np.zeros(shape), np.zeros(shape[::-1] + (1,), bool))
+
+
 def test_numpy_selection_errors():
     x = np.arange(10, dtype=np.int32)
     with pytest.raises(TypeError, match="one of"):

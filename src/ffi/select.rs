@@ -28,7 +28,9 @@ pub struct scanrt_select_desc {
     pub rule: i32,
     /// A `scanrt_select_output` value (`SCANRT_SELECT_OUTPUT_VALUES` by default).
     pub output: i32,
-    /// A comparison's operand, as the element type.
+    /// A comparison's operand, as the element type: `.f32` for F16 and BF16 elements
+    /// (rounded to the element type), `.i32` or `.u32` for 1- and 2-byte integers (their
+    /// low bits).
     pub operand: scanrt_value,
     /// Nonzero: write at most `capacity` selected elements (selections only; the count
     /// still counts them all).
@@ -82,10 +84,17 @@ unsafe fn desc_from_c(d: &scanrt_select_desc, dtype: DType) -> Result<SelectDesc
     let operand = || {
         // SAFETY: every member is plain old data; the element type names the one read.
         let bits = unsafe {
-            match dtype.size() {
-                1 => d.operand.u32 as u8 as u64,
-                4 => d.operand.u32 as u64,
-                _ => d.operand.u64,
+            match dtype {
+                // As a scan's initial value of half outputs: given as f32, here rounded
+                // to the element type (its words are what the elements are compared with).
+                DType::F16 => half::f16::from_f32(d.operand.f32).to_bits() as u64,
+                DType::BF16 => half::bf16::from_f32(d.operand.f32).to_bits() as u64,
+                _ => match dtype.size() {
+                    1 => d.operand.u32 as u8 as u64,
+                    2 => d.operand.u32 as u16 as u64,
+                    4 => d.operand.u32 as u64,
+                    _ => d.operand.u64,
+                },
             }
         };
         InitValue::from_bits(dtype, bits)
@@ -120,8 +129,9 @@ unsafe fn desc_from_c(d: &scanrt_select_desc, dtype: DType) -> Result<SelectDesc
 /// writes the rejected ones: at the end of `output` in reverse, or into `rejected`), and
 /// writes how many were selected to `*num_selected` (device memory on a GPU context, so the
 /// caller never waits for it; host memory on the host backend), asynchronously on
-/// `stream`. Arrays are 1-D; `flags` is the byte or bit flags of a flag selection (else
-/// NULL). The output holds n elements (or the capacity's); values may be selected in place
+/// `stream`. `input` and byte `flags` are C-contiguous arrays of any shape, read in memory
+/// order (as NumPy's `x[mask]`); the other arrays are 1-D; `flags` is the byte or bit flags
+/// of a flag selection (else NULL). The output holds n elements (or the capacity's); values may be selected in place
 /// (`output` = `input`). Bad input returns a status before anything is written. A
 /// user-defined predicate runs on GPU contexts only.
 #[no_mangle]
@@ -167,7 +177,8 @@ pub unsafe extern "C" fn scanrt_select(
     })
 }
 
-/// Run-length encodes `input` (1-D): the value of each run of equal elements (`==`: every
+/// Run-length encodes `input` (C-contiguous, of any shape: its elements in memory order):
+/// the value of each run of equal elements (`==`: every
 /// NaN is a run of its own) into `values`, its length into `lengths` (U32 or U64), and the
 /// number of runs into `*num_runs` (device memory on a GPU context, host memory on the
 /// host backend), in one pass, asynchronously on `stream`. Both outputs hold n elements.

@@ -55,6 +55,10 @@ pub(crate) fn validate_addresses(
         );
     }
     check_carries(model, arrays.carries, shape)?;
+    // Offsets are read whatever n is (the totals of empty segments): count entries.
+    if matches!(shape.segments, Segments::Offsets { count, .. } if count > 0) && arrays.segments == 0 {
+        bail!(NullArgument, "segments by offsets need their offsets (NULL given)");
+    }
     if n == 0 {
         return Ok(());
     }

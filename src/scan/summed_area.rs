@@ -7,12 +7,13 @@
 //! chains per tile, with tickets that number tiles row-major so both predecessors come
 //! first). Not built: the two passes run at the strided scan's speed each.
 
-use crate::array::ArrayView;
+use crate::array::{ArrayView, AxisLayout};
 use crate::context::Context;
 use crate::error::{bail, Result};
 use crate::scan::desc::{ScanDesc, Segments};
-use crate::scan::ScanInfo;
+use crate::scan::{strided, ScanInfo};
 use crate::stream::Stream;
+use crate::tables::Algorithm;
 
 impl Context {
     /// The summed-area table of `input` over its last two axes (earlier axes are a batch
@@ -43,8 +44,23 @@ impl Context {
                 "a summed-area table takes no initial value and no segments"
             );
         }
+        if desc.algorithm == Algorithm::Matrix {
+            bail!(
+                UnsupportedCombination,
+                "a summed-area table's column pass is a strided scan, which the single pass runs \
+                 (deterministic = true for a fixed association order)"
+            );
+        }
         input.check_output(output)?;
+        // The column pass scans the output in place: whatever would refuse it is refused
+        // before the row pass writes anything.
+        let columns = ndim as isize - 2;
+        let scanned = output.read_only();
+        desc.types(output.dtype(), output.dtype()).check(desc.op)?;
+        if output.axis_layout(columns)? == AxisLayout::Strided {
+            strided::check_layout(&scanned, output, ndim - 2)?;
+        }
         self.scan_array(stream, input, output, ndim as isize - 1, desc)?;
-        self.scan_array(stream, &output.read_only(), output, ndim as isize - 2, desc)
+        self.scan_array(stream, &scanned, output, columns, desc)
     }
 }

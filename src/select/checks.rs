@@ -20,7 +20,9 @@ pub(crate) struct Checked {
 pub(crate) fn check(a: &SelectArrays, desc: &SelectDesc) -> Result<Checked> {
     let dtype = a.input.dtype();
     desc.selection.check(dtype)?;
-    let n = one_d(&a.input, "input")?;
+    // Elements and flags of any shape are read in memory order, as NumPy's `x[mask]`
+    // and `unique` flatten them; what is written is a sequence.
+    let n = a.input.compact_len("input of a selection")?;
     let out_len = one_d(&a.output, "output")?;
     if !a.output.writable || !a.num_selected.writable {
         bail!(
@@ -109,6 +111,19 @@ pub(crate) fn check(a: &SelectArrays, desc: &SelectDesc) -> Result<Checked> {
     if a.num_selected.dtype() != DType::U64 || one_d(&a.num_selected, "count")? < 1 {
         bail!(InvalidArgument, "the count is one U64 element");
     }
+    let views = [
+        (Some(&a.input), "input"),
+        (a.flags.as_ref(), "flag array"),
+        (Some(&a.output), "output"),
+        (a.rejected.as_ref(), "rejected array"),
+        (a.lengths.as_ref(), "lengths"),
+        (Some(&a.num_selected), "count"),
+    ];
+    for (view, what) in views {
+        if let Some(view) = view {
+            view.check_aligned(what)?;
+        }
+    }
     check_overlaps(a, desc.output)?;
     Ok(Checked {
         n,
@@ -123,7 +138,7 @@ pub(crate) fn check(a: &SelectArrays, desc: &SelectDesc) -> Result<Checked> {
     })
 }
 
-/// The length of a 1-D contiguous view (`what` names it in the error otherwise).
+/// The length of a 1-D contiguous view (an output; `what` names it in the error otherwise).
 fn one_d(v: &ArrayView, what: &str) -> Result<u64> {
     v.flat_len(&format!("{what} of a selection"))
 }
@@ -132,7 +147,7 @@ fn one_d(v: &ArrayView, what: &str) -> Result<u64> {
 fn check_flags(a: &SelectArrays, selection: &Selection, n: u64) -> Result<()> {
     match (selection.data_type(), &a.flags) {
         (Some(want), Some(f)) => {
-            let len = one_d(f, "flag array")?;
+            let len = f.compact_len("flag array of a selection")?;
             if f.dtype() != want {
                 bail!(
                     InvalidArgument,

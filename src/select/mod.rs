@@ -23,8 +23,9 @@ use crate::stream::Stream;
 use desc::{SelectDesc, SelectOutput, Selection};
 use kernels::SelectKernels;
 
-/// The arrays of a selection: 1-D views, device memory on a GPU context (host memory on
-/// the host backend).
+/// The arrays of a selection, device memory on a GPU context (host memory on the host
+/// backend). The elements and their flags are C-contiguous views of any shape, read in
+/// memory order (as NumPy's `x[mask]` and `unique` flatten them); the outputs are 1-D.
 #[derive(Debug, Clone, Copy)]
 pub struct SelectArrays<'a> {
     /// The elements.

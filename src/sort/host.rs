@@ -27,6 +27,10 @@ unsafe fn bits_at(addr: u64, dtype: DType, i: usize) -> u64 {
 /// # Safety
 /// The views are host memory valid for `n` elements (checked by the caller).
 pub(crate) unsafe fn sort(a: &SortArrays, desc: &SortDesc, n: usize, begin: u32, end: u32) -> Result<()> {
+    if n == 0 {
+        // Nothing to write, and an empty array's address may be NULL.
+        return Ok(());
+    }
     let dtype = a.keys_in.dtype();
     let mask = if end - begin == 64 {
         u64::MAX

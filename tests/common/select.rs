@@ -1,8 +1,10 @@
 //! Selections against a sequential loop, shared by the host and GPU suites: every element
 //! type, rule (byte and bit flags, the six comparisons, nonzero, not-NaN, run heads, a user
 //! predicate), output form (values, U32 and U64 indices, both partitions), flag density
-//! (none, all, half, sparse), capacity, in place, and the sizes the caller names (the
-//! kernels' tile boundaries). Outputs past what a call may write must keep their poison.
+//! (none, all, half, sparse), capacity, in place, the shape of the elements and their
+//! byte flags (1-D, or C-contiguous 2-D and 3-D arrays read in memory order), and the
+//! sizes the caller names (the kernels' tile boundaries). Outputs past what a call may
+//! write must keep their poison.
 
 use scanrt::{
     ArrayView, Buffer, Comparison, Context, DType, InitValue, Predicate, Scalar, SelectArrays, SelectDesc,
@@ -23,6 +25,19 @@ pub struct SelectCase {
     pub density: u64,
     pub capacity: Option<u64>,
     pub in_place: bool,
+    /// The shape of the elements and their byte flags (`n` elements).
+    pub shape: Vec<u64>,
+}
+
+/// A shape of `n` elements: 1-D, 2-D or 3-D (by the smallest factor of `n` up to 7).
+fn shape_of(rng: &mut Rng, n: usize) -> Vec<u64> {
+    let n = n as u64;
+    let d = [2, 3, 5, 7].into_iter().find(|d| n % d == 0).unwrap_or(1);
+    match rng.below(3) {
+        0 => vec![n],
+        1 => vec![d, n / d],
+        _ => vec![n / d, 1, d],
+    }
 }
 
 /// Element values: few distinct ones (runs and equalities), floats with NaN and signed
@@ -182,13 +197,17 @@ pub fn run_select_case(ctx: &Context, stream: &Stream, rng: &mut Rng, c: &Select
         (v, v)
     } else {
         (
-            ArrayView::of_buffer(&input),
+            ArrayView::of_buffer_shaped(&input, &c.shape).map_err(e)?,
             ArrayView::of_buffer_shaped_mut(&mut out_buf, &[c.n as u64]).map_err(e)?,
         )
     };
+    let flags_view = match (&c.selection, &flag_buf) {
+        (Selection::ByteFlags, Some(f)) => Some(ArrayView::of_buffer_shaped(f, &c.shape).map_err(e)?),
+        (_, f) => f.as_ref().map(ArrayView::of_buffer),
+    };
     let arrays = SelectArrays {
         input: input_view,
-        flags: flag_buf.as_ref().map(ArrayView::of_buffer),
+        flags: flags_view,
         output: output_view,
         rejected: (c.output == SelectOutput::PartitionTwo)
             .then(|| ArrayView::of_buffer_shaped_mut(&mut rejected_buf, &[c.n as u64]))
@@ -338,6 +357,7 @@ pub fn sweep_selections(ctx: &Context, stream: &Stream, seed: u64, sizes: &[usiz
                     _ => &[SelectOutput::Values, SelectOutput::Indices],
                 };
                 for &output in forms {
+                    let in_place = output == SelectOutput::Values && rng.below(3) == 0;
                     let c = SelectCase {
                         dtype,
                         selection: selection.clone(),
@@ -349,7 +369,13 @@ pub fn sweep_selections(ctx: &Context, stream: &Stream, seed: u64, sizes: &[usiz
                             .then(|| rng.below(4) == 0)
                             .filter(|&b| b)
                             .map(|_| rng.below(n as u64 + 1)),
-                        in_place: output == SelectOutput::Values && rng.below(3) == 0,
+                        in_place,
+                        // In place, the output view is the input's: a sequence.
+                        shape: if in_place {
+                            vec![n as u64]
+                        } else {
+                            shape_of(&mut rng, n)
+                        },
                     };
                     cases += 1;
                     let state = rng.0;

@@ -92,6 +92,7 @@ pub(crate) fn select_sanitizer_subset() {
                 density: 2,
                 capacity: None,
                 in_place: output == SelectOutput::Values,
+                shape: vec![n as u64],
             };
             run_select_case(ctx, &stream, &mut rng, &c).unwrap_or_else(|e| panic!("{c:?}: {e}"));
         }
@@ -148,15 +149,17 @@ pub(crate) fn select_in_graphs_and_threads() {
                 let stream = ctx.new_stream().unwrap();
                 let mut rng = Rng(0x7A + t);
                 for _ in 0..20 {
+                    let n = 1 + rng.below(300_000) as usize;
                     let c = SelectCase {
                         dtype: DType::F32,
                         selection: Selection::ByteFlags,
                         output: SelectOutput::Values,
                         index_type: DType::U64,
-                        n: 1 + rng.below(300_000) as usize,
+                        n,
                         density: 3,
                         capacity: None,
                         in_place: false,
+                        shape: vec![n as u64],
                     };
                     run_select_case(ctx, &stream, &mut rng, &c).unwrap_or_else(|e| panic!("thread {t}: {c:?}: {e}"));
                 }

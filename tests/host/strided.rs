@@ -47,3 +47,46 @@ fn user_operators_along_an_axis_match_sequential_loops() {
         failures.join("\n")
     );
 }
+
+/// A summed-area table whose column pass would be refused writes nothing: the row pass
+/// does not run first. Each refused case's row pass alone is accepted (so a call that
+/// ran it before checking the column pass would have written its rows).
+#[test]
+fn summed_area_tables_refused_by_their_column_pass_write_nothing() {
+    use scanrt::{Algorithm, ArrayView, DType, ScanDesc, ScanrtStatus};
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let input = vec![1u32; 190];
+    let mut out = vec![9u32; 190];
+    let mut scratch = vec![9u32; 190];
+    let sum = ScanDesc::default();
+    // SAFETY: every view reaches at most the 190 elements of its vector.
+    unsafe {
+        let square_in = ArrayView::contiguous(input.as_ptr() as u64, DType::U32, &[8, 8]).unwrap();
+        let square_out = ArrayView::contiguous(out.as_mut_ptr() as u64, DType::U32, &[8, 8]).unwrap();
+        let square_scratch = ArrayView::contiguous(scratch.as_mut_ptr() as u64, DType::U32, &[8, 8]).unwrap();
+        // The matrix scan: the rows of a contiguous table take it, the strided column pass not.
+        let matrix = ScanDesc::default().with_algorithm(Algorithm::Matrix);
+        ctx.scan_array(&stream, &square_in, &square_scratch, -1, &matrix)
+            .unwrap();
+        let e = ctx
+            .summed_area_table(&stream, &square_in, &square_out, &matrix)
+            .unwrap_err();
+        assert_eq!(e.status, ScanrtStatus::UnsupportedCombination, "{e}");
+        // Views whose other axes nest into one stride of columns and one of batches along
+        // the rows (axis 3), but not along the columns (axis 2): there axis 3's stride 3
+        // over extent 5 does not reach axis 0's... axis 1's 16.
+        let shape = [2, 3, 4, 5];
+        let strides = [1, 16, 48, 3];
+        let tensor_in = ArrayView::strided(input.as_ptr() as u64, DType::U32, &shape, &strides).unwrap();
+        let odd_out = ArrayView::strided(out.as_mut_ptr() as u64, DType::U32, &shape, &strides).unwrap();
+        let odd_scratch = ArrayView::strided(scratch.as_mut_ptr() as u64, DType::U32, &shape, &strides).unwrap();
+        ctx.scan_array(&stream, &tensor_in, &odd_scratch, -1, &sum).unwrap();
+        let e = ctx.summed_area_table(&stream, &tensor_in, &odd_out, &sum).unwrap_err();
+        assert_eq!(e.status, ScanrtStatus::UnsupportedCombination, "{e}");
+    }
+    assert!(
+        out.iter().all(|&x| x == 9),
+        "a refused summed-area table wrote its output"
+    );
+}

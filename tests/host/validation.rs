@@ -171,3 +171,89 @@ fn messages_speak_c() {
         e.message
     );
 }
+
+/// Empty arrays may sit at NULL, except what is read whatever the length (offsets);
+/// selections refuse elements that are not C-contiguous, and selections and sorts
+/// misaligned arrays, with a status, as scans do (the host backend reads typed elements,
+/// a GPU whole ones), writing nothing.
+#[test]
+fn empty_and_misaligned_arrays_get_a_status() {
+    use scanrt::{ArrayView, SelectArrays, SelectDesc, Selection, SortArrays, SortDesc};
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let words = vec![0x3F80_0000u32; 9];
+    let mut out = vec![7u32; 9];
+    let mut count = vec![7u64; 2];
+    // SAFETY: NULL views hold no element; the others lie within their vectors.
+    unsafe {
+        let empty = ArrayView::contiguous(0, DType::U32, &[0]).unwrap();
+        let sort = SortArrays {
+            keys_in: empty,
+            keys_out: empty,
+            values_in: None,
+            values_out: None,
+            temp: None,
+        };
+        ctx.sort(&stream, &sort, &SortDesc::ascending()).unwrap();
+
+        // Offsets are read even for an empty array (the totals of empty segments).
+        let empty_scan = |offsets: u64| {
+            let req = scanrt::RawScan {
+                input: 0,
+                input_dtype: DType::U32,
+                output: 0,
+                output_dtype: DType::U32,
+                n: 0,
+                segments: offsets,
+            };
+            let desc = ScanDesc::default().segmented(Segments::Offsets {
+                dtype: DType::U32,
+                count: 2,
+            });
+            ctx.scan_raw(&stream, &req, &desc, None).err().map(|e| e.status)
+        };
+        assert_eq!(empty_scan(0), Some(ScanrtStatus::NullArgument));
+        let offsets = [0u32, 0];
+        assert_eq!(empty_scan(offsets.as_ptr() as u64), None);
+
+        let base = words.as_ptr() as u64;
+        let misaligned = ArrayView::contiguous(base + 2, DType::F32, &[4]).unwrap();
+        let aligned = ArrayView::contiguous(base, DType::F32, &[4]).unwrap();
+        let out_view = ArrayView::contiguous(out.as_mut_ptr() as u64, DType::F32, &[4]).unwrap();
+        let odd_out = ArrayView::contiguous(out.as_mut_ptr() as u64 + 1, DType::F32, &[4]).unwrap();
+        let count_view = ArrayView::contiguous(count.as_mut_ptr() as u64, DType::U64, &[1]).unwrap();
+        let odd_count = ArrayView::contiguous(count.as_mut_ptr() as u64 + 4, DType::U64, &[1]).unwrap();
+        let select = |input, output, num_selected| {
+            let arrays = SelectArrays {
+                input,
+                flags: None,
+                output,
+                rejected: None,
+                lengths: None,
+                num_selected,
+            };
+            ctx.select(&stream, &arrays, &SelectDesc::new(Selection::NonZero))
+                .unwrap_err()
+                .status
+        };
+        // Elements of any shape are read in memory order when C-contiguous, not otherwise.
+        let transposed = ArrayView::strided(base, DType::F32, &[2, 2], &[1, 2]).unwrap();
+        assert_eq!(
+            select(transposed, out_view, count_view),
+            ScanrtStatus::UnsupportedCombination
+        );
+        assert_eq!(select(misaligned, out_view, count_view), ScanrtStatus::InvalidArgument);
+        assert_eq!(select(aligned, odd_out, count_view), ScanrtStatus::InvalidArgument);
+        assert_eq!(select(aligned, out_view, odd_count), ScanrtStatus::InvalidArgument);
+        let sort = SortArrays {
+            keys_in: misaligned,
+            keys_out: out_view,
+            values_in: None,
+            values_out: None,
+            temp: None,
+        };
+        let e = ctx.sort(&stream, &sort, &SortDesc::ascending()).unwrap_err();
+        assert_eq!(e.status, ScanrtStatus::InvalidArgument, "{e}");
+    }
+    assert!(out.iter().all(|&x| x == 7) && count.iter().all(|&c| c == 7));
+}

@@ -67,18 +67,7 @@ pub(crate) fn scan(
         desc.deterministic,
         desc.order_sensitive(types.accumulator),
     );
-    let pair = strided_pair(input, output, axis)?;
-    check_memory(&pair, input, output)?;
-    for (view, what) in [(input, "input"), (output, "output")] {
-        if !view.addr().is_multiple_of(view.dtype().size() as u64) {
-            bail!(
-                InvalidArgument,
-                "the {what} at {:#x} is not aligned to its {}-byte elements",
-                view.addr(),
-                view.dtype().size()
-            );
-        }
-    }
+    let pair = check_layout(input, output, axis)?;
     let model = BuiltinOperator::new(desc.op, types);
     let shape = desc.shape(types.accumulator)?;
     let sequence_carries = carry_addresses(ctx, carries, &pair, types.accumulator)?;
@@ -101,6 +90,17 @@ pub(crate) fn scan(
         return Ok(rows);
     }
     run(ctx, stream, &model, &arrays, &shape, (algorithm, reason))
+}
+
+/// The layout of a strided scan of `input` into `output` along `axis`, checked as
+/// [`scan`] checks it before writing anything: a caller that runs another pass first (a
+/// summed-area table's) asks before that pass.
+pub(crate) fn check_layout(input: &ArrayView, output: &ArrayView, axis: usize) -> Result<StridedPair> {
+    let pair = strided_pair(input, output, axis)?;
+    check_memory(&pair, input, output)?;
+    input.check_aligned("input")?;
+    output.check_aligned("output")?;
+    Ok(pair)
 }
 
 /// Runs a checked strided scan of `model` on the context's backend.
