@@ -145,7 +145,10 @@ def _writes_into(out: Any, x: Any, out_type: str) -> bool:
         return False
     if tuple(out.shape) != tuple(x.shape) or _arrays.describe_dtype(out) != out_type:
         return False
-    return _arrays.library(out) != "jax" and _arrays.describe(out)[4] == _arrays.describe(x)[4]
+    if _arrays.library(out) == "jax":
+        return False
+    _arrays.check_writable(out)
+    return _arrays.describe(out)[4] == _arrays.describe(x)[4]
 
 
 def _carried_scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype, out, segments, total, offsets):
@@ -300,7 +303,7 @@ def summed_area_table(x: Any, *, exclusive: bool = False, reverse: bool = False,
     if len(getattr(x, "shape", ())) < 2:
         raise ValueError("a summed-area table takes an array of at least 2 dimensions")
     rows = cumsum(x, axis=-1, exclusive=exclusive, reverse=reverse, dtype=dtype)
-    return cumsum(rows, axis=-2, exclusive=exclusive, reverse=reverse, out=out)
+    return cumsum(rows, axis=-2, exclusive=exclusive, reverse=reverse, dtype=dtype, out=out)
 
 
 def cumprod(x: Any, axis: Optional[int] = -1, *, exclusive: bool = False, reverse: bool = False, initial: Any = None,
@@ -368,6 +371,7 @@ def scan_out_of_core(x: Any, op: str = "sum", *, out: Any = None, device: int = 
 
         out = numpy.empty(x.shape, dtype=out_type)
     _one_d(out)
+    _arrays.check_writable(out)
     _arrays.prepare_inputs([x])
     for a in (x, out):  # the scan runs on streams of its own: queued work on the arrays ends first
         if _arrays.describe(a)[4] >= 0:

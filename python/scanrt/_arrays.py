@@ -109,6 +109,21 @@ def describe(x: Any) -> Description:
     return (interface["data"][0], name, shape, _byte_strides(interface.get("strides"), itemsize, shape), device)
 
 
+def check_writable(x: Any) -> None:
+    """Refuses an output scanrt cannot write: a read-only NumPy or array-interface array
+    (ValueError, as NumPy's own ufuncs do), or a JAX array (immutable: TypeError)."""
+    lib = library(x)
+    if lib == "jax":
+        raise TypeError("JAX arrays are immutable: leave out out= and take the result")
+    if lib in ("numpy", "numpy_like"):
+        import numpy as np
+
+        if not np.asarray(x).flags.writeable:
+            raise ValueError("the output array is read-only")
+    elif lib not in ("torch", "cupy") and x.__cuda_array_interface__["data"][1]:
+        raise ValueError("the output array is read-only")
+
+
 def _device_of_cuda_array(x: Any) -> int:
     devices = getattr(x, "devices", None)
     if callable(devices):  # JAX
@@ -230,6 +245,12 @@ def last_axis_contiguous(x: Any, axis: int) -> Tuple[Any, int]:
     if axis != ndim - 1:
         raise TypeError("scanrt scans CUDA-array-interface arrays along their last axis only")
     return x, axis
+
+
+def contiguous(x: Any) -> Any:
+    """``x`` made C-contiguous (a copy only where needed): what a scan over segments,
+    which reads its arrays as 1-D runs of elements, takes."""
+    return last_axis_contiguous(x, -1)[0]
 
 
 def ones_beside(x: Any) -> Any:

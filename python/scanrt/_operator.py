@@ -32,6 +32,14 @@ def _bytes_of(value: Any, size: int, what: str) -> bytes:
     return data
 
 
+def _written(out: Any) -> list:
+    """The output arrays ``out`` names (one, or a tuple or list of them), each writable."""
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    for o in outs:
+        _arrays.check_writable(o)
+    return outs
+
+
 class Operator:
     """A scan operator written in CUDA C++, compiled with NVRTC for each GPU at its first
     scan there (and kept in scanrt's disk cache).
@@ -113,6 +121,9 @@ class Operator:
         if not inputs:
             raise TypeError(f"operator {self.name} takes its input arrays")
         if axis is not None:
+            if any(v is not None for v in (segments, offsets, keys)):
+                raise TypeError("a scan along an axis restarts at each sequence; segments, offsets and keys are for "
+                                "1-D scans")
             return self._along(list(inputs), axis, exclusive, reverse, initial, deterministic, out, carry_in, carry_out)
         for x in inputs:
             if len(x.shape) != 1:
@@ -130,7 +141,7 @@ class Operator:
             return outs[0] if len(outs) == 1 else tuple(outs)
         n = self._length(inputs[0])
         if out is not None:
-            outs = list(out) if isinstance(out, (tuple, list)) else [out]
+            outs = _written(out)
         else:
             outs = [_arrays.empty(inputs[0], shape, t) for shape, t in self._outputs(n)]
         self._scan(list(inputs), outs, exclusive, reverse, init, deterministic, segments, offsets, carries, keys)
@@ -141,7 +152,7 @@ class Operator:
             raise TypeError(f"operator {self.name} scans along an axis through a load and a store")
         shape = tuple(inputs[0].shape)
         if out is not None:
-            outs = list(out) if isinstance(out, (tuple, list)) else [out]
+            outs = _written(out)
         else:
             outs = [_arrays.empty(inputs[0], shape, t) for t in self.store[1]]
         init = None if initial is None else _bytes_of(initial, self.state_size, "initial")

@@ -55,6 +55,8 @@ def _recipe(recipe: str, x: Any, outs: list, row: int, exclusive: bool, reverse:
             deterministic: bool, data: Any, segments: Any, offsets: Any, keys: Any, axis: Optional[int] = None) -> None:
     """Runs ``recipe`` reading ``x`` into ``outs`` on ``x``'s stream: rows of ``row``
     elements (0: one row, or the segments given), or along ``axis`` where ``x`` lies."""
+    if axis is None:
+        x = _arrays.contiguous(x)
     d = _arrays.describe
     opt = lambda a: None if a is None else d(a)  # noqa: E731
     arrays = [x] + ([data] if data is not None else [])

@@ -127,6 +127,7 @@ def _recipe_of_pair(recipe: str, a: Any, b: Any, axis: int, initial: Any, exclus
     describe = _arrays.describe
     opt = lambda x: None if x is None else describe(x)  # noqa: E731
     if segments is not None or keys is not None:
+        a, b = _arrays.contiguous(a), _arrays.contiguous(b)
         h = _arrays.empty(a, a.shape, _arrays.describe_dtype(a))
         _arrays.run([a, b, segments if segments is not None else keys], lambda s: _scanrt.recipe_scan(
             recipe, [describe(a), describe(b)], [describe(h)], 0, not exclusive, reverse, init, deterministic, s,
@@ -175,6 +176,7 @@ def _sequences_recurrence(a: Any, b: Any, initial: Any, exclusive: bool, reverse
 
 def recurrence_with_states(a, b, initial, exclusive, reverse, deterministic, offsets, want_final, count):
     """The recurrence scan itself: ``h``, and each sequence's final ``h`` when asked."""
+    a, b = _arrays.contiguous(a), _arrays.contiguous(b)
     dtype = _arrays.describe_dtype(a)
     h = _arrays.empty(a, a.shape, dtype)
     # States are (A, B) pairs of a's type (h -> A h + B): the carry in of sequence i is

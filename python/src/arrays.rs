@@ -71,17 +71,26 @@ impl ArrayArg {
         Ok(if writable { view } else { view.read_only() })
     }
 
-    /// The same memory as a flat uint8 array (a user-defined operator's whole states):
-    /// the array must be contiguous.
-    pub fn as_bytes(&self) -> PyResult<ArrayArg> {
+    /// Whether the array is C-contiguous: its elements one after another in row-major
+    /// order (extent-1 dimensions take any stride, as NumPy and PyTorch leave them).
+    pub fn is_c_contiguous(&self) -> bool {
         let mut expected = 1i64;
         for (&dim, &stride) in self.shape.iter().zip(&self.strides).rev() {
             if dim > 1 && stride != expected {
-                return Err(pyo3::exceptions::PyValueError::new_err(
-                    "an array of states must be contiguous",
-                ));
+                return false;
             }
             expected *= dim as i64;
+        }
+        true
+    }
+
+    /// The same memory as a flat uint8 array (a user-defined operator's whole states):
+    /// the array must be contiguous.
+    pub fn as_bytes(&self) -> PyResult<ArrayArg> {
+        if !self.is_c_contiguous() {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "an array of states must be contiguous",
+            ));
         }
         Ok(ArrayArg {
             addr: self.addr,

@@ -305,8 +305,15 @@ pub(crate) fn recipe_scan(
         ..OperatorScan::default()
     };
     let s = self::stream(&ctx, device, stream)?;
-    // The recipes scan 1-D views: each array flattened (Python passes contiguous ones).
+    // Without an axis the recipes scan 1-D views: each array flattened, which only a
+    // C-contiguous one allows (Python makes them so).
     let flat = |a: &ArrayArg, writable: bool| -> PyResult<scanrt::ArrayView<'static>> {
+        if axis.is_none() && !a.is_c_contiguous() {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "a {recipe} scan over segments or rows reads C-contiguous arrays, not shape {:?} with strides {:?}",
+                a.shape, a.strides
+            )));
+        }
         let flat = ArrayArg {
             addr: a.addr,
             dtype: a.dtype.clone(),
@@ -314,9 +321,9 @@ pub(crate) fn recipe_scan(
             strides: vec![1],
             device: a.device,
         };
-        // SAFETY: the Python caller keeps the arrays referenced during the call, and
-        // passes contiguous ones (unless it names an axis), so the flat view covers the
-        // same elements.
+        // SAFETY: the Python caller keeps the arrays referenced during the call; without
+        // an axis they are C-contiguous (checked), so the flat view covers the same
+        // elements.
         unsafe {
             match axis {
                 Some(_) => a.view(writable),

@@ -204,6 +204,30 @@ def test_numpy_dtype_and_out():
     np.testing.assert_allclose(y, np.logaddexp.accumulate(x.astype(np.float64), axis=-1), rtol=1e-10)
 
 
+def test_numpy_segmented_recipes_of_strided_arrays():
+    """Strided and reversed 1-D views are scanned as the elements they show (the
+    segmented recipes read their arrays as runs of elements: a copy where needed)."""
+    r = rng(2200)
+    base = r.standard_normal(64)
+    starts = r.random(64) < 0.2
+    for view, flags in ((base[::2], starts[::2]), (base[::-1], starts[::-1]), (base[5:45:3], starts[5:45:3])):
+        x, segments = view.astype(np.float64), flags.copy()
+        segments[0] = True
+        values, indices = scanrt.cummax(view, segments=segments)
+        want = ref_extreme(x, True, False, False, None, segments)
+        np.testing.assert_array_equal(values, want[0])
+        np.testing.assert_array_equal(indices, want[1])
+        np.testing.assert_allclose(scanrt.logcumsumexp(view, segments=segments),
+                                   ref_logcumsumexp(x, False, False, None, segments), rtol=1e-12)
+        a = np.full(len(view), 0.5)[::-1]
+        h = scanrt.linear_recurrence(a, view, segments=segments)
+        want, acc = np.empty(len(view)), 0.0
+        for t in range(len(view)):
+            acc = view[t] + (0.0 if segments[t] else 0.5 * acc)
+            want[t] = acc
+        np.testing.assert_allclose(h, want, rtol=1e-12)
+
+
 def test_numpy_recipe_errors():
     x = np.arange(10, dtype=np.int32)
     with pytest.raises(TypeError, match="dtype="):

@@ -63,6 +63,35 @@ def test_numpy_summed_area_tables(exclusive, reverse):
     np.testing.assert_array_equal(got, want)
     with pytest.raises(ValueError):
         scanrt.summed_area_table(np.zeros(5))
+    # dtype is the type of both passes (the column pass does not widen again).
+    for dtype in ("int32", "uint32", "float32"):
+        table = scanrt.summed_area_table(x, exclusive=exclusive, reverse=reverse, dtype=dtype)
+        assert table.dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(table, want.astype(dtype))
+
+
+def test_numpy_outputs_and_arguments_that_are_refused():
+    """Read-only outputs are refused (as NumPy's ufuncs refuse them), with nothing
+    written; an operator's scan along an axis takes no segments."""
+    x = np.arange(8, dtype=np.int64)
+    frozen = np.zeros(8, np.int64)
+    frozen.flags.writeable = False
+    immutable = np.frombuffer(bytes(64), np.int64)
+    for out in (frozen, immutable):
+        with pytest.raises(ValueError, match="read-only"):
+            scanrt.cumsum(x, out=out)
+        assert not out.any()
+    with pytest.raises(ValueError, match="read-only"):
+        scanrt.scan_out_of_core(x, out=frozen)
+    op = affine_operator()
+    a, b = np.ones((3, 4), np.float32), np.ones((3, 4), np.float32)
+    result = np.zeros(12, np.float32)
+    result.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        op(a.ravel(), b.ravel(), out=result)
+    for kw in (dict(segments=np.zeros(3, bool)), dict(offsets=np.array([0, 3])), dict(keys=np.zeros(3, np.int32))):
+        with pytest.raises(TypeError, match="along an axis"):
+            op(a, b, axis=0, **kw)
 
 
 @pytest.mark.parametrize("reverse", [False, True])

@@ -82,7 +82,12 @@ impl Context {
         if desc.segments != Segments::None {
             bail!(UnsupportedCombination, "out-of-core scans are unsegmented");
         }
-        let (in_bytes, out_bytes) = (n * in_type.size() as u64, n * out_type.size() as u64);
+        let (Some(in_bytes), Some(out_bytes)) = (
+            n.checked_mul(in_type.size() as u64),
+            n.checked_mul(out_type.size() as u64),
+        ) else {
+            bail!(LengthOverflow, "arrays of n = {n} elements overflow the address space");
+        };
         let in_place = req.input == req.output && in_type.size() == out_type.size();
         if !in_place && crate::scan::checks::overlaps(req.input, in_bytes, req.output, out_bytes) {
             bail!(PartialOverlap, "input and output overlap without being the same range");

@@ -66,14 +66,16 @@ impl TempLayout {
         TempLayout::new(c.n, c.spec.key, c.spec.value_bytes as u64, passes(c.begin, c.end))
     }
 
+    /// Saturating: a length no array can have (`sort_temp_bytes` takes any) asks for
+    /// `u64::MAX` bytes, which no allocation grants.
     fn new(n: u64, key: DType, value_bytes: u64, passes: u32) -> TempLayout {
-        let align = |b: u64| b.div_ceil(256) * 256;
+        let align = |b: u64| b.div_ceil(256).saturating_mul(256);
         let keys = 0;
-        let values = align(n * key.size() as u64);
-        let counts = values + align(n * value_bytes);
-        let carries = counts + (passes as u64 * 256 + 1) * 8; // the counts, then the histogram's counter
+        let values = align(n.saturating_mul(key.size() as u64));
+        let counts = values.saturating_add(align(n.saturating_mul(value_bytes)));
+        let carries = counts.saturating_add((passes as u64 * 256 + 1) * 8); // the counts, then the histogram's counter
         let portions = n.div_ceil(portion_elems(key, value_bytes as u32)).max(1);
-        let bytes = carries + passes as u64 * (portions + 1) * 256 * 8;
+        let bytes = carries.saturating_add((passes as u64 * 256 * 8).saturating_mul(portions + 1));
         TempLayout {
             keys,
             values,

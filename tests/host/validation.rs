@@ -256,4 +256,18 @@ fn empty_and_misaligned_arrays_get_a_status() {
         assert_eq!(e.status, ScanrtStatus::InvalidArgument, "{e}");
     }
     assert!(out.iter().all(|&x| x == 7) && count.iter().all(|&c| c == 7));
+
+    // Lengths no array can have: a status or a size no allocation grants, never a wrap.
+    assert_eq!(ctx.sort_temp_bytes(u64::MAX, DType::U64, Some(DType::U64)), u64::MAX);
+    let huge = scanrt::RawScan {
+        input: words.as_ptr() as u64,
+        input_dtype: DType::U32,
+        output: out.as_mut_ptr() as u64,
+        output_dtype: DType::U64,
+        n: u64::MAX / 4,
+        segments: 0,
+    };
+    // SAFETY: refused before any access (the lengths overflow).
+    let e = unsafe { ctx.scan_host_raw(&huge, &ScanDesc::default(), Default::default()) }.unwrap_err();
+    assert_eq!(e.status, ScanrtStatus::LengthOverflow, "{e}");
 }
