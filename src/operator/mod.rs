@@ -199,6 +199,19 @@ impl OperatorModel for OperatorInner {
                 self.desc.name
             );
         };
+        // A load or store has its host twin, else elements would be taken for states.
+        for (what, device, on_host) in [
+            ("load", self.desc.load.is_some(), host.load.is_some()),
+            ("store", self.desc.store.is_some(), host.store.is_some()),
+        ] {
+            if device && !on_host {
+                bail!(
+                    UnsupportedCombination,
+                    "operator {} has a {what} but no host {what}, so the host backend cannot run it",
+                    self.desc.name
+                );
+            }
+        }
         let total = host::scan(&self.desc, host, &self.inputs, &self.outputs, arrays, n, shape);
         Ok(StateBytes::from_bytes(&total))
     }

@@ -26,10 +26,8 @@ fn euid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-/// Checks one path component: owned by this user or root, and writable by no one else,
-/// unless it is a sticky directory (as /tmp), where no one else can replace what the user
-/// or root placed in it.
-fn component(path: &Path, meta: &std::fs::Metadata) -> Result<(), String> {
+/// Whether `path` belongs to this user or root.
+fn trusted_owner(path: &Path, meta: &std::fs::Metadata) -> Result<(), String> {
     let owner = meta.uid();
     if owner != euid() && owner != 0 {
         return Err(format!(
@@ -38,6 +36,14 @@ fn component(path: &Path, meta: &std::fs::Metadata) -> Result<(), String> {
             euid()
         ));
     }
+    Ok(())
+}
+
+/// Checks one path component: owned by this user or root, and writable by no one else,
+/// unless it is a sticky directory (as /tmp), where no one else can replace what the user
+/// or root placed in it.
+fn component(path: &Path, meta: &std::fs::Metadata) -> Result<(), String> {
+    trusted_owner(path, meta)?;
     let sticky_dir = meta.is_dir() && meta.mode() & 0o1000 != 0;
     if meta.mode() & 0o022 != 0 && !sticky_dir {
         return Err(format!(
@@ -56,9 +62,13 @@ pub(crate) fn trusted_file(path: &Path) -> Result<(), String> {
     let resolved = std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?;
     for p in [&absolute, &resolved] {
         for ancestor in p.ancestors() {
-            // A link is judged by its directory, then followed through `resolved`.
+            // A link's mode means nothing: it is judged by its owner (in a sticky
+            // directory only its owner can replace it) and its directory, then followed
+            // through `resolved`.
             let meta = std::fs::symlink_metadata(ancestor).map_err(|e| format!("{}: {e}", ancestor.display()))?;
-            if !meta.file_type().is_symlink() {
+            if meta.file_type().is_symlink() {
+                trusted_owner(ancestor, &meta)?;
+            } else {
                 component(ancestor, &meta)?;
             }
         }
@@ -108,5 +118,18 @@ mod tests {
         assert!(trusted_file(&link).unwrap_err().contains("open"));
         // A missing file is an error, not a pass.
         assert!(trusted_file(&dir.join("missing.pack")).is_err());
+
+        // A link another user owns in a sticky directory (as /tmp) is refused: that user
+        // could point it elsewhere between the check and the open. Only root can make one.
+        if euid() == 0 {
+            let sticky = root.path().join("sticky");
+            std::fs::create_dir(&sticky).unwrap();
+            set_mode(&sticky, 0o1777);
+            let planted = sticky.join("scanrt-kernels-sm_90.pack");
+            std::os::unix::fs::symlink(&file, &planted).unwrap();
+            trusted_file(&planted).unwrap();
+            std::os::unix::fs::lchown(&planted, Some(54321), None).unwrap();
+            assert!(trusted_file(&planted).unwrap_err().contains("uid 54321"));
+        }
     }
 }

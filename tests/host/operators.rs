@@ -210,3 +210,35 @@ fn recipe_initial_values_check_their_types() {
         [2.0f32, 1.0].iter().flat_map(|v| v.to_ne_bytes()).collect::<Vec<_>>()
     );
 }
+
+/// A transform whose host functions lack its load or store is refused by the host
+/// backend (its elements would be taken for states), with nothing written.
+#[test]
+fn host_scans_need_the_host_twin_of_every_load_and_store() {
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    for missing in ["load", "store"] {
+        let mut desc = scanrt::recipes::linear_recurrence(DType::F64).unwrap();
+        let host = desc.host.as_mut().unwrap();
+        match missing {
+            "load" => host.load = None,
+            _ => host.store = None,
+        }
+        let op = ctx.create_operator(desc).unwrap();
+        let plan = op.plan(4, &scanrt::OperatorScan::inclusive()).unwrap();
+        let (a, b, mut h) = ([0.5f64; 4], [1.0f64; 4], [7.0f64; 4]);
+        // SAFETY: host arrays of 4 elements, alive across the (synchronous) call.
+        let e = unsafe {
+            plan.execute_arrays(
+                &stream,
+                &[a.as_ptr() as u64, b.as_ptr() as u64],
+                &[h.as_mut_ptr() as u64],
+                0,
+                None,
+            )
+        }
+        .unwrap_err();
+        assert_eq!(e.status, scanrt::ScanrtStatus::UnsupportedCombination, "{missing}: {e}");
+        assert_eq!(h, [7.0; 4], "{missing}: a refused scan wrote its output");
+    }
+}
