@@ -177,10 +177,11 @@ def _torch_flags(x: Any, rule: str, operand: Any) -> Any:
 def select(x: Any, mask: Any = None, *, bits: Any = None, where: Any = None, predicate: Any = None,
            indices: bool = False, size: Optional[int] = None) -> Any:
     """The elements of ``x`` (or, with ``indices``, their int64 positions; of any shape,
-    its elements in C order, as NumPy's ``x[mask]``) that one selection keeps, in order: ``mask`` (bool or uint8, nonzero keeps), ``bits`` (uint32
-    words of flags), ``where`` (``"nonzero"``, ``"not_nan"``, or ``(op, value)`` with op
-    one of ``==, !=, <, <=, >, >=``: ``x op value``, NaN failing every comparison but
-    ``!=``) or ``predicate`` (a :class:`Predicate`). Waits for the count to size the
+    its elements in C order, as NumPy's ``x[mask]``) that one selection keeps, in order:
+    ``mask`` (bool or uint8 of ``x``'s shape, nonzero keeps), ``bits`` (uint32 words of
+    flags), ``where`` (``"nonzero"``, ``"not_nan"``, or ``(op, value)`` with op one of
+    ``==, !=, <, <=, >, >=``: ``x op value``, NaN failing every comparison but ``!=``) or
+    ``predicate`` (a :class:`Predicate`). Waits for the count to size the
     result unless ``size`` is given, as :func:`compress`. Values pass gradients back on
     PyTorch tensors."""
     x, mask = _elements(x, mask)
@@ -206,9 +207,8 @@ def _gathered_at(x: Any, found: Any, size: Optional[int]) -> Any:
 
 def partition(x: Any, mask: Any = None, *, bits: Any = None, where: Any = None, predicate: Any = None,
               split: bool = False) -> Tuple[Any, ...]:
-    """A stable two-way partition of ``x`` (of any shape, as :func:`select` reads it) by one
-    selection (as :func:`select`).
-    Returns ``(out, count)``: ``out`` holds the selected elements in order, then the
+    """A stable two-way partition of ``x`` (of any shape, read as :func:`select` reads
+    it) by one selection (as :func:`select`). Returns ``(out, count)``: ``out`` holds the selected elements in order, then the
     rejected ones from the end backwards (as CUB's ``DevicePartition``), and ``count`` is
     a one-element uint64 array on the device (nothing waits for it). With ``split``,
     returns ``(selected, rejected, count)``: two arrays as long as ``x``, the first
