@@ -208,12 +208,12 @@ def _gathered_at(x: Any, found: Any, size: Optional[int]) -> Any:
 def partition(x: Any, mask: Any = None, *, bits: Any = None, where: Any = None, predicate: Any = None,
               split: bool = False) -> Tuple[Any, ...]:
     """A stable two-way partition of ``x`` (of any shape, read as :func:`select` reads
-    it) by one selection (as :func:`select`). Returns ``(out, count)``: ``out`` holds the selected elements in order, then the
-    rejected ones from the end backwards (as CUB's ``DevicePartition``), and ``count`` is
-    a one-element uint64 array on the device (nothing waits for it). With ``split``,
-    returns ``(selected, rejected, count)``: two arrays as long as ``x``, the first
-    ``count`` and ``len(x) - count`` elements the selected and the rejected ones, each in
-    order (the rest unspecified). Values pass gradients back on PyTorch tensors (built-in
+    it) by one selection (as :func:`select`). Returns ``(out, count)``: ``out`` holds the
+    selected elements in order, then the rejected ones from the end backwards (as CUB's
+    ``DevicePartition``), and ``count`` is a one-element uint64 array on the device
+    (nothing waits for it). With ``split``, returns ``(selected, rejected, count)``: two
+    arrays as long as ``x``, the first ``count`` and ``len(x) - count`` elements the
+    selected and the rejected ones, each in order (the rest unspecified). Values pass gradients back on PyTorch tensors (built-in
     selections)."""
     x, mask = _elements(x, mask)
     rule, flags, described, operand, pred = _rule(x, mask, bits, where, predicate)
@@ -260,7 +260,8 @@ def _torch_partition(x: Any, rule: str, flags: Any, operand: Any, split: bool) -
 
 def compress(x: Any, mask: Any, *, size: Optional[int] = None) -> Any:
     """The elements of ``x`` where the bool or uint8 ``mask`` (of ``x``'s shape) is
-    nonzero, in order (of any shape: its elements in C order, as NumPy's ``x[mask]``). Waits for the count to size the result, unless ``size`` is given: then returns
+    nonzero, in order (of any shape: its elements in C order, as NumPy's ``x[mask]``).
+    Waits for the count to size the result, unless ``size`` is given: then returns
     ``(out, count)``, ``out`` of ``size`` elements (the first ``count`` of them written)
     and ``count`` a one-element uint64 array on the device, without waiting (as
     ``torch.nonzero_static``)."""
