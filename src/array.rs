@@ -313,6 +313,16 @@ impl<'a> ArrayView<'a> {
         Ok(())
     }
 
+    /// [`ArrayView::check_aligned`] of each view given (`None`: an array the call has not).
+    pub(crate) fn check_all_aligned(views: &[(Option<&ArrayView>, &str)]) -> Result<()> {
+        for &(view, what) in views {
+            if let Some(view) = view {
+                view.check_aligned(what)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Whether the view is a buffer of the context `ctx_id` (of checked length), or a
     /// `ContextMismatch` when it is a buffer of another context.
     pub(crate) fn known_to(&self, ctx_id: usize) -> Result<bool> {

@@ -136,10 +136,7 @@ impl HostHeads {
             };
         };
         let mut bits = vec![0u32; n.div_ceil(32)];
-        // With no element, no offset starts anything (and an empty array's offsets need
-        // not be read).
-        let count = if n == 0 { 0 } else { count as usize };
-        for i in 0..count {
+        for i in 0..count as usize {
             // As the kernels read them: negative offsets start nothing.
             let at = match dtype {
                 DType::U32 => *(data as *const u32).add(i) as u64,

@@ -111,19 +111,14 @@ pub(crate) fn check(a: &SelectArrays, desc: &SelectDesc) -> Result<Checked> {
     if a.num_selected.dtype() != DType::U64 || one_d(&a.num_selected, "count")? < 1 {
         bail!(InvalidArgument, "the count is one U64 element");
     }
-    let views = [
+    ArrayView::check_all_aligned(&[
         (Some(&a.input), "input"),
         (a.flags.as_ref(), "flag array"),
         (Some(&a.output), "output"),
         (a.rejected.as_ref(), "rejected array"),
         (a.lengths.as_ref(), "lengths"),
         (Some(&a.num_selected), "count"),
-    ];
-    for (view, what) in views {
-        if let Some(view) = view {
-            view.check_aligned(what)?;
-        }
-    }
+    ])?;
     check_overlaps(a, desc.output)?;
     Ok(Checked {
         n,

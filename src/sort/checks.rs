@@ -70,17 +70,12 @@ pub(crate) fn check(a: &SortArrays, desc: &SortDesc) -> Result<Checked> {
         }
         (Some(_), None) => bail!(InvalidArgument, "values to sort need an output array"),
     };
-    let views = [
+    ArrayView::check_all_aligned(&[
         (Some(&a.keys_in), "keys"),
         (Some(&a.keys_out), "output keys"),
         (a.values_in.as_ref(), "values"),
         (a.values_out.as_ref(), "output values"),
-    ];
-    for (view, what) in views {
-        if let Some(view) = view {
-            view.check_aligned(what)?;
-        }
-    }
+    ])?;
     check_overlaps(a)?;
     Ok(Checked {
         n,
