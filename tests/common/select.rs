@@ -2,9 +2,10 @@
 //! type, rule (byte and bit flags, the six comparisons, nonzero, not-NaN, run heads, a user
 //! predicate), output form (values, U32 and U64 indices, both partitions), flag density
 //! (none, all, half, sparse), capacity, in place, the shape of the elements and their
-//! byte flags (1-D, or C-contiguous 2-D and 3-D arrays read in memory order), and the
-//! sizes the caller names (the kernels' tile boundaries). Outputs past what a call may
-//! write must keep their poison.
+//! byte flags (1-D, or C-contiguous 2-D and 3-D arrays read in memory order), their
+//! alignment (starting a few elements into their buffers), and the sizes the caller names
+//! (the kernels' tile boundaries). Outputs past what a call may write must keep their
+//! poison.
 
 use scanrt::{
     ArrayView, Buffer, Comparison, Context, DType, InitValue, Predicate, Scalar, SelectArrays, SelectDesc,
@@ -27,6 +28,9 @@ pub struct SelectCase {
     pub in_place: bool,
     /// The shape of the elements and their byte flags (`n` elements).
     pub shape: Vec<u64>,
+    /// Elements before the first one: the elements (and their byte flags) start `lead`
+    /// elements into their buffers, off the 16-byte vectors the kernels read at once.
+    pub lead: usize,
 }
 
 /// A shape of `n` elements: 1-D, 2-D or 3-D (by the smallest factor of `n` up to 7).
@@ -169,9 +173,12 @@ pub fn run_select_case(ctx: &Context, stream: &Stream, rng: &mut Rng, c: &Select
     let rejected: Vec<usize> = (0..c.n).filter(|&i| !keep[i]).collect();
 
     let e = |e: scanrt::Error| format!("{}: {}", e.status.c_name(), e.message);
-    let mut input = upload_bits(ctx, stream, c.dtype, &bits).map_err(e)?;
+    // The buffers hold `lead` elements (and flags) of other values before the case's.
+    let lead_bits: Vec<u64> = (0..c.lead).map(|_| random_bits(rng, c.dtype)).collect();
+    let input = upload_bits(ctx, stream, c.dtype, &[&lead_bits[..], &bits].concat()).map_err(e)?;
+    let lead_flags = vec![1u8; c.lead];
     let flag_buf = match c.selection {
-        Selection::ByteFlags => Some(Buffer::from_slice(ctx, stream, &flags).map_err(e)?),
+        Selection::ByteFlags => Some(Buffer::from_slice(ctx, stream, &[&lead_flags[..], &flags].concat()).map_err(e)?),
         Selection::BitFlags => Some(Buffer::from_slice(ctx, stream, &packed).map_err(e)?),
         _ => None,
     };
@@ -191,18 +198,23 @@ pub fn run_select_case(ctx: &Context, stream: &Stream, rng: &mut Rng, c: &Select
         output: c.output,
         capacity: c.capacity,
     };
-    // In place, the input view is the output view too (a mutable borrow, copied).
+    // SAFETY: each view covers `n` elements of its buffer past the `lead` ones, and the
+    // buffers outlive the call and the downloads that wait for it.
+    let past_lead = |buffer: &Buffer, dtype: DType, shape: &[u64]| unsafe {
+        ArrayView::contiguous(buffer.addr() + (c.lead * dtype.size()) as u64, dtype, shape)
+    };
+    // In place, the input view is the output view too.
     let (input_view, output_view) = if c.in_place {
-        let v = ArrayView::of_buffer_mut(&mut input);
+        let v = past_lead(&input, c.dtype, &[c.n as u64]).map_err(e)?;
         (v, v)
     } else {
         (
-            ArrayView::of_buffer_shaped(&input, &c.shape).map_err(e)?,
+            past_lead(&input, c.dtype, &c.shape).map_err(e)?.read_only(),
             ArrayView::of_buffer_shaped_mut(&mut out_buf, &[c.n as u64]).map_err(e)?,
         )
     };
     let flags_view = match (&c.selection, &flag_buf) {
-        (Selection::ByteFlags, Some(f)) => Some(ArrayView::of_buffer_shaped(f, &c.shape).map_err(e)?),
+        (Selection::ByteFlags, Some(f)) => Some(past_lead(f, DType::U8, &c.shape).map_err(e)?.read_only()),
         (_, f) => f.as_ref().map(ArrayView::of_buffer),
     };
     let arrays = SelectArrays {
@@ -220,7 +232,6 @@ pub fn run_select_case(ctx: &Context, stream: &Stream, rng: &mut Rng, c: &Select
         num_selected: ArrayView::of_buffer_mut(&mut count),
     };
     ctx.select(stream, &arrays, &desc).map_err(e)?;
-    let out = if c.in_place { &input } else { &out_buf };
     if runs {
         // Each run: its first element's bits and its length.
         let heads: Vec<usize> = (0..c.n).filter(|&i| i == 0 || x(i) != x(i - 1)).collect();
@@ -228,7 +239,7 @@ pub fn run_select_case(ctx: &Context, stream: &Stream, rng: &mut Rng, c: &Select
         if got_count != heads.len() as u64 {
             return Err(format!("{got_count} runs, want {}", heads.len()));
         }
-        let values = download_bits(out, stream, c.n + 3).map_err(e)?;
+        let values = download_bits(&out_buf, stream, c.n + 3).map_err(e)?;
         let lengths = download_bits(&lengths_buf, stream, c.n + 3).map_err(e)?;
         for (k, &h) in heads.iter().enumerate() {
             let end = heads.get(k + 1).copied().unwrap_or(c.n);
@@ -253,7 +264,15 @@ pub fn run_select_case(ctx: &Context, stream: &Stream, rng: &mut Rng, c: &Select
     if got_count != kept.len() as u64 {
         return Err(format!("count {got_count}, want {}", kept.len()));
     }
-    let got = download_bits(out, stream, if c.in_place { c.n } else { c.n + 3 }).map_err(e)?;
+    let got = if c.in_place {
+        let all = download_bits(&input, stream, c.lead + c.n).map_err(e)?;
+        if all[..c.lead] != lead_bits[..] {
+            return Err("an element before the input was written".into());
+        }
+        all[c.lead..].to_vec()
+    } else {
+        download_bits(&out_buf, stream, c.n + 3).map_err(e)?
+    };
     let written = kept.len().min(c.capacity.map_or(usize::MAX, |cap| cap as usize));
     for (k, &i) in kept.iter().take(written).enumerate() {
         let want = if c.output == SelectOutput::Indices {
@@ -376,6 +395,7 @@ pub fn sweep_selections(ctx: &Context, stream: &Stream, seed: u64, sizes: &[usiz
                         } else {
                             shape_of(&mut rng, n)
                         },
+                        lead: [0, 0, 1, 3][rng.below(4) as usize],
                     };
                     cases += 1;
                     let state = rng.0;

@@ -93,6 +93,8 @@ pub(crate) fn select_sanitizer_subset() {
                 capacity: None,
                 in_place: output == SelectOutput::Values,
                 shape: vec![n as u64],
+                // The partitions read elements off the 16-byte vectors.
+                lead: usize::from(output != SelectOutput::Values),
             };
             run_select_case(ctx, &stream, &mut rng, &c).unwrap_or_else(|e| panic!("{c:?}: {e}"));
         }
@@ -160,6 +162,7 @@ pub(crate) fn select_in_graphs_and_threads() {
                         capacity: None,
                         in_place: false,
                         shape: vec![n as u64],
+                        lead: 0,
                     };
                     run_select_case(ctx, &stream, &mut rng, &c).unwrap_or_else(|e| panic!("thread {t}: {c:?}: {e}"));
                 }
