@@ -60,24 +60,6 @@ struct TileMatrix {
 SCANRT_DEVICE uint4 load16_streaming(const void* p) { return __ldcs(reinterpret_cast<const uint4*>(p)); }
 SCANRT_DEVICE void store16_streaming(void* p, uint4 v) { __stcs(reinterpret_cast<uint4*>(p), v); }
 
-// A 16-byte global -> shared copy that holds no register while it is in flight (cp.async,
-// sm_80+; older GPUs load and store). The issuing thread's copies are complete, and
-// visible to that thread, after async_copies_wait().
-SCANRT_DEVICE void async_copy16(void* shared_dst, const void* global_src) {
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((u32)__cvta_generic_to_shared(shared_dst)),
-                 "l"(global_src)
-                 : "memory");
-#else
-    *reinterpret_cast<uint4*>(shared_dst) = load16_streaming(global_src);
-#endif
-}
-SCANRT_DEVICE void async_copies_wait() {
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_all;" ::: "memory");
-#endif
-}
-
 // Elements per 16-byte vector access of type T: 16 / sizeof(T) where that divides, else
 // 1 (wide user-defined states are accessed one element at a time: VECTORS is false).
 template <typename T> struct VectorWidth {

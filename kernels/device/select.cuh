@@ -6,11 +6,7 @@
 // register-staged kernel does, and overlap each tile's look-back with the next tile. A tile:
 //   1. loads its elements in rounds of one 16-byte vector per thread (coalesced), and
 //      decides which to keep by the rule (`Rule`: flags, a predicate, or "differs from
-//      the previous element"). Where shared memory allows (STAGED), the vectors are
-//      copied into a stage buffer by cp.async, which holds no registers, so the next
-//      tile's copies are issued before this tile is decided and stay in flight through
-//      its compaction and the parked tile's writes; else they are loaded into
-//      registers after this tile is compacted;
+//      the previous element");
 //   2. ranks the kept elements of each (round, warp) by ballots, and the (round, warp)
 //      totals by one warp scan: every element's rank among the tile's kept ones;
 //   3. compacts the tile in shared memory (kept first, then the rejected ones, both in
@@ -127,10 +123,8 @@ template <typename T, typename Out, int TILE, int MODE> struct SelectBuffer {
 // while the look-back warp resolves that and the data threads take the next tile into
 // the other buffer; then the parked tile is written. The compaction does not depend on
 // the prefix, so no tile is held in registers across a look-back.
-// STAGED: the dynamic shared memory holds, after the two buffers, a stage of one tile's
-// elements (TILE * sizeof(T) bytes; the host sizes it, src/select/kernels.rs).
 template <typename T, typename Rule, typename Out, int THREADS, int ITEMS, int LOOKBACK_SLOTS_PER_LANE,
-          int SPIN_BEFORE_SLEEP, int SLEEP_NS, int MODE, bool STAGED>
+          int SPIN_BEFORE_SLEEP, int SLEEP_NS, int MODE>
 SCANRT_DEVICE void select_tile_pass(const T* in, SelectSource source, Out* out, void* second_out,
                                     unsigned long long* num_selected, long long n, unsigned long long capacity,
                                     unsigned flags, void* workspace, long long status_capacity, FaultSink report) {
@@ -144,11 +138,7 @@ SCANRT_DEVICE void select_tile_pass(const T* in, SelectSource source, Out* out, 
     static_assert(GROUPS <= 32, "one warp scans the (round, warp) totals");
     static_assert(ITEMS <= 32, "a thread's kept elements fit one 32-bit mask");
     typedef SelectBuffer<T, Out, TILE, MODE> Buffer;
-    // Staged vectors of 16 bytes travel by cp.async; other staged elements are loaded and
-    // stored by the thread that later reads them back.
-    const bool ASYNC = STAGED && sizeof(Vec<T, VEC>) == 16;
-    extern __shared__ __align__(16) unsigned char buffers_s[];  // two Buffer::BYTES (and the stage)
-    T* const stage_s = reinterpret_cast<T*>(buffers_s + 2 * Buffer::BYTES);
+    extern __shared__ __align__(16) unsigned char buffers_s[];  // two Buffer::BYTES
     __shared__ u32 group_total_s[32];
     __shared__ int group_last_s[32];
     // Each (round, warp) group's first and last element, and the elements on either side
@@ -167,17 +157,15 @@ SCANRT_DEVICE void select_tile_pass(const T* in, SelectSource source, Out* out, 
                 false);
 
     // What a data thread holds of the tile it loaded ahead: its elements (element (r, j)
-    // is tile element (r * THREADS + tid) * VEC + j; STAGED: in the stage instead), the
-    // rule's data for them (flags), and for thread 0 the elements on either side of the
-    // tile.
+    // is tile element (r * THREADS + tid) * VEC + j), the rule's data for them (flags),
+    // and for thread 0 the elements on either side of the tile.
     struct Loaded {
         T x[ROUNDS][VEC];
         typename Rule::Data data[ROUNDS];
         T edge[2];
     };
-    // Issues the loads of `tile` (data threads); they are consumed by take_tile. Each
-    // thread stages only the elements it later reads back (take_elements), so the stage
-    // needs no barrier.
+    // Issues the loads of `tile` (data threads); they are consumed by take_tile, after
+    // the parked tile is written.
     auto load_tile = [&](u32 tile, Loaded& l) {
         const long long base = (long long)tile * TILE;
         const int valid = (int)min((long long)TILE, n - base);
@@ -185,9 +173,7 @@ SCANRT_DEVICE void select_tile_pass(const T* in, SelectSource source, Out* out, 
 #pragma unroll
         for (int r = 0; r < ROUNDS; ++r) {
             const int e = (r * THREADS + tid) * VEC;
-            if (vector && ASYNC) {
-                async_copy16(stage_s + e, in + base + e);
-            } else if (vector) {
+            if (vector) {
                 // Streaming (evict-first) 16-byte loads: every element is read once.
                 Vec<T, VEC> v;
                 if constexpr (sizeof(v) == 16) {
@@ -202,10 +188,6 @@ SCANRT_DEVICE void select_tile_pass(const T* in, SelectSource source, Out* out, 
 #pragma unroll
                 for (int j = 0; j < VEC; ++j) l.x[r][j] = e + j < valid ? in[base + e + j] : T();
             }
-            if (STAGED && !(vector && ASYNC)) {
-#pragma unroll
-                for (int j = 0; j < VEC; ++j) stage_s[e + j] = l.x[r][j];
-            }
             l.data[r] = Rule::template load<VEC>(source, base + e, valid - e, flags);
         }
         if constexpr (Rule::NEIGHBOURS) {
@@ -215,27 +197,12 @@ SCANRT_DEVICE void select_tile_pass(const T* in, SelectSource source, Out* out, 
             }
         }
     };
-    // The loaded tile's elements, into registers (a staged tile's: each thread's own
-    // copies, read back once they are complete).
-    auto take_elements = [&](const Loaded& l, T (&x)[ROUNDS][VEC]) {
-        if constexpr (STAGED) async_copies_wait();
-#pragma unroll
-        for (int r = 0; r < ROUNDS; ++r) {
-            if constexpr (STAGED) {
-                const Vec<T, VEC> v = *reinterpret_cast<const Vec<T, VEC>*>(stage_s + (r * THREADS + tid) * VEC);
-#pragma unroll
-                for (int j = 0; j < VEC; ++j) x[r][j] = v.v[j];
-            } else {
-#pragma unroll
-                for (int j = 0; j < VEC; ++j) x[r][j] = l.x[r][j];
-            }
-        }
-    };
-    // Decides, ranks and compacts the loaded `tile` (its elements `x`) into buffer `b`,
-    // and publishes its aggregate (data threads).
-    auto take_tile = [&](u32 tile, const T (&x)[ROUNDS][VEC], const Loaded& l, int b) {
+    // Decides, ranks and compacts the loaded `tile` into buffer `b`, and publishes its
+    // aggregate (data threads).
+    auto take_tile = [&](u32 tile, const Loaded& l, int b) {
         const long long base = (long long)tile * TILE;
         const int valid = (int)min((long long)TILE, n - base);
+        const auto& x = l.x;
         if constexpr (Rule::NEIGHBOURS) {
             // Neighbours across lanes come by shuffles; across groups and tiles, through
             // shared memory (no dependent global load on the way to the decision).
@@ -365,9 +332,8 @@ SCANRT_DEVICE void select_tile_pass(const T* in, SelectSource source, Out* out, 
 
     // Each round overlaps the look-back of the parked tile (look-back warp) with taking
     // the loaded tile and issuing the loads of the block's next one (data threads); then
-    // the parked tile is written while those loads are in flight. STAGED, the next tile
-    // is drawn and its copies issued before the loaded one is decided.
-    Loaded loaded, next;
+    // the parked tile is written while those loads are in flight.
+    Loaded loaded;
     if (tid == 0) {
         const unsigned long long drawn = agent.first_ticket();
         agent.hand_on(drawn);
@@ -388,9 +354,7 @@ SCANRT_DEVICE void select_tile_pass(const T* in, SelectSource source, Out* out, 
                 if (lane == 0) prefix_s = prefix;
             }
         } else if (current < num_tiles) {
-            T x[ROUNDS][VEC];
-            take_elements(loaded, x);
-            if constexpr (!STAGED) take_tile(current, x, loaded, buffer ^ 1);
+            take_tile(current, loaded, buffer ^ 1);
             if (tid == 0) {
                 const unsigned long long drawn = agent.draw();
                 agent.hand_on(drawn);
@@ -398,13 +362,7 @@ SCANRT_DEVICE void select_tile_pass(const T* in, SelectSource source, Out* out, 
             }
             data_barrier<THREADS>();
             const u32 upcoming = next_tile_s;
-            if constexpr (STAGED) {
-                if (upcoming < num_tiles) load_tile(upcoming, next);
-                take_tile(current, x, loaded, buffer ^ 1);
-                loaded = next;
-            } else if (upcoming < num_tiles) {
-                load_tile(upcoming, loaded);
-            }
+            if (upcoming < num_tiles) load_tile(upcoming, loaded);
         }
         __syncthreads();  // the parked tile's prefix is known; the current one is parked
         if (!lookback_warp && parked_tile < num_tiles) write_tile(parked_tile, buffer, prefix_s);

@@ -113,40 +113,16 @@ pub(crate) struct SelectSpec {
     pub form: SelectOutput,
 }
 
-/// The most dynamic shared memory a select kernel takes for a stage: four blocks of it
-/// (the tile shape's blocks per SM) and their static shared memory fit an SM's 228 KiB.
-const STAGED_SHARED_BYTES: u64 = 48 * 1024;
-
 impl SelectSpec {
-    /// Bytes of the two tile buffers of compacted slots (and, for a run-length encoding,
-    /// its run ends' positions).
-    fn buffer_bytes(&self) -> u64 {
+    /// Dynamic shared memory of the kernel: two tile buffers of compacted slots (and, for
+    /// a run-length encoding, its run ends' positions).
+    pub fn shared_bytes(&self) -> u32 {
         let slot = match self.form {
             SelectOutput::Indices => self.output.size(),
             _ => self.dtype.size(),
         } as u64;
         let extra = if self.form == SelectOutput::RunLengths { 4 } else { 0 };
-        2 * tile_elems(self.dtype) * (slot + extra)
-    }
-
-    /// Whether the kernel stages the next tile's elements in shared memory (cp.async)
-    /// rather than registers: where the stage fits beside the buffers at the tile shape's
-    /// occupancy (not run-length encodings, whose buffers are twice as wide, nor 8-byte
-    /// indices of narrower elements). `bench_compare --select` on the H200 (2026-11-28):
-    /// see docs/PERFORMANCE.md.
-    fn staged(&self) -> bool {
-        self.form != SelectOutput::RunLengths
-            && self.buffer_bytes() + tile_elems(self.dtype) * self.dtype.size() as u64 <= STAGED_SHARED_BYTES
-    }
-
-    /// Dynamic shared memory of the kernel: the two buffers, and the stage where staged.
-    pub fn shared_bytes(&self) -> u32 {
-        let stage = if self.staged() {
-            tile_elems(self.dtype) * self.dtype.size() as u64
-        } else {
-            0
-        };
-        (self.buffer_bytes() + stage) as u32
+        (2 * tile_elems(self.dtype) * (slot + extra)) as u32
     }
 
     /// The translation unit: the rule as a type, and one extern "C" kernel.
@@ -182,12 +158,11 @@ impl SelectSpec {
             spin_before_sleep,
             sleep_ns,
         } = tile_shape(self.dtype, self.form);
-        let staged = self.staged();
         let text = format!(
             r#"#include "device/select.cuh"
 {prelude}
 extern "C" __global__ void __launch_bounds__({threads} + 32, {min_blocks}) scanrt_select(SCANRT_SELECT_PARAMS) {{
-    select_tile_pass<{t}, {rule}, {o}, {threads}, {items}, {lookback_slots}, {spin_before_sleep}, {sleep_ns}, {mode}, {staged}>(
+    select_tile_pass<{t}, {rule}, {o}, {threads}, {items}, {lookback_slots}, {spin_before_sleep}, {sleep_ns}, {mode}>(
         (const {t}*)input, SelectSource{{(const void*)selection, operand_bits, n}}, ({o}*)output, (void*)second,
         (unsigned long long*)num_selected, n, capacity, flags, (void*)workspace, status_capacity,
         FaultSink{{(FaultReport*)report, call}});
