@@ -2,8 +2,9 @@
 //! key type, both orders, keys only, values of every width, U32 and U64 indices (an
 //! argsort), bit ranges, in place, scanrt's or the caller's temporary memory, and data
 //! with few distinct keys (stability), all equal, random bits and the special floats
-//! (NaNs of both signs and several payloads, signed zeros, infinities, subnormals), at
-//! the sizes the caller names (the kernels' tile boundaries).
+//! (NaNs of both signs and several payloads, signed zeros, infinities, subnormals), inputs
+//! off the kernels' 16-byte vectors (starting a few elements into their buffers), at the
+//! sizes the caller names (the kernels' tile boundaries).
 
 use std::cmp::Ordering;
 
@@ -48,6 +49,9 @@ pub struct SortCase {
     pub in_place: bool,
     /// Pass temporary memory of `Context::sort_temp_bytes` (else scanrt's pool).
     pub caller_temp: bool,
+    /// Elements before the first one: the inputs (and, in place, the outputs) start
+    /// `lead` elements into their buffers.
+    pub lead: usize,
 }
 
 fn width_mask(dtype: DType) -> u64 {
@@ -204,11 +208,26 @@ pub fn run_sort_case(ctx: &Context, stream: &Stream, rng: &mut Rng, c: &SortCase
     });
 
     let e = |e: scanrt::Error| e.to_string();
-    let keys_in = upload_bits(ctx, stream, c.key, &keys).map_err(e)?;
+    // The input buffers hold `lead` elements of another value before the case's.
+    let lead_bits = |t: DType| vec![0x5A5A_5A5A_5A5A_5A5A & width_mask(t); c.lead];
+    let keys_in = upload_bits(ctx, stream, c.key, &[lead_bits(c.key), keys.clone()].concat()).map_err(e)?;
     let mut keys_out = Buffer::new(ctx, c.key, c.n as u64).map_err(e)?;
     let values_in = match c.values {
-        Values::Of(t) => Some(upload_bits(ctx, stream, t, &values).map_err(e)?),
+        Values::Of(t) => Some(upload_bits(ctx, stream, t, &[lead_bits(t), values.clone()].concat()).map_err(e)?),
         _ => None,
+    };
+    // SAFETY: the view covers `n` elements of the buffer past its `lead` ones, and the
+    // buffers outlive the call and the downloads that wait for it.
+    let past_lead = |b: &Buffer| unsafe {
+        ArrayView::contiguous(b.addr() + (c.lead * b.dtype().size()) as u64, b.dtype(), &[c.n as u64])
+    };
+    // An input buffer's elements past its lead, once its lead is checked unchanged.
+    let download_past_lead = |b: &Buffer| -> Result<Vec<u64>, String> {
+        let all = download_bits(b, stream, c.lead + c.n).map_err(e)?;
+        if all[..c.lead] != lead_bits(b.dtype())[..] {
+            return Err("an element before the array was written".into());
+        }
+        Ok(all[c.lead..].to_vec())
     };
     let mut values_out = match value_type {
         Some(t) => Some(Buffer::new(ctx, t, c.n as u64).map_err(e)?),
@@ -231,22 +250,24 @@ pub fn run_sort_case(ctx: &Context, stream: &Stream, rng: &mut Rng, c: &SortCase
         begin_bit: c.bits.map_or(0, |b| b.0),
         end_bit: c.bits.map(|b| b.1),
     };
-    // In place: the outputs are the inputs' buffers.
-    let (mut keys_in, mut values_in) = (keys_in, values_in);
+    // In place: the outputs are the inputs' views.
     {
         let (keys_in_view, keys_out_view) = if c.in_place {
-            let v = ArrayView::of_buffer_mut(&mut keys_in);
+            let v = past_lead(&keys_in).map_err(e)?;
             (v, v)
         } else {
-            (ArrayView::of_buffer(&keys_in), ArrayView::of_buffer_mut(&mut keys_out))
+            (
+                past_lead(&keys_in).map_err(e)?.read_only(),
+                ArrayView::of_buffer_mut(&mut keys_out),
+            )
         };
-        let (values_in_view, values_out_view) = match (&mut values_in, c.in_place) {
+        let (values_in_view, values_out_view) = match (&values_in, c.in_place) {
             (Some(v), true) => {
-                let v = ArrayView::of_buffer_mut(v);
+                let v = past_lead(v).map_err(e)?;
                 (Some(v), Some(v))
             }
             (Some(v), false) => (
-                Some(ArrayView::of_buffer(v)),
+                Some(past_lead(v).map_err(e)?.read_only()),
                 values_out.as_mut().map(ArrayView::of_buffer_mut),
             ),
             (None, _) => (None, values_out.as_mut().map(ArrayView::of_buffer_mut)),
@@ -260,7 +281,11 @@ pub fn run_sort_case(ctx: &Context, stream: &Stream, rng: &mut Rng, c: &SortCase
         };
         ctx.sort(stream, &arrays, &desc).map_err(e)?;
     }
-    let got_keys = download_bits(if c.in_place { &keys_in } else { &keys_out }, stream, c.n).map_err(e)?;
+    let got_keys = if c.in_place {
+        download_past_lead(&keys_in)?
+    } else {
+        download_bits(&keys_out, stream, c.n).map_err(e)?
+    };
     for (slot, &i) in order.iter().enumerate() {
         if got_keys[slot] != keys[i] {
             return Err(format!(
@@ -271,10 +296,9 @@ pub fn run_sort_case(ctx: &Context, stream: &Stream, rng: &mut Rng, c: &SortCase
     }
     let got_values = match (c.values, c.in_place) {
         (Values::None, _) => return Ok(()),
-        (Values::Of(_), true) => download_bits(values_in.as_ref().unwrap(), stream, c.n),
-        _ => download_bits(values_out.as_ref().unwrap(), stream, c.n),
-    }
-    .map_err(e)?;
+        (Values::Of(_), true) => download_past_lead(values_in.as_ref().unwrap())?,
+        _ => download_bits(values_out.as_ref().unwrap(), stream, c.n).map_err(e)?,
+    };
     for (slot, &i) in order.iter().enumerate() {
         let want = match c.values {
             Values::Indices(_) => i as u64,
@@ -321,6 +345,7 @@ pub fn sweep_sorts(ctx: &Context, stream: &Stream, seed: u64, sizes: &[usize]) -
                         data,
                         in_place: rng.below(4) == 0,
                         caller_temp: rng.below(4) == 0,
+                        lead: [0, 0, 1, 3][rng.below(4) as usize],
                     };
                     let case_seed = rng.next_u64();
                     cases += 1;

@@ -147,6 +147,8 @@ pub(crate) fn sort_sanitizer_subset() {
                 data: Data::Special,
                 in_place: n == 4097,
                 caller_temp: n == 5000,
+                // Keys off the histogram's 16-byte vectors.
+                lead: usize::from(n == 70_001),
             };
             run_sort_case(ctx, &stream, &mut rng, &c).unwrap_or_else(|e| panic!("{c:?}: {e}"));
         }
@@ -210,6 +212,7 @@ pub(crate) fn sort_in_graphs_and_threads() {
                         data: Data::Few,
                         in_place: false,
                         caller_temp: false,
+                        lead: 0,
                     };
                     run_sort_case(ctx, &stream, &mut rng, &c).unwrap_or_else(|e| panic!("thread {t}: {c:?}: {e}"));
                 }
