@@ -214,7 +214,9 @@ static void test_recipes(env_t *e) {
 /* A double recurrence along axis 0 of a [300, 7] matrix with a row pitch of 9 into a
  * contiguous one (scanrt_operator_scan_arrays): every column its own sequence, each from
  * its own state (carry in) and its total state written (carry out), both directions;
- * steps of +-1 and small integers, so the loops agree exactly. */
+ * steps of +-1 and small integers, so the loops agree exactly. The input list comes
+ * twice: as this header lays it out, and as a caller built against a newer header would,
+ * each struct larger than this library's. */
 static void test_recurrence_along_columns(env_t *e) {
     g_phase = "recurrence along columns";
     enum { ROWS = 300, COLS = 7, PITCH = 9 };
@@ -245,11 +247,25 @@ static void test_recurrence_along_columns(env_t *e) {
         views[k]->shape = k < 3 ? shape : state_bytes;
         views[k]->strides = k < 2 ? pitched : NULL;
     }
-    for (int backward = 0; backward < 2; backward++) {
+    typedef struct {
+        scanrt_array array;
+        int64_t added_later[3];
+    } newer_array;
+    newer_array newer_in[2];
+    for (int k = 0; k < 2; k++) {
+        memset(&newer_in[k], 0xEE, sizeof newer_in[k]);
+        newer_in[k].array = in[k];
+        newer_in[k].array.struct_size = sizeof(newer_array);
+    }
+    for (int call = 0; call < 4; call++) {
+        const int backward = call % 2;
+        const scanrt_array *inputs = call < 2 ? in : &newer_in[0].array;
+        memset(h, 0, sizeof h);  /* no earlier call's results pass for this one's */
+        EXPECT_OK(scanrt_buffer_upload(hb, e->s, h, ROWS * COLS));
         scanrt_scan_desc d;
         scanrt_scan_desc_init(&d);
         d.direction = backward;
-        EXPECT_OK(scanrt_operator_scan_arrays(op, e->s, in, 2, out, 1, 0, &d, NULL, &ci, &co, NULL));
+        EXPECT_OK(scanrt_operator_scan_arrays(op, e->s, inputs, 2, out, 1, 0, &d, NULL, &ci, &co, NULL));
         EXPECT_OK(scanrt_buffer_download(hb, e->s, h, ROWS * COLS));
         EXPECT_OK(scanrt_buffer_download(cout, e->s, totals, sizeof totals));
         size_t wrong = 0;
@@ -263,8 +279,8 @@ static void test_recurrence_along_columns(env_t *e) {
             }
             wrong += totals[c][0] != big_a || totals[c][1] != big_b;
         }
-        CHECK(wrong == 0, "%s recurrence along pitched columns: %zu wrong values or totals",
-              backward ? "backward" : "forward", wrong);
+        CHECK(wrong == 0, "%s recurrence along pitched columns (%s header): %zu wrong values or totals",
+              backward ? "backward" : "forward", call < 2 ? "this" : "a newer", wrong);
     }
     for (int k = 0; k < 5; k++) scanrt_buffer_destroy(arrays[k]);
     scanrt_operator_destroy(op);

@@ -68,6 +68,39 @@ pub unsafe extern "C" fn scanrt_array_init_sized(array: *mut scanrt_array, size:
     boundary(|| init_sized(array, size, "array"))
 }
 
+/// `count` (at most `max`) arrays at `p` as views. They lie at the caller's
+/// `sizeof(scanrt_array)`, the first one's `struct_size`, which a newer header makes
+/// larger than this library's.
+///
+/// # Safety
+/// `p` is NULL or points to `count` arrays as for `view_of`, laid out as the caller
+/// compiled them.
+pub(super) unsafe fn views_of<'a>(
+    p: *const scanrt_array,
+    count: usize,
+    max: usize,
+    what: &str,
+) -> Result<Vec<ArrayView<'a>>> {
+    if count > max {
+        bail!(
+            InvalidArgument,
+            "{what}: {count} arrays, more than the {max} this call takes"
+        );
+    }
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    let stride = caller_size(p, what)?;
+    (0..count)
+        .map(|i| {
+            view_of(
+                (p as *const u8).add(i * stride) as *const scanrt_array,
+                &format!("{what}[{i}]"),
+            )
+        })
+        .collect()
+}
+
 /// The caller's array as a view.
 ///
 /// # Safety

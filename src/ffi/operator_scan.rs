@@ -4,7 +4,7 @@
 
 use std::ffi::c_void;
 
-use super::array::{scanrt_array, view_of};
+use super::array::{scanrt_array, view_of, views_of};
 use super::buffer::scanrt_buffer;
 use super::operator::{array_list, scanrt_operator};
 use super::scan::{scanrt_scan_desc, scanrt_scan_info, traversal_from_c, InfoOut};
@@ -354,13 +354,10 @@ pub unsafe extern "C" fn scanrt_operator_scan_arrays(
         let op = &non_null(op, "op")?.inner;
         let stream = &non_null(stream, "stream")?.inner;
         let info = InfoOut::check(info)?;
-        let views = |p: *const scanrt_array, count: usize, what: &str| -> Result<Vec<crate::ArrayView>> {
-            let list = array_list(p, count, what)?;
-            (0..list.len()).map(|i| view_of(&list[i], what)).collect()
-        };
+        // An operator loads from up to four arrays and stores to up to two.
         let (inputs, outputs) = (
-            views(inputs, num_inputs, "inputs")?,
-            views(outputs, num_outputs, "outputs")?,
+            views_of(inputs, num_inputs, 4, "inputs")?,
+            views_of(outputs, num_outputs, 2, "outputs")?,
         );
         let carry = |p: *const scanrt_array, what: &str| (!p.is_null()).then(|| view_of(p, what)).transpose();
         let (carry_in, carry_out) = (carry(carry_in, "carry_in")?, carry(carry_out, "carry_out")?);
