@@ -4,7 +4,7 @@
 
 use std::ffi::c_void;
 
-use super::array::{scanrt_array, view_of};
+use super::array::{scanrt_array, view_of, views_of};
 use super::context::scanrt_context;
 use super::operator::scanrt_operator;
 use super::operator_scan::DeviceCall;
@@ -135,20 +135,22 @@ pub unsafe extern "C" fn scanrt_multi_gpu_scan(
         let group = &non_null(group, "group")?.inner;
         let ranks = group.ranks();
         let streams = slice_of(streams, ranks, "streams")?;
-        let inputs = slice_of(inputs, ranks, "inputs")?;
-        let outputs = slice_of(outputs, ranks, "outputs")?;
+        let inputs = views_of(inputs, ranks, ranks, "inputs")?;
+        let outputs = views_of(outputs, ranks, ranks, "outputs")?;
+        let mut totals = if totals.is_null() {
+            Vec::new()
+        } else {
+            views_of(totals, ranks, ranks, "totals")?
+        }
+        .into_iter();
         let c_desc = read_versioned(desc, "desc")?;
         let mut parts = Vec::with_capacity(ranks);
-        for r in 0..ranks {
+        for (r, (input, output)) in inputs.into_iter().zip(outputs).enumerate() {
             parts.push(GpuPart {
                 stream: &non_null(streams[r], "streams[r]")?.inner,
-                input: view_of(&inputs[r], "inputs[r]")?,
-                output: view_of(&outputs[r], "outputs[r]")?,
-                total: if totals.is_null() {
-                    None
-                } else {
-                    Some(view_of(totals.add(r), "totals[r]")?)
-                },
+                input,
+                output,
+                total: totals.next(),
             });
         }
         let desc = desc_from_c(&c_desc, parts[0].output.dtype())?;
