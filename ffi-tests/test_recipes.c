@@ -257,6 +257,13 @@ static void test_recurrence_along_columns(env_t *e) {
         newer_in[k].array = in[k];
         newer_in[k].array.struct_size = sizeof(newer_array);
     }
+    /* A list holds structs of one size. */
+    scanrt_scan_desc forward;
+    scanrt_scan_desc_init(&forward);
+    newer_in[1].array.struct_size = sizeof(scanrt_array);
+    EXPECT(scanrt_operator_scan_arrays(op, e->s, &newer_in[0].array, 2, out, 1, 0, &forward, NULL, &ci, &co, NULL),
+           SCANRT_STATUS_INVALID_ARGUMENT);
+    newer_in[1].array.struct_size = sizeof(newer_array);
     for (int call = 0; call < 4; call++) {
         const int backward = call % 2;
         const scanrt_array *inputs = call < 2 ? in : &newer_in[0].array;

@@ -75,6 +75,21 @@ static void test_scan_errors(scanrt_context *ctx, int backend) {
         CHECK(newer_info.info.struct_size == sizeof newer_info, "longer info: struct_size changed");
         CHECK(newer_info.appended == 12345, "the library wrote past its own scanrt_scan_info");
         EXPECT_OK(scanrt_stream_synchronize(s));
+        /* Initialising a newer caller's struct clears the fields this library does not know. */
+        EXPECT_OK(scanrt_scan_info_init_sized(&newer_info.info, sizeof newer_info));
+        CHECK(newer_info.appended == 0, "init left a newer header's field at %d", newer_info.appended);
+        /* Sizes no compiler gives: one that cuts a field in two, and one never set. */
+        const size_t odd_sizes[] = {sizeof d - 4, (size_t)1 << 20};
+        for (int k = 0; k < 2; k++) {
+            b = d;
+            b.struct_size = odd_sizes[k];
+            EXPECT_SCAN_ERROR("desc with an odd struct_size", ctx, s, in, out, SCANRT_DTYPE_U32, &b,
+                              SCANRT_STATUS_INVALID_ARGUMENT);
+        }
+        /* A handle is NULL after a failure. */
+        scanrt_multi_gpu *group = (scanrt_multi_gpu *)&b;
+        EXPECT(scanrt_multi_gpu_create(NULL, 2, &group), SCANRT_STATUS_NULL_ARGUMENT);
+        CHECK(group == NULL, "scanrt_multi_gpu_create left its handle set on error");
     }
 
     /* Unknown enum values. */

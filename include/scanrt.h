@@ -818,8 +818,8 @@ scanrt_status scanrt_operator_state_size(const struct scanrt_operator *op, size_
 // load's input buffers in order (one `SCANRT_DTYPE_U8` buffer of states without a load),
 // `outputs` the store's likewise. The scan covers the first output's elements; every
 // other buffer holds at least as many. `desc` gives inclusive, algorithm, direction,
-// deterministic and segments (its `op` and `init` are not used); `init` is the initial
-// state (`state_size` bytes, host memory) or NULL for the identity. An output may be
+// deterministic and segments (its `op` is not used, and `has_init` must be 0); `init` is
+// the initial state (`state_size` bytes, host memory) or NULL for the identity. An output may be
 // exactly an input (in place). `info` may be NULL.
 scanrt_status scanrt_operator_scan(const struct scanrt_operator *op,
                                    const struct scanrt_stream *stream,

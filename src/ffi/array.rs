@@ -90,13 +90,19 @@ pub(super) unsafe fn views_of<'a>(
     if count == 0 {
         return Ok(Vec::new());
     }
+    // At most MAX_STRUCT_SIZE (caller_size checks), so the offsets stay small.
     let stride = caller_size(p, what)?;
     (0..count)
         .map(|i| {
-            view_of(
-                (p as *const u8).add(i * stride) as *const scanrt_array,
-                &format!("{what}[{i}]"),
-            )
+            let array = (p as *const u8).add(i * stride) as *const scanrt_array;
+            let what = format!("{what}[{i}]");
+            if caller_size(array, &what)? != stride {
+                bail!(
+                    InvalidArgument,
+                    "{what}->struct_size differs from the first array's: a list holds structs of one size"
+                );
+            }
+            view_of(array, &what)
         })
         .collect()
 }

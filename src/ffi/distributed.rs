@@ -106,11 +106,12 @@ pub unsafe extern "C" fn scanrt_multi_gpu_create(
     out: *mut *mut scanrt_multi_gpu,
 ) -> ScanrtStatus {
     boundary(|| {
-        let contexts: Vec<_> = slice_of(contexts, count, "contexts")?
-            .iter()
-            .map(|&c| non_null(c, "contexts[i]").map(|c| c.inner.clone()))
-            .collect::<Result<_, _>>()?;
+        // Inside `put`, which sets *out to NULL first: a refused list leaves no stale handle.
         put(out, || {
+            let contexts: Vec<_> = slice_of(contexts, count, "contexts")?
+                .iter()
+                .map(|&c| non_null(c, "contexts[i]").map(|c| c.inner.clone()))
+                .collect::<Result<_, _>>()?;
             Ok(scanrt_multi_gpu {
                 inner: MultiGpu::new(&contexts)?,
             })
@@ -226,7 +227,5 @@ pub unsafe extern "C" fn scanrt_multi_gpu_operator_scan(
 /// Destroys the ranks (their NCCL communicators) after the scans queued with them.
 #[no_mangle]
 pub unsafe extern "C" fn scanrt_multi_gpu_destroy(group: *mut scanrt_multi_gpu) {
-    if !group.is_null() {
-        drop(Box::from_raw(group));
-    }
+    super::destroy(group)
 }

@@ -56,8 +56,8 @@ unsafe fn addresses<T>(p: *const *const T, count: usize, what: &str) -> Result<V
 /// load's input buffers in order (one `SCANRT_DTYPE_U8` buffer of states without a load),
 /// `outputs` the store's likewise. The scan covers the first output's elements; every
 /// other buffer holds at least as many. `desc` gives inclusive, algorithm, direction,
-/// deterministic and segments (its `op` and `init` are not used); `init` is the initial
-/// state (`state_size` bytes, host memory) or NULL for the identity. An output may be
+/// deterministic and segments (its `op` is not used, and `has_init` must be 0); `init` is
+/// the initial state (`state_size` bytes, host memory) or NULL for the identity. An output may be
 /// exactly an input (in place). `info` may be NULL.
 #[no_mangle]
 pub unsafe extern "C" fn scanrt_operator_scan(

@@ -17,15 +17,23 @@ pub(crate) trait Versioned: Default {
     fn with_size(self, size: usize) -> Self;
 }
 
-/// Checks a `struct_size` (`what`, as messages name it). Formats only on failure: the
-/// check runs on every scan.
+/// The largest `struct_size` taken: far beyond any release's structs, it refuses sizes
+/// that were never set (and bounds a list's stride, `array::views_of`).
+pub(crate) const MAX_STRUCT_SIZE: usize = 4096;
+
+/// Checks a `struct_size` (`what`, as messages name it): at least the first release's,
+/// at most MAX_STRUCT_SIZE, and a whole number of the struct's alignment, as `sizeof`
+/// always is (so no field is cut in two). Formats only on failure: the check runs on
+/// every scan.
 fn check_size<T: Versioned>(size: usize, what: std::fmt::Arguments) -> Result<()> {
-    if size < T::V1_SIZE {
+    if size < T::V1_SIZE || size > MAX_STRUCT_SIZE || size % std::mem::align_of::<T>() != 0 {
         bail!(
             InvalidArgument,
-            "{what} is {size}, less than any {} ({}); initialise it with {}",
+            "{what} is {size}, not the size of any {} ({} to {MAX_STRUCT_SIZE} bytes, a multiple of {}); \
+             initialise it with {}",
             T::NAME,
             T::V1_SIZE,
+            std::mem::align_of::<T>(),
             T::INIT
         );
     }
@@ -53,7 +61,8 @@ pub(crate) unsafe fn write_prefix<T>(out: *mut T, value: &T, size: usize) {
     std::ptr::copy_nonoverlapping(value as *const T as *const u8, out as *mut u8, len);
 }
 
-/// Writes `T`'s defaults over the first `size` bytes at `p`, with `struct_size = size`.
+/// Clears the first `size` bytes at `p` (a newer header's fields, which this library does
+/// not know, read 0) and writes `T`'s defaults over them, with `struct_size = size`.
 ///
 /// # Safety
 /// `p` is NULL or points to at least `size` writable bytes.
@@ -61,6 +70,7 @@ pub(crate) unsafe fn init_sized<T: Versioned>(p: *mut T, size: usize, what: &str
     non_null(p as *const usize, what)?;
     check_size::<T>(size, format_args!("size"))?;
     // SAFETY: the caller's struct holds `size` bytes.
+    std::ptr::write_bytes(p as *mut u8, 0, size);
     write_prefix(p, &T::default().with_size(size), size);
     Ok(())
 }
