@@ -121,7 +121,8 @@ def _builtin_scan(x: Any, op: str, axis: Optional[int], exclusive: bool, reverse
         if graph or _arrays.TORCH_WRAPPED[0](x):
             from . import _torch
 
-            return _torch.scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype, out)
+            return _torch.scan(x, op, _arrays.normal_axis(x, axis), exclusive, reverse, initial, deterministic,
+                               dtype, out)
     axis = _arrays.normal_axis(x, axis)
     in_type = _arrays.describe_dtype(x)
     out_type = _result_type(in_type, op, dtype)
@@ -162,6 +163,8 @@ def _carried_scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype
     if _torch_autograd(x):
         raise TypeError("a scan with carries in arrays is not differentiable; detach the input")
     along = None
+    if offsets is not None:  # read as runs of elements, as _segmented_scan's
+        x, offsets = _arrays.contiguous(x), _arrays.contiguous(offsets)
     if offsets is not None or len(x.shape) == 1:
         _one_d(x)
     else:
@@ -207,6 +210,9 @@ def _flat(a: Any) -> Any:
 
 
 def _segmented_scan(x, op, exclusive, reverse, initial, deterministic, dtype, out, segments, offsets, keys=None):
+    # Segments are read as runs of elements: strided or reversed 1-D arrays become
+    # contiguous ones (a copy only where needed).
+    x, segments, offsets, keys = (None if a is None else _arrays.contiguous(a) for a in (x, segments, offsets, keys))
     data = _arrays.segment_data(x, segments, offsets, keys)
     in_type = _arrays.describe_dtype(x)
     out_type = _result_type(in_type, op, dtype)
@@ -243,10 +249,7 @@ def _torch_scan_fast(x: Any, op: str, axis: int, exclusive: bool, reverse: bool,
 
 def _finish(result: Any, axis: int, out: Any) -> Any:
     result = _arrays.move_back(result, axis)
-    if out is None:
-        return result
-    out[...] = result
-    return out
+    return result if out is None else _arrays.copy_into(out, result)
 
 
 def _torch_autograd(x: Any) -> bool:
@@ -320,11 +323,11 @@ def scan_across(chunks: Sequence[Any], op: str = "sum", *, exclusive: bool = Fal
     """Scans one logical array split over the GPUs of this process: ``chunks`` are its
     consecutive 1-D pieces, one per GPU (distinct devices), in order. Returns the pieces
     of the result, each on its chunk's device (and, with ``with_total``, one-element
-    arrays holding the whole array's total, one per GPU). ``op`` is "sum", "prod", "min"
-    or "max"; the other arguments as :func:`cumsum`. Each GPU reduces its chunk, the GPUs
-    exchange one value each through NCCL, and each scans its chunk from its carry: about
-    3n of memory traffic per GPU, no copy to the host. Needs NCCL (``libnccl.so`` on the
-    library path)."""
+    arrays holding the whole array's total in the accumulator's type, float32 for half
+    types, one per GPU). ``op`` is "sum", "prod", "min" or "max"; the other arguments as
+    :func:`cumsum`. Each GPU reduces its chunk, the GPUs exchange one value each through
+    NCCL, and each scans its chunk from its carry: about 3n of memory traffic per GPU, no
+    copy to the host. Needs NCCL (``libnccl.so`` on the library path)."""
     chunks = list(chunks)
     if not chunks:
         raise ValueError("no chunks")
@@ -332,12 +335,15 @@ def scan_across(chunks: Sequence[Any], op: str = "sum", *, exclusive: bool = Fal
         raise TypeError("a scan across GPUs is not differentiable; detach the chunks")
     for c in chunks:
         _one_d(c)
+    chunks = [_readable(c, op, dtype) for c in chunks]  # int8 into int64, as cumsum reads them
     in_type = _arrays.describe_dtype(chunks[0])
     if any(_arrays.describe_dtype(c) != in_type for c in chunks):
         raise TypeError("the chunks have different types")
     out_type = _result_type(in_type, op, dtype)
     outs = [_arrays.empty(c, c.shape, out_type) for c in chunks]
-    totals = [_arrays.empty(c, (1,), out_type) for c in chunks] if with_total else None
+    # The total is the accumulator's (float32 for half types), as for carries in arrays.
+    total_type = _ACCUMULATED.get(out_type, out_type)
+    totals = [_arrays.empty(c, (1,), total_type) for c in chunks] if with_total else None
     _arrays.prepare_inputs(chunks)
     streams = [_arrays.stream_of(c) for c in chunks]
     _scanrt.scan_across([_arrays.describe(c) for c in chunks], [_arrays.describe(o) for o in outs], op,

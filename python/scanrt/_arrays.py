@@ -205,6 +205,24 @@ def describe_dtype(x: Any) -> str:
     return x.dtype.name if hasattr(x.dtype, "name") else str(x.dtype)
 
 
+# NumPy's kinds in the order its same-kind rule casts up: bool, unsigned, signed, float.
+_KIND_ORDER = {"bool": 0, "uint": 1, "int": 2, "float": 3, "bfloat": 3}
+
+
+def copy_into(out: Any, result: Any) -> Any:
+    """``result`` written into the caller's ``out``, an array of its shape whose type the
+    result casts to by NumPy's same-kind rule (int into float, not float into int); else
+    a ValueError or TypeError, and nothing written."""
+    if tuple(out.shape) != tuple(result.shape):
+        raise ValueError(f"out has shape {tuple(out.shape)}; the result is {tuple(result.shape)}")
+    have, want = describe_dtype(result), describe_dtype(out)
+    if _KIND_ORDER.get(have.rstrip("0123456789"), 4) > _KIND_ORDER.get(want.rstrip("0123456789"), 4):
+        raise TypeError(f"a {have} result does not cast to the {want} out= array (NumPy's same-kind rule)")
+    check_writable(out)
+    out[...] = result
+    return out
+
+
 def normal_axis(x: Any, axis: int) -> int:
     """``axis`` counted from the front, or a ValueError (a TypeError for what is no array)."""
     library(x)

@@ -32,10 +32,17 @@ def _bytes_of(value: Any, size: int, what: str) -> bytes:
     return data
 
 
-def _written(out: Any) -> list:
-    """The output arrays ``out`` names (one, or a tuple or list of them), each writable."""
+def _written(out: Any, wanted: list) -> list:
+    """The output arrays ``out`` names (one, or a tuple or list of them), each writable and
+    of the (shape, dtype) in ``wanted`` (the scan's length is read from the first)."""
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
-    for o in outs:
+    if len(outs) != len(wanted):
+        raise TypeError(f"out takes {len(wanted)} arrays, not {len(outs)}")
+    for o, (shape, dtype) in zip(outs, wanted):
+        have = (tuple(o.shape), _arrays.describe_dtype(o))
+        if have != (tuple(shape), dtype):
+            raise ValueError(f"out arrays here are {dtype} of shape {tuple(shape)}; one is {have[1]} of shape "
+                             f"{have[0]}")
         _arrays.check_writable(o)
     return outs
 
@@ -141,7 +148,7 @@ class Operator:
             return outs[0] if len(outs) == 1 else tuple(outs)
         n = self._length(inputs[0])
         if out is not None:
-            outs = _written(out)
+            outs = _written(out, self._outputs(n))
         else:
             outs = [_arrays.empty(inputs[0], shape, t) for shape, t in self._outputs(n)]
         self._scan(list(inputs), outs, exclusive, reverse, init, deterministic, segments, offsets, carries, keys)
@@ -152,7 +159,7 @@ class Operator:
             raise TypeError(f"operator {self.name} scans along an axis through a load and a store")
         shape = tuple(inputs[0].shape)
         if out is not None:
-            outs = _written(out)
+            outs = _written(out, [(shape, t) for t in self.store[1]])
         else:
             outs = [_arrays.empty(inputs[0], shape, t) for t in self.store[1]]
         init = None if initial is None else _bytes_of(initial, self.state_size, "initial")

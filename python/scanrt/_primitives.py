@@ -61,6 +61,8 @@ def sort(keys: Any, *, descending: bool = False, values: Any = None, bits: Optio
                                             span))
         return out
     _one_d(values)
+    if values.shape[0] != keys.shape[0]:
+        raise ValueError(f"values are one per key: {values.shape[0]} for {keys.shape[0]}")
     values_out = _arrays.empty(values, values.shape, _arrays.describe_dtype(values))
     _run([keys, values], lambda s: _scanrt.sort(_arrays.describe(keys), _arrays.describe(out), _arrays.describe(values),
                                                 _arrays.describe(values_out), descending, s, span))
@@ -83,9 +85,10 @@ def argsort(keys: Any, *, descending: bool = False, bits: Optional[Tuple[int, in
         return sorted_keys, indices
     out = _arrays.empty(keys, keys.shape, _arrays.describe_dtype(keys))
     indices = _arrays.empty(keys, keys.shape, "int64")
-    # The bindings write U64 indices; int64 has the same bits for every index.
+    # The bindings write unsigned indices, of the same bits as signed ones for every index,
+    # and as wide as the array JAX gave: int32 where it has no 64-bit types.
     d = _arrays.describe(indices)
-    d = (d[0], "uint64", d[2], d[3], d[4])
+    d = (d[0], "u" + d[1], d[2], d[3], d[4])
     _run([keys], lambda s: _scanrt.sort(_arrays.describe(keys), _arrays.describe(out), None, d, descending, s,
                                         _bit_range(bits)))
     return out, indices
@@ -99,12 +102,13 @@ def _select(x: Any, mask: Any, rule: str, indices: bool, size: Optional[int], co
     out = _arrays.empty(x, (n if size is None else size,), "int64" if indices else out_type)
     count = _arrays.empty(x, (1,), "uint64")
     lengths = _arrays.empty(x, (n,), "int64") if counts else None
+    # Indices and lengths as unsigned, as wide as the arrays made (see argsort).
     d_out = _arrays.describe(out)
-    d_out = (d_out[0], out_type, d_out[2], d_out[3], d_out[4])
+    d_out = (d_out[0], "u" + d_out[1] if indices else out_type, d_out[2], d_out[3], d_out[4])
     d_len = None
     if lengths is not None:
         d = _arrays.describe(lengths)
-        d_len = (d[0], "uint64", d[2], d[3], d[4])
+        d_len = (d[0], "u" + d[1], d[2], d[3], d[4])
     inputs = [x] if mask is None else [x, mask]
     flags = described if described is not None else (None if mask is None else _arrays.describe(mask))
     _run(inputs, lambda s: _scanrt.select(_arrays.describe(x), flags, d_out, d_len, _arrays.describe(count), rule,
@@ -213,8 +217,8 @@ def partition(x: Any, mask: Any = None, *, bits: Any = None, where: Any = None, 
     ``DevicePartition``), and ``count`` is a one-element uint64 array on the device
     (nothing waits for it). With ``split``, returns ``(selected, rejected, count)``: two
     arrays as long as ``x``, the first ``count`` and ``len(x) - count`` elements the
-    selected and the rejected ones, each in order (the rest unspecified). Values pass gradients back on PyTorch tensors (built-in
-    selections)."""
+    selected and the rejected ones, each in order (the rest unspecified). Values pass
+    gradients back on PyTorch tensors (built-in selections)."""
     x, mask = _elements(x, mask)
     rule, flags, described, operand, pred = _rule(x, mask, bits, where, predicate)
     if _autograd(x):

@@ -32,9 +32,7 @@ def _finish(results: Tuple[Any, ...], out: Any) -> Any:
     if len(outs) != len(results):
         raise TypeError(f"out takes {len(results)} arrays, not {len(outs)}")
     for o, r in zip(outs, results):
-        if tuple(o.shape) != tuple(r.shape):
-            raise ValueError(f"out has shape {tuple(o.shape)}; the result is {tuple(r.shape)}")
-        o[...] = r
+        _arrays.copy_into(o, r)
     return outs if len(outs) > 1 else outs[0]
 
 

@@ -273,14 +273,12 @@ def scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype, out, se
             raise TypeError("a product scan by segments is not differentiable; detach the input")
         y = ops().scan(x, op, exclusive, reverse, init, deterministic, out_dtype, segments, offsets, keys)
     else:
-        last = axis % x.dim() == x.dim() - 1
+        axis = _arrays.normal_axis(x, axis)
+        last = axis == x.dim() - 1
         moved = x if last else x.movedim(axis, -1)
         y = ops().scan(moved, op, exclusive, reverse, init, deterministic, out_dtype, None, None, None)
         y = y if last else y.movedim(-1, axis)
-    if out is not None:
-        out.copy_(y)
-        return out
-    return y
+    return y if out is None else _arrays.copy_into(out, y)
 
 
 def extreme(x, recipe, axis, exclusive, reverse, initial, deterministic, segments, offsets, keys):
@@ -288,7 +286,8 @@ def extreme(x, recipe, axis, exclusive, reverse, initial, deterministic, segment
     # number (OperatorDesc::max_length).
     if segmented(segments, offsets, keys):
         return ops().extreme(x, recipe, reverse, exclusive, initial, deterministic, segments, offsets, keys)
-    last = axis % x.dim() == x.dim() - 1
+    axis = _arrays.normal_axis(x, axis)
+    last = axis == x.dim() - 1
     moved = x if last else x.movedim(axis, -1)
     v, i = ops().extreme(moved, recipe, reverse, exclusive, initial, deterministic, None, None, None)
     return (v, i) if last else (v.movedim(-1, axis), i.movedim(-1, axis))
@@ -297,7 +296,8 @@ def extreme(x, recipe, axis, exclusive, reverse, initial, deterministic, segment
 def logcumsumexp(x, axis, exclusive, reverse, initial, deterministic, segments, offsets, keys):
     if segmented(segments, offsets, keys):
         return ops().logcumsumexp(x, reverse, exclusive, initial, deterministic, segments, offsets, keys)
-    last = axis % x.dim() == x.dim() - 1
+    axis = _arrays.normal_axis(x, axis)
+    last = axis == x.dim() - 1
     y = ops().logcumsumexp(x if last else x.movedim(axis, -1), reverse, exclusive, initial, deterministic, None,
                            None, None)
     return y if last else y.movedim(-1, axis)

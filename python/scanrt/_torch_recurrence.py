@@ -16,7 +16,7 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor
 
-from . import _scanrt
+from . import _arrays, _scanrt
 from ._torch import define, describe, ops, segmented, stream
 
 
@@ -139,7 +139,8 @@ def linear_recurrence(a, b, axis, initial, exclusive, reverse, deterministic, se
     if segmented(segments, keys):
         h = ops().linear_recurrence(a, b, None if initial is None else h0, reverse, deterministic, segments, keys)
         return shifted(h, reverse, h0, outside(segments, keys, reverse)) if exclusive else h
-    last = axis % a.dim() == a.dim() - 1
+    axis = _arrays.normal_axis(a, axis)
+    last = axis == a.dim() - 1
     move = (lambda t: t) if last else (lambda t: t.movedim(axis, -1))
     h = ops().linear_recurrence(move(a), move(b), None if initial is None else h0, reverse, deterministic, None, None)
     if exclusive:
@@ -151,7 +152,8 @@ def linear_recurrence_adjoint(a, g, axis, initial, reverse, deterministic, segme
     init = None if initial is None else float(initial)
     if segmented(segments, keys):
         return ops().linear_recurrence_adjoint(a, g, reverse, init, deterministic, segments, keys)
-    last = axis % a.dim() == a.dim() - 1
+    axis = _arrays.normal_axis(a, axis)
+    last = axis == a.dim() - 1
     move = (lambda t: t) if last else (lambda t: t.movedim(axis, -1))
     lam = ops().linear_recurrence_adjoint(move(a), move(g), reverse, init, deterministic, None, None)
     return lam if last else lam.movedim(-1, axis)

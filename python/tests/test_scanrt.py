@@ -94,6 +94,54 @@ def test_numpy_outputs_and_arguments_that_are_refused():
             op(a, b, axis=0, **kw)
 
 
+def test_numpy_out_arrays_take_the_results_shape_and_kind():
+    """out= is an array of the result's shape whose type the result casts to by NumPy's
+    same-kind rule (int into float, not float into int): anything else is refused with
+    nothing written, for scans, recipes, recurrences, sorts and operators alike."""
+    x = np.array([0.5, 0.5, 1.0])
+    for out, error in ((np.zeros(3, np.int64), TypeError), (np.zeros((2, 3)), ValueError),
+                       (np.zeros(4), ValueError)):
+        for f in (scanrt.cumsum, scanrt.logcumsumexp):
+            with pytest.raises(error):
+                f(x, out=out)
+            assert not out.any()
+    wide = np.zeros(3, np.float64)
+    assert scanrt.cumsum(np.array([1, 2, 3], np.int32), out=wide) is wide
+    np.testing.assert_array_equal(wide, [1, 3, 6])
+    with pytest.raises(TypeError, match="same-kind"):
+        scanrt.linear_recurrence(np.ones(3, np.float32), np.ones(3, np.float32), out=np.zeros(3, np.int32))
+    with pytest.raises(ValueError, match="one per key"):
+        scanrt.sort(np.array([3, 1, 2]), values=np.arange(5))
+    op = host_affine_operator()
+    a, b = np.ones(5, np.float32), np.ones(5, np.float32)
+    for out in (np.zeros(2, np.float32), np.zeros(5, np.float64), (np.zeros(5, np.float32),) * 2):
+        with pytest.raises((ValueError, TypeError)):
+            op(a, b, out=out)
+    short = np.zeros((2, 3), np.float32)
+    with pytest.raises(ValueError, match="out arrays"):
+        op(np.ones((4, 3), np.float32), np.ones((4, 3), np.float32), axis=0, out=short)
+    assert not short.any()
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_numpy_segmented_scans_of_strided_arrays(reverse):
+    """Segments by flags and by offsets over strided and reversed 1-D views (and strided
+    flags) give what the same scans of contiguous copies give."""
+    r = rng(37)
+    x = r.integers(-9, 9, size=401).astype(np.int64)
+    flags = r.integers(0, 2, size=401).astype(np.uint8)
+    for view, heads in ((x[::2], flags[::2]), (x[::-1], flags[::-1]), (x[1::3], flags[1::3])):
+        got = scanrt.cumsum(view, reverse=reverse, segments=heads)
+        want = scanrt.cumsum(view.copy(), reverse=reverse, segments=heads.copy())
+        np.testing.assert_array_equal(got, want)
+        offsets = np.array([0, 3, 3, len(view) // 2, len(view)], np.int64)
+        got = scanrt.cumsum(view, reverse=reverse, offsets=np.repeat(offsets, 2)[::2])  # strided offsets
+        np.testing.assert_array_equal(got, scanrt.cumsum(view.copy(), reverse=reverse, offsets=offsets))
+        total = np.zeros(len(offsets) - 1, np.int64)
+        scanrt.cumsum(view, reverse=reverse, offsets=offsets, total=total)
+        np.testing.assert_array_equal(total, [view[lo:hi].sum() for lo, hi in zip(offsets[:-1], offsets[1:])])
+
+
 @pytest.mark.parametrize("reverse", [False, True])
 def test_numpy_float16_accumulates_in_float32(reverse):
     """Each result is the f32 running sum rounded once to f16: a float16 accumulator

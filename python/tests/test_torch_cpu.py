@@ -140,6 +140,18 @@ def test_sorts_and_selections_pass_gradients_back():
     assert torch.equal(g, mask.to(torch.float64))
 
 
+def test_axes_out_of_range_are_refused_with_gradients_too():
+    x = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    for f in (scanrt.cumsum, scanrt.cumprod, scanrt.cummax, scanrt.logcumsumexp):
+        for axis in (-3, 2):
+            with pytest.raises(ValueError, match="out of range"):
+                f(x, axis=axis)
+    with pytest.raises(ValueError, match="out of range"):
+        scanrt.linear_recurrence(x, x, axis=2)
+    with pytest.raises(ValueError, match="at least one dimension"):
+        scanrt.cumsum(torch.tensor(1.0, dtype=torch.float64, requires_grad=True))
+
+
 def test_what_is_not_differentiable_says_so():
     x = torch.randn(10, dtype=torch.float64, requires_grad=True)
     with pytest.raises(TypeError, match="not differentiable"):
