@@ -94,13 +94,22 @@ def argsort(keys: Any, *, descending: bool = False, bits: Optional[Tuple[int, in
     return out, indices
 
 
+def _count_beside(x: Any) -> Any:
+    """A one-element uint64 array beside ``x``, for a selection's count."""
+    count = _arrays.empty(x, (1,), "uint64")
+    if _arrays.describe_dtype(count) != "uint64":  # JAX without 64-bit types makes uint32
+        raise TypeError("selections count in uint64: enable JAX's 64-bit types "
+                        "(jax.config.update('jax_enable_x64', True))")
+    return count
+
+
 def _select(x: Any, mask: Any, rule: str, indices: bool, size: Optional[int], counts: bool = False,
             operand: Any = None, predicate: Any = None, described: Any = None):
     _one_d(x)
     n = x.shape[0]
     out_type = "uint64" if indices else _arrays.describe_dtype(x)
     out = _arrays.empty(x, (n if size is None else size,), "int64" if indices else out_type)
-    count = _arrays.empty(x, (1,), "uint64")
+    count = _count_beside(x)
     lengths = _arrays.empty(x, (n,), "int64") if counts else None
     # Indices and lengths as unsigned, as wide as the arrays made (see argsort).
     d_out = _arrays.describe(out)
@@ -227,7 +236,7 @@ def partition(x: Any, mask: Any = None, *, bits: Any = None, where: Any = None, 
     t = _arrays.describe_dtype(x)
     out = _arrays.empty(x, (n,), t)
     rejected = _arrays.empty(x, (n,), t) if split else None
-    count = _arrays.empty(x, (1,), "uint64")
+    count = _count_beside(x)
     d = _arrays.describe
     _run([x] + ([flags] if flags is not None else []), lambda s: _scanrt.select(
         d(x), described, d(out), None, d(count), rule, False, None, s, operand, pred, "two" if split else "reversed",
