@@ -300,8 +300,8 @@ impl<'a> ArrayView<'a> {
 
     /// `InvalidArgument` naming the view as `what` unless its address is a multiple of its
     /// element size: kernels read and write whole elements, and the host backend typed
-    /// ones.
-    pub(crate) fn check_aligned(&self, what: &str) -> Result<()> {
+    /// ones. (`what` is formatted only on failure: scans check on every call.)
+    pub(crate) fn check_aligned(&self, what: impl std::fmt::Display) -> Result<()> {
         let size = self.dtype.size() as u64;
         if !self.addr().is_multiple_of(size) {
             bail!(

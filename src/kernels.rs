@@ -29,6 +29,14 @@ impl KernelCoverage {
     }
 }
 
+/// With the `experiments` feature: the colon-separated numbers of the environment
+/// variable `var` (the scan kernels' tuning overrides), or `None` when it is unset or
+/// holds anything else.
+#[cfg(feature = "experiments")]
+pub(crate) fn experiment_numbers(var: &str) -> Option<Vec<u32>> {
+    std::env::var(var).ok()?.split(':').map(|x| x.parse().ok()).collect()
+}
+
 /// With the `experiments` feature: the N comma-separated numbers of the environment
 /// variable `var` (a tuning override for benchmarks), or `None` when it is unset. Panics
 /// on anything else, so that a mistyped override never runs as if it were absent.

@@ -121,8 +121,7 @@ def _builtin_scan(x: Any, op: str, axis: Optional[int], exclusive: bool, reverse
         if graph or _arrays.TORCH_WRAPPED[0](x):
             from . import _torch
 
-            return _torch.scan(x, op, _arrays.normal_axis(x, axis), exclusive, reverse, initial, deterministic,
-                               dtype, out)
+            return _torch.scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype, out)
     axis = _arrays.normal_axis(x, axis)
     in_type = _arrays.describe_dtype(x)
     out_type = _result_type(in_type, op, dtype)

@@ -81,14 +81,7 @@ impl Operator {
                         desc.name
                     );
                 }
-                if !view.addr().is_multiple_of(view.dtype().size() as u64) {
-                    bail!(
-                        InvalidArgument,
-                        "{what} {i} of operator {} is not aligned to its {}-byte elements",
-                        desc.name,
-                        view.dtype().size()
-                    );
-                }
+                view.check_aligned(format_args!("{what} {i} of operator {}", desc.name))?;
             }
         }
         if scan.segments != Segments::None {

@@ -67,12 +67,7 @@ pub(crate) fn shape_of(bytes: usize) -> StridedShape {
 #[cfg(feature = "experiments")]
 mod experiments {
     static SHAPE: once_cell::sync::Lazy<Option<Vec<u32>>> = once_cell::sync::Lazy::new(|| {
-        let v: Vec<u32> = std::env::var("SCANRT_STRIDED_OVERRIDE")
-            .ok()?
-            .split(':')
-            .map(|x| x.parse().ok())
-            .collect::<Option<_>>()?;
-        (v.len() == 6).then_some(v)
+        crate::kernels::experiment_numbers("SCANRT_STRIDED_OVERRIDE").filter(|v| v.len() == 6)
     });
     pub(super) fn shape() -> Option<Vec<u32>> {
         SHAPE.clone()

@@ -2,31 +2,22 @@
 //! product): environment variables that replace a row's shapes without rebuilding.
 
 use super::TileShape;
+use crate::kernels::experiment_numbers;
 
 /// `SCANRT_TILE_OVERRIDE=threads:items:slots_per_lane:spin:sleep_ns:min_blocks:persistent[:bulk_buffers[:bulk_items:bulk_min_blocks]]`
 /// replaces the register-staged and bulk-copy shapes of every kernel set (items must
 /// suit every type pair used; no small-scan or one-wave kernels).
-static TILE: once_cell::sync::Lazy<Option<Vec<u32>>> = once_cell::sync::Lazy::new(|| {
-    let v: Vec<u32> = std::env::var("SCANRT_TILE_OVERRIDE")
-        .ok()?
-        .split(':')
-        .map(|x| x.parse().ok())
-        .collect::<Option<_>>()?;
-    (v.len() >= 7).then_some(v)
-});
+static TILE: once_cell::sync::Lazy<Option<Vec<u32>>> =
+    once_cell::sync::Lazy::new(|| experiment_numbers("SCANRT_TILE_OVERRIDE").filter(|v| v.len() >= 7));
 /// `SCANRT_WAVE_OVERRIDE=threads:slots_per_lane:min_blocks[:spin:sleep_ns]` replaces
 /// the one-wave kernel's shape of plain kernel sets.
-static WAVE: once_cell::sync::Lazy<Option<Vec<u32>>> = once_cell::sync::Lazy::new(|| {
-    let v = std::env::var("SCANRT_WAVE_OVERRIDE").ok()?;
-    v.split(':').map(|x| x.parse().ok()).collect()
-});
+static WAVE: once_cell::sync::Lazy<Option<Vec<u32>>> =
+    once_cell::sync::Lazy::new(|| experiment_numbers("SCANRT_WAVE_OVERRIDE"));
 
 /// `SCANRT_CLUSTER_OVERRIDE=threads[:max_blocks]` replaces the cluster kernel's shape
 /// of plain kernel sets that have one.
-static CLUSTER: once_cell::sync::Lazy<Option<Vec<u32>>> = once_cell::sync::Lazy::new(|| {
-    let v = std::env::var("SCANRT_CLUSTER_OVERRIDE").ok()?;
-    v.split(':').map(|x| x.parse().ok()).collect()
-});
+static CLUSTER: once_cell::sync::Lazy<Option<Vec<u32>>> =
+    once_cell::sync::Lazy::new(|| experiment_numbers("SCANRT_CLUSTER_OVERRIDE"));
 
 pub(super) fn overridden() -> bool {
     TILE.is_some()
@@ -35,11 +26,7 @@ pub(super) fn overridden() -> bool {
 /// `SCANRT_RESCAN_OVERRIDE=bulk_buffers:bulk_items:bulk_min_blocks` replaces the
 /// bulk-copy shape of rescanning transforms (half types, states wider than arrays).
 pub(super) fn rescan(shape: TileShape) -> TileShape {
-    let Some(v) = std::env::var("SCANRT_RESCAN_OVERRIDE")
-        .ok()
-        .and_then(|v| v.split(':').map(|x| x.parse().ok()).collect::<Option<Vec<u32>>>())
-        .filter(|v| v.len() == 3)
-    else {
+    let Some(v) = experiment_numbers("SCANRT_RESCAN_OVERRIDE").filter(|v| v.len() == 3) else {
         return shape;
     };
     TileShape {
