@@ -28,14 +28,24 @@ strip --strip-debug stage/prefix/lib/*.a stage/prefix/lib/*.so 2>/dev/null || tr
 # With SCANRT_STAGE_NVRTC=<dir holding the GPU machine's libnvrtc.so (same major.minor)>,
 # fill stage/kernel-cache with every sm_90 specialisation, so the GPU machine loads them
 # instead of compiling them (scripts/gpu-suite.sh uses it).
-# Compiled once per version of the kernel sources and tuning (about 25 minutes on two
+# Compiled once per version of the sources (from nothing, about 25 minutes on two
 # cores), into the user's cache directory: a later session on this machine lays the work
-# tree anew but may keep it.
+# tree anew but may keep it. A new version starts from the newest earlier one: a unit's
+# key covers only the headers it includes, so only the units whose sources changed
+# compile; the entries no unit read (their atime still the epoch) are then dropped.
 if [ -n "${SCANRT_STAGE_NVRTC:-}" ]; then
-  sources=$(cat kernels/*/*.cuh src/scan/kernels.rs src/scan/tuning.rs src/ops.rs src/runtime/nvrtc.rs Cargo.toml | sha1sum | cut -c1-12)
+  sources=$(find kernels src -type f | sort | xargs cat Cargo.toml | sha1sum | cut -c1-12)
   cache=${XDG_CACHE_HOME:-$HOME/.cache}/scanrt-stage/sm90-$sources
-  mkdir -p -m 0700 "$(dirname "$cache")" "$cache"
+  seeded=
+  if [ ! -d "$cache" ]; then
+    previous=$(ls -td "$(dirname "$cache")"/sm90-* 2>/dev/null | head -1 || true)
+    mkdir -p -m 0700 "$(dirname "$cache")" "$cache"
+    if [ -n "$previous" ] && [ -n "$(ls -A "$previous")" ]; then
+      cp -al "$previous"/. "$cache"/ && touch -a -d @0 "$cache"/* && seeded=1
+    fi
+  fi
   LD_LIBRARY_PATH="$SCANRT_STAGE_NVRTC" SCANRT_CACHE_DIR="$cache" SCANRT_KERNEL_SETS=every stage/tests/kernels_compile --nocapture
+  if [ -n "$seeded" ]; then find "$cache" -type f ! -newerat @86400 -delete; fi
   tar -C "$cache" -cJf stage/kernel-cache.tar.xz .  # ~50 MB of CUBINs compress to ~3 MB
 fi
 du -sh stage

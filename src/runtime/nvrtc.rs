@@ -19,18 +19,52 @@ pub(crate) struct KernelSource {
 }
 
 impl KernelSource {
-    /// The SHA-256 of the source (its text and headers), then `build` (what else decides
-    /// the image: options, target, compiler), then the scanrt version.
+    /// The SHA-256 of the source (its text and the headers it includes), then `build`
+    /// (what else decides the image: options, target, compiler), then the scanrt
+    /// version. Headers the unit never includes stay out, so that editing one kernel
+    /// family's header leaves the other families' cache entries and pack images valid.
     pub fn key(&self, build: &[&[u8]]) -> kernel_cache::Key {
         let parts = self
-            .headers
-            .iter()
+            .included_headers()
+            .into_iter()
             .flat_map(|(name, body)| [name.as_bytes(), body.as_bytes()])
             .chain([self.text.as_bytes()])
             .chain(build.iter().copied())
             .chain([env!("CARGO_PKG_VERSION").as_bytes()]);
         kernel_cache::key(parts)
     }
+
+    /// The headers the text includes, directly or through one another, in the order of
+    /// `headers`. Every `#include "name"` line counts, conditional or not, so the set can
+    /// only hold more than the preprocessor reads, never less.
+    fn included_headers(&self) -> Vec<&'static (&'static str, &'static str)> {
+        let mut included = vec![false; self.headers.len()];
+        let mut pending = vec![self.text.as_str()];
+        while let Some(text) = pending.pop() {
+            for name in quoted_includes(text) {
+                if let Some(i) = self.headers.iter().position(|(header, _)| *header == name) {
+                    if !std::mem::replace(&mut included[i], true) {
+                        pending.push(self.headers[i].1);
+                    }
+                }
+            }
+        }
+        self.headers
+            .iter()
+            .zip(included)
+            .filter(|(_, inc)| *inc)
+            .map(|(h, _)| h)
+            .collect()
+    }
+}
+
+/// The names of a text's `#include "name"` lines.
+fn quoted_includes(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().filter_map(|line| {
+        let directive = line.trim_start().strip_prefix('#')?.trim_start();
+        let quoted = directive.strip_prefix("include")?.trim_start().strip_prefix('"')?;
+        quoted.split('"').next()
+    })
 }
 
 /// Where NVRTC is and what it can target.
@@ -264,5 +298,45 @@ fn program_log(prog: nvrtc::nvrtcProgram) -> String {
         let mut log = vec![0u8; size];
         nvrtc::nvrtcGetProgramLog(prog, log.as_mut_ptr() as *mut _);
         String::from_utf8_lossy(&log).trim_end_matches('\0').to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::KernelSource;
+
+    static HEADERS: &[(&str, &str)] = &[
+        ("a.cuh", "#pragma once\n  #  include \"b.cuh\"\n"),
+        ("b.cuh", "#pragma once\n#include \"a.cuh\"\nint b;"),
+        ("c.cuh", "int c;"),
+        ("d.cuh", "#include <cuda_fp16.h>\nint d;"),
+    ];
+
+    fn unit(text: &str, headers: &'static [(&'static str, &'static str)]) -> KernelSource {
+        KernelSource {
+            name: "unit".into(),
+            text: text.into(),
+            headers,
+        }
+    }
+
+    #[test]
+    fn the_key_covers_the_headers_included_through_others_and_no_more() {
+        let source = unit("#include \"a.cuh\"\n#if 0\n#include \"d.cuh\"\n#endif\n", HEADERS);
+        let names: Vec<_> = source.included_headers().iter().map(|(name, _)| *name).collect();
+        assert_eq!(names, ["a.cuh", "b.cuh", "d.cuh"]);
+        // Another text of c.cuh, which the unit never includes: the same key.
+        static OTHER_C: &[(&str, &str)] = &[HEADERS[0], HEADERS[1], ("c.cuh", "int c2;"), HEADERS[3]];
+        let key = source.key(&[b"sm_90"]);
+        assert_eq!(key, unit(&source.text, OTHER_C).key(&[b"sm_90"]));
+        // Another text of b.cuh, included through a.cuh: another key.
+        static OTHER_B: &[(&str, &str)] = &[
+            HEADERS[0],
+            ("b.cuh", "#include \"a.cuh\"\nint b2;"),
+            HEADERS[2],
+            HEADERS[3],
+        ];
+        assert_ne!(key, unit(&source.text, OTHER_B).key(&[b"sm_90"]));
+        assert_ne!(key, source.key(&[b"sm_80"]));
     }
 }
