@@ -57,6 +57,7 @@
 template <typename Op, int W, int THREADS, int ITEMS>
 struct StridedTileShape {
     typedef Op Op_;
+    static const int W_ = W;
     static const int ITEMS_ = ITEMS;
     static const int GROUPS = THREADS / W;  // row groups of a tile
     static const int ROWS = GROUPS * ITEMS;  // rows of a tile
@@ -67,22 +68,30 @@ struct StridedTileShape {
     static const int CELLS = W == 32 ? ROWS * W : (ROWS + GROUPS) * W;
     // The shared position of tile row `row`, column `c`.
     static SCANRT_DEVICE int cell(int row, int c) {
-        if (W == 32) return row * 32 + (c ^ (row & 31));
-        return (row + row / ITEMS) * W + c;
+        const unsigned r = row;  // never negative: unsigned division is a shift
+        if (W == 32) return r * 32 + (c ^ (r & 31));
+        return (r + r / ITEMS) * W + c;
     }
     // Tile row and column of thread tid's element k of the tile's memory order (along the
-    // rows with ROWS_FAST, else along the columns). k is unrolled, so each folds into a
-    // per-thread value plus constants.
+    // rows with ROWS_FAST, else along the columns), as the sum of the thread's part and
+    // k's part: an element's address is then the thread's first element's plus an offset
+    // the same for the whole block (k is unrolled), so the loops below spend no per-thread
+    // 64-bit multiply on it.
     template <bool ROWS_FAST>
-    static SCANRT_DEVICE void element(int k, int tid, int& row, int& c) {
+    static SCANRT_DEVICE void thread_part(int tid, int& row, int& c) {
+        if (!ROWS_FAST) row = tid / W, c = tid % W;
+        else if (THREADS <= ROWS) row = tid, c = 0;
+        else row = tid % ROWS, c = tid / ROWS;
+    }
+    template <bool ROWS_FAST>
+    static SCANRT_DEVICE void item_part(int k, int& row, int& c) {
         if (!ROWS_FAST) {
-            row = k * GROUPS + tid / W, c = tid % W;
+            row = k * GROUPS, c = 0;
         } else if (THREADS <= ROWS) {
             const int per_column = ROWS / THREADS;
-            row = k % per_column * THREADS + tid, c = k / per_column;
+            row = k % per_column * THREADS, c = k / per_column;
         } else {
-            const int per_round = THREADS / ROWS;
-            row = tid % ROWS, c = k * per_round + tid / ROWS;
+            row = 0, c = k * (THREADS / ROWS);
         }
     }
 };
@@ -98,7 +107,8 @@ struct StridedPlace {
 // backward scans, whose tile rows run back from the end of each sequence).
 struct StridedTileIn {
     long long base, row_step, column_stride;
-    SCANRT_DEVICE long long at(int row, int col) const { return base + row * row_step + col * column_stride; }
+    SCANRT_DEVICE long long at(int row, int col) const { return base + offset(row, col); }
+    SCANRT_DEVICE long long offset(int row, int col) const { return row * row_step + col * column_stride; }
 };
 
 // The tiles of a strided scan: where each lies. Tile counts fit 32 bits (the host
@@ -147,6 +157,33 @@ struct StridedScatter {
     O1* d1;
 };
 
+// Calls visit(k, at, row, col, inside) for each of thread tid's ITEMS elements of tile
+// `p` in memory order: `at` its position in `view`, (row, col) its place in the tile,
+// `inside` whether that lies within the tile's valid rows and columns (a constant true for
+// whole tiles, which take a loop without checks).
+template <typename Shape, bool ROWS_FAST, typename Visit>
+SCANRT_DEVICE void for_each_element(const StridedTileIn& view, const StridedPlace& p, int tid, Visit visit) {
+    int row_t, col_t;
+    Shape::template thread_part<ROWS_FAST>(tid, row_t, col_t);
+    const long long first = view.at(row_t, col_t);
+    if (p.rows == Shape::ROWS && p.cols == Shape::W_) {
+#pragma unroll
+        for (int k = 0; k < Shape::ITEMS_; ++k) {
+            int row_k, col_k;
+            Shape::template item_part<ROWS_FAST>(k, row_k, col_k);
+            visit(k, first + view.offset(row_k, col_k), row_t + row_k, col_t + col_k, true);
+        }
+    } else {
+#pragma unroll
+        for (int k = 0; k < Shape::ITEMS_; ++k) {
+            int row_k, col_k;
+            Shape::template item_part<ROWS_FAST>(k, row_k, col_k);
+            const int row = row_t + row_k, col = col_t + col_k;
+            visit(k, first + view.offset(row_k, col_k), row, col, row < p.rows && col < p.cols);
+        }
+    }
+}
+
 // Loads tile `p` from `in` in memory order into the shared tile (identity past its valid
 // rows and columns). `index` and `step`: the index along the scanned axis of tile row 0
 // and the step per row (what Op::load takes; plain arrays ignore them).
@@ -155,18 +192,12 @@ SCANRT_DEVICE void stage(const In* in, const StridedTileIn& src, const StridedPl
                          Acc* tile) {
     typedef typename Shape::Op_ Op;
     In raw[Shape::ITEMS_];
-#pragma unroll
-    for (int k = 0; k < Shape::ITEMS_; ++k) {
-        int row, col;
-        Shape::template element<ROWS_FAST>(k, tid, row, col);
-        if (row < p.rows && col < p.cols) raw[k] = in[src.at(row, col)];
-    }
-#pragma unroll
-    for (int k = 0; k < Shape::ITEMS_; ++k) {
-        int row, col;
-        Shape::template element<ROWS_FAST>(k, tid, row, col);
-        tile[Shape::cell(row, col)] = row < p.rows && col < p.cols ? Acc(raw[k]) : Op::identity();
-    }
+    for_each_element<Shape, ROWS_FAST>(src, p, tid, [&](int k, long long at, int, int, bool inside) {
+        if (inside) raw[k] = in[at];
+    });
+    for_each_element<Shape, ROWS_FAST>(src, p, tid, [&](int k, long long, int row, int col, bool inside) {
+        tile[Shape::cell(row, col)] = inside ? Acc(raw[k]) : Op::identity();
+    });
 }
 template <typename Shape, bool ROWS_FAST, typename Op, typename I0, typename I1, typename I2, typename I3, typename Acc>
 SCANRT_DEVICE void stage(const StridedGather<Op, I0, I1, I2, I3>& in, const StridedTileIn& src, const StridedPlace& p,
@@ -175,54 +206,38 @@ SCANRT_DEVICE void stage(const StridedGather<Op, I0, I1, I2, I3>& in, const Stri
     I1 r1[Shape::ITEMS_];
     I2 r2[Shape::ITEMS_];
     I3 r3[Shape::ITEMS_];
-#pragma unroll
-    for (int k = 0; k < Shape::ITEMS_; ++k) {
-        int row, col;
-        Shape::template element<ROWS_FAST>(k, tid, row, col);
-        if (row < p.rows && col < p.cols) {
-            const long long at = src.at(row, col);
+    for_each_element<Shape, ROWS_FAST>(src, p, tid, [&](int k, long long at, int, int, bool inside) {
+        if (inside) {
             r0[k] = in.a0[at];
             r1[k] = load_or_none(in.a1, at);
             r2[k] = load_or_none(in.a2, at);
             r3[k] = load_or_none(in.a3, at);
         }
-    }
-#pragma unroll
-    for (int k = 0; k < Shape::ITEMS_; ++k) {
-        int row, col;
-        Shape::template element<ROWS_FAST>(k, tid, row, col);
-        tile[Shape::cell(row, col)] = row < p.rows && col < p.cols
-                                          ? Op::load(index + row * step, r0[k], r1[k], r2[k], r3[k])
-                                          : Op::identity();
-    }
+    });
+    for_each_element<Shape, ROWS_FAST>(src, p, tid, [&](int k, long long, int row, int col, bool inside) {
+        tile[Shape::cell(row, col)] = inside ? Op::load(index + row * step, r0[k], r1[k], r2[k], r3[k]) : Op::identity();
+    });
 }
 
 // Writes the shared tile's results to tile `p` of `out` in memory order.
 template <typename Shape, bool ROWS_FAST, typename Out, typename Acc>
 SCANRT_DEVICE void unstage(Out* out, const StridedTileIn& dst, const StridedPlace& p, int tid, const Acc* tile) {
-#pragma unroll
-    for (int k = 0; k < Shape::ITEMS_; ++k) {
-        int row, col;
-        Shape::template element<ROWS_FAST>(k, tid, row, col);
-        if (row < p.rows && col < p.cols) out[dst.at(row, col)] = Out(tile[Shape::cell(row, col)]);
-    }
+    for_each_element<Shape, ROWS_FAST>(dst, p, tid, [&](int, long long at, int row, int col, bool inside) {
+        if (inside) out[at] = Out(tile[Shape::cell(row, col)]);
+    });
 }
 template <typename Shape, bool ROWS_FAST, typename Op, typename O0, typename O1, typename Acc>
 SCANRT_DEVICE void unstage(const StridedScatter<Op, O0, O1>& out, const StridedTileIn& dst, const StridedPlace& p,
                            int tid, const Acc* tile) {
-#pragma unroll
-    for (int k = 0; k < Shape::ITEMS_; ++k) {
-        int row, col;
-        Shape::template element<ROWS_FAST>(k, tid, row, col);
-        if (row < p.rows && col < p.cols) {
+    for_each_element<Shape, ROWS_FAST>(dst, p, tid, [&](int, long long at, int row, int col, bool inside) {
+        if (inside) {
             O0 y0;
             O1 y1;
             Op::store(tile[Shape::cell(row, col)], y0, y1);
-            const long long at = dst.at(row, col);
             out.d0[at] = y0;
             if constexpr (IsArray<O1>::value) out.d1[at] = y1;
         }
-    }
+    });
 }
 
 template <typename Op, typename Src, typename Dst, int W, int THREADS, int ITEMS, int WINDOW, int SPIN_BEFORE_SLEEP,
