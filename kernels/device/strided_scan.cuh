@@ -296,15 +296,17 @@ SCANRT_DEVICE void strided_scan(Src in, Dst out, long long in_batch_stride, long
     else stage<Shape, false>(in, src, p, index, step, tid, tile_s);
     __syncthreads();
 
-    // 1. The thread's rows, scanned sequentially.
-    Acc v[ITEMS];
+    // 1. The thread's rows, scanned sequentially in place: the scanned rows wait in
+    //    shared memory, not registers, through the look-back (registers bound the
+    //    blocks an SM holds).
+    Acc scanned = tile_s[Shape::cell(g * ITEMS, c)];
 #pragma unroll
-    for (int k = 0; k < ITEMS; ++k) {
-        v[k] = tile_s[Shape::cell(g * ITEMS + k, c)];
-        if (k > 0) v[k] = Op::combine(v[k - 1], v[k]);
+    for (int k = 1; k < ITEMS; ++k) {
+        const int at = Shape::cell(g * ITEMS + k, c);
+        scanned = Op::combine(scanned, tile_s[at]);
+        tile_s[at] = scanned;
     }
     // 2. Per column across the warp's groups (lanes W apart hold the same column).
-    Acc scanned = v[ITEMS - 1];
 #pragma unroll
     for (int d = W; d < 32; d <<= 1) {
         const Acc other = shfl_up(scanned, d);
@@ -362,10 +364,13 @@ SCANRT_DEVICE void strided_scan(Src in, Dst out, long long in_batch_stride, long
 
     // 5. Each element's result, back through shared memory, out in memory order.
     const Acc running = Op::combine(Op::combine(look_back_s.prefix[c], before_warp), before_in_warp);
+    Acc before = running;  // exclusive: the running prefix of the rows before row k
 #pragma unroll
     for (int k = 0; k < ITEMS; ++k) {
-        const Acc result = inclusive ? Op::combine(running, v[k]) : (k == 0 ? running : Op::combine(running, v[k - 1]));
-        tile_s[Shape::cell(g * ITEMS + k, c)] = result;
+        const int at = Shape::cell(g * ITEMS + k, c);
+        const Acc through = Op::combine(running, tile_s[at]);
+        tile_s[at] = inclusive ? through : before;
+        before = through;
     }
     __syncthreads();
     const StridedTileIn dst = tiles.in_view(p, out_batch_stride, out_row_stride, out_column_stride);
