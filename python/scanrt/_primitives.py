@@ -85,13 +85,17 @@ def argsort(keys: Any, *, descending: bool = False, bits: Optional[Tuple[int, in
         return sorted_keys, indices
     out = _arrays.empty(keys, keys.shape, _arrays.describe_dtype(keys))
     indices = _arrays.empty(keys, keys.shape, "int64")
-    # The bindings write unsigned indices, of the same bits as signed ones for every index,
-    # and as wide as the array JAX gave: int32 where it has no 64-bit types.
-    d = _arrays.describe(indices)
-    d = (d[0], "u" + d[1], d[2], d[3], d[4])
-    _run([keys], lambda s: _scanrt.sort(_arrays.describe(keys), _arrays.describe(out), None, d, descending, s,
-                                        _bit_range(bits)))
+    _run([keys], lambda s: _scanrt.sort(_arrays.describe(keys), _arrays.describe(out), None, _unsigned(indices),
+                                        descending, s, _bit_range(bits)))
     return out, indices
+
+
+def _unsigned(indices: Any) -> tuple:
+    """The description of a signed index array as its unsigned type: the bindings write
+    unsigned indices, of the same bits for every index, as wide as the array made (int32
+    where JAX has no 64-bit types)."""
+    d = _arrays.describe(indices)
+    return (d[0], "u" + d[1]) + tuple(d[2:])
 
 
 def _count_beside(x: Any) -> Any:
@@ -107,17 +111,11 @@ def _select(x: Any, mask: Any, rule: str, indices: bool, size: Optional[int], co
             operand: Any = None, predicate: Any = None, described: Any = None):
     _one_d(x)
     n = x.shape[0]
-    out_type = "uint64" if indices else _arrays.describe_dtype(x)
-    out = _arrays.empty(x, (n if size is None else size,), "int64" if indices else out_type)
+    out = _arrays.empty(x, (n if size is None else size,), "int64" if indices else _arrays.describe_dtype(x))
     count = _count_beside(x)
     lengths = _arrays.empty(x, (n,), "int64") if counts else None
-    # Indices and lengths as unsigned, as wide as the arrays made (see argsort).
-    d_out = _arrays.describe(out)
-    d_out = (d_out[0], "u" + d_out[1] if indices else out_type, d_out[2], d_out[3], d_out[4])
-    d_len = None
-    if lengths is not None:
-        d = _arrays.describe(lengths)
-        d_len = (d[0], "u" + d[1], d[2], d[3], d[4])
+    d_out = _unsigned(out) if indices else _arrays.describe(out)
+    d_len = None if lengths is None else _unsigned(lengths)
     inputs = [x] if mask is None else [x, mask]
     flags = described if described is not None else (None if mask is None else _arrays.describe(mask))
     _run(inputs, lambda s: _scanrt.select(_arrays.describe(x), flags, d_out, d_len, _arrays.describe(count), rule,

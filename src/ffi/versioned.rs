@@ -26,7 +26,7 @@ pub(crate) const MAX_STRUCT_SIZE: usize = 4096;
 /// always is (so no field is cut in two). Formats only on failure: the check runs on
 /// every scan.
 fn check_size<T: Versioned>(size: usize, what: std::fmt::Arguments) -> Result<()> {
-    if size < T::V1_SIZE || size > MAX_STRUCT_SIZE || size % std::mem::align_of::<T>() != 0 {
+    if size < T::V1_SIZE || size > MAX_STRUCT_SIZE || !size.is_multiple_of(std::mem::align_of::<T>()) {
         bail!(
             InvalidArgument,
             "{what} is {size}, not the size of any {} ({} to {MAX_STRUCT_SIZE} bytes, a multiple of {}); \

@@ -198,23 +198,22 @@ pub fn run_select_case(ctx: &Context, stream: &Stream, rng: &mut Rng, c: &Select
         output: c.output,
         capacity: c.capacity,
     };
-    // SAFETY: each view covers `n` elements of its buffer past the `lead` ones, and the
-    // buffers outlive the call and the downloads that wait for it.
-    let past_lead = |buffer: &Buffer, dtype: DType, shape: &[u64]| unsafe {
-        ArrayView::contiguous(buffer.addr() + (c.lead * dtype.size()) as u64, dtype, shape)
-    };
+    // SAFETY (each view_past_lead): the buffers hold `lead` elements (and flags) before
+    // the case's `n`, and outlive the call and the downloads that wait for it.
     // In place, the input view is the output view too.
     let (input_view, output_view) = if c.in_place {
-        let v = past_lead(&input, c.dtype, &[c.n as u64]).map_err(e)?;
+        let v = unsafe { view_past_lead(&input, c.lead, &[c.n as u64]) }.map_err(e)?;
         (v, v)
     } else {
         (
-            past_lead(&input, c.dtype, &c.shape).map_err(e)?.read_only(),
+            unsafe { view_past_lead(&input, c.lead, &c.shape) }
+                .map_err(e)?
+                .read_only(),
             ArrayView::of_buffer_shaped_mut(&mut out_buf, &[c.n as u64]).map_err(e)?,
         )
     };
     let flags_view = match (&c.selection, &flag_buf) {
-        (Selection::ByteFlags, Some(f)) => Some(past_lead(f, DType::U8, &c.shape).map_err(e)?.read_only()),
+        (Selection::ByteFlags, Some(f)) => Some(unsafe { view_past_lead(f, c.lead, &c.shape) }.map_err(e)?.read_only()),
         (_, f) => f.as_ref().map(ArrayView::of_buffer),
     };
     let arrays = SelectArrays {
@@ -265,11 +264,7 @@ pub fn run_select_case(ctx: &Context, stream: &Stream, rng: &mut Rng, c: &Select
         return Err(format!("count {got_count}, want {}", kept.len()));
     }
     let got = if c.in_place {
-        let all = download_bits(&input, stream, c.lead + c.n).map_err(e)?;
-        if all[..c.lead] != lead_bits[..] {
-            return Err("an element before the input was written".into());
-        }
-        all[c.lead..].to_vec()
+        download_past_lead(&input, stream, &lead_bits, c.n)?
     } else {
         download_bits(&out_buf, stream, c.n + 3).map_err(e)?
     };
@@ -344,6 +339,26 @@ pub fn download_bits(buf: &Buffer, stream: &Stream, n: usize) -> scanrt::Result<
         .into_iter()
         .map(Scalar::to_bits)
         .collect()))
+}
+
+/// A view of `shape` over a buffer's elements past its first `lead` (an array off the
+/// kernels' 16-byte vectors); in-place calls write through it.
+///
+/// # Safety
+/// The buffer holds `lead` elements before the view's, and outlives every use of the view.
+pub unsafe fn view_past_lead<'b>(buf: &'b Buffer, lead: usize, shape: &[u64]) -> scanrt::Result<ArrayView<'b>> {
+    ArrayView::contiguous(buf.addr() + (lead * buf.dtype().size()) as u64, buf.dtype(), shape)
+}
+
+/// The bits of the `n` elements past a buffer's first `lead_bits.len()`, once those are
+/// checked unchanged (nothing is written before an array).
+pub fn download_past_lead(buf: &Buffer, stream: &Stream, lead_bits: &[u64], n: usize) -> Result<Vec<u64>, String> {
+    let lead = lead_bits.len();
+    let all = download_bits(buf, stream, lead + n).map_err(|e| e.to_string())?;
+    if all[..lead] != *lead_bits {
+        return Err("an element before the array was written".into());
+    }
+    Ok(all[lead..].to_vec())
 }
 
 /// A typed value of `dtype` with the given bits.

@@ -10,7 +10,7 @@ use std::cmp::Ordering;
 
 use scanrt::{ArrayView, Buffer, Context, DType, SortArrays, SortDesc, SortOrder, Stream};
 
-use super::select::{download_bits, upload_bits};
+use super::select::{download_bits, download_past_lead, upload_bits, view_past_lead};
 use super::Rng;
 
 /// What travels with the keys.
@@ -216,19 +216,10 @@ pub fn run_sort_case(ctx: &Context, stream: &Stream, rng: &mut Rng, c: &SortCase
         Values::Of(t) => Some(upload_bits(ctx, stream, t, &[lead_bits(t), values.clone()].concat()).map_err(e)?),
         _ => None,
     };
-    // SAFETY: the view covers `n` elements of the buffer past its `lead` ones, and the
-    // buffers outlive the call and the downloads that wait for it.
-    let past_lead = |b: &Buffer| unsafe {
-        ArrayView::contiguous(b.addr() + (c.lead * b.dtype().size()) as u64, b.dtype(), &[c.n as u64])
-    };
-    // An input buffer's elements past its lead, once its lead is checked unchanged.
-    let download_past_lead = |b: &Buffer| -> Result<Vec<u64>, String> {
-        let all = download_bits(b, stream, c.lead + c.n).map_err(e)?;
-        if all[..c.lead] != lead_bits(b.dtype())[..] {
-            return Err("an element before the array was written".into());
-        }
-        Ok(all[c.lead..].to_vec())
-    };
+    // SAFETY (each view_past_lead): the input buffers hold `lead` elements before the
+    // case's `n`, and outlive the call and the downloads that wait for it.
+    let n = [c.n as u64];
+    let download_input = |b: &Buffer| download_past_lead(b, stream, &lead_bits(b.dtype()), c.n);
     let mut values_out = match value_type {
         Some(t) => Some(Buffer::new(ctx, t, c.n as u64).map_err(e)?),
         None => None,
@@ -253,21 +244,21 @@ pub fn run_sort_case(ctx: &Context, stream: &Stream, rng: &mut Rng, c: &SortCase
     // In place: the outputs are the inputs' views.
     {
         let (keys_in_view, keys_out_view) = if c.in_place {
-            let v = past_lead(&keys_in).map_err(e)?;
+            let v = unsafe { view_past_lead(&keys_in, c.lead, &n) }.map_err(e)?;
             (v, v)
         } else {
             (
-                past_lead(&keys_in).map_err(e)?.read_only(),
+                unsafe { view_past_lead(&keys_in, c.lead, &n) }.map_err(e)?.read_only(),
                 ArrayView::of_buffer_mut(&mut keys_out),
             )
         };
         let (values_in_view, values_out_view) = match (&values_in, c.in_place) {
             (Some(v), true) => {
-                let v = past_lead(v).map_err(e)?;
+                let v = unsafe { view_past_lead(v, c.lead, &n) }.map_err(e)?;
                 (Some(v), Some(v))
             }
             (Some(v), false) => (
-                Some(past_lead(v).map_err(e)?.read_only()),
+                Some(unsafe { view_past_lead(v, c.lead, &n) }.map_err(e)?.read_only()),
                 values_out.as_mut().map(ArrayView::of_buffer_mut),
             ),
             (None, _) => (None, values_out.as_mut().map(ArrayView::of_buffer_mut)),
@@ -282,7 +273,7 @@ pub fn run_sort_case(ctx: &Context, stream: &Stream, rng: &mut Rng, c: &SortCase
         ctx.sort(stream, &arrays, &desc).map_err(e)?;
     }
     let got_keys = if c.in_place {
-        download_past_lead(&keys_in)?
+        download_input(&keys_in)?
     } else {
         download_bits(&keys_out, stream, c.n).map_err(e)?
     };
@@ -296,7 +287,7 @@ pub fn run_sort_case(ctx: &Context, stream: &Stream, rng: &mut Rng, c: &SortCase
     }
     let got_values = match (c.values, c.in_place) {
         (Values::None, _) => return Ok(()),
-        (Values::Of(_), true) => download_past_lead(values_in.as_ref().unwrap())?,
+        (Values::Of(_), true) => download_input(values_in.as_ref().unwrap())?,
         _ => download_bits(values_out.as_ref().unwrap(), stream, c.n).map_err(e)?,
     };
     for (slot, &i) in order.iter().enumerate() {
