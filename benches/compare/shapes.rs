@@ -41,8 +41,9 @@ pub(crate) fn run(ctx: &Context, stream: &Stream, timer: &Timer) {
     if log::set_logger(&KernelLog).is_ok() {
         log::set_max_level(log::LevelFilter::Debug);
     }
+    // pad 0: the same rows contiguous, the pitched case's reference in the same run.
     let pitched = |rows: u64, len: u64, pad: u64| Case {
-        label: "pitched_rows",
+        label: if pad == 0 { "contiguous_rows" } else { "pitched_rows" },
         dtype: DType::U32,
         shape: [rows, len],
         strides: [(len + pad) as i64, 1],
@@ -62,7 +63,9 @@ pub(crate) fn run(ctx: &Context, stream: &Stream, timer: &Timer) {
         columns(1 << 16, 64),
         columns(8192, 8192),
         pitched(1 << 14, 1 << 10, 32),
+        pitched(1 << 14, 1 << 10, 0),
         pitched(1 << 10, 1 << 16, 32),
+        pitched(1 << 10, 1 << 16, 0),
         Case {
             label: "summed_area_table",
             ..columns(8192, 8192)

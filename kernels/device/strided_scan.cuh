@@ -23,7 +23,7 @@
 // columns when they are adjacent, FLAG_STRIDED_*_ROWS_FAST along the rows when those
 // are: pitched rows, transposes), and thread (g, c) = (tid / W, tid % W) takes rows
 // g * ITEMS .. + ITEMS of column c:
-//   1. each thread scans its ITEMS values sequentially;
+//   1. each thread scans its ITEMS values sequentially, in place;
 //   2. each warp scans its groups' totals per column (shuffles W lanes apart);
 //   3. the block folds the warp totals before each warp per column, and the tile's;
 //   4. the first W threads publish the column aggregates, and the whole block looks
@@ -349,9 +349,10 @@ SCANRT_DEVICE void strided_scan(Src in, Dst out, long long in_batch_stride, long
     } else {
         LookBack::run(look_back_s, agent.status, p.r, stride, first_slot, p.cols, tag, tid, agent.dog);
     }
-    __syncthreads();
     // The first W threads: the column's prefix (its carry in tile 0 of a chain), its
-    // INCLUSIVE publication, its total at the chain's end; then every thread's.
+    // INCLUSIVE publication, its total at the chain's end; then every thread's. (Thread
+    // c < W wrote look_back_s.prefix[c] itself in either look-back, so no barrier comes
+    // before it reads it.)
     if (tid < W) {
         const Acc prefix = p.r > 0 ? look_back_s.prefix[c] : carry_in;
         const bool inclusive_slot = deterministic ? p.r % WINDOW == 0 : true;
