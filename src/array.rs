@@ -269,6 +269,19 @@ impl<'a> ArrayView<'a> {
         self
     }
 
+    /// The same elements with the last two axes reversed (element `[.., i, j]` is this
+    /// view's `[.., rows - 1 - i, cols - 1 - j]`): a backward summed-area table is the
+    /// forward one of these. The view holds at least two dimensions and no empty one.
+    pub(crate) fn flipped_last_two(mut self) -> ArrayView<'a> {
+        let size = self.dtype.size() as i64;
+        for d in self.ndim - 2..self.ndim {
+            let last = (self.shape[d] as i64 - 1).wrapping_mul(self.strides[d]);
+            self.addr = self.addr.wrapping_add(last.wrapping_mul(size) as u64);
+            self.strides[d] = self.strides[d].wrapping_neg();
+        }
+        self
+    }
+
     /// The length of a 1-D contiguous view; otherwise `UnsupportedCombination` naming it
     /// as `what`.
     pub(crate) fn flat_len(&self, what: &str) -> Result<u64> {

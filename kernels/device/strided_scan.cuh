@@ -48,11 +48,16 @@
 // FLAG_PER_SEQUENCE_CARRIES one per sequence at the address `init_bits` (sequence (b, c)
 // at b * carry_batch_stride + c * carry_column_stride: the row-major order of the view's
 // other axes); `carry_out`, when not 0, receives each sequence's total there.
+//
+// SUMMED_AREA: the summed-area table of each batch's [len][columns] matrix, inclusive and
+// forward, in one pass (summed_area_rows.cuh): each tile's rows are scanned across its
+// columns first, and a second look-back along the tile's band carries the rows.
 #pragma once
 #include "agent/tile_prefix.cuh"
 #include "block/transform_io.cuh"
 #include "device/lookback_columns.cuh"
 #include "device/scan_params.cuh"
+#include "device/summed_area_rows.cuh"
 
 template <typename Op, int W, int THREADS, int ITEMS>
 struct StridedTileShape {
@@ -111,17 +116,54 @@ struct StridedTileIn {
     SCANRT_DEVICE long long offset(int row, int col) const { return row * row_step + col * column_stride; }
 };
 
+// Cell t of a grid of `rows` x `cols` cells numbered by anti-diagonals (row + col = 0, 1,
+// ...), every cell of one before any of the next: its row and column. Diagonals grow to
+// the shorter side's length, hold it, and shrink; the shrinking ones are the growing ones
+// of the grid turned half a turn.
+SCANRT_DEVICE void diagonal_cell(u32 t, u32 rows, u32 cols, u32& row, u32& col) {
+    const unsigned long long m = min(rows, cols), cells = (unsigned long long)rows * cols;
+    const unsigned long long growing = m * (m - 1) / 2;  // cells of the diagonals shorter than m
+    const bool shrinking = t >= cells - growing;
+    const unsigned long long u = shrinking ? cells - 1 - t : t;
+    unsigned long long d, k;
+    if (u < growing) {
+        d = (unsigned long long)((sqrt(8.0 * (double)u + 1.0) - 1.0) * 0.5);
+        while ((d + 1) * (d + 2) / 2 <= u) ++d;
+        while (d * (d + 1) / 2 > u) --d;
+        k = u - d * (d + 1) / 2;
+    } else {
+        d = m - 1 + (u - growing) / m;
+        k = (u - growing) % m;
+    }
+    row = (u32)((d >= cols ? d - cols + 1 : 0) + k);
+    col = (u32)(d - row);
+    if (shrinking) row = rows - 1 - row, col = cols - 1 - col;
+}
+
 // The tiles of a strided scan: where each lies. Tile counts fit 32 bits (the host
-// checks), so a place takes 32-bit divisions.
-template <int W, int ROWS, bool REVERSE>
+// checks), so a place takes 32-bit divisions. Tickets run row-major over the chains
+// (ticket r * chains + chain); with DIAGONAL (a summed-area table's) over each batch's
+// `bands` x `strips` tiles by anti-diagonals, so that both tiles a table's tile waits for
+// (above it and to its left) are about a diagonal's length of tickets before it.
+template <int W, int ROWS, bool REVERSE, bool DIAGONAL = false>
 struct StridedTiles {
     long long len, columns;
-    u32 strips, chains;
+    u32 strips, chains, bands;
 
     SCANRT_DEVICE StridedPlace place_of(u32 ticket) const {
         StridedPlace p;
-        const u32 chain = ticket % chains, strip = chain % strips;
-        p.r = ticket / chains;
+        u32 chain, r;
+        if (DIAGONAL) {
+            const u32 per_batch = bands * strips, batch = ticket / per_batch;
+            u32 strip_of_batch;
+            diagonal_cell(ticket - batch * per_batch, bands, strips, r, strip_of_batch);
+            chain = batch * strips + strip_of_batch;
+        } else {
+            chain = ticket % chains;
+            r = ticket / chains;
+        }
+        const u32 strip = chain % strips;
+        p.r = r;
         p.chain = chain;
         p.batch = chain / strips;
         p.c0 = (long long)strip * W;
@@ -241,7 +283,7 @@ SCANRT_DEVICE void unstage(const StridedScatter<Op, O0, O1>& out, const StridedT
 }
 
 template <typename Op, typename Src, typename Dst, int W, int THREADS, int ITEMS, int WINDOW, int SPIN_BEFORE_SLEEP,
-          int SLEEP_NS, bool REVERSE>
+          int SLEEP_NS, bool REVERSE, bool SUMMED_AREA = false>
 SCANRT_DEVICE void strided_scan(Src in, Dst out, long long in_batch_stride, long long in_row_stride,
                                 long long out_batch_stride, long long out_row_stride, long long in_column_stride,
                                 long long out_column_stride, long long batches, long long len, long long columns,
@@ -252,10 +294,13 @@ SCANRT_DEVICE void strided_scan(Src in, Dst out, long long in_batch_stride, long
     typedef typename Op::T Acc;
     typedef TilePrefixAgent<Op, 1, SPIN_BEFORE_SLEEP, SLEEP_NS> Agent;
     typedef ColumnLookBack<Op, typename Agent::Status, W, THREADS, WINDOW, SPIN_BEFORE_SLEEP, SLEEP_NS> LookBack;
+    typedef SummedAreaRows<Op, typename Agent::Status, W, Shape::ROWS, THREADS, WINDOW, SPIN_BEFORE_SLEEP, SLEEP_NS>
+        TableRows;
     const int ROWS = Shape::ROWS, WARPS = Shape::WARPS;
     __shared__ Acc tile_s[Shape::CELLS];
     __shared__ Acc warp_total_s[WARPS][W];
     __shared__ typename LookBack::Shared look_back_s;
+    __shared__ typename PickType<SUMMED_AREA, typename TableRows::Shared, char>::T table_s;
     __shared__ u32 ticket_s, generation_s;
     __shared__ StridedPlace place_s;
 
@@ -269,15 +314,19 @@ SCANRT_DEVICE void strided_scan(Src in, Dst out, long long in_batch_stride, long
     const u32 strips = (u32)((columns + W - 1) / W);
     const u32 chains = (u32)(batches * strips);
     const long long chain_tiles = (len + ROWS - 1) / ROWS;
+    // A summed-area table's tiles carry their rows along the band where it has tiles to
+    // their left.
+    const bool rows_chained = SUMMED_AREA && TableRows::CHAINED && strips > 1;
     // One block per tile, one ticket per block: the block that draws ticket
     // gridDim.x - 1 hands the header on.
     Agent agent(workspace, status_capacity, report, gridDim.x, gridDim.x - 1, Op::identity(), deterministic);
-    const StridedTiles<W, ROWS, REVERSE> tiles{len, columns, strips, chains};
+    const StridedTiles<W, ROWS, REVERSE, SUMMED_AREA> tiles{len, columns, strips, chains, (u32)chain_tiles};
 
     if (tid == 0) {
-        // The workspace holds W slots per tile.
+        // The workspace holds W slots per tile (a summed-area table's, W + ROWS).
+        const int slots = W + (SUMMED_AREA ? TableRows::SLOTS : 0);
         const unsigned long long drawn =
-            first_ticket<typename Agent::Status>(agent.header, report, gridDim.x * W, status_capacity);
+            first_ticket<typename Agent::Status>(agent.header, report, gridDim.x * slots, status_capacity);
         agent.hand_on(drawn);
         generation_s = (u32)(drawn >> 32);
         ticket_s = (u32)drawn;
@@ -295,6 +344,10 @@ SCANRT_DEVICE void strided_scan(Src in, Dst out, long long in_batch_stride, long
     if (in_rows_fast) stage<Shape, true>(in, src, p, index, step, tid, tile_s);
     else stage<Shape, false>(in, src, p, index, step, tid, tile_s);
     __syncthreads();
+    if constexpr (SUMMED_AREA && W > 1) {
+        TableRows::template scan_rows<Shape>(tile_s, table_s, tid);
+        __syncthreads();
+    }
 
     // 1. The thread's rows, scanned sequentially in place: the scanned rows wait in
     //    shared memory, not registers, through the look-back (registers bound the
@@ -324,6 +377,18 @@ SCANRT_DEVICE void strided_scan(Src in, Dst out, long long in_batch_stride, long
         aggregate = Op::combine(aggregate, warp_total_s[w][c]);
     }
 
+    // A table's rows carry what lies left of the tile; its columns' aggregates then
+    // include every carry of its rows.
+    if constexpr (SUMMED_AREA) {
+        if (rows_chained) {
+            // Row slots after the column slots, band by band: strip k's row r at
+            // band_first + k * ROWS + r.
+            const long long band_first = (long long)gridDim.x * W + (p.batch * chain_tiles + p.r) * strips * ROWS;
+            TableRows::carry_rows(table_s, agent.status, band_first, (u32)(p.c0 / W), p.rows, tag, tid, agent.dog);
+            aggregate = Op::combine(table_s.carries, aggregate);
+        }
+    }
+
     // 4. Publish the column aggregates (tile 0 of a chain: INCLUSIVE from its carry), then
     //    look back.
     const bool column = tid < W && c < p.cols;
@@ -333,12 +398,15 @@ SCANRT_DEVICE void strided_scan(Src in, Dst out, long long in_batch_stride, long
         if (per_sequence) carry_in = ((const Acc*)init_bits)[sequence];
         else carry_in = initial_value<Op>(init_bits, flags);
     }
-    const long long slot = (long long)ticket * W + c;
+    // Column c of a tile's slot: by ticket, a table's by place (chain by chain).
+    const long long slot = (SUMMED_AREA ? p.chain * chain_tiles + p.r : (long long)ticket) * W + c;
     if (column) {
         if (p.r == 0) agent.status.publish(slot, SCANRT_STATUS_INCLUSIVE, Op::combine(carry_in, aggregate), tag);
         else agent.status.publish(slot, SCANRT_STATUS_AGGREGATE, aggregate, tag);
     }
-    const long long stride = (long long)chains * W, first_slot = p.chain * W;
+    // Column c of chain tile r: slot first_slot + r * stride + c.
+    const long long stride = SUMMED_AREA ? W : (long long)chains * W;
+    const long long first_slot = SUMMED_AREA ? p.chain * chain_tiles * W : p.chain * W;
     if (deterministic) {
         if (warp == 0) {
             const Acc before = lane_look_back_deterministic<Op, typename Agent::Status, WINDOW, SPIN_BEFORE_SLEEP,
@@ -370,7 +438,12 @@ SCANRT_DEVICE void strided_scan(Src in, Dst out, long long in_batch_stride, long
     for (int k = 0; k < ITEMS; ++k) {
         const int at = Shape::cell(g * ITEMS + k, c);
         const Acc through = Op::combine(running, tile_s[at]);
-        tile_s[at] = inclusive ? through : before;
+        if constexpr (SUMMED_AREA) {
+            // Inclusive only: the row carries down to this row, then the tile's table.
+            tile_s[at] = rows_chained ? Op::combine(table_s.row[g * ITEMS + k], through) : through;
+        } else {
+            tile_s[at] = inclusive ? through : before;
+        }
         before = through;
     }
     __syncthreads();

@@ -300,12 +300,20 @@ def summed_area_table(x: Any, *, exclusive: bool = False, reverse: bool = False,
     """The summed-area table (integral image) of ``x`` over its last two axes (earlier
     axes are a batch of tables): each element sums every element above and to the left
     of it, itself included (excluded when ``exclusive``; ``reverse`` sums from the last
-    row and column). Two scans, each one pass over the data wherever it lies in memory;
-    ``dtype`` as :func:`cumsum`'s."""
+    row and column). On the GPU an inclusive table is one pass over the data wherever it
+    lies in memory, an exclusive one two scans; ``dtype`` as :func:`cumsum`'s."""
     if len(getattr(x, "shape", ())) < 2:
         raise ValueError("a summed-area table takes an array of at least 2 dimensions")
-    rows = cumsum(x, axis=-1, exclusive=exclusive, reverse=reverse, dtype=dtype)
-    return cumsum(rows, axis=-2, exclusive=exclusive, reverse=reverse, dtype=dtype, out=out)
+    if _torch_autograd(x):  # differentiable: the two scans' operators
+        rows = cumsum(x, axis=-1, exclusive=exclusive, reverse=reverse, dtype=dtype)
+        return cumsum(rows, axis=-2, exclusive=exclusive, reverse=reverse, dtype=dtype, out=out)
+    x = _readable(x, "sum", dtype)
+    out_type = _result_type(_arrays.describe_dtype(x), "sum", dtype)
+    direct = _writes_into(out, x, out_type)
+    result = out if direct else _arrays.empty(x, x.shape, out_type)
+    _run([x], lambda s: _scanrt.summed_area_table(_arrays.describe(x), _arrays.describe(result), "sum", not exclusive,
+                                                  reverse, False, s))
+    return result if direct else _finish(result, len(x.shape) - 1, out)
 
 
 def cumprod(x: Any, axis: Optional[int] = -1, *, exclusive: bool = False, reverse: bool = False, initial: Any = None,

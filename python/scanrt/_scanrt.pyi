@@ -2,8 +2,8 @@
 
 from typing import Any, Callable, List, Optional, Sequence, Tuple, Union, final
 
-__all__: List[str] = ["ScanrtError", "__version__", "scan", "recipe_scan", "scan_takes", "scan_out_of_core", "sort",
-                      "scan_across", "select", "synchronize", "Operator"]
+__all__: List[str] = ["ScanrtError", "__version__", "scan", "recipe_scan", "scan_takes", "summed_area_table",
+                      "scan_out_of_core", "sort", "scan_across", "select", "synchronize", "Operator"]
 
 # An array as the bindings take it (scanrt._arrays.describe): address, dtype name, shape,
 # strides in elements, device (-1 for host memory).
@@ -24,6 +24,8 @@ def scan_across(chunks: Sequence[_Description], outs: Sequence[_Description], op
 def scan_out_of_core(x: _Description, out: _Description, op: str, inclusive: bool, reverse: bool, initial: Any,
                      device: int, chunk: int, progress: Optional[Callable[[int, int], Any]] = None) -> None: ...
 def scan_takes(input: str, output: str, op: str) -> bool: ...
+def summed_area_table(x: _Description, out: _Description, op: str, inclusive: bool, reverse: bool, deterministic: bool,
+                      stream: int) -> None: ...
 def recipe_scan(recipe: str, inputs: Sequence[_Description], outputs: Sequence[_Description], row: int,
                 inclusive: bool, reverse: bool, initial: Optional[Union[int, float]], deterministic: bool,
                 stream: int, offsets: Optional[_Description] = None, carry_in: Optional[_Description] = None,

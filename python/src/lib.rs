@@ -23,6 +23,7 @@ fn _scanrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scan::scan, m)?)?;
     m.add_function(wrap_pyfunction!(scan::recipe_scan, m)?)?;
     m.add_function(wrap_pyfunction!(scan::scan_takes, m)?)?;
+    m.add_function(wrap_pyfunction!(scan::summed_area_table, m)?)?;
     m.add_function(wrap_pyfunction!(out_of_core::scan_out_of_core, m)?)?;
     m.add_function(wrap_pyfunction!(sort::sort, m)?)?;
     m.add_function(wrap_pyfunction!(distributed::scan_across, m)?)?;

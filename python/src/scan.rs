@@ -145,6 +145,33 @@ pub(crate) fn scan(
     Ok(())
 }
 
+/// The summed-area table of `x` over its last two axes (earlier axes a batch of tables)
+/// into `out` (the same shape, the output type) with a built-in operator, on `stream` of
+/// the arrays' device: one pass over the data on the GPU where the table is inclusive
+/// (`Context::summed_area_table`).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn summed_area_table(
+    py: Python<'_>,
+    x: ArrayArg,
+    out: ArrayArg,
+    op: &str,
+    inclusive: bool,
+    reverse: bool,
+    deterministic: bool,
+    stream: usize,
+) -> PyResult<()> {
+    let device = device_of(&[&x, &out])?;
+    let ctx = context(device)?;
+    let desc = builtin_desc(op, inclusive, reverse, None, deterministic, out.dtype()?)?;
+    let s = self::stream(&ctx, device, stream)?;
+    // SAFETY: the Python caller keeps the arrays referenced during the call.
+    let (input, output) = unsafe { (x.view(false)?, out.view(true)?) };
+    py.allow_threads(|| ctx.summed_area_table(&s, &input, &output, &desc))
+        .py_err()
+        .map(|_| ())
+}
+
 /// The segment data a 1-D scan may take: byte flags (uint8 or bool), offsets, or keys
 /// (each run of equal keys a segment). A `(flags, offsets)` pair converts into it for the
 /// scans that take no keys.

@@ -201,6 +201,21 @@ def test_torch_summed_area_table():
     assert torch.equal(scanrt.summed_area_table(x), x.cumsum(-1).cumsum(-2))
     t = x.transpose(1, 2)
     assert torch.equal(scanrt.summed_area_table(t), t.cumsum(-1).cumsum(-2))
+    # float32 tables past one wave of tiles (0/1 values: every sum exact), into `out`, in
+    # place, from int32 (summed in int64), and backward.
+    g = torch.Generator(device="cuda").manual_seed(SEED + 7)
+    f = torch.randint(0, 2, (3001, 4099), device="cuda", generator=g).float()
+    want = f.double().cumsum(-1).cumsum(-2).float()
+    assert torch.equal(scanrt.summed_area_table(f), want)
+    out = torch.empty_like(f)
+    assert scanrt.summed_area_table(f, out=out) is out and torch.equal(out, want)
+    same = f.clone()
+    scanrt.summed_area_table(same, out=same)
+    assert torch.equal(same, want)
+    i = f.int()
+    assert torch.equal(scanrt.summed_area_table(i), want.long())
+    flipped = scanrt.summed_area_table(f, reverse=True)
+    assert torch.equal(flipped, scanrt.summed_area_table(f.flip(0, 1)).flip(0, 1))
 
 
 @cuda

@@ -142,6 +142,7 @@ impl OperatorDesc {
             destination: &destination,
             extra_params: unit.extra_params,
             init: unit.init,
+            summed_area: false,
         }
         .source(
             format!("strided operator {} {direction:?}", self.name),

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::contract::StateBytes;
 use crate::engine::GpuEngine;
-use crate::error::Result;
+use crate::error::{bail, Result};
 use crate::runtime::calls::CallLabel;
 use crate::scalar::InitValue;
 use crate::scan::desc::{ScanDesc, ScanShape};
@@ -121,6 +121,13 @@ pub(crate) trait OperatorModel: Send + Sync {
     /// The strided scan's kernel set (scans along an axis of strided views) for
     /// `direction`, loaded (compiled on first use) on `engine`.
     fn strided_kernels(&self, engine: &GpuEngine, direction: Direction) -> Result<Arc<StridedKernelSet>>;
+    /// The strided kernel set that builds summed-area tables (built-in operators only).
+    fn summed_area_kernels(&self, _engine: &GpuEngine) -> Result<Arc<StridedKernelSet>> {
+        bail!(
+            UnsupportedCombination,
+            "summed-area tables are built with the built-in operators"
+        )
+    }
     /// Whether its kernels take `contract::OperatorParams` after `ScanParams` (or
     /// `StridedParams`).
     fn takes_operator_params(&self) -> bool;
@@ -222,6 +229,17 @@ impl OperatorModel for BuiltinOperator {
             types: self.types,
             op: self.op,
             direction,
+            summed_area: false,
+        };
+        engine.algorithms.get::<StridedKernels>().get(&engine.device, &spec)
+    }
+
+    fn summed_area_kernels(&self, engine: &GpuEngine) -> Result<Arc<StridedKernelSet>> {
+        let spec = StridedSpec {
+            types: self.types,
+            op: self.op,
+            direction: Direction::Forward,
+            summed_area: true,
         };
         engine.algorithms.get::<StridedKernels>().get(&engine.device, &spec)
     }

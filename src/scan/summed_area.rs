@@ -1,11 +1,13 @@
 //! Summed-area tables (integral images): the inclusive scan of a 2-D array along both of
-//! its axes, as two strided scans: along the rows into the output, then along the
-//! output's columns in place (`scan::strided`). That moves each element four times
-//! (read, write, read, write); a single pass would move it twice but needs a look-back
-//! in two dimensions: each tile waits for the row prefixes of the tile to its left and,
-//! once its rows are scanned, for the column prefixes of the tile above (two decoupled
-//! chains per tile, with tickets that number tiles row-major so both predecessors come
-//! first). Not built: the two passes run at the strided scan's speed each.
+//! its axes. On the GPU an inclusive table whose association order may vary is built in
+//! one pass (`strided::summed_area_table`: each element read and written once; backward
+//! through views reversed along both axes): each tile scans its rows, then its columns,
+//! and waits for two decoupled look-backs, the carries of its rows from the tiles to its
+//! left and the row above it from the tile above (kernels/device/summed_area_rows.cuh).
+//! Every other table (exclusive, fixed-order float sums, layouts whose tiles would not
+//! hold the table's columns, the host backend) is two strided scans: along the rows into
+//! the output, then along the output's columns in place, each element read and written
+//! twice.
 
 use crate::array::{ArrayView, AxisLayout};
 use crate::context::Context;
@@ -20,9 +22,10 @@ impl Context {
     /// of tables) into `output` (the same shape; any strides, as
     /// [`Context::scan_array`]): element `[.., i, j]` of the output combines every input
     /// element `[.., i', j']` with `i' <= i` and `j' <= j` (`<` for exclusive scans;
-    /// backward scans combine from the last row and column). Any built-in operator; the
-    /// first pass's results are rounded to the output type before the second pass
-    /// combines them. No initial value (it would enter along both axes).
+    /// backward scans combine from the last row and column). Any built-in operator; where
+    /// the table takes two passes, the first pass's results are rounded to the output type
+    /// before the second pass combines them. No initial value (it would enter along both
+    /// axes).
     pub fn summed_area_table(
         &self,
         stream: &Stream,
@@ -52,6 +55,9 @@ impl Context {
             );
         }
         input.check_output(output)?;
+        if let Some(info) = strided::summed_area_table(self, stream, input, output, desc)? {
+            return Ok(info);
+        }
         // The column pass scans the output in place: whatever would refuse it is refused
         // before the row pass writes anything.
         let columns = ndim as isize - 2;

@@ -1,8 +1,8 @@
 //! Summed-area tables against nested loops, shared by the host and GPU suites: every
 //! layout (padded rows, transposed, in place), type pair (one type throughout, and a wider
-//! output), operator, direction, inclusive/exclusive form and determinism, at the column
-//! and row counts the caller sweeps (the GPU suite's lie around the strided kernel's strips
-//! of 32 columns and its tiles).
+//! output), operator, direction, inclusive/exclusive form and determinism (so both the
+//! GPU's single pass and its two scans), at the column and row counts the caller sweeps
+//! (the GPU suite's lie around the strided kernel's strips of 32 columns and its tiles).
 
 use scanrt::{ArrayView, Buffer, Context, DType, Op, ScanDesc, Stream};
 
@@ -37,8 +37,13 @@ pub fn summed_area_tables(ctx: &Context, stream: &Stream, seed: u64, shapes: &[(
     let mut tally = Tally::default();
     for &(batches, rows, cols) in shapes {
         for (input, output) in TYPE_PAIRS {
+            // Inclusive tables that may vary their association order take the GPU's single
+            // pass, in either direction (so do deterministic integer ones); the rest two
+            // scans.
             for (op, inclusive, backward, deterministic) in [
                 (Op::Sum, true, false, false),
+                (Op::Max, true, false, false),
+                (Op::Sum, true, false, true),
                 (Op::Sum, false, true, false),
                 (Op::Max, true, true, false),
                 (Op::Sum, false, false, true),

@@ -87,6 +87,7 @@ fn main() {
             strided::strided_sanitizer_subset,
             strided::user_operators_along_an_axis,
             strided::summed_area_tables_on_the_gpu,
+            strided::large_summed_area_tables,
         ],
         common::no_gpu,
     )

@@ -44,7 +44,8 @@ pub(crate) fn strided_sanitizer_subset() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     let failures = crate::common::strided_operators::sweep(ctx, &stream, 0x5A5F, &[(2, 65, 33), (1, 700, 3)]);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    // Summed-area tables (two strided scans): several strips, one strip, a batch.
+    // Summed-area tables (one pass, and two strided scans): several strips, one strip, a
+    // batch.
     let failures =
         crate::common::summed_area::summed_area_tables(ctx, &stream, 0x5A60, &[(1, 65, 70), (1, 33, 9), (2, 5, 40)]);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -244,6 +245,52 @@ pub(crate) fn large_strided_scans() {
     );
 }
 
+/// Summed-area tables in one pass past the sweep's sizes: 8192 x 8192 u32 sums (64 bands
+/// of 256 tiles: both look-backs walk far) and a batch of two 3001 x 4099 u64 maxima
+/// read through rows padded to 4104, into partial last bands and strips; every element
+/// against nested loops.
+pub(crate) fn large_summed_area_tables() {
+    large_table::<u32>("8192x8192 u32 sum", [1, 8192, 8192], 8192, Op::Sum);
+    large_table::<u64>("2x3001x4099 u64 max, padded rows", [2, 3001, 4099], 4104, Op::Max);
+}
+
+fn large_table<T: TestInput + TestOutput>(label: &str, shape: [u64; 3], pitch: u64, op: Op) {
+    let ctx = gpu();
+    let stream = ctx.new_stream().unwrap();
+    let [b_, r, c] = shape.map(|v| v as usize);
+    let in_len = b_ * r * pitch as usize;
+    let mut rng = Rng(0x5A7_B16 ^ in_len as u64);
+    let input: Vec<T> = random_vec(&mut rng, op, in_len);
+    let in_buf = Buffer::from_slice(ctx, &stream, &input).unwrap();
+    let out_buf = Buffer::new(ctx, T::DTYPE, (b_ * r * c) as u64).unwrap();
+    let in_strides = [(r as u64 * pitch) as i64, pitch as i64, 1];
+    // SAFETY: the strides reach no element past either buffer; both live until the download.
+    let (i, o) = unsafe {
+        (
+            ArrayView::strided(in_buf.addr(), T::DTYPE, &shape, &in_strides).unwrap(),
+            ArrayView::contiguous(out_buf.addr(), T::DTYPE, &shape).unwrap(),
+        )
+    };
+    let info = ctx.summed_area_table(&stream, &i, &o, &ScanDesc::inclusive(op)).unwrap();
+    let got: Vec<T> = out_buf.download(&stream, b_ * r * c).unwrap();
+    // Each row's running value, combined down each column.
+    let mut bad = 0;
+    for b in 0..b_ {
+        let mut above = vec![T::identity(op); c];
+        for y in 0..r {
+            let mut running = T::identity(op);
+            for x in 0..c {
+                running = T::combine(op, running, input[b * r * pitch as usize + y * pitch as usize + x]);
+                above[x] = T::combine(op, above[x], running);
+                if got[(b * r + y) * c + x].to_bits() != above[x].to_bits() {
+                    bad += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(bad, 0, "{label}: {bad} wrong elements ({info:?})");
+}
+
 pub(crate) fn summed_area_tables_on_the_gpu() {
     let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
@@ -267,6 +314,7 @@ pub(crate) fn summed_area_tables_on_the_gpu() {
         (1, 3, 1000),
         (1, 1, 300),
         (3, 64, 100),
+        (2, 700, 1100),
     ];
     let failures = crate::common::summed_area::summed_area_tables(ctx, &stream, 0x5A7E, &shapes);
     assert!(

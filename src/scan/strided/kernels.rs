@@ -74,6 +74,26 @@ mod experiments {
     }
 }
 
+/// The tile shape of the summed-area tables' kernels: the scan's tiles, polled 2 tiles
+/// deep per thread and round trip, and 5 blocks per SM for 4-byte accumulators. H200,
+/// `bench_compare --shapes` with `SCANRT_STRIDED_OVERRIDE` (2026-11-28, two rounds): f32
+/// 8192 x 8192 in 255-256 us (0.52 of memcpy of 2n bytes) against 275-279 at the scan's
+/// shape (4 deep, 4 blocks); 1 deep 260, 3 deep 264, 8 deep 302, 8 rows per thread 406,
+/// 3 blocks per SM 310. Tables wait on tiles about a diagonal of tiles back (both
+/// neighbours still loading, often), where a shallow poll returns sooner.
+pub(crate) fn summed_area_shape_of(bytes: usize) -> StridedShape {
+    let scan = shape_of(bytes);
+    #[cfg(feature = "experiments")]
+    if experiments::shape().is_some() {
+        return scan;
+    }
+    StridedShape {
+        window: 2,
+        min_blocks_per_sm: if bytes <= 4 { 5 } else { scan.min_blocks_per_sm },
+        ..scan
+    }
+}
+
 /// The strip width for `columns` adjacent columns.
 pub(crate) fn width_for(columns: u64) -> u32 {
     WIDTHS.into_iter().find(|&w| w as u64 >= columns).unwrap_or(32)
@@ -90,6 +110,8 @@ pub(crate) struct StridedSpec {
     pub types: ScanTypes,
     pub op: Op,
     pub direction: Direction,
+    /// The kernels build summed-area tables (inclusive, forward) instead of scanning.
+    pub summed_area: bool,
 }
 
 fn entry(width: u32) -> String {
@@ -108,6 +130,8 @@ pub(crate) struct StridedUnit<'a> {
     pub destination: &'a str,
     pub extra_params: &'a str,
     pub init: &'a str,
+    /// Summed-area tables instead of scans (built-in operators, forward).
+    pub summed_area: bool,
 }
 
 impl StridedUnit<'_> {
@@ -115,7 +139,11 @@ impl StridedUnit<'_> {
     /// accumulators of `bytes`.
     pub fn source(&self, name: String, bytes: usize, direction: Direction) -> KernelSource {
         let reverse = direction == Direction::Backward;
-        let shape = shape_of(bytes);
+        let shape = if self.summed_area {
+            summed_area_shape_of(bytes)
+        } else {
+            shape_of(bytes)
+        };
         let StridedShape {
             items,
             min_blocks_per_sm,
@@ -131,6 +159,7 @@ impl StridedUnit<'_> {
             destination,
             extra_params,
             init,
+            summed_area,
         } = self;
         let mut text = format!(
             "#include \"device/strided_scan.cuh\"\n{definitions}typedef Op::T Acc;\ntypedef {source_type} Src;\ntypedef {destination_type} Dst;\n"
@@ -139,7 +168,7 @@ impl StridedUnit<'_> {
             let entry = entry(w);
             text += &format!(
                 r#"extern "C" __global__ void __launch_bounds__({THREADS}, {min_blocks_per_sm}) {entry}(SCANRT_STRIDED_PARAMS{extra_params}) {{
-    strided_scan<Op, Src, Dst, {w}, {THREADS}, {items}, {window}, {spin_before_sleep}, {sleep_ns}, {reverse}>(
+    strided_scan<Op, Src, Dst, {w}, {THREADS}, {items}, {window}, {spin_before_sleep}, {sleep_ns}, {reverse}, {summed_area}>(
         {source}, {destination}, in_batch_stride, in_row_stride, out_batch_stride, out_row_stride, in_column_stride,
         out_column_stride, batches, len,
         columns, {init}, carry_out, carry_batch_stride, carry_column_stride, flags, (void*)workspace, status_capacity,
@@ -168,6 +197,7 @@ impl StridedSpec {
             destination: "(Out*)output",
             extra_params: "",
             init: "init_bits",
+            summed_area: self.summed_area,
         }
         .source(
             format!("strided scan {self:?}"),
@@ -231,14 +261,23 @@ impl StridedKernels {
 
 /// The built-in strided kernel sets that `coverage` asks for, for precompiling (packs, the
 /// disk cache): the scan's type pairs and wider accumulators, every operator they take,
-/// both directions.
+/// scans in both directions and summed-area tables.
 pub(crate) fn built_in_strided_specs(coverage: KernelCoverage) -> Vec<StridedSpec> {
-    let directions = [Direction::Forward, Direction::Backward];
+    let variants = [
+        (Direction::Forward, false),
+        (Direction::Backward, false),
+        (Direction::Forward, true),
+    ];
     let mut all = Vec::new();
     for (index, (types, op)) in builtin_types_and_ops().enumerate() {
-        for (variant, &direction) in directions.iter().enumerate() {
-            if coverage.keeps(index, variant, directions.len()) {
-                all.push(StridedSpec { types, op, direction });
+        for (variant, &(direction, summed_area)) in variants.iter().enumerate() {
+            if coverage.keeps(index, variant, variants.len()) {
+                all.push(StridedSpec {
+                    types,
+                    op,
+                    direction,
+                    summed_area,
+                });
             }
         }
     }
@@ -278,9 +317,16 @@ mod tests {
                 Direction::Forward,
             ),
         ] {
-            let spec = StridedSpec { types, op, direction };
-            if let Err(e) = nvrtc.compile(&spec.source(), target) {
-                panic!("{spec:?}: {}", e.message);
+            for summed_area in [false, true] {
+                let spec = StridedSpec {
+                    types,
+                    op,
+                    direction,
+                    summed_area,
+                };
+                if let Err(e) = nvrtc.compile(&spec.source(), target) {
+                    panic!("{spec:?}: {}", e.message);
+                }
             }
         }
     }

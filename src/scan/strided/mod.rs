@@ -31,7 +31,7 @@ use crate::scan::operator_model::{BuiltinOperator, Carries, OperatorModel};
 use crate::scan::plan::choose_algorithm;
 use crate::scan::ScanInfo;
 use crate::stream::Stream;
-use crate::tables::{Algorithm, Backend, ChoiceReason};
+use crate::tables::{Algorithm, Backend, ChoiceReason, Direction};
 use crate::types::DType;
 pub(crate) use layout::StridedArrays;
 use layout::{check_memory, strided_pair, SequenceCarries, StridedPair, Strides};
@@ -126,7 +126,7 @@ pub(crate) fn run(
             })
         }
         Engine::Gpu(engine) => {
-            launch(engine, stream, model, a, shape, algorithm)?;
+            launch(engine, stream, model, a, shape, algorithm, false)?;
             Ok(ScanInfo {
                 backend: Backend::Gpu,
                 algorithm,
@@ -134,6 +134,65 @@ pub(crate) fn run(
             })
         }
     }
+}
+
+/// Builds the summed-area table of `input`'s last two axes (earlier ones a batch) into
+/// `output` in one pass over the data, where the GPU's strided kernels can
+/// (kernels/device/summed_area_rows.cuh): an inclusive table of a built-in operator whose
+/// association order may vary (no fixed-order float table), at least two columns, which
+/// the layout takes as its tiles' columns. A backward table is the forward one of both
+/// views with their last two axes reversed. `None` where they cannot; the caller then
+/// scans twice.
+pub(crate) fn summed_area_table(
+    ctx: &Context,
+    stream: &Stream,
+    input: &ArrayView,
+    output: &ArrayView,
+    desc: &ScanDesc,
+) -> Result<Option<ScanInfo>> {
+    let Engine::Gpu(engine) = ctx.engine() else {
+        return Ok(None);
+    };
+    let types = desc.types(input.dtype(), output.dtype());
+    types.check(desc.op)?;
+    let (algorithm, reason) = choose_algorithm(
+        desc.algorithm,
+        desc.deterministic,
+        desc.order_sensitive(types.accumulator),
+    );
+    let shape = input.shape();
+    let (rows, columns) = (shape.len() - 2, shape.len() - 1);
+    if !desc.inclusive || algorithm != Algorithm::SinglePass || shape[columns] < 2 || shape.contains(&0) {
+        return Ok(None);
+    }
+    let (input, output) = match desc.direction {
+        Direction::Forward => (*input, *output),
+        Direction::Backward => (input.flipped_last_two(), output.flipped_last_two()),
+    };
+    let (input, output) = (&input, &output);
+    let pair = check_layout(input, output, rows)?;
+    let (in_columns, out_columns) = (input.strides()[columns], output.strides()[columns]);
+    if pair.form.columns != shape[columns] || pair.input.column != in_columns || pair.output.column != out_columns {
+        return Ok(None);
+    }
+    let model = BuiltinOperator::new(desc.op, types);
+    let arrays = StridedArrays {
+        pair,
+        inputs: vec![input.addr()],
+        outputs: vec![output.addr()],
+        known: input.known_to(ctx.id())? && output.known_to(ctx.id())?,
+        carries: carry_addresses(ctx, &CarryViews::default(), &pair, types.accumulator)?,
+    };
+    let forward = ScanDesc {
+        direction: Direction::Forward,
+        ..*desc
+    };
+    launch(engine, stream, &model, &arrays, &forward.shape(types.accumulator)?, algorithm, true)?;
+    Ok(Some(ScanInfo {
+        backend: Backend::Gpu,
+        algorithm,
+        reason,
+    }))
 }
 
 /// The carries' addresses: a carry in of one value (for every sequence) or one per
@@ -248,7 +307,8 @@ struct StridedOperatorLaunch {
     operator: OperatorParams,
 }
 
-/// Queues a checked strided scan on a GPU.
+/// Queues a checked strided scan on a GPU (with `summed_area`, the summed-area table of
+/// each batch's `[len][columns]` matrix: `summed_area_table` checked that it may).
 fn launch(
     engine: &GpuEngine,
     stream: &Stream,
@@ -256,6 +316,7 @@ fn launch(
     a: &StridedArrays,
     shape: &ScanShape,
     algorithm: Algorithm,
+    summed_area: bool,
 ) -> Result<()> {
     let dev = &engine.device;
     let raw_stream = stream.raw() as CUstream;
@@ -291,7 +352,9 @@ fn launch(
     let tile_rows = kernels::tile_rows(state as usize, width);
     let strips = form.columns.div_ceil(width as u64);
     let tiles = form.batches * strips * form.len.div_ceil(tile_rows);
-    let slots = tiles * width as u64;
+    // A table's strips of 32 columns carry their rows too: a slot per tile row.
+    let row_slots = if summed_area && width == 32 { tile_rows } else { 0 };
+    let slots = tiles * (width as u64 + row_slots);
     if tiles > i32::MAX as u64 || slots > u32::MAX as u64 {
         bail!(
             LengthOverflow,
@@ -300,7 +363,11 @@ fn launch(
             form.len
         );
     }
-    let set = model.strided_kernels(engine, shape.direction)?;
+    let set = if summed_area {
+        model.summed_area_kernels(engine)?
+    } else {
+        model.strided_kernels(engine, shape.direction)?
+    };
     let workspace = launch_workspace::acquire(dev, raw_stream, None, state as usize, slots, set.clone() as Arc<_>)?;
     let mut flags = 0;
     if shape.inclusive {
