@@ -271,7 +271,9 @@ fn large_table<T: TestInput + TestOutput>(label: &str, shape: [u64; 3], pitch: u
             ArrayView::contiguous(out_buf.addr(), T::DTYPE, &shape).unwrap(),
         )
     };
-    let info = ctx.summed_area_table(&stream, &i, &o, &ScanDesc::inclusive(op)).unwrap();
+    let info = ctx
+        .summed_area_table(&stream, &i, &o, &ScanDesc::inclusive(op))
+        .unwrap();
     let got: Vec<T> = out_buf.download(&stream, b_ * r * c).unwrap();
     // Each row's running value, combined down each column.
     let mut bad = 0;

@@ -187,7 +187,15 @@ pub(crate) fn summed_area_table(
         direction: Direction::Forward,
         ..*desc
     };
-    launch(engine, stream, &model, &arrays, &forward.shape(types.accumulator)?, algorithm, true)?;
+    launch(
+        engine,
+        stream,
+        &model,
+        &arrays,
+        &forward.shape(types.accumulator)?,
+        algorithm,
+        true,
+    )?;
     Ok(Some(ScanInfo {
         backend: Backend::Gpu,
         algorithm,
