@@ -300,8 +300,9 @@ def summed_area_table(x: Any, *, exclusive: bool = False, reverse: bool = False,
     """The summed-area table (integral image) of ``x`` over its last two axes (earlier
     axes are a batch of tables): each element sums every element above and to the left
     of it, itself included (excluded when ``exclusive``; ``reverse`` sums from the last
-    row and column). On the GPU an inclusive table is one pass over the data wherever it
-    lies in memory, an exclusive one two scans; ``dtype`` as :func:`cumsum`'s."""
+    row and column). On the GPU an inclusive table is one pass over the data (two scans
+    for an exclusive one, or where a batch axis interleaves with the table's columns in
+    memory); ``dtype`` as :func:`cumsum`'s."""
     if len(getattr(x, "shape", ())) < 2:
         raise ValueError("a summed-area table takes an array of at least 2 dimensions")
     if _torch_autograd(x):  # differentiable: the two scans' operators
