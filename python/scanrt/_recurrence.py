@@ -9,6 +9,7 @@ from . import _arrays, _scanrt
 
 # The state type of the half types' recurrences.
 _STATE = {"float16": "float32", "bfloat16": "float32"}
+_FLOATS = ("float16", "bfloat16", "float32", "float64")
 
 
 def _autograd(*arrays: Any) -> bool:
@@ -66,6 +67,10 @@ def linear_recurrence(a: Any, b: Any, axis: int = -1, *, exclusive: bool = False
     ``(h, final)``. All of it is differentiable on PyTorch tensors (gradients for ``a``,
     ``b``, ``initial`` and through ``final``), except an exclusive scan with states per
     sequence (a ``TypeError``)."""
+    if (dtype is None and out is None and segments is None and offsets is None and keys is None and not return_final
+            and (initial is None or isinstance(initial, (int, float))) and _torch_plain_pair(a, b, axis)):
+        return _torch_fast("linear_recurrence", a, b, None if initial is None else float(initial), exclusive, reverse,
+                           deterministic)
     a, b = _pair(a, b, dtype)
     if offsets is not None or _arrays.is_array(initial) or return_final:
         if segments is not None or keys is not None:
@@ -94,12 +99,27 @@ def linear_recurrence_adjoint(a: Any, g: Any, axis: int = -1, *, initial: Any = 
     is the gradient of ``b``, ``lam[t] * h[t-1]`` that of ``a[t]`` (``h[-1] = h0``) and
     ``a[0] * lam[0]`` that of ``h0`` (a custom VJP in JAX, for instance); ``initial`` is
     then the gradient of the final state. Differentiable on PyTorch tensors."""
+    if (segments is None and keys is None and (initial is None or isinstance(initial, (int, float)))
+            and _torch_plain_pair(a, g, axis)):
+        return _torch_fast("linear_recurrence_adjoint", a, g, None if initial is None else float(initial), False,
+                           reverse, deterministic)
     a, g = _pair(a, g, None, "a and g")
     _arrays.segment_data(a, segments, None, keys)
     if _autograd(a, g):
         return _torch_ops().linear_recurrence_adjoint(a, g, axis, initial, reverse, deterministic, segments, keys)
     return _recipe_of_pair("linear_recurrence_adjoint", a, g, axis, initial, False, reverse, deterministic,
                            segments, keys)
+
+
+def _torch_plain_pair(a: Any, b: Any, axis: int) -> bool:
+    """Whether ``a`` and ``b`` are the common PyTorch call, checked with nothing a small
+    scan would feel: contiguous CUDA tensors of one shape and float type on one device,
+    along their last axis, that need no graph (no gradients, no tracing, no transform)."""
+    if not (_arrays.is_torch(a) and _arrays.is_torch(b)):
+        return False
+    return (a.is_cuda and b.is_cuda and a.dtype == b.dtype and _arrays.TORCH_DTYPE_NAMES.get(a.dtype) in _FLOATS
+            and a.shape == b.shape and a.dim() > 0 and axis in (-1, a.dim() - 1) and a.is_contiguous()
+            and b.is_contiguous() and a.get_device() == b.get_device() and not _autograd(a, b))
 
 
 def _torch_fast(recipe: str, a: Any, b: Any, init: Optional[float], exclusive: bool, reverse: bool,
@@ -130,8 +150,7 @@ def _recipe_of_pair(recipe: str, a: Any, b: Any, axis: int, initial: Any, exclus
         return h
     along = _arrays.normal_axis(a, axis)
     last = along == len(a.shape) - 1
-    if (last and _arrays.is_torch(a) and _arrays.is_torch(b) and a.is_cuda and b.is_cuda and a.is_contiguous()
-            and b.is_contiguous() and a.get_device() == b.get_device()):
+    if _torch_plain_pair(a, b, axis):
         return _torch_fast(recipe, a, b, init, exclusive, reverse, deterministic)
     if not last and describe(a)[1:4] == describe(b)[1:4]:
         # An inner axis, a and b laid out alike: scanned where they lie, in one pass.

@@ -52,6 +52,17 @@ def ops() -> OpSet:
     return GRAPH if torch.compiler.is_compiling() else EAGER
 
 
+# What torch's ``Function.apply`` does outside torch.func's transforms, less its binding of
+# the forward's signature (``inspect``, tens of microseconds a call): the ``EAGER``
+# operators' callers pass every argument, so the binding changes nothing. Without these
+# (private) hooks, every call takes torch's own ``apply``.
+try:
+    from torch._C import _are_functorch_transforms_active as _TRANSFORMS_ACTIVE
+    from torch._functorch.utils import unwrap_dead_wrappers as _UNWRAP_DEAD
+except ImportError:
+    _TRANSFORMS_ACTIVE = _UNWRAP_DEAD = None
+
+
 def _batched(apply, data, info, in_dims, inputs):
     """The vmap rule of an operator along the last axis: each batch element is one more
     row, so the batch dimension goes first (unbatched data broadcast to it) and the
@@ -82,6 +93,12 @@ def define(name, impl, fake, setup, backward, non_differentiable=(), data=(0,)):
     op.register_autograd(lambda ctx, *grads: backward(GRAPH, ctx, *grads), setup_context=setup)
 
     class Twin(torch.autograd.Function):
+        @classmethod
+        def apply(cls, *inputs):
+            if _TRANSFORMS_ACTIVE is None or _TRANSFORMS_ACTIVE():
+                return super().apply(*inputs)
+            return super(torch.autograd.Function, cls).apply(*_UNWRAP_DEAD(inputs))
+
         # forward and setup_context apart, as torch.func's transforms require.
         @staticmethod
         def forward(*inputs):
