@@ -50,18 +50,23 @@ pub(crate) fn run(ctx: &Context, stream: &Stream, timer: &Timer) {
         axis: 1,
         span: rows * (len + pad),
     };
-    let columns = |rows: u64, cols: u64| Case {
+    let columns_of = |dtype: DType, rows: u64, cols: u64| Case {
         label: "columns",
-        dtype: DType::F32,
+        dtype,
         shape: [rows, cols],
         strides: [cols as i64, 1],
         axis: 0,
         span: rows * cols,
     };
+    let columns = |rows: u64, cols: u64| columns_of(DType::F32, rows, cols);
     let cases = [
         columns(1 << 20, 2),
         columns(1 << 16, 64),
         columns(8192, 8192),
+        // 8-byte accumulators: tiles of half the rows, polled as deep.
+        columns_of(DType::F64, 1 << 20, 2),
+        columns_of(DType::F64, 1 << 16, 64),
+        columns_of(DType::F64, 8192, 8192),
         pitched(1 << 14, 1 << 10, 32),
         pitched(1 << 14, 1 << 10, 0),
         pitched(1 << 10, 1 << 16, 32),
@@ -77,7 +82,10 @@ pub(crate) fn run(ctx: &Context, stream: &Stream, timer: &Timer) {
     let only = std::env::var("SCANRT_SHAPES_CASE").ok();
     for case in cases {
         let n = case.shape[0] * case.shape[1];
-        let name = format!("{}_{}x{}", case.label, case.shape[0], case.shape[1]);
+        let name = match case.dtype {
+            DType::F32 | DType::U32 => format!("{}_{}x{}", case.label, case.shape[0], case.shape[1]),
+            other => format!("{}_{}_{}x{}", case.label, other.c_name(), case.shape[0], case.shape[1]),
+        };
         if only.as_ref().is_some_and(|o| *o != name) {
             continue;
         }

@@ -39,12 +39,16 @@ pub(crate) struct StridedShape {
 }
 
 /// The tile shape for accumulators (or user-defined states) of `bytes`: 64 bytes of rows
-/// per thread, 16 KiB tiles (16-byte states: 4 rows).
+/// per thread, 16 KiB tiles (16-byte states: 4 rows), polled 2 tiles deep. H200,
+/// `bench_compare --shapes` with `SCANRT_STRIDED_OVERRIDE` (2026-11-28, alternating, two
+/// rounds): 2 deep against 4, f64 columns of [2^20, 2] 26-27 against 28-29 us, [2^16, 64]
+/// 47 against 48-50, 8192^2 340 against 378-382; the f32 recurrence's (8-byte states)
+/// 8192^2 300 against 336; f32 8192^2 176 against 181-185, its smaller shapes alike.
 pub(crate) fn shape_of(bytes: usize) -> StridedShape {
     let regular = StridedShape {
         items: (64 / bytes.max(1) as u32).clamp(1, 16),
         min_blocks_per_sm: 4,
-        window: 4,
+        window: 2,
         spin_before_sleep: 2,
         sleep_ns: 100,
     };
@@ -74,13 +78,12 @@ mod experiments {
     }
 }
 
-/// The tile shape of the summed-area tables' kernels: the scan's tiles, polled 2 tiles
-/// deep per thread and round trip, and 5 blocks per SM for 4-byte accumulators. H200,
-/// `bench_compare --shapes` with `SCANRT_STRIDED_OVERRIDE` (2026-11-28, two rounds): f32
-/// 8192 x 8192 in 255-256 us (0.52 of memcpy of 2n bytes) against 275-279 at the scan's
-/// shape (4 deep, 4 blocks); 1 deep 260, 3 deep 264, 8 deep 302, 8 rows per thread 406,
-/// 3 blocks per SM 310. Tables wait on tiles about a diagonal of tiles back (both
-/// neighbours still loading, often), where a shallow poll returns sooner.
+/// The tile shape of the summed-area tables' kernels: the scan's, with 5 blocks per SM
+/// for 4-byte accumulators. H200, `bench_compare --shapes` with `SCANRT_STRIDED_OVERRIDE`
+/// (2026-11-28, two rounds): f32 8192 x 8192 in 255-256 us (0.52 of memcpy of 2n bytes)
+/// against 275-279 at 4 deep and 4 blocks; 1 deep 260, 3 deep 264, 8 deep 302, 8 rows per
+/// thread 406, 3 blocks per SM 310. Tables wait on tiles about a diagonal of tiles back
+/// (both neighbours still loading, often), where a shallow poll returns sooner.
 pub(crate) fn summed_area_shape_of(bytes: usize) -> StridedShape {
     let scan = shape_of(bytes);
     #[cfg(feature = "experiments")]
@@ -88,7 +91,6 @@ pub(crate) fn summed_area_shape_of(bytes: usize) -> StridedShape {
         return scan;
     }
     StridedShape {
-        window: 2,
         min_blocks_per_sm: if bytes <= 4 { 5 } else { scan.min_blocks_per_sm },
         ..scan
     }
