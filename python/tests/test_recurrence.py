@@ -28,7 +28,8 @@ def ref_recurrence(a, b, exclusive, reverse, initial, starts):
 def check_recurrence_case(salt, make, fetch, dtype):
     r = rng(5000 + salt)
     exclusive, reverse, deterministic = bool(r.integers(0, 2)), bool(r.integers(0, 2)), bool(r.integers(0, 2))
-    initial = None if r.integers(0, 2) else float(r.integers(-8, 8)) / 4
+    # Python and NumPy numbers alike (the PyTorch fast path takes ints and floats).
+    initial = [None, None, float(r.integers(-8, 8)) / 4, int(r.integers(-2, 3)), np.float32(0.75)][int(r.integers(0, 5))]
     what = f"{dtype} exclusive={exclusive} reverse={reverse} initial={initial} deterministic={deterministic}"
     wide = "float64" if dtype == "float64" else "float32"
     opts = dict(exclusive=exclusive, reverse=reverse, initial=initial, deterministic=deterministic)

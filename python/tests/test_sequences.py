@@ -302,6 +302,38 @@ def test_torch_user_operator_along_an_axis_with_carries(reverse):
     np.testing.assert_allclose(h2.cpu().numpy(), along_loop(a_np, b_np, 0, reverse), rtol=1e-3, atol=1e-3)
 
 
+def adjoint_loop(a, g, axis, initial, reverse):
+    """lam_t = g_t + a_s lam_s along ``axis`` (s the element before t; ``initial`` before
+    the first), in float64."""
+    am, gm = np.moveaxis(a, axis, -1), np.moveaxis(g, axis, -1)
+    want = np.zeros(am.shape)
+    for row in np.ndindex(am.shape[:-1]):
+        s, coefficient = initial, 1.0
+        steps = range(am.shape[-1] - 1, -1, -1) if reverse else range(am.shape[-1])
+        for t in steps:
+            s = float(gm[row + (t,)]) + coefficient * s
+            coefficient = float(am[row + (t,)])
+            want[row + (t,)] = s
+    return np.moveaxis(want, -1, axis)
+
+
+@cuda
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("initial", [None, 0.5, 2])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_torch_recurrence_adjoint_against_its_loop(reverse, initial, dtype):
+    """The adjoint on CUDA tensors (the fast path along the last axis, and an inner axis)
+    against the loop."""
+    r = rng(8)
+    for shape, axis in [((4097,), -1), ((3, 1000), -1), ((300, 6), 0)]:
+        a, g = r.uniform(-1, 1, shape), r.standard_normal(shape)
+        ta, tg = (torch.tensor(x, device="cuda", dtype=getattr(torch, dtype)) for x in (a, g))
+        lam = scanrt.linear_recurrence_adjoint(ta, tg, axis, initial=initial, reverse=reverse)
+        want = adjoint_loop(ta.double().cpu().numpy(), tg.double().cpu().numpy(), axis, initial or 0.0, reverse)
+        tol = 1e-4 if dtype == "float32" else 1e-10
+        np.testing.assert_allclose(lam.double().cpu().numpy(), want, rtol=tol, atol=tol, err_msg=f"{shape} {axis}")
+
+
 @pytest.mark.parametrize("reverse", [False, True])
 @pytest.mark.parametrize("shape, axis", [((1,), -1), ((5000,), -1), ((4, 999), -1), ((300, 6), 0)])
 def test_numpy_recurrence_adjoint_is_the_gradient(reverse, shape, axis):
@@ -310,16 +342,7 @@ def test_numpy_recurrence_adjoint_is_the_gradient(reverse, shape, axis):
     r = rng(7)
     a, g = r.uniform(-1, 1, shape), r.standard_normal(shape)
     lam = scanrt.linear_recurrence_adjoint(a, g, axis, initial=0.5, reverse=reverse)
-    am, gm = np.moveaxis(a, axis, -1), np.moveaxis(g, axis, -1)
-    want = np.zeros_like(am)
-    for row in np.ndindex(am.shape[:-1]):
-        s, coefficient = 0.5, 1.0
-        steps = range(am.shape[-1] - 1, -1, -1) if reverse else range(am.shape[-1])
-        for t in steps:
-            s = gm[row + (t,)] + coefficient * s
-            coefficient = am[row + (t,)]
-            want[row + (t,)] = s
-    np.testing.assert_allclose(lam, np.moveaxis(want, -1, axis), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(lam, adjoint_loop(a, g, axis, 0.5, reverse), rtol=1e-10, atol=1e-12)
     # The gradient of <g, linear_recurrence(a, b, initial=h0)>: b's is the adjoint in the
     # other direction.
     b, h0 = r.standard_normal(shape), 0.3

@@ -130,20 +130,7 @@ impl Operator {
             },
             &shape,
         )?;
-        let known = inputs
-            .iter()
-            .chain(outputs)
-            .map(|v| v.known_to(self.inner.ctx.id()))
-            .collect::<Result<Vec<bool>>>()?
-            .into_iter()
-            .all(|k| k);
-        let arrays = StridedArrays {
-            pair,
-            inputs: inputs.iter().map(|v| v.addr()).collect(),
-            outputs: outputs.iter().map(|v| v.addr()).collect(),
-            known,
-            carries: sequence_carries,
-        };
+        let arrays = StridedArrays::of_views(pair, inputs, outputs, self.inner.ctx.id(), sequence_carries)?;
         strided::run(&self.inner.ctx, stream, &*self.inner, &arrays, &shape, choice)
     }
 

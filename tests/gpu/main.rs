@@ -48,6 +48,7 @@ fn main() {
             distributed::bad_parts_are_refused_before_any_collective,
             determinism::deterministic_float_scans_are_bitwise_reproducible,
             determinism::deterministic_scans_are_alignment_independent,
+            determinism::deterministic_strided_scans_are_bitwise_reproducible,
             kernels::bulk_copy_single_pass_at_every_size,
             kernels::one_wave_single_pass_at_every_size,
             kernels::cluster_kernel_at_every_cluster_size,

@@ -257,3 +257,28 @@ pub(crate) struct StridedArrays {
     pub known: bool,
     pub carries: SequenceCarries,
 }
+
+impl StridedArrays {
+    /// The arrays of the checked views `inputs` and `outputs` (laid out as `pair` says),
+    /// known when every one is a buffer of context `ctx_id` (a view of another context's
+    /// buffer is an error).
+    pub(crate) fn of_views(
+        pair: StridedPair,
+        inputs: &[ArrayView],
+        outputs: &[ArrayView],
+        ctx_id: usize,
+        carries: SequenceCarries,
+    ) -> Result<StridedArrays> {
+        let mut known = true;
+        for view in inputs.iter().chain(outputs) {
+            known &= view.known_to(ctx_id)?;
+        }
+        Ok(StridedArrays {
+            pair,
+            inputs: inputs.iter().map(|v| v.addr()).collect(),
+            outputs: outputs.iter().map(|v| v.addr()).collect(),
+            known,
+            carries,
+        })
+    }
+}

@@ -79,13 +79,7 @@ pub(crate) fn scan(
         },
         &shape,
     )?;
-    let arrays = StridedArrays {
-        pair,
-        inputs: vec![input.addr()],
-        outputs: vec![output.addr()],
-        known: input.known_to(ctx.id())? && output.known_to(ctx.id())?,
-        carries: sequence_carries,
-    };
+    let arrays = StridedArrays::of_views(pair, &[*input], &[*output], ctx.id(), sequence_carries)?;
     if let Some(rows) = pitched_rows::scan(ctx, stream, &arrays, input, output, desc)? {
         return Ok(rows);
     }
@@ -176,13 +170,8 @@ pub(crate) fn summed_area_table(
         return Ok(None);
     }
     let model = BuiltinOperator::new(desc.op, types);
-    let arrays = StridedArrays {
-        pair,
-        inputs: vec![input.addr()],
-        outputs: vec![output.addr()],
-        known: input.known_to(ctx.id())? && output.known_to(ctx.id())?,
-        carries: carry_addresses(ctx, &CarryViews::default(), &pair, types.accumulator)?,
-    };
+    let carries = carry_addresses(ctx, &CarryViews::default(), &pair, types.accumulator)?;
+    let arrays = StridedArrays::of_views(pair, &[*input], &[*output], ctx.id(), carries)?;
     let forward = ScanDesc {
         direction: Direction::Forward,
         ..*desc
