@@ -84,15 +84,15 @@ struct StridedTileShape {
     // 64-bit multiply on it.
     template <bool ROWS_FAST>
     static SCANRT_DEVICE void thread_part(int tid, int& row, int& c) {
-        if (!ROWS_FAST) row = tid / W, c = tid % W;
-        else if (THREADS <= ROWS) row = tid, c = 0;
+        if constexpr (!ROWS_FAST) row = tid / W, c = tid % W;
+        else if constexpr (THREADS <= ROWS) row = tid, c = 0;
         else row = tid % ROWS, c = tid / ROWS;
     }
     template <bool ROWS_FAST>
     static SCANRT_DEVICE void item_part(int k, int& row, int& c) {
-        if (!ROWS_FAST) {
+        if constexpr (!ROWS_FAST) {
             row = k * GROUPS, c = 0;
-        } else if (THREADS <= ROWS) {
+        } else if constexpr (THREADS <= ROWS) {
             const int per_column = ROWS / THREADS;
             row = k % per_column * THREADS, c = k / per_column;
         } else {
@@ -294,7 +294,8 @@ SCANRT_DEVICE void strided_scan(Src in, Dst out, long long in_batch_stride, long
     typedef typename Op::T Acc;
     typedef TilePrefixAgent<Op, 1, SPIN_BEFORE_SLEEP, SLEEP_NS> Agent;
     typedef ColumnLookBack<Op, typename Agent::Status, W, THREADS, WINDOW, SPIN_BEFORE_SLEEP, SLEEP_NS> LookBack;
-    typedef SummedAreaRows<Op, typename Agent::Status, W, Shape::ROWS, THREADS, WINDOW, SPIN_BEFORE_SLEEP, SLEEP_NS>
+    typedef SummedAreaRows<SUMMED_AREA, Op, typename Agent::Status, W, Shape::ROWS, THREADS, WINDOW, SPIN_BEFORE_SLEEP,
+                           SLEEP_NS>
         TableRows;
     const int ROWS = Shape::ROWS, WARPS = Shape::WARPS;
     __shared__ Acc tile_s[Shape::CELLS];

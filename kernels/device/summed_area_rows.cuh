@@ -29,10 +29,13 @@
 template <bool ON, typename A, typename B> struct PickType { typedef A T; };
 template <typename A, typename B> struct PickType<false, A, B> { typedef B T; };
 
-template <typename Op, typename Status, int W, int ROWS, int THREADS, int WINDOW, int SPIN_BEFORE_SLEEP, int SLEEP_NS>
+// ON: the kernel builds tables (a plain scan's kernel names the type too, with no rows
+// chained, whatever its tile's shape).
+template <bool ON, typename Op, typename Status, int W, int ROWS, int THREADS, int WINDOW, int SPIN_BEFORE_SLEEP,
+          int SLEEP_NS>
 struct SummedAreaRows {
     typedef typename Op::T Acc;
-    static const bool CHAINED = W == 32;
+    static const bool CHAINED = ON && W == 32;
     // Row chain slots per tile.
     static const int SLOTS = CHAINED ? ROWS : 0;
     typedef ColumnLookBack<Op, Status, CHAINED ? ROWS : 1, THREADS, WINDOW, SPIN_BEFORE_SLEEP, SLEEP_NS> RowLookBack;

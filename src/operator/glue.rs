@@ -236,7 +236,8 @@ pub fn compile_operator(desc: &OperatorDesc, arch: i32) -> Result<usize> {
 
 /// Compiles the kernel sets of the operator `desc` that scan in `direction`, segmented or
 /// not, with `algorithm` (`Auto`: the single-pass and the matrix scan's sets; the
-/// deterministic single pass runs the single-pass set), as [`compile_operator`] does.
+/// deterministic single pass runs the single-pass set), as [`compile_operator`] does. The
+/// unsegmented single pass includes the strided kernels (scans along an axis).
 pub fn compile_operator_set(
     desc: &OperatorDesc,
     arch: i32,
@@ -258,6 +259,9 @@ pub fn compile_operator_set(
         for program in kernel_programs(desc, arch, direction, segmented, matrix).0 {
             bytes += nvrtc.compile_cached(&program.source, target)?.len();
         }
+    }
+    if !segmented && matrix.contains(&false) {
+        bytes += nvrtc.compile_cached(&desc.strided_source(direction), target)?.len();
     }
     Ok(bytes)
 }

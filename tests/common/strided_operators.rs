@@ -3,7 +3,8 @@
 //! (two inputs, a 16-byte state; exact steps, compared bit for bit) with carries per
 //! sequence (one carry in for all or one each, a total each), and a running f32 maximum
 //! with its index (two outputs; the index is the element's index along the axis), in
-//! every layout of the built-in strided sweep, both directions, inclusive and exclusive.
+//! every layout of the built-in strided sweep, both directions, inclusive and exclusive,
+//! and the f64 recurrence's adjoint (a 32-byte state).
 //! Memory the output views do not reach must keep its bytes.
 
 use scanrt::{recipes, ArrayView, Buffer, CarryViews, Context, DType, Direction, OperatorScan, Stream};
@@ -207,6 +208,69 @@ fn extreme_case(
     }
 }
 
+/// The f64 recurrence's adjoint (a 32-byte state: tiles of 2 rows per thread) along
+/// `layout`'s axis: lam_t = g_t + a_s lam_s, s the element before t in the scan's order
+/// (exact: coefficients of +-1, small integer g).
+fn adjoint_case(
+    ctx: &Context,
+    stream: &Stream,
+    rng: &mut Rng,
+    layout: &Layout,
+    scan: &OperatorScan,
+) -> Result<(), String> {
+    let e = |e: scanrt::Error| e.to_string();
+    let op = ctx
+        .create_operator(recipes::linear_recurrence_adjoint(DType::F64).unwrap())
+        .map_err(e)?;
+    let (inm, outm) = (Memory::of(layout, &layout.input), Memory::of(layout, &layout.output));
+    let a: Vec<f64> = (0..inm.span)
+        .map(|_| if rng.below(2) == 0 { 1.0 } else { -1.0 })
+        .collect();
+    let g: Vec<f64> = (0..inm.span).map(|_| rng.below(17) as f64 - 8.0).collect();
+    let sentinel: Vec<f64> = (0..outm.span).map(|_| rng.below(1000) as f64 + 0.5).collect();
+    let (a_buf, g_buf) = (
+        Buffer::from_slice(ctx, stream, &a).map_err(e)?,
+        Buffer::from_slice(ctx, stream, &g).map_err(e)?,
+    );
+    let lam_buf = Buffer::from_slice(ctx, stream, &sentinel).map_err(e)?;
+    let inputs = [
+        inm.view(&a_buf, DType::F64, layout, &layout.input).map_err(e)?,
+        inm.view(&g_buf, DType::F64, layout, &layout.input).map_err(e)?,
+    ];
+    let outputs = [outm.view(&lam_buf, DType::F64, layout, &layout.output).map_err(e)?];
+    op.scan_arrays_along(
+        stream,
+        &inputs,
+        &outputs,
+        layout.axis as isize,
+        scan,
+        &CarryViews::default(),
+    )
+    .map_err(e)?;
+    let got: Vec<f64> = lam_buf.download(stream, outm.span).map_err(e)?;
+    let mut want = sentinel;
+    let backward = scan.direction == Direction::Backward;
+    for seq in sequences(&layout.shape, layout.axis) {
+        // What the element before passes on (a_s lam_s), and its lam (an exclusive
+        // scan's result; 0 before the first).
+        let (mut passed, mut lam) = (0.0, 0.0);
+        for k in 0..seq.len() {
+            let element = seq[if backward { seq.len() - 1 - k } else { k }];
+            let before = lam;
+            lam = g[inm.at(element)] + passed;
+            passed = a[inm.at(element)] * lam;
+            want[outm.at(element)] = if scan.inclusive { lam } else { before };
+        }
+    }
+    match (0..outm.span).find(|&i| got[i].to_bits() != want[i].to_bits()) {
+        Some(i) => Err(format!(
+            "adjoint lam at offset {i} of {}: got {}, want {}",
+            outm.span, got[i], want[i]
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Every layout at each `(batches, len, columns)` of `shapes`, both directions, inclusive
 /// and exclusive, each carry form for the recurrence; returns the failures.
 pub fn sweep(ctx: &Context, stream: &Stream, seed: u64, shapes: &[(u64, u64, u64)]) -> Vec<String> {
@@ -232,6 +296,8 @@ pub fn sweep(ctx: &Context, stream: &Stream, seed: u64, shapes: &[(u64, u64, u64
                     tally.record(result, describe);
                     let result = extreme_case(ctx, stream, &mut rng, &layout, &scan);
                     tally.record(result, || format!("extreme {layout:?} {scan:?}"));
+                    let result = adjoint_case(ctx, stream, &mut rng, &layout, &scan);
+                    tally.record(result, || format!("adjoint {layout:?} {scan:?}"));
                 }
             }
         }
