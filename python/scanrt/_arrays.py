@@ -20,6 +20,9 @@ TORCH_DTYPE_NAMES: dict = {}
 TORCH_STRIDED: list = [None]
 TORCH_WRAPPED: list = [lambda t: False]
 
+# The float types, as NumPy names them.
+FLOATS = ("float16", "bfloat16", "float32", "float64")
+
 
 def _torch_names() -> None:
     import torch

@@ -15,7 +15,7 @@ INITIAL_INDEX = (1 << 32) - 2
 # along it, not as rows, whose indices count over the whole array (the library refuses
 # sequences longer than the indices number: OperatorDesc::max_length).
 ROWS_INDEX_LIMIT = INITIAL_INDEX
-_FLOATS = ("float16", "bfloat16", "float32", "float64")
+_FLOATS = _arrays.FLOATS
 
 
 def _torch_autograd(x: Any) -> bool:

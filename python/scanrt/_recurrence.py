@@ -9,7 +9,7 @@ from . import _arrays, _scanrt
 
 # The state type of the half types' recurrences.
 _STATE = {"float16": "float32", "bfloat16": "float32"}
-_FLOATS = ("float16", "bfloat16", "float32", "float64")
+_FLOATS = _arrays.FLOATS
 
 
 def _autograd(*arrays: Any) -> bool:
@@ -37,7 +37,7 @@ def _pair(a: Any, b: Any, dtype: Optional[str], names: str = "a and b") -> tuple
     t = _arrays.describe_dtype(a)
     if _arrays.describe_dtype(b) != t:
         raise TypeError(f"{names} have different types: {t} and {_arrays.describe_dtype(b)}")
-    if t not in ("float16", "bfloat16", "float32", "float64"):
+    if t not in _FLOATS:
         raise TypeError(f"the linear recurrence takes float16, bfloat16, float32 or float64 arrays, not {t} "
                         "(dtype= converts)")
     return a, b

@@ -52,10 +52,10 @@ def ops() -> OpSet:
     return GRAPH if torch.compiler.is_compiling() else EAGER
 
 
-# What torch's ``Function.apply`` does outside torch.func's transforms, less its binding of
-# the forward's signature (``inspect``, tens of microseconds a call): the ``EAGER``
-# operators' callers pass every argument, so the binding changes nothing. Without these
-# (private) hooks, every call takes torch's own ``apply``.
+# What torch's ``Function.apply`` does outside torch.func's transforms and tracing, less
+# its binding of the forward's signature (``inspect``, tens of microseconds a call), which
+# changes nothing here: the twins' ``forward(*inputs)`` has no defaults to fill in. Without
+# these (private) hooks, every call takes torch's own ``apply``.
 try:
     from torch._C import _are_functorch_transforms_active as _TRANSFORMS_ACTIVE
     from torch._functorch.utils import unwrap_dead_wrappers as _UNWRAP_DEAD
@@ -95,7 +95,7 @@ def define(name, impl, fake, setup, backward, non_differentiable=(), data=(0,)):
     class Twin(torch.autograd.Function):
         @classmethod
         def apply(cls, *inputs):
-            if _TRANSFORMS_ACTIVE is None or _TRANSFORMS_ACTIVE():
+            if _TRANSFORMS_ACTIVE is None or _TRANSFORMS_ACTIVE() or torch.compiler.is_compiling():
                 return super().apply(*inputs)
             return super(torch.autograd.Function, cls).apply(*_UNWRAP_DEAD(inputs))
 

@@ -7,7 +7,7 @@ use crate::kernels::KERNEL_HEADERS;
 use crate::operator::desc::OperatorDesc;
 use crate::runtime::nvrtc::KernelSource;
 use crate::scan::kernels::Program;
-use crate::scan::strided::kernels::StridedUnit;
+use crate::scan::strided::kernels::{StridedUnit, MAX_STATE_BYTES};
 use crate::scan::translation_unit::{KernelKind, TranslationUnit};
 use crate::scan::tuning::{operator_shape, TileShape};
 use crate::tables::{Algorithm, Direction};
@@ -237,7 +237,8 @@ pub fn compile_operator(desc: &OperatorDesc, arch: i32) -> Result<usize> {
 /// Compiles the kernel sets of the operator `desc` that scan in `direction`, segmented or
 /// not, with `algorithm` (`Auto`: the single-pass and the matrix scan's sets; the
 /// deterministic single pass runs the single-pass set), as [`compile_operator`] does. The
-/// unsegmented single pass includes the strided kernels (scans along an axis).
+/// unsegmented single pass includes the strided kernels of operators that scan along an
+/// axis (a load and a store, states of at most 48 bytes).
 pub fn compile_operator_set(
     desc: &OperatorDesc,
     arch: i32,
@@ -260,7 +261,8 @@ pub fn compile_operator_set(
             bytes += nvrtc.compile_cached(&program.source, target)?.len();
         }
     }
-    if !segmented && matrix.contains(&false) {
+    let along_an_axis = desc.load.is_some() && desc.store.is_some() && desc.state_size <= MAX_STATE_BYTES;
+    if !segmented && matrix.contains(&false) && along_an_axis {
         bytes += nvrtc.compile_cached(&desc.strided_source(direction), target)?.len();
     }
     Ok(bytes)

@@ -47,6 +47,16 @@ impl Operator {
                 if desc.load.is_none() { "no load" } else { "no store" }
             );
         };
+        if desc.state_size > strided::kernels::MAX_STATE_BYTES {
+            bail!(
+                UnsupportedCombination,
+                "operator {}: a scan along an axis takes states of at most {} bytes, not {}; scan the arrays with \
+                 that axis moved last and made contiguous",
+                desc.name,
+                strided::kernels::MAX_STATE_BYTES,
+                desc.state_size
+            );
+        }
         if inputs.len() != input_types.len() || outputs.len() != output_types.len() {
             bail!(
                 InvalidArgument,

@@ -62,13 +62,17 @@ fn mixed_magnitudes(rng: &mut Rng, op: Op, n: usize) -> Vec<f64> {
 /// exact value by up to ~1e-2 at 2^24 while staying inside the bound); the exact-data
 /// tests above check that.
 fn float_prefix_error(data: &[f64], got: &[f64], dtype: DType, op: Op) -> f64 {
+    prefix_error_within(data, got, dtype, op, gpu_depth(data.len()))
+}
+
+/// As [`float_prefix_error`], for a combination tree at most `h` deep.
+fn prefix_error_within(data: &[f64], got: &[f64], dtype: DType, op: Op, h: f64) -> f64 {
     let u = if dtype == DType::F32 {
         f32::EPSILON as f64 / 2.0
     } else {
         f64::EPSILON / 2.0
     };
     let gamma = |k: f64| k * u / (1.0 - k * u);
-    let h = gpu_depth(data.len());
     let mut running = if op == Op::Product { 1.0 } else { 0.0 };
     let (mut abs, mut worst) = (0.0f64, 0.0f64);
     for (i, &x) in data.iter().enumerate() {
@@ -275,7 +279,37 @@ pub(crate) fn deterministic_strided_scans_are_bitwise_reproducible() {
                 ArrayView::strided(first_run.addr(), dtype, &shape, &strides).unwrap(),
             )
         };
-        ctx.scan_array(&stream, &i, &first, 0, &desc).unwrap();
+        let info = ctx.scan_array(&stream, &i, &first, 0, &desc).unwrap();
+        assert_eq!(
+            (info.algorithm, info.reason),
+            (Algorithm::DeterministicSinglePass, ChoiceReason::Deterministic)
+        );
+        // Each column against its prefix in f64, within the bound of a tree as deep as the
+        // column is long (any association order's).
+        let got: Vec<f64> = match dtype {
+            DType::F32 => first_run
+                .download::<f32>(&stream, n)
+                .unwrap()
+                .iter()
+                .map(|&x| x as f64)
+                .collect(),
+            _ => first_run.download::<f64>(&stream, n).unwrap(),
+        };
+        let (rows, cols) = (shape[0] as usize, shape[1] as usize);
+        let mut worst = 0.0f64;
+        for c in 0..cols {
+            let order: Vec<usize> = match desc.direction {
+                scanrt::Direction::Forward => (0..rows).collect(),
+                scanrt::Direction::Backward => (0..rows).rev().collect(),
+            };
+            let column: Vec<f64> = order.iter().map(|&r| data[r * cols + c]).collect();
+            let results: Vec<f64> = order.iter().map(|&r| got[r * cols + c]).collect();
+            worst = worst.max(prefix_error_within(&column, &results, dtype, desc.op, rows as f64));
+        }
+        assert!(
+            worst <= 1.0,
+            "{dtype:?} {shape:?} {desc:?}: error {worst:.2e} x the rounding bound"
+        );
         let mut differing = 0;
         for _ in 1..runs {
             ctx.scan_array(&stream, &i, &o, 0, &desc).unwrap();

@@ -90,3 +90,52 @@ fn summed_area_tables_refused_by_their_column_pass_write_nothing() {
         "a refused summed-area table wrote its output"
     );
 }
+
+/// A scan along an axis takes user-defined states of at most 48 bytes (what the GPU's
+/// strided kernels hold): 52 is refused by status on every backend, writing nothing;
+/// 48 scans.
+#[test]
+fn wide_states_along_an_axis_are_refused_by_status() {
+    use crate::common::operator_space::LaneOp;
+    use scanrt::{ArrayView, DType, OperatorScan, ScanrtStatus};
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let x: Vec<u32> = (1..=12).collect();
+    for (width, accepted) in [(48, true), (52, false)] {
+        let op = ctx
+            .create_operator(
+                LaneOp {
+                    width,
+                    load: true,
+                    outputs: 1,
+                }
+                .desc(),
+            )
+            .unwrap();
+        let mut out = vec![7u32; 12];
+        // SAFETY: row-major [3, 4] views of the two 12-element vectors, alive until the end.
+        let (input, output) = unsafe {
+            (
+                ArrayView::contiguous(x.as_ptr() as u64, DType::U32, &[3, 4]).unwrap(),
+                ArrayView::contiguous(out.as_mut_ptr() as u64, DType::U32, &[3, 4]).unwrap(),
+            )
+        };
+        let result = op.scan_arrays_along(
+            &stream,
+            &[input],
+            &[output],
+            0,
+            &OperatorScan::default(),
+            &Default::default(),
+        );
+        if accepted {
+            result.unwrap();
+            assert_ne!(out, vec![7u32; 12], "{width}-byte states: nothing written");
+        } else {
+            let e = result.expect_err("52-byte states along an axis");
+            assert_eq!(e.status, ScanrtStatus::UnsupportedCombination, "{}", e.message);
+            assert!(e.message.contains("at most 48 bytes"), "{}", e.message);
+            assert_eq!(out, vec![7u32; 12], "a refused scan wrote");
+        }
+    }
+}

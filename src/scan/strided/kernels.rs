@@ -20,6 +20,11 @@ pub(crate) const THREADS: u32 = 256;
 /// view's columns is launched, 32 for 32 columns and more.
 pub(crate) const WIDTHS: [u32; 6] = [1, 2, 4, 8, 16, 32];
 
+/// The widest state (user-defined operators) the strided kernels take: a tile of states,
+/// its warps' totals and the look-back's fold share 48 KiB of static shared memory, about
+/// 912 states at strips of 16 columns (52 bytes would leave no room; 56 does not fit).
+pub(crate) const MAX_STATE_BYTES: usize = 48;
+
 /// The tile shape of the strided kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct StridedShape {
@@ -78,8 +83,8 @@ mod experiments {
     }
 }
 
-/// The tile shape of the summed-area tables' kernels: the scan's, with 5 blocks per SM
-/// for 4-byte accumulators. H200, `bench_compare --shapes` with `SCANRT_STRIDED_OVERRIDE`
+/// The tile shape of the summed-area tables' kernels: the scan's rows, polled 2 tiles
+/// deep, and 5 blocks per SM for 4-byte accumulators. H200, `bench_compare --shapes` with `SCANRT_STRIDED_OVERRIDE`
 /// (2026-11-28, two rounds): f32 8192 x 8192 in 255-256 us (0.52 of memcpy of 2n bytes)
 /// against 275-279 at 4 deep and 4 blocks; 1 deep 260, 3 deep 264, 8 deep 302, 8 rows per
 /// thread 406, 3 blocks per SM 310. Tables wait on tiles about a diagonal of tiles back
@@ -91,6 +96,7 @@ pub(crate) fn summed_area_shape_of(bytes: usize) -> StridedShape {
         return scan;
     }
     StridedShape {
+        window: 2,
         min_blocks_per_sm: if bytes <= 4 { 5 } else { scan.min_blocks_per_sm },
         ..scan
     }
