@@ -75,8 +75,17 @@ pub(crate) fn run(ctx: &Context, stream: &Stream, timer: &Timer) {
             label: "summed_area_table",
             ..columns(8192, 8192)
         },
+        // Fixed association order: the look-back's anchors every few tiles of a chain.
+        Case {
+            label: "deterministic_columns",
+            ..columns(1 << 20, 2)
+        },
+        Case {
+            label: "deterministic_columns",
+            ..columns(8192, 8192)
+        },
     ];
-    let desc = ScanDesc::inclusive(Op::Sum);
+    let sum = ScanDesc::inclusive(Op::Sum);
     println!("case,dtype,elements,scanrt_us,memcpy_us,of_memcpy");
     // SCANRT_SHAPES_CASE=label: that case alone (profiling).
     let only = std::env::var("SCANRT_SHAPES_CASE").ok();
@@ -99,6 +108,11 @@ pub(crate) fn run(ctx: &Context, stream: &Stream, timer: &Timer) {
                 ArrayView::strided(src.addr(), case.dtype, &case.shape, &case.strides).unwrap(),
                 ArrayView::strided(dst.addr(), case.dtype, &case.shape, &case.strides).unwrap(),
             )
+        };
+        let desc = if case.label == "deterministic_columns" {
+            sum.deterministic()
+        } else {
+            sum
         };
         let reps = if n <= 1 << 22 { 200 } else { 30 };
         let us = timer.median_us(stream, reps, || {

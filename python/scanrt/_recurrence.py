@@ -115,11 +115,12 @@ def _torch_plain_pair(a: Any, b: Any, axis: int) -> bool:
     """Whether ``a`` and ``b`` are the common PyTorch call, checked with nothing a small
     scan would feel: contiguous CUDA tensors of one shape and float type on one device,
     along their last axis, that need no graph (no gradients, no tracing, no transform)."""
-    if not (_arrays.is_torch(a) and _arrays.is_torch(b)):
+    # A graph first: while torch.compile traces, nothing more is read (no layout guards).
+    if not (_arrays.is_torch(a) and _arrays.is_torch(b)) or _autograd(a, b):
         return False
     return (a.is_cuda and b.is_cuda and a.dtype == b.dtype and _arrays.TORCH_DTYPE_NAMES.get(a.dtype) in _FLOATS
             and a.shape == b.shape and a.dim() > 0 and axis in (-1, a.dim() - 1) and a.is_contiguous()
-            and b.is_contiguous() and a.get_device() == b.get_device() and not _autograd(a, b))
+            and b.is_contiguous() and a.get_device() == b.get_device())
 
 
 def _torch_fast(recipe: str, a: Any, b: Any, init: Optional[float], exclusive: bool, reverse: bool,

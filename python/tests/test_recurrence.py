@@ -97,6 +97,20 @@ def test_torch_recurrence_every_option(dtype, salt):
 
 
 @cuda
+@pytest.mark.parametrize("initial", [None, 0, 2, 0.5, True, np.float64(0.25), np.float32(0.75)])
+@pytest.mark.parametrize("exclusive, reverse", [(False, False), (True, True)])
+def test_torch_recurrence_initial_numbers(initial, exclusive, reverse):
+    """Python and NumPy numbers as ``initial`` on CUDA tensors (the fast path along the
+    last axis takes ints and floats, the rest go the general way): one result."""
+    r = rng(6000)
+    a, b = r.uniform(-0.95, 0.95, 3000).astype("float32"), r.standard_normal(3000).astype("float32")
+    got = scanrt.linear_recurrence(torch_make(a, "float32"), torch_make(b, "float32"), initial=initial,
+                                   exclusive=exclusive, reverse=reverse)
+    want = ref_recurrence(a, b, exclusive, reverse, None if initial is None else float(initial), starts_of(3000, "", 0))
+    np.testing.assert_allclose(torch_fetch(got).astype(np.float64), want, rtol=1e-4, atol=1e-4, err_msg=str(initial))
+
+
+@cuda
 @pytest.mark.parametrize("form", ["rows", "flags", "keys", "offsets"])
 def test_torch_recurrence_gradcheck_with_options(form):
     r = rng(7000)
