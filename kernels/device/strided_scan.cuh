@@ -36,7 +36,8 @@
 // Backward scans mirror the row index within each sequence: logical row i is physical
 // row len - 1 - i. Every combine keeps sequence order; the association order depends on
 // the tile shape alone except for the look-back's, which FLAG_DETERMINISTIC fixes with
-// anchors every WINDOW tiles of a chain (lane_look_back_deterministic).
+// anchors every ANCHORS tiles of a chain (lane_look_back_deterministic; WINDOW is the
+// regular look-back's polling depth).
 //
 // The elements: one array of a built-in type (`const In*`, results to `Out*`), or a
 // user-defined operator's arrays (`StridedGather`: up to four inputs read through
@@ -282,8 +283,8 @@ SCANRT_DEVICE void unstage(const StridedScatter<Op, O0, O1>& out, const StridedT
     });
 }
 
-template <typename Op, typename Src, typename Dst, int W, int THREADS, int ITEMS, int WINDOW, int SPIN_BEFORE_SLEEP,
-          int SLEEP_NS, bool REVERSE, bool SUMMED_AREA = false>
+template <typename Op, typename Src, typename Dst, int W, int THREADS, int ITEMS, int WINDOW, int ANCHORS,
+          int SPIN_BEFORE_SLEEP, int SLEEP_NS, bool REVERSE, bool SUMMED_AREA = false>
 SCANRT_DEVICE void strided_scan(Src in, Dst out, long long in_batch_stride, long long in_row_stride,
                                 long long out_batch_stride, long long out_row_stride, long long in_column_stride,
                                 long long out_column_stride, long long batches, long long len, long long columns,
@@ -410,7 +411,7 @@ SCANRT_DEVICE void strided_scan(Src in, Dst out, long long in_batch_stride, long
     const long long first_slot = SUMMED_AREA ? p.chain * chain_tiles * W : p.chain * W;
     if (deterministic) {
         if (warp == 0) {
-            const Acc before = lane_look_back_deterministic<Op, typename Agent::Status, WINDOW, SPIN_BEFORE_SLEEP,
+            const Acc before = lane_look_back_deterministic<Op, typename Agent::Status, ANCHORS, SPIN_BEFORE_SLEEP,
                                                             SLEEP_NS>(agent.status, p.r, stride, first_slot + lane,
                                                                       lane < W && lane < p.cols, tag, lane, agent.dog);
             if (lane < W) look_back_s.prefix[lane] = before;
@@ -424,7 +425,7 @@ SCANRT_DEVICE void strided_scan(Src in, Dst out, long long in_batch_stride, long
     // before it reads it.)
     if (tid < W) {
         const Acc prefix = p.r > 0 ? look_back_s.prefix[c] : carry_in;
-        const bool inclusive_slot = deterministic ? p.r % WINDOW == 0 : true;
+        const bool inclusive_slot = deterministic ? p.r % ANCHORS == 0 : true;
         if (column && p.r > 0 && inclusive_slot)
             agent.status.publish(slot, SCANRT_STATUS_INCLUSIVE, Op::combine(prefix, aggregate), tag);
         if (column && carry_out && p.r == chain_tiles - 1) ((Acc*)carry_out)[sequence] = Op::combine(prefix, aggregate);

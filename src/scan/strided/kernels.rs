@@ -34,9 +34,11 @@ pub(crate) struct StridedShape {
     /// blocks stream their tiles while one of them waits).
     pub min_blocks_per_sm: u32,
     /// Tiles each polling thread of the look-back reads per round trip (every column's
-    /// chain is walked by up to 32 threads at once), and the anchor stride of the
-    /// deterministic mode, in tiles of a chain.
+    /// chain is walked by up to 32 threads at once).
     pub window: u32,
+    /// The deterministic mode's anchor stride, in tiles of a chain: each tile waits for
+    /// the anchor before it and folds the aggregates after it, one lane's polls.
+    pub anchors: u32,
     /// Polls before a waiting look-back sleeps, and its sleep (ns): the whole block polls,
     /// so it sleeps early and long, leaving the SM's issue slots to the blocks that stream.
     pub spin_before_sleep: u32,
@@ -49,11 +51,15 @@ pub(crate) struct StridedShape {
 /// rounds): 2 deep against 4, f64 columns of [2^20, 2] 26-27 against 28-29 us, [2^16, 64]
 /// 47 against 48-50, 8192^2 340 against 378-382; the f32 recurrence's (8-byte states)
 /// 8192^2 300 against 336; f32 8192^2 176 against 181-185, its smaller shapes alike.
+/// Deterministic scans keep their anchors 4 tiles apart: 2 apart (the polls' depth, as
+/// they were tied) ran f32 columns of [2^20, 2] in 146-150 against 85-87 us (8192^2:
+/// 167-168 against 172-174).
 pub(crate) fn shape_of(bytes: usize) -> StridedShape {
     let regular = StridedShape {
         items: (64 / bytes.max(1) as u32).clamp(1, 16),
         min_blocks_per_sm: 4,
         window: 2,
+        anchors: 4,
         spin_before_sleep: 2,
         sleep_ns: 100,
     };
@@ -63,6 +69,7 @@ pub(crate) fn shape_of(bytes: usize) -> StridedShape {
             items: if bytes >= 8 { v[1] } else { v[0] },
             min_blocks_per_sm: v[2],
             window: v[3],
+            anchors: regular.anchors,
             spin_before_sleep: v[4],
             sleep_ns: v[5],
         };
@@ -156,6 +163,7 @@ impl StridedUnit<'_> {
             items,
             min_blocks_per_sm,
             window,
+            anchors,
             spin_before_sleep,
             sleep_ns,
         } = shape;
@@ -176,7 +184,7 @@ impl StridedUnit<'_> {
             let entry = entry(w);
             text += &format!(
                 r#"extern "C" __global__ void __launch_bounds__({THREADS}, {min_blocks_per_sm}) {entry}(SCANRT_STRIDED_PARAMS{extra_params}) {{
-    strided_scan<Op, Src, Dst, {w}, {THREADS}, {items}, {window}, {spin_before_sleep}, {sleep_ns}, {reverse}, {summed_area}>(
+    strided_scan<Op, Src, Dst, {w}, {THREADS}, {items}, {window}, {anchors}, {spin_before_sleep}, {sleep_ns}, {reverse}, {summed_area}>(
         {source}, {destination}, in_batch_stride, in_row_stride, out_batch_stride, out_row_stride, in_column_stride,
         out_column_stride, batches, len,
         columns, {init}, carry_out, carry_batch_stride, carry_column_stride, flags, (void*)workspace, status_capacity,
