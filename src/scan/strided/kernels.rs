@@ -91,11 +91,12 @@ mod experiments {
 }
 
 /// The tile shape of the summed-area tables' kernels: the scan's rows, polled 2 tiles
-/// deep, and 5 blocks per SM for 4-byte accumulators. H200, `bench_compare --shapes` with `SCANRT_STRIDED_OVERRIDE`
-/// (2026-11-28, two rounds): f32 8192 x 8192 in 255-256 us (0.52 of memcpy of 2n bytes)
-/// against 275-279 at 4 deep and 4 blocks; 1 deep 260, 3 deep 264, 8 deep 302, 8 rows per
-/// thread 406, 3 blocks per SM 310. Tables wait on tiles about a diagonal of tiles back
-/// (both neighbours still loading, often), where a shallow poll returns sooner.
+/// deep, and 5 blocks per SM for 4-byte accumulators. H200, `bench_compare --shapes`
+/// with `SCANRT_STRIDED_OVERRIDE` (2026-11-28, two rounds): f32 8192 x 8192 in 255-256
+/// us (0.52 of memcpy of 2n bytes) against 275-279 at 4 deep and 4 blocks; 1 deep 260,
+/// 3 deep 264, 8 deep 302, 8 rows per thread 406, 3 blocks per SM 310. Tables wait on
+/// tiles about a diagonal of tiles back (both neighbours still loading, often), where a
+/// shallow poll returns sooner.
 pub(crate) fn summed_area_shape_of(bytes: usize) -> StridedShape {
     let scan = shape_of(bytes);
     #[cfg(feature = "experiments")]
