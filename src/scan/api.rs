@@ -351,7 +351,12 @@ impl Context {
             input: input.addr(),
             output: output.addr(),
             segments: segment_addr,
-            known_buffers: input.known_to(self.id())? && output.known_to(self.id())?,
+            known_buffers: {
+                // Both asked: a view of another context's buffer is refused whatever the
+                // other view is.
+                let input_known = input.known_to(self.id())?;
+                output.known_to(self.id())? && input_known
+            },
             known_segments: match segments {
                 Some(s) => s.known_to(self.id())?,
                 None => false,

@@ -460,4 +460,20 @@ fn buffer_views_keep_their_context_and_borrow() {
     )
     .unwrap();
     assert_eq!(out.download::<u32>(&stream, 3).unwrap(), vec![1, 1, 3]);
+    // Another context's buffer as the output of a raw input: refused, nothing written.
+    let mut foreign = Buffer::from_slice(&other, &other_stream, &[9u32; 3]).unwrap();
+    let raw = [4u32, 5, 6];
+    // SAFETY: a view of the three elements of `raw`, alive until the end.
+    let raw_view = unsafe { ArrayView::contiguous(raw.as_ptr() as u64, DType::U32, &[3]).unwrap() };
+    let e = ctx
+        .scan_array(
+            &stream,
+            &raw_view,
+            &ArrayView::of_buffer_mut(&mut foreign),
+            0,
+            &ScanDesc::default(),
+        )
+        .unwrap_err();
+    assert_eq!(e.status, ScanrtStatus::ContextMismatch, "{}", e.message);
+    assert_eq!(foreign.download::<u32>(&other_stream, 3).unwrap(), vec![9; 3]);
 }
