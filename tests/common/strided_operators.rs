@@ -58,6 +58,30 @@ impl Memory {
     }
 }
 
+/// Exact f64 data for the recurrence recipes: coefficients of +-1 and small integer
+/// terms over the inputs' span, and a sentinel over the output's (steps stay exact).
+fn exact_pair(rng: &mut Rng, in_span: usize, out_span: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let coefficients: Vec<f64> = (0..in_span)
+        .map(|_| if rng.below(2) == 0 { 1.0 } else { -1.0 })
+        .collect();
+    let terms: Vec<f64> = (0..in_span).map(|_| rng.below(17) as f64 - 8.0).collect();
+    let sentinel: Vec<f64> = (0..out_span).map(|_| rng.below(1000) as f64 + 0.5).collect();
+    (coefficients, terms, sentinel)
+}
+
+/// `got` and `want` bit for bit, or where `what` first differs.
+fn bitwise_equal(what: &str, got: &[f64], want: &[f64]) -> Result<(), String> {
+    match (0..want.len()).find(|&i| got[i].to_bits() != want[i].to_bits()) {
+        Some(i) => Err(format!(
+            "{what} at offset {i} of {}: got {}, want {}",
+            want.len(),
+            got[i],
+            want[i]
+        )),
+        None => Ok(()),
+    }
+}
+
 /// An f64 recurrence h = a h + b along `layout`'s axis with `carried` carries.
 fn recurrence_case(
     ctx: &Context,
@@ -72,11 +96,7 @@ fn recurrence_case(
         .create_operator(recipes::linear_recurrence(DType::F64).unwrap())
         .map_err(e)?;
     let (inm, outm) = (Memory::of(layout, &layout.input), Memory::of(layout, &layout.output));
-    let a: Vec<f64> = (0..inm.span)
-        .map(|_| if rng.below(2) == 0 { 1.0 } else { -1.0 })
-        .collect();
-    let b: Vec<f64> = (0..inm.span).map(|_| rng.below(17) as f64 - 8.0).collect();
-    let sentinel: Vec<f64> = (0..outm.span).map(|_| rng.below(1000) as f64 + 0.5).collect();
+    let (a, b, sentinel) = exact_pair(rng, inm.span, outm.span);
     let seqs = sequences(&layout.shape, layout.axis);
     let states: Vec<[f64; 2]> = (0..seqs.len().max(1))
         .map(|_| [if rng.below(2) == 0 { 1.0 } else { -1.0 }, rng.below(50) as f64])
@@ -137,13 +157,7 @@ fn recurrence_case(
             ));
         }
     }
-    match (0..outm.span).find(|&i| got[i].to_bits() != want[i].to_bits()) {
-        Some(i) => Err(format!(
-            "h at offset {i} of {}: got {}, want {}",
-            outm.span, got[i], want[i]
-        )),
-        None => Ok(()),
-    }
+    bitwise_equal("h", &got, &want)
 }
 
 /// A running f32 maximum and its index along `layout`'s axis (ties keep the first in
@@ -223,11 +237,7 @@ fn adjoint_case(
         .create_operator(recipes::linear_recurrence_adjoint(DType::F64).unwrap())
         .map_err(e)?;
     let (inm, outm) = (Memory::of(layout, &layout.input), Memory::of(layout, &layout.output));
-    let a: Vec<f64> = (0..inm.span)
-        .map(|_| if rng.below(2) == 0 { 1.0 } else { -1.0 })
-        .collect();
-    let g: Vec<f64> = (0..inm.span).map(|_| rng.below(17) as f64 - 8.0).collect();
-    let sentinel: Vec<f64> = (0..outm.span).map(|_| rng.below(1000) as f64 + 0.5).collect();
+    let (a, g, sentinel) = exact_pair(rng, inm.span, outm.span);
     let (a_buf, g_buf) = (
         Buffer::from_slice(ctx, stream, &a).map_err(e)?,
         Buffer::from_slice(ctx, stream, &g).map_err(e)?,
@@ -262,13 +272,7 @@ fn adjoint_case(
             want[outm.at(element)] = if scan.inclusive { lam } else { before };
         }
     }
-    match (0..outm.span).find(|&i| got[i].to_bits() != want[i].to_bits()) {
-        Some(i) => Err(format!(
-            "adjoint lam at offset {i} of {}: got {}, want {}",
-            outm.span, got[i], want[i]
-        )),
-        None => Ok(()),
-    }
+    bitwise_equal("adjoint lam", &got, &want)
 }
 
 /// Every layout at each `(batches, len, columns)` of `shapes`, both directions, inclusive

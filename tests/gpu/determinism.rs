@@ -1,7 +1,7 @@
 //! Deterministic scans: the matrix scan and the deterministic single pass are bitwise
 //! reproducible, within the rigorous error bound, and independent of alignment.
 
-use scanrt::{Algorithm, ArrayView, Buffer, ChoiceReason, DType, Op, RawScan, ScanDesc};
+use scanrt::{Algorithm, ArrayView, Buffer, ChoiceReason, Context, DType, Op, RawScan, ScanDesc, Stream};
 
 use cudarc::driver::sys;
 
@@ -89,6 +89,28 @@ fn prefix_error_within(data: &[f64], got: &[f64], dtype: DType, op: Op, h: f64) 
     worst
 }
 
+/// `data` in a new buffer of `dtype` (F32, rounded once, or F64).
+fn upload_floats(ctx: &Context, stream: &Stream, dtype: DType, data: &[f64]) -> Buffer {
+    match dtype {
+        DType::F32 => Buffer::from_slice(ctx, stream, &data.iter().map(|&x| x as f32).collect::<Vec<_>>()),
+        _ => Buffer::from_slice(ctx, stream, data),
+    }
+    .unwrap()
+}
+
+/// The first `n` elements of an F32 or F64 buffer, as f64.
+fn download_floats(buf: &Buffer, stream: &Stream, n: usize) -> Vec<f64> {
+    match buf.dtype() {
+        DType::F32 => buf
+            .download::<f32>(stream, n)
+            .unwrap()
+            .iter()
+            .map(|&x| x as f64)
+            .collect(),
+        _ => buf.download::<f64>(stream, n).unwrap(),
+    }
+}
+
 /// 50 runs of deterministic f32 and f64 sum and product are bitwise identical, up to
 /// n = 2^28; the non-deterministic single pass is shown to differ where it can.
 pub(crate) fn deterministic_float_scans_are_bitwise_reproducible() {
@@ -110,11 +132,7 @@ pub(crate) fn deterministic_float_scans_are_bitwise_reproducible() {
     ];
     for (dtype, op, n) in cases {
         let data = mixed_magnitudes(&mut rng, op, n);
-        let input = match dtype {
-            DType::F32 => Buffer::from_slice(ctx, &stream, &data.iter().map(|&x| x as f32).collect::<Vec<_>>()),
-            _ => Buffer::from_slice(ctx, &stream, &data),
-        }
-        .unwrap();
+        let input = upload_floats(ctx, &stream, dtype, &data);
         let output = Buffer::new(ctx, dtype, n as u64).unwrap();
         // Each run's bits are compared on the device with the first run's.
         let first_run = Buffer::new(ctx, dtype, n as u64).unwrap();
@@ -153,15 +171,7 @@ pub(crate) fn deterministic_float_scans_are_bitwise_reproducible() {
                 );
             }
             // Either order is still a correct scan: compare with the prefix computed in f64.
-            let got: Vec<f64> = match dtype {
-                DType::F32 => output
-                    .download::<f32>(&stream, n)
-                    .unwrap()
-                    .iter()
-                    .map(|&x| x as f64)
-                    .collect(),
-                _ => output.download::<f64>(&stream, n).unwrap(),
-            };
+            let got = download_floats(&output, &stream, n);
             let worst = float_prefix_error(&data, &got, dtype, op);
             if worst > 1.0 {
                 failures.push(format!(
@@ -261,11 +271,7 @@ pub(crate) fn deterministic_strided_scans_are_bitwise_reproducible() {
     for (dtype, shape, desc) in cases {
         let n = (shape[0] * shape[1]) as usize;
         let data = mixed_magnitudes(&mut rng, desc.op, n);
-        let input = match dtype {
-            DType::F32 => Buffer::from_slice(ctx, &stream, &data.iter().map(|&x| x as f32).collect::<Vec<_>>()),
-            _ => Buffer::from_slice(ctx, &stream, &data),
-        }
-        .unwrap();
+        let input = upload_floats(ctx, &stream, dtype, &data);
         let output = Buffer::new(ctx, dtype, n as u64).unwrap();
         let first_run = Buffer::new(ctx, dtype, n as u64).unwrap();
         let bytes = n as u64 * dtype.size() as u64;
@@ -286,15 +292,7 @@ pub(crate) fn deterministic_strided_scans_are_bitwise_reproducible() {
         );
         // Each column against its prefix in f64, within the bound of a tree as deep as the
         // column is long (any association order's).
-        let got: Vec<f64> = match dtype {
-            DType::F32 => first_run
-                .download::<f32>(&stream, n)
-                .unwrap()
-                .iter()
-                .map(|&x| x as f64)
-                .collect(),
-            _ => first_run.download::<f64>(&stream, n).unwrap(),
-        };
+        let got = download_floats(&first_run, &stream, n);
         let (rows, cols) = (shape[0] as usize, shape[1] as usize);
         let mut worst = 0.0f64;
         for c in 0..cols {
