@@ -12,28 +12,36 @@ use crate::runtime::device::{GpuDevice, LoadedKernel};
 use crate::runtime::nvrtc::KernelSource;
 use crate::runtime::Memo;
 use crate::scan::desc::ScanDesc;
-use crate::scan::tuning::{operator_shape, small_scan_shape, takes_small_shape, tile_shape, TileShape};
+use crate::scan::tuning::{
+    operator_shape, small_scan_shape, takes_small_shape, tile_shape, tile_shape_of_sizes, TileShape,
+};
 use crate::tables::{Direction, Op, SegmentKind};
 use crate::types::ScanTypes;
 
-use crate::scan::translation_unit::{builtin_op_definitions, builtin_types_and_ops, KernelKind, TranslationUnit};
+use crate::scan::translation_unit::{
+    builtin_op_definitions, builtin_types_and_ops, lanes_op_definitions, KernelKind, TranslationUnit,
+};
 
 /// One kernel set: every kernel for an (input, accumulator and output type, operator,
-/// direction, segmented or not, tile shape). Everything else (inclusive, initial value, alignment,
-/// determinism, the kind of segment data) is a launch flag.
+/// lanes per element, direction, segmented or not, tile shape). Everything else
+/// (inclusive, initial value, alignment, determinism, the kind of segment data) is a
+/// launch flag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct Specialization {
     pub types: ScanTypes,
     pub op: Op,
+    /// Elements are rows of this many lanes, each its own column (`LanesOp`,
+    /// kernels/device/lanes.cuh); 1: plain elements. One type throughout where above 1.
+    pub lanes: u32,
     pub direction: Direction,
     pub segmented: bool,
     pub shape: TileShape,
 }
 
 impl Specialization {
-    /// The kernel set a scan of `n` elements runs on `sm_<arch>`.
-    pub fn for_scan(arch: i32, types: ScanTypes, desc: &ScanDesc, n: u64) -> Specialization {
-        let (regular, small) = Self::all_for(arch, types, desc);
+    /// The kernel set a scan of `n` elements (rows of `lanes`) runs on `sm_<arch>`.
+    pub fn for_scan(arch: i32, types: ScanTypes, lanes: u32, desc: &ScanDesc, n: u64) -> Specialization {
+        let (regular, small) = Self::all_for_lanes(arch, types, lanes, desc);
         match small {
             Some(small) if takes_small_shape(&regular.shape, &small.shape, n) => small,
             _ => regular,
@@ -43,11 +51,25 @@ impl Specialization {
     /// Every kernel set scans of this kind may run: the regular tile shape and, where
     /// there is one, the small-scan shape.
     pub fn all_for(arch: i32, types: ScanTypes, desc: &ScanDesc) -> (Specialization, Option<Specialization>) {
+        Self::all_for_lanes(arch, types, 1, desc)
+    }
+
+    /// [`Specialization::all_for`] of rows of `lanes` elements (1: plain elements).
+    pub fn all_for_lanes(
+        arch: i32,
+        types: ScanTypes,
+        lanes: u32,
+        desc: &ScanDesc,
+    ) -> (Specialization, Option<Specialization>) {
         let segmented = desc.segments.kind() != SegmentKind::None;
         // The tile shape follows the types the kernels hold in registers; a converting
-        // read is a transform's, and takes a transform's tiles.
+        // read is a transform's, and takes a transform's tiles. A row of lanes is one
+        // element of its bytes.
         let (input, accumulator) = (types.input, types.accumulator);
-        let regular = if Self::converts_on_read(types) {
+        let regular = if lanes > 1 {
+            let (i, a) = (input.size() as u32 * lanes, accumulator.size() as u32 * lanes);
+            tile_shape_of_sizes(arch, i, a, segmented)
+        } else if Self::converts_on_read(types) {
             // A transform's tiles, and the one-wave and cluster kernels of the accumulator:
             // they convert as they read and round as they store.
             let striped = tile_shape(arch, accumulator, accumulator, segmented);
@@ -62,11 +84,12 @@ impl Specialization {
         let spec = |shape| Specialization {
             types,
             op: desc.op,
+            lanes,
             direction: desc.direction,
             segmented,
             shape,
         };
-        let small = small_scan_shape(&regular, input, segmented).map(spec);
+        let small = small_scan_shape(&regular, input.size() as u32 * lanes, segmented).map(spec);
         let regular = spec(regular);
         // Small scans of a set with the cluster kernel run on it.
         (regular, small.filter(|_| !regular.has(KernelKind::ClusterScan)))
@@ -90,7 +113,7 @@ impl Specialization {
         if Self::converts_on_read(self.types) {
             Self::array_bytes(self.types)
         } else {
-            self.types.accumulator.size()
+            self.types.accumulator.size() * self.lanes as usize
         }
     }
 
@@ -99,7 +122,7 @@ impl Specialization {
     /// (block/striped_tile.cuh).
     fn striped_groups_fit(&self) -> bool {
         let t = self.types;
-        let narrowest = t.input.size().min(t.accumulator.size()).min(t.output.size());
+        let narrowest = t.input.size().min(t.accumulator.size()).min(t.output.size()) * self.lanes as usize;
         (self.shape.items as usize).is_multiple_of(16 / narrowest)
     }
 
@@ -113,7 +136,8 @@ impl Specialization {
             KernelKind::SinglePassBulk => self.shape.bulk_buffers > 0 && (converts || t.one_type()),
             KernelKind::SinglePassWave => self.shape.wave_threads > 0 && self.striped_groups_fit(),
             KernelKind::ClusterScan => self.shape.cluster_threads > 0 && self.striped_groups_fit(),
-            KernelKind::SegmentOffsets => self.segmented,
+            // Rows of lanes are never segmented by offsets (`scan::strided::lanes`).
+            KernelKind::SegmentOffsets => self.segmented && self.lanes == 1,
             _ => true,
         }
     }
@@ -143,7 +167,11 @@ impl Specialization {
         } else {
             ("", "const In*", "(const In*)input")
         };
-        let definitions = builtin_op_definitions(t, self.op, &format!("{load}{narrow}"));
+        let definitions = if self.lanes > 1 {
+            lanes_op_definitions(t, self.op, self.lanes)
+        } else {
+            builtin_op_definitions(t, self.op, &format!("{load}{narrow}"))
+        };
         let unit = TranslationUnit {
             definitions,
             source_type: source_type.into(),
@@ -163,9 +191,24 @@ impl Specialization {
     }
 }
 
+/// Bytes of the rows of lanes taken as one element (`scan::strided::lanes`): whole
+/// 16-byte vectors hold whole rows.
+const ROW_BYTES: [u64; 2] = [8, 16];
+
+/// The lane counts rows of `types` take (none where the types differ or widen on read).
+pub(crate) fn lane_counts(types: ScanTypes) -> impl Iterator<Item = u32> {
+    let size = types.input.size() as u64;
+    let takes = types.one_type() && !types.input.is_half();
+    ROW_BYTES
+        .into_iter()
+        .filter(move |&bytes| takes && bytes > size)
+        .map(move |bytes| (bytes / size) as u32)
+}
+
 /// The built-in kernel sets for `sm_<arch>` that `coverage` asks for: each type pair and
 /// operator, both directions, segmented or not (the kind of segment data is a launch
-/// flag), in the regular tile shape and, where there is one, the small-scan shape.
+/// flag), in the regular tile shape and, where there is one, the small-scan shape; and
+/// the same of rows of lanes, for every one type and lane count they take.
 pub(crate) fn built_in_specializations(arch: i32, coverage: KernelCoverage) -> Vec<Specialization> {
     use crate::scan::desc::Segments;
     let variants = [
@@ -175,7 +218,11 @@ pub(crate) fn built_in_specializations(arch: i32, coverage: KernelCoverage) -> V
         (Direction::Backward, Segments::ByteFlags),
     ];
     let mut all = Vec::new();
-    for (index, (types, op)) in builtin_types_and_ops().enumerate() {
+    let with_lanes = builtin_types_and_ops().flat_map(|(types, op)| {
+        let lanes = lane_counts(types);
+        std::iter::once(1).chain(lanes).map(move |lanes| (types, op, lanes))
+    });
+    for (index, (types, op, lanes)) in with_lanes.enumerate() {
         for (variant, &(direction, segments)) in variants.iter().enumerate() {
             if !coverage.keeps(index, variant, variants.len()) {
                 continue;
@@ -185,7 +232,7 @@ pub(crate) fn built_in_specializations(arch: i32, coverage: KernelCoverage) -> V
                 segments,
                 ..ScanDesc::inclusive(op)
             };
-            let (regular, small) = Specialization::all_for(arch, types, &desc);
+            let (regular, small) = Specialization::all_for_lanes(arch, types, lanes, &desc);
             all.extend(std::iter::once(regular).chain(small));
         }
     }
@@ -292,27 +339,34 @@ mod tests {
     use crate::types::DType;
 
     /// Built-in kernel sets of every kernel kind compile for sm_90: both directions,
-    /// segmented or not, 4- and 8-byte states, half types read through a conversion
-    /// (skipped without NVRTC; the whole space compiles in `tests/kernels_compile`).
+    /// segmented or not, 4- and 8-byte states, half types read through a conversion, rows
+    /// of 8 and 16 bytes of lanes (skipped without NVRTC; the whole space of plain
+    /// elements compiles in `tests/kernels_compile`).
     #[test]
     fn kernel_sets_of_each_kind_compile() {
+        use crate::scan::desc::Segments;
         let Ok(nvrtc) = Nvrtc::load() else {
             eprintln!("skipped: no NVRTC");
             return;
         };
         let target = nvrtc.target_for(90).unwrap();
-        for (dtype, direction, segments) in [
-            (DType::U32, Direction::Forward, crate::scan::desc::Segments::None),
-            (DType::F64, Direction::Backward, crate::scan::desc::Segments::ByteFlags),
-            (DType::F16, Direction::Forward, crate::scan::desc::Segments::None),
-            (DType::BF16, Direction::Backward, crate::scan::desc::Segments::ByteFlags),
+        for (dtype, lanes, direction, segments) in [
+            (DType::U32, 1, Direction::Forward, Segments::None),
+            (DType::F64, 1, Direction::Backward, Segments::ByteFlags),
+            (DType::F16, 1, Direction::Forward, Segments::None),
+            (DType::BF16, 1, Direction::Backward, Segments::ByteFlags),
+            (DType::F32, 2, Direction::Forward, Segments::None),
+            (DType::I32, 4, Direction::Backward, Segments::Rows(3)),
+            (DType::F64, 2, Direction::Backward, Segments::None),
+            (DType::U64, 2, Direction::Forward, Segments::Rows(3)),
         ] {
             let desc = ScanDesc {
                 direction,
                 segments,
                 ..ScanDesc::inclusive(Op::Sum)
             };
-            let (regular, small) = Specialization::all_for(90, ScanTypes::new(dtype, dtype, None), &desc);
+            let types = ScanTypes::new(dtype, dtype, None);
+            let (regular, small) = Specialization::all_for_lanes(90, types, lanes, &desc);
             for spec in std::iter::once(regular).chain(small) {
                 if let Err(e) = nvrtc.compile(&spec.source(), target) {
                     panic!("{spec:?}: {}", e.message);

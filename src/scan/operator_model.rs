@@ -141,10 +141,13 @@ pub(crate) trait OperatorModel: Send + Sync {
 }
 
 /// A built-in operator (`Op`) over its scan's types, a triple `ScanTypes::check`
-/// accepted (`Context::plan`).
+/// accepted (`Context::plan`), on plain elements or, on a GPU, on rows of lanes.
 pub(crate) struct BuiltinOperator {
     pub op: Op,
     pub types: ScanTypes,
+    /// Elements are rows of this many lanes of one type, each lane its own column
+    /// (`scan::strided::lanes`); 1: plain elements.
+    lanes: u32,
     layouts: [ArrayLayout; 2],
 }
 
@@ -153,8 +156,39 @@ impl BuiltinOperator {
         BuiltinOperator {
             op,
             types,
+            lanes: 1,
             layouts: [ArrayLayout::of(types.input), ArrayLayout::of(types.output)],
         }
+    }
+
+    /// `op` applied lane by lane to rows of `lanes` elements of one type (`types` one
+    /// type throughout): a row is one element, of the row's bytes, aligned as one
+    /// element of the type. GPU kernels only.
+    pub fn on_lanes(op: Op, types: ScanTypes, lanes: u32) -> BuiltinOperator {
+        debug_assert!(types.one_type() && lanes > 1);
+        let row = ArrayLayout {
+            size: types.input.size() * lanes as usize,
+            align: types.input.size(),
+        };
+        BuiltinOperator {
+            op,
+            types,
+            lanes,
+            layouts: [row, row],
+        }
+    }
+
+    /// Refuses rows of lanes where only plain elements are scanned: the host backend and
+    /// the strided kernels (`scan::strided` hands rows of lanes to the flat GPU scan alone).
+    fn plain_elements(&self) -> Result<()> {
+        if self.lanes > 1 {
+            bail!(
+                WrongBackend,
+                "rows of {} lanes are scanned by the GPU's flat kernels only",
+                self.lanes
+            );
+        }
+        Ok(())
     }
 
     /// The descriptor of a scan with this operator shaped as `shape`.
@@ -188,7 +222,7 @@ impl OperatorModel for BuiltinOperator {
     }
 
     fn state_bytes(&self) -> usize {
-        self.types.accumulator.size()
+        self.types.accumulator.size() * self.lanes as usize
     }
 
     fn state_align(&self) -> usize {
@@ -197,7 +231,8 @@ impl OperatorModel for BuiltinOperator {
 
     fn identity_bytes(&self) -> Vec<u8> {
         let bits = crate::scan::host::identity_bits(self.types, self.op);
-        StateBytes::from_bits(bits).bytes()[..self.types.accumulator.size()].to_vec()
+        let one = &StateBytes::from_bits(bits).bytes()[..self.types.accumulator.size()];
+        one.repeat(self.lanes as usize)
     }
 
     fn inputs(&self) -> &[ArrayLayout] {
@@ -220,11 +255,12 @@ impl OperatorModel for BuiltinOperator {
         n: u64,
     ) -> Result<Arc<ScanKernels>> {
         let dev = &engine.device;
-        let spec = Specialization::for_scan(dev.arch, self.types, &self.desc(shape), n);
+        let spec = Specialization::for_scan(dev.arch, self.types, self.lanes, &self.desc(shape), n);
         engine.algorithms.get::<KernelSets>().get(dev, spec)
     }
 
     fn strided_kernels(&self, engine: &GpuEngine, direction: Direction) -> Result<Arc<StridedKernelSet>> {
+        self.plain_elements()?;
         let spec = StridedSpec {
             types: self.types,
             op: self.op,
@@ -235,6 +271,7 @@ impl OperatorModel for BuiltinOperator {
     }
 
     fn summed_area_kernels(&self, engine: &GpuEngine) -> Result<Arc<StridedKernelSet>> {
+        self.plain_elements()?;
         let spec = StridedSpec {
             types: self.types,
             op: self.op,
@@ -249,6 +286,7 @@ impl OperatorModel for BuiltinOperator {
     }
 
     unsafe fn scan_on_host(&self, arrays: &ScanArrays, n: u64, shape: &ScanShape) -> Result<StateBytes> {
+        self.plain_elements()?;
         let req = RawScan {
             input: arrays.inputs[0],
             input_dtype: self.types.input,

@@ -72,17 +72,36 @@ impl KernelKind {
 /// (`T`, `U`, `COMMUTATIVE`, `identity`, `combine`, then `members`, e.g. a transform's
 /// `load` and `store`), as every built-in kernel set's translation unit begins.
 pub(crate) fn builtin_op_definitions(types: ScanTypes, op: Op, members: &str) -> String {
-    let (i, a, o) = (
-        types.input.info().cuda,
-        types.accumulator.info().cuda,
-        types.output.info().cuda,
-    );
+    let (i, o) = (types.input.info().cuda, types.output.info().cuda);
+    let op = operator_struct("Op", types, op, members);
+    format!("typedef {i} In;\ntypedef {o} Out;\n{op}")
+}
+
+/// The CUDA definitions of a built-in operator applied lane by lane to rows of `lanes`
+/// elements of one type (`types.one_type()`): `In`, `Out` and `Op::T` are rows
+/// (`Lanes`, `LanesOp` of kernels/device/lanes.cuh) over the operator on one element,
+/// whose initial value starts every lane.
+pub(crate) fn lanes_op_definitions(types: ScanTypes, op: Op, lanes: u32) -> String {
+    debug_assert!(types.one_type() && lanes > 1);
+    let element = operator_struct("ElementOp", types, op, "");
+    let e = types.accumulator.info().cuda;
+    format!(
+        r#"#include "device/lanes.cuh"
+{element}typedef Lanes<{e}, {lanes}> In;
+typedef In Out;
+typedef LanesOp<ElementOp, {lanes}> Op;
+SCANRT_LANES_INITIAL_VALUE(Op)
+"#
+    )
+}
+
+/// `struct {name}`: the operator `op` on the accumulator of `types`, then `members`.
+fn operator_struct(name: &str, types: ScanTypes, op: Op, members: &str) -> String {
+    let a = types.accumulator.info().cuda;
     let op = op.definition();
     let (combine, identity) = (op.cuda_combine, op.cuda_identity);
     format!(
-        r#"typedef {i} In;
-typedef {o} Out;
-struct Op {{
+        r#"struct {name} {{
     typedef {a} T;
     typedef Wrapping<T>::U U;
     static const bool COMMUTATIVE = true;

@@ -184,10 +184,16 @@ impl TileShape {
 
 /// The tile shape for a kernel set on `sm_<arch>`.
 pub(crate) fn tile_shape(arch: i32, input: DType, output: DType, segmented: bool) -> TileShape {
+    tile_shape_of_sizes(arch, input.size() as u32, output.size() as u32, segmented)
+}
+
+/// [`tile_shape`] of elements of `input` and `output` bytes (a row of lanes is one
+/// element: `scan::strided::lanes`).
+pub(crate) fn tile_shape_of_sizes(arch: i32, input: u32, output: u32, segmented: bool) -> TileShape {
     let r = row(arch);
     let seg = segmented as usize;
-    let items = (r.row_accumulator_bytes / output.size() as u32).max(16 / input.size() as u32);
-    let row_bytes = items * output.size() as u32;
+    let items = (r.row_accumulator_bytes / output).max(16 / input);
+    let row_bytes = items * output;
     // The one-wave and cluster kernels keep a lane's segment heads in one 32-bit word.
     let striped = !segmented || items <= 32;
     let shape = TileShape {
@@ -204,7 +210,7 @@ pub(crate) fn tile_shape(arch: i32, input: DType, output: DType, segmented: bool
         bulk_items: if segmented {
             items
         } else {
-            (r.bulk_row_bytes / output.size() as u32).max(items)
+            (r.bulk_row_bytes / output).max(items)
         },
         bulk_min_blocks_per_sm: r.bulk_min_blocks_per_sm[seg],
         bulk_min_tiles: kernel_selection().bulk_min_tiles.unwrap_or(r.bulk_min_tiles[seg]),
@@ -349,7 +355,7 @@ pub(crate) fn operator_shape(
 /// twice the blocks. None where rows cannot be shorter than one 16-byte vector of the
 /// input, and for segmented scans. (H100, n = 2^16 u32 in a replayed graph: 2.97 us
 /// against 3.54 with 4096-element tiles.)
-pub(crate) fn small_scan_shape(regular: &TileShape, input: DType, segmented: bool) -> Option<TileShape> {
+pub(crate) fn small_scan_shape(regular: &TileShape, input_bytes: u32, segmented: bool) -> Option<TileShape> {
     #[cfg(feature = "experiments")]
     if experiments::overridden() {
         return None;
@@ -357,7 +363,7 @@ pub(crate) fn small_scan_shape(regular: &TileShape, input: DType, segmented: boo
     if segmented {
         return None;
     }
-    let items = (regular.items / 2).max(16 / input.size() as u32);
+    let items = (regular.items / 2).max(16 / input_bytes);
     (items < regular.items).then_some(TileShape {
         items,
         bulk_buffers: 0,

@@ -256,8 +256,11 @@ pub(crate) fn deterministic_strided_scans_are_bitwise_reproducible() {
     let mut rng = Rng(0x57D7);
     let runs = 20;
     let sum = ScanDesc::inclusive(Op::Sum).deterministic();
-    let cases: [(DType, [u64; 2], ScanDesc); 6] = [
+    // Two and four f32 columns, two f64 ones: rows of lanes (the flat kernels).
+    let cases: [(DType, [u64; 2], ScanDesc); 8] = [
         (DType::F32, [(1 << 20) + 7, 2], sum),
+        (DType::F32, [(1 << 19) + 3, 4], sum.backward()),
+        (DType::F64, [(1 << 19) + 1, 2], sum),
         (DType::F32, [(1 << 16) + 3, 64], sum),
         (DType::F32, [4099, 4096], sum.backward()),
         (DType::F64, [(1 << 18) + 1, 8], sum),

@@ -84,6 +84,7 @@ fn main() {
             sort::sort_sanitizer_subset,
             sort::sort_in_graphs_and_threads,
             strided::strided_layouts_at_tile_boundaries,
+            strided::narrow_columns_at_tile_boundaries,
             strided::large_strided_scans,
             strided::strided_sanitizer_subset,
             strided::user_operators_along_an_axis,

@@ -35,6 +35,32 @@ pub(crate) fn strided_layouts_at_tile_boundaries() {
     );
 }
 
+/// Narrow columns, which the GPU scans as rows of lanes (rows of 8 and 16 bytes: two or
+/// four 4-byte columns, two 8-byte ones) through the flat kernels, at row counts around
+/// each of their tiles (8-byte rows: 1024 rows small, 2048 regular, 4096 one-wave; 16-byte
+/// rows: 512, 1024 and 2048), past 32 small tiles, and in batches (rows of rows); the
+/// sweep's other layouts and types take the strided kernel at the same shapes.
+pub(crate) fn narrow_columns_at_tile_boundaries() {
+    let ctx = gpu();
+    let stream = ctx.new_stream().unwrap();
+    let lengths = [
+        1u64, 2, 511, 512, 513, 1023, 1024, 1025, 2047, 2048, 2049, 4095, 4097, 40_001, 70_000,
+    ];
+    let mut shapes = Vec::new();
+    for (k, &len) in lengths.iter().enumerate() {
+        for columns in [2u64, 4] {
+            shapes.push((1 + (k as u64 + columns) % 3, len, columns));
+        }
+    }
+    let failures = sweep(ctx, &stream, 0x1A2E_5001, &shapes);
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
 pub(crate) fn strided_sanitizer_subset() {
     let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
@@ -231,6 +257,30 @@ pub(crate) fn large_strided_scans() {
             &desc,
         );
     }
+    // Rows of 16-byte lanes past the bulk-copy kernel's threshold (512 tiles of 1792
+    // rows): four f32 columns, two f64 columns backward, two u64 maxima in a batch of two.
+    let rows = (1usize << 21) + 3;
+    large_case::<f32>(
+        "columns (2^21+3)x4 f32",
+        &[rows as u64, 4],
+        &[4, 1],
+        &[4, 1],
+        0,
+        4 * rows,
+        4 * rows,
+        &sum,
+    );
+    let rows = (1usize << 20) + 1;
+    large_case::<f64>(
+        "columns (2^20+1)x2 f64, backward",
+        &[rows as u64, 2],
+        &[2, 1],
+        &[2, 1],
+        0,
+        2 * rows,
+        2 * rows,
+        &sum.backward(),
+    );
     // A column-major [2^24 + 3, 2] i64 along dim 0: contiguous sequences, batched.
     let rows = (1usize << 24) + 3;
     large_case::<i64>(

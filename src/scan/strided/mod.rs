@@ -8,6 +8,7 @@
 
 pub(crate) mod host;
 pub(crate) mod kernels;
+pub(crate) mod lanes;
 pub(crate) mod layout;
 mod pitched_rows;
 
@@ -80,6 +81,9 @@ pub(crate) fn scan(
         &shape,
     )?;
     let arrays = StridedArrays::of_views(pair, &[*input], &[*output], ctx.id(), sequence_carries)?;
+    if let Some(rows) = lanes::scan(ctx, stream, &arrays, input, output, desc)? {
+        return Ok(rows);
+    }
     if let Some(rows) = pitched_rows::scan(ctx, stream, &arrays, input, output, desc)? {
         return Ok(rows);
     }
