@@ -4,11 +4,15 @@
 //! does; a summed-area table is counted the same, 2n bytes, though it moves 4n). CUB has no
 //! strided scan; torch's cumsum along dim 0 is in python/bench/bench_peers.py. Also a
 //! user-defined operator (the f32 linear recurrence) down the columns of a matrix.
-//! Prints `case,dtype,elements,scanrt_us,memcpy_us,of_memcpy`.
+//! Prints `case,dtype,elements,scanrt_us,memcpy_us,of_memcpy,host_us,back_to_back_us`:
+//! one call between two events on an idle stream (its host time included, as the copy's
+//! launch is), scanrt's host time per call, and the time per call of 20 calls queued back
+//! to back (the larger of the host's and the GPU's).
 
 use cudarc::driver::sys;
 use scanrt::{ArrayView, Buffer, CarryViews, Context, DType, Op, OperatorScan, ScanDesc, Stream};
 
+use crate::latency::host_time_us;
 use crate::{fill, Timer};
 
 /// One layout: the view's shape and strides (the output has the input's), the axis.
@@ -65,6 +69,8 @@ pub(crate) fn run(ctx: &Context, stream: &Stream, timer: &Timer) {
         columns(8192, 8192),
         // 8-byte accumulators: tiles of half the rows, polled as deep.
         columns_of(DType::F64, 1 << 20, 2),
+        // Three columns (12-byte rows: x, y, z), one strip: a single long chain of tiles.
+        columns(1 << 20, 3),
         columns_of(DType::F64, 1 << 16, 64),
         columns_of(DType::F64, 8192, 8192),
         pitched(1 << 14, 1 << 10, 32),
@@ -86,7 +92,7 @@ pub(crate) fn run(ctx: &Context, stream: &Stream, timer: &Timer) {
         },
     ];
     let sum = ScanDesc::inclusive(Op::Sum);
-    println!("case,dtype,elements,scanrt_us,memcpy_us,of_memcpy");
+    println!("case,dtype,elements,scanrt_us,memcpy_us,of_memcpy,host_us,back_to_back_us");
     // SCANRT_SHAPES_CASE=label: that case alone (profiling).
     let only = std::env::var("SCANRT_SHAPES_CASE").ok();
     for case in cases {
@@ -115,19 +121,22 @@ pub(crate) fn run(ctx: &Context, stream: &Stream, timer: &Timer) {
             sum
         };
         let reps = if n <= 1 << 22 { 200 } else { 30 };
-        let us = timer.median_us(stream, reps, || {
+        let mut call = || {
             if case.label == "summed_area_table" {
                 ctx.summed_area_table(stream, &input, &output, &desc).unwrap();
             } else {
                 ctx.scan_array(stream, &input, &output, case.axis, &desc).unwrap();
             }
-        });
+        };
+        let us = timer.median_us(stream, reps, &mut call);
+        let host_us = host_time_us(stream, &mut call);
+        let back_to_back_us = timer.median_us(stream, reps / 10, || (0..20).for_each(|_| call())) / 20.0;
         let bytes = (n * case.dtype.size() as u64) as usize;
         let copy_us = timer.median_us(stream, reps, || unsafe {
             sys::cuMemcpyDtoDAsync_v2(dst.addr(), src.addr(), bytes, stream.raw() as sys::CUstream);
         });
         println!(
-            "{name},{},{n},{us:.3},{copy_us:.3},{:.3}",
+            "{name},{},{n},{us:.3},{copy_us:.3},{:.3},{host_us:.3},{back_to_back_us:.3}",
             case.dtype.c_name(),
             copy_us / us
         );

@@ -4,7 +4,8 @@
 // lookback.cuh holds per chain unchanged (a tile publishes its AGGREGATE before it waits,
 // waits only for smaller tiles of its chain, publishes INCLUSIVE once it knows its
 // prefix), so its progress argument does too. What differs is who walks: a lane per
-// chain (lane_look_back_deterministic, one warp), or the whole block (ColumnLookBack).
+// chain (lane_look_back and lane_look_back_deterministic, one warp), or the whole block
+// (ColumnLookBack).
 #pragma once
 #include "device/lookback.cuh"
 
@@ -48,6 +49,54 @@ SCANRT_DEVICE typename CarryOp::T lane_look_back_deterministic(const Status& sta
 #pragma unroll
     for (int j = 0; j < WINDOW; ++j)
         if (anchor + j < tile) prefix = CarryOp::combine(prefix, value[j]);
+    return prefix;
+}
+
+// Lane-wise look-back (regular mode): each lane walks back over a chain of its own, as
+// lane_look_back_deterministic's lanes do, polling WINDOW tiles per round trip and folding
+// them nearest first up to the first INCLUSIVE one; a tile still unpublished stops the
+// fold there until the next round. Where many chains are in flight, a tile's predecessors
+// are mostly done by the time it looks back, and one lane's polls per column cost the SM
+// less than the whole block's (ColumnLookBack). Returns the chain's exclusive prefix.
+template <typename CarryOp, typename Status, int WINDOW, int SPIN_BEFORE_SLEEP, int SLEEP_NS>
+SCANRT_DEVICE typename CarryOp::T lane_look_back(const Status& status, long long tile, long long stride,
+                                                 long long offset, bool active, u32 tag, int lane, Watchdog& dog) {
+    typedef typename CarryOp::T Carry;
+    Carry prefix = CarryOp::identity();
+    long long end = tile - 1;  // the nearest tile not yet folded
+    bool done = !active || tile <= 0;
+    for (int spins = 0;; ++spins) {
+        bool progress = false;
+        if (!done) {
+            Carry value[WINDOW];
+            u32 flag[WINDOW];
+            // Issue every poll before looking at any: one round trip.
+#pragma unroll
+            for (int j = 0; j < WINDOW; ++j) {
+                value[j] = CarryOp::identity();
+                flag[j] = end - j < 0 ? SCANRT_STATUS_INCLUSIVE : status.poll((end - j) * stride + offset, tag, value[j]);
+            }
+            Carry window = CarryOp::identity();
+            int folded = 0;
+            bool open = true;
+#pragma unroll
+            for (int j = 0; j < WINDOW; ++j) {
+                if (!open || flag[j] == SCANRT_STATUS_INVALID) {
+                    open = false;
+                    continue;
+                }
+                window = CarryOp::combine(value[j], window);
+                ++folded;
+                if (flag[j] == SCANRT_STATUS_INCLUSIVE) done = true, open = false;
+            }
+            prefix = CarryOp::combine(window, prefix);
+            end -= folded;
+            progress = folded > 0;
+        }
+        if (__all_sync(SCANRT_FULL_MASK, done)) break;
+        if (dog.expired(spins, lane)) break;  // the output is undefined; the host hears of it
+        if (!__any_sync(SCANRT_FULL_MASK, progress) && spins >= SPIN_BEFORE_SLEEP) __nanosleep(SLEEP_NS);
+    }
     return prefix;
 }
 

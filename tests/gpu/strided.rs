@@ -65,8 +65,10 @@ pub(crate) fn strided_sanitizer_subset() {
     let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
     // (1, 2048, 5): pitched rows of whole vectors, which take the bulk-copy kernel when
-    // SCANRT_BULK_MIN_TILES=2 forces it at this size.
-    let failures = sweep(ctx, &stream, 0x5A5E, &[(2, 65, 33), (1, 2049, 3), (1, 2048, 5)]);
+    // SCANRT_BULK_MIN_TILES=2 forces it at this size; (1, 4097, 2) and (2, 1025, 4): rows
+    // of lanes (the flat kernels), one matrix and a batch.
+    let shapes = [(2, 65, 33), (1, 2049, 3), (1, 2048, 5), (1, 4097, 2), (2, 1025, 4)];
+    let failures = sweep(ctx, &stream, 0x5A5E, &shapes);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     let failures = crate::common::strided_operators::sweep(ctx, &stream, 0x5A5F, &[(2, 65, 33), (1, 700, 3)]);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
