@@ -67,6 +67,8 @@ pub(crate) fn run(ctx: &Context, stream: &Stream, timer: &Timer) {
         columns(1 << 20, 2),
         columns(1 << 16, 64),
         columns(8192, 8192),
+        // 32 strips of 512 tiles each: between few chains and many.
+        columns(1 << 14, 1024),
         // 8-byte accumulators: tiles of half the rows, polled as deep.
         columns_of(DType::F64, 1 << 20, 2),
         // Three columns (12-byte rows: x, y, z), one strip: a single long chain of tiles.

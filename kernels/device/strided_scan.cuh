@@ -27,11 +27,10 @@
 //   2. each warp scans its groups' totals per column (shuffles W lanes apart);
 //   3. the block folds the warp totals before each warp per column, and the tile's;
 //   4. the first W threads publish the column aggregates, and the block looks back
-//      (lookback_columns.cuh): below LANE_WISE_CHAINS chains (a single strip and batch)
-//      up to 32 threads walk each column's, whose tiles are then mostly in flight
-//      together; else a lane per column walks its chain, FEW_CHAINS_WINDOW tiles per round trip,
-//      and from MANY_CHAINS chains on WINDOW tiles (a tile's predecessors are then long
-//      done, and the SM's other blocks stream while one warp polls);
+//      (lookback_columns.cuh), WINDOW tiles per poll: below LANE_WISE_CHAINS chains up
+//      to 32 threads walk each column's chain, many of whose tiles are in flight
+//      together; from there on a lane per column walks its chain (a tile's predecessors
+//      are mostly done by then, and the SM's other blocks stream while one warp polls);
 //   5. the results go back through shared memory and out in memory order.
 // Shared rows are laid out so that
 // both the memory-order accesses and step 1's reads hit distinct banks: an XOR swizzle
@@ -287,8 +286,7 @@ SCANRT_DEVICE void unstage(const StridedScatter<Op, O0, O1>& out, const StridedT
 }
 
 template <typename Op, typename Src, typename Dst, int W, int THREADS, int ITEMS, int WINDOW, int ANCHORS,
-          int LANE_WISE_CHAINS, int FEW_CHAINS_WINDOW, int MANY_CHAINS, int SPIN_BEFORE_SLEEP, int SLEEP_NS,
-          bool REVERSE, bool SUMMED_AREA = false>
+          int LANE_WISE_CHAINS, int SPIN_BEFORE_SLEEP, int SLEEP_NS, bool REVERSE, bool SUMMED_AREA = false>
 SCANRT_DEVICE void strided_scan(Src in, Dst out, long long in_batch_stride, long long in_row_stride,
                                 long long out_batch_stride, long long out_row_stride, long long in_column_stride,
                                 long long out_column_stride, long long batches, long long len, long long columns,
@@ -422,14 +420,8 @@ SCANRT_DEVICE void strided_scan(Src in, Dst out, long long in_batch_stride, long
         }
     } else if (chains >= (u32)LANE_WISE_CHAINS) {
         if (warp == 0) {
-            typedef typename Agent::Status Status;
-            const bool active = lane < W && lane < p.cols;
-            const Acc before =
-                chains >= (u32)MANY_CHAINS
-                    ? lane_look_back<Op, Status, WINDOW, SPIN_BEFORE_SLEEP, SLEEP_NS>(
-                          agent.status, p.r, stride, first_slot + lane, active, tag, lane, agent.dog)
-                    : lane_look_back<Op, Status, FEW_CHAINS_WINDOW, SPIN_BEFORE_SLEEP, SLEEP_NS>(
-                          agent.status, p.r, stride, first_slot + lane, active, tag, lane, agent.dog);
+            const Acc before = lane_look_back<Op, typename Agent::Status, WINDOW, SPIN_BEFORE_SLEEP, SLEEP_NS>(
+                agent.status, p.r, stride, first_slot + lane, lane < W && lane < p.cols, tag, lane, agent.dog);
             if (lane < W) look_back_s.prefix[lane] = before;
         }
     } else {

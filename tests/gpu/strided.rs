@@ -17,7 +17,8 @@ pub(crate) fn strided_layouts_at_tile_boundaries() {
         1u64, 2, 31, 32, 33, 63, 64, 65, 127, 129, 1023, 1025, 2047, 2048, 2049, 4097, 20_000,
     ];
     let columns = [1u64, 2, 3, 4, 5, 8, 9, 16, 17, 31, 32, 33, 64, 65, 100];
-    let mut shapes = vec![(2u64, 0u64, 3u64), (1, 5, 0)];
+    // Many strips (35 and 3 x 13): the lane-wise look-back's chains.
+    let mut shapes = vec![(2u64, 0u64, 3u64), (1, 5, 0), (1, 129, 1100), (3, 65, 400)];
     for _ in 0..28 {
         let len = lengths[rng.below(lengths.len() as u64) as usize];
         let cols = columns[rng.below(columns.len() as u64) as usize];
@@ -66,8 +67,16 @@ pub(crate) fn strided_sanitizer_subset() {
     let stream = ctx.new_stream().unwrap();
     // (1, 2048, 5): pitched rows of whole vectors, which take the bulk-copy kernel when
     // SCANRT_BULK_MIN_TILES=2 forces it at this size; (1, 4097, 2) and (2, 1025, 4): rows
-    // of lanes (the flat kernels), one matrix and a batch.
-    let shapes = [(2, 65, 33), (1, 2049, 3), (1, 2048, 5), (1, 4097, 2), (2, 1025, 4)];
+    // of lanes (the flat kernels), one matrix and a batch; (2, 33, 530): 34 chains, a
+    // lane per column looking back.
+    let shapes = [
+        (2, 65, 33),
+        (1, 2049, 3),
+        (1, 2048, 5),
+        (1, 4097, 2),
+        (2, 1025, 4),
+        (2, 33, 530),
+    ];
     let failures = sweep(ctx, &stream, 0x5A5E, &shapes);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     let failures = crate::common::strided_operators::sweep(ctx, &stream, 0x5A5F, &[(2, 65, 33), (1, 700, 3)]);

@@ -33,14 +33,11 @@ pub(crate) struct StridedShape {
     /// Blocks per SM the kernels are compiled for (one block per tile: the SM's resident
     /// blocks stream their tiles while one of them waits).
     pub min_blocks_per_sm: u32,
-    /// Tiles each polling thread of the look-back reads per round trip: of the block-wide
-    /// walk (up to 32 threads on each column's chain) below `lane_wise_chains` chains
-    /// (strips times batches), and of the lane-wise one (a lane per column) from
-    /// `many_chains` on; `few_chains_window` between.
+    /// Tiles each polling thread of the look-back reads per round trip.
     pub window: u32,
+    /// Below this many chains (strips times batches) the whole block walks the look-back
+    /// (up to 32 threads on each column's chain), from there on a lane per column.
     pub lane_wise_chains: u32,
-    pub few_chains_window: u32,
-    pub many_chains: u32,
     /// The deterministic mode's anchor stride, in tiles of a chain: each tile waits for
     /// the anchor before it and folds the aggregates after it, one lane's polls.
     pub anchors: u32,
@@ -60,22 +57,20 @@ pub(crate) struct StridedShape {
 /// they were tied) ran f32 columns of [2^20, 2] in 146-150 against 85-87 us (8192^2:
 /// 167-168 against 172-174).
 ///
-/// Who walks (H200, `--shapes`, back to back, two rounds, 2026-11-28): a lane per column
-/// from two chains on, 4 tiles deep below 64 chains and 2 from there. f32 8192^2 (256
-/// chains) 164-166 us against the block-wide walk's 174-176 (1 deep 163-164, 4 deep
-/// 165-167), f64 8192^2 321-323 against 347-348 (4 deep 337-341), the one-pass
-/// summed-area table 249 against 258-260; f32 [2^16, 64] (2 chains) 19.2-19.3 against
-/// 20.6-21.0 (2 deep 21.7); f32 [2^20, 3] (one chain) stays block-wide: 22.2-22.3
-/// against 25.6-25.7 lane-wise 4 deep, 27.3 at 2.
+/// Who walks (H200, `--shapes`, back to back, two rounds each, 2026-11-28): a lane per
+/// column from 32 chains on. f32 8192^2 (256 chains) 164-166 us against the block-wide
+/// walk's 174-177, f64 8192^2 321-323 against 347-348, the one-pass summed-area table 249
+/// against 258-260, f32 [2^14, 1024] (32 chains) 53 against 54.5; polled 4 deep instead
+/// of 2: f64 8192^2 337-341, the rest within 1%. Few chains stay block-wide: [2^16, 64]
+/// (2 chains) f64 45 against 51 lane-wise (4 deep 53), f32 20.6 against 21.8 (4 deep
+/// 19.4); [2^20, 3] (one chain) 22.2 against 27.3 (4 deep 25.6).
 pub(crate) fn shape_of(bytes: usize) -> StridedShape {
     let regular = StridedShape {
         items: (64 / bytes.max(1) as u32).clamp(1, 16),
         min_blocks_per_sm: 4,
         window: 2,
         anchors: 4,
-        lane_wise_chains: 2,
-        few_chains_window: 4,
-        many_chains: 64,
+        lane_wise_chains: 32,
         spin_before_sleep: 2,
         sleep_ns: 100,
     };
@@ -87,8 +82,6 @@ pub(crate) fn shape_of(bytes: usize) -> StridedShape {
             window: v[3],
             anchors: regular.anchors,
             lane_wise_chains: v.get(6).copied().unwrap_or(regular.lane_wise_chains),
-            few_chains_window: v.get(7).copied().unwrap_or(regular.few_chains_window),
-            many_chains: v.get(8).copied().unwrap_or(regular.many_chains),
             spin_before_sleep: v[4],
             sleep_ns: v[5],
         };
@@ -97,12 +90,12 @@ pub(crate) fn shape_of(bytes: usize) -> StridedShape {
 }
 
 /// Tuning experiments (cargo feature `experiments`): `SCANRT_STRIDED_OVERRIDE=
-/// items_4byte:items_8byte:min_blocks:window:spin:sleep_ns[:lane_wise_chains[:few_chains_window[:many_chains]]]` replaces
+/// items_4byte:items_8byte:min_blocks:window:spin:sleep_ns[:lane_wise_chains]` replaces
 /// the strided kernels' shape.
 #[cfg(feature = "experiments")]
 mod experiments {
     static SHAPE: once_cell::sync::Lazy<Option<Vec<u32>>> = once_cell::sync::Lazy::new(|| {
-        crate::kernels::experiment_numbers("SCANRT_STRIDED_OVERRIDE").filter(|v| (6..=9).contains(&v.len()))
+        crate::kernels::experiment_numbers("SCANRT_STRIDED_OVERRIDE").filter(|v| v.len() == 6 || v.len() == 7)
     });
     pub(super) fn shape() -> Option<Vec<u32>> {
         SHAPE.clone()
@@ -185,8 +178,6 @@ impl StridedUnit<'_> {
             window,
             anchors,
             lane_wise_chains,
-            few_chains_window,
-            many_chains,
             spin_before_sleep,
             sleep_ns,
         } = shape;
@@ -207,7 +198,7 @@ impl StridedUnit<'_> {
             let entry = entry(w);
             text += &format!(
                 r#"extern "C" __global__ void __launch_bounds__({THREADS}, {min_blocks_per_sm}) {entry}(SCANRT_STRIDED_PARAMS{extra_params}) {{
-    strided_scan<Op, Src, Dst, {w}, {THREADS}, {items}, {window}, {anchors}, {lane_wise_chains}, {few_chains_window}, {many_chains}, {spin_before_sleep}, {sleep_ns}, {reverse}, {summed_area}>(
+    strided_scan<Op, Src, Dst, {w}, {THREADS}, {items}, {window}, {anchors}, {lane_wise_chains}, {spin_before_sleep}, {sleep_ns}, {reverse}, {summed_area}>(
         {source}, {destination}, in_batch_stride, in_row_stride, out_batch_stride, out_row_stride, in_column_stride,
         out_column_stride, batches, len,
         columns, {init}, carry_out, carry_batch_stride, carry_column_stride, flags, (void*)workspace, status_capacity,
