@@ -37,6 +37,12 @@ pub(super) fn scan(
     let Engine::Gpu(_) = ctx.engine() else {
         return Ok(None);
     };
+    // Benchmarks (feature `experiments`): SCANRT_NO_LANES leaves every layout to the
+    // strided kernel, for a comparison in one process.
+    #[cfg(feature = "experiments")]
+    if std::env::var_os("SCANRT_NO_LANES").is_some() {
+        return Ok(None);
+    }
     let types = desc.types(input.dtype(), output.dtype());
     let form = a.pair.form;
     let rows_follow = |s: &Strides| {
