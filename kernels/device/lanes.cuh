@@ -38,7 +38,8 @@ template <typename Op, int N> struct LanesOp {
 };
 
 // The initial value of a scan of rows of lanes: an initial value travels as the bits of
-// one element (`init_bits`) and starts every lane; a carry in memory is a whole row.
+// one element (`init_bits`) and starts every lane; a carry in memory is a whole row (never
+// a fold of several: FLAG_INIT_FOLD is a scan across GPUs', which takes no rows of lanes).
 template <typename LanesOpT>
 SCANRT_DEVICE typename LanesOpT::T lanes_initial_value(unsigned long long init_bits, unsigned flags) {
     typedef typename LanesOpT::T Row;

@@ -52,6 +52,39 @@ SCANRT_DEVICE typename CarryOp::T lane_look_back_deterministic(const Status& sta
     return prefix;
 }
 
+// WINDOW tiles of a chain polled at once, `end` the nearest (slot `t * stride + offset` for
+// tile t; tiles before the chain's first count as an INCLUSIVE identity), and folded
+// nearest first up to the first INCLUSIVE one or the first still unpublished one: their
+// fold, how many tiles it holds, and whether an INCLUSIVE one closed it.
+template <typename CarryOp> struct WindowFold {
+    typename CarryOp::T value;
+    int tiles;
+    bool closed;
+};
+template <typename CarryOp, int WINDOW, typename Status>
+SCANRT_DEVICE WindowFold<CarryOp> poll_window(const Status& status, long long end, long long stride, long long offset,
+                                              u32 tag) {
+    typename CarryOp::T value[WINDOW];
+    u32 flag[WINDOW];
+    // Issue every poll before looking at any: one round trip.
+#pragma unroll
+    for (int j = 0; j < WINDOW; ++j) {
+        value[j] = CarryOp::identity();
+        flag[j] = end - j < 0 ? SCANRT_STATUS_INCLUSIVE : status.poll((end - j) * stride + offset, tag, value[j]);
+    }
+    WindowFold<CarryOp> fold{CarryOp::identity(), 0, false};
+    bool open = true;
+#pragma unroll
+    for (int j = 0; j < WINDOW; ++j) {
+        open = open && flag[j] != SCANRT_STATUS_INVALID;
+        if (!open) continue;
+        fold.value = CarryOp::combine(value[j], fold.value);
+        ++fold.tiles;
+        if (flag[j] == SCANRT_STATUS_INCLUSIVE) fold.closed = true, open = false;
+    }
+    return fold;
+}
+
 // Lane-wise look-back (regular mode): each lane walks back over a chain of its own, as
 // lane_look_back_deterministic's lanes do, polling WINDOW tiles per round trip and folding
 // them nearest first up to the first INCLUSIVE one; a tile still unpublished stops the
@@ -68,30 +101,11 @@ SCANRT_DEVICE typename CarryOp::T lane_look_back(const Status& status, long long
     for (int spins = 0;; ++spins) {
         bool progress = false;
         if (!done) {
-            Carry value[WINDOW];
-            u32 flag[WINDOW];
-            // Issue every poll before looking at any: one round trip.
-#pragma unroll
-            for (int j = 0; j < WINDOW; ++j) {
-                value[j] = CarryOp::identity();
-                flag[j] = end - j < 0 ? SCANRT_STATUS_INCLUSIVE : status.poll((end - j) * stride + offset, tag, value[j]);
-            }
-            Carry window = CarryOp::identity();
-            int folded = 0;
-            bool open = true;
-#pragma unroll
-            for (int j = 0; j < WINDOW; ++j) {
-                if (!open || flag[j] == SCANRT_STATUS_INVALID) {
-                    open = false;
-                    continue;
-                }
-                window = CarryOp::combine(value[j], window);
-                ++folded;
-                if (flag[j] == SCANRT_STATUS_INCLUSIVE) done = true, open = false;
-            }
-            prefix = CarryOp::combine(window, prefix);
-            end -= folded;
-            progress = folded > 0;
+            const WindowFold<CarryOp> fold = poll_window<CarryOp, WINDOW>(status, end, stride, offset, tag);
+            prefix = CarryOp::combine(fold.value, prefix);
+            end -= fold.tiles;
+            done = fold.closed;
+            progress = fold.tiles > 0;
         }
         if (__all_sync(SCANRT_FULL_MASK, done)) break;
         if (dog.expired(spins, lane)) break;  // the output is undefined; the host hears of it
@@ -140,29 +154,9 @@ struct ColumnLookBack {
         for (int spins = 0;; ++spins) {
             if (p < PARTS && !s.done[c]) {
                 const long long end = s.window_end[c] - (long long)p * WINDOW;
-                Carry value[WINDOW];
-                u32 flag[WINDOW];
-                // Issue every poll before looking at any: one round trip.
-#pragma unroll
-                for (int j = 0; j < WINDOW; ++j) {
-                    value[j] = CarryOp::identity();
-                    flag[j] = end - j < 0 ? SCANRT_STATUS_INCLUSIVE
-                                          : status.poll((end - j) * stride + offset + c, tag, value[j]);
-                }
-                Carry fold = CarryOp::identity();
-                u8 state = OPEN;
-#pragma unroll
-                for (int j = 0; j < WINDOW; ++j) {
-                    if (state != OPEN) continue;
-                    if (flag[j] == SCANRT_STATUS_INVALID) {
-                        state = WAITING;
-                    } else {
-                        fold = CarryOp::combine(value[j], fold);
-                        if (flag[j] == SCANRT_STATUS_INCLUSIVE) state = CLOSED;
-                    }
-                }
-                s.fold[p][c] = fold;
-                s.state[p][c] = state;
+                const WindowFold<CarryOp> fold = poll_window<CarryOp, WINDOW>(status, end, stride, offset + c, tag);
+                s.fold[p][c] = fold.value;
+                s.state[p][c] = fold.closed ? CLOSED : fold.tiles < WINDOW ? WAITING : OPEN;
             }
             __syncthreads();
             bool progress = false;

@@ -429,7 +429,7 @@ SCANRT_DEVICE void strided_scan(Src in, Dst out, long long in_batch_stride, long
     }
     // The first W threads: the column's prefix (its carry in tile 0 of a chain), its
     // INCLUSIVE publication, its total at the chain's end; then every thread's. (Thread
-    // c < W wrote look_back_s.prefix[c] itself in either look-back, so no barrier comes
+    // c < W wrote look_back_s.prefix[c] itself in each look-back, so no barrier comes
     // before it reads it.)
     if (tid < W) {
         const Acc prefix = p.r > 0 ? look_back_s.prefix[c] : carry_in;

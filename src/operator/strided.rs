@@ -140,7 +140,8 @@ impl Operator {
             },
             &shape,
         )?;
-        let arrays = StridedArrays::of_views(pair, inputs, outputs, self.inner.ctx.id(), sequence_carries)?;
+        let state = desc.state_size;
+        let arrays = StridedArrays::of_views(pair, inputs, outputs, self.inner.ctx.id(), sequence_carries, state)?;
         strided::run(&self.inner.ctx, stream, &*self.inner, &arrays, &shape, choice)
     }
 

@@ -340,8 +340,8 @@ mod tests {
 
     /// Built-in kernel sets of every kernel kind compile for sm_90: both directions,
     /// segmented or not, 4- and 8-byte states, half types read through a conversion, rows
-    /// of 8 and 16 bytes of lanes (skipped without NVRTC; the whole space of plain
-    /// elements compiles in `tests/kernels_compile`).
+    /// of 8 and 16 bytes of lanes (skipped without NVRTC; the whole space compiles in
+    /// `tests/kernels_compile`).
     #[test]
     fn kernel_sets_of_each_kind_compile() {
         use crate::scan::desc::Segments;

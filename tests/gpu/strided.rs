@@ -38,9 +38,10 @@ pub(crate) fn strided_layouts_at_tile_boundaries() {
 
 /// Narrow columns, which the GPU scans as rows of lanes (rows of 8 and 16 bytes: two or
 /// four 4-byte columns, two 8-byte ones) through the flat kernels, at row counts around
-/// each of their tiles (8-byte rows: 1024 rows small, 2048 regular, 4096 one-wave; 16-byte
-/// rows: 512, 1024 and 2048), past 32 small tiles, and in batches (rows of rows); the
-/// sweep's other layouts and types take the strided kernel at the same shapes.
+/// each of their tiles (8-byte rows: 2048 rows per register-staged and cluster block, 4096
+/// per one-wave block; 16-byte rows: 1024 and 2048), past the cluster kernel's 16 blocks,
+/// and in batches (rows of rows); the sweep's other layouts and types take the strided
+/// kernel at the same shapes.
 pub(crate) fn narrow_columns_at_tile_boundaries() {
     let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
@@ -268,8 +269,8 @@ pub(crate) fn large_strided_scans() {
             &desc,
         );
     }
-    // Rows of 16-byte lanes past the bulk-copy kernel's threshold (512 tiles of 1792
-    // rows): four f32 columns, two f64 columns backward, two u64 maxima in a batch of two.
+    // Rows of 16-byte lanes past the bulk-copy kernel's threshold (512 register-staged
+    // tiles of 1024 rows): four f32 columns, two f64 columns backward.
     let rows = (1usize << 21) + 3;
     large_case::<f32>(
         "columns (2^21+3)x4 f32",

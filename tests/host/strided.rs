@@ -139,3 +139,49 @@ fn wide_states_along_an_axis_are_refused_by_status() {
         }
     }
 }
+
+/// Carries of a scan along an axis follow the flat scan's overlap rules: a carry over the
+/// output, a carry out over the input, or a carry out over part of the carry in is
+/// refused (`PARTIAL_OVERLAP`) before anything is written; the carry in as the carry out
+/// itself, one state per sequence, chains in place.
+#[test]
+fn overlapping_carries_along_an_axis_are_refused() {
+    use scanrt::{ArrayView, CarryViews, DType, ScanDesc, ScanrtStatus};
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let sum = ScanDesc::default();
+    // A [6, 2] u32 matrix scanned along dim 0 (its two columns), into mem[0..12]; the
+    // carries (two states each) elsewhere in mem.
+    let mut x: Vec<u32> = (1..=12).collect();
+    let mut mem = vec![7u32; 40];
+    let base = mem.as_mut_ptr() as u64;
+    // SAFETY: every view lies within `x` or `mem`, both alive until the end.
+    let at = |offset: u64, len: u64| unsafe { ArrayView::contiguous(base + 4 * offset, DType::U32, &[len]).unwrap() };
+    let input = unsafe { ArrayView::contiguous(x.as_mut_ptr() as u64, DType::U32, &[6, 2]).unwrap() };
+    let output = unsafe { ArrayView::contiguous(base, DType::U32, &[6, 2]).unwrap() };
+    let over_input = unsafe { ArrayView::contiguous(x.as_mut_ptr() as u64 + 4, DType::U32, &[2]).unwrap() };
+    let (over_output, apart, shifted) = (at(11, 2), at(20, 2), at(21, 2));
+    let refused = [
+        (None, Some(&over_output), "carry out over the output"),
+        (Some(&over_output), None, "carry in over the output"),
+        (None, Some(&over_input), "carry out over the input"),
+        (Some(&apart), Some(&shifted), "carry out over part of the carry in"),
+    ];
+    for (carry_in, carry_out, what) in refused {
+        let carries = CarryViews { carry_in, carry_out };
+        let e = ctx
+            .scan_array_carried(&stream, &input, &output, 0, &sum, &carries)
+            .expect_err(what);
+        assert_eq!(e.status, ScanrtStatus::PartialOverlap, "{what}: {e}");
+    }
+    assert!(mem.iter().all(|&v| v == 7), "a refused scan wrote");
+    // mem[20..22] = (7, 7): each column starts from 7 and ends at 7 + its sum there.
+    let carries = CarryViews {
+        carry_in: Some(&apart),
+        carry_out: Some(&apart),
+    };
+    ctx.scan_array_carried(&stream, &input, &output, 0, &sum, &carries)
+        .unwrap();
+    assert_eq!(&mem[20..22], &[7 + 1 + 3 + 5 + 7 + 9 + 11, 7 + 2 + 4 + 6 + 8 + 10 + 12]);
+    assert_eq!(&mem[..2], &[8, 9]);
+}

@@ -36,7 +36,8 @@ pub(crate) struct StridedShape {
     /// Tiles each polling thread of the look-back reads per round trip.
     pub window: u32,
     /// Below this many chains (strips times batches) the whole block walks the look-back
-    /// (up to 32 threads on each column's chain), from there on a lane per column.
+    /// (up to 32 threads on each column's chain), from there on a lane per column, as
+    /// deterministic scans always do (by anchors).
     pub lane_wise_chains: u32,
     /// The deterministic mode's anchor stride, in tiles of a chain: each tile waits for
     /// the anchor before it and folds the aggregates after it, one lane's polls.

@@ -24,8 +24,9 @@ use crate::stream::Stream;
 /// rows of 8 or 16 bytes whose columns are adjacent and which follow each other in both
 /// views (batches one after another: the flat scan's rows of rows); carries of one
 /// matrix only, one per column, adjacent. The association order of each column then
-/// depends on the length alone, as the flat scan's does, whatever the alignment (a
-/// deterministic scan stays reproducible). None where the strided kernel scans them.
+/// depends on the shape alone, as the flat scan's does, whatever the alignment (a
+/// deterministic scan stays reproducible; batches given carries take the strided kernel,
+/// and its order). None where the strided kernel scans them.
 pub(super) fn scan(
     ctx: &Context,
     stream: &Stream,

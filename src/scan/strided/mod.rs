@@ -80,7 +80,14 @@ pub(crate) fn scan(
         },
         &shape,
     )?;
-    let arrays = StridedArrays::of_views(pair, &[*input], &[*output], ctx.id(), sequence_carries)?;
+    let arrays = StridedArrays::of_views(
+        pair,
+        &[*input],
+        &[*output],
+        ctx.id(),
+        sequence_carries,
+        model.state_bytes(),
+    )?;
     if let Some(rows) = lanes::scan(ctx, stream, &arrays, input, output, desc)? {
         return Ok(rows);
     }
@@ -175,7 +182,7 @@ pub(crate) fn summed_area_table(
     }
     let model = BuiltinOperator::new(desc.op, types);
     let carries = carry_addresses(ctx, &CarryViews::default(), &pair, types.accumulator)?;
-    let arrays = StridedArrays::of_views(pair, &[*input], &[*output], ctx.id(), carries)?;
+    let arrays = StridedArrays::of_views(pair, &[*input], &[*output], ctx.id(), carries, model.state_bytes())?;
     let forward = ScanDesc {
         direction: Direction::Forward,
         ..*desc
