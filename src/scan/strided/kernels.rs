@@ -42,8 +42,9 @@ pub(crate) struct StridedShape {
     /// The deterministic mode's anchor stride, in tiles of a chain: each tile waits for
     /// the anchor before it and folds the aggregates after it, one lane's polls.
     pub anchors: u32,
-    /// Polls before a waiting look-back sleeps, and its sleep (ns): the whole block polls,
-    /// so it sleeps early and long, leaving the SM's issue slots to the blocks that stream.
+    /// Polls before a waiting look-back sleeps, and its sleep (ns): the whole block (or a
+    /// warp) polls, so it sleeps early and long, leaving the SM's issue slots to the
+    /// blocks that stream.
     pub spin_before_sleep: u32,
     pub sleep_ns: u32,
 }
