@@ -187,13 +187,13 @@ pub(crate) fn tile_shape(arch: i32, input: DType, output: DType, segmented: bool
     tile_shape_of_sizes(arch, input.size() as u32, output.size() as u32, segmented)
 }
 
-/// [`tile_shape`] of elements of `input` and `output` bytes (a row of lanes is one
+/// [`tile_shape`] of elements of `input_bytes` and `output_bytes` (a row of lanes is one
 /// element: `scan::strided::lanes`).
-pub(crate) fn tile_shape_of_sizes(arch: i32, input: u32, output: u32, segmented: bool) -> TileShape {
+pub(crate) fn tile_shape_of_sizes(arch: i32, input_bytes: u32, output_bytes: u32, segmented: bool) -> TileShape {
     let r = row(arch);
     let seg = segmented as usize;
-    let items = (r.row_accumulator_bytes / output).max(16 / input);
-    let row_bytes = items * output;
+    let items = (r.row_accumulator_bytes / output_bytes).max(16 / input_bytes);
+    let row_bytes = items * output_bytes;
     // The one-wave and cluster kernels keep a lane's segment heads in one 32-bit word.
     let striped = !segmented || items <= 32;
     let shape = TileShape {
@@ -210,7 +210,7 @@ pub(crate) fn tile_shape_of_sizes(arch: i32, input: u32, output: u32, segmented:
         bulk_items: if segmented {
             items
         } else {
-            (r.bulk_row_bytes / output).max(items)
+            (r.bulk_row_bytes / output_bytes).max(items)
         },
         bulk_min_blocks_per_sm: r.bulk_min_blocks_per_sm[seg],
         bulk_min_tiles: kernel_selection().bulk_min_tiles.unwrap_or(r.bulk_min_tiles[seg]),
