@@ -261,10 +261,8 @@ pub(crate) struct StridedArrays {
 impl StridedArrays {
     /// The arrays of the checked views `inputs` and `outputs` (laid out as `pair` says),
     /// known when every one is a buffer of context `ctx_id` (a view of another context's
-    /// buffer is an error), with carries of `state_bytes` per state. The carries follow
-    /// the flat scan's overlap rules (`checks::check_overlaps`): neither overlaps an output,
-    /// the carry out overlaps no input, and the carry in is the carry out itself (each
-    /// sequence reads its own state before it writes its total) or lies apart from it.
+    /// buffer is an error), with carries of `state_bytes` per state
+    /// (`check_carry_overlaps`).
     pub(crate) fn of_views(
         pair: StridedPair,
         inputs: &[ArrayView],
@@ -277,31 +275,8 @@ impl StridedArrays {
         for view in inputs.iter().chain(outputs) {
             known &= view.known_to(ctx_id)?;
         }
-        let form = &pair.form;
-        let state = state_bytes as u64;
-        let count_in = if carries.per_sequence_in { form.sequences() } else { 1 };
-        let carry_in = (carries.carry_in, count_in * state);
-        let carry_out = (carries.carry_out, form.sequences() * state);
-        let range = |view: &ArrayView, strides: &Strides| strides.byte_range(form, view.addr(), view.dtype().size());
-        let hits = |(carry, bytes): (u64, u64), (start, len): (u64, u64)| {
-            carry != 0 && form.elements() > 0 && overlaps(carry, bytes, start, len)
-        };
-        for output in outputs {
-            for (carry, what) in [(carry_in, "carry in"), (carry_out, "carry out")] {
-                if hits(carry, range(output, &pair.output)) {
-                    bail!(PartialOverlap, "the {what} overlaps the output");
-                }
-            }
-        }
-        if inputs.iter().any(|input| hits(carry_out, range(input, &pair.input))) {
-            bail!(PartialOverlap, "the carry out overlaps an input");
-        }
-        let same = carry_in.0 == carry_out.0 && carries.per_sequence_in;
-        if carry_in.0 != 0 && carry_out.0 != 0 && !same && overlaps(carry_in.0, carry_in.1, carry_out.0, carry_out.1) {
-            bail!(
-                PartialOverlap,
-                "the carry out overlaps the carry in without being the same states, one per sequence"
-            );
+        if carries.carry_in != 0 || carries.carry_out != 0 {
+            check_carry_overlaps(&pair, inputs, outputs, &carries, state_bytes as u64)?;
         }
         Ok(StridedArrays {
             pair,
@@ -311,4 +286,43 @@ impl StridedArrays {
             carries,
         })
     }
+}
+
+/// A strided scan's carries follow the flat scan's overlap rules
+/// (`checks::check_overlaps`): neither overlaps an output, the carry out overlaps no
+/// input, and the carry in is the carry out itself (each sequence reads its own state
+/// before it writes its total) or lies apart from it.
+fn check_carry_overlaps(
+    pair: &StridedPair,
+    inputs: &[ArrayView],
+    outputs: &[ArrayView],
+    carries: &SequenceCarries,
+    state: u64,
+) -> Result<()> {
+    let form = &pair.form;
+    let count_in = if carries.per_sequence_in { form.sequences() } else { 1 };
+    let carry_in = (carries.carry_in, count_in * state);
+    let carry_out = (carries.carry_out, form.sequences() * state);
+    let hits = |(carry, bytes): (u64, u64), view: &ArrayView, strides: &Strides| {
+        let (start, len) = strides.byte_range(form, view.addr(), view.dtype().size());
+        carry != 0 && form.elements() > 0 && overlaps(carry, bytes, start, len)
+    };
+    for output in outputs {
+        for (carry, what) in [(carry_in, "carry in"), (carry_out, "carry out")] {
+            if hits(carry, output, &pair.output) {
+                bail!(PartialOverlap, "the {what} overlaps the output");
+            }
+        }
+    }
+    if inputs.iter().any(|input| hits(carry_out, input, &pair.input)) {
+        bail!(PartialOverlap, "the carry out overlaps an input");
+    }
+    let same = carry_in.0 == carry_out.0 && carries.per_sequence_in;
+    if carry_in.0 != 0 && carry_out.0 != 0 && !same && overlaps(carry_in.0, carry_in.1, carry_out.0, carry_out.1) {
+        bail!(
+            PartialOverlap,
+            "the carry out overlaps the carry in without being the same states, one per sequence"
+        );
+    }
+    Ok(())
 }
