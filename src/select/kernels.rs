@@ -38,10 +38,13 @@ pub(crate) struct TileShape {
 /// 765 / 603 / 982 / 605 / 1150; two slots per lane 771 / 635 / 982 / 633 / 1172;
 /// 192x16x5 793 / 614 / 1020 / 616 / -; 384x8x3 847 / 740 / 1055 / 742 / -; 512x8x2 916 /
 /// 761 / 1126 / 785 / -; 128x32x8 1088 / 1153 / 1538 / 1153 / -; run-length encodings at 4
-/// blocks per SM 1211; the spin and the sleep made no difference. Every architecture
-/// takes it until a row of its own is measured. With the `experiments`
-/// feature, `SCANRT_SELECT_SHAPE=threads,items,min_blocks,slots,spin,sleep` replaces it
-/// (items for elements of at most 4 bytes; 8-byte elements take half).
+/// blocks per SM 1211; the spin and the sleep made no difference. Run-length encodings of
+/// 8-byte elements take 6 per thread at 4 blocks per SM (their buffers then fit 4):
+/// 1426 against 1832 us at 2^28 u64 on the H200 (2026-11-28; u32 at 12 x 4: 832 against
+/// 821, so 4-byte ones keep 16 x 3). Every architecture takes it until a row of its own is
+/// measured. With the `experiments` feature,
+/// `SCANRT_SELECT_SHAPE=threads,items,min_blocks,slots,spin,sleep` replaces it (items for
+/// elements of at most 4 bytes; 8-byte elements take half).
 pub(crate) fn tile_shape(dtype: DType, form: SelectOutput) -> TileShape {
     let wide = dtype.size() == 8;
     #[cfg(feature = "experiments")]
@@ -57,19 +60,24 @@ pub(crate) fn tile_shape(dtype: DType, form: SelectOutput) -> TileShape {
             sleep_ns,
         };
     }
+    let runs = form == SelectOutput::RunLengths;
     TileShape {
         threads: 256,
-        items: if wide { 8 } else { 16 },
-        min_blocks: if form == SelectOutput::RunLengths { 3 } else { 4 },
+        items: match (wide, runs) {
+            (true, true) => 6,
+            (true, false) => 8,
+            (false, _) => 16,
+        },
+        min_blocks: if runs && !wide { 3 } else { 4 },
         lookback_slots: 1,
         spin_before_sleep: 16,
         sleep_ns: 32,
     }
 }
 
-/// Elements per tile of a selection over `dtype` (the same for every output form).
-pub(crate) fn tile_elems(dtype: DType) -> u64 {
-    let shape = tile_shape(dtype, SelectOutput::Values);
+/// Elements per tile of a selection over `dtype` with output `form`.
+pub(crate) fn tile_elems(dtype: DType, form: SelectOutput) -> u64 {
+    let shape = tile_shape(dtype, form);
     (shape.threads * shape.items) as u64
 }
 
@@ -122,7 +130,7 @@ impl SelectSpec {
             _ => self.dtype.size(),
         } as u64;
         let extra = if self.form == SelectOutput::RunLengths { 4 } else { 0 };
-        (2 * tile_elems(self.dtype) * (slot + extra)) as u32
+        (2 * tile_elems(self.dtype, self.form) * (slot + extra)) as u32
     }
 
     /// The translation unit: the rule as a type, and one extern "C" kernel.

@@ -11,11 +11,14 @@ use crate::support::capture_after_warm_up;
 pub(crate) fn selections_at_every_tile_boundary() {
     let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
-    // Tiles of 4096 elements (2048 for 8-byte ones).
+    // Tiles of 4096 elements (2048 for 8-byte ones; 1536 for their run-length encodings).
     let sizes = [
         1,
         2,
         33,
+        1535,
+        1536,
+        1537,
         2047,
         2048,
         2049,
