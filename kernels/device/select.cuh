@@ -20,7 +20,7 @@
 //   5. the last tile writes the total count to `num_selected`.
 // A run-length encoding (RUN_LENGTHS) keeps the last element of each run and carries,
 // beside the count, the index of the last kept element before the tile: each run's length
-// is its end's index less the previous end's, written beside its first element.
+// is its end's index less the previous end's, written beside its value.
 // Stable: elements keep their order. Values move as bits (or, for SELECT_INDICES, their
 // indices are written).
 #pragma once
@@ -102,8 +102,9 @@ struct SelectSource {
     long long n;       // elements in all
 };
 
-// Bytes of one tile buffer in dynamic shared memory: the compacted slots and, for a
-// run-length encoding, the tile as loaded and the positions of its run ends.
+// Bytes of one tile buffer in dynamic shared memory: the compacted slots (a float
+// run-length encoding's: the tile as loaded) and, for a run-length encoding, the
+// positions of its run ends.
 template <typename T, typename Out, int TILE, int MODE> struct SelectBuffer {
     typedef typename Conditional<MODE == SCANRT_SELECT_INDICES, Out, T>::Type Slot;
     static const bool RUNS = MODE == SCANRT_RUN_LENGTHS;
@@ -114,6 +115,15 @@ template <typename T, typename Out, int TILE, int MODE> struct SelectBuffer {
     SCANRT_DEVICE SelectBuffer(unsigned char* base)
         : slots(reinterpret_cast<Slot*>(base)), positions(reinterpret_cast<u32*>(base + SLOTS)) {}
 };
+
+// Whether a run-length encoding's values come from its runs' first elements in the tile
+// as loaded (float types: == elements differ in their bits where zeros of two signs meet)
+// or from the runs' ends, compacted (integers: == elements are the same bits).
+template <typename T> struct RunValuesFromTile { static const bool VALUE = false; };
+template <> struct RunValuesFromTile<float> { static const bool VALUE = true; };
+template <> struct RunValuesFromTile<double> { static const bool VALUE = true; };
+template <> struct RunValuesFromTile<f16> { static const bool VALUE = true; };
+template <> struct RunValuesFromTile<bf16> { static const bool VALUE = true; };
 
 // Out: the output's element type (T, an index type, or a run-length encoding's lengths,
 // written to `second_out` beside the values in `out`).
@@ -283,8 +293,8 @@ SCANRT_DEVICE void select_tile_pass(const T* in, SelectSource source, Out* out, 
         }
         data_barrier<THREADS>();
         // Compact: kept elements at their ranks, a partition's rejected ones after them in
-        // order; a run-length encoding keeps the tile as loaded (in the slots) and the
-        // positions of its run ends.
+        // order; a run-length encoding's run ends with their positions (float ones keep
+        // the whole tile instead of the ends' values).
         const u32 kept = kept_s[b];
         Buffer buffer(buffers_s + b * Buffer::BYTES);
 #pragma unroll
@@ -296,12 +306,11 @@ SCANRT_DEVICE void select_tile_pass(const T* in, SelectSource source, Out* out, 
             for (int j = 0; j < VEC; ++j) {
                 const u32 k = offset + __popc(mine & ((1u << j) - 1u));
                 const bool kept_here = (mine >> j) & 1u;
-                if constexpr (RUNS) {
-                    buffer.slots[e + j] = x[r][j];
-                    if (kept_here) buffer.positions[k] = e + j;
-                } else if (kept_here) {
+                if constexpr (RUNS && RunValuesFromTile<T>::VALUE) buffer.slots[e + j] = x[r][j];
+                if (kept_here) {
                     if constexpr (MODE == SCANRT_SELECT_INDICES) buffer.slots[k] = (Out)(base + e + j);
-                    else buffer.slots[k] = x[r][j];
+                    else if constexpr (!(RUNS && RunValuesFromTile<T>::VALUE)) buffer.slots[k] = x[r][j];
+                    if constexpr (RUNS) buffer.positions[k] = e + j;
                 } else if constexpr (PARTITION) {
                     if (e + j < valid) buffer.slots[kept + (e + j - k)] = x[r][j];
                 }
@@ -317,14 +326,18 @@ SCANRT_DEVICE void select_tile_pass(const T* in, SelectSource source, Out* out, 
         Buffer buffer(buffers_s + b * Buffer::BYTES);
         if constexpr (RUNS) {
             for (int s = tid; s < (int)kept; s += THREADS) {
-                // A run ends at each kept element and began after the previous end; its
-                // value is its first element's (== holds across a run, the bits may not:
-                // -0.0 and +0.0), in the tile unless the run began in an earlier one.
+                // A run ends at each kept element and began after the previous end. Its
+                // value is its first element's: in the tile unless the run began in an
+                // earlier one, or (integers) its end's, the same bits.
                 const u64 p = prefix + s;
                 const long long end = base + buffer.positions[s];
                 const long long previous = s > 0 ? base + buffer.positions[s - 1] : carry.last;
-                const long long first = previous + 1;
-                ((T*)out)[p] = first >= base ? buffer.slots[first - base] : in[first];
+                if constexpr (RunValuesFromTile<T>::VALUE) {
+                    const long long first = previous + 1;
+                    ((T*)out)[p] = first >= base ? buffer.slots[first - base] : in[first];
+                } else {
+                    ((T*)out)[p] = buffer.slots[s];
+                }
                 ((Out*)second_out)[p] = (Out)(end - previous);
             }
         } else {
