@@ -40,8 +40,8 @@ pub(crate) struct TileShape {
 /// 761 / 1126 / 785 / -; 128x32x8 1088 / 1153 / 1538 / 1153 / -; run-length encodings at 4
 /// blocks per SM 1211; the spin and the sleep made no difference. Run-length encodings of
 /// 8-byte elements take 6 per thread at 4 blocks per SM (their buffers then fit 4):
-/// 1426 against 1832 us at 2^28 u64 on the H200 (2026-11-28; u32 at 12 x 4: 832 against
-/// 821, so 4-byte ones keep 16 x 3). Every architecture takes it until a row of its own is
+/// 1426 against 1832 us at 2^28 u64 on the H200 (2026-11-28; u32 at 12 x 4: 769 against
+/// 743, so 4-byte ones keep 16 x 3). Every architecture takes it until a row of its own is
 /// measured. With the `experiments` feature,
 /// `SCANRT_SELECT_SHAPE=threads,items,min_blocks,slots,spin,sleep` replaces it (items for
 /// elements of at most 4 bytes; 8-byte elements take half).
