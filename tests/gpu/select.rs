@@ -11,7 +11,8 @@ use crate::support::capture_after_warm_up;
 pub(crate) fn selections_at_every_tile_boundary() {
     let ctx = gpu();
     let stream = ctx.new_stream().unwrap();
-    // Tiles of 4096 elements (2048 for 8-byte ones; 1536 for their run-length encodings).
+    // Tiles of 4096 elements (2048 for 8-byte ones; 1536 for their run-length encodings;
+    // 3072 for partitions of 4-byte ones, 3840 for their run-length encodings).
     let sizes = [
         1,
         2,
@@ -22,6 +23,12 @@ pub(crate) fn selections_at_every_tile_boundary() {
         2047,
         2048,
         2049,
+        3071,
+        3072,
+        3073,
+        3839,
+        3840,
+        3841,
         4095,
         4096,
         4097,
