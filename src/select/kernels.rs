@@ -27,92 +27,6 @@ pub(crate) struct TileShape {
     pub sleep_ns: u32,
 }
 
-/// The tile shape for elements of `dtype`, kept by `rule`, with output `form`: persistent blocks of 256
-/// data threads of 16 elements at 4 blocks per SM (56 registers), with these exceptions:
-/// 8-byte elements take 8 (one 16-byte vector per thread per round), 6 in run-length
-/// encodings; run-length encodings of 4-byte elements take 192 threads of 20 at 3 blocks
-/// per SM, of smaller ones 16 at 3; partitions of 4-byte elements by flags 12 at 5 blocks
-/// per SM (40 registers; rules that read the elements would spill there). One look-back slot per lane (the look-back walks little: its wait is
-/// for predecessors that have drawn their tile but not yet published), 16 polls before
-/// sleeping 32 ns.
-///
-/// Chosen by `bench_compare --select` with the `experiments` build's `SCANRT_SELECT_SHAPE`:
-/// - H100 (sm_90; 2026-11-26, u32 at 2^28, us for select by flags / x < 50 / partition /
-///   unique / run-length encoding): as chosen 765 / 603 / 982 / 605 / 1150; two slots per
-///   lane 771 / 635 / 982 / 633 / 1172; 192x16x5 793 / 614 / 1020 / 616 / -; 384x8x3 847 /
-///   740 / 1055 / 742 / -; 512x8x2 916 / 761 / 1126 / 785 / -; 128x32x8 1088 / 1153 /
-///   1538 / 1153 / -; run-length encodings at 4 blocks per SM 1211; the spin and the sleep
-///   made no difference.
-/// - H200 (2026-11-28, 2^28): u64 run-length encoding 6 x 4 1426 us against 1832 at 8 x 4
-///   (their buffers then fit 4 blocks per SM). u32 run-length encoding (three rounds)
-///   192x20x3 726-735 us against 752-767 at 256x16x3, f32 800-804 against 822-824;
-///   320x12x3 744-757 / 826-835, 288x12x3 781-786 / 857-870, 256x12x4 769 (u32). u32
-///   partition 256x12x5 771-784 us against 801-813 at 256x16x4, f32 785 against 810;
-///   224x12x5 817-823, 288x12x4 824-836, 256x12x4 854-867; u64 keeps 8 x 4 (1288 against
-///   1315 at 6 x 4, 1818 at 6 x 5).
-///
-/// Every architecture takes it until a row of its own is measured. With the `experiments`
-/// feature, `SCANRT_SELECT_SHAPE=threads,items,min_blocks,slots,spin,sleep` replaces it
-/// (items for elements of at most 4 bytes; 8-byte elements take half).
-pub(crate) fn tile_shape(dtype: DType, rule: &RuleKey, form: SelectOutput) -> TileShape {
-    #[cfg(feature = "experiments")]
-    if let Some([threads, items, min_blocks, lookback_slots, spin_before_sleep, sleep_ns]) =
-        crate::kernels::experiment_override("SCANRT_SELECT_SHAPE")
-    {
-        return TileShape {
-            threads,
-            items: if dtype.size() == 8 { items / 2 } else { items },
-            min_blocks,
-            lookback_slots,
-            spin_before_sleep,
-            sleep_ns,
-        };
-    }
-    let runs = form == SelectOutput::RunLengths;
-    let flag_partition = matches!(rule, RuleKey::ByteFlags | RuleKey::BitFlags)
-        && matches!(form, SelectOutput::PartitionReversed | SelectOutput::PartitionTwo);
-    let (threads, items, min_blocks) = match (dtype.size(), runs, flag_partition) {
-        (8, true, _) => (256, 6, 4),
-        (8, false, _) => (256, 8, 4),
-        (4, true, _) => (192, 20, 3),
-        (4, false, true) => (256, 12, 5),
-        (_, true, _) => (256, 16, 3),
-        _ => (256, 16, 4),
-    };
-    TileShape {
-        threads,
-        items,
-        min_blocks,
-        lookback_slots: 1,
-        spin_before_sleep: 16,
-        sleep_ns: 32,
-    }
-}
-
-/// Whether a select kernel draws its next ticket before it takes its tile (`EARLY_TICKET`
-/// in select.cuh) rather than after: kernels by flags, partitions and those of 8-byte
-/// elements other than run-length encodings. Chosen by `bench_compare --select` on the
-/// H200 (2026-11-28, 2^28, us after / before, same run): by byte flags u32 630 / 612, f32
-/// 632 / 613, u64 1005 / 978; partition u32 833 / 797, f32 836 / 796, u64 1375 / 1288;
-/// x < 50 u32 476 / 500, f32 476 / 503, u64 1151 / 1116; unique u32 478 / 503, f32 480 /
-/// 504, u64 1227 / 1219; run-length encoding u32 743 / 747, f32 815 / 813, u64 1301 /
-/// 1517. With the `experiments` feature, `SCANRT_SELECT_EARLY_TICKET=0|1` replaces it.
-pub(crate) fn early_ticket(dtype: DType, rule: &RuleKey, form: SelectOutput) -> bool {
-    #[cfg(feature = "experiments")]
-    if let Some([early]) = crate::kernels::experiment_override("SCANRT_SELECT_EARLY_TICKET") {
-        return early != 0;
-    }
-    let flags = matches!(rule, RuleKey::ByteFlags | RuleKey::BitFlags);
-    let partition = matches!(form, SelectOutput::PartitionReversed | SelectOutput::PartitionTwo);
-    form != SelectOutput::RunLengths && (flags || partition || dtype.size() == 8)
-}
-
-/// Elements per tile of a selection over `dtype` by `rule` with output `form`.
-pub(crate) fn tile_elems(dtype: DType, rule: &RuleKey, form: SelectOutput) -> u64 {
-    let shape = tile_shape(dtype, rule, form);
-    (shape.threads * shape.items) as u64
-}
-
 /// What decides the kept elements, as the kernel text spells it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) enum RuleKey {
@@ -153,6 +67,105 @@ pub(crate) struct SelectSpec {
     pub form: SelectOutput,
 }
 
+// The tuning rows: shared buffers and registers bound the tile shapes, and where a block
+// draws its next ticket trades its loads' start against the look-back's wait; each choice
+// names the sweep that made it.
+impl SelectSpec {
+    /// The tile shape: persistent blocks of 256 data threads of 16 elements at 4 blocks
+    /// per SM (56 registers), with these exceptions: 8-byte elements take 8 (one 16-byte
+    /// vector per thread per round), 6 in run-length encodings; run-length encodings of
+    /// 4-byte elements take 192 threads of 20 at 3 blocks per SM, of smaller ones 16 at 3;
+    /// partitions of 4-byte elements by flags 12 at 5 blocks per SM (40 registers; rules
+    /// that read the elements would spill there). One look-back slot per lane (the
+    /// look-back walks little: its wait is for predecessors that have drawn their tile but
+    /// not yet published), 16 polls before sleeping 32 ns.
+    ///
+    /// Chosen by `bench_compare --select` with the `experiments` build's
+    /// `SCANRT_SELECT_SHAPE`:
+    /// - H100 (sm_90; 2026-11-26, u32 at 2^28, us for select by flags / x < 50 / partition
+    ///   / unique / run-length encoding): as chosen 765 / 603 / 982 / 605 / 1150; two slots
+    ///   per lane 771 / 635 / 982 / 633 / 1172; 192x16x5 793 / 614 / 1020 / 616 / -;
+    ///   384x8x3 847 / 740 / 1055 / 742 / -; 512x8x2 916 / 761 / 1126 / 785 / -; 128x32x8
+    ///   1088 / 1153 / 1538 / 1153 / -; run-length encodings at 4 blocks per SM 1211; the
+    ///   spin and the sleep made no difference.
+    /// - H200 (2026-11-28, 2^28): u64 run-length encoding 6 x 4 1426 us against 1832 at
+    ///   8 x 4 (their buffers then fit 4 blocks per SM). u32 run-length encoding (three
+    ///   rounds) 192x20x3 726-735 us against 752-767 at 256x16x3, f32 800-804 against
+    ///   822-824; 320x12x3 744-757 / 826-835, 288x12x3 781-786 / 857-870, 256x12x4 769
+    ///   (u32). u32 partition 256x12x5 771-784 us against 801-813 at 256x16x4, f32 785
+    ///   against 810; 224x12x5 817-823, 288x12x4 824-836, 256x12x4 854-867; u64 keeps 8 x 4
+    ///   (1288 against 1315 at 6 x 4, 1818 at 6 x 5).
+    ///
+    /// Every architecture takes it until a row of its own is measured. With the
+    /// `experiments` feature, `SCANRT_SELECT_SHAPE=threads,items,min_blocks,slots,spin,sleep`
+    /// replaces it (items for elements of at most 4 bytes; 8-byte elements take half).
+    pub fn tile_shape(&self) -> TileShape {
+        let size = self.dtype.size();
+        #[cfg(feature = "experiments")]
+        if let Some([threads, items, min_blocks, lookback_slots, spin_before_sleep, sleep_ns]) =
+            crate::kernels::experiment_override("SCANRT_SELECT_SHAPE")
+        {
+            return TileShape {
+                threads,
+                items: if size == 8 { items / 2 } else { items },
+                min_blocks,
+                lookback_slots,
+                spin_before_sleep,
+                sleep_ns,
+            };
+        }
+        let runs = self.form == SelectOutput::RunLengths;
+        let flag_partition = self.by_flags() && self.partition();
+        let (threads, items, min_blocks) = match (size, runs, flag_partition) {
+            (8, true, _) => (256, 6, 4),
+            (8, false, _) => (256, 8, 4),
+            (4, true, _) => (192, 20, 3),
+            (4, false, true) => (256, 12, 5),
+            (_, true, _) => (256, 16, 3),
+            _ => (256, 16, 4),
+        };
+        TileShape {
+            threads,
+            items,
+            min_blocks,
+            lookback_slots: 1,
+            spin_before_sleep: 16,
+            sleep_ns: 32,
+        }
+    }
+
+    /// Elements per tile.
+    pub fn tile_elems(&self) -> u64 {
+        let shape = self.tile_shape();
+        (shape.threads * shape.items) as u64
+    }
+
+    /// Whether the kernel draws a block's next ticket before it takes its tile
+    /// (`EARLY_TICKET` in select.cuh) rather than after: selections by flags, partitions
+    /// and those of 8-byte elements, other than run-length encodings. Chosen by
+    /// `bench_compare --select` on the H200 (2026-11-28, 2^28, us with the ticket drawn
+    /// after / before, same run): by byte flags u32 630 / 612, f32 632 / 613, u64 1005 /
+    /// 978; partition u32 833 / 797, f32 836 / 796, u64 1375 / 1288; x < 50 u32 476 / 500,
+    /// f32 476 / 503, u64 1151 / 1116; unique u32 478 / 503, f32 480 / 504, u64 1227 /
+    /// 1219; run-length encoding u32 743 / 747, f32 815 / 813, u64 1301 / 1517. With the
+    /// `experiments` feature, `SCANRT_SELECT_EARLY_TICKET=0|1` replaces it.
+    fn early_ticket(&self) -> bool {
+        #[cfg(feature = "experiments")]
+        if let Some([early]) = crate::kernels::experiment_override("SCANRT_SELECT_EARLY_TICKET") {
+            return early != 0;
+        }
+        self.form != SelectOutput::RunLengths && (self.by_flags() || self.partition() || self.dtype.size() == 8)
+    }
+
+    fn by_flags(&self) -> bool {
+        matches!(self.rule, RuleKey::ByteFlags | RuleKey::BitFlags)
+    }
+
+    fn partition(&self) -> bool {
+        matches!(self.form, SelectOutput::PartitionReversed | SelectOutput::PartitionTwo)
+    }
+}
+
 impl SelectSpec {
     /// Dynamic shared memory of the kernel: two tile buffers of compacted slots (and, for
     /// a run-length encoding, its run ends' positions).
@@ -162,7 +175,7 @@ impl SelectSpec {
             _ => self.dtype.size(),
         } as u64;
         let extra = if self.form == SelectOutput::RunLengths { 4 } else { 0 };
-        (2 * tile_elems(self.dtype, &self.rule, self.form) * (slot + extra)) as u32
+        (2 * self.tile_elems() * (slot + extra)) as u32
     }
 
     /// The translation unit: the rule as a type, and one extern "C" kernel.
@@ -197,8 +210,8 @@ impl SelectSpec {
             lookback_slots,
             spin_before_sleep,
             sleep_ns,
-        } = tile_shape(self.dtype, &self.rule, self.form);
-        let early_ticket = early_ticket(self.dtype, &self.rule, self.form);
+        } = self.tile_shape();
+        let early_ticket = self.early_ticket();
         let text = format!(
             r#"#include "device/select.cuh"
 {prelude}
@@ -244,7 +257,7 @@ impl SelectKernels {
             let source = spec.source();
             let _current = dev.enter()?;
             let module = dev.module(&source)?;
-            let threads = tile_shape(spec.dtype, &spec.rule, spec.form).threads;
+            let threads = spec.tile_shape().threads;
             let kernel = dev.kernel(&module, "scanrt_select", threads + 32, spec.shared_bytes())?;
             Ok(Arc::new(SelectKernel {
                 kernel,

@@ -138,8 +138,7 @@ fn launch(engine: &GpuEngine, stream: &Stream, a: &SelectArrays, desc: &SelectDe
         return unsafe { driver::zero_async(a.num_selected.addr(), 8, raw_stream) };
     }
     let kernel = engine.algorithms.get::<SelectKernels>().get(dev, &c.spec)?;
-    let tiles =
-        c.n.div_ceil(kernels::tile_elems(c.spec.dtype, &c.spec.rule, c.spec.form));
+    let tiles = c.n.div_ceil(c.spec.tile_elems());
     if tiles > i32::MAX as u64 {
         bail!(
             LengthOverflow,
