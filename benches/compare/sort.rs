@@ -5,7 +5,8 @@
 //! and, per case, `memcpy_<case>`: a copy of half the bytes an ideal onesweep sort moves
 //! (one read of the keys for the histogram, then a read and a write of keys and values
 //! per 8-bit pass), so memcpy time / scanrt time is the fraction of memcpy speed.
-//! `SCANRT_BENCH_SORT_N` (a count) runs that size alone.
+//! `SCANRT_BENCH_SORT_N` (a count) runs that size alone, and `SCANRT_BENCH_SORT_TYPE`
+//! (u32, i32, u64 or f32) that key type alone.
 
 use cudarc::driver::sys;
 use scanrt::{ArrayView, Buffer, Context, DType, Scalar, SortArrays, SortDesc, Stream};
@@ -17,13 +18,23 @@ pub fn run(ctx: &Context, stream: &Stream, timer: &Timer) {
         Ok(n) => vec![n.parse().expect("SCANRT_BENCH_SORT_N: a count")],
         Err(_) => vec![1u64 << 20, 1 << 24, 1 << 28],
     };
+    let only = std::env::var("SCANRT_BENCH_SORT_TYPE").ok();
+    let wanted = |name: &str| only.as_deref().is_none_or(|t| t == name);
     for n in sizes {
-        typed::<u32>(ctx, stream, timer, "u32", n, false, false);
-        typed::<u32>(ctx, stream, timer, "u32", n, true, false);
-        typed::<u32>(ctx, stream, timer, "u32", n, false, true);
-        typed::<i32>(ctx, stream, timer, "i32", n, false, false);
-        typed::<u64>(ctx, stream, timer, "u64", n, false, false);
-        typed::<f32>(ctx, stream, timer, "f32", n, false, false);
+        if wanted("u32") {
+            typed::<u32>(ctx, stream, timer, "u32", n, false, false);
+            typed::<u32>(ctx, stream, timer, "u32", n, true, false);
+            typed::<u32>(ctx, stream, timer, "u32", n, false, true);
+        }
+        if wanted("i32") {
+            typed::<i32>(ctx, stream, timer, "i32", n, false, false);
+        }
+        if wanted("u64") {
+            typed::<u64>(ctx, stream, timer, "u64", n, false, false);
+        }
+        if wanted("f32") {
+            typed::<f32>(ctx, stream, timer, "f32", n, false, false);
+        }
     }
 }
 
@@ -71,6 +82,9 @@ fn typed<K: Scalar>(ctx: &Context, stream: &Stream, timer: &Timer, name: &str, n
         (false, false) => "sort_keys",
     };
     println!("scanrt_{label},{name},{n},{us:.3}");
+    if K::DTYPE == DType::U32 {
+        check_sorted_u32(&keys, &out.download::<K>(stream, n as usize).unwrap(), descending);
+    }
     let copy_us = timer.median_us(stream, reps, || unsafe {
         sys::cuMemcpyDtoDAsync_v2(
             scratch.addr() + copied,
@@ -81,4 +95,20 @@ fn typed<K: Scalar>(ctx: &Context, stream: &Stream, timer: &Timer, name: &str, n
     });
     println!("memcpy_{label},{name},{n},{:.3}", scale * copy_us);
     eprintln!("{label} {name} n={n}: {:.1} GB/s", moved as f64 / us / 1e3);
+}
+
+/// The timed sort's output, checked where the key order is the bits' order: in order, and
+/// the same keys (their sum), so that no timing stands for a wrong result.
+fn check_sorted_u32<K: Scalar>(input: &[K], output: &[K], descending: bool) {
+    let bits = |k: &K| k.to_bits() as u32;
+    let in_order = output.windows(2).all(|w| {
+        let (a, b) = (bits(&w[0]), bits(&w[1]));
+        if descending {
+            a >= b
+        } else {
+            a <= b
+        }
+    });
+    let sum = |keys: &[K]| keys.iter().fold(0u64, |s, k| s.wrapping_add(bits(k) as u64));
+    assert!(in_order && sum(input) == sum(output), "the sort's output is wrong");
 }

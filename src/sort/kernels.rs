@@ -46,8 +46,14 @@ pub(crate) struct TileShape {
 /// (same run): 448x24x2 5.92-5.97 / 5.96-5.99 / 7.25-7.30 / 7.89-7.93, 448x28x2 5.66-5.68
 /// / 5.87 / 8.27 / 10.0, 512x24x2 5.67-5.70 / 5.91-6.02 / 8.30 / 10.7, 416x28x2 5.83-5.86
 /// / 6.04-6.13 / 8.46 / 10.1, 384x32x2 5.93-5.99 / 6.00-6.01 / 5.85-5.91 / 5.95-5.99,
-/// 384x24x2 6.34-6.37 / 6.41-6.44 / 6.41-6.42 / 6.51-6.56. Of the key types only u32, i32
-/// and f32 were measured; the others take their kind's shape. Every architecture takes
+/// 384x24x2 6.34-6.37 / 6.41-6.44 / 6.41-6.42 / 6.51-6.56. Look-back warps of their own
+/// (warps beside the key threads walking 4 or 8 digits a lane, so that every key thread
+/// ranks and scatters while the look-back runs) were slower on the H200 (2026-11-28, u32
+/// keys / pairs, ms): 448x28x2 as chosen 5.57 / 9.96; with 2 such warps 448x28 6.21 /
+/// 10.15, 448x24 6.44 / 10.70, 384x32 6.20 / 12.43, 384x28 6.35 / 11.19; with 4, 384x28
+/// 6.02 / 11.05 (a digit's INCLUSIVE count, which ends its successors' walks, comes later
+/// from a lane that walks several). Of the key types only u32, i32 and f32 were measured;
+/// the others take their kind's shape. Every architecture takes
 /// it until a row of its own is measured.
 /// With the `experiments` feature, `SCANRT_SORT_SHAPE=threads,items,min_blocks,window,spin,sleep`
 /// replaces it.
