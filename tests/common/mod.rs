@@ -57,6 +57,38 @@ impl Rng {
     }
 }
 
+/// Runs `sweep` once per element type of `DType::ALL`, each on a thread and a stream of its
+/// own with a generator of its own drawn from `seed` (the sweep takes the time of its
+/// slowest type, and a failure still reproduces from the state it prints); returns the
+/// cases run and the failures, in type order.
+pub fn sweep_each_type<F>(ctx: &Context, seed: u64, sweep: F) -> (usize, Vec<String>)
+where
+    F: Fn(scanrt::DType, &scanrt::Stream, &mut Rng) -> (usize, Vec<String>) + Sync,
+{
+    let mut seeds = Rng(seed);
+    let type_seeds: Vec<u64> = scanrt::DType::ALL.iter().map(|_| seeds.next_u64()).collect();
+    std::thread::scope(|scope| {
+        let sweeps: Vec<_> = scanrt::DType::ALL
+            .into_iter()
+            .zip(type_seeds)
+            .map(|(dtype, type_seed)| {
+                let sweep = &sweep;
+                scope.spawn(move || {
+                    let stream = ctx.new_stream().expect("a stream per type");
+                    sweep(dtype, &stream, &mut Rng(type_seed))
+                })
+            })
+            .collect();
+        sweeps
+            .into_iter()
+            .fold((0, Vec::new()), |(cases, mut failures), sweep| {
+                let (more, failed) = sweep.join().expect("a type's sweep panicked");
+                failures.extend(failed);
+                (cases + more, failures)
+            })
+    })
+}
+
 /// Input element types with operator-aware random data.
 pub trait TestInput: Scalar + Copy {
     fn random(rng: &mut Rng, op: Op) -> Self;

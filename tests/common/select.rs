@@ -12,7 +12,7 @@ use scanrt::{
     SelectOutput, Selection, Stream,
 };
 
-use super::Rng;
+use super::{sweep_each_type, Rng};
 
 /// One case.
 #[derive(Debug, Clone)]
@@ -366,13 +366,13 @@ fn value_with_bits(dtype: DType, bits: u64) -> InitValue {
     with_scalar!(dtype, |T| InitValue::of(<T as Scalar>::from_bits(bits)))
 }
 
-/// Every case over `sizes`; returns the failures, each naming its case.
-pub fn sweep_selections(ctx: &Context, stream: &Stream, seed: u64, sizes: &[usize]) -> Vec<String> {
-    let mut rng = Rng(seed);
-    let mut failures = Vec::new();
-    let mut cases = 0;
-    for dtype in DType::ALL {
-        for selection in rules(&mut rng, dtype) {
+/// Every case over `sizes`, each element type on a thread and stream of its own; returns
+/// the failures, each naming its case.
+pub fn sweep_selections(ctx: &Context, seed: u64, sizes: &[usize]) -> Vec<String> {
+    let (cases, failures) = sweep_each_type(ctx, seed, |dtype, stream, rng| {
+        let mut failures = Vec::new();
+        let mut cases = 0;
+        for selection in rules(rng, dtype) {
             for &n in sizes {
                 let forms: &[SelectOutput] = match selection {
                     Selection::RunHeads => &[
@@ -405,22 +405,19 @@ pub fn sweep_selections(ctx: &Context, stream: &Stream, seed: u64, sizes: &[usiz
                             .map(|_| rng.below(n as u64 + 1)),
                         in_place,
                         // In place, the output view is the input's: a sequence.
-                        shape: if in_place {
-                            vec![n as u64]
-                        } else {
-                            shape_of(&mut rng, n)
-                        },
+                        shape: if in_place { vec![n as u64] } else { shape_of(rng, n) },
                         lead: [0, 0, 1, 3][rng.below(4) as usize],
                     };
                     cases += 1;
                     let state = rng.0;
-                    if let Err(e) = run_select_case(ctx, stream, &mut rng, &c) {
+                    if let Err(e) = run_select_case(ctx, stream, rng, &c) {
                         failures.push(format!("{c:?} (rng state {state:#x}): {e}"));
                     }
                 }
             }
         }
-    }
+        (cases, failures)
+    });
     eprintln!("selections: {cases} cases, {} failed (seed {seed:#x})", failures.len());
     failures
 }

@@ -11,7 +11,7 @@ use std::cmp::Ordering;
 use scanrt::{ArrayView, Buffer, Context, DType, SortArrays, SortDesc, SortOrder, Stream};
 
 use super::select::{download_bits, download_past_lead, upload_bits, view_past_lead};
-use super::Rng;
+use super::{sweep_each_type, Rng};
 
 /// What travels with the keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -305,12 +305,12 @@ pub fn run_sort_case(ctx: &Context, stream: &Stream, rng: &mut Rng, c: &SortCase
     Ok(())
 }
 
-/// Every case over `sizes`; returns the failures, each naming its case and seed.
-pub fn sweep_sorts(ctx: &Context, stream: &Stream, seed: u64, sizes: &[usize]) -> Vec<String> {
-    let mut rng = Rng(seed);
-    let mut failures = Vec::new();
-    let mut cases = 0;
-    for key in DType::ALL {
+/// Every case over `sizes`, each key type on a thread and stream of its own; returns the
+/// failures, each naming its case and seed.
+pub fn sweep_sorts(ctx: &Context, seed: u64, sizes: &[usize]) -> Vec<String> {
+    let (cases, failures) = sweep_each_type(ctx, seed, |key, stream, rng| {
+        let mut failures = Vec::new();
+        let mut cases = 0;
         let float = key.is_float();
         for &n in sizes {
             for order in [SortOrder::Ascending, SortOrder::Descending] {
@@ -346,7 +346,8 @@ pub fn sweep_sorts(ctx: &Context, stream: &Stream, seed: u64, sizes: &[usize]) -
                 }
             }
         }
-    }
+        (cases, failures)
+    });
     eprintln!("{cases} sort cases, seed {seed:#x}");
     failures
 }

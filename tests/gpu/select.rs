@@ -10,7 +10,6 @@ use crate::support::capture_after_warm_up;
 
 pub(crate) fn selections_at_every_tile_boundary() {
     let ctx = gpu();
-    let stream = ctx.new_stream().unwrap();
     // Tiles of 4096 elements (2048 for 8-byte ones; 1536 for their run-length encodings;
     // 3072 for partitions of 4-byte ones, 3840 for their run-length encodings).
     let sizes = [
@@ -36,7 +35,7 @@ pub(crate) fn selections_at_every_tile_boundary() {
         (1 << 16) + 1,
         (1 << 20) + 3,
     ];
-    let failures = sweep_selections(ctx, &stream, 0x5E1EC7_6A, &sizes);
+    let failures = sweep_selections(ctx, 0x5E1EC7_6A, &sizes);
     assert!(
         failures.is_empty(),
         "{} failures:\n{}",

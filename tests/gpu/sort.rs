@@ -11,7 +11,6 @@ use crate::support::capture_after_warm_up;
 
 pub(crate) fn sorts_at_every_tile_boundary() {
     let ctx = gpu();
-    let stream = ctx.new_stream().unwrap();
     // Tiles of 12544 keys (unsigned keys of at most 4 bytes alone), 12288 (other keys of
     // at most 4 bytes alone) or 8192; histogram chunks of 16384.
     let sizes = [
@@ -35,7 +34,7 @@ pub(crate) fn sorts_at_every_tile_boundary() {
         65537,
         (1 << 20) + 3,
     ];
-    let failures = sweep_sorts(ctx, &stream, 0x5027_6A, &sizes);
+    let failures = sweep_sorts(ctx, 0x5027_6A, &sizes);
     assert!(
         failures.is_empty(),
         "{} failures:\n{}",
