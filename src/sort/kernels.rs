@@ -51,8 +51,8 @@ pub(crate) struct TileShape {
 /// ranks and scatters while the look-back runs) were slower on the H200 (2026-11-28, u32
 /// keys / pairs, ms): 448x28x2 as chosen 5.57 / 9.96; with 2 such warps 448x28 6.21 /
 /// 10.15, 448x24 6.44 / 10.70, 384x32 6.20 / 12.43, 384x28 6.35 / 11.19; with 4, 384x28
-/// 6.02 / 11.05 (a digit's INCLUSIVE count, which ends its successors' walks, comes later
-/// from a lane that walks several). Of the key types only u32, i32 and f32 were measured;
+/// 6.02 / 11.05 (presumably a digit's INCLUSIVE count, which ends its successors' walks,
+/// comes later from a lane that walks several). Of the key types only u32, i32 and f32 were measured;
 /// the others take their kind's shape. Every architecture takes
 /// it until a row of its own is measured.
 /// With the `experiments` feature, `SCANRT_SORT_SHAPE=threads,items,min_blocks,window,spin,sleep`
