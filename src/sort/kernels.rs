@@ -52,7 +52,12 @@ pub(crate) struct TileShape {
 /// keys / pairs, ms): 448x28x2 as chosen 5.57 / 9.96; with 2 such warps 448x28 6.21 /
 /// 10.15, 448x24 6.44 / 10.70, 384x32 6.20 / 12.43, 384x28 6.35 / 11.19; with 4, 384x28
 /// 6.02 / 11.05 (presumably a digit's INCLUSIVE count, which ends its successors' walks,
-/// comes later from a lane that walks several). Of the key types only u32, i32 and f32 were measured;
+/// comes later from a lane that walks several). One block of 1024x24, 896x28 or 768x32
+/// a SM: 6.01, 5.95 and 6.01 against 5.54 (H200, 2026-11-28, u32 keys, same run;
+/// presumably the block's barriers then idle the SM). The ranking with two sets of digit
+/// masks, each cleared an item later (one __syncwarp a key instead of three): 5.58 against
+/// 5.54 (same run), so the warp syncs are not what the ranking waits on. Of the key types
+/// only u32, i32 and f32 were measured;
 /// the others take their kind's shape. Every architecture takes
 /// it until a row of its own is measured.
 /// With the `experiments` feature, `SCANRT_SORT_SHAPE=threads,items,min_blocks,window,spin,sleep`
