@@ -113,18 +113,33 @@ SCANRT_DEVICE typename Op::T digit_exclusive_sum(typename Op::T v, typename Op::
 
 // Counts every pass's digits of one chunk of keys into `histograms[pass][digit]`; the
 // last block then makes them each digit's bin start.
-template <typename W, int KIND, bool DESCENDING, int THREADS>
+// Each lane counts into a copy of the block's counters of its own, lane % COPIES's: copy c
+// of counter i lies at i * COPIES + c, so with 32 copies a warp's 32 increments fall in
+// 32 different banks whatever the digits. The kernel is bound by the rate of its shared
+// atomics (one increment a pass a key): for 2^28 u32 keys on an H200 it took 535 us with
+// one set of counters (uniform digits collide about 3.5 ways a warp) and the sort 36 us
+// less with the copies, against 250 for a read of the keys at a copy's speed. `counts_s`
+// holds MAX_PASSES * RADIX * COPIES words (dynamic shared memory, sized by the host).
+template <typename W, int KIND, bool DESCENDING, int THREADS, int COPIES>
 SCANRT_DEVICE void radix_histogram(const W* keys, long long n, unsigned long long* histograms, u32 begin_bit,
                                    u32 end_bit, u32 flags) {
     typedef RankedKey<W, KIND, DESCENDING> Ranked;
     const int MAX_PASSES = sizeof(W) * 8 / SCANRT_RADIX_BITS;
-    __shared__ u32 counts_s[MAX_PASSES * SCANRT_RADIX];
-    const int tid = threadIdx.x;
-    for (int i = tid; i < MAX_PASSES * SCANRT_RADIX; i += THREADS) counts_s[i] = 0;
-    __syncthreads();
+    const int PER_VECTOR = 16 / sizeof(W);
+    // The chunk's 16-byte vectors each thread loads before counting them, so that they
+    // are in flight together.
+    const int VECTORS_PER_THREAD = SCANRT_HISTOGRAM_CHUNK / PER_VECTOR / THREADS;
+    static_assert(VECTORS_PER_THREAD >= 1 && SCANRT_HISTOGRAM_CHUNK % (PER_VECTOR * THREADS) == 0,
+                  "a chunk is whole vectors for every thread");
+    static_assert(THREADS >= SCANRT_RADIX && 32 % COPIES == 0, "a thread per digit; copies divide a warp");
+    extern __shared__ u32 counts_s[];
+    const int tid = threadIdx.x, lane = tid & 31;
     // At least one pass, as the host counts them (a pass over no bits copies), so the
     // finished blocks' counter lies where the host left room for it.
     const u32 passes = max(1u, (end_bit - begin_bit + SCANRT_RADIX_BITS - 1) / SCANRT_RADIX_BITS);
+    for (int i = tid; i < (int)passes * SCANRT_RADIX * COPIES; i += THREADS) counts_s[i] = 0;
+    __syncthreads();
+    u32* my_counts = counts_s + lane % COPIES;
     auto count = [&](W bits) {
         const W k = Ranked::of(bits);
 #pragma unroll
@@ -132,13 +147,13 @@ SCANRT_DEVICE void radix_histogram(const W* keys, long long n, unsigned long lon
             if (p < (int)passes) {
                 const u32 shift = begin_bit + p * SCANRT_RADIX_BITS;
                 const u32 width = end_bit - shift < SCANRT_RADIX_BITS ? end_bit - shift : SCANRT_RADIX_BITS;
-                atomicAdd(&counts_s[p * SCANRT_RADIX + ((u32)(k >> shift) & ((1u << width) - 1u))], 1u);
+                const u32 digit = (u32)(k >> shift) & ((1u << width) - 1u);
+                atomicAdd(&my_counts[(p * SCANRT_RADIX + digit) * COPIES], 1u);
             }
         }
     };
     // Chunks of SCANRT_HISTOGRAM_CHUNK keys, grid-strided: a block counts fewer than 2^32
     // keys (the host sizes the grid so).
-    const int PER_VECTOR = 16 / sizeof(W);
     for (long long start = (long long)blockIdx.x * SCANRT_HISTOGRAM_CHUNK; start < n;
          start += (long long)gridDim.x * SCANRT_HISTOGRAM_CHUNK) {
         const int len = (int)(n - start < SCANRT_HISTOGRAM_CHUNK ? n - start : SCANRT_HISTOGRAM_CHUNK);
@@ -146,20 +161,33 @@ SCANRT_DEVICE void radix_histogram(const W* keys, long long n, unsigned long lon
         int scalar_from = 0;
         if (flags & SORT_FLAG_VECTOR_IN) {  // chunks start 16-byte aligned (CHUNK is a multiple of 16)
             const int vectors = len / PER_VECTOR;
-            for (int v = tid; v < vectors; v += THREADS) {
-                const uint4 word = reinterpret_cast<const uint4*>(chunk)[v];
-                W w[PER_VECTOR];
-                memcpy(w, &word, 16);
+            uint4 word[VECTORS_PER_THREAD];
 #pragma unroll
-                for (int j = 0; j < PER_VECTOR; ++j) count(w[j]);
+            for (int j = 0; j < VECTORS_PER_THREAD; ++j) {
+                const int v = tid + j * THREADS;
+                if (v < vectors) word[j] = reinterpret_cast<const uint4*>(chunk)[v];
+            }
+#pragma unroll
+            for (int j = 0; j < VECTORS_PER_THREAD; ++j) {
+                if (tid + j * THREADS < vectors) {
+                    W w[PER_VECTOR];
+                    memcpy(w, &word[j], 16);
+#pragma unroll
+                    for (int e = 0; e < PER_VECTOR; ++e) count(w[e]);
+                }
             }
             scalar_from = vectors * PER_VECTOR;
         }
         for (int i = scalar_from + tid; i < len; i += THREADS) count(chunk[i]);
     }
     __syncthreads();
-    for (int i = tid; i < (int)passes * SCANRT_RADIX; i += THREADS)
-        if (counts_s[i]) atomicAdd(&histograms[i], (unsigned long long)counts_s[i]);
+    // Each counter's copies summed, a lane starting at its own copy (conflict-free reads).
+    for (int i = tid; i < (int)passes * SCANRT_RADIX; i += THREADS) {
+        u32 sum = 0;
+#pragma unroll
+        for (int c = 0; c < COPIES; ++c) sum += counts_s[i * COPIES + (c + lane) % COPIES];
+        if (sum) atomicAdd(&histograms[i], (unsigned long long)sum);
+    }
 
     // The last block to finish turns every pass's counts into its digits' bin starts
     // (exclusive sums), so that no tile of a digit pass scans them again. Its counter
@@ -172,10 +200,10 @@ SCANRT_DEVICE void radix_histogram(const W* keys, long long n, unsigned long lon
     __syncthreads();
     if (!last_s) return;
     __threadfence();
-    static_assert(THREADS == SCANRT_RADIX, "one thread per digit");
     for (u32 p = 0; p < passes; ++p) {
-        const unsigned long long c = __ldcg(&histograms[p * SCANRT_RADIX + tid]);
-        histograms[p * SCANRT_RADIX + tid] = digit_exclusive_sum<CountSum64>(c, totals_s, tid);
+        const unsigned long long c = tid < SCANRT_RADIX ? __ldcg(&histograms[p * SCANRT_RADIX + tid]) : 0;
+        const unsigned long long start = digit_exclusive_sum<CountSum64>(c, totals_s, tid);
+        if (tid < SCANRT_RADIX) histograms[p * SCANRT_RADIX + tid] = start;
     }
 }
 

@@ -90,8 +90,9 @@ pub(crate) fn tile_shape(key: DType, value_bytes: u32) -> TileShape {
         sleep_ns: 64,
     }
 }
-/// The histogram kernel's threads.
-pub(crate) const HISTOGRAM_THREADS: u32 = 256;
+/// The histogram kernel's threads: one block of them a SM (its counters take up to 128
+/// KiB), each thread loading its 16-byte vectors of a chunk at once.
+pub(crate) const HISTOGRAM_THREADS: u32 = 1024;
 /// Keys a histogram block counts at a time (`SCANRT_HISTOGRAM_CHUNK`).
 pub(crate) const HISTOGRAM_CHUNK: u64 = 16384;
 
@@ -111,6 +112,23 @@ pub(crate) struct SortSpec {
 }
 
 impl SortSpec {
+    /// Copies of the histogram kernel's counters a block keeps (one a lane for keys of up
+    /// to 4 bytes: conflict-free increments; 8-byte keys, with twice the passes, share a
+    /// copy between two lanes within the same 128 KiB).
+    pub fn histogram_copies(&self) -> u32 {
+        if self.key.size() <= 4 {
+            32
+        } else {
+            16
+        }
+    }
+
+    /// The histogram kernel's dynamic shared memory: each pass's 256 counters, in every copy.
+    pub fn histogram_shared_bytes(&self) -> u32 {
+        let max_passes = self.key.size() as u32;
+        max_passes * 256 * self.histogram_copies() * 4
+    }
+
     /// Dynamic shared memory of the digit pass: the tile's keys, then its values; before
     /// them, the same memory holds each warp's 256 digit masks of the ranking.
     pub fn shared_bytes(&self) -> u32 {
@@ -146,10 +164,11 @@ impl SortSpec {
             spin_before_sleep,
             sleep_ns,
         } = tile_shape(self.key, self.value_bytes);
+        let copies = self.histogram_copies();
         let text = format!(
             r#"#include "device/radix_sort.cuh"
 extern "C" __global__ void __launch_bounds__({HISTOGRAM_THREADS}) scanrt_radix_histogram(SCANRT_SORT_PARAMS) {{
-    radix_histogram<{w}, {kind}, {descending}, {HISTOGRAM_THREADS}>((const {w}*)keys_in, n,
+    radix_histogram<{w}, {kind}, {descending}, {HISTOGRAM_THREADS}, {copies}>((const {w}*)keys_in, n,
         (unsigned long long*)histograms, begin_bit, end_bit, flags);
 }}
 extern "C" __global__ void __launch_bounds__({threads}, {min_blocks}) scanrt_radix_pass(SCANRT_SORT_PARAMS) {{
@@ -193,7 +212,12 @@ impl SortKernels {
             let source = spec.source();
             let _current = dev.enter()?;
             let module = dev.module(&source)?;
-            let histogram = dev.kernel(&module, "scanrt_radix_histogram", HISTOGRAM_THREADS, 0)?;
+            let histogram = dev.kernel(
+                &module,
+                "scanrt_radix_histogram",
+                HISTOGRAM_THREADS,
+                spec.histogram_shared_bytes(),
+            )?;
             let pass = dev.kernel(
                 &module,
                 "scanrt_radix_pass",
