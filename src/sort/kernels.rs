@@ -90,9 +90,24 @@ pub(crate) fn tile_shape(key: DType, value_bytes: u32) -> TileShape {
         sleep_ns: 64,
     }
 }
-/// The histogram kernel's threads: one block of them a SM (its counters take up to 128
-/// KiB), each thread loading its 16-byte vectors of a chunk at once.
-pub(crate) const HISTOGRAM_THREADS: u32 = 1024;
+/// The histogram kernel's shape: threads a block, and copies of the block's counters
+/// (lane % copies counts into its own; see radix_histogram). Keys of up to 4 bytes take
+/// 1024 threads and a copy a lane (conflict-free increments); 8-byte keys, with twice the
+/// passes, share a copy between two lanes in the same 128 KiB. One block a SM, each thread
+/// loading its vectors of a chunk at once. Chosen by `bench_compare --sort` with
+/// `SCANRT_HISTOGRAM_SHAPE` on the H200 (2026-11-28, 2^28 keys, same run, ms for u32 keys
+/// / u32 descending / u32 pairs): 1024x32 5.50 / 5.65 / 8.06, 512x16 5.52 / 5.73 / 8.12,
+/// 512x32 5.70 / 5.90 / 8.28, 256x8 5.77 / 5.90 / 8.30, 256x16 5.73 / 5.91 / 8.32, and
+/// the single set of counters of 256-thread blocks before it 5.54 / 5.68 / 8.11; u64 keys
+/// 1024x16 15.67, 512x8 16.09, 256x4 17.27 (before: 15.68).
+/// With the `experiments` feature, `SCANRT_HISTOGRAM_SHAPE=threads,copies` replaces it.
+pub(crate) fn histogram_shape(key: DType) -> (u32, u32) {
+    #[cfg(feature = "experiments")]
+    if let Some([threads, copies]) = crate::kernels::experiment_override("SCANRT_HISTOGRAM_SHAPE") {
+        return (threads, copies);
+    }
+    (1024, if key.size() <= 4 { 32 } else { 16 })
+}
 /// Keys a histogram block counts at a time (`SCANRT_HISTOGRAM_CHUNK`).
 pub(crate) const HISTOGRAM_CHUNK: u64 = 16384;
 
@@ -112,21 +127,10 @@ pub(crate) struct SortSpec {
 }
 
 impl SortSpec {
-    /// Copies of the histogram kernel's counters a block keeps (one a lane for keys of up
-    /// to 4 bytes: conflict-free increments; 8-byte keys, with twice the passes, share a
-    /// copy between two lanes within the same 128 KiB).
-    pub fn histogram_copies(&self) -> u32 {
-        if self.key.size() <= 4 {
-            32
-        } else {
-            16
-        }
-    }
-
     /// The histogram kernel's dynamic shared memory: each pass's 256 counters, in every copy.
     pub fn histogram_shared_bytes(&self) -> u32 {
         let max_passes = self.key.size() as u32;
-        max_passes * 256 * self.histogram_copies() * 4
+        max_passes * 256 * histogram_shape(self.key).1 * 4
     }
 
     /// Dynamic shared memory of the digit pass: the tile's keys, then its values; before
@@ -164,11 +168,11 @@ impl SortSpec {
             spin_before_sleep,
             sleep_ns,
         } = tile_shape(self.key, self.value_bytes);
-        let copies = self.histogram_copies();
+        let (histogram_threads, copies) = histogram_shape(self.key);
         let text = format!(
             r#"#include "device/radix_sort.cuh"
-extern "C" __global__ void __launch_bounds__({HISTOGRAM_THREADS}) scanrt_radix_histogram(SCANRT_SORT_PARAMS) {{
-    radix_histogram<{w}, {kind}, {descending}, {HISTOGRAM_THREADS}, {copies}>((const {w}*)keys_in, n,
+extern "C" __global__ void __launch_bounds__({histogram_threads}) scanrt_radix_histogram(SCANRT_SORT_PARAMS) {{
+    radix_histogram<{w}, {kind}, {descending}, {histogram_threads}, {copies}>((const {w}*)keys_in, n,
         (unsigned long long*)histograms, begin_bit, end_bit, flags);
 }}
 extern "C" __global__ void __launch_bounds__({threads}, {min_blocks}) scanrt_radix_pass(SCANRT_SORT_PARAMS) {{
@@ -215,7 +219,7 @@ impl SortKernels {
             let histogram = dev.kernel(
                 &module,
                 "scanrt_radix_histogram",
-                HISTOGRAM_THREADS,
+                histogram_shape(spec.key).0,
                 spec.histogram_shared_bytes(),
             )?;
             let pass = dev.kernel(
