@@ -115,7 +115,7 @@ SCANRT_DEVICE typename Op::T digit_exclusive_sum(typename Op::T v, typename Op::
 // last block then makes them each digit's bin start.
 // Each lane counts into a copy of the block's counters of its own, lane % COPIES's: copy c
 // of counter i lies at i * COPIES + c, so with 32 copies a warp's 32 increments fall in
-// 32 different banks whatever the digits. The kernel is bound by the rate of its shared
+// 32 different banks whatever the digits (with 16, at most two in a bank). The kernel is bound by the rate of its shared
 // atomics (one increment a pass a key): for 2^28 u32 keys on an H200 it took 535 us with
 // one set of counters (uniform digits collide about 3.5 ways a warp) and the sort 36 us
 // less with the copies, against 250 for a read of the keys at a copy's speed. `counts_s`

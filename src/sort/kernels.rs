@@ -91,23 +91,30 @@ pub(crate) fn tile_shape(key: DType, value_bytes: u32) -> TileShape {
     }
 }
 /// The histogram kernel's shape: threads a block, and copies of the block's counters
-/// (lane % copies counts into its own; see radix_histogram). Keys of up to 4 bytes take
-/// 1024 threads and a copy a lane (conflict-free increments); 8-byte keys, with twice the
-/// passes, share a copy between two lanes in the same 128 KiB. One block a SM, each thread
-/// loading its vectors of a chunk at once. Chosen by `bench_compare --sort` with
-/// `SCANRT_HISTOGRAM_SHAPE` on the H200 (2026-11-28, 2^28 keys, same run, ms for u32 keys
-/// / u32 descending / u32 pairs): 1024x32 5.50 / 5.65 / 8.06, 512x16 5.52 / 5.73 / 8.12,
-/// 512x32 5.70 / 5.90 / 8.28, 256x8 5.77 / 5.90 / 8.30, 256x16 5.73 / 5.91 / 8.32, and
-/// the single set of counters of 256-thread blocks before it 5.54 / 5.68 / 8.11; u64 keys
-/// 1024x16 15.67, 512x8 16.09, 256x4 17.27 (before: 15.68).
+/// (lane % copies counts into its own; see radix_histogram): 1024 threads, each loading
+/// its vectors of a chunk at once, and as many copies (up to one a lane) as 64 KiB holds,
+/// which every GPU from sm_70 on grants a block: 16 for 4-byte keys (two lanes a copy:
+/// at most two increments a bank), 8 for 8-byte ones (twice the passes).
+/// Chosen by `bench_compare --sort` with `SCANRT_HISTOGRAM_SHAPE` on the H200
+/// (2026-11-28, 2^28 keys, same run, ms for u32 keys / u32 descending / u32 pairs):
+/// 1024x32 5.50 / 5.65 / 8.06, 512x16 5.52 / 5.73 / 8.12, 512x32 5.70 / 5.90 / 8.28,
+/// 256x8 5.77 / 5.90 / 8.30, 256x16 5.73 / 5.91 / 8.32, and the single set of counters
+/// of 256-thread blocks before it 5.54 / 5.68 / 8.11; u64 keys 1024x16 15.67, 512x8
+/// 16.09, 256x4 17.27 (before: 15.68). In another run 1024x16 took 5.52 / 5.64 / 8.09
+/// against 1024x32's 5.50 / 5.65 / 8.07, and for u64 keys 1024x8 15.68 against 1024x16's
+/// 15.68, so the 128 KiB of 32 copies, which some GPUs do not grant, buy nothing.
 /// With the `experiments` feature, `SCANRT_HISTOGRAM_SHAPE=threads,copies` replaces it.
 pub(crate) fn histogram_shape(key: DType) -> (u32, u32) {
     #[cfg(feature = "experiments")]
     if let Some([threads, copies]) = crate::kernels::experiment_override("SCANRT_HISTOGRAM_SHAPE") {
         return (threads, copies);
     }
-    (1024, if key.size() <= 4 { 32 } else { 16 })
+    let max_passes = key.size() as u32;
+    (1024, (HISTOGRAM_SHARED_BYTES / (max_passes * 256 * 4)).min(32))
 }
+/// The histogram kernel's counters, in all their copies, fill at most this much shared
+/// memory.
+const HISTOGRAM_SHARED_BYTES: u32 = 64 << 10;
 /// Keys a histogram block counts at a time (`SCANRT_HISTOGRAM_CHUNK`).
 pub(crate) const HISTOGRAM_CHUNK: u64 = 16384;
 
