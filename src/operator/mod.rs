@@ -373,6 +373,7 @@ impl Operator {
                 Some(s) => s.known_to(self.inner.ctx.id())?,
                 None => false,
             },
+            known_carries: false,
             carries,
             carry_in_states: 0,
             pitches: Default::default(),

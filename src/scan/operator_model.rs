@@ -50,6 +50,11 @@ pub(crate) struct ScanArrays<'a> {
     pub known_arrays: bool,
     /// Likewise the segment data.
     pub known_segments: bool,
+    /// Likewise the carries (`ScanPlan::execute_known`: a scan across GPUs' totals in
+    /// scanrt's memory, and a total the caller passed, checked before with its part).
+    /// Otherwise carries are asked of the driver whatever their arrays are: a host view's
+    /// address beside buffers would reach the kernel.
+    pub known_carries: bool,
     /// The carries in device memory (host memory on the host backend).
     pub carries: Carries,
     /// How many consecutive states at `carries.carry_in` make the carry in, folded in the

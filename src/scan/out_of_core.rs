@@ -28,7 +28,7 @@ const SLOTS: usize = 3;
 /// How [`Context::scan_host_array`] runs.
 #[derive(Default)]
 pub struct HostScanOptions<'a> {
-    /// Elements per chunk (0: 2^26, or the whole array when smaller).
+    /// Elements per chunk (0: 2^26), at most the whole array.
     pub chunk: u64,
     /// Called after each chunk's results reached host memory, with the elements done so
     /// far and the array's length.
@@ -122,10 +122,13 @@ impl Context {
             }
             return Ok(info);
         }
+        // At most the asked chunk, and no more than the scan's elements (a chunk larger
+        // than n would only size buffers no chunk fills).
         let chunk = match options.chunk {
-            0 => DEFAULT_CHUNK.min(n.max(1)),
+            0 => DEFAULT_CHUNK,
             c => c,
-        };
+        }
+        .min(n.max(1));
         let local = ScanDesc { init: None, ..*desc };
         let full = self.plan(in_type, out_type, chunk, &local)?;
         let last_len = n % chunk;

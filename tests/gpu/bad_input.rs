@@ -1,6 +1,8 @@
 //! Bad input gets a specific status, nothing is written, and the context stays usable.
 
-use scanrt::{Algorithm, Backend, Buffer, Context, DType, Op, RawScan, ScanDesc, ScanrtStatus, Segments};
+use scanrt::{
+    Algorithm, ArrayView, Backend, Buffer, CarryViews, Context, DType, Op, RawScan, ScanDesc, ScanrtStatus, Segments,
+};
 
 use crate::common::*;
 use crate::support::*;
@@ -99,6 +101,31 @@ pub(crate) fn bad_input_is_rejected_without_writing_and_context_stays_usable() {
         ctx.scan(&foreign_stream, &src, &dst, &sum),
         ScanrtStatus::ContextMismatch,
     );
+    // Carries in host memory beside buffer arrays: the buffers need no word from the
+    // driver, the carries still do.
+    let mut host_total = [0xDEADBEEFu32];
+    let host_init = [5u32];
+    {
+        let (input, output) = (ArrayView::of_buffer(&src), ArrayView::of_buffer_mut(&mut dst));
+        let total = ArrayView::of_slice_mut(&mut host_total);
+        let init = ArrayView::of_slice(&host_init);
+        for carries in [
+            CarryViews {
+                carry_in: None,
+                carry_out: Some(&total),
+            },
+            CarryViews {
+                carry_in: Some(&init),
+                carry_out: None,
+            },
+        ] {
+            expect_status(
+                ctx.scan_array_carried(&stream, &input, &output, -1, &sum, &carries),
+                ScanrtStatus::NotDeviceMemory,
+            );
+        }
+    }
+    assert_eq!(host_total, [0xDEADBEEF]);
     // Nothing was written, and the context still works.
     assert_eq!(dst.download::<u32>(&stream, n as usize).unwrap(), sentinel);
     ctx.scan(&stream, &src, &dst, &sum).unwrap();

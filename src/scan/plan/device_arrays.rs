@@ -84,15 +84,14 @@ pub(super) unsafe fn check_device_arrays(
             dev.check_device_range(arrays.segments, bytes, "segment data")?;
         }
     }
-    // Known arrays come with known carries (`ScanPlan::execute_known`).
     let Carries { carry_in, carry_out } = arrays.carries;
     let state = model.state_bytes() as u64;
     let states = carry_states(shape);
-    if carry_in != 0 && !arrays.known_arrays && states > 0 {
+    if carry_in != 0 && !arrays.known_carries && states > 0 {
         let states = states.max(arrays.carry_in_states as u64);
         dev.check_device_range(carry_in, states * state, "carry in")?;
     }
-    if carry_out != 0 && !arrays.known_arrays && states > 0 {
+    if carry_out != 0 && !arrays.known_carries && states > 0 {
         dev.check_device_range(carry_out, states * state, "carry out")?;
     }
     check_overlaps(model, arrays, n, shape)

@@ -76,35 +76,43 @@ impl OffsetHeads {
             None => flag_bytes,
         };
         let bits = dev.scratch.alloc(bytes.max(4), stream)?;
-        let heads = OffsetHeads { bits };
-        if flag_bytes > 0 {
-            driver::zero_async(bits, flag_bytes, stream)?;
+        // The zeroed flags, then the prepass (with carries the table is written whatever
+        // the count).
+        let queued = || -> Result<()> {
+            if flag_bytes > 0 {
+                driver::zero_async(bits, flag_bytes, stream)?;
+            }
+            if count > 0 || carries.is_some() {
+                let kernel = kernels
+                    .get(KernelKind::SegmentOffsets)
+                    .expect("segmented kernel sets have the offsets kernel");
+                let params = SegmentOffsetsParams {
+                    offsets,
+                    count: count as i64,
+                    n: n as i64,
+                    bits,
+                    kind: match dtype {
+                        DType::U32 => contract::OFFSETS_U32,
+                        DType::I32 => contract::OFFSETS_I32,
+                        _ => contract::OFFSETS_64,
+                    },
+                    flags: carries.map_or(0, |c| c.flags),
+                    init_bits: carries.map_or(0, |c| c.init_bits),
+                    carry_out: carries.map_or(0, |c| c.carry_out),
+                    init: carries.map_or(StateBytes::default(), |c| c.init),
+                };
+                // A block per 256 offsets, at most 8192 blocks (the kernel strides).
+                let grid = count.div_ceil(256).clamp(1, 8192) as u32;
+                kernel.launch(grid, stream, &params)?;
+            }
+            Ok(())
+        };
+        if let Err(e) = queued() {
+            // No scan will read the flags: they go back to the pool (after what was queued).
+            let _ = dev.scratch.free(bits, stream);
+            return Err(e);
         }
-        // With carries the table is written whatever the count.
-        if count > 0 || carries.is_some() {
-            let kernel = kernels
-                .get(KernelKind::SegmentOffsets)
-                .expect("segmented kernel sets have the offsets kernel");
-            let params = SegmentOffsetsParams {
-                offsets,
-                count: count as i64,
-                n: n as i64,
-                bits,
-                kind: match dtype {
-                    DType::U32 => contract::OFFSETS_U32,
-                    DType::I32 => contract::OFFSETS_I32,
-                    _ => contract::OFFSETS_64,
-                },
-                flags: carries.map_or(0, |c| c.flags),
-                init_bits: carries.map_or(0, |c| c.init_bits),
-                carry_out: carries.map_or(0, |c| c.carry_out),
-                init: carries.map_or(StateBytes::default(), |c| c.init),
-            };
-            // A block per 256 offsets, at most 8192 blocks (the kernel strides).
-            let grid = count.div_ceil(256).clamp(1, 8192) as u32;
-            kernel.launch(grid, stream, &params)?;
-        }
-        Ok(heads)
+        Ok(OffsetHeads { bits })
     }
 
     /// Frees the flags after the work queued on `stream` (the scan that reads them).

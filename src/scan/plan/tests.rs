@@ -59,6 +59,7 @@ fn vector_flags_follow_the_traversal() {
             segments,
             known_arrays: false,
             known_segments: false,
+            known_carries: false,
             carries: Carries::default(),
             carry_in_states: 0,
             pitches: Default::default(),

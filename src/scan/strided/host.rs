@@ -48,6 +48,7 @@ pub(crate) unsafe fn scan(model: &dyn OperatorModel, a: &StridedArrays, shape: &
                 segments: 0,
                 known_arrays: true,
                 known_segments: false,
+                known_carries: false,
                 carries: Carries::default(),
                 carry_in_states: 0,
                 pitches: Default::default(),
