@@ -45,8 +45,14 @@ pub(crate) fn scan_across(
     streams: Vec<usize>,
     totals: Option<Vec<ArrayArg>>,
 ) -> PyResult<()> {
-    if chunks.is_empty() || outs.len() != chunks.len() || streams.len() != chunks.len() {
-        return Err(PyValueError::new_err("one chunk, output and stream per GPU"));
+    if chunks.is_empty()
+        || outs.len() != chunks.len()
+        || streams.len() != chunks.len()
+        || totals.as_ref().is_some_and(|t| t.len() != chunks.len())
+    {
+        return Err(PyValueError::new_err(
+            "one chunk, output and stream (and total, if any) per GPU",
+        ));
     }
     let devices: Vec<i64> = chunks.iter().map(|c| c.device).collect();
     if devices.iter().any(|&d| d < 0) || outs.iter().zip(&devices).any(|(o, &d)| o.device != d) {

@@ -22,8 +22,11 @@
 //! of one process driven from one thread (communicators made with `ncclCommInitAll`,
 //! collectives grouped).
 //!
-//! A rank whose arguments are refused returns its error before any collective; the other
-//! ranks' all-gathers then wait for it, as with any NCCL collective a rank skips.
+//! A rank whose arguments are refused (or whose device reports a fault of an earlier
+//! kernel) returns its error before any collective; the other ranks' all-gathers then wait
+//! for it, as with any NCCL collective a rank skips. So does a rank that cannot allocate
+//! its few bytes of totals. Non-blocking communicators are waited out where NCCL answers
+//! `ncclInProgress`.
 
 mod multi_gpu;
 mod nccl;
@@ -49,7 +52,10 @@ impl Context {
     /// the whole array had been scanned with `desc` (its initial value starts rank 0, or
     /// the last rank backward). `total`, if given (one element of the accumulator type),
     /// receives the whole array's total on every rank. Every rank of `comm` must call it
-    /// with the same descriptor, on a stream of the communicator's device; asynchronous.
+    /// with the same descriptor and accumulator type, on a stream of the communicator's
+    /// device; asynchronous. Not inside an NCCL group (`ncclGroupStart`): the chunk's scan
+    /// is queued after the all-gather, which a group holds back until its end; drive
+    /// several ranks from one thread with [`MultiGpu`].
     pub fn scan_across(
         &self,
         comm: &Communicator,

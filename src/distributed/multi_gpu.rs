@@ -104,6 +104,19 @@ impl MultiGpu {
     /// anything is queued, so a refused argument leaves every output unwritten.
     pub fn scan(&self, parts: &[GpuPart], desc: &ScanDesc) -> Result<()> {
         self.check_count(parts.len())?;
+        // The ranks exchange their totals as states of one type.
+        let accumulator = |part: &GpuPart| desc.types(part.input.dtype(), part.output.dtype()).accumulator;
+        let first = accumulator(&parts[0]);
+        for (rank, part) in parts.iter().enumerate() {
+            if accumulator(part) != first {
+                bail!(
+                    InvalidArgument,
+                    "rank {rank} accumulates in {}, rank 0 in {}: one accumulator type on every GPU",
+                    accumulator(part).c_name(),
+                    first.c_name()
+                );
+            }
+        }
         let ranks = self.ranks();
         let planned: Vec<RankScan> = parts
             .iter()
@@ -192,7 +205,7 @@ impl MultiGpu {
         for part in planned {
             part.begin()?;
         }
-        group(|| {
+        group(&self.comms, || {
             for (part, comm) in planned.iter().zip(&self.comms) {
                 part.exchange(comm)?;
             }

@@ -5,6 +5,7 @@
 use std::ffi::{c_void, CStr};
 
 use cudarc::nccl::sys;
+use parking_lot::Mutex;
 
 use crate::error::{bail, Error, Result};
 use crate::tables::ScanrtStatus;
@@ -19,6 +20,30 @@ fn require_nccl() -> Result<()> {
             "scans across GPUs need NCCL, and no libnccl.so could be loaded (put the directory \
              holding libnccl.so, a link to libnccl.so.2 will do, on LD_LIBRARY_PATH)"
         );
+    }
+    Ok(())
+}
+
+/// Waits out `ncclInProgress` (a non-blocking communicator's call still being queued:
+/// NCCL's rule is to poll `ncclCommGetAsyncError` until the result is final) on each of
+/// `comms`, then checks the result of `call`.
+///
+/// # Safety
+/// `comms` are live communicators.
+unsafe fn settle(r: sys::ncclResult_t, comms: &[sys::ncclComm_t], call: &str) -> Result<()> {
+    if r != sys::ncclResult_t::ncclInProgress {
+        return check(r, call);
+    }
+    for &comm in comms {
+        loop {
+            let mut state = sys::ncclResult_t::ncclSuccess;
+            check(sys::ncclCommGetAsyncError(comm, &mut state), "ncclCommGetAsyncError")?;
+            if state != sys::ncclResult_t::ncclInProgress {
+                check(state, call)?;
+                break;
+            }
+            std::thread::yield_now();
+        }
     }
     Ok(())
 }
@@ -45,11 +70,12 @@ pub struct Communicator {
     ranks: usize,
     device: i32,
     owned: bool,
+    /// Held while a call is queued on the communicator: NCCL takes one at a time.
+    enqueue: Mutex<()>,
 }
 
-// SAFETY: an NCCL communicator may be used from any thread, one call at a time per
-// communicator, which the scans' `&Communicator` borrows do not break: NCCL serialises
-// a communicator's enqueues itself.
+// SAFETY: an NCCL communicator may be used from any thread, one call at a time, which
+// `enqueue` enforces for the calls scanrt makes on it.
 unsafe impl Send for Communicator {}
 unsafe impl Sync for Communicator {}
 
@@ -87,6 +113,7 @@ impl Communicator {
             ranks: ranks as usize,
             device,
             owned,
+            enqueue: Mutex::new(()),
         })
     }
 
@@ -131,8 +158,9 @@ impl Communicator {
     /// `buffer` is device memory of `ranks * bytes` bytes on this rank's device, `stream`
     /// a live stream there.
     pub(crate) unsafe fn all_gather_in_place(&self, buffer: u64, bytes: usize, stream: *mut c_void) -> Result<()> {
+        let _one_at_a_time = self.enqueue.lock();
         let send = (buffer + (self.rank * bytes) as u64) as *const c_void;
-        check(
+        settle(
             sys::ncclAllGather(
                 send,
                 buffer as *mut c_void,
@@ -141,6 +169,7 @@ impl Communicator {
                 self.comm,
                 stream as sys::cudaStream_t,
             ),
+            &[self.comm],
             "ncclAllGather",
         )
     }
@@ -157,13 +186,22 @@ impl Drop for Communicator {
     }
 }
 
-/// Runs `f` between `ncclGroupStart` and `ncclGroupEnd` (one thread driving several
-/// ranks' collectives).
-pub(crate) fn group<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
-    // SAFETY: group calls nest and take no arguments.
-    check(unsafe { sys::ncclGroupStart() }, "ncclGroupStart")?;
-    let result = f();
-    let ended = check(unsafe { sys::ncclGroupEnd() }, "ncclGroupEnd");
-    let value = result?;
-    ended.map(|_| value)
+/// Held while one thread queues a group of collectives over several communicators: two
+/// such groups queued at once could reach the devices in different orders, pairing one
+/// call's all-gather on one GPU with the other call's on another.
+static GROUPS: Mutex<()> = Mutex::new(());
+
+/// Runs `f` between `ncclGroupStart` and `ncclGroupEnd` (one thread driving the
+/// collectives of `comms`, each rank's), one group of the process at a time.
+pub(crate) fn group<T>(comms: &[Communicator], f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let _one_group_at_a_time = GROUPS.lock();
+    // SAFETY: group calls nest and take no arguments; `comms` are live.
+    unsafe {
+        check(sys::ncclGroupStart(), "ncclGroupStart")?;
+        let result = f();
+        let raw: Vec<sys::ncclComm_t> = comms.iter().map(|c| c.comm).collect();
+        let ended = settle(sys::ncclGroupEnd(), &raw, "ncclGroupEnd");
+        let value = result?;
+        ended.map(|_| value)
+    }
 }

@@ -257,6 +257,8 @@ impl<'a> RankScan<'a> {
     /// As [`ScanPlan::execute`].
     pub unsafe fn check(&self, comm: &Communicator) -> Result<()> {
         let dev = self.ctx.gpu()?;
+        // A fault an earlier kernel left is reported here, not by `begin` after the checks.
+        dev.take_fault()?;
         if dev.ordinal as i32 != comm.device() {
             bail!(
                 ContextMismatch,

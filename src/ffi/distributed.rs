@@ -24,8 +24,11 @@ use crate::tables::ScanrtStatus;
 /// stream of its communicator's device; asynchronous (about 3n memory traffic and one
 /// all-gather of a value per rank). Unsegmented scans only. Without an NCCL library,
 /// `SCANRT_STATUS_NO_NCCL`. A rank whose arguments are refused returns before any
-/// collective (the other ranks then wait for it, as for any NCCL collective). `info` may
-/// be NULL.
+/// collective (the other ranks then wait for it, as for any NCCL collective). Not between
+/// `ncclGroupStart` and `ncclGroupEnd`: the chunk's scan is queued after the all-gather,
+/// which a group would hold back until its end (one thread per rank, or
+/// `scanrt_multi_gpu_scan` for the GPUs of one process). Every rank's accumulator type
+/// must be the same. `info` may be NULL.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn scanrt_scan_across(
