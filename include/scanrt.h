@@ -652,8 +652,11 @@ scanrt_status scanrt_context_check_faults(const struct scanrt_context *ctx);
 // stream of its communicator's device; asynchronous (about 3n memory traffic and one
 // all-gather of a value per rank). Unsegmented scans only. Without an NCCL library,
 // `SCANRT_STATUS_NO_NCCL`. A rank whose arguments are refused returns before any
-// collective (the other ranks then wait for it, as for any NCCL collective). `info` may
-// be NULL.
+// collective (the other ranks then wait for it, as for any NCCL collective). Not between
+// `ncclGroupStart` and `ncclGroupEnd`: the chunk's scan is queued after the all-gather,
+// which a group would hold back until its end (one thread per rank, or
+// `scanrt_multi_gpu_scan` for the GPUs of one process). Every rank's accumulator type
+// must be the same. `info` may be NULL.
 scanrt_status scanrt_scan_across(const struct scanrt_context *ctx,
                                  void *nccl_comm,
                                  const struct scanrt_stream *stream,
@@ -1047,7 +1050,8 @@ scanrt_status scanrt_sort_desc_init_sized(struct scanrt_sort_desc *desc, size_t 
 // keys into `values_out`; with `values_in` NULL and `values_out` given (U32 or U64), the
 // keys' input indices are written there (an argsort). Keys and values may each be sorted
 // in place (output = input). `temp` (NULL: scanrt's pool) is device memory of at least
-// `scanrt_sort_temp_bytes` bytes. Bad input returns a status before anything is written.
+// `scanrt_sort_temp_bytes` bytes, 256-byte aligned (as `cudaMalloc`'s is). Bad input
+// returns a status before anything is written.
 scanrt_status scanrt_sort(const struct scanrt_context *ctx,
                           const struct scanrt_stream *stream,
                           const struct scanrt_array *keys_in,

@@ -66,9 +66,11 @@ fn built_in_sources(arch: i32, coverage: KernelCoverage) -> Vec<KernelSource> {
     let selects = select::kernels::built_in_select_specs(coverage)
         .into_iter()
         .map(|s| s.source());
+    // The sort's histogram as a GPU granting a block 64 KiB of shared memory and more
+    // builds it (every architecture of the packs; sm_75 compiles its own).
     let sorts = sort::kernels::built_in_sort_specs(coverage)
         .into_iter()
-        .map(|s| s.source());
+        .map(|s| s.source(sort::kernels::histogram_shape(s.key, u32::MAX)));
     let strided = scan::strided::kernels::built_in_strided_specs(coverage)
         .into_iter()
         .map(|s| s.source());

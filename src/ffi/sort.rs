@@ -75,7 +75,8 @@ fn desc_from_c(d: &scanrt_sort_desc) -> Result<SortDesc> {
 /// keys into `values_out`; with `values_in` NULL and `values_out` given (U32 or U64), the
 /// keys' input indices are written there (an argsort). Keys and values may each be sorted
 /// in place (output = input). `temp` (NULL: scanrt's pool) is device memory of at least
-/// `scanrt_sort_temp_bytes` bytes. Bad input returns a status before anything is written.
+/// `scanrt_sort_temp_bytes` bytes, 256-byte aligned (as `cudaMalloc`'s is). Bad input
+/// returns a status before anything is written.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn scanrt_sort(

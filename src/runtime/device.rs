@@ -110,6 +110,8 @@ pub(crate) struct GpuDevice {
     pub ordinal: usize,
     pub arch: i32,
     pub sm_count: u32,
+    /// Shared memory a block may take (opting in past 48 KiB).
+    pub max_shared_per_block: u32,
     nvrtc: OnceCell<Nvrtc>,
     /// Modules by the SHA-256 of their source text: two sources under one name (two
     /// user operators of one name, or a recipe for two types) never share a module.
@@ -153,11 +155,14 @@ impl GpuDevice {
         };
         let (major, minor) = ctx.compute_capability()?;
         let sm_count = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
+        let max_shared_per_block =
+            ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as u32;
         Ok(GpuDevice {
             ctx,
             ordinal,
             arch: major * 10 + minor,
             sm_count,
+            max_shared_per_block,
             nvrtc: OnceCell::new(),
             modules: Memo::default(),
             workspaces: WorkspacePool::new(),

@@ -90,11 +90,12 @@ pub(crate) fn tile_shape(key: DType, value_bytes: u32) -> TileShape {
         sleep_ns: 64,
     }
 }
-/// The histogram kernel's shape: threads a block, and copies of the block's counters
-/// (lane % copies counts into its own; see radix_histogram): 1024 threads, each loading
-/// its vectors of a chunk at once, and as many copies (up to one a lane) as 64 KiB holds,
-/// which every GPU from sm_70 on grants a block: 16 for 4-byte keys (two lanes a copy:
-/// at most two increments a bank), 8 for 8-byte ones (twice the passes).
+/// The histogram kernel's shape on a GPU granting a block `max_shared` bytes of shared
+/// memory: threads a block, and copies of the block's counters (lane % copies counts into
+/// its own; see radix_histogram). 1024 threads, each loading its vectors of a chunk at
+/// once, and as many copies (up to one a lane) as 64 KiB holds: 16 for 4-byte keys (two
+/// lanes a copy: at most two increments a bank), 8 for 8-byte ones (twice the passes);
+/// a GPU that grants less (sm_75: 64 KiB in all) takes half as many, or fewer.
 /// Chosen by `bench_compare --sort` with `SCANRT_HISTOGRAM_SHAPE` on the H200
 /// (2026-11-28, 2^28 keys, same run, ms for u32 keys / u32 descending / u32 pairs):
 /// 1024x32 5.50 / 5.65 / 8.06, 512x16 5.52 / 5.73 / 8.12, 512x32 5.70 / 5.90 / 8.28,
@@ -102,19 +103,29 @@ pub(crate) fn tile_shape(key: DType, value_bytes: u32) -> TileShape {
 /// of 256-thread blocks before it 5.54 / 5.68 / 8.11; u64 keys 1024x16 15.67, 512x8
 /// 16.09, 256x4 17.27 (before: 15.68). In another run 1024x16 took 5.52 / 5.64 / 8.09
 /// against 1024x32's 5.50 / 5.65 / 8.07, and for u64 keys 1024x8 15.68 against 1024x16's
-/// 15.68, so the 128 KiB of 32 copies, which some GPUs do not grant, buy nothing.
+/// 15.68, so the 128 KiB of 32 copies, which fewer GPUs grant, buy nothing.
 /// With the `experiments` feature, `SCANRT_HISTOGRAM_SHAPE=threads,copies` replaces it.
-pub(crate) fn histogram_shape(key: DType) -> (u32, u32) {
+pub(crate) fn histogram_shape(key: DType, max_shared: u32) -> (u32, u32) {
     #[cfg(feature = "experiments")]
     if let Some([threads, copies]) = crate::kernels::experiment_override("SCANRT_HISTOGRAM_SHAPE") {
         return (threads, copies);
     }
-    let max_passes = key.size() as u32;
-    (1024, (HISTOGRAM_SHARED_BYTES / (max_passes * 256 * 4)).min(32))
+    let counters = histogram_counter_bytes(key);
+    let mut copies = (HISTOGRAM_SHARED_BYTES / counters).min(32);
+    while copies > 1 && copies * counters + HISTOGRAM_STATIC_BYTES > max_shared {
+        copies /= 2;
+    }
+    (1024, copies)
+}
+/// One copy of the histogram kernel's counters: 256 for each pass a key's bits allow.
+fn histogram_counter_bytes(key: DType) -> u32 {
+    key.size() as u32 * 256 * 4
 }
 /// The histogram kernel's counters, in all their copies, fill at most this much shared
 /// memory.
 const HISTOGRAM_SHARED_BYTES: u32 = 64 << 10;
+/// Room left beside them for the kernel's static shared memory (80 bytes for sm_90).
+const HISTOGRAM_STATIC_BYTES: u32 = 1 << 10;
 /// Keys a histogram block counts at a time (`SCANRT_HISTOGRAM_CHUNK`).
 pub(crate) const HISTOGRAM_CHUNK: u64 = 16384;
 
@@ -134,10 +145,10 @@ pub(crate) struct SortSpec {
 }
 
 impl SortSpec {
-    /// The histogram kernel's dynamic shared memory: each pass's 256 counters, in every copy.
-    pub fn histogram_shared_bytes(&self) -> u32 {
-        let max_passes = self.key.size() as u32;
-        max_passes * 256 * histogram_shape(self.key).1 * 4
+    /// The histogram kernel's dynamic shared memory: each pass's 256 counters, in each of
+    /// `copies`.
+    pub fn histogram_shared_bytes(&self, copies: u32) -> u32 {
+        histogram_counter_bytes(self.key) * copies
     }
 
     /// Dynamic shared memory of the digit pass: the tile's keys, then its values; before
@@ -148,7 +159,9 @@ impl SortSpec {
         tile.max(masks) as u32
     }
 
-    pub fn source(&self) -> KernelSource {
+    /// The translation unit's source, its histogram kernel of the `histogram_shape`
+    /// (threads, copies of the counters).
+    pub fn source(&self, histogram: (u32, u32)) -> KernelSource {
         let word = |bytes: u32| match bytes {
             1 => "u8",
             2 => "u16",
@@ -175,7 +188,7 @@ impl SortSpec {
             spin_before_sleep,
             sleep_ns,
         } = tile_shape(self.key, self.value_bytes);
-        let (histogram_threads, copies) = histogram_shape(self.key);
+        let (histogram_threads, copies) = histogram;
         let text = format!(
             r#"#include "device/radix_sort.cuh"
 extern "C" __global__ void __launch_bounds__({histogram_threads}) scanrt_radix_histogram(SCANRT_SORT_PARAMS) {{
@@ -220,14 +233,15 @@ pub(crate) struct SortKernels {
 impl SortKernels {
     pub fn get(&self, dev: &GpuDevice, spec: &SortSpec) -> Result<Arc<SortKernel>> {
         self.kernels.get_or_try_init(spec, || {
-            let source = spec.source();
+            let histogram_shape = histogram_shape(spec.key, dev.max_shared_per_block);
+            let source = spec.source(histogram_shape);
             let _current = dev.enter()?;
             let module = dev.module(&source)?;
             let histogram = dev.kernel(
                 &module,
                 "scanrt_radix_histogram",
-                histogram_shape(spec.key).0,
-                spec.histogram_shared_bytes(),
+                histogram_shape.0,
+                spec.histogram_shared_bytes(histogram_shape.1),
             )?;
             let pass = dev.kernel(
                 &module,
@@ -271,6 +285,31 @@ mod tests {
     use super::*;
     use crate::runtime::nvrtc::Nvrtc;
 
+    /// The histogram's counters fit the shared memory each GPU grants a block (sm_90,
+    /// sm_80, sm_86, sm_75, 48 KiB), in copies a warp's lanes share evenly, and the GPUs
+    /// of 96 KiB or more keep the full count. (Without `SCANRT_HISTOGRAM_SHAPE`.)
+    #[test]
+    fn histogram_copies_fit_every_gpu() {
+        if std::env::var_os("SCANRT_HISTOGRAM_SHAPE").is_some() {
+            return;
+        }
+        for key in DType::ALL {
+            let (_, full) = histogram_shape(key, u32::MAX);
+            for max_shared in [232_448, 166_912, 101_376, 65_536, 49_152] {
+                let (threads, copies) = histogram_shape(key, max_shared);
+                assert_eq!(threads, 1024);
+                assert!(copies.is_power_of_two() && 32 % copies == 0, "{key:?}: {copies}");
+                assert!(
+                    histogram_counter_bytes(key) * copies + HISTOGRAM_STATIC_BYTES <= max_shared,
+                    "{key:?} at {max_shared}: {copies} copies"
+                );
+                if max_shared >= 98_304 {
+                    assert_eq!(copies, full, "{key:?} at {max_shared}");
+                }
+            }
+        }
+    }
+
     /// Every key type, order and value size compiles for sm_90 (skipped without NVRTC).
     #[test]
     fn every_key_and_value_compiles() {
@@ -286,7 +325,7 @@ mod tests {
                     descending,
                     value_bytes,
                 };
-                if let Err(e) = nvrtc.compile(&spec.source(), target) {
+                if let Err(e) = nvrtc.compile(&spec.source(histogram_shape(key, u32::MAX)), target) {
                     panic!("{spec:?}: {}", e.message);
                 }
             }

@@ -36,8 +36,9 @@ pub struct SortArrays<'a> {
     /// The values in the keys' sorted order; with `values_in` `None`, the keys' input
     /// indices (`U32` or `U64`: an argsort).
     pub values_out: Option<ArrayView<'a>>,
-    /// Temporary device memory of at least `Context::sort_temp_bytes` bytes, or `None` to
-    /// take it from scanrt's pool (stream-ordered, kept for later calls until
+    /// Temporary device memory of at least `Context::sort_temp_bytes` bytes (a writable,
+    /// contiguous view; on a GPU starting 256-byte aligned, as `cudaMalloc`'s memory
+    /// does), or `None` to take it from scanrt's pool (stream-ordered, kept for later calls until
     /// `Context::trim`).
     pub temp: Option<ArrayView<'a>>,
 }
@@ -114,6 +115,14 @@ impl Context {
         }
         let checked = checks::check(arrays, desc)?;
         if let Some(t) = &arrays.temp {
+            // Written whole from its address on.
+            t.compact_len("temporary memory")?;
+            if !t.writable {
+                bail!(
+                    InvalidArgument,
+                    "the temporary memory is a read-only view; pass a writable one"
+                );
+            }
             let needed = TempLayout::of(&checked).bytes;
             if t.bytes() < needed {
                 bail!(
@@ -135,6 +144,15 @@ impl Context {
 /// Queues a checked sort on a GPU.
 fn launch(engine: &GpuEngine, stream: &Stream, a: &SortArrays, c: &checks::Checked) -> Result<()> {
     let dev = &engine.device;
+    // The layout's parts start 256-byte aligned from the caller's address (its counters
+    // are 8-byte atomics).
+    if let Some(t) = a.temp.as_ref().filter(|t| !t.addr().is_multiple_of(256)) {
+        bail!(
+            InvalidArgument,
+            "the temporary memory at {:#x} is not aligned to 256 bytes (as cudaMalloc's is)",
+            t.addr()
+        );
+    }
     let raw_stream = stream.raw() as CUstream;
     let _current = dev.prepare_launch(raw_stream, stream.verified())?;
     let n = c.n;
@@ -144,10 +162,10 @@ fn launch(engine: &GpuEngine, stream: &Stream, a: &SortArrays, c: &checks::Check
     let layout = TempLayout::of(c);
     // Memory scanrt did not allocate is range-checked with the driver.
     let views = [
-        (Some(&a.keys_in), "keys", n * key_bytes),
-        (Some(&a.keys_out), "output keys", n * key_bytes),
-        (a.values_in.as_ref(), "values", n * value_bytes),
-        (a.values_out.as_ref(), "output values", n * value_bytes),
+        (Some(&a.keys_in), "keys", n.saturating_mul(key_bytes)),
+        (Some(&a.keys_out), "output keys", n.saturating_mul(key_bytes)),
+        (a.values_in.as_ref(), "values", n.saturating_mul(value_bytes)),
+        (a.values_out.as_ref(), "output values", n.saturating_mul(value_bytes)),
         (a.temp.as_ref(), "temporary memory", layout.bytes),
     ];
     for (v, what, bytes) in views {

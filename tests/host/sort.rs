@@ -67,6 +67,16 @@ fn bad_sorts_are_refused_and_write_nothing() {
     let mut a = plain(out_view);
     a.values_out = Some(ArrayView::of_buffer_mut(&mut indices8));
     refused(a, SortDesc::ascending(), ScanrtStatus::InvalidArgument);
+    // Temporary memory that is read-only, or not one contiguous run.
+    let temp = Buffer::new(&ctx, DType::U8, ctx.sort_temp_bytes(4, DType::U32, None) * 2).unwrap();
+    let mut a = plain(out_view);
+    a.temp = Some(ArrayView::of_buffer(&temp));
+    refused(a, SortDesc::ascending(), ScanrtStatus::InvalidArgument);
+    let mut a = plain(out_view);
+    let half = temp.len() / 2;
+    // SAFETY: every second byte of the buffer, within its length.
+    a.temp = Some(unsafe { ArrayView::strided(temp.addr(), DType::U8, &[half], &[2]).unwrap() });
+    refused(a, SortDesc::ascending(), ScanrtStatus::UnsupportedCombination);
     assert_eq!(out.download::<u32>(&stream, 4).unwrap(), vec![7; 4]);
     assert_eq!(indices8.download::<u8>(&stream, 4).unwrap(), vec![7; 4]);
 
