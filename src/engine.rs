@@ -13,7 +13,8 @@ use crate::error::{bail, Error, Result, ScanrtStatus};
 use crate::runtime::device::{device_count, GpuDevice};
 use crate::tables::Backend;
 
-/// What a context runs on.
+/// What a context runs on. One a context, so the GPU variant's size costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Engine {
     Host,
     Gpu(GpuEngine),

@@ -92,6 +92,9 @@ pub(crate) fn check(a: &SelectArrays, desc: &SelectDesc) -> Result<Checked> {
             if partition { "a partition" } else { "a selection" }
         );
     }
+    // Not a guard on the first arm: a two-array partition's unfit rejected array would then
+    // fall to the third arm's message.
+    #[allow(clippy::collapsible_match)]
     match (desc.output, &a.rejected) {
         (SelectOutput::PartitionTwo, Some(r)) => {
             if one_d(r, "rejected array")? < n || r.dtype() != dtype || !r.writable {
