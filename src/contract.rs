@@ -390,18 +390,15 @@ pub const STATUS_SLOT_BYTES_4: u32 = 8;
 pub const STATUS_SLOT_BYTES_8: u32 = 16;
 /// A status slot for 16-byte carries: four 64-bit words.
 pub const STATUS_SLOT_BYTES_16: u32 = 32;
-/// A status slot for wider carries (user-defined states) starts with a line of this many
-/// bytes holding its status word, followed by two payloads (AGGREGATE, INCLUSIVE) of the
-/// carry's size rounded up to 16 bytes.
-pub const STATUS_SLOT_HEADER_BYTES: u32 = 16;
-
-/// Bytes of one status slot for carried values of `value_bytes` (`TileStatus::SLOT_BYTES`).
+/// Bytes of one status slot for carried values of `value_bytes` (`TileStatus::SLOT_BYTES`):
+/// wider carries (user-defined states) take a 64-bit word per 32-bit word of the value,
+/// padded to an even count.
 pub const fn status_slot_bytes(value_bytes: usize) -> usize {
     match value_bytes {
         4 => STATUS_SLOT_BYTES_4 as usize,
         8 => STATUS_SLOT_BYTES_8 as usize,
         16 => STATUS_SLOT_BYTES_16 as usize,
-        _ => STATUS_SLOT_HEADER_BYTES as usize + 2 * value_bytes.div_ceil(16) * 16,
+        _ => 16 * value_bytes.div_ceil(8),
     }
 }
 

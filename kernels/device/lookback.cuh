@@ -38,11 +38,10 @@
 // reader therefore never sees a flag without its value, and nothing else is ordered
 // through the slots, so relaxed accesses suffice. 16-byte values (a run-length
 // encoding's carry, user-defined states of that size) take four such words, each
-// repeating the status word (TileStatus<Carry, 16>). Wider values (user-defined states, up
-// to MAX_STATE_BYTES) do not fit a single-copy-atomic access: their slots hold a status
-// word and one payload per publication kind, ordered by release and acquire
-// (TileStatus<Carry, 0>); a release store waits for the thread's earlier stores, which
-// costs the publishing block its output stores' round trip.
+// repeating the status word (TileStatus<Carry, 16>), and wider values (user-defined states,
+// up to MAX_STATE_BYTES) one such word per 32-bit word (TileStatus<Carry, 0>). Every
+// 64-bit word of the slots thus holds a tagged status word in its high half, whatever
+// the value size, so launches of different sizes may follow each other on a workspace.
 //
 // One launch, no per-call memset. Slots are tagged with the launch's generation; a
 // slot whose tag differs is INVALID. The ticket and the generation share one 64-bit
@@ -160,9 +159,8 @@ template <typename T> struct SlotCodec<Seg<T> > {
     static SCANRT_DEVICE Seg<T> make(T v, u32 head) { return Seg<T>{v, head}; }
 };
 
-// The slot layout for values of SIZE bytes: 4, 8 and 16 pack the value beside the
-// status word; anything else (wider user-defined states) takes the flag-and-payload
-// layout (0).
+// The slot layout for values of SIZE bytes: 4, 8 and 16 have their own; anything else
+// (user-defined states of 12 or 20 to 64 bytes) takes layout 0, a word per value word.
 template <int SIZE> struct SlotLayout { static const int KIND = 0; };
 template <> struct SlotLayout<4> { static const int KIND = 4; };
 template <> struct SlotLayout<8> { static const int KIND = 8; };
@@ -265,46 +263,52 @@ template <typename Carry> struct TileStatus<Carry, 16> {
     }
 };
 
-// Wider values (user-defined states): a slot is a 16-byte status word line and two
-// payloads of PAYLOAD bytes, one per publication kind. A publication writes its payload,
-// then the status word with release semantics; a reader loads the status word with
-// acquire semantics, then the payload the flag names (through L2, bypassing L1). Each
-// payload is written at most once per launch (one AGGREGATE, one INCLUSIVE), so a reader
-// that saw a flag reads a payload nobody writes any more: no torn values.
+// Wider values (user-defined states of 12 or 20 to 64 bytes): the 16-byte layout drawn
+// out, one 64-bit word [status word:32 | value word i:32] per 32-bit word of the value,
+// padded to an even count (the pad repeats the status word beside a zero), written by
+// 16-byte stores and read by 16-byte loads. A reader accepts the slot only when every
+// word carries the same status word: each (tile, flag) is published once per launch, so
+// they then hold one publication's value; a read torn between publications shows two
+// status words and is polled again. So every 64-bit word of every layout holds a tagged
+// status word in its high half, and a workspace serves launches of any value size in
+// turn: a stale word is an older launch's status, never a value read as one.
 template <typename Carry> struct TileStatus<Carry, 0> {
     typedef SlotCodec<Carry> Codec;
-    typedef typename Codec::Value Value;
-    typedef Words<Value> ValueWords;
-    static const int PAYLOAD = (sizeof(Value) + 15) / 16 * 16;
-    static const int SLOT_BYTES = STATUS_SLOT_HEADER_BYTES + 2 * PAYLOAD;
-    unsigned char* base;
-    SCANRT_DEVICE TileStatus(void* slots, long long) : base((unsigned char*)slots) {}
-    SCANRT_DEVICE u32* status_of(long long tile) const { return (u32*)(base + tile * SLOT_BYTES); }
-    SCANRT_DEVICE u32* payload_of(long long tile, u32 flag) const {
-        return (u32*)(base + tile * SLOT_BYTES + STATUS_SLOT_HEADER_BYTES + (flag == SCANRT_STATUS_INCLUSIVE ? PAYLOAD : 0));
-    }
+    typedef Words<typename Codec::Value> ValueWords;
+    static const int PAIRS = (ValueWords::N + 1) / 2;  // 16-byte halves of a slot
+    static const int SLOT_BYTES = 16 * PAIRS;
+    u64* word;  // 2 * PAIRS per slot
+    SCANRT_DEVICE TileStatus(void* slots, long long) : word((u64*)slots) {}
     SCANRT_DEVICE void publish(long long tile, u32 flag, Carry value, u32 tag) const {
+        const u64 status = (u64)status_word(tag, flag, Codec::head(value)) << 32;
         const ValueWords w = ValueWords::of(Codec::value(value));
-        u32* payload = payload_of(tile, flag);
+        u64* slot = word + 2 * PAIRS * tile;
 #pragma unroll
-        for (int i = 0; i < ValueWords::N; ++i) __stcg(payload + i, w.w[i]);
-        asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(status_of(tile)),
-                     "r"(status_word(tag, flag, Codec::head(value))) : "memory");
+        for (int p = 0; p < PAIRS; ++p) {
+            const u64 low = status | w.w[2 * p];
+            const u64 high = status | (2 * p + 1 < ValueWords::N ? w.w[2 * p + 1] : 0u);
+            asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};" :: "l"(slot + 2 * p), "l"(low), "l"(high) : "memory");
+        }
     }
     SCANRT_DEVICE u32 poll(long long tile, u32 tag, Carry& value) const {
-        u32 word;
-        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(word) : "l"(status_of(tile)) : "memory");
-        const u32 flag = status_flag(word, tag);
-        if (flag == SCANRT_STATUS_INVALID) return flag;
-        const u32* payload = payload_of(tile, flag);
+        const u64* slot = word + 2 * PAIRS * tile;
+        u64 v[2 * PAIRS];
+#pragma unroll
+        for (int p = 0; p < PAIRS; ++p)
+            asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(v[2 * p]), "=l"(v[2 * p + 1]) : "l"(slot + 2 * p) : "memory");
+        const u32 status = (u32)(v[0] >> 32);
+        bool whole = true;
+#pragma unroll
+        for (int i = 1; i < 2 * PAIRS; ++i) whole &= (u32)(v[i] >> 32) == status;
+        if (!whole) return SCANRT_STATUS_INVALID;  // torn: two publications
         ValueWords w;
 #pragma unroll
-        for (int i = 0; i < ValueWords::N; ++i) w.w[i] = __ldcg(payload + i);
-        value = Codec::make(w.value(), word & SCANRT_HEAD_BIT);
-        return flag;
+        for (int i = 0; i < ValueWords::N; ++i) w.w[i] = (u32)v[i];
+        value = Codec::make(w.value(), status & SCANRT_HEAD_BIT);
+        return status_flag(status, tag);
     }
     SCANRT_DEVICE void clear(long long slots, int tid, int threads) {
-        for (long long i = tid; i < slots; i += threads) *status_of(i) = 0;
+        for (long long i = tid; i < 2 * PAIRS * slots; i += threads) word[i] = 0;
     }
 };
 

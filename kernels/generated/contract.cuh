@@ -126,11 +126,6 @@ constexpr static const uint32_t STATUS_SLOT_BYTES_8 = 16;
 /// A status slot for 16-byte carries: four 64-bit words.
 constexpr static const uint32_t STATUS_SLOT_BYTES_16 = 32;
 
-/// A status slot for wider carries (user-defined states) starts with a line of this many
-/// bytes holding its status word, followed by two payloads (AGGREGATE, INCLUSIVE) of the
-/// carry's size rounded up to 16 bytes.
-constexpr static const uint32_t STATUS_SLOT_HEADER_BYTES = 16;
-
 /// No valid seal: never initialised, or overwritten.
 constexpr static const uint32_t FAULT_UNINITIALISED = 1;
 
