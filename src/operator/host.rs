@@ -54,7 +54,9 @@ pub(crate) unsafe fn scan(
             *slot = std::slice::from_raw_parts((a as *const u8).add(p * l.size), l.size);
         }
         match &host.load {
-            Some(load) if desc.load.is_some() => load(p as u64, &inputs[..num_inputs], &mut element),
+            Some(load) if desc.load.is_some() => {
+                load(arrays.index_base + p as u64, &inputs[..num_inputs], &mut element)
+            }
             _ => element.copy_from_slice(inputs[0]),
         }
         (host.combine)(&running, &element, &mut next);

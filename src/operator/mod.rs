@@ -65,7 +65,6 @@ pub struct Operator {
 
 /// The operator as scan plans see it (`OperatorModel`).
 struct OperatorInner {
-    ctx: Context,
     desc: OperatorDesc,
     /// The layout of each input and output array, derived from `desc` once.
     inputs: Vec<ArrayLayout>,
@@ -81,6 +80,10 @@ struct OperatorInner {
     /// what a scan across GPUs scans the ranks' totals with.
     #[cfg(feature = "nccl")]
     states_only: once_cell::sync::OnceCell<Operator>,
+    /// Last, so it drops last: while the context lives its device holds the kernel sets'
+    /// modules too, and unloads them itself with its context entered (a module unloaded
+    /// here would leave the caller's thread on scanrt's context).
+    ctx: Context,
 }
 
 impl Context {
@@ -374,6 +377,7 @@ impl Operator {
                 None => false,
             },
             known_carries: false,
+            index_base: 0,
             carries,
             carry_in_states: 0,
             pitches: Default::default(),

@@ -222,7 +222,6 @@ impl WorkspacePool {
                 }
             }
             let bytes = pooled_bytes(acc_size, slots);
-            log::debug!("workspace of {bytes} bytes for stream {id}");
             let mut ptr: CUdeviceptr = 0;
             // SAFETY: out-pointer to a local; the stream belongs to the current context
             // (checked by the caller); the new memory is initialised before any scan on
@@ -266,6 +265,9 @@ impl WorkspacePool {
             workspace
         };
         drop(evicted);
+        // Logged with no lock held: the application's log callback may take locks of its
+        // own, or call scanrt.
+        log::debug!("workspace of {} bytes for stream {id}", workspace.bytes);
         if self.graveyard.lock().len() >= GRAVEYARD_LIMIT {
             // Best effort: this call's scan does not depend on it (a failed burial keeps
             // the graveyard for the next try).

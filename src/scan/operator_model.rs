@@ -55,6 +55,10 @@ pub(crate) struct ScanArrays<'a> {
     /// Otherwise carries are asked of the driver whatever their arrays are: a host view's
     /// address beside buffers would reach the kernel.
     pub known_carries: bool,
+    /// The index of the arrays' first element in the caller's arrays (nonzero for the
+    /// pieces a host scan with carries per segment scans one at a time), which a load's
+    /// `index` counts from.
+    pub index_base: u64,
     /// The carries in device memory (host memory on the host backend).
     pub carries: Carries,
     /// How many consecutive states at `carries.carry_in` make the carry in, folded in the

@@ -20,6 +20,7 @@ use crate::contract::{self, OperatorLaunch, OperatorParams, ScanParams, StateByt
 use crate::engine::{Engine, GpuEngine};
 use crate::error::Result;
 use crate::runtime::device::GpuDevice;
+use crate::runtime::launch_workspace;
 use crate::runtime::workspace::Workspace;
 use crate::scan::checks::{check_overlaps, validate_addresses, validate_shape};
 use crate::scan::desc::{ScanShape, Segments};
@@ -77,13 +78,16 @@ impl ScanIo {
 /// A validated scan of `n` elements with one operator (built-in or user-defined), bound
 /// to the context that made it ([`Context::plan`], `Operator::plan`).
 pub struct ScanPlan {
-    ctx: Context,
     operator: PlanOperator,
     n: u64,
     shape: ScanShape,
     algorithm: Algorithm,
     reason: ChoiceReason,
     gpu: Option<GpuPlan>,
+    /// Last, so it drops last: while the context lives its device holds the plan's
+    /// modules too, and unloads them itself with its context entered (a module unloaded
+    /// by the plan's drop would leave the caller's thread on scanrt's context).
+    ctx: Context,
 }
 
 /// The operator a plan scans with. Built-in operators are held by value, so that a
@@ -180,6 +184,7 @@ impl ScanPlan {
             known_arrays: io.known_buffers,
             known_segments: io.known_segments,
             known_carries: false,
+            index_base: 0,
             carries: io.carries,
             carry_in_states: 0,
             pitches: io.pitches,
@@ -227,6 +232,7 @@ impl ScanPlan {
             known_arrays: false,
             known_segments: false,
             known_carries: false,
+            index_base: 0,
             carries,
             carry_in_states: 0,
             pitches: Default::default(),
@@ -259,6 +265,7 @@ impl ScanPlan {
             known_arrays: true,
             known_segments: false,
             known_carries: true,
+            index_base: 0,
             carries,
             carry_in_states,
             pitches: Default::default(),
@@ -369,6 +376,7 @@ impl ScanPlan {
             known_arrays: false,
             known_segments: false,
             known_carries: false,
+            index_base: 0,
             carries,
             carry_in_states: 0,
             pitches: Default::default(),
@@ -425,8 +433,11 @@ impl ScanPlan {
             _ => None,
         };
         if n == 0 {
-            // Only the prepass had anything to write: the totals of empty segments.
-            return offset_heads.map_or(Ok(()), |heads| heads.release(dev, raw_stream));
+            // Only the prepass had anything to write: the totals of empty segments. No scan
+            // launch follows to have a graph capturing it keep its kernels, so it is done here.
+            let Some(heads) = offset_heads else { return Ok(()) };
+            let kept = launch_workspace::keep_alive_if_captured(dev, raw_stream, plan.kernels.clone());
+            return kept.and(heads.release(dev, raw_stream));
         }
         let scan = ScanParams {
             input: arrays.inputs[0],

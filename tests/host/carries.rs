@@ -201,3 +201,48 @@ fn bad_carries_per_segment_are_refused_and_write_nothing() {
     assert_eq!(h.download::<f64>(&stream, 6).unwrap(), vec![7.0; 6]);
     assert_eq!(states.download::<u8>(&stream, 64).unwrap(), vec![0; 64]);
 }
+
+/// A scan with carries per segment runs segment by segment on the host; a load still sees
+/// each element's position in the whole array (the GPU's index), not in its segment.
+#[test]
+fn host_segment_carries_keep_absolute_indices() {
+    use scanrt::{recipes, DType, OperatorScan, Segments};
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let op = ctx
+        .create_operator(recipes::cumulative_extreme(DType::U32, true).unwrap())
+        .unwrap();
+    let x = [5u32, 1, 7, 2, 9, 3];
+    let input = Buffer::from_slice(&ctx, &stream, &x).unwrap();
+    let mut values = Buffer::from_slice(&ctx, &stream, &[0u32; 6]).unwrap();
+    let mut indices = Buffer::from_slice(&ctx, &stream, &[0u32; 6]).unwrap();
+    let offsets = Buffer::from_slice(&ctx, &stream, &[0u32, 3, 5, 6]).unwrap();
+    let state = op.desc().state_size;
+    let mut totals = Buffer::new(&ctx, DType::U8, 3 * state as u64).unwrap();
+    let scan = OperatorScan {
+        segments: Segments::Offsets {
+            dtype: DType::U32,
+            count: 4,
+        },
+        ..OperatorScan::default()
+    };
+    let total_view = ArrayView::of_buffer_mut(&mut totals);
+    op.scan_arrays_carried(
+        &stream,
+        &[ArrayView::of_buffer(&input)],
+        &[
+            ArrayView::of_buffer_mut(&mut values),
+            ArrayView::of_buffer_mut(&mut indices),
+        ],
+        Some(&ArrayView::of_buffer(&offsets)),
+        &scan,
+        &CarryViews {
+            carry_in: None,
+            carry_out: Some(&total_view),
+        },
+    )
+    .unwrap();
+    // The running maximum of each segment and where it lies in the whole array.
+    assert_eq!(values.download::<u32>(&stream, 6).unwrap(), [5, 5, 7, 2, 9, 3]);
+    assert_eq!(indices.download::<u32>(&stream, 6).unwrap(), [0, 0, 2, 3, 4, 5]);
+}

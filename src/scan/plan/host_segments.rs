@@ -60,6 +60,7 @@ pub(super) unsafe fn scan_segments(
         let piece = ScanArrays {
             inputs: &inputs,
             outputs: &outputs,
+            index_base: arrays.index_base + lo,
             segments: 0,
             carries: Carries::default(),
             carry_in_states: 0,

@@ -60,6 +60,7 @@ fn vector_flags_follow_the_traversal() {
             known_arrays: false,
             known_segments: false,
             known_carries: false,
+            index_base: 0,
             carries: Carries::default(),
             carry_in_states: 0,
             pitches: Default::default(),

@@ -49,6 +49,7 @@ pub(crate) unsafe fn scan(model: &dyn OperatorModel, a: &StridedArrays, shape: &
                 known_arrays: true,
                 known_segments: false,
                 known_carries: false,
+                index_base: 0,
                 carries: Carries::default(),
                 carry_in_states: 0,
                 pitches: Default::default(),
