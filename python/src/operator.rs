@@ -22,6 +22,9 @@ pub(crate) struct PyOperator {
     compiled: Mutex<HashMap<i64, Operator>>,
     /// The first error of the host functions' last scan, if it has host functions.
     host_failure: HostFailure,
+    /// Held by a host-backend scan from clearing `host_failure` to taking it, so that a
+    /// scan on another thread neither clears its error nor reports it.
+    host_scan: Mutex<()>,
 }
 
 /// `(function, [dtype names])` of a load or store.
@@ -89,6 +92,7 @@ impl PyOperator {
             desc,
             compiled: Mutex::new(HashMap::new()),
             host_failure,
+            host_scan: Mutex::new(()),
         })
     }
 
@@ -158,6 +162,14 @@ impl PyOperator {
             arrays.iter().map(|a| unsafe { a.view(writable) }).collect()
         };
         let (ins, outs) = (views(&inputs, false)?, views(&outputs, true)?);
+        // One host scan of the operator at a time (its callables take the GIL, so the
+        // wait lets go of it between tries).
+        let _one_host_scan = (ctx.backend() == scanrt::Backend::Host).then(|| loop {
+            if let Some(guard) = self.host_scan.try_lock() {
+                break guard;
+            }
+            py.allow_threads(std::thread::yield_now);
+        });
         self.host_failure.clear();
         // SAFETY: as above.
         let result = unsafe {

@@ -16,9 +16,8 @@ use pyo3::types::{PyBytes, PyTuple};
 use scanrt::half::{bf16, f16};
 use scanrt::{DType, HostOperator};
 
-/// The first error a scan's host callables raised. One per operator: its host scans from
-/// several threads at once share it (the GIL serialises their callables anyway), so one
-/// of them may raise another's exception.
+/// The first error a scan's host callables raised. One per operator, whose host scans
+/// take turns (`PyOperator::host_scan`), so each reports its own.
 #[derive(Clone, Default)]
 pub(crate) struct HostFailure(Arc<Mutex<Option<PyErr>>>);
 

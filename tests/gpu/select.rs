@@ -35,7 +35,7 @@ pub(crate) fn selections_at_every_tile_boundary() {
         (1 << 16) + 1,
         (1 << 20) + 3,
     ];
-    let failures = sweep_selections(ctx, 0x5E1EC7_6A, &sizes);
+    let failures = sweep_selections(ctx, 0x5E1E_C76A, &sizes);
     assert!(
         failures.is_empty(),
         "{} failures:\n{}",
