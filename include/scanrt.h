@@ -1145,4 +1145,6 @@ static inline void *scanrt_per_thread_default_stream(void *stream) {
 #define scanrt_workspace_init(ctx, stream, ...) scanrt_workspace_init(ctx, scanrt_per_thread_default_stream((void *)(stream)), __VA_ARGS__)
 #define scanrt_operator_scan_device(op, stream, ...) scanrt_operator_scan_device(op, scanrt_per_thread_default_stream((void *)(stream)), __VA_ARGS__)
 #define scanrt_operator_scan_device_with_workspace(op, stream, ...) scanrt_operator_scan_device_with_workspace(op, scanrt_per_thread_default_stream((void *)(stream)), __VA_ARGS__)
+#define scanrt_operator_scan_device_carried(op, stream, ...) scanrt_operator_scan_device_carried(op, scanrt_per_thread_default_stream((void *)(stream)), __VA_ARGS__)
+#define scanrt_operator_scan_across_device(op, comm, stream, ...) scanrt_operator_scan_across_device(op, comm, scanrt_per_thread_default_stream((void *)(stream)), __VA_ARGS__)
 #endif

@@ -112,6 +112,9 @@ impl Context {
         let d = self.gpu()?;
         self.check_stream_owner(stream)?;
         let _current = d.enter()?;
+        if !stream.verified() {
+            d.check_stream(stream.raw() as CUstream)?;
+        }
         d.check_workspace(workspace)?;
         // SAFETY: the range was just checked to be device memory of this device, aligned
         // and long enough for the header.

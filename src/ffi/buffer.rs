@@ -77,8 +77,9 @@ pub unsafe extern "C" fn scanrt_buffer_upload(
     n: u64,
 ) -> ScanrtStatus {
     boundary(|| {
+        // Shared, as every other thread may hold the buffer too (the copy needs no more).
         copy_checked(
-            &non_null_mut(buffer, "buffer")?.inner,
+            &non_null(buffer as *const scanrt_buffer, "buffer")?.inner,
             &non_null(stream, "stream")?.inner,
             host as *mut c_void,
             n,
@@ -130,7 +131,6 @@ pub unsafe extern "C" fn scanrt_buffer_dtype(buffer: *const scanrt_buffer, out: 
 pub unsafe extern "C" fn scanrt_buffer_pointer(buffer: *const scanrt_buffer, out: *mut *mut c_void) -> ScanrtStatus {
     boundary(|| {
         let out = non_null_mut(out, "out")?;
-        *out = std::ptr::null_mut();
         *out = non_null(buffer, "buffer")?.inner.addr() as *mut c_void;
         Ok(())
     })

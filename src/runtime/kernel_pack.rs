@@ -226,39 +226,50 @@ fn containing_object() -> Option<PathBuf> {
 /// The packs found so far, by architecture (None: looked for, not there).
 static PACKS: Lazy<Mutex<HashMap<i32, Option<std::sync::Arc<Pack>>>>> = Lazy::new(Default::default);
 
-/// The pack for `sm_<arch>`, opened once; None where there is none.
+/// The pack for `sm_<arch>`, opened once; None where there is none. Looked for with no lock
+/// held and logged after: the application's log callback may take locks of its own, or
+/// call scanrt (two threads looking at once keep the first one's answer).
 pub(crate) fn for_arch(arch: i32) -> Option<std::sync::Arc<Pack>> {
-    PACKS
-        .lock()
-        .entry(arch)
-        .or_insert_with(|| {
-            pack_dirs().into_iter().find_map(|dir| {
-                let path = dir.join(file_name(arch));
-                if !path.is_file() {
-                    return None;
-                }
-                // A pack is code this process runs: refused where others could replace it.
-                if let Err(why) = super::trust::trusted_file(&path) {
-                    log::warn!("kernel pack {} refused: {why}", path.display());
-                    return None;
-                }
-                match Pack::open(&path) {
-                    Ok(pack) if pack.arch == arch => {
-                        log::info!("kernel pack {} ({} kernel sets)", path.display(), pack.len());
-                        Some(std::sync::Arc::new(pack))
-                    }
-                    Ok(_) => {
-                        log::warn!("kernel pack {} is for another architecture", path.display());
-                        None
-                    }
-                    Err(e) => {
-                        log::warn!("{}", e.message);
-                        None
-                    }
-                }
-            })
-        })
-        .clone()
+    if let Some(known) = PACKS.lock().get(&arch) {
+        return known.clone();
+    }
+    let mut lines: Vec<(log::Level, String)> = Vec::new();
+    let found = pack_dirs().into_iter().find_map(|dir| {
+        let path = dir.join(file_name(arch));
+        if !path.is_file() {
+            return None;
+        }
+        // A pack is code this process runs: refused where others could replace it.
+        if let Err(why) = super::trust::trusted_file(&path) {
+            lines.push((log::Level::Warn, format!("kernel pack {} refused: {why}", path.display())));
+            return None;
+        }
+        match Pack::open(&path) {
+            Ok(pack) if pack.arch == arch => {
+                lines.push((
+                    log::Level::Info,
+                    format!("kernel pack {} ({} kernel sets)", path.display(), pack.len()),
+                ));
+                Some(std::sync::Arc::new(pack))
+            }
+            Ok(_) => {
+                lines.push((
+                    log::Level::Warn,
+                    format!("kernel pack {} is for another architecture", path.display()),
+                ));
+                None
+            }
+            Err(e) => {
+                lines.push((log::Level::Warn, e.message));
+                None
+            }
+        }
+    });
+    let pack = PACKS.lock().entry(arch).or_insert(found).clone();
+    for (level, line) in lines {
+        log::log!(level, "{line}");
+    }
+    pack
 }
 
 /// The image of `source` for a device of `sm_<arch>` from a pack: its own architecture's,
