@@ -61,7 +61,12 @@ _WIDENED = {"bool": "int64", "uint8": "int64", "int8": "int64", "int16": "int64"
 def _result_type(in_type: str, op: str, dtype: Optional[str]) -> str:
     """The type a scan of ``in_type`` elements writes: ``dtype``, or the input's (integer
     sums and products widened)."""
-    return dtype or (_WIDENED.get(in_type, in_type) if op in ("sum", "prod") else in_type)
+    out = dtype or (_WIDENED.get(in_type, in_type) if op in ("sum", "prod") else in_type)
+    if out == "bool" and op in ("sum", "prod"):
+        # Bytes would wrap past 255 and leave values that are no bool; NumPy's bool sum
+        # and product are OR and AND: scanrt's max and min.
+        raise TypeError(f"a {op} into bool: take op 'max' (any) or 'min' (all), or another dtype")
+    return out
 
 
 # Runs a binding call on the first array's stream (scanrt/_arrays.py).
@@ -132,6 +137,8 @@ def _builtin_scan(x: Any, op: str, axis: Optional[int], exclusive: bool, reverse
     # Any axis of any strides is scanned where it lies: no transpose, no copy.
     _run([x], lambda s: _scanrt.scan(_arrays.describe(x), _arrays.describe(result), op, not exclusive,
                                      reverse, initial, deterministic, s, axis=axis))
+    if direct:
+        _arrays.mark_written([result])
     return result if direct else _finish(result, len(x.shape) - 1, out)
 
 
@@ -159,8 +166,14 @@ def _carried_scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype
     one-element ``initial`` serves every sequence)."""
     if segments is not None:
         raise TypeError("carries in arrays are for unsegmented scans and scans by offsets (one per segment)")
-    if _torch_autograd(x):
-        raise TypeError("a scan with carries in arrays is not differentiable; detach the input")
+    if any(_torch_autograd(a) for a in (x, initial, total) if _arrays.is_array(a)):
+        raise TypeError("a scan with carries in arrays is not differentiable; detach the input and carries")
+    if total is not None:
+        # Written in place: an array (a scalar's temporary copy would be written after it
+        # is gone), writable (JAX's are not).
+        if not _arrays.is_array(total):
+            raise TypeError("total is an array that receives the total")
+        _arrays.check_writable(total)
     along = None
     if offsets is not None:  # read as runs of elements, as _segmented_scan's
         x, offsets = _arrays.contiguous(x), _arrays.contiguous(offsets)
@@ -193,6 +206,7 @@ def _carried_scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype
     _run([x], lambda s: _scanrt.scan(_arrays.describe(x), _arrays.describe(result), op, not exclusive, reverse,
                                      scalar, deterministic, s, None, carry_in, carry_out, starts,
                                      axis=-1 if along is None else along))
+    _arrays.mark_written([total])
     return _finish(result, len(x.shape) - 1, out)
 
 
@@ -314,6 +328,8 @@ def summed_area_table(x: Any, *, exclusive: bool = False, reverse: bool = False,
     result = out if direct else _arrays.empty(x, x.shape, out_type)
     _run([x], lambda s: _scanrt.summed_area_table(_arrays.describe(x), _arrays.describe(result), "sum", not exclusive,
                                                   reverse, False, s))
+    if direct:
+        _arrays.mark_written([result])
     return result if direct else _finish(result, len(x.shape) - 1, out)
 
 

@@ -345,6 +345,17 @@ def run(arrays: Any, call) -> None:
         _scanrt.synchronize(describe(first)[4], stream)
 
 
+def mark_written(arrays: Any) -> None:
+    """Bumps the autograd version of the torch tensors among ``arrays`` that scanrt wrote in
+    place, so that autograd refuses a backward that saved their earlier values, as it does
+    after torch's own in-place operations."""
+    for a in arrays:
+        if a is not None and is_torch(a) and not a.is_inference():  # inference tensors have no version
+            import torch
+
+            torch.autograd.graph.increment_version(a)
+
+
 def is_array(v: Any) -> bool:
     """Whether ``v`` is an array (anything with a shape and a dtype), not a number (NumPy's
     scalars have both too)."""

@@ -127,6 +127,15 @@ class Operator:
         per sequence (``carry_in`` may hold one for all)."""
         if not inputs:
             raise TypeError(f"operator {self.name} takes its input arrays")
+        if carry_out is not None:
+            # Written in place: an array (a scalar's temporary copy would be written after
+            # it is gone), writable (JAX's are not).
+            if not _arrays.is_array(carry_out):
+                raise TypeError("carry_out is an array that receives the total state")
+            _arrays.check_writable(carry_out)
+        if (out is not None or carry_in is not None or carry_out is not None or axis is not None) and any(
+                _needs_grad(x) for x in inputs):
+            raise TypeError(f"operator {self.name} has no gradient with out=, carries or an axis; detach the inputs")
         if axis is not None:
             if any(v is not None for v in (segments, offsets, keys)):
                 raise TypeError("a scan along an axis restarts at each sequence; segments, offsets and keys are for "
@@ -152,6 +161,7 @@ class Operator:
         else:
             outs = [_arrays.empty(inputs[0], shape, t) for shape, t in self._outputs(n)]
         self._scan(list(inputs), outs, exclusive, reverse, init, deterministic, segments, offsets, carries, keys)
+        _arrays.mark_written([carry_out] + (outs if out is not None else []))
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _along(self, inputs, axis, exclusive, reverse, initial, deterministic, out, carry_in, carry_out) -> Any:
@@ -167,6 +177,7 @@ class Operator:
         c_in, c_out = (None if c is None else _arrays.describe(c) for c in (carry_in, carry_out))
         _arrays.run(inputs, lambda s: self._op.scan(ins, results, not exclusive, reverse, init, deterministic, s,
                                                     None, None, c_in, c_out, axis))
+        _arrays.mark_written([carry_out] + (outs if out is not None else []))
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _length(self, first: Any) -> int:
@@ -213,3 +224,12 @@ class Operator:
 
             self._torch_op = op
         return self._torch_op
+
+
+def _needs_grad(x: Any) -> bool:
+    """Whether a torch tensor asks autograd for a gradient here."""
+    if not _arrays.is_torch(x):
+        return False
+    import torch
+
+    return bool(x.requires_grad and torch.is_grad_enabled())

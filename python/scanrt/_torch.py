@@ -216,7 +216,7 @@ def _extreme(x: Tensor, recipe: str, reverse: bool, exclusive: bool, initial: Op
 
 
 def _extreme_fake(x, recipe, reverse, exclusive, initial, deterministic, segments, offsets, keys):
-    return torch.empty_like(x), x.new_empty(x.shape, dtype=torch.int64)
+    return x.new_empty(x.shape), x.new_empty(x.shape, dtype=torch.int64)
 
 
 def _extreme_setup(ctx, inputs, output):
@@ -246,7 +246,7 @@ def _logcumsumexp(x: Tensor, reverse: bool, exclusive: bool, initial: Optional[f
 
 
 def _lse_fake(x, reverse, exclusive, initial, deterministic, segments, offsets, keys):
-    return torch.empty_like(x)
+    return x.new_empty(x.shape)
 
 
 def _lse_setup(ctx, inputs, output):

@@ -80,7 +80,7 @@ def _recurrence(a: Tensor, b: Tensor, initial: Optional[float], reverse: bool, d
 
 
 def _recurrence_fake(a, b, initial, reverse, deterministic, segments, keys):
-    return torch.empty_like(a)
+    return a.new_empty(a.shape)
 
 
 def _recurrence_setup(ctx, inputs, output):
@@ -111,7 +111,7 @@ def _adjoint(a: Tensor, g: Tensor, reverse: bool, initial: Optional[float], dete
 
 
 def _adjoint_fake(a, g, reverse, initial, deterministic, segments, keys):
-    return torch.empty_like(a)
+    return a.new_empty(a.shape)
 
 
 def _adjoint_setup(ctx, inputs, output):
@@ -178,7 +178,7 @@ def _state_type(a: Tensor) -> torch.dtype:
 
 def _sequences_fake(a, b, offsets, h0, scalar, reverse, deterministic):
     count = 1 if offsets is None else max(offsets.shape[0] - 1, 0)
-    return torch.empty_like(a), a.new_empty((count,), dtype=_state_type(a))
+    return a.new_empty(a.shape), a.new_empty((count,), dtype=_state_type(a))
 
 
 def _sequences_setup(ctx, inputs, output):
@@ -238,7 +238,7 @@ def _sequences_adjoint(a: Tensor, g: Tensor, offsets: Optional[Tensor], u: Tenso
 
 
 def _sequences_adjoint_fake(a, g, offsets, u, reverse, deterministic):
-    return torch.empty_like(a), torch.empty_like(u)
+    return a.new_empty(a.shape), u.new_empty(u.shape)
 
 
 def _no_gradient(ops, ctx, *grads):

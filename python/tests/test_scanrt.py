@@ -332,3 +332,21 @@ def test_numpy_carries_chain_chunks(reverse):
         scanrt.cumsum(x.reshape(1, -1), axis=0, total=carry)  # 100001 sequences along axis 0
     with pytest.raises(TypeError):
         scanrt.cumsum(x, total=np.zeros(1, dtype=np.int32))
+    # A scalar total (whose temporary array would be written after it is gone) and a
+    # read-only one are refused.
+    with pytest.raises(TypeError):
+        scanrt.cumsum(x, total=np.int64(0))
+    frozen = np.zeros(1, dtype=np.int64)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError):
+        scanrt.cumsum(x, total=frozen)
+    assert frozen[0] == 0
+
+
+def test_sums_into_bool_are_refused():
+    """A sum or product into bool would wrap its bytes past 255: refused, naming max/min."""
+    x = np.ones(300, dtype=bool)
+    for scan in (scanrt.cumsum, scanrt.cumprod):
+        with pytest.raises(TypeError, match="max"):
+            scan(x, dtype="bool")
+    assert scanrt.cumsum(x)[-1] == 300  # widened to int64, as NumPy does
