@@ -114,12 +114,13 @@ SCANRT_DEVICE typename Op::T digit_exclusive_sum(typename Op::T v, typename Op::
 // Counts every pass's digits of one chunk of keys into `histograms[pass][digit]`; the
 // last block then makes them each digit's bin start.
 // Each lane counts into a copy of the block's counters of its own, lane % COPIES's: copy c
-// of counter i lies at i * COPIES + c, so with 32 copies a warp's 32 increments fall in
-// 32 different banks whatever the digits (with 16, at most two in a bank). The kernel is bound by the rate of its shared
-// atomics (one increment a pass a key): for 2^28 u32 keys on an H200 it took 535 us with
-// one set of counters (uniform digits collide about 3.5 ways a warp) and the sort 36 us
-// less with the copies, against 250 for a read of the keys at a copy's speed. `counts_s`
-// holds MAX_PASSES * RADIX * COPIES words (dynamic shared memory, sized by the host).
+// of counter i lies at i * COPIES + c, so a warp's increments meet in a bank at most
+// 32 / COPIES at a time whatever the digits (src/sort/kernels.rs `histogram_shape` picks
+// COPIES). The kernel is bound by the rate of its shared atomics (an increment a pass a
+// key): for 2^28 u32 keys on an H200 it took 535 us with one set of counters (uniform
+// digits collide about 3.5 ways a warp), and the sort about 40 us less with copies,
+// against 250 us for a read of the keys at a copy's speed. `counts_s` holds
+// MAX_PASSES * RADIX * COPIES words (dynamic shared memory, sized by the host).
 template <typename W, int KIND, bool DESCENDING, int THREADS, int COPIES>
 SCANRT_DEVICE void radix_histogram(const W* keys, long long n, unsigned long long* histograms, u32 begin_bit,
                                    u32 end_bit, u32 flags) {
