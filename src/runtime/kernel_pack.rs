@@ -241,7 +241,10 @@ pub(crate) fn for_arch(arch: i32) -> Option<std::sync::Arc<Pack>> {
         }
         // A pack is code this process runs: refused where others could replace it.
         if let Err(why) = super::trust::trusted_file(&path) {
-            lines.push((log::Level::Warn, format!("kernel pack {} refused: {why}", path.display())));
+            lines.push((
+                log::Level::Warn,
+                format!("kernel pack {} refused: {why}", path.display()),
+            ));
             return None;
         }
         match Pack::open(&path) {
