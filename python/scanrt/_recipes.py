@@ -55,6 +55,8 @@ def _recipe(recipe: str, x: Any, outs: list, row: int, exclusive: bool, reverse:
     elements (0: one row, or the segments given), or along ``axis`` where ``x`` lies."""
     if axis is None:
         x = _arrays.contiguous(x)
+    # Segment data is read as runs of elements, as cumsum's (a copy only where needed).
+    segments, offsets, keys = (None if a is None else _arrays.contiguous(a) for a in (segments, offsets, keys))
     d = _arrays.describe
     opt = lambda a: None if a is None else d(a)  # noqa: E731
     arrays = [x] + ([data] if data is not None else [])

@@ -144,6 +144,7 @@ def _recipe_of_pair(recipe: str, a: Any, b: Any, axis: int, initial: Any, exclus
     opt = lambda x: None if x is None else describe(x)  # noqa: E731
     if segments is not None or keys is not None:
         a, b = _arrays.contiguous(a), _arrays.contiguous(b)
+        segments, keys = (None if x is None else _arrays.contiguous(x) for x in (segments, keys))
         h = _arrays.empty(a, a.shape, _arrays.describe_dtype(a))
         _arrays.run([a, b, segments if segments is not None else keys], lambda s: _scanrt.recipe_scan(
             recipe, [describe(a), describe(b)], [describe(h)], 0, not exclusive, reverse, init, deterministic, s,

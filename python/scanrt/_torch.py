@@ -194,7 +194,9 @@ define("scan", _scan, _scan_fake, _scan_setup, _scan_backward)
 
 def _recipe(recipe: str, x: Tensor, outs, row: int, exclusive: bool, reverse: bool, initial, deterministic: bool,
             segments: Optional[Tensor], offsets: Optional[Tensor], keys: Optional[Tensor]) -> None:
-    """A recipe over the rows of ``x`` (``row`` elements; 0 with segments)."""
+    """A recipe over the rows of ``x`` (``row`` elements; 0 with segments, read as runs of
+    elements: copies, held here until the call returns, where they are not)."""
+    segments, offsets, keys = (None if t is None else t.contiguous() for t in (segments, offsets, keys))
     opt = lambda t: None if t is None else describe(t)  # noqa: E731
     _scanrt.recipe_scan(recipe, [describe(x)], [describe(o) for o in outs], row, not exclusive, reverse, initial,
                         deterministic, stream(x), opt(offsets), None, None, None, segments=opt(segments),
