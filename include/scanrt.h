@@ -599,6 +599,7 @@ scanrt_status scanrt_buffer_length(const struct scanrt_buffer *buffer, uint64_t 
 scanrt_status scanrt_buffer_dtype(const struct scanrt_buffer *buffer, int32_t *out);
 
 // Writes the buffer's element address to `*out`: a device pointer on a GPU context.
+// `*out` is NULL after a failure, as a handle out-parameter is.
 scanrt_status scanrt_buffer_pointer(const struct scanrt_buffer *buffer, void **out);
 
 // Destroys a buffer (NULL is a no-op); owned device memory is freed.

@@ -127,10 +127,12 @@ pub unsafe extern "C" fn scanrt_buffer_dtype(buffer: *const scanrt_buffer, out: 
 }
 
 /// Writes the buffer's element address to `*out`: a device pointer on a GPU context.
+/// `*out` is NULL after a failure, as a handle out-parameter is.
 #[no_mangle]
 pub unsafe extern "C" fn scanrt_buffer_pointer(buffer: *const scanrt_buffer, out: *mut *mut c_void) -> ScanrtStatus {
     boundary(|| {
         let out = non_null_mut(out, "out")?;
+        *out = std::ptr::null_mut();
         *out = non_null(buffer, "buffer")?.inner.addr() as *mut c_void;
         Ok(())
     })
