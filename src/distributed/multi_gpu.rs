@@ -105,17 +105,17 @@ impl MultiGpu {
     pub fn scan(&self, parts: &[GpuPart], desc: &ScanDesc) -> Result<()> {
         self.check_count(parts.len())?;
         // The ranks exchange their totals as states of one type.
-        let accumulator = |part: &GpuPart| desc.types(part.input.dtype(), part.output.dtype()).accumulator;
-        let first = accumulator(&parts[0]);
-        for (rank, part) in parts.iter().enumerate() {
-            if accumulator(part) != first {
-                bail!(
-                    InvalidArgument,
-                    "rank {rank} accumulates in {}, rank 0 in {}: one accumulator type on every GPU",
-                    accumulator(part).c_name(),
-                    first.c_name()
-                );
-            }
+        let accumulators: Vec<_> = parts
+            .iter()
+            .map(|p| desc.types(p.input.dtype(), p.output.dtype()).accumulator)
+            .collect();
+        if let Some(rank) = accumulators.iter().position(|&a| a != accumulators[0]) {
+            bail!(
+                InvalidArgument,
+                "rank {rank} accumulates in {}, rank 0 in {}: one accumulator type on every GPU",
+                accumulators[rank].c_name(),
+                accumulators[0].c_name()
+            );
         }
         let ranks = self.ranks();
         let planned: Vec<RankScan> = parts

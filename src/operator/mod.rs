@@ -368,19 +368,13 @@ impl Operator {
             );
         }
         let arrays = ScanArrays {
-            inputs: &input_addrs,
-            outputs: &output_addrs,
             segments: segments.map_or(0, |s| s.addr()),
             known_arrays: known(inputs)? && known(outputs)?,
             known_segments: match segments {
                 Some(s) => s.known_to(self.inner.ctx.id())?,
                 None => false,
             },
-            known_carries: false,
-            index_base: 0,
-            carries,
-            carry_in_states: 0,
-            pitches: Default::default(),
+            ..ScanArrays::new(&input_addrs, &output_addrs, carries)
         };
         // SAFETY: views are valid for their lengths (borrowed buffers and slices by
         // construction, raw addresses by their constructors' contracts), each holding at

@@ -69,6 +69,25 @@ pub(crate) struct ScanArrays<'a> {
     pub pitches: RowPitches,
 }
 
+impl<'a> ScanArrays<'a> {
+    /// `inputs` and `outputs` with `carries`: unsegmented, every address still to be asked
+    /// of the driver, indices from 0, rows without a pitch. Callers override the rest.
+    pub fn new(inputs: &'a [u64], outputs: &'a [u64], carries: Carries) -> ScanArrays<'a> {
+        ScanArrays {
+            inputs,
+            outputs,
+            segments: 0,
+            known_arrays: false,
+            known_segments: false,
+            known_carries: false,
+            index_base: 0,
+            carries,
+            carry_in_states: 0,
+            pitches: RowPitches::default(),
+        }
+    }
+}
+
 /// Rows with a pitch: elements between the starts of the input's rows and of the
 /// output's, the rows' length being the scan's `Segments::Rows`; 0: the rows follow each
 /// other. Only the bulk-copy kernel reads such rows (`api::pitched_rows` asks for it).

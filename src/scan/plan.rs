@@ -177,17 +177,13 @@ impl ScanPlan {
     /// data). On a GPU the driver checks that they are device memory large enough, but
     /// they must stay allocated until the scan completes on the stream.
     pub unsafe fn execute(&self, stream: &Stream, io: &ScanIo, workspace: Option<Workspace>) -> Result<ScanInfo> {
+        let (inputs, outputs) = ([io.input], [io.output]);
         let arrays = ScanArrays {
-            inputs: &[io.input],
-            outputs: &[io.output],
             segments: io.segments,
             known_arrays: io.known_buffers,
             known_segments: io.known_segments,
-            known_carries: false,
-            index_base: 0,
-            carries: io.carries,
-            carry_in_states: 0,
             pitches: io.pitches,
+            ..ScanArrays::new(&inputs, &outputs, io.carries)
         };
         self.run(stream, &arrays, workspace)
     }
@@ -226,16 +222,8 @@ impl ScanPlan {
         workspace: Option<Workspace>,
     ) -> Result<ScanInfo> {
         let arrays = ScanArrays {
-            inputs,
-            outputs,
             segments,
-            known_arrays: false,
-            known_segments: false,
-            known_carries: false,
-            index_base: 0,
-            carries,
-            carry_in_states: 0,
-            pitches: Default::default(),
+            ..ScanArrays::new(inputs, outputs, carries)
         };
         self.run(stream, &arrays, workspace)
     }
@@ -259,16 +247,10 @@ impl ScanPlan {
         // A scan of nothing copies its carry in to its total; a fold has no such copy.
         debug_assert!(carry_in_states <= 1 || carries.carry_out == 0);
         let arrays = ScanArrays {
-            inputs,
-            outputs,
-            segments: 0,
             known_arrays: true,
-            known_segments: false,
             known_carries: true,
-            index_base: 0,
-            carries,
             carry_in_states,
-            pitches: Default::default(),
+            ..ScanArrays::new(inputs, outputs, carries)
         };
         self.run(stream, &arrays, None)
     }
@@ -369,18 +351,7 @@ impl ScanPlan {
         carries: Carries,
     ) -> Result<()> {
         self.ctx.check_stream_owner(stream)?;
-        let arrays = ScanArrays {
-            inputs,
-            outputs,
-            segments: 0,
-            known_arrays: false,
-            known_segments: false,
-            known_carries: false,
-            index_base: 0,
-            carries,
-            carry_in_states: 0,
-            pitches: Default::default(),
-        };
+        let arrays = ScanArrays::new(inputs, outputs, carries);
         let model = self.operator.model();
         validate_addresses(model, &arrays, self.n, &self.shape)?;
         match (self.ctx.engine(), &self.gpu) {

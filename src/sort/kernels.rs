@@ -57,9 +57,8 @@ pub(crate) struct TileShape {
 /// presumably the block's barriers then idle the SM). The ranking with two sets of digit
 /// masks, each cleared an item later (one __syncwarp a key instead of three): 5.58 against
 /// 5.54 (same run), so the warp syncs are not what the ranking waits on. Of the key types
-/// only u32, i32 and f32 were measured;
-/// the others take their kind's shape. Every architecture takes
-/// it until a row of its own is measured.
+/// only u32, i32 and f32 were measured; the others take their kind's shape. Every
+/// architecture takes it until a row of its own is measured.
 /// With the `experiments` feature, `SCANRT_SORT_SHAPE=threads,items,min_blocks,window,spin,sleep`
 /// replaces it.
 pub(crate) fn tile_shape(key: DType, value_bytes: u32) -> TileShape {

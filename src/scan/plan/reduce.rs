@@ -66,18 +66,7 @@ impl ScanPlan {
             // Host: scan into scratch outputs, keep the total.
             let scratch: Vec<Vec<u8>> = model.outputs().iter().map(|l| vec![0u8; n as usize * l.size]).collect();
             let outputs: Vec<u64> = scratch.iter().map(|v| v.as_ptr() as u64).collect();
-            let arrays = ScanArrays {
-                inputs,
-                outputs: &outputs,
-                segments: 0,
-                known_arrays: false,
-                known_segments: false,
-                known_carries: false,
-                index_base: 0,
-                carries,
-                carry_in_states: 0,
-                pitches: Default::default(),
-            };
+            let arrays = ScanArrays::new(inputs, &outputs, carries);
             let bytes = model.scan_on_host(&arrays, n, &self.shape)?.bytes();
             std::ptr::copy_nonoverlapping(bytes.as_ptr(), total as *mut u8, state as usize);
             return Ok(());
@@ -105,18 +94,7 @@ impl ScanPlan {
         if n == 0 {
             return carry_empty_scan(model, &self.shape, carries, raw_stream);
         }
-        let arrays = ScanArrays {
-            inputs,
-            outputs: &[],
-            segments: 0,
-            known_arrays: false,
-            known_segments: false,
-            known_carries: false,
-            index_base: 0,
-            carries,
-            carry_in_states: 0,
-            pitches: Default::default(),
-        };
+        let arrays = ScanArrays::new(inputs, &[], carries);
         let scan = ScanParams {
             input: inputs[0],
             report: dev.faults.device,

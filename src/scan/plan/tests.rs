@@ -53,17 +53,10 @@ fn vector_flags_follow_the_traversal() {
     let model = BuiltinOperator::new(Op::Sum, crate::types::ScanTypes::new(DType::U32, DType::U32, None));
     let flags = |&(input, output, segments, n): &Req, d: &ScanDesc, a: Algorithm| {
         let shape = d.shape(DType::U32).unwrap();
+        let (inputs, outputs) = ([input], [output]);
         let arrays = ScanArrays {
-            inputs: &[input],
-            outputs: &[output],
             segments,
-            known_arrays: false,
-            known_segments: false,
-            known_carries: false,
-            index_base: 0,
-            carries: Carries::default(),
-            carry_in_states: 0,
-            pitches: Default::default(),
+            ..ScanArrays::new(&inputs, &outputs, Carries::default())
         };
         shape_flags(&shape, a) | address_flags(&arrays, &model, n, &shape)
     };

@@ -43,16 +43,8 @@ pub(crate) unsafe fn scan(model: &dyn OperatorModel, a: &StridedArrays, shape: &
             let inputs: Vec<u64> = staged_in.iter().map(|v| v.as_ptr() as u64).collect();
             let outputs: Vec<u64> = staged_out.iter_mut().map(|v| v.as_mut_ptr() as u64).collect();
             let arrays = ScanArrays {
-                inputs: &inputs,
-                outputs: &outputs,
-                segments: 0,
                 known_arrays: true,
-                known_segments: false,
-                known_carries: false,
-                index_base: 0,
-                carries: Carries::default(),
-                carry_in_states: 0,
-                pitches: Default::default(),
+                ..ScanArrays::new(&inputs, &outputs, Carries::default())
             };
             let total = model.scan_on_host(&arrays, form.len, &sequence_shape)?;
             if carries.carry_out != 0 {
