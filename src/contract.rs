@@ -403,16 +403,29 @@ pub const fn status_slot_bytes(value_bytes: usize) -> usize {
 }
 
 /// What a kernel writes when it refuses a workspace or gives up a wait; mapped pinned
-/// host memory the host reads at its next call.
+/// host memory the host reads at its next call. The report is one 64-bit word
+/// (`fault_word`), written by one store and taken by the host with one swap, so the
+/// reports of two kernels faulting at once never mix.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FaultReport {
-    /// The workspace concerned.
-    pub workspace: u64,
-    /// A `FAULT_*` code; 0 = nothing to report. Written last.
-    pub code: u32,
-    /// `ScanParams::call` of the launch that reported.
-    pub call: u32,
+    /// `fault_word(workspace, call, code)`; 0 = nothing to report.
+    pub word: u64,
+}
+
+/// Bits of a fault word holding the `FAULT_*` code (its low bits).
+pub const FAULT_CODE_BITS: u32 = 4;
+/// Bits of a fault word holding the low bits of the reporting launch's
+/// `ScanParams::call`, above the code (`runtime::calls` keeps far fewer recent calls).
+pub const FAULT_CALL_BITS: u32 = 16;
+
+/// The fault word of a report: the workspace's address over 16 (workspaces are 16-byte
+/// aligned; addresses below 2^48, as every CUDA platform's), then the call's low
+/// `FAULT_CALL_BITS` bits, then the code.
+pub const fn fault_word(workspace: u64, call: u32, code: u32) -> u64 {
+    (workspace >> 4) << (FAULT_CALL_BITS + FAULT_CODE_BITS)
+        | ((call & ((1 << FAULT_CALL_BITS) - 1)) as u64) << FAULT_CODE_BITS
+        | code as u64
 }
 
 /// No valid seal: never initialised, or overwritten.

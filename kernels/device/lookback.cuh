@@ -111,12 +111,13 @@ struct FaultSink {
     u32 call;
 };
 
-// Tells the host which workspace faulted, in which call, and why (the code is written last).
+// Tells the host which workspace faulted, in which call, and why, in one 64-bit store
+// (`fault_word` in src/contract.rs), so two kernels reporting at once never mix theirs.
 SCANRT_DEVICE void tell_host(FaultSink sink, const LookbackHeader* header, u32 code) {
-    *(volatile unsigned long long*)&sink.report->workspace = (unsigned long long)header;
-    *(volatile u32*)&sink.report->call = sink.call;
-    __threadfence_system();
-    *(volatile u32*)&sink.report->code = code;
+    const unsigned long long word =
+        ((unsigned long long)header >> 4) << (FAULT_CALL_BITS + FAULT_CODE_BITS) |
+        (unsigned long long)(sink.call & ((1u << FAULT_CALL_BITS) - 1u)) << FAULT_CODE_BITS | code;
+    *(volatile unsigned long long*)&sink.report->word = word;
 }
 
 // Bounds the look-back's waits (WATCHDOG_NS). Called by the whole warp once per

@@ -126,6 +126,13 @@ constexpr static const uint32_t STATUS_SLOT_BYTES_8 = 16;
 /// A status slot for 16-byte carries: four 64-bit words.
 constexpr static const uint32_t STATUS_SLOT_BYTES_16 = 32;
 
+/// Bits of a fault word holding the `FAULT_*` code (its low bits).
+constexpr static const uint32_t FAULT_CODE_BITS = 4;
+
+/// Bits of a fault word holding the low bits of the reporting launch's
+/// `ScanParams::call`, above the code (`runtime::calls` keeps far fewer recent calls).
+constexpr static const uint32_t FAULT_CALL_BITS = 16;
+
 /// No valid seal: never initialised, or overwritten.
 constexpr static const uint32_t FAULT_UNINITIALISED = 1;
 
@@ -364,14 +371,12 @@ struct LookbackHeader {
 };
 
 /// What a kernel writes when it refuses a workspace or gives up a wait; mapped pinned
-/// host memory the host reads at its next call.
+/// host memory the host reads at its next call. The report is one 64-bit word
+/// (`fault_word`), written by one store and taken by the host with one swap, so the
+/// reports of two kernels faulting at once never mix.
 struct FaultReport {
-  /// The workspace concerned.
-  uint64_t workspace;
-  /// A `FAULT_*` code; 0 = nothing to report. Written last.
-  uint32_t code;
-  /// `ScanParams::call` of the launch that reported.
-  uint32_t call;
+  /// `fault_word(workspace, call, code)`; 0 = nothing to report.
+  uint64_t word;
 };
 
 // The scan kernels' parameter list: ScanParams's fields, in order, as separate

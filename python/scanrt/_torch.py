@@ -137,12 +137,12 @@ def segmented(*data) -> bool:
 
 # ---------------------------------------------------------------- sums and products
 
-def _scan(x: Tensor, op: str, exclusive: bool, reverse: bool, initial: Optional[float], deterministic: bool,
+def _scan(x: Tensor, op: str, exclusive: bool, reverse: bool, initial: Optional[Number], deterministic: bool,
           dtype: torch.dtype, segments: Optional[Tensor], offsets: Optional[Tensor],
           keys: Optional[Tensor]) -> Tensor:
     x = x.contiguous()
     out = torch.empty(x.shape, dtype=dtype, device=x.device)
-    init = None if initial is None else (int(initial) if not dtype.is_floating_point else initial)
+    init = None if initial is None else (int(initial) if not dtype.is_floating_point else float(initial))
     opt = lambda t: None if t is None else describe(t)  # noqa: E731
     _scanrt.scan(describe(x), describe(out), op, not exclusive, reverse, init, deterministic, stream(x),
                  opt(segments), None, None, opt(offsets), keys=opt(keys))
@@ -161,7 +161,7 @@ def _scan_setup(ctx, inputs, output):
     ctx.save_for_backward(x if op == "prod" else None, segments, offsets, keys)
 
 
-def _prod_of(x: Tensor, exclusive: bool, reverse: bool, initial: Optional[float]) -> Tensor:
+def _prod_of(x: Tensor, exclusive: bool, reverse: bool, initial: Optional[Number]) -> Tensor:
     """A product scan along the last axis in PyTorch's differentiable operators, whose
     gradient (zeros included) is the scan's."""
     y = torch.cumprod(x.flip(-1) if reverse else x, -1)
@@ -286,7 +286,9 @@ def scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype, out, se
     name = str(x.dtype).replace("torch.", "")
     out_dtype = getattr(torch, dtype) if isinstance(dtype, str) else (dtype or _DTYPES.get(_WIDENED.get(name, name),
                                                                                           x.dtype))
-    init = None if initial is None else float(initial)
+    # A Python number as it is (an int64 initial past 2^53 stays exact through the
+    # operator's Scalar), a NumPy scalar or one-element tensor as its number.
+    init = initial.item() if hasattr(initial, "item") else initial
     if segmented(segments, offsets, keys):
         if op == "prod":
             raise TypeError("a product scan by segments is not differentiable; detach the input")

@@ -257,6 +257,14 @@ def test_custom_operators_compile_on_cpu():
     torch.testing.assert_close(g_got, g_want)
 
 
+def test_compiled_integer_sums_keep_an_initial_value_past_2_53_exact():
+    # The custom operator takes the initial value as a Scalar, not through a float.
+    rows = np.arange(1, 301, dtype=np.int64).reshape(3, 100)
+    initial = 2**53 + 1
+    compiled = torch.compile(lambda t: scanrt.cumsum(t, initial=initial), fullgraph=True)
+    np.testing.assert_array_equal(compiled(torch.as_tensor(rows)).numpy(), np.cumsum(rows, axis=1) + initial)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "float16", "bfloat16"])
 def test_every_function_on_cpu_tensors_matches_numpy(dtype):
     # CPU tensors take the host backend through PyTorch's side of the package (its

@@ -53,7 +53,9 @@ impl Context {
     /// the last rank backward). `total`, if given (one element of the accumulator type),
     /// receives the whole array's total on every rank. Every rank of `comm` must call it
     /// with the same descriptor and accumulator type, on a stream of the communicator's
-    /// device; asynchronous. Not inside an NCCL group (`ncclGroupStart`): the chunk's scan
+    /// device; asynchronous. A rank that returns an error does so before any collective
+    /// and the others wait for it (module docs): abort the communicator to go on. Not
+    /// inside an NCCL group (`ncclGroupStart`): the chunk's scan
     /// is queued after the all-gather, which a group holds back until its end; drive
     /// several ranks from one thread with [`MultiGpu`].
     pub fn scan_across(

@@ -23,8 +23,10 @@ use crate::tables::ScanrtStatus;
 /// receives the whole array's total. Every rank calls it with the same descriptor, on a
 /// stream of its communicator's device; asynchronous (about 3n memory traffic and one
 /// all-gather of a value per rank). Unsegmented scans only. Without an NCCL library,
-/// `SCANRT_STATUS_NO_NCCL`. A rank whose arguments are refused returns before any
-/// collective (the other ranks then wait for it, as for any NCCL collective). Not between
+/// `SCANRT_STATUS_NO_NCCL`. A rank whose arguments are refused, or whose few bytes of
+/// totals cannot be allocated, returns before any collective; the other ranks then wait
+/// for it, as for any NCCL collective a rank skips, so an application that continues
+/// after a rank's error aborts the communicator (`ncclCommAbort`). Not between
 /// `ncclGroupStart` and `ncclGroupEnd`: the chunk's scan is queued after the all-gather,
 /// which a group would hold back until its end (one thread per rank, or
 /// `scanrt_multi_gpu_scan` for the GPUs of one process). Every rank's accumulator type

@@ -3,15 +3,19 @@
 //! belongs to rather than only the call that happened to find it.
 //!
 //! Every launch takes the next serial and passes it to its kernels (`ScanParams::call`),
-//! which write it into the `FaultReport` beside the workspace. The log keeps the last
-//! `CALLS_KEPT` calls in a ring of slots, each behind its own lock, so threads launching
-//! at once rarely meet; recording copies a few words and allocates nothing.
+//! which write its low `contract::FAULT_CALL_BITS` bits into the `FaultReport` beside the
+//! workspace (serials whose low bits are all 0 are skipped, so 0 means none). The log
+//! keeps the last `CALLS_KEPT` calls in a ring of slots, each behind its own lock, so
+//! threads launching at once rarely meet; recording copies a few words and allocates
+//! nothing.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
+
+use crate::contract;
 
 /// Calls the log remembers.
 const CALLS_KEPT: usize = 64;
@@ -68,7 +72,7 @@ impl CallLog {
     /// Records a call about to launch and returns its serial, for its kernels' reports.
     pub fn record(&self, label: CallLabel, n: u64, stream: usize) -> u32 {
         let mut serial = self.next.fetch_add(1, Ordering::Relaxed);
-        if serial == 0 {
+        while reported(serial) == 0 {
             serial = self.next.fetch_add(1, Ordering::Relaxed);
         }
         *self.slots[serial as usize % CALLS_KEPT].lock() = Some(CallRecord {
@@ -80,15 +84,24 @@ impl CallLog {
         serial
     }
 
-    /// How a fault message names call `serial`.
-    pub fn describe(&self, serial: u32) -> String {
-        match &*self.slots[serial as usize % CALLS_KEPT].lock() {
-            Some(record) if record.serial == serial => record.to_string(),
-            _ if serial == 0 => "a scan call".to_string(),
-            _ => format!("scan call #{serial} (older than the last {CALLS_KEPT} calls)"),
+    /// How a fault message names the call whose serial's reported bits (`reported`) are
+    /// `reported_bits`.
+    pub fn describe(&self, reported_bits: u32) -> String {
+        match &*self.slots[reported_bits as usize % CALLS_KEPT].lock() {
+            Some(record) if reported(record.serial) == reported_bits => record.to_string(),
+            _ if reported_bits == 0 => "a scan call".to_string(),
+            _ => format!("a scan call older than the last {CALLS_KEPT}"),
         }
     }
 }
+
+/// The bits of `serial` a kernel's fault report keeps.
+fn reported(serial: u32) -> u32 {
+    serial & ((1 << contract::FAULT_CALL_BITS) - 1)
+}
+
+// A slot is found from the reported bits alone.
+const _: () = assert!(CALLS_KEPT.is_power_of_two() && CALLS_KEPT <= 1 << contract::FAULT_CALL_BITS);
 
 #[cfg(test)]
 mod tests {
@@ -110,7 +123,7 @@ mod tests {
         for _ in 0..CALLS_KEPT {
             log.record(label.clone(), 5, 0);
         }
-        assert!(log.describe(first).contains("older than the last 64 calls"));
+        assert_eq!(log.describe(first), "a scan call older than the last 64");
         let last = log.record(label, 7, 0);
         assert!(log
             .describe(last)

@@ -4,7 +4,7 @@
 //! kernel reported it.
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use cudarc::driver::sys::{self, CUdeviceptr};
@@ -12,6 +12,9 @@ use cudarc::driver::sys::{self, CUdeviceptr};
 use crate::contract::{self, FaultReport};
 use crate::error::{Error, Result, ScanrtStatus};
 use crate::runtime::driver::{self, check, CurrentContext, SharedContext};
+
+// Every code, with the poison flag, fits the word's code bits.
+const _: () = assert!(contract::FAULT_POISONED | contract::FAULT_LARGER < 1 << contract::FAULT_CODE_BITS);
 
 /// Mapped pinned host memory holding the `contract::FaultReport` kernels write to.
 /// Shared by the device and by every graph that captured a scan, so a replay after the
@@ -33,7 +36,8 @@ unsafe impl Sync for FaultMailbox {}
 pub(crate) struct Fault {
     pub workspace: CUdeviceptr,
     pub code: u32,
-    /// The serial of the call whose kernel reported (`runtime::calls`).
+    /// The low `contract::FAULT_CALL_BITS` bits of the serial of the call whose kernel
+    /// reported (`runtime::calls`).
     pub call: u32,
 }
 
@@ -68,26 +72,29 @@ impl FaultMailbox {
         }))
     }
 
-    /// Takes the pending fault, if any: the code (written last by the kernel) is swapped
-    /// for 0 atomically, so two threads never both take one and a later fault is kept.
+    /// Takes the pending fault, if any: its word is swapped for 0 atomically, so two
+    /// threads never both take one and a later fault is kept.
     pub fn take(&self) -> Option<Fault> {
         // SAFETY: `host` is live, aligned mapped memory of the right layout (see new),
-        // accessed by the host only through these atomics.
-        let (code, workspace, call) = unsafe {
-            (
-                AtomicU32::from_ptr(std::ptr::addr_of_mut!((*self.host).code)),
-                AtomicU64::from_ptr(std::ptr::addr_of_mut!((*self.host).workspace)),
-                AtomicU32::from_ptr(std::ptr::addr_of_mut!((*self.host).call)),
-            )
-        };
-        if code.load(Ordering::Relaxed) == 0 {
+        // accessed by the host only through this atomic.
+        let word = unsafe { AtomicU64::from_ptr(std::ptr::addr_of_mut!((*self.host).word)) };
+        if word.load(Ordering::Relaxed) == 0 {
             return None;
         }
-        let code = code.swap(0, Ordering::Acquire);
-        (code != 0).then(|| Fault {
-            workspace: workspace.load(Ordering::Acquire),
-            code,
-            call: call.load(Ordering::Acquire),
+        Fault::from_word(word.swap(0, Ordering::Relaxed))
+    }
+}
+
+impl Fault {
+    /// The fault a `contract::fault_word` reports; None for 0.
+    fn from_word(word: u64) -> Option<Fault> {
+        const CODE_MASK: u64 = (1 << contract::FAULT_CODE_BITS) - 1;
+        const CALL_MASK: u64 = (1 << contract::FAULT_CALL_BITS) - 1;
+        const ADDRESS_SHIFT: u32 = contract::FAULT_CALL_BITS + contract::FAULT_CODE_BITS;
+        (word != 0).then(|| Fault {
+            workspace: (word >> ADDRESS_SHIFT) << 4,
+            code: (word & CODE_MASK) as u32,
+            call: ((word >> contract::FAULT_CODE_BITS) & CALL_MASK) as u32,
         })
     }
 }
@@ -142,4 +149,27 @@ pub(crate) fn fault_error(fault: Fault, call: &str, pooled: bool) -> Error {
         format!("{what} at {workspace:#x} {} and wrote no output; {after}", cause(code))
     };
     Error::new(ScanrtStatus::WorkspaceFault, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fault_word_round_trips_the_workspace_the_call_and_the_code() {
+        let workspace = 0x7fff_dead_bee0;
+        for (call, code) in [(1, contract::FAULT_WATCHDOG), (0x1_2345, contract::FAULT_POISONED | 4)] {
+            let word = contract::fault_word(workspace, call, code);
+            let fault = Fault::from_word(word).unwrap();
+            assert_eq!(
+                fault,
+                Fault {
+                    workspace,
+                    code,
+                    call: call & 0xffff
+                }
+            );
+        }
+        assert_eq!(Fault::from_word(0), None);
+    }
 }
