@@ -73,7 +73,8 @@ pub(crate) struct SelectSpec {
 impl SelectSpec {
     /// The tile shape: persistent blocks of 256 data threads of 16 elements at 4 blocks
     /// per SM (56 registers), with these exceptions: 8-byte elements take 8 (one 16-byte
-    /// vector per thread per round), 6 in run-length encodings; run-length encodings of
+    /// vector per thread per round), and 6 at 5 blocks per SM in selections by a
+    /// predicate; run-length encodings of
     /// 4-byte elements take 192 threads of 20 at 3 blocks per SM, of smaller ones 16 at 3;
     /// partitions of 4-byte elements by flags 12 at 5 blocks per SM (40 registers; rules
     /// that read the elements would spill there). One look-back slot per lane (the
@@ -89,12 +90,23 @@ impl SelectSpec {
     ///   1088 / 1153 / 1538 / 1153 / -; run-length encodings at 4 blocks per SM 1211; the
     ///   spin and the sleep made no difference.
     /// - H200 (2026-11-28, 2^28): u64 run-length encoding 6 x 4 1426 us against 1832 at
-    ///   8 x 4 (their buffers then fit 4 blocks per SM). u32 run-length encoding (three
+    ///   8 x 4 (on the kernel of that day; see 2026-11-29). u32 run-length encoding (three
     ///   rounds) 192x20x3 726-735 us against 752-767 at 256x16x3, f32 800-804 against
     ///   822-824; 320x12x3 744-757 / 826-835, 288x12x3 781-786 / 857-870, 256x12x4 769
     ///   (u32). u32 partition 256x12x5 771-784 us against 801-813 at 256x16x4, f32 785
     ///   against 810; 224x12x5 817-823, 288x12x4 824-836, 256x12x4 854-867; u64 keeps 8 x 4
     ///   (1288 against 1315 at 6 x 4, 1818 at 6 x 5).
+    /// - H200 (2026-11-29, u64 at 2^28, us for select by flags / x < 50 / partition /
+    ///   unique, same run; CUB 1178 / 1010 / 1456 / 1026): 8 x 4 979-983 / 1116-1124 /
+    ///   1287-1298 / 1137-1151; 6 x 5 1274-1292 / 1061-1075 / 1461-1474 / 1265-1282; 6 x 6
+    ///   1089 / 1080 / 1442 / 1236; 224x6x5 1094 / 1146 / 1390 / 1272; 4 x 6 1168 / 1218 /
+    ///   1427 / 1242; 192x6x6 1353 / 1145 / 1532 / 1356; 288x6x4 1075 / 1145 / 1391 /
+    ///   1265; 160x8x6 1040 / 1172 / 1361 / 1200; 192x8x5 1032 / 1170 / 1334 / 1195;
+    ///   128x16x6 1204 / 1256 / 1456 / 1354; 512x4x4 1405 / 1458 / 1562 / 1590 (384x8x3,
+    ///   512x8x2, 256x12x3, 320x8x3, 256x10x4 and 256x7x5 gave no result). Run-length
+    ///   encodings (another run, CUB 1392): 8 x 4 1448-1466, 6 x 4 1533-1545, 6 x 5 1535.
+    ///   So selections by a predicate take 6 x 5 and the rest 8 x 4 (partitions by a
+    ///   predicate were not measured).
     ///
     /// Every architecture takes it until a row of its own is measured. With the
     /// `experiments` feature, `SCANRT_SELECT_SHAPE=threads,items,min_blocks,slots,spin,sleep`
@@ -116,9 +128,10 @@ impl SelectSpec {
         }
         let runs = self.form == SelectOutput::RunLengths;
         let flag_partition = self.by_flags() && self.partition();
+        let predicate_selection = !self.partition() && self.by_predicate();
         let (threads, items, min_blocks) = match (size, runs, flag_partition) {
-            (8, true, _) => (256, 6, 4),
-            (8, false, _) => (256, 8, 4),
+            (8, _, _) if predicate_selection => (256, 6, 5),
+            (8, _, _) => (256, 8, 4),
             (4, true, _) => (192, 20, 3),
             (4, false, true) => (256, 12, 5),
             (_, true, _) => (256, 16, 3),
@@ -159,6 +172,13 @@ impl SelectSpec {
 
     fn by_flags(&self) -> bool {
         matches!(self.rule, RuleKey::ByteFlags | RuleKey::BitFlags)
+    }
+
+    fn by_predicate(&self) -> bool {
+        matches!(
+            self.rule,
+            RuleKey::Compare(_) | RuleKey::NonZero | RuleKey::NotNan | RuleKey::Predicate(..)
+        )
     }
 
     fn partition(&self) -> bool {
