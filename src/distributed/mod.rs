@@ -55,9 +55,9 @@ impl Context {
     /// with the same descriptor and accumulator type, on a stream of the communicator's
     /// device; asynchronous. A rank that returns an error does so before any collective
     /// and the others wait for it (module docs): abort the communicator to go on. Not
-    /// inside an NCCL group (`ncclGroupStart`): the chunk's scan
-    /// is queued after the all-gather, which a group holds back until its end; drive
-    /// several ranks from one thread with [`MultiGpu`].
+    /// inside an NCCL group (`ncclGroupStart`): the chunk's scan is queued after the
+    /// all-gather, which a group holds back until its end; drive several ranks from one
+    /// thread with [`MultiGpu`].
     pub fn scan_across(
         &self,
         comm: &Communicator,

@@ -74,12 +74,12 @@ impl SelectSpec {
     /// The tile shape: persistent blocks of 256 data threads of 16 elements at 4 blocks
     /// per SM (56 registers), with these exceptions: 8-byte elements take 8 (one 16-byte
     /// vector per thread per round), and 6 at 5 blocks per SM in selections by a
-    /// predicate; run-length encodings of
-    /// 4-byte elements take 192 threads of 20 at 3 blocks per SM, of smaller ones 16 at 3;
-    /// partitions of 4-byte elements by flags 12 at 5 blocks per SM (40 registers; rules
-    /// that read the elements would spill there). One look-back slot per lane (the
-    /// look-back walks little: its wait is for predecessors that have drawn their tile but
-    /// not yet published), 16 polls before sleeping 32 ns.
+    /// predicate; run-length encodings of 4-byte elements take 192 threads of 20 at 3
+    /// blocks per SM, of smaller ones 16 at 3; partitions of 4-byte elements by flags 12
+    /// at 5 blocks per SM (40 registers; rules that read the elements would spill there).
+    /// One look-back slot per lane (the look-back walks little: its wait is for
+    /// predecessors that have drawn their tile but not yet published), 16 polls before
+    /// sleeping 32 ns.
     ///
     /// Chosen by `bench_compare --select` with the `experiments` build's
     /// `SCANRT_SELECT_SHAPE`:
