@@ -169,11 +169,7 @@ def _carried_scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype
     if any(_torch_autograd(a) for a in (x, initial, total) if _arrays.is_array(a)):
         raise TypeError("a scan with carries in arrays is not differentiable; detach the input and carries")
     if total is not None:
-        # Written in place: an array (a scalar's temporary copy would be written after it
-        # is gone), writable (JAX's are not).
-        if not _arrays.is_array(total):
-            raise TypeError("total is an array that receives the total")
-        _arrays.check_writable(total)
+        _arrays.check_carry_out(total, "total is an array that receives the total")
     along = None
     if offsets is not None:  # read as runs of elements, as _segmented_scan's
         x, offsets = _arrays.contiguous(x), _arrays.contiguous(offsets)

@@ -112,6 +112,15 @@ def describe(x: Any) -> Description:
     return (interface["data"][0], name, shape, _byte_strides(interface.get("strides"), itemsize, shape), device)
 
 
+def check_carry_out(x: Any, message: str) -> None:
+    """Refuses what cannot receive a carry written in place: anything but an array
+    (TypeError with ``message``: a scalar's temporary copy would be written after it is
+    gone) or an array scanrt cannot write (``check_writable``)."""
+    if not is_array(x):
+        raise TypeError(message)
+    check_writable(x)
+
+
 def check_writable(x: Any) -> None:
     """Refuses an output scanrt cannot write: a read-only NumPy or array-interface array
     (ValueError, as NumPy's own ufuncs do), or a JAX array (immutable: TypeError)."""

@@ -128,11 +128,7 @@ class Operator:
         if not inputs:
             raise TypeError(f"operator {self.name} takes its input arrays")
         if carry_out is not None:
-            # Written in place: an array (a scalar's temporary copy would be written after
-            # it is gone), writable (JAX's are not).
-            if not _arrays.is_array(carry_out):
-                raise TypeError("carry_out is an array that receives the total state")
-            _arrays.check_writable(carry_out)
+            _arrays.check_carry_out(carry_out, "carry_out is an array that receives the total state")
         if (out is not None or carry_in is not None or carry_out is not None or axis is not None) and any(
                 _needs_grad(x) for x in inputs):
             raise TypeError(f"operator {self.name} has no gradient with out=, carries or an axis; detach the inputs")

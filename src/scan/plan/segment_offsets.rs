@@ -107,12 +107,16 @@ impl OffsetHeads {
             }
             Ok(())
         };
-        if let Err(e) = queued() {
-            // No scan will read the flags: they go back to the pool (after what was queued).
-            let _ = dev.scratch.free(bits, stream);
-            return Err(e);
+        let heads = OffsetHeads { bits };
+        match queued() {
+            Ok(()) => Ok(heads),
+            Err(e) => {
+                // No scan will read the flags: they go back to the pool (after what was
+                // queued).
+                let _ = heads.release(dev, stream);
+                Err(e)
+            }
         }
-        Ok(OffsetHeads { bits })
     }
 
     /// Frees the flags after the work queued on `stream` (the scan that reads them).
