@@ -56,27 +56,13 @@ struct TuningRow {
     cluster_max_blocks: u32,
 }
 
-/// sm_90, measured on an H100. Register-staged: 256 x 16 u32 with 4 blocks/SM ran 0.88 of
-/// memcpy at 2^28 (1.00 with the look-back skipped; 128 x 16 at 8/SM: 0.85), one slot per
-/// lane beat 2 (0.86) and 4 (0.84). Bulk copy: 4 buffers of 256 rows of 112 bytes at 2
-/// blocks/SM, u32 0.96 and u64 0.97-0.98 of memcpy at 2^28 (16 KiB tiles at 3/SM: 0.92 /
-/// 0.94); faster from 512 tiles (u32 2^22: 17.8-18.3 against 18.5-22.3 us). One wave: 512
-/// x 16 with 4 slots per lane, u32 2^20 in 6.5 against 8.6 us; segmented sets take the
-/// same one-wave and cluster shapes (segmented u32 by byte flags, event pairs: 2^16 1.45-1.51
-/// of memcpy's time against 1.75-1.83 on the register-staged kernel, 2^20 1.49-1.69 against
-/// 1.73-1.86, bench/run_latency_bench.sh with a baseline). Rescanning transforms:
-/// logcumsumexp f32 at 2^28 ran 0.955 of memcpy at 4 blocks/SM (52 registers), 0.897 at
-/// the 3 its registers allowed unbounded (bench_compare --operators); its segmented rows
-/// spill at 4 and keep 2. Cluster: 256 x 16 (16 tiles: u32 2^16 in one cluster) ran u32
-/// 2^16 in 5.3 us queued behind a spin kernel against 6.1 (512 threads) and 7.3 (1024),
-/// and 3.20 us per scan in a replayed graph against 3.37 for the small register-staged
-/// tiles it replaced (bench/run_latency_bench.sh, bench_compare --latency). Fixed-order
-/// scans up to 256 one-wave tiles: deterministic f32 at 2^20 0.94-1.05 of the regular
-/// scan's time, against 1.27-1.42 on the register-staged kernel. Transforms of 16-byte
-/// states (the recurrence's adjoint f32, rescanned from 8-byte arrays): rows of 12 at 2
-/// blocks/SM ran 0.951 of memcpy at 2^28 (0.924-0.927 at 2^26), against 0.910-0.918 for 8
-/// or 12 items at 2-3 blocks with 3 or 4 buffers and 0.70 for 4 items at 4 blocks or 16 at
-/// 2 (bench_compare --operators, SCANRT_RESCAN_OVERRIDE, 2 rounds).
+/// sm_90's row, measured on an H100 (the H200 runs it too): the shapes of the
+/// register-staged, bulk-copy, one-wave and cluster kernels, of rescanning transforms, and
+/// the thresholds between the kernels. Chosen by the benchmarks its `provenance` names:
+/// `bench_compare --variant` with `SCANRT_TILE_OVERRIDE` (tile shapes), `--operators` with
+/// `SCANRT_RESCAN_OVERRIDE` (rescanning transforms), `--latency` and
+/// bench/run_latency_bench.sh (cluster kernel and small scans), bench/run_gpu_bench.sh
+/// (thresholds). Bound: the look-back's serial chain from 2^24 on, launch latency below.
 const SM90: TuningRow = TuningRow {
     min_arch: 90,
     provenance: "H100 SXM, bench_compare --variant (tile shapes), --operators (rescanning transforms), --latency and bench/run_latency_bench.sh (cluster and small scans) and bench/run_gpu_bench.sh (thresholds), 2026",
@@ -277,10 +263,8 @@ pub(crate) fn operator_shape(
                 //
                 // A rescanning transform's rows are at most as long as lets the row's
                 // blocks share an SM: f16 and bf16 sums (2-byte arrays, f32 states) take
-                // 24 items at 4 blocks, not 28 at the 3 that fit (H100, 2^28 f16: 0.944 of
-                // memcpy against 0.935, bf16 0.945 against 0.936, `bench_compare --quick`
-                // with `SCANRT_RESCAN_OVERRIDE`, alternating, 4 rounds; 20 items at 4 blocks
-                // or 5 buffers and 16 items at 5-6 blocks were no better).
+                // 24 items at 4 blocks, not 28 at the 3 that fit (chosen on the H100 by
+                // `bench_compare --quick` with `SCANRT_RESCAN_OVERRIDE`, f16 and bf16 at 2^28).
                 //
                 // Rescanned 16-byte states take the row's own rows and blocks
                 // (`wide_state_bulk`).
@@ -353,8 +337,8 @@ pub(crate) fn operator_shape(
 /// The tile shape for small plain scans: rows of half the length (2048-element tiles for
 /// 4-byte types), so that a scan of at most one look-back window of such tiles runs with
 /// twice the blocks. None where rows cannot be shorter than one 16-byte vector of the
-/// input, and for segmented scans. (H100, n = 2^16 u32 in a replayed graph: 2.97 us
-/// against 3.54 with 4096-element tiles.)
+/// input, and for segmented scans. (Chosen on the H100 by u32 scans of 2^16 in a
+/// replayed graph, as `bench_compare` and bench/run_latency_bench.sh time them.)
 pub(crate) fn small_scan_shape(regular: &TileShape, input_bytes: u32, segmented: bool) -> Option<TileShape> {
     #[cfg(feature = "experiments")]
     if experiments::overridden() {
@@ -381,8 +365,8 @@ pub(crate) fn takes_small_shape(regular: &TileShape, small: &TileShape, n: u64) 
 }
 
 /// The most tiles a plain scan may have to take the one-wave kernel: as many blocks as
-/// are resident at once (H100: u32 at 2^20 fell from 8.6 to 6.5 us); for a fixed-order
-/// scan, the shape's constant.
+/// are resident at once (chosen on the H100 with u32 at 2^20); for a fixed-order scan,
+/// the shape's constant.
 pub(crate) fn wave_max_tiles(shape: &TileShape, resident_blocks: u32, fixed_order: bool) -> u64 {
     let default = if fixed_order {
         shape.wave_fixed_order_max_tiles

@@ -77,36 +77,12 @@ impl SelectSpec {
     /// predicate; run-length encodings of 4-byte elements take 192 threads of 20 at 3
     /// blocks per SM, of smaller ones 16 at 3; partitions of 4-byte elements by flags 12
     /// at 5 blocks per SM (40 registers; rules that read the elements would spill there).
-    /// One look-back slot per lane (the look-back walks little: its wait is for
-    /// predecessors that have drawn their tile but not yet published), 16 polls before
-    /// sleeping 32 ns.
+    /// One look-back slot per lane (its wait is for predecessors that have drawn their
+    /// tile but not yet published), 16 polls before sleeping 32 ns.
     ///
-    /// Chosen by `bench_compare --select` with the `experiments` build's
-    /// `SCANRT_SELECT_SHAPE`:
-    /// - H100 (sm_90; 2026-11-26, u32 at 2^28, us for select by flags / x < 50 / partition
-    ///   / unique / run-length encoding): as chosen 765 / 603 / 982 / 605 / 1150; two slots
-    ///   per lane 771 / 635 / 982 / 633 / 1172; 192x16x5 793 / 614 / 1020 / 616 / -;
-    ///   384x8x3 847 / 740 / 1055 / 742 / -; 512x8x2 916 / 761 / 1126 / 785 / -; 128x32x8
-    ///   1088 / 1153 / 1538 / 1153 / -; run-length encodings at 4 blocks per SM 1211; the
-    ///   spin and the sleep made no difference.
-    /// - H200 (2026-11-28, 2^28): u64 run-length encoding 6 x 4 1426 us against 1832 at
-    ///   8 x 4 (on the kernel of that day; see 2026-11-29). u32 run-length encoding (three
-    ///   rounds) 192x20x3 726-735 us against 752-767 at 256x16x3, f32 800-804 against
-    ///   822-824; 320x12x3 744-757 / 826-835, 288x12x3 781-786 / 857-870, 256x12x4 769
-    ///   (u32). u32 partition 256x12x5 771-784 us against 801-813 at 256x16x4, f32 785
-    ///   against 810; 224x12x5 817-823, 288x12x4 824-836, 256x12x4 854-867; u64 keeps 8 x 4
-    ///   (1288 against 1315 at 6 x 4, 1818 at 6 x 5).
-    /// - H200 (2026-11-29, u64 at 2^28, us for select by flags / x < 50 / partition /
-    ///   unique, same run; CUB 1178 / 1010 / 1456 / 1026): 8 x 4 979-983 / 1116-1124 /
-    ///   1287-1298 / 1137-1151; 6 x 5 1274-1292 / 1061-1075 / 1461-1474 / 1265-1282; 6 x 6
-    ///   1089 / 1080 / 1442 / 1236; 224x6x5 1094 / 1146 / 1390 / 1272; 4 x 6 1168 / 1218 /
-    ///   1427 / 1242; 192x6x6 1353 / 1145 / 1532 / 1356; 288x6x4 1075 / 1145 / 1391 /
-    ///   1265; 160x8x6 1040 / 1172 / 1361 / 1200; 192x8x5 1032 / 1170 / 1334 / 1195;
-    ///   128x16x6 1204 / 1256 / 1456 / 1354; 512x4x4 1405 / 1458 / 1562 / 1590 (384x8x3,
-    ///   512x8x2, 256x12x3, 320x8x3, 256x10x4 and 256x7x5 gave no result). Run-length
-    ///   encodings (another run, CUB 1392): 8 x 4 1448-1466, 6 x 4 1533-1545, 6 x 5 1535.
-    ///   So selections by a predicate take 6 x 5 and the rest 8 x 4 (partitions by a
-    ///   predicate were not measured).
+    /// Chosen by `bench_compare --select` at 2^28 with the `experiments` build's
+    /// `SCANRT_SELECT_SHAPE`: the 256 x 16 rows on the H100, the run-length, partition and
+    /// 8-byte rows on the H200. Bound: registers (blocks per SM, so bytes in flight).
     ///
     /// Every architecture takes it until a row of its own is measured. With the
     /// `experiments` feature, `SCANRT_SELECT_SHAPE=threads,items,min_blocks,slots,spin,sleep`
@@ -156,11 +132,9 @@ impl SelectSpec {
     /// Whether the kernel draws a block's next ticket before it takes its tile
     /// (`EARLY_TICKET` in select.cuh) rather than after: selections by flags, partitions
     /// and those of 8-byte elements, other than run-length encodings. Chosen by
-    /// `bench_compare --select` on the H200 (2026-11-28, 2^28, us with the ticket drawn
-    /// after / before, same run): by byte flags u32 630 / 612, f32 632 / 613, u64 1005 /
-    /// 978; partition u32 833 / 797, f32 836 / 796, u64 1375 / 1288; x < 50 u32 476 / 500,
-    /// f32 476 / 503, u64 1151 / 1116; unique u32 478 / 503, f32 480 / 504, u64 1227 /
-    /// 1219; run-length encoding u32 743 / 747, f32 815 / 813, u64 1301 / 1517. With the
+    /// `bench_compare --select` on the H200 at 2^28 (each rule, u32, f32 and u64, the
+    /// ticket drawn before and after in one run). Bound: an early ticket starts the next
+    /// tile's loads sooner but is held longer before its tile publishes. With the
     /// `experiments` feature, `SCANRT_SELECT_EARLY_TICKET=0|1` replaces it.
     fn early_ticket(&self) -> bool {
         #[cfg(feature = "experiments")]

@@ -29,36 +29,11 @@ pub(crate) struct TileShape {
 /// at most 4 bytes alone take 448 threads of 28 keys when unsigned, 384 of 32 when signed
 /// or float; the rest 512 threads of 16; two blocks per SM, a look-back window of one
 /// tile, 8 polls before sleeping 64 ns.
-/// Chosen by `bench_compare --sort` with the `experiments` build's `SCANRT_SORT_SHAPE` on
-/// the H100 (sm_90; 2026-11-26, 2^28 keys, ms for u32 keys / u32 pairs / u64 keys / f32
-/// keys): 512x16x2: 6.98 / 9.37 / 17.1 / 7.51; 384x24x2: 6.73 / 10.4 / 20.4 / 7.47. On
-/// the previous kernel (the look-back after the ranking): 384x20x2 7.42 / 11.0 / 19.4 /
-/// 8.18, 384x16x3 7.47 / 13.0 / 24.7 / 7.79, and for u32 keys at 384x16x3 windows of 2,
-/// 4, 8, 16 and 32 tiles: 7.53, 8.03, 8.86, 12.8 and 29.3 ms against 7.47 for one (a
-/// window's polls of 256 digits' slots cost more L2 traffic than its round trips save).
-/// The spin and the sleep make no difference (384x24x2, u32 keys: 1 to 10^6 polls
-/// before sleeping, 32 to 512 ns: 6.70-6.73 ms). Rechecked on the kernel with bin starts
-/// from the histogram and ranked words between passes (2026-11-27, same run): 384x24x2
-/// 6.35 / 10.43 / 20.1 / 6.51, 512x16x2 6.75 / 9.47 / 16.7 / 6.84; and for u32 keys /
-/// u32 keys descending / i32 keys / f32 keys: 384x24x2 6.35 / 6.39 / 6.39 / 6.53,
-/// 448x24x2 5.91 / 5.95-5.99 / 7.28 / 8.02, 384x28x2 5.92-5.96 / 5.94-5.98 / 7.50 / 8.19,
-/// 512x20x2 6.04 / 6.04 / 6.86 / 7.54. With each thread's slots packed two to a register
-/// (same run): 448x24x2 5.92-5.97 / 5.96-5.99 / 7.25-7.30 / 7.89-7.93, 448x28x2 5.66-5.68
-/// / 5.87 / 8.27 / 10.0, 512x24x2 5.67-5.70 / 5.91-6.02 / 8.30 / 10.7, 416x28x2 5.83-5.86
-/// / 6.04-6.13 / 8.46 / 10.1, 384x32x2 5.93-5.99 / 6.00-6.01 / 5.85-5.91 / 5.95-5.99,
-/// 384x24x2 6.34-6.37 / 6.41-6.44 / 6.41-6.42 / 6.51-6.56. Look-back warps of their own
-/// (warps beside the key threads walking 4 or 8 digits a lane, so that every key thread
-/// ranks and scatters while the look-back runs) were slower on the H200 (2026-11-28, u32
-/// keys / pairs, ms): 448x28x2 as chosen 5.57 / 9.96; with 2 such warps 448x28 6.21 /
-/// 10.15, 448x24 6.44 / 10.70, 384x32 6.20 / 12.43, 384x28 6.35 / 11.19; with 4, 384x28
-/// 6.02 / 11.05 (presumably a digit's INCLUSIVE count, which ends its successors' walks,
-/// comes later from a lane that walks several). One block of 1024x24, 896x28 or 768x32
-/// a SM: 6.01, 5.95 and 6.01 against 5.54 (H200, 2026-11-28, u32 keys, same run;
-/// presumably the block's barriers then idle the SM). The ranking with two sets of digit
-/// masks, each cleared an item later (one __syncwarp a key instead of three): 5.58 against
-/// 5.54 (same run), so the warp syncs are not what the ranking waits on. Of the key types
-/// only u32, i32 and f32 were measured; the others take their kind's shape. Every
-/// architecture takes it until a row of its own is measured.
+/// Chosen by `bench_compare --sort` at 2^28 keys with the `experiments` build's
+/// `SCANRT_SORT_SHAPE` on the H100 (u32, i32 and f32 keys, u32 pairs, u64 keys; the other
+/// key types take their kind's shape). Bound: the per-digit look-back (wider look-back
+/// windows, look-back warps of their own and one larger block per SM were slower).
+/// Every architecture takes it until a row of its own is measured.
 /// With the `experiments` feature, `SCANRT_SORT_SHAPE=threads,items,min_blocks,window,spin,sleep`
 /// replaces it.
 pub(crate) fn tile_shape(key: DType, value_bytes: u32) -> TileShape {
@@ -95,14 +70,9 @@ pub(crate) fn tile_shape(key: DType, value_bytes: u32) -> TileShape {
 /// once, and as many copies (up to one a lane) as 64 KiB holds: 16 for 4-byte keys (two
 /// lanes a copy: at most two increments a bank), 8 for 8-byte ones (twice the passes);
 /// a GPU that grants less (sm_75: 64 KiB in all) takes half as many, or fewer.
-/// Chosen by `bench_compare --sort` with `SCANRT_HISTOGRAM_SHAPE` on the H200
-/// (2026-11-28, 2^28 keys, same run, ms for u32 keys / u32 descending / u32 pairs):
-/// 1024x32 5.50 / 5.65 / 8.06, 512x16 5.52 / 5.73 / 8.12, 512x32 5.70 / 5.90 / 8.28,
-/// 256x8 5.77 / 5.90 / 8.30, 256x16 5.73 / 5.91 / 8.32, and the single set of counters
-/// of 256-thread blocks before it 5.54 / 5.68 / 8.11; u64 keys 1024x16 15.67, 512x8
-/// 16.09, 256x4 17.27 (before: 15.68). In another run 1024x16 took 5.52 / 5.64 / 8.09
-/// against 1024x32's 5.50 / 5.65 / 8.07, and for u64 keys 1024x8 15.68 against 1024x16's
-/// 15.68, so the 128 KiB of 32 copies, which fewer GPUs grant, buy nothing.
+/// Chosen by `bench_compare --sort` at 2^28 keys with `SCANRT_HISTOGRAM_SHAPE` on the H200
+/// (u32 keys, descending and with values; u64 keys). Bound: the rate of shared-memory
+/// increments (32 copies, 128 KiB, which fewer GPUs grant, were no faster).
 /// With the `experiments` feature, `SCANRT_HISTOGRAM_SHAPE=threads,copies` replaces it.
 pub(crate) fn histogram_shape(key: DType, max_shared: u32) -> (u32, u32) {
     #[cfg(feature = "experiments")]
