@@ -40,9 +40,13 @@ static inline int is_bitwise(int op) { return op >= SCANRT_OP_BIT_AND && op <= S
 
 static inline int is_signed(int dt) { return dt == SCANRT_DTYPE_I32 || dt == SCANRT_DTYPE_I64; }
 
-/* The rule for (input, output) pairs, not a copy of the library's table: the output
- * holds every input value (the same type, or a wider one of the same kind, or a wider
- * signed type for an unsigned one); u8 is an input type only. */
+/* The rule for (input, output) pairs accumulated in their output type, not a copy of
+ * the library's table: the output holds every input value (the same type, or a wider one
+ * of the same kind, or a wider signed type for an unsigned one); 8- and 16-bit integers
+ * accumulate in 32 bits instead (narrowed_supported). */
+static inline int narrowed_supported(int in, int out) {
+    return in == out && !is_float(out) && dtype_size(out) < 4;
+}
 static inline int pair_supported(int in, int out) {
     if (out == SCANRT_DTYPE_U8) return 0;
     if (in == out) return 1;

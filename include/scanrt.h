@@ -71,7 +71,7 @@ typedef enum scanrt_status {
 
 // Element types. Their sizes and CUDA spellings: `DType::info` (src/types.rs).
 typedef enum scanrt_dtype {
-  // 8-bit unsigned integer (a scan's input only).
+  // 8-bit unsigned integer.
   SCANRT_DTYPE_U8 = 0,
   // 32-bit signed integer.
   SCANRT_DTYPE_I32 = 1,
@@ -85,11 +85,11 @@ typedef enum scanrt_dtype {
   SCANRT_DTYPE_F32 = 5,
   // IEEE-754 binary64.
   SCANRT_DTYPE_F64 = 6,
-  // 8-bit signed integer (sort keys and values, selections).
+  // 8-bit signed integer.
   SCANRT_DTYPE_I8 = 7,
-  // 16-bit unsigned integer (sort keys and values, selections).
+  // 16-bit unsigned integer.
   SCANRT_DTYPE_U16 = 8,
-  // 16-bit signed integer (sort keys and values, selections).
+  // 16-bit signed integer.
   SCANRT_DTYPE_I16 = 9,
   // IEEE-754 binary16, a storage type: scans accumulate it in f32.
   SCANRT_DTYPE_F16 = 10,

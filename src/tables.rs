@@ -57,7 +57,7 @@ c_enums! {
 
     /// Element types. Their sizes and CUDA spellings: `DType::info` (src/types.rs).
     pub enum DType("scanrt_dtype", "SCANRT_DTYPE_") {
-        /// 8-bit unsigned integer (a scan's input only).
+        /// 8-bit unsigned integer.
         U8 = 0, "U8", "u8";
         /// 32-bit signed integer.
         I32 = 1, "I32", "i32";
@@ -71,11 +71,11 @@ c_enums! {
         F32 = 5, "F32", "f32";
         /// IEEE-754 binary64.
         F64 = 6, "F64", "f64";
-        /// 8-bit signed integer (sort keys and values, selections).
+        /// 8-bit signed integer.
         I8 = 7, "I8", "i8";
-        /// 16-bit unsigned integer (sort keys and values, selections).
+        /// 16-bit unsigned integer.
         U16 = 8, "U16", "u16";
-        /// 16-bit signed integer (sort keys and values, selections).
+        /// 16-bit signed integer.
         I16 = 9, "I16", "i16";
         /// IEEE-754 binary16, a storage type: scans accumulate it in f32.
         F16 = 10, "F16", "f16";

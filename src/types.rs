@@ -61,12 +61,13 @@ impl DType {
         matches!(self, DType::F16 | DType::BF16)
     }
     /// The accumulator of a scan written as `self` unless it asks for another: the type
-    /// itself, f32 for the half types.
+    /// itself, f32 for the half types, 32 bits for 8- and 16-bit integers.
     pub fn default_accumulator(self) -> DType {
-        if self.is_half() {
-            DType::F32
-        } else {
-            self
+        match self {
+            DType::F16 | DType::BF16 => DType::F32,
+            DType::U8 | DType::U16 => DType::U32,
+            DType::I8 | DType::I16 => DType::I32,
+            _ => self,
         }
     }
 }
@@ -82,6 +83,9 @@ macro_rules! with_type_pairs {
     ($callback:ident ! $args:tt) => {
         $crate::$callback! { $args
             (U8, u8, I32, i32) (U8, u8, U32, u32) (U8, u8, I64, i64) (U8, u8, U64, u64)
+            (I8, i8, I32, i32) (I8, i8, I64, i64)
+            (U16, u16, I32, i32) (U16, u16, U32, u32) (U16, u16, I64, i64) (U16, u16, U64, u64)
+            (I16, i16, I32, i32) (I16, i16, I64, i64)
             (I32, i32, I32, i32) (I32, i32, I64, i64)
             (U32, u32, U32, u32) (U32, u32, U64, u64) (U32, u32, I64, i64)
             (I64, i64, I64, i64)
@@ -232,7 +236,8 @@ with_type_pairs!(widen_impls!());
 /// read as the input type, combined in the accumulator and narrowed when written. Rows:
 /// `(Input, input_rust_type, Accumulator, accumulator_rust_type, Output, output_rust_type)`.
 /// (f32 sums in f64 lose no precision to the length of the scan; the half types are
-/// storage types, always accumulated in f32.)
+/// storage types, always accumulated in f32; 8- and 16-bit integers accumulate in 32
+/// bits, whose wrapping sums and products narrow to the same bits as their own would.)
 #[doc(hidden)]
 #[macro_export]
 macro_rules! with_narrowing_types {
@@ -241,6 +246,8 @@ macro_rules! with_narrowing_types {
             (F32, f32, F64, f64, F32, f32)
             (F16, $crate::half::f16, F32, f32, F16, $crate::half::f16)
             (BF16, $crate::half::bf16, F32, f32, BF16, $crate::half::bf16)
+            (U8, u8, U32, u32, U8, u8) (I8, i8, I32, i32, I8, i8)
+            (U16, u16, U32, u32, U16, u16) (I16, i16, I32, i32, I16, i16)
         }
     };
 }
@@ -297,6 +304,27 @@ impl ScanTypes {
     /// Whether results are narrowed from a wider accumulator when written.
     pub fn narrows(&self) -> bool {
         self.accumulator != self.output
+    }
+    /// The identity of `op` where the accumulator's own would not do: min and max of 8-
+    /// and 16-bit integers accumulated in 32 bits start from the output type's extreme (an
+    /// exclusive scan writes it, and the accumulator's would narrow to another value).
+    pub(crate) fn narrowed_identity(&self, op: crate::Op) -> Option<i64> {
+        let out = self.output;
+        if !self.narrows() || out.is_float() {
+            return None;
+        }
+        let bits = 8 * out.size() as u32;
+        let signed = out.info().kind == NumberKind::Signed;
+        let (lowest, highest) = if signed {
+            (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1)
+        } else {
+            (0, (1i64 << bits) - 1)
+        };
+        match op {
+            crate::Op::Min => Some(highest),
+            crate::Op::Max => Some(lowest),
+            _ => None,
+        }
     }
     /// Checks the triple for `op`: a pair of [`TYPE_PAIRS`] accumulating in its output
     /// type, or a row of [`NARROWING_TYPES`], with `op` defined on the accumulator.
@@ -399,34 +427,29 @@ impl Narrow<half::bf16> for f32 {
         half::bf16::from_f32(self)
     }
 }
+// Integers keep their low bits, as the kernels' conversions do.
+macro_rules! narrow_integers {
+    ($($a:ty => $o:ty),*) => {$(
+        impl Narrow<$o> for $a {
+            #[inline(always)]
+            fn narrow(self) -> $o {
+                self as $o
+            }
+        }
+    )*};
+}
+narrow_integers!(u32 => u8, i32 => i8, u32 => u16, i32 => i16);
 
 /// Checks that `op` is defined on the output type and that `input` can be accumulated in
 /// `output` (a pair of [`TYPE_PAIRS`]).
 pub fn check_types(input: DType, output: DType, op: crate::Op) -> Result<()> {
-    if output == DType::U8 {
+    if output != output.default_accumulator() {
         bail!(
             UnsupportedCombination,
-            "SCANRT_DTYPE_U8 is an input type only; accumulate it into SCANRT_DTYPE_U32, _U64, _I32 or _I64"
-        );
-    }
-    if output.is_half() {
-        bail!(
-            UnsupportedCombination,
-            "{} is a storage type: a scan written as {} accumulates in SCANRT_DTYPE_F32",
+            "{} is a storage type: a scan written as {} accumulates in {}",
             output.c_name(),
-            output.c_name()
-        );
-    }
-    if matches!(input, DType::I8 | DType::U16 | DType::I16) || matches!(output, DType::I8 | DType::U16 | DType::I16) {
-        bail!(
-            UnsupportedCombination,
-            "scans do not take {} yet (sorts and selections do)",
-            if matches!(input, DType::I8 | DType::U16 | DType::I16) {
-                input
-            } else {
-                output
-            }
-            .c_name()
+            output.c_name(),
+            output.default_accumulator().c_name()
         );
     }
     if op.definition().integers_only && output.is_float() {

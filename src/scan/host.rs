@@ -56,9 +56,7 @@ pub(crate) unsafe fn scan(req: &RawScan, desc: &ScanDesc) -> Result<u64> {
     let inclusive = desc.inclusive;
     dispatch_scan_types!(types, |I, A, O| {
         dispatch_op!(desc.op, |K| {
-            let init = init_bits
-                .map(<A as Scalar>::from_bits)
-                .unwrap_or_else(|| A::identity(op_at::<K>()));
+            let init = <A as Scalar>::from_bits(init_bits.unwrap_or_else(|| identity_bits(types, desc.op)));
             if walk.n == 0 {
                 return Ok(<A as Scalar>::to_bits(init));
             }
@@ -77,7 +75,11 @@ pub(crate) unsafe fn scan(req: &RawScan, desc: &ScanDesc) -> Result<u64> {
 /// The identity of `op` in the accumulator type of `types`, as its bits.
 pub(crate) fn identity_bits(types: ScanTypes, op: crate::tables::Op) -> u64 {
     dispatch_scan_types!(types, |I, A, O| {
-        dispatch_op!(op, |K| <A as Scalar>::to_bits(A::identity(op_at::<K>())))
+        match types.narrowed_identity(op) {
+            // The accumulator is a 32-bit integer: its bits, sign-extended no further.
+            Some(value) => value as u64 & (u64::MAX >> (64 - 8 * std::mem::size_of::<A>())),
+            None => dispatch_op!(op, |K| <A as Scalar>::to_bits(A::identity(op_at::<K>()))),
+        }
     })
 }
 

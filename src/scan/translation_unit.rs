@@ -98,8 +98,11 @@ SCANRT_LANES_INITIAL_VALUE(Op)
 /// `struct {name}`: the operator `op` on the accumulator of `types`, then `members`.
 fn operator_struct(name: &str, types: ScanTypes, op: Op, members: &str) -> String {
     let a = types.accumulator.info().cuda;
-    let op = op.definition();
-    let (combine, identity) = (op.cuda_combine, op.cuda_identity);
+    let identity = match types.narrowed_identity(op) {
+        Some(value) => format!("T({value}ll)"),
+        None => op.definition().cuda_identity.to_string(),
+    };
+    let combine = op.definition().cuda_combine;
     format!(
         r#"struct {name} {{
     typedef {a} T;

@@ -15,6 +15,7 @@ pub mod operators;
 pub mod segment_carries;
 pub mod segments;
 pub mod select;
+pub mod small_integers;
 pub mod sort;
 pub mod strided;
 pub mod strided_operators;
@@ -119,6 +120,9 @@ macro_rules! int_input {
     };
 }
 int_input!(u8, 8);
+int_input!(i8, 8);
+int_input!(u16, 16);
+int_input!(i16, 16);
 int_input!(i32, 32);
 int_input!(u32, 32);
 int_input!(i64, 64);

@@ -72,6 +72,7 @@ fn main() {
             scans::zero_length_is_a_no_op,
             scans::seed_examples_on_the_gpu,
             scans::wide_accumulators_every_algorithm_and_tile_boundary,
+            scans::small_integers_every_algorithm_and_tile_boundary,
             scans::half_types_every_algorithm_and_tile_boundary,
             scans::array_views_rows_and_foreign_memory,
             select::selections_at_every_tile_boundary,

@@ -246,6 +246,32 @@ pub(crate) fn wide_accumulators_every_algorithm_and_tile_boundary() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Scans written as 8- and 16-bit integers (combined in 32 bits, narrowed as written):
+/// every type, operator, algorithm, direction and segment form, in place, at every tile
+/// boundary of the kernels that run them and past 2^24.
+pub(crate) fn small_integers_every_algorithm_and_tile_boundary() {
+    let ctx = gpu();
+    let stream = ctx.new_stream().unwrap();
+    let mut sizes = vec![1, 2, 33, (1 << 16) + 1, (1 << 24) + 3];
+    for dtype in [DType::U8, DType::I8, DType::U16, DType::I16] {
+        let lengths = ctx.tile_lengths(dtype, dtype, &ScanDesc::inclusive(Op::Sum)).unwrap();
+        let tile = lengths.register_staged as usize;
+        sizes.extend([tile - 1, tile, tile + 1, 2 * tile + 1]);
+        sizes.extend(striped_kernel_sizes(&lengths));
+    }
+    sizes.sort_unstable();
+    sizes.dedup();
+    let (cases, failures) = crate::common::small_integers::sweep_small_integers(
+        ctx,
+        &stream,
+        0x5_11A1_1E27,
+        &sizes,
+        &[Algorithm::SinglePass, Algorithm::DeterministicSinglePass, Algorithm::Matrix],
+    );
+    eprintln!("small integers: {cases} cases, {} failed", failures.len());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// The sizes around the edges of the one-wave and cluster kernels, which convert as they
 /// read and narrow as they store (where the device has them): one cluster tile, a whole
 /// cluster and one element past it, nine one-wave tiles less one.

@@ -316,6 +316,20 @@ fn host_backend_wide_accumulators_match_the_f64_reference() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Scans written as 8- and 16-bit integers on the host backend: every type, operator,
+/// direction, segment form and mode, around the backend's chunk boundaries.
+#[test]
+fn host_backend_small_integers_match_a_sequential_loop() {
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let chunk = 1 << 15;
+    let sizes = [0, 1, 2, 31, chunk - 1, chunk, chunk + 1, 3 * chunk + 17];
+    let (cases, failures) =
+        common::small_integers::sweep_small_integers(&ctx, &stream, 0x5A11, &sizes, &[Algorithm::Auto]);
+    eprintln!("small integers on the host: {cases} cases, {} failed", failures.len());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 #[test]
 fn accumulators_outside_the_table_are_refused() {
     let ctx = Context::new(Backend::Host, 0).unwrap();
