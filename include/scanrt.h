@@ -264,6 +264,9 @@ typedef enum scanrt_log_level {
 // The most dimensions a view has.
 #define MAX_DIMS 8
 
+// The index of a cumulative extreme's result that keeps the initial value.
+#define SCANRT_EXTREME_INITIAL_INDEX (UINT32_MAX - 1)
+
 // Major version of the scanrt library this header belongs to.
 #define SCANRT_VERSION_MAJOR 0
 
@@ -272,9 +275,6 @@ typedef enum scanrt_log_level {
 
 // Patch version of the scanrt library this header belongs to.
 #define SCANRT_VERSION_PATCH 0
-
-// The index of a cumulative extreme's result that keeps the initial value.
-#define SCANRT_EXTREME_INITIAL_INDEX (UINT32_MAX - 1)
 
 // A typed array: scanrt-owned memory or a view of an application's device pointer.
 typedef struct scanrt_buffer scanrt_buffer;

@@ -2,12 +2,10 @@
 
 use std::ffi::c_void;
 
-use cudarc::driver::sys;
-
 use crate::context::Context;
 use crate::engine::Engine;
 use crate::error::{bail, Error, Result};
-use crate::runtime::driver::check;
+use crate::runtime::cu;
 use crate::scalar::Scalar;
 use crate::stream::Stream;
 use crate::types::DType;
@@ -57,11 +55,8 @@ impl Buffer {
             }
             Engine::Gpu(engine) => {
                 let _current = engine.device.enter()?;
-                let mut ptr = 0;
-                // SAFETY: out-pointer to a local; size checked above. Zero bytes allocate nothing.
-                if bytes > 0 {
-                    check(unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes as usize) }, "cuMemAlloc")?;
-                }
+                // Size checked above; zero bytes allocate nothing.
+                let ptr = cu::alloc(bytes as usize)?;
                 Storage::Device { ptr, owned: true }
             }
         };
@@ -188,21 +183,9 @@ impl Buffer {
                 // SAFETY: the device range holds at least `bytes`; the host range is
                 // valid for `bytes` and we wait for the copy before returning.
                 unsafe {
-                    if to_buffer {
-                        check(
-                            sys::cuMemcpyHtoDAsync_v2(*ptr, host, bytes, stream.raw() as sys::CUstream),
-                            "cuMemcpyHtoDAsync",
-                        )?;
-                    } else {
-                        check(
-                            sys::cuMemcpyDtoHAsync_v2(host, *ptr, bytes, stream.raw() as sys::CUstream),
-                            "cuMemcpyDtoHAsync",
-                        )?;
-                    }
-                    check(
-                        sys::cuStreamSynchronize(stream.raw() as sys::CUstream),
-                        "cuStreamSynchronize",
-                    )
+                    let raw = stream.raw() as cu::CUstream;
+                    cu::copy_host_async(host, *ptr, bytes, !to_buffer, raw)?;
+                    cu::synchronize_stream(raw)
                 }
             }
         }
@@ -216,7 +199,7 @@ impl Drop for Buffer {
                 if let Ok(_current) = d.enter() {
                     // SAFETY: allocated by Buffer::new with cuMemAlloc; freed once. cuMemFree
                     // waits for outstanding work that uses it.
-                    unsafe { sys::cuMemFree_v2(*ptr) };
+                    unsafe { cu::free(*ptr) };
                 }
             }
         }

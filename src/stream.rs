@@ -3,12 +3,11 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use cudarc::driver::sys::{self, CUstream};
 use cudarc::driver::CudaStream;
 
 use crate::context::Context;
 use crate::error::{bail, Result};
-use crate::runtime::driver::{check, PreserveCurrent};
+use crate::runtime::cu::{self, CUstream, PreserveCurrent};
 use crate::runtime::workspace::{self, Workspace};
 
 /// A stream: owned by scanrt, or borrowed from the application.
@@ -72,7 +71,7 @@ impl Stream {
             let _current = d.enter()?;
             // SAFETY: the stream belongs to this context (checked when it was made, or by
             // the caller's contract for raw handles).
-            check(unsafe { sys::cuStreamSynchronize(self.raw) }, "cuStreamSynchronize")?;
+            unsafe { cu::synchronize_stream(self.raw) }?;
         }
         Ok(())
     }

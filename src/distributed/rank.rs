@@ -3,7 +3,7 @@
 //! chunk's scan from a carry), planned and checked before anything is queued, and the
 //! temporary memory of the totals and carries (scanrt's stream-ordered pool).
 
-use cudarc::driver::sys::CUstream;
+use crate::runtime::cu::CUstream;
 
 use super::nccl::Communicator;
 use crate::array::ArrayView;

@@ -10,7 +10,7 @@ use crate::buffer::Buffer;
 use crate::context::Context;
 use crate::error::Result;
 use crate::operator::OperatorScan;
-use crate::runtime::driver;
+use crate::runtime::cu;
 use crate::scan::desc::ScanDesc;
 use crate::scan::reference::reference_scan;
 use crate::stream::Stream;
@@ -42,7 +42,7 @@ fn run_ranks(parts: &[RankScan], stream: &Stream) -> Result<()> {
         for (r, to) in parts.iter().enumerate() {
             for (q, from) in parts.iter().enumerate().filter(|&(q, _)| q != r) {
                 let at = (q * bytes) as u64;
-                driver::copy_async(to.totals() + at, from.totals() + at, bytes, stream.raw() as _)?;
+                cu::copy_async(to.totals() + at, from.totals() + at, bytes, stream.raw() as _)?;
             }
         }
         for part in parts {

@@ -4,7 +4,7 @@ use std::ffi::c_void;
 
 use super::context::scanrt_context;
 use super::stream::scanrt_stream;
-use super::{boundary, non_null, non_null_mut, put};
+use super::support::{boundary, non_null, non_null_mut, put};
 use crate::buffer::Buffer;
 use crate::error::{bail, Result};
 use crate::stream::Stream;
@@ -141,5 +141,5 @@ pub unsafe extern "C" fn scanrt_buffer_pointer(buffer: *const scanrt_buffer, out
 /// Destroys a buffer (NULL is a no-op); owned device memory is freed.
 #[no_mangle]
 pub unsafe extern "C" fn scanrt_buffer_destroy(buffer: *mut scanrt_buffer) {
-    super::destroy(buffer)
+    super::support::destroy(buffer)
 }

@@ -2,7 +2,7 @@
 
 use std::ffi::{c_char, CString};
 
-use super::{boundary, non_null, non_null_mut, put};
+use super::support::{boundary, non_null, non_null_mut, put};
 use crate::context::{Backend, Context};
 use crate::error::bail;
 use crate::tables::ScanrtStatus;
@@ -45,7 +45,7 @@ pub unsafe extern "C" fn scanrt_context_create(
 /// until they are destroyed themselves.
 #[no_mangle]
 pub unsafe extern "C" fn scanrt_context_destroy(ctx: *mut scanrt_context) {
-    super::destroy(ctx)
+    super::support::destroy(ctx)
 }
 
 /// Writes the context's `scanrt_backend` (GPU or host) to `*out`.

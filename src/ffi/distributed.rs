@@ -10,8 +10,8 @@ use super::operator::scanrt_operator;
 use super::operator_scan::DeviceCall;
 use super::scan::{desc_from_c, scanrt_scan_desc, scanrt_scan_info, InfoOut};
 use super::stream::scanrt_stream;
+use super::support::{boundary, non_null, put, slice_of};
 use super::versioned::read_versioned;
-use super::{boundary, non_null, put, slice_of};
 use crate::distributed::{Communicator, GpuPart, MultiGpu, OperatorPart};
 use crate::tables::ScanrtStatus;
 
@@ -232,5 +232,5 @@ pub unsafe extern "C" fn scanrt_multi_gpu_operator_scan(
 /// Destroys the ranks (their NCCL communicators) after the scans queued with them.
 #[no_mangle]
 pub unsafe extern "C" fn scanrt_multi_gpu_destroy(group: *mut scanrt_multi_gpu) {
-    super::destroy(group)
+    super::support::destroy(group)
 }

@@ -8,7 +8,7 @@ use std::ffi::{c_char, c_void, CString};
 use once_cell::sync::Lazy;
 use parking_lot::RwLock;
 
-use super::boundary;
+use super::support::boundary;
 use crate::error::bail;
 use crate::tables::{LogLevel, ScanrtStatus};
 

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use super::context::scanrt_context;
 use super::strings::{optional_text, required_text};
+use super::support::{boundary, non_null, non_null_mut, put, slice_of};
 use super::versioned::{init_sized, read_versioned, Versioned};
-use super::{boundary, non_null, non_null_mut, put, slice_of};
 use crate::error::{bail, Result};
 use crate::operator::{HostOperator, Operator, OperatorDesc};
 use crate::recipes;
@@ -434,7 +434,7 @@ unsafe fn create(
 /// Destroys an operator (NULL is a no-op); scans already queued keep its kernels alive.
 #[no_mangle]
 pub unsafe extern "C" fn scanrt_operator_destroy(op: *mut scanrt_operator) {
-    super::destroy(op)
+    super::support::destroy(op)
 }
 
 /// Writes the operator's state size in bytes to `*bytes`.

@@ -4,8 +4,8 @@ use std::ffi::c_void;
 
 use super::context::scanrt_context;
 use super::scan::{desc_from_c, scanrt_scan_desc, scanrt_scan_info, InfoOut};
+use super::support::{boundary, non_null};
 use super::versioned::read_versioned;
-use super::{boundary, non_null};
 use crate::scan::out_of_core::HostScanOptions;
 use crate::scan::RawScan;
 use crate::tables::ScanrtStatus;

@@ -5,8 +5,8 @@ use std::ffi::c_void;
 use super::array::{scanrt_array, view_of};
 use super::context::scanrt_context;
 use super::stream::scanrt_stream;
+use super::support::{boundary, non_null};
 use super::versioned::{init_sized, read_versioned, Versioned};
-use super::{boundary, non_null};
 use crate::array::ArrayView;
 use crate::error::Result;
 use crate::sort::desc::SortDesc;
@@ -138,7 +138,7 @@ pub unsafe extern "C" fn scanrt_sort_temp_bytes(
         } else {
             Some(DType::from_c(value_dtype)?)
         };
-        let out = super::non_null_mut(bytes, "bytes")?;
+        let out = super::support::non_null_mut(bytes, "bytes")?;
         *out = ctx.sort_temp_bytes(n, key, value);
         Ok(())
     })

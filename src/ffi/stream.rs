@@ -3,7 +3,7 @@
 use std::ffi::c_void;
 
 use super::context::scanrt_context;
-use super::{boundary, non_null, put};
+use super::support::{boundary, non_null, put};
 use crate::stream::Stream;
 use crate::tables::ScanrtStatus;
 
@@ -53,5 +53,5 @@ pub unsafe extern "C" fn scanrt_stream_synchronize(stream: *const scanrt_stream)
 /// Destroys a stream wrapper (NULL is a no-op); an owned stream is destroyed too.
 #[no_mangle]
 pub unsafe extern "C" fn scanrt_stream_destroy(stream: *mut scanrt_stream) {
-    super::destroy(stream)
+    super::support::destroy(stream)
 }

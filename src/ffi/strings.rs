@@ -4,8 +4,15 @@ use std::ffi::{c_char, CStr};
 
 use crate::error::{bail, Result};
 
-use super::{LAST_ERROR, SCANRT_VERSION_MAJOR, SCANRT_VERSION_MINOR, SCANRT_VERSION_PATCH};
+use super::support::LAST_ERROR;
 use crate::tables::{Algorithm, ChoiceReason, DType, LogLevel, Op, ScanrtStatus};
+
+/// Major version of the scanrt library this header belongs to.
+pub const SCANRT_VERSION_MAJOR: u32 = 0;
+/// Minor version of the scanrt library this header belongs to.
+pub const SCANRT_VERSION_MINOR: u32 = 4;
+/// Patch version of the scanrt library this header belongs to.
+pub const SCANRT_VERSION_PATCH: u32 = 0;
 
 /// The library version as `major * 10000 + minor * 100 + patch`; compare with the
 /// `SCANRT_VERSION_*` macros to detect a header/library mismatch.

@@ -3,7 +3,7 @@
 //! caller's size, and the `*_init` macros of the header pass `sizeof` as the caller
 //! compiled it.
 
-use super::non_null;
+use super::support::non_null;
 use crate::error::{bail, Result};
 
 /// A versioned C struct.

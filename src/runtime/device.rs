@@ -10,14 +10,15 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::sys::{self, CUdeviceptr, CUstream};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule};
 use once_cell::sync::OnceCell;
 use sha2::{Digest, Sha256};
 
 use crate::error::{bail, Error, Result, ScanrtStatus};
 use crate::runtime::calls::CallLog;
-use crate::runtime::driver::{self, check, CurrentContext, SharedContext};
+use crate::runtime::cu::{
+    self, CUdevice_attribute, CUdeviceptr, CUfunction_attribute, CUstream, CurrentContext, SharedContext,
+};
 use crate::runtime::faults::{fault_error, FaultMailbox};
 use crate::runtime::kernel_pack;
 use crate::runtime::nvrtc::{KernelSource, Nvrtc};
@@ -45,7 +46,7 @@ impl LoadedKernel {
     /// `P` must be the parameter struct the kernel was compiled with, without padding (its
     /// bytes are read), and every address in it valid for what the kernel does with it.
     pub unsafe fn launch<P: Copy>(&self, grid: u32, stream: CUstream, params: &P) -> Result<()> {
-        driver::launch_with_buffer(
+        cu::launch_with_buffer(
             self.function.cu_function(),
             grid,
             self.block,
@@ -61,7 +62,7 @@ impl LoadedKernel {
     /// As [`LoadedKernel::launch`]; the kernel forms clusters of `blocks` blocks
     /// ([`LoadedKernel::max_cluster_blocks`]).
     pub unsafe fn launch_cluster<P: Copy>(&self, blocks: u32, stream: CUstream, params: &P) -> Result<()> {
-        driver::launch_cluster_with_buffer(
+        cu::launch_cluster_with_buffer(
             self.function.cu_function(),
             blocks,
             self.block,
@@ -74,30 +75,14 @@ impl LoadedKernel {
     /// The most blocks, up to `most`, of one cluster of this kernel the device can hold
     /// (0 before sm_90). The caller has entered the device's context.
     pub fn max_cluster_blocks(&self, most: u32) -> u32 {
-        driver::max_cluster_blocks(self.function.cu_function(), self.block, self.shared_bytes, most)
+        cu::max_cluster_blocks(self.function.cu_function(), self.block, self.shared_bytes, most)
     }
 }
 
 /// How many CUDA devices the driver sees: `NoDriver` without libcuda, `NoDevice` when it
 /// sees none, `CudaError` when the driver is there but fails (never "no device").
 pub(crate) fn device_count() -> Result<usize> {
-    // SAFETY: only probes whether libcuda can be dlopen'ed. (Linked rather than loaded,
-    // the library is there or the program would not have started.)
-    #[cfg(feature = "dynamic-loading")]
-    if !unsafe { sys::is_culib_present() } {
-        bail!(NoDriver, "no CUDA driver library (libcuda.so) could be loaded");
-    }
-    // SAFETY: the library is present; cuInit is idempotent.
-    match unsafe { sys::cuInit(0) } {
-        sys::CUresult::CUDA_SUCCESS => {}
-        sys::CUresult::CUDA_ERROR_NO_DEVICE => bail!(NoDevice, "the CUDA driver found no device"),
-        // The toolkit's stub libcuda (a container without the driver), or a kernel module
-        // that does not match the library: no usable driver.
-        e @ (sys::CUresult::CUDA_ERROR_STUB_LIBRARY | sys::CUresult::CUDA_ERROR_SYSTEM_DRIVER_MISMATCH) => {
-            bail!(NoDriver, "cuInit failed ({e:?}): no usable CUDA driver")
-        }
-        e => bail!(CudaError, "cuInit failed ({e:?}): the CUDA driver is unusable"),
-    }
+    cu::init()?;
     let count = CudaContext::device_count().map_err(Error::from)?;
     if count <= 0 {
         bail!(NoDevice, "the CUDA driver found no device");
@@ -137,13 +122,11 @@ impl GpuDevice {
                 "CUDA device ordinal {ordinal} requested but {count} device(s) present"
             );
         }
-        let mut previous: sys::CUcontext = std::ptr::null_mut();
-        // SAFETY: out-pointer to a local.
-        check(unsafe { sys::cuCtxGetCurrent(&mut previous) }, "cuCtxGetCurrent")?;
+        let previous = cu::current_context()?;
         let opened = CudaContext::new(ordinal);
         // CudaContext::new makes the primary context current; put the caller's back.
         // SAFETY: `previous` was current a moment ago (or NULL).
-        unsafe { sys::cuCtxSetCurrent(previous) };
+        unsafe { cu::restore_context(previous) };
         let ctx = SharedContext::new(opened?);
         // SAFETY: scanrt orders its own work by streams and never relies on cudarc's
         // per-slice event tracking, which would add work to every call.
@@ -154,9 +137,9 @@ impl GpuDevice {
             (FaultMailbox::new(ctx.clone())?, ScratchPool::new(ordinal)?)
         };
         let (major, minor) = ctx.compute_capability()?;
-        let sm_count = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
+        let sm_count = ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
         let max_shared_per_block =
-            ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as u32;
+            ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as u32;
         Ok(GpuDevice {
             ctx,
             ordinal,
@@ -226,7 +209,7 @@ impl GpuDevice {
         if shared_bytes > 0 {
             // Above 48 KiB a kernel must opt in to its dynamic shared memory.
             function.set_attribute(
-                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                 shared_bytes as i32,
             )?;
         }
@@ -278,10 +261,8 @@ impl GpuDevice {
 
     /// Checks that `[ptr, ptr + bytes)` is device memory of this device.
     pub fn check_device_range(&self, ptr: CUdeviceptr, bytes: u64, what: &str) -> Result<()> {
-        let info = driver::pointer_info(ptr)?;
-        let device = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE as u32;
-        let unified = sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED as u32;
-        if info.memory_type != device && info.memory_type != unified {
+        let info = cu::pointer_info(ptr)?;
+        if !cu::is_device_memory_type(info.memory_type) {
             bail!(
                 NotDeviceMemory,
                 "{what} pointer {ptr:#x} is not CUDA device memory (a host pointer?)"
@@ -309,7 +290,7 @@ impl GpuDevice {
     }
 
     pub fn check_stream(&self, stream: CUstream) -> Result<()> {
-        let owner = driver::stream_context(stream)?;
+        let owner = cu::stream_context(stream)?;
         if owner != self.ctx.cu_ctx() {
             bail!(
                 ContextMismatch,

@@ -7,11 +7,9 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use cudarc::driver::sys::{self, CUdeviceptr};
-
 use crate::contract::{self, FaultReport};
 use crate::error::{Error, Result, ScanrtStatus};
-use crate::runtime::driver::{self, check, CurrentContext, SharedContext};
+use crate::runtime::cu::{self, CUdeviceptr, CurrentContext, SharedContext};
 
 // Every code, with the poison flag, fits the word's code bits.
 const _: () = assert!(contract::FAULT_POISONED | contract::FAULT_LARGER < 1 << contract::FAULT_CODE_BITS);
@@ -44,27 +42,9 @@ pub(crate) struct Fault {
 impl FaultMailbox {
     /// The caller has entered `ctx`.
     pub fn new(ctx: SharedContext) -> Result<Arc<FaultMailbox>> {
-        let mut host: *mut c_void = std::ptr::null_mut();
-        let mut device: CUdeviceptr = 0;
-        // SAFETY: out-pointers to locals; the allocation is freed if the second call fails.
-        unsafe {
-            check(
-                sys::cuMemHostAlloc(
-                    &mut host,
-                    std::mem::size_of::<FaultReport>(),
-                    sys::CU_MEMHOSTALLOC_DEVICEMAP | sys::CU_MEMHOSTALLOC_PORTABLE,
-                ),
-                "cuMemHostAlloc",
-            )?;
-            std::ptr::write_volatile(host as *mut FaultReport, FaultReport::default());
-            if let Err(e) = check(
-                sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0),
-                "cuMemHostGetDevicePointer",
-            ) {
-                sys::cuMemFreeHost(host);
-                return Err(e);
-            }
-        }
+        let (host, device) = cu::alloc_mapped_host(std::mem::size_of::<FaultReport>())?;
+        // SAFETY: fresh host memory of the report's size, page-aligned.
+        unsafe { std::ptr::write_volatile(host as *mut FaultReport, FaultReport::default()) };
         Ok(Arc::new(FaultMailbox {
             host: host as *mut FaultReport,
             device,
@@ -102,11 +82,11 @@ impl Fault {
 impl Drop for FaultMailbox {
     /// In relaxed capture mode: another thread's capture must not make the free fail.
     fn drop(&mut self) {
-        let _ = driver::with_relaxed_capture(|| {
+        let _ = cu::with_relaxed_capture(|| {
             let _current = CurrentContext::enter(self.ctx.cu_ctx())?;
-            // SAFETY: allocated by cuMemHostAlloc in `new`, freed once; nothing refers to
-            // it any more (the device and every graph holding it are gone).
-            unsafe { sys::cuMemFreeHost(self.host as *mut c_void) };
+            // SAFETY: allocated by alloc_mapped_host in `new`, freed once; nothing refers
+            // to it any more (the device and every graph holding it are gone).
+            unsafe { cu::free_mapped_host(self.host as *mut c_void) };
             Ok(())
         });
     }

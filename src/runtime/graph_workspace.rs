@@ -8,35 +8,25 @@ use std::any::Any;
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use cudarc::driver::sys::{self, CUdeviceptr, CUstream};
-
 use crate::error::{bail, Result};
-use crate::runtime::driver::{self, check, CurrentContext, SharedContext};
+use crate::runtime::cu::{self, CUdeviceptr, CUgraph, CurrentContext, PrivateStream, SharedContext};
 use crate::runtime::faults::FaultMailbox;
 use crate::runtime::workspace::{initialise, LOOKBACK_HEADER_BYTES};
 
 /// Allocates and initialises a workspace now, outside any stream order (a private stream,
 /// synchronised), for use inside a capture.
 fn allocate_initialised_now(bytes: usize) -> Result<CUdeviceptr> {
-    let mut ptr: CUdeviceptr = 0;
-    // SAFETY: out-pointers to locals; the memsets run on a private stream that is
-    // synchronised before the pointer is handed out, and everything is freed on error.
-    unsafe {
-        check(sys::cuMemAlloc_v2(&mut ptr, bytes), "cuMemAlloc")?;
-        let mut s: CUstream = std::ptr::null_mut();
-        let r = check(
-            sys::cuStreamCreate(&mut s, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32),
-            "cuStreamCreate",
-        )
-        .and_then(|_| {
-            let r = initialise(ptr, bytes, s).and_then(|_| check(sys::cuStreamSynchronize(s), "cuStreamSynchronize"));
-            sys::cuStreamDestroy_v2(s);
-            r
-        });
-        if let Err(e) = r {
-            sys::cuMemFree_v2(ptr);
-            return Err(e);
-        }
+    let ptr = cu::alloc(bytes)?;
+    let initialised = PrivateStream::new().and_then(|s| {
+        // SAFETY: fresh memory of `bytes` on a live stream of the current context, which
+        // is synchronised before the pointer is handed out.
+        unsafe { initialise(ptr, bytes, s.raw()) }?;
+        s.synchronize()
+    });
+    if let Err(e) = initialised {
+        // SAFETY: allocated above, used by nothing (the stream is synchronised or gone).
+        unsafe { cu::free(ptr) };
+        return Err(e);
     }
     Ok(ptr)
 }
@@ -58,12 +48,12 @@ impl Drop for GraphKeepAlive {
         if self.workspace == 0 {
             return; // the rest releases itself
         }
-        let _ = driver::with_relaxed_capture(|| {
+        let _ = cu::with_relaxed_capture(|| {
             let _current = CurrentContext::enter(self.ctx.cu_ctx())?;
             // SAFETY: the graph and its executions are done (CUDA released its user
             // object), or the graph never got it; allocated by allocate_initialised_now,
             // freed once.
-            unsafe { sys::cuMemFree_v2(self.workspace) };
+            unsafe { cu::free(self.workspace) };
             Ok(())
         });
     }
@@ -80,7 +70,7 @@ unsafe extern "C" fn release_graph_resources(keep: *mut c_void) {
             .name("scanrt-graph-release".into())
             .spawn(move || {
                 // The module's unload too runs in relaxed capture mode.
-                let _ = driver::with_relaxed_capture(|| {
+                let _ = cu::with_relaxed_capture(|| {
                     drop(std::mem::ManuallyDrop::into_inner(keep));
                     Ok(())
                 });
@@ -91,7 +81,7 @@ unsafe extern "C" fn release_graph_resources(keep: *mut c_void) {
 /// A workspace of `bytes` for one scan being captured into `graph`, owned by the graph.
 /// The caller has entered the device's context.
 pub(crate) fn for_graph(
-    graph: sys::CUgraph,
+    graph: CUgraph,
     bytes: usize,
     kernels: Arc<dyn Any + Send + Sync>,
     report: Arc<FaultMailbox>,
@@ -103,7 +93,7 @@ pub(crate) fn for_graph(
             "a graph workspace of {bytes} bytes has no room for its header"
         );
     }
-    let workspace = driver::with_relaxed_capture(|| allocate_initialised_now(bytes))?;
+    let workspace = cu::with_relaxed_capture(|| allocate_initialised_now(bytes))?;
     retain_in_graph(
         graph,
         GraphKeepAlive {
@@ -119,7 +109,7 @@ pub(crate) fn for_graph(
 /// Has `graph`, being captured, keep `kernels`, the fault mailbox and the context alive
 /// for a launch that needs no workspace. The caller has entered the device's context.
 pub(crate) fn keep_with_graph(
-    graph: sys::CUgraph,
+    graph: CUgraph,
     kernels: Arc<dyn Any + Send + Sync>,
     report: Arc<FaultMailbox>,
     ctx: SharedContext,
@@ -135,42 +125,10 @@ pub(crate) fn keep_with_graph(
     )
 }
 
-/// Hands `keep` to a CUDA user object that `graph` (and every executable graph made from
-/// it) holds; released by `release_graph_resources` with the last of them. On failure
-/// `keep` is released at once.
-fn retain_in_graph(graph: sys::CUgraph, keep: GraphKeepAlive) -> Result<()> {
-    let keep = Box::into_raw(Box::new(keep));
-    let mut object: sys::CUuserObject = std::ptr::null_mut();
-    // SAFETY: `keep` is a live Box that CUDA hands back to release_graph_resources once;
-    // on failure here it is reclaimed instead. The graph is the one being captured.
-    unsafe {
-        let created = check(
-            sys::cuUserObjectCreate(
-                &mut object,
-                keep as *mut c_void,
-                Some(release_graph_resources),
-                1,
-                sys::CUuserObject_flags_enum::CU_USER_OBJECT_NO_DESTRUCTOR_SYNC as u32,
-            ),
-            "cuUserObjectCreate",
-        );
-        if let Err(e) = created {
-            drop(Box::from_raw(keep));
-            return Err(e);
-        }
-        // Moves our reference to the graph: the object lives as long as the graph and
-        // every executable graph instantiated from it.
-        check(
-            sys::cuGraphRetainUserObject(
-                graph,
-                object,
-                1,
-                sys::CUuserObjectRetain_flags_enum::CU_GRAPH_USER_OBJECT_MOVE as u32,
-            ),
-            "cuGraphRetainUserObject",
-        )
-        .inspect_err(|_| {
-            sys::cuUserObjectRelease(object, 1);
-        })
-    }
+/// Hands `keep` to a CUDA user object that `graph` holds; released by
+/// `release_graph_resources` with the last of its graphs, or at once on failure.
+fn retain_in_graph(graph: CUgraph, keep: GraphKeepAlive) -> Result<()> {
+    // SAFETY: the graph is the one being captured; release_graph_resources takes the
+    // pointer back as a Box<GraphKeepAlive> once.
+    unsafe { cu::retain_in_graph(graph, Box::new(keep), release_graph_resources) }
 }

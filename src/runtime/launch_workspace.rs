@@ -5,11 +5,9 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use cudarc::driver::sys::{CUdeviceptr, CUstream};
-
 use crate::error::{bail, Result};
+use crate::runtime::cu::{self, CUdeviceptr, CUstream};
 use crate::runtime::device::GpuDevice;
-use crate::runtime::driver;
 use crate::runtime::graph_workspace;
 use crate::runtime::workspace::{lookback_bytes, lookback_slots, StreamWorkspace, Workspace};
 
@@ -39,7 +37,7 @@ pub(crate) fn acquire(
             dev.check_workspace(ws)?;
             (ws.ptr, lookback_slots(value_bytes, ws.bytes), None)
         }
-        None => match driver::capture_graph(raw_stream)? {
+        None => match cu::capture_graph(raw_stream)? {
             Some(graph) => {
                 let bytes = lookback_bytes(value_bytes, slots);
                 let ptr = graph_workspace::for_graph(graph, bytes, keep_alive, dev.faults.clone(), dev.ctx.clone())?;
@@ -75,7 +73,7 @@ pub(crate) fn keep_alive_if_captured(
     raw_stream: CUstream,
     keep_alive: Arc<dyn Any + Send + Sync>,
 ) -> Result<()> {
-    match driver::capture_graph(raw_stream)? {
+    match cu::capture_graph(raw_stream)? {
         Some(graph) => graph_workspace::keep_with_graph(graph, keep_alive, dev.faults.clone(), dev.ctx.clone()),
         None => Ok(()),
     }

@@ -1,5 +1,5 @@
-//! The GPU runtime, which knows nothing of scans: driver calls (`driver`, the only
-//! module besides the launch helper that calls the raw driver API), devices and their
+//! The GPU runtime, which knows nothing of scans: the one door to the driver (`cu`, the
+//! only module that makes raw driver calls), devices and their
 //! loaded modules (`device`), NVRTC (`nvrtc`) and its disk cache (`kernel_cache`), kernels
 //! compiled ahead of time (`kernel_pack`), look-back workspaces (`workspace`,
 //! `graph_workspace` for captured scans, `launch_workspace` choosing one per launch), one
@@ -9,8 +9,8 @@
 //! it.
 
 pub(crate) mod calls;
+pub(crate) mod cu;
 pub(crate) mod device;
-pub(crate) mod driver;
 pub(crate) mod faults;
 pub(crate) mod graph_workspace;
 pub(crate) mod kernel_cache;

@@ -23,12 +23,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use cudarc::driver::sys::{self, CUdeviceptr, CUstream};
 use parking_lot::Mutex;
 
 use crate::contract::{self, LookbackHeader};
 use crate::error::{bail, Result};
-use crate::runtime::driver::{self, check};
+use crate::runtime::cu::{self, CUdeviceptr, CUstream, PrivateStream};
 
 /// A caller-provided workspace: 16-byte aligned, initialised by `Context::init_workspace`
 /// before its first use, used by one scan at a time.
@@ -90,16 +89,12 @@ pub(crate) unsafe fn initialise(ptr: CUdeviceptr, bytes: usize, stream: CUstream
     // accumulators may hold an odd number of 8-byte slots).
     let area = (bytes - LOOKBACK_HEADER_BYTES) as u64;
     let sealed = contract::seal(area);
-    check(sys::cuMemsetD8Async(ptr, 0, bytes, stream), "cuMemsetD8Async")?;
-    for (i, word) in [area as u32, (area >> 32) as u32, sealed as u32, (sealed >> 32) as u32]
-        .into_iter()
-        .enumerate()
-    {
-        check(
-            sys::cuMemsetD32Async(ptr + AREA_OFFSET + 4 * i as u64, word, 1, stream),
-            "cuMemsetD32Async",
-        )?;
-    }
+    cu::zero_async(ptr, bytes, stream)?;
+    let header: Vec<u8> = [area as u32, (area >> 32) as u32, sealed as u32, (sealed >> 32) as u32]
+        .iter()
+        .flat_map(|w| w.to_ne_bytes())
+        .collect();
+    cu::fill_async(ptr + AREA_OFFSET, &header, stream)?;
     Ok(())
 }
 
@@ -128,30 +123,14 @@ pub(crate) fn check_layout(workspace: Workspace) -> Result<()> {
 /// of a process sets the pool up: on an H100 that took 10 ms, which would otherwise fall
 /// on the first scan (its workspace). The caller has entered the device's context.
 pub(crate) fn warm_memory_pool() -> Result<()> {
-    // SAFETY: out-pointers to locals; the allocation is freed on the private stream,
-    // which is synchronised and destroyed before returning.
+    let s = PrivateStream::new()?;
+    // SAFETY: a live stream of the current context; the allocation is freed on it, and
+    // the stream synchronised before it is destroyed.
     unsafe {
-        let mut s: CUstream = std::ptr::null_mut();
-        check(
-            sys::cuStreamCreate(&mut s, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32),
-            "cuStreamCreate",
-        )?;
-        let mut ptr: CUdeviceptr = 0;
-        let r = check(sys::cuMemAllocAsync(&mut ptr, 1 << 16, s), "cuMemAllocAsync")
-            .and_then(|_| check(sys::cuMemFreeAsync(ptr, s), "cuMemFreeAsync"))
-            .and_then(|_| check(sys::cuStreamSynchronize(s), "cuStreamSynchronize"));
-        sys::cuStreamDestroy_v2(s);
-        r
+        let ptr = cu::alloc_async(1 << 16, s.raw())?;
+        cu::free_async(ptr, s.raw())?;
     }
-}
-
-/// The unique id the driver gives a stream (also the legacy and per-thread default
-/// streams, and per thread for the latter).
-pub(crate) fn stream_id(stream: CUstream) -> Result<u64> {
-    let mut id: std::ffi::c_ulonglong = 0;
-    // SAFETY: out-pointer to a local; an invalid handle yields an error code.
-    check(unsafe { sys::cuStreamGetId(stream, &mut id) }, "cuStreamGetId")?;
-    Ok(id)
+    s.synchronize()
 }
 
 /// A pooled workspace, owned by one stream (by id).
@@ -168,7 +147,7 @@ impl StreamWorkspace {
     /// stream may belong to a destroyed stream, and the driver must never see it.
     fn free_on_own_stream(mut self) {
         // SAFETY: every use of the workspace was queued on this live stream before.
-        if unsafe { sys::cuMemFreeAsync(self.ptr, self.stream as CUstream) } == sys::CUresult::CUDA_SUCCESS {
+        if unsafe { cu::free_async(self.ptr, self.stream as CUstream) }.is_ok() {
             self.ptr = 0;
         }
     }
@@ -209,7 +188,7 @@ impl WorkspacePool {
     /// caller has entered the device's context and keeps the returned handle until its
     /// launch is queued.
     pub fn for_stream(&self, stream: CUstream, acc_size: usize, slots: u64) -> Result<Arc<StreamWorkspace>> {
-        let id = stream_id(stream)?;
+        let id = cu::stream_id(stream)?;
         let mut evicted = Vec::new();
         let workspace = {
             let mut guard = self.entries.lock();
@@ -222,17 +201,16 @@ impl WorkspacePool {
                 }
             }
             let bytes = pooled_bytes(acc_size, slots);
-            let mut ptr: CUdeviceptr = 0;
-            // SAFETY: out-pointer to a local; the stream belongs to the current context
-            // (checked by the caller); the new memory is initialised before any scan on
-            // the stream can use it.
-            unsafe {
-                check(sys::cuMemAllocAsync(&mut ptr, bytes, stream), "cuMemAllocAsync")?;
+            // SAFETY: the stream belongs to the current context (checked by the caller);
+            // the new memory is initialised before any scan on the stream can use it.
+            let ptr = unsafe {
+                let ptr = cu::alloc_async(bytes, stream)?;
                 if let Err(e) = initialise(ptr, bytes, stream) {
-                    sys::cuMemFreeAsync(ptr, stream);
+                    let _ = cu::free_async(ptr, stream);
                     return Err(e);
                 }
-            }
+                ptr
+            };
             let workspace = Arc::new(StreamWorkspace {
                 ptr,
                 bytes,
@@ -317,18 +295,15 @@ impl WorkspacePool {
         if dead.is_empty() {
             return Ok(());
         }
-        driver::with_relaxed_capture(|| {
-            // SAFETY: once the context is synchronised no queued scan uses these; each
-            // pointer was allocated by this pool and is freed once.
-            unsafe {
-                let synced = check(sys::cuCtxSynchronize(), "cuCtxSynchronize");
-                if synced.is_err() {
-                    self.graveyard.lock().extend(&dead);
-                    return synced;
-                }
-                for ptr in dead {
-                    sys::cuMemFree_v2(ptr);
-                }
+        cu::with_relaxed_capture(|| {
+            if let Err(e) = cu::synchronize_current_context() {
+                self.graveyard.lock().extend(&dead);
+                return Err(e);
+            }
+            for ptr in dead {
+                // SAFETY: the context is synchronised, so no queued scan uses it; each
+                // pointer was allocated by this pool and is freed once.
+                unsafe { cu::free(ptr) };
             }
             Ok(())
         })

@@ -4,11 +4,10 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::sys::CUstream;
-
 use crate::contract::{self, ScanParams};
 use crate::error::{bail, Result};
 use crate::runtime::calls::CallLabel;
+use crate::runtime::cu::{self, CUstream};
 use crate::runtime::device::GpuDevice;
 use crate::runtime::launch_workspace;
 use crate::runtime::workspace::{lookback_bytes, Workspace};
@@ -188,11 +187,7 @@ pub(crate) unsafe fn launch_kernels<P: KernelParams>(
             kernel.launch(grid, raw_stream, params)?;
         }
         let slots = ws.ptr + std::mem::size_of::<contract::LookbackHeader>() as u64;
-        return crate::runtime::driver::zero_async(
-            slots,
-            tiles.register_staged as usize * tiles.value_bytes,
-            raw_stream,
-        );
+        return cu::zero_async(slots, tiles.register_staged as usize * tiles.value_bytes, raw_stream);
     }
     if launch.algorithm == Algorithm::Matrix {
         // Reduce, scan the tile sums, scan the tiles. The tile sums (accumulators, or

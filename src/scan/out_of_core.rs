@@ -11,14 +11,13 @@
 
 use crate::context::Context;
 use crate::error::{bail, Result};
-use crate::runtime::driver::{self, Event};
+use crate::runtime::cu::{self, Event};
 use crate::scalar::Scalar;
 use crate::scan::desc::{ScanDesc, Segments};
 use crate::scan::operator_model::Carries;
 use crate::scan::plan::ScanIo;
 use crate::scan::{RawScan, ScanInfo};
 use crate::{Buffer, Direction};
-use cudarc::driver::sys::CUmemorytype;
 
 /// Elements per chunk unless told otherwise.
 const DEFAULT_CHUNK: u64 = 1 << 26;
@@ -104,7 +103,7 @@ impl Context {
         let dev = self.gpu()?;
         let _current = dev.enter()?;
         let on_device = |addr: u64, bytes: u64, what: &str| -> Result<bool> {
-            let device = driver::pointer_info(addr)?.memory_type == CUmemorytype::CU_MEMORYTYPE_DEVICE as u32;
+            let device = cu::is_plain_device_memory_type(cu::pointer_info(addr)?.memory_type);
             if device && bytes > 0 {
                 dev.check_device_range(addr, bytes, what)?;
             }
@@ -200,7 +199,7 @@ impl Context {
                         Some(buf) => {
                             let host_in = (req.input + lo * in_type.size() as u64) as *mut std::ffi::c_void;
                             let bytes = len as usize * in_type.size();
-                            driver::copy_host_async(host_in, buf.addr(), bytes, false, up.raw() as _)?;
+                            cu::copy_host_async(host_in, buf.addr(), bytes, false, up.raw() as _)?;
                             uploaded.record(up.raw() as _)?;
                             uploaded.wait_on(scan.raw() as _)?;
                             buf.addr()
@@ -223,7 +222,7 @@ impl Context {
                             scanned.wait_on(down.raw() as _)?;
                             let host_out = (req.output + lo * out_type.size() as u64) as *mut std::ffi::c_void;
                             let bytes = len as usize * out_type.size();
-                            driver::copy_host_async(host_out, buf.addr(), bytes, true, down.raw() as _)?;
+                            cu::copy_host_async(host_out, buf.addr(), bytes, true, down.raw() as _)?;
                             done_event.record(down.raw() as _)?;
                         }
                         None => done_event.record(scan.raw() as _)?,

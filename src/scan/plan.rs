@@ -13,12 +13,11 @@ mod segment_offsets;
 
 use std::sync::Arc;
 
-use cudarc::driver::sys::CUstream;
-
 use crate::context::Context;
 use crate::contract::{self, OperatorLaunch, OperatorParams, ScanParams, StateBytes};
 use crate::engine::{Engine, GpuEngine};
 use crate::error::Result;
+use crate::runtime::cu::CUstream;
 use crate::runtime::device::GpuDevice;
 use crate::runtime::launch_workspace;
 use crate::runtime::workspace::Workspace;

@@ -10,15 +10,14 @@ pub(crate) mod kernels;
 
 use std::sync::Arc;
 
-use cudarc::driver::sys::CUstream;
-
 use crate::array::ArrayView;
 use crate::context::Context;
 use crate::contract::{SelectParams, FLAG_VECTOR_HEADS, FLAG_VECTOR_IN};
 use crate::engine::{Engine, GpuEngine};
 use crate::error::{bail, Result};
 use crate::runtime::calls::CallLabel;
-use crate::runtime::{driver, launch_workspace};
+use crate::runtime::cu::{self, CUstream};
+use crate::runtime::launch_workspace;
 use crate::stream::Stream;
 use desc::{SelectDesc, SelectOutput, Selection};
 use kernels::SelectKernels;
@@ -135,7 +134,7 @@ fn launch(engine: &GpuEngine, stream: &Stream, a: &SelectArrays, desc: &SelectDe
     }
     if c.n == 0 {
         // SAFETY: the count is one checked U64 of device memory; the stream is checked.
-        return unsafe { driver::zero_async(a.num_selected.addr(), 8, raw_stream) };
+        return unsafe { cu::zero_async(a.num_selected.addr(), 8, raw_stream) };
     }
     let kernel = engine.algorithms.get::<SelectKernels>().get(dev, &c.spec)?;
     let tiles = c.n.div_ceil(c.spec.tile_elems());

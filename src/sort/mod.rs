@@ -9,15 +9,14 @@ pub(crate) mod desc;
 pub(crate) mod host;
 pub(crate) mod kernels;
 
-use cudarc::driver::sys::{CUdeviceptr, CUstream};
-
 use crate::array::ArrayView;
 use crate::context::Context;
 use crate::contract::{SortParams, SORT_FLAG_INDICES, SORT_FLAG_RANKED_IN, SORT_FLAG_RANKED_OUT, SORT_FLAG_VECTOR_IN};
 use crate::engine::{Engine, GpuEngine};
 use crate::error::{bail, Result};
 use crate::runtime::calls::CallLabel;
-use crate::runtime::{driver, launch_workspace};
+use crate::runtime::cu::{self, CUdeviceptr, CUstream};
+use crate::runtime::launch_workspace;
 use crate::stream::Stream;
 use crate::types::DType;
 use desc::{passes, SortDesc};
@@ -243,7 +242,7 @@ unsafe fn queue_passes(
     let key_bytes = c.spec.key.size() as u64;
     let value_bytes = c.spec.value_bytes as u64;
     let counts = base + layout.counts;
-    driver::zero_async(counts, layout.zeroed as usize, raw_stream)?;
+    cu::zero_async(counts, layout.zeroed as usize, raw_stream)?;
     let call = dev.calls.record(
         CallLabel::Builtin {
             op: "sort",
@@ -334,9 +333,9 @@ unsafe fn queue_passes(
         values_from = values_to;
     }
     if copy_after {
-        driver::copy_async(keys_out, second_keys, (n * key_bytes) as usize, raw_stream)?;
+        cu::copy_async(keys_out, second_keys, (n * key_bytes) as usize, raw_stream)?;
         if values_out != 0 {
-            driver::copy_async(values_out, second_values, (n * value_bytes) as usize, raw_stream)?;
+            cu::copy_async(values_out, second_values, (n * value_bytes) as usize, raw_stream)?;
         }
     }
     Ok(())

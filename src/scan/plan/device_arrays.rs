@@ -1,12 +1,10 @@
 //! The device side of a plan's arrays: the checks that ask the driver (ranges, the
 //! stream, the carries) and the carries' launch flags and empty-scan case.
 
-use cudarc::driver::sys::CUstream;
-
 use crate::contract;
 use crate::error::Result;
+use crate::runtime::cu::{self, CUstream};
 use crate::runtime::device::GpuDevice;
-use crate::runtime::driver;
 use crate::scan::checks::{carry_states, check_overlaps};
 use crate::scan::desc::ScanShape;
 use crate::scan::operator_model::{Carries, OperatorModel, ScanArrays};
@@ -45,13 +43,13 @@ pub(super) unsafe fn carry_empty_scan(
         return Ok(());
     }
     if carry_in != 0 {
-        return driver::copy_async(carry_out, carry_in, bytes, stream);
+        return cu::copy_async(carry_out, carry_in, bytes, stream);
     }
     let state: Vec<u8> = match shape.init {
         Some(init) => init.words.iter().flat_map(|w| w.to_ne_bytes()).take(bytes).collect(),
         None => model.identity_bytes(),
     };
-    driver::fill_async(carry_out, &state, stream)
+    cu::fill_async(carry_out, &state, stream)
 }
 
 /// The checks of a GPU scan's arrays that ask the driver: the stream, every range (unless
@@ -69,7 +67,7 @@ pub(super) unsafe fn check_device_arrays(
     }
     // A scan of nothing reads and writes no array (they may be NULL), only its carries
     // (and, for carries per segment, the offsets).
-    let per_segment = super::per_segment_carries(shape, arrays.carries);
+    let per_segment = super::flags::per_segment_carries(shape, arrays.carries);
     if n > 0 || per_segment {
         if !arrays.known_arrays && n > 0 {
             for (&addr, layout) in arrays.inputs.iter().zip(model.inputs()) {

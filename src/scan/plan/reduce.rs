@@ -3,7 +3,7 @@
 //! scan's first two kernels (tile sums, then their scan, which writes the total): one read
 //! of the input, in a fixed association order. A scan across GPUs exchanges these totals.
 
-use cudarc::driver::sys::CUstream;
+use crate::runtime::cu::CUstream;
 
 use super::device_arrays::carry_empty_scan;
 use super::{address_flags, ScanPlan};

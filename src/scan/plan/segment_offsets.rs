@@ -5,12 +5,10 @@
 //! carries per segment the prepass also writes the segment table after the flags, and
 //! the totals of empty segments.
 
-use cudarc::driver::sys::{CUdeviceptr, CUstream};
-
 use crate::contract::{self, StateBytes};
 use crate::error::Result;
+use crate::runtime::cu::{self, CUdeviceptr, CUstream};
 use crate::runtime::device::GpuDevice;
-use crate::runtime::driver;
 use crate::scan::kernels::ScanKernels;
 use crate::scan::translation_unit::KernelKind;
 use crate::tables::DType;
@@ -80,7 +78,7 @@ impl OffsetHeads {
         // the count).
         let queued = || -> Result<()> {
             if flag_bytes > 0 {
-                driver::zero_async(bits, flag_bytes, stream)?;
+                cu::zero_async(bits, flag_bytes, stream)?;
             }
             if count > 0 || carries.is_some() {
                 let kernel = kernels

@@ -14,8 +14,6 @@ mod pitched_rows;
 
 use std::sync::Arc;
 
-use cudarc::driver::sys::CUstream;
-
 use crate::array::ArrayView;
 use crate::context::Context;
 use crate::contract::{
@@ -24,7 +22,8 @@ use crate::contract::{
 };
 use crate::engine::{Engine, GpuEngine};
 use crate::error::{bail, Result};
-use crate::runtime::{driver, launch_workspace};
+use crate::runtime::cu::{self, CUstream};
+use crate::runtime::launch_workspace;
 use crate::scan::carry_views::{CarryViews, CheckedCarry};
 use crate::scan::checks::check_carries;
 use crate::scan::desc::{ScanDesc, ScanShape, Segments};
@@ -296,13 +295,13 @@ unsafe fn carry_empty_scan(
             Some(init) => init.bytes()[..state].to_vec(),
             None => model.identity_bytes(),
         };
-        return driver::fill_repeated_async(c.carry_out, &init, sequences, stream);
+        return cu::fill_repeated_async(c.carry_out, &init, sequences, stream);
     }
     if c.per_sequence_in {
-        return driver::copy_async(c.carry_out, c.carry_in, sequences as usize * state, stream);
+        return cu::copy_async(c.carry_out, c.carry_in, sequences as usize * state, stream);
     }
     for s in 0..sequences {
-        driver::copy_async(c.carry_out + s * state as u64, c.carry_in, state, stream)?;
+        cu::copy_async(c.carry_out + s * state as u64, c.carry_in, state, stream)?;
     }
     Ok(())
 }
