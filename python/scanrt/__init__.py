@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
-from . import _arrays
+from . import _arrays, _core
 from ._scanrt import ScanrtError, __version__
 from . import _scanrt
 from ._operator import Operator
@@ -53,15 +53,12 @@ __all__ = [
 
 # The accumulator of the half types (their carries in arrays have this type).
 _ACCUMULATED = {"float16": "float32", "bfloat16": "float32"}
-# The accumulator NumPy and PyTorch give integer cumulative sums and products.
-_WIDENED = {"bool": "int64", "uint8": "int64", "int8": "int64", "int16": "int64", "uint16": "int64", "int32": "int64",
-            "uint32": "uint64"}
 
 
 def _result_type(in_type: str, op: str, dtype: Optional[str]) -> str:
     """The type a scan of ``in_type`` elements writes: ``dtype``, or the input's (integer
     sums and products widened)."""
-    out = dtype or (_WIDENED.get(in_type, in_type) if op in ("sum", "prod") else in_type)
+    out = dtype or (_core.WIDENED.get(in_type, in_type) if op in ("sum", "prod") else in_type)
     if out == "bool" and op in ("sum", "prod"):
         # Bytes would wrap past 255 and leave values that are no bool; NumPy's bool sum
         # and product are OR and AND: scanrt's max and min.
@@ -72,6 +69,7 @@ def _result_type(in_type: str, op: str, dtype: Optional[str]) -> str:
 # Runs a binding call on the first array's stream (scanrt/_arrays.py).
 _run = _arrays.run
 _one_d = _arrays.one_d
+_torch_autograd = _arrays.torch_autograd
 
 
 def _readable(x: Any, op: str, dtype: Optional[str]) -> Any:
@@ -101,6 +99,7 @@ def _builtin_scan(x: Any, op: str, axis: Optional[int], exclusive: bool, reverse
                              offsets)
     if segments is not None or offsets is not None or keys is not None:
         if _torch_autograd(x):
+            # Here, not at the top: _torch imports torch, which scanrt does not require.
             from . import _torch
 
             _arrays.segment_data(x, segments, offsets, keys)
@@ -259,18 +258,6 @@ def _torch_scan_fast(x: Any, op: str, axis: int, exclusive: bool, reverse: bool,
 def _finish(result: Any, axis: int, out: Any) -> Any:
     result = _arrays.move_back(result, axis)
     return result if out is None else _arrays.copy_into(out, result)
-
-
-def _torch_autograd(x: Any) -> bool:
-    """Whether a tensor goes through scanrt's PyTorch operators: it requires gradients,
-    torch.compile is tracing, or it is a torch.func transform's (vmap's batched tensors
-    have no storage of their own to scan)."""
-    if not _arrays.is_torch(x):
-        return False
-    import torch
-
-    return ((x.requires_grad and torch.is_grad_enabled()) or torch.compiler.is_compiling()
-            or _arrays.TORCH_WRAPPED[0](x))
 
 
 def cumsum(x: Any, axis: Optional[int] = -1, *, exclusive: bool = False, reverse: bool = False, initial: Any = None,

@@ -14,9 +14,7 @@ _TORCH_OPS = itertools.count()
 
 
 def _traced(x: Any) -> bool:
-    from . import _torch_autograd
-
-    return _torch_autograd(x)
+    return _arrays.torch_autograd(x)
 
 
 def _bytes_of(value: Any, size: int, what: str) -> bytes:

@@ -27,9 +27,7 @@ def _elements(x: Any, mask: Any = None) -> Tuple[Any, Any]:
 
 
 def _autograd(*arrays: Any) -> bool:
-    from . import _torch_autograd
-
-    return any(a is not None and _torch_autograd(a) for a in arrays)
+    return any(a is not None and _arrays.torch_autograd(a) for a in arrays)
 
 
 def _gathered(keys: Any, values: Any, descending: bool, bits: Optional[Tuple[int, int]]) -> Tuple[Any, Any, Any]:

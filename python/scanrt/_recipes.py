@@ -5,23 +5,14 @@ from __future__ import annotations
 
 from typing import Any, Optional, Tuple
 
-from . import _arrays, _scanrt
+from . import _arrays, _core, _scanrt
 
-# recipes::EXTREME_INITIAL_INDEX: the index of a result that keeps the initial value; the
-# empty state's (an exclusive scan's first result) is one more. Element indices stay
-# below both.
-INITIAL_INDEX = (1 << 32) - 2
 # Arrays of this many elements or more are scanned along their axis, which counts indices
 # along it, not as rows, whose indices count over the whole array (the library refuses
 # sequences longer than the indices number: OperatorDesc::max_length).
-ROWS_INDEX_LIMIT = INITIAL_INDEX
+ROWS_INDEX_LIMIT = _core.INITIAL_INDEX
 _FLOATS = _arrays.FLOATS
-
-
-def _torch_autograd(x: Any) -> bool:
-    from . import _torch_autograd
-
-    return _torch_autograd(x)
+_torch_autograd = _arrays.torch_autograd
 
 
 def _finish(results: Tuple[Any, ...], out: Any) -> Any:
@@ -65,36 +56,13 @@ def _recipe(recipe: str, x: Any, outs: list, row: int, exclusive: bool, reverse:
         None, None, axis, segments=opt(segments), keys=opt(keys)))
 
 
-def indices_of(indices: Any, row: int, empty: bool) -> Any:
-    """uint32 indices as int64 (int32 on JAX without x64): within each row of ``row``
-    elements (0: as they are), and with ``empty`` (an exclusive scan or an initial value)
-    -1 where no element is the extreme. Each pass over the indices costs as much as the
-    scan's: only those asked for run."""
-    lib = _arrays.library(indices)
-    if lib == "torch":
-        import torch
-
-        i = indices.to(torch.int64)
-        kept = i % row if row else i
-        return torch.where(i >= INITIAL_INDEX, -1, kept) if empty else kept
-    if lib == "jax":
-        import jax.numpy as jnp
-
-        wide = jnp.int64 if jnp.zeros(0).dtype == jnp.float64 else jnp.int32  # int64 only with x64
-        kept = (indices % row if row else indices).astype(wide)
-        return jnp.where(indices >= INITIAL_INDEX, -1, kept) if empty else kept
-    xp = _arrays.array_module(indices)
-    i = indices.astype("int64")
-    kept = i % row if row else i
-    return xp.where(i >= INITIAL_INDEX, -1, kept) if empty else kept
-
-
 def _extreme(x: Any, recipe: str, axis: int, exclusive: bool, reverse: bool, initial: Any, deterministic: bool,
              dtype: Optional[str], out: Any, segments: Any, offsets: Any, keys: Any) -> Tuple[Any, Any]:
     if dtype is not None:
         x = _arrays.astype(x, dtype)
     data = _arrays.segment_data(x, segments, offsets, keys)
     if _torch_autograd(x):
+        # Here, not at the top: _torch imports torch, which scanrt does not require.
         from . import _torch
 
         return _finish(_torch.extreme(x, recipe, axis, exclusive, reverse, initial, deterministic, segments, offsets,
@@ -104,20 +72,20 @@ def _extreme(x: Any, recipe: str, axis: int, exclusive: bool, reverse: bool, ini
         values, indices = _arrays.empty(x, x.shape, t), _arrays.empty(x, x.shape, "uint32")
         _recipe(recipe, x, [values, indices], 0, exclusive, reverse, initial, deterministic, data, segments, offsets,
                 keys)
-        return _finish((values, indices_of(indices, 0, exclusive or initial is not None)), out)
+        return _finish((values, _core.indices_of(indices, 0, exclusive or initial is not None)), out)
     axis = _arrays.normal_axis(x, axis)
     if _arrays.size(x) >= ROWS_INDEX_LIMIT:
         values, indices = _arrays.empty(x, x.shape, t), _arrays.empty(x, x.shape, "uint32")
         _recipe(recipe, x, [values, indices], 0, exclusive, reverse, initial, deterministic, None, None, None, None,
                 axis=axis)
-        return _finish((values, indices_of(indices, 0, exclusive or initial is not None)), out)
+        return _finish((values, _core.indices_of(indices, 0, exclusive or initial is not None)), out)
     moved, axis = _arrays.last_axis_contiguous(x, axis)
     values, indices = _arrays.empty(moved, moved.shape, t), _arrays.empty(moved, moved.shape, "uint32")
     row = moved.shape[-1]
     _recipe(recipe, moved, [values, indices], row, exclusive, reverse, initial, deterministic, None, None, None, None)
     # One row: the indices are the positions already.
     row = 0 if row == _arrays.size(moved) else row
-    found = indices_of(indices, row, exclusive or initial is not None)
+    found = _core.indices_of(indices, row, exclusive or initial is not None)
     return _finish((_arrays.move_back(values, axis), _arrays.move_back(found, axis)), out)
 
 

@@ -5,20 +5,18 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from . import _arrays, _scanrt
+from . import _arrays, _core, _scanrt
 
-# The state type of the half types' recurrences.
-_STATE = {"float16": "float32", "bfloat16": "float32"}
 _FLOATS = _arrays.FLOATS
 
 
 def _autograd(*arrays: Any) -> bool:
-    from . import _torch_autograd
-
-    return any(_arrays.is_array(x) and _torch_autograd(x) for x in arrays)
+    return any(_arrays.is_array(x) and _arrays.torch_autograd(x) for x in arrays)
 
 
 def _torch_ops():
+    """The recurrence's PyTorch operators, imported at the first tensor that needs them:
+    the module imports torch, which scanrt does not require."""
     from . import _torch_recurrence
 
     return _torch_recurrence
@@ -178,7 +176,7 @@ def _sequences_recurrence(a: Any, b: Any, initial: Any, exclusive: bool, reverse
         _arrays.check_offsets(offsets)
     count = max(int(offsets.shape[0]) - 1, 0) if offsets is not None else 1
     dtype = _arrays.describe_dtype(a)
-    state = _STATE.get(dtype, dtype)
+    state = _core.STATE.get(dtype, dtype)
     if _arrays.is_array(initial) and (tuple(initial.shape) != (count,) or _arrays.describe_dtype(initial) != state):
         raise ValueError(f"initial is an array of one {state} h0 per sequence: shape ({count},)")
     if _autograd(a, b, initial):
@@ -186,24 +184,6 @@ def _sequences_recurrence(a: Any, b: Any, initial: Any, exclusive: bool, reverse
             raise TypeError("an exclusive recurrence with states per sequence is not differentiable; detach the "
                             "inputs, or shift the inclusive result")
         return _torch_ops().sequences_recurrence(a, b, initial, reverse, deterministic, offsets, return_final)
-    h, final = recurrence_with_states(a, b, initial, exclusive, reverse, deterministic, offsets, return_final, count)
+    h, final = _core.recurrence_with_states(a, b, initial, exclusive, reverse, deterministic, offsets, return_final,
+                                            count)
     return (h, final) if return_final else h
-
-
-def recurrence_with_states(a, b, initial, exclusive, reverse, deterministic, offsets, want_final, count):
-    """The recurrence scan itself: ``h``, and each sequence's final ``h`` when asked."""
-    a, b = _arrays.contiguous(a), _arrays.contiguous(b)
-    dtype = _arrays.describe_dtype(a)
-    h = _arrays.empty(a, a.shape, dtype)
-    # States are (A, B) pairs of a's type (h -> A h + B): the carry in of sequence i is
-    # (1, h0[i]), its total (A, final h).
-    states_in = _arrays.ones_beside(initial) if _arrays.is_array(initial) else None
-    states_out = _arrays.empty(a, (count, 2), _STATE.get(dtype, dtype)) if want_final else None
-    scalar = None if initial is None or _arrays.is_array(initial) else float(initial)
-    describe = _arrays.describe
-    arrays = [a, b] + [x for x in (offsets, states_in) if x is not None]
-    _arrays.run(arrays, lambda s: _scanrt.recipe_scan(
-        "linear_recurrence", [describe(a), describe(b)], [describe(h)], 0, not exclusive, reverse, scalar,
-        deterministic, s, None if offsets is None else describe(offsets),
-        None if states_in is None else describe(states_in), None if states_out is None else describe(states_out)))
-    return h, None if states_out is None else states_out[:, 1]

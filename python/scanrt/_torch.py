@@ -34,7 +34,7 @@ import torch
 from torch import Tensor
 from torch.types import Number
 
-from . import _arrays, _scanrt
+from . import _arrays, _core, _scanrt
 
 _DTYPES = {"int64": torch.int64, "uint64": torch.uint64, "int32": torch.int32, "uint32": torch.uint32,
            "float32": torch.float32, "float64": torch.float64}
@@ -207,14 +207,12 @@ def _extreme(x: Tensor, recipe: str, reverse: bool, exclusive: bool, initial: Op
              segments: Optional[Tensor], offsets: Optional[Tensor], keys: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
     """Values and int64 indices along the last axis (positions in ``x`` with segments; -1
     where the initial value or nothing is the extreme)."""
-    from ._recipes import indices_of
-
     x = x.contiguous()
     values = torch.empty_like(x)
     indices = torch.empty(x.shape, dtype=torch.uint32, device=x.device)
     row = 0 if segmented(segments, offsets, keys) else (x.shape[-1] if x.dim() else 1)
     _recipe(recipe, x, [values, indices], row, exclusive, reverse, initial, deterministic, segments, offsets, keys)
-    return values, indices_of(indices, 0 if row == x.numel() else row, exclusive or initial is not None)
+    return values, _core.indices_of(indices, 0 if row == x.numel() else row, exclusive or initial is not None)
 
 
 def _extreme_fake(x, recipe, reverse, exclusive, initial, deterministic, segments, offsets, keys):
@@ -281,11 +279,9 @@ define("logcumsumexp", _logcumsumexp, _lse_fake, _lse_setup, _lse_backward)
 # Move the axis last (differentiably), run the operator, move it back.
 
 def scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype, out, segments=None, offsets=None, keys=None):
-    from . import _WIDENED
-
     name = str(x.dtype).replace("torch.", "")
-    out_dtype = getattr(torch, dtype) if isinstance(dtype, str) else (dtype or _DTYPES.get(_WIDENED.get(name, name),
-                                                                                          x.dtype))
+    widened = _DTYPES.get(_core.WIDENED.get(name, name), x.dtype)
+    out_dtype = getattr(torch, dtype) if isinstance(dtype, str) else (dtype or widened)
     # A Python number as it is (an int64 initial past 2^53 stays exact through the
     # operator's Scalar), a NumPy scalar or one-element tensor as its number.
     init = initial.item() if hasattr(initial, "item") else initial

@@ -16,7 +16,7 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor
 
-from . import _arrays, _scanrt
+from . import _arrays, _core, _scanrt
 from ._torch import define, describe, ops, segmented, stream
 
 
@@ -163,11 +163,9 @@ def linear_recurrence_adjoint(a, g, axis, initial, reverse, deterministic, segme
 
 def _sequences(a: Tensor, b: Tensor, offsets: Optional[Tensor], h0: Optional[Tensor], scalar: Optional[float],
                reverse: bool, deterministic: bool) -> Tuple[Tensor, Tensor]:
-    from ._recurrence import recurrence_with_states
-
     count = 1 if offsets is None else max(offsets.shape[0] - 1, 0)
-    h, final = recurrence_with_states(a.contiguous(), b.contiguous(), h0 if h0 is not None else scalar, False,
-                                      reverse, deterministic, offsets, True, count)
+    h, final = _core.recurrence_with_states(a.contiguous(), b.contiguous(), h0 if h0 is not None else scalar, False,
+                                            reverse, deterministic, offsets, True, count)
     return h, final.contiguous()
 
 

@@ -8,12 +8,12 @@ use std::collections::HashMap;
 use parking_lot::Mutex;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use scanrt::{CarryViews, Direction, Operator, OperatorDesc, OperatorScan};
+use scanrt::{Direction, Operator, OperatorDesc, OperatorScan};
 
-use crate::arrays::{context, device_of, dtype_named, state_carry_views, stream, ArrayArg};
+use crate::arrays::{context, device_of, dtype_named, segment_data, stream, ArrayArg, SegmentData};
 use crate::errors::IntoPy;
 use crate::operator_host::{host_operator, HostFailure};
-use crate::scan::{segment_data, SegmentData};
+use crate::operator_scan::run_scan;
 
 /// An operator's description and its compiled form on each device it has scanned on.
 #[pyclass(name = "Operator", module = "scanrt._scanrt", frozen)]
@@ -209,35 +209,4 @@ impl PyOperator {
         self.compiled.lock().insert(device, op.clone());
         Ok(op)
     }
-}
-
-/// Runs an operator's scan of views with the GIL released: along `axis` where given,
-/// else of 1-D arrays (with the segment data, if any); `carries` are arrays of whole
-/// states.
-///
-/// # Safety
-/// The descriptions are of live arrays the caller keeps referenced during the call.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn run_scan(
-    py: Python<'_>,
-    op: &Operator,
-    stream: &scanrt::Stream,
-    (ins, outs): (&[scanrt::ArrayView], &[scanrt::ArrayView]),
-    segments: Option<ArrayArg>,
-    scan: &OperatorScan,
-    [carry_in, carry_out]: [Option<ArrayArg>; 2],
-    axis: Option<isize>,
-) -> PyResult<()> {
-    let data = segments.map(|d| d.view(false)).transpose()?;
-    let [carry_in, carry_out] = state_carry_views(carry_in, carry_out)?;
-    let carries = CarryViews {
-        carry_in: carry_in.as_ref(),
-        carry_out: carry_out.as_ref(),
-    };
-    py.allow_threads(|| match axis {
-        Some(axis) => op.scan_arrays_along(stream, ins, outs, axis, scan, &carries),
-        None => op.scan_arrays_carried(stream, ins, outs, data.as_ref(), scan, &carries),
-    })
-    .py_err()?;
-    Ok(())
 }

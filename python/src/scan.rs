@@ -14,8 +14,9 @@ use scanrt::{
     Segments,
 };
 
-use crate::arrays::{context, device_of, dtype_named, stream, ArrayArg};
+use crate::arrays::{context, device_of, dtype_named, segment_data, stream, ArrayArg, SegmentData};
 use crate::errors::IntoPy;
+use crate::operator_scan::run_scan;
 
 fn op_of(name: &str) -> PyResult<Op> {
     Ok(match name {
@@ -172,45 +173,6 @@ pub(crate) fn summed_area_table(
         .map(|_| ())
 }
 
-/// The segment data a 1-D scan may take: byte flags (uint8 or bool), offsets, or keys
-/// (each run of equal keys a segment). A `(flags, offsets)` pair converts into it for the
-/// scans that take no keys.
-pub(crate) struct SegmentData {
-    pub flags: Option<ArrayArg>,
-    pub offsets: Option<ArrayArg>,
-    pub keys: Option<ArrayArg>,
-}
-
-impl From<(Option<ArrayArg>, Option<ArrayArg>)> for SegmentData {
-    fn from((flags, offsets): (Option<ArrayArg>, Option<ArrayArg>)) -> Self {
-        SegmentData {
-            flags,
-            offsets,
-            keys: None,
-        }
-    }
-}
-
-/// The segment data given, if any, and its form.
-pub(crate) fn segment_data(data: impl Into<SegmentData>) -> PyResult<Option<(ArrayArg, Segments)>> {
-    let SegmentData { flags, offsets, keys } = data.into();
-    if let Some(keys) = keys {
-        let kind = Segments::Keys(keys.dtype()?);
-        return Ok(Some((keys, kind)));
-    }
-    Ok(match (flags, offsets) {
-        (Some(flags), _) => Some((flags, Segments::ByteFlags)),
-        (None, Some(offsets)) => {
-            let kind = Segments::Offsets {
-                dtype: offsets.dtype()?,
-                count: offsets.shape.iter().product(),
-            };
-            Some((offsets, kind))
-        }
-        (None, None) => None,
-    })
-}
-
 /// The recipes' operators, compiled once per (context, recipe, type).
 fn operator(ctx: &Context, device: i64, recipe: &str, dtype: DType) -> PyResult<Operator> {
     static OPERATORS: Lazy<Mutex<HashMap<(i64, String, DType), Operator>>> = Lazy::new(|| Mutex::new(HashMap::new()));
@@ -362,7 +324,7 @@ pub(crate) fn recipe_scan(
     let outs = outputs.iter().map(|a| flat(a, true)).collect::<PyResult<Vec<_>>>()?;
     // SAFETY: as above.
     unsafe {
-        crate::operator::run_scan(
+        run_scan(
             py,
             &op,
             &s,

@@ -54,7 +54,10 @@ pub fn sweep_small_integers(
     let mut rng = Rng(seed);
     let mut tally = Tally::default();
     let mut cases = 0;
-    let dtypes = NARROWING_TYPES.iter().filter(|t| !t.output.is_float()).map(|t| t.output);
+    let dtypes = NARROWING_TYPES
+        .iter()
+        .filter(|t| !t.output.is_float())
+        .map(|t| t.output);
     for dtype in dtypes {
         for &n in sizes {
             for op in Op::ALL {
@@ -125,7 +128,11 @@ fn reference<T: SmallInt>(input: &[T], starts: Option<&[bool]>, c: &SmallCase) -
     let mut out = vec![T::wrap(0); n];
     let mut acc = init;
     for step in 0..n {
-        let p = if c.direction == Direction::Backward { n - 1 - step } else { step };
+        let p = if c.direction == Direction::Backward {
+            n - 1 - step
+        } else {
+            step
+        };
         let head = match starts {
             Some(s) if c.direction == Direction::Backward => p == n - 1 || s[p + 1],
             Some(s) => p == 0 || s[p],
@@ -152,7 +159,11 @@ fn run_case<T: SmallInt>(ctx: &Context, stream: &Stream, rng: &mut Rng, c: Small
         ..ScanDesc::default()
     };
     if let Some(init) = c.init {
-        desc = if T::SIGNED { desc.with_init(init as i32) } else { desc.with_init(init as u32) };
+        desc = if T::SIGNED {
+            desc.with_init(init as i32)
+        } else {
+            desc.with_init(init as u32)
+        };
     }
     let starts = match c.segments {
         Segments::ByteFlags => Some(segment_starts(rng, SegmentPattern::Random { mean_len: 97 }, c.n)),
@@ -181,7 +192,10 @@ fn run_case<T: SmallInt>(ctx: &Context, stream: &Stream, rng: &mut Rng, c: Small
     }
     let got: Vec<T> = out.download(stream, c.n).map_err(e)?;
     match (0..c.n).find(|&p| got[p].to_bits() != want[p].to_bits()) {
-        Some(p) => Err(format!("mismatch at {p} of {}: want {:?}, got {:?}", c.n, want[p], got[p])),
+        Some(p) => Err(format!(
+            "mismatch at {p} of {}: want {:?}, got {:?}",
+            c.n, want[p], got[p]
+        )),
         None => Ok(()),
     }
 }

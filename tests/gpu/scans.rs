@@ -266,7 +266,11 @@ pub(crate) fn small_integers_every_algorithm_and_tile_boundary() {
         &stream,
         0x5_11A1_1E27,
         &sizes,
-        &[Algorithm::SinglePass, Algorithm::DeterministicSinglePass, Algorithm::Matrix],
+        &[
+            Algorithm::SinglePass,
+            Algorithm::DeterministicSinglePass,
+            Algorithm::Matrix,
+        ],
     );
     eprintln!("small integers: {cases} cases, {} failed", failures.len());
     assert!(failures.is_empty(), "{}", failures.join("\n"));
