@@ -381,30 +381,18 @@ impl<'a> ArrayView<'a> {
     }
 }
 
-/// DLPack's element types that are scanrt's.
+/// DLPack's element types that are scanrt's (the table: `DType::info`).
 fn dtype_of_dlpack(t: DLDataType) -> Result<DType> {
-    use dlpark::ffi::DLDataTypeCode as Code;
-    Ok(match (t.code, t.bits, t.lanes) {
-        (Code::UINT, 8, 1) => DType::U8,
-        (Code::INT, 8, 1) => DType::I8,
-        (Code::UINT, 16, 1) => DType::U16,
-        (Code::INT, 16, 1) => DType::I16,
-        (Code::INT, 32, 1) => DType::I32,
-        (Code::UINT, 32, 1) => DType::U32,
-        (Code::INT, 64, 1) => DType::I64,
-        (Code::UINT, 64, 1) => DType::U64,
-        (Code::FLOAT, 32, 1) => DType::F32,
-        (Code::FLOAT, 64, 1) => DType::F64,
-        (Code::FLOAT, 16, 1) => DType::F16,
-        (Code::BFLOAT, 16, 1) => DType::BF16,
-        _ => bail!(
-            UnsupportedCombination,
+    match DType::of_dlpack(t.code.0, t.bits, t.lanes) {
+        Some(dtype) => Ok(dtype),
+        None => bail!(
+            InvalidArgument,
             "DLPack type (code {}, {} bits, {} lanes) is not a scanrt element type",
             t.code.0,
             t.bits,
             t.lanes
         ),
-    })
+    }
 }
 
 impl<'a> ArrayView<'a> {

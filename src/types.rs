@@ -25,27 +25,54 @@ pub struct DTypeInfo {
     pub kind: NumberKind,
     /// The CUDA C++ spelling in kernel specialisations (kernels/util/types.cuh).
     pub cuda: &'static str,
+    /// The name NumPy, PyTorch and JAX give it (the Python package's dtype names).
+    pub name: &'static str,
+    /// DLPack's type code (`kDLInt` 0, `kDLUInt` 1, `kDLFloat` 2, `kDLBfloat` 4); its bits
+    /// are `8 * size`, one lane.
+    pub dlpack_code: u8,
 }
 
 impl DType {
-    /// The element type's properties: one row per type.
+    /// The element type's properties: **the one table of element types**, one row per
+    /// type, that every layer reads (kernel sources, DLPack views, the Python package).
     pub const fn info(self) -> DTypeInfo {
         use NumberKind::*;
-        let (size, kind, cuda) = match self {
-            DType::U8 => (1, Unsigned, "u8"),
-            DType::I32 => (4, Signed, "i32"),
-            DType::U32 => (4, Unsigned, "u32"),
-            DType::I64 => (8, Signed, "i64"),
-            DType::U64 => (8, Unsigned, "u64"),
-            DType::F32 => (4, Float, "float"),
-            DType::F64 => (8, Float, "double"),
-            DType::I8 => (1, Signed, "i8"),
-            DType::U16 => (2, Unsigned, "u16"),
-            DType::I16 => (2, Signed, "i16"),
-            DType::F16 => (2, Float, "f16"),
-            DType::BF16 => (2, Float, "bf16"),
+        const INT: u8 = 0;
+        const UINT: u8 = 1;
+        const FLOAT: u8 = 2;
+        const BFLOAT: u8 = 4;
+        let (size, kind, cuda, name, dlpack_code) = match self {
+            DType::U8 => (1, Unsigned, "u8", "uint8", UINT),
+            DType::I32 => (4, Signed, "i32", "int32", INT),
+            DType::U32 => (4, Unsigned, "u32", "uint32", UINT),
+            DType::I64 => (8, Signed, "i64", "int64", INT),
+            DType::U64 => (8, Unsigned, "u64", "uint64", UINT),
+            DType::F32 => (4, Float, "float", "float32", FLOAT),
+            DType::F64 => (8, Float, "double", "float64", FLOAT),
+            DType::I8 => (1, Signed, "i8", "int8", INT),
+            DType::U16 => (2, Unsigned, "u16", "uint16", UINT),
+            DType::I16 => (2, Signed, "i16", "int16", INT),
+            DType::F16 => (2, Float, "f16", "float16", FLOAT),
+            DType::BF16 => (2, Float, "bf16", "bfloat16", BFLOAT),
         };
-        DTypeInfo { size, kind, cuda }
+        DTypeInfo {
+            size,
+            kind,
+            cuda,
+            name,
+            dlpack_code,
+        }
+    }
+    /// The type NumPy, PyTorch and JAX call `name` (`bool` arrays are read as `u8`).
+    pub fn named(name: &str) -> Option<DType> {
+        let name = if name == "bool" { "uint8" } else { name };
+        DType::ALL.into_iter().find(|t| t.info().name == name)
+    }
+    /// The type of DLPack's `(code, bits, lanes)`.
+    pub fn of_dlpack(code: u8, bits: u8, lanes: u16) -> Option<DType> {
+        DType::ALL
+            .into_iter()
+            .find(|t| lanes == 1 && t.info().dlpack_code == code && 8 * t.size() == bits as usize)
     }
     /// Bytes per element.
     pub const fn size(self) -> usize {
@@ -474,6 +501,23 @@ pub fn check_types(input: DType, output: DType, op: crate::Op) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The table's names and DLPack codes find each type again, and no other.
+    #[test]
+    fn names_and_dlpack_codes_find_their_type() {
+        for t in DType::ALL {
+            let info = t.info();
+            assert_eq!(DType::named(info.name), Some(t));
+            assert_eq!(DType::of_dlpack(info.dlpack_code, 8 * info.size as u8, 1), Some(t));
+            assert_eq!(DType::of_dlpack(info.dlpack_code, 8 * info.size as u8, 2), None);
+            assert_eq!(
+                t.c_name().trim_start_matches("SCANRT_DTYPE_").to_lowercase(),
+                t.describe()
+            );
+        }
+        assert_eq!(DType::named("bool"), Some(DType::U8));
+        assert_eq!(DType::named("complex64"), None);
+    }
 
     /// Every pair widens without loss: the output type holds every input value.
     #[test]

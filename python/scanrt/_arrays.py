@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence, Tuple
 
+from . import _scanrt
+
 Description = Tuple[int, str, Tuple[int, ...], Tuple[int, ...], int]
 
 
@@ -20,8 +22,10 @@ TORCH_DTYPE_NAMES: dict = {}
 TORCH_STRIDED: list = [None]
 TORCH_WRAPPED: list = [lambda t: False]
 
+# The element types (name: bytes, kind "u"/"i"/"f"), from the crate's one table of them.
+DTYPES = {name: (size, kind) for name, size, kind in _scanrt.dtypes()}
 # The float types, as NumPy names them.
-FLOATS = ("float16", "bfloat16", "float32", "float64")
+FLOATS = tuple(name for name, (_, kind) in DTYPES.items() if kind == "f")
 
 
 def _torch_names() -> None:
@@ -30,8 +34,7 @@ def _torch_names() -> None:
     TORCH_STRIDED[0] = torch.strided
     TORCH_WRAPPED[0] = getattr(torch._C._functorch, "is_functorch_wrapped_tensor", TORCH_WRAPPED[0])
 
-    for name in ("bool", "uint8", "int8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16",
-                 "bfloat16", "float32", "float64"):
+    for name in ("bool",) + tuple(DTYPES):
         if hasattr(torch, name):
             TORCH_DTYPE_NAMES[getattr(torch, name)] = name
 
@@ -335,6 +338,18 @@ def is_torch(x: Any) -> bool:
     return True
 
 
+def torch_autograd(x: Any) -> bool:
+    """Whether a tensor goes through scanrt's PyTorch operators: it requires gradients,
+    torch.compile is tracing, or it is a torch.func transform's (vmap's batched tensors
+    have no storage of their own to scan)."""
+    if not is_torch(x):
+        return False
+    import torch
+
+    return ((x.requires_grad and torch.is_grad_enabled()) or torch.compiler.is_compiling()
+            or TORCH_WRAPPED[0](x))
+
+
 def _dense(x: Any) -> None:
     """Refuses tensors whose elements are not laid out by strides (sparse, nested)."""
     if x.layout is not TORCH_STRIDED[0]:
@@ -344,8 +359,6 @@ def _dense(x: Any) -> None:
 
 def run(arrays: Any, call) -> None:
     """Runs a binding call on the first array's stream, after JAX inputs are ready."""
-    from . import _scanrt
-
     first = arrays[0]
     prepare_inputs(arrays)
     stream = stream_of(first)

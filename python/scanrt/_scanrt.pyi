@@ -3,7 +3,8 @@
 from typing import Any, Callable, List, Optional, Sequence, Tuple, Union, final
 
 __all__: List[str] = ["ScanrtError", "__version__", "scan", "recipe_scan", "scan_takes", "summed_area_table",
-                      "scan_out_of_core", "sort", "scan_across", "select", "synchronize", "Operator"]
+                      "scan_out_of_core", "sort", "scan_across", "select", "synchronize", "dtypes",
+                      "Operator"]
 
 # An array as the bindings take it (scanrt._arrays.describe): address, dtype name, shape,
 # strides in elements, device (-1 for host memory).
@@ -39,6 +40,7 @@ def select(x: _Description, mask: Optional[_Description], out: _Description, len
            predicate: Optional[Tuple[str, str, Optional[Callable[[Any], Any]]]] = None,
            partition: Optional[str] = None, rejected: Optional[_Description] = None) -> None: ...
 def synchronize(device: int, stream: int) -> None: ...
+def dtypes() -> List[Tuple[str, int, str]]: ...
 
 @final
 class Operator:

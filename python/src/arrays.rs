@@ -1,4 +1,5 @@
-//! Arrays and streams as Python describes them, and the contexts they run on.
+//! Arrays and streams as Python describes them (segment data too), and the contexts they
+//! run on.
 //!
 //! `scanrt/_arrays.py` reads each array (PyTorch, CuPy, JAX, Numba: the CUDA array
 //! interface or the library's own attributes; NumPy: the array interface) into a tuple
@@ -12,7 +13,7 @@ use once_cell::sync::Lazy;
 use parking_lot::Mutex;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use scanrt::{ArrayView, Backend, Context, DType, Stream};
+use scanrt::{ArrayView, Backend, Context, DType, NumberKind, Segments, Stream};
 
 use crate::errors::IntoPy;
 
@@ -38,23 +39,27 @@ impl<'py> FromPyObject<'py> for ArrayArg {
     }
 }
 
-/// The element type of a NumPy-style dtype name.
+/// The element type of a NumPy-style dtype name (the crate's table: `DType::info`).
 pub(crate) fn dtype_named(name: &str) -> PyResult<DType> {
-    Ok(match name {
-        "uint8" | "bool" => DType::U8,
-        "int8" => DType::I8,
-        "uint16" => DType::U16,
-        "int16" => DType::I16,
-        "int32" => DType::I32,
-        "uint32" => DType::U32,
-        "int64" => DType::I64,
-        "uint64" => DType::U64,
-        "float32" => DType::F32,
-        "float64" => DType::F64,
-        "float16" => DType::F16,
-        "bfloat16" => DType::BF16,
-        other => return Err(PyTypeError::new_err(format!("scanrt does not take {other} arrays yet"))),
-    })
+    DType::named(name).ok_or_else(|| PyTypeError::new_err(format!("scanrt does not take {name} arrays yet")))
+}
+
+/// The element types as the Python package names them, with their bytes and kind
+/// (`"u"`, `"i"` or `"f"`): the crate's one table of element types.
+#[pyfunction]
+pub(crate) fn dtypes() -> Vec<(&'static str, usize, &'static str)> {
+    DType::ALL
+        .into_iter()
+        .map(|t| {
+            let info = t.info();
+            let kind = match info.kind {
+                NumberKind::Unsigned => "u",
+                NumberKind::Signed => "i",
+                NumberKind::Float => "f",
+            };
+            (info.name, info.size, kind)
+        })
+        .collect()
 }
 
 impl ArrayArg {
@@ -100,6 +105,45 @@ impl ArrayArg {
             device: self.device,
         })
     }
+}
+
+/// The segment data a 1-D scan may take: byte flags (uint8 or bool), offsets, or keys
+/// (each run of equal keys a segment). A `(flags, offsets)` pair converts into it for the
+/// scans that take no keys.
+pub(crate) struct SegmentData {
+    pub flags: Option<ArrayArg>,
+    pub offsets: Option<ArrayArg>,
+    pub keys: Option<ArrayArg>,
+}
+
+impl From<(Option<ArrayArg>, Option<ArrayArg>)> for SegmentData {
+    fn from((flags, offsets): (Option<ArrayArg>, Option<ArrayArg>)) -> Self {
+        SegmentData {
+            flags,
+            offsets,
+            keys: None,
+        }
+    }
+}
+
+/// The segment data given, if any, and its form.
+pub(crate) fn segment_data(data: impl Into<SegmentData>) -> PyResult<Option<(ArrayArg, Segments)>> {
+    let SegmentData { flags, offsets, keys } = data.into();
+    if let Some(keys) = keys {
+        let kind = Segments::Keys(keys.dtype()?);
+        return Ok(Some((keys, kind)));
+    }
+    Ok(match (flags, offsets) {
+        (Some(flags), _) => Some((flags, Segments::ByteFlags)),
+        (None, Some(offsets)) => {
+            let kind = Segments::Offsets {
+                dtype: offsets.dtype()?,
+                count: offsets.shape.iter().product(),
+            };
+            Some((offsets, kind))
+        }
+        (None, None) => None,
+    })
 }
 
 /// Carry arrays of whole states (contiguous arrays of any type: their bytes are the

@@ -9,6 +9,7 @@ mod distributed;
 mod errors;
 mod operator;
 mod operator_host;
+mod operator_scan;
 mod out_of_core;
 mod scan;
 mod select;
@@ -29,6 +30,7 @@ fn _scanrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(distributed::scan_across, m)?)?;
     m.add_function(wrap_pyfunction!(select::select, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::synchronize, m)?)?;
+    m.add_function(wrap_pyfunction!(arrays::dtypes, m)?)?;
     m.add_class::<operator::PyOperator>()?;
     Ok(())
 }
