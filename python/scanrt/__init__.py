@@ -24,10 +24,11 @@ from ._scanrt import ScanrtError, __version__
 from . import _scanrt
 from ._operator import Operator
 from ._primitives import Predicate, argsort, compress, nonzero, partition, select, sort, unique_consecutive
-from ._recipes import cummax, cummin, logcumsumexp
+from ._recipes import Extremes, cummax, cummin, logcumsumexp
 from ._recurrence import linear_recurrence, linear_recurrence_adjoint
 
 __all__ = [
+    "Extremes",
     "ScanrtError",
     "__version__",
     "Operator",

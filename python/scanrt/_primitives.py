@@ -33,38 +33,46 @@ def _autograd(*arrays: Any) -> bool:
 def _gathered(keys: Any, values: Any, descending: bool, bits: Optional[Tuple[int, int]]) -> Tuple[Any, Any, Any]:
     """Sorted keys and values as gathers of the inputs at the sort's indices, which
     PyTorch differentiates (gradients go back to where each element came from)."""
-    _, indices = argsort(keys.detach(), descending=descending, bits=bits)
+    indices = argsort(keys.detach(), descending=descending, bits=bits)
     return keys.gather(0, indices), None if values is None else values.gather(0, indices), indices
 
 
-def sort(keys: Any, *, descending: bool = False, values: Any = None, bits: Optional[Tuple[int, int]] = None) -> Any:
+def sort(keys: Any, *, descending: bool = False, values: Any = None, bits: Optional[Tuple[int, int]] = None,
+         return_indices: bool = False) -> Any:
     """Sorts the 1-D ``keys`` (stable: equal keys keep their order; floats in the total
-    order -inf < ... < -0 < +0 < ... < +inf < NaN). With ``values`` (any type, as many),
-    returns ``(sorted keys, values in that order)``; else the sorted keys. ``bits``:
-    ``(begin, end)``, the bits of the keys' ordered form the sort looks at (as CUB's bit
-    range; keys equal there keep their order). Sorted keys and values pass gradients back
-    on PyTorch tensors."""
+    order -inf < ... < -0 < +0 < ... < +inf < NaN). Returns the sorted keys; with
+    ``values`` (any type, as many) ``(sorted keys, values in that order)``; with
+    ``return_indices``, ``(sorted keys, their int64 positions in keys)`` (as
+    ``torch.sort(stable=True)``'s ``(values, indices)``). ``bits``: ``(begin, end)``, the
+    bits of the keys' ordered form the sort looks at (as CUB's bit range; keys equal there
+    keep their order). Sorted keys and values pass gradients back on PyTorch tensors."""
     _one_d(keys)
+    if values is not None:
+        _one_d(values)
+        if values.shape[0] != keys.shape[0]:
+            raise ValueError(f"values are one per key: {values.shape[0]} for {keys.shape[0]}")
+        if return_indices:
+            raise ValueError("return_indices sorts the keys alone: take values[indices] for their order")
     if _autograd(keys, values):
-        if values is not None:
-            _one_d(values)
-            if values.shape[0] != keys.shape[0]:
-                raise ValueError(f"values are one per key: {values.shape[0]} for {keys.shape[0]}")
-        sorted_keys, sorted_values, _ = _gathered(keys, values, descending, bits)
-        return sorted_keys if values is None else (sorted_keys, sorted_values)
-    out = _arrays.empty(keys, keys.shape, _arrays.describe_dtype(keys))
-    span = _bit_range(bits)
-    if values is None:
-        _run([keys], lambda s: _scanrt.sort(_arrays.describe(keys), _arrays.describe(out), None, None, descending, s,
-                                            span))
-        return out
-    _one_d(values)
-    if values.shape[0] != keys.shape[0]:
-        raise ValueError(f"values are one per key: {values.shape[0]} for {keys.shape[0]}")
-    values_out = _arrays.empty(values, values.shape, _arrays.describe_dtype(values))
-    _run([keys, values], lambda s: _scanrt.sort(_arrays.describe(keys), _arrays.describe(out), _arrays.describe(values),
-                                                _arrays.describe(values_out), descending, s, span))
-    return out, values_out
+        sorted_keys, sorted_values, indices = _gathered(keys, values, descending, bits)
+    else:
+        out = _arrays.empty(keys, keys.shape, _arrays.describe_dtype(keys))
+        span, sorted_values, indices = _bit_range(bits), None, None
+        if return_indices:
+            indices = _arrays.empty(keys, keys.shape, "int64")
+            moved_in, moved_out = None, _unsigned(indices)
+        elif values is not None:
+            sorted_values = _arrays.empty(values, values.shape, _arrays.describe_dtype(values))
+            moved_in, moved_out = _arrays.describe(values), _arrays.describe(sorted_values)
+        else:
+            moved_in = moved_out = None
+        _run([keys] if values is None else [keys, values],
+             lambda s: _scanrt.sort(_arrays.describe(keys), _arrays.describe(out), moved_in, moved_out, descending, s,
+                                    span))
+        sorted_keys = out
+    if return_indices:
+        return sorted_keys, indices
+    return sorted_keys if values is None else (sorted_keys, sorted_values)
 
 
 def _bit_range(bits: Optional[Tuple[int, int]]) -> Tuple[int, Optional[int]]:
@@ -74,18 +82,11 @@ def _bit_range(bits: Optional[Tuple[int, int]]) -> Tuple[int, Optional[int]]:
     return (int(begin), int(end))
 
 
-def argsort(keys: Any, *, descending: bool = False, bits: Optional[Tuple[int, int]] = None) -> Tuple[Any, Any]:
-    """``(sorted keys, indices)`` of the 1-D ``keys``, as ``torch.sort(stable=True)``
-    (int64 indices); ``bits`` as for :func:`sort`."""
-    _one_d(keys)
-    if _autograd(keys):
-        sorted_keys, _, indices = _gathered(keys, None, descending, bits)
-        return sorted_keys, indices
-    out = _arrays.empty(keys, keys.shape, _arrays.describe_dtype(keys))
-    indices = _arrays.empty(keys, keys.shape, "int64")
-    _run([keys], lambda s: _scanrt.sort(_arrays.describe(keys), _arrays.describe(out), None, _unsigned(indices),
-                                        descending, s, _bit_range(bits)))
-    return out, indices
+def argsort(keys: Any, *, descending: bool = False, bits: Optional[Tuple[int, int]] = None) -> Any:
+    """The int64 positions that sort the 1-D ``keys``, as ``numpy.argsort(kind="stable")``
+    and ``torch.argsort(stable=True)`` (``sort(..., return_indices=True)`` gives the
+    sorted keys too); ``bits`` as for :func:`sort`."""
+    return sort(keys, descending=descending, bits=bits, return_indices=True)[1]
 
 
 def _unsigned(indices: Any) -> tuple:
@@ -97,10 +98,11 @@ def _unsigned(indices: Any) -> tuple:
 
 
 def _count_beside(x: Any) -> Any:
-    """A one-element uint64 array beside ``x``, for a selection's count."""
-    count = _arrays.empty(x, (1,), "uint64")
-    if _arrays.describe_dtype(count) != "uint64":  # JAX without 64-bit types makes uint32
-        raise TypeError("selections count in uint64: enable JAX's 64-bit types "
+    """A one-element int64 array beside ``x``, for a selection's count (as torch's and
+    NumPy's counts)."""
+    count = _arrays.empty(x, (1,), "int64")
+    if _arrays.describe_dtype(count) != "int64":  # JAX without 64-bit types makes int32
+        raise TypeError("selections count in int64: enable JAX's 64-bit types "
                         "(jax.config.update('jax_enable_x64', True))")
     return count
 
@@ -116,7 +118,7 @@ def _select(x: Any, mask: Any, rule: str, indices: bool, size: Optional[int], co
     d_len = None if lengths is None else _unsigned(lengths)
     inputs = [x] if mask is None else [x, mask]
     flags = described if described is not None else (None if mask is None else _arrays.describe(mask))
-    _run(inputs, lambda s: _scanrt.select(_arrays.describe(x), flags, d_out, d_len, _arrays.describe(count), rule,
+    _run(inputs, lambda s: _scanrt.select(_arrays.describe(x), flags, d_out, d_len, _unsigned(count), rule,
                                           indices, size, s, operand, predicate))
     if size is not None:
         return out, count
@@ -219,7 +221,7 @@ def partition(x: Any, mask: Any = None, *, bits: Any = None, where: Any = None, 
     """A stable two-way partition of ``x`` (of any shape, read as :func:`select` reads
     it) by one selection (as :func:`select`). Returns ``(out, count)``: ``out`` holds the
     selected elements in order, then the rejected ones from the end backwards (as CUB's
-    ``DevicePartition``), and ``count`` is a one-element uint64 array on the device
+    ``DevicePartition``), and ``count`` is a one-element int64 array on the device
     (nothing waits for it). With ``split``, returns ``(selected, rejected, count)``: two
     arrays as long as ``x``, the first ``count`` and ``len(x) - count`` elements the
     selected and the rejected ones, each in order (the rest unspecified). Values pass
@@ -235,7 +237,7 @@ def partition(x: Any, mask: Any = None, *, bits: Any = None, where: Any = None, 
     count = _count_beside(x)
     d = _arrays.describe
     _run([x] + ([flags] if flags is not None else []), lambda s: _scanrt.select(
-        d(x), described, d(out), None, d(count), rule, False, None, s, operand, pred, "two" if split else "reversed",
+        d(x), described, d(out), None, _unsigned(count), rule, False, None, s, operand, pred, "two" if split else "reversed",
         None if rejected is None else d(rejected)))
     return (out, rejected, count) if split else (out, count)
 
@@ -272,7 +274,7 @@ def compress(x: Any, mask: Any, *, size: Optional[int] = None) -> Any:
     nonzero, in order (of any shape: its elements in C order, as NumPy's ``x[mask]``).
     Waits for the count to size the result, unless ``size`` is given: then returns
     ``(out, count)``, ``out`` of ``size`` elements (the first ``count`` of them written)
-    and ``count`` a one-element uint64 array on the device, without waiting (as
+    and ``count`` a one-element int64 array on the device, without waiting (as
     ``torch.nonzero_static``)."""
     x, mask = _elements(x, mask)
     _one_d(mask)

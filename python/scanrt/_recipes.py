@@ -3,7 +3,7 @@ with the index of each (``cummax``, ``cummin``) and ``logcumsumexp``."""
 
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from typing import Any, NamedTuple, Optional, Tuple
 
 from . import _arrays, _core, _scanrt
 
@@ -13,6 +13,14 @@ from . import _arrays, _core, _scanrt
 ROWS_INDEX_LIMIT = _core.INITIAL_INDEX
 _FLOATS = _arrays.FLOATS
 _torch_autograd = _arrays.torch_autograd
+
+
+class Extremes(NamedTuple):
+    """A running maximum or minimum and the index of each, as ``torch.cummax`` returns
+    them (``result.values``, ``result.indices``, or unpacked as a pair)."""
+
+    values: Any
+    indices: Any
 
 
 def _finish(results: Tuple[Any, ...], out: Any) -> Any:
@@ -91,9 +99,9 @@ def _extreme(x: Any, recipe: str, axis: int, exclusive: bool, reverse: bool, ini
 
 def cummax(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bool = False, initial: Any = None,
            deterministic: bool = False, dtype: Optional[str] = None, out: Any = None, segments: Any = None,
-           offsets: Any = None, keys: Any = None) -> Tuple[Any, Any]:
+           offsets: Any = None, keys: Any = None) -> Extremes:
     """Running maximum along ``axis`` and the index (int64) of each maximum, as
-    ``torch.cummax``: ties keep the earlier index; NaN is the maximum from where it
+    ``torch.cummax`` (an :class:`Extremes` named tuple): ties keep the earlier index; NaN is the maximum from where it
     appears. Every type (integers, bool, float16, bfloat16, float32, float64).
 
     ``exclusive``: element i is the maximum of the elements before it (the first is
@@ -105,15 +113,17 @@ def cummax(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bool = F
     write. ``segments``, ``offsets``, ``keys`` (1-D ``x``): segments as in
     :func:`scanrt.cumsum`, each its own running maximum; indices are then positions in
     ``x``."""
-    return _extreme(x, "cummax", axis, exclusive, reverse, initial, deterministic, dtype, out, segments, offsets, keys)
+    return Extremes(*_extreme(x, "cummax", axis, exclusive, reverse, initial, deterministic, dtype, out, segments,
+                              offsets, keys))
 
 
 def cummin(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bool = False, initial: Any = None,
            deterministic: bool = False, dtype: Optional[str] = None, out: Any = None, segments: Any = None,
-           offsets: Any = None, keys: Any = None) -> Tuple[Any, Any]:
+           offsets: Any = None, keys: Any = None) -> Extremes:
     """Running minimum along ``axis`` and the index of each, as :func:`cummax` (an
     exclusive scan's first result is the type's highest value)."""
-    return _extreme(x, "cummin", axis, exclusive, reverse, initial, deterministic, dtype, out, segments, offsets, keys)
+    return Extremes(*_extreme(x, "cummin", axis, exclusive, reverse, initial, deterministic, dtype, out, segments,
+                              offsets, keys))
 
 
 def logcumsumexp(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bool = False, initial: Any = None,

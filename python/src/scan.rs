@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use once_cell::sync::Lazy;
 use parking_lot::Mutex;
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyOverflowError, PyValueError};
 use pyo3::prelude::*;
 use scanrt::{
     recipes, CarryViews, Context, DType, Direction, InitValue, Op, Operator, OperatorScan, ScanDesc, ScanTypes,
@@ -58,7 +58,7 @@ pub(crate) fn builtin_desc(
         desc = desc.deterministic();
     }
     if let Some(v) = initial {
-        desc.init = Some(value_of(output.default_accumulator(), &v)?);
+        desc.init = Some(value_of(output.default_accumulator(), &v, "initial")?);
     }
     Ok(desc)
 }
@@ -202,28 +202,37 @@ fn recipe_init(recipe: &str, dtype: DType, value: &Bound<'_, PyAny>) -> PyResult
         "linear_recurrence" => recipes::recurrence_init(dtype, value.extract()?),
         "linear_recurrence_adjoint" => recipes::recurrence_adjoint_init(dtype, value.extract()?),
         "logcumsumexp" => recipes::logcumsumexp_init(dtype, value.extract()?),
-        "cummax" | "cummin" => recipes::cumulative_extreme_init(dtype, value_of(dtype, value)?),
+        "cummax" | "cummin" => recipes::cumulative_extreme_init(dtype, value_of(dtype, value, "initial")?),
         _ => return Err(PyValueError::new_err(format!("{recipe} takes no initial value"))),
     }
     .py_err()
 }
 
-/// A Python number as a value of `dtype` (integers exactly, or an `OverflowError`; floats
-/// rounded once).
-pub(crate) fn value_of(dtype: DType, value: &Bound<'_, PyAny>) -> PyResult<InitValue> {
-    Ok(match dtype {
-        DType::F16 => InitValue::of(scanrt::half::f16::from_f64(value.extract()?)),
-        DType::BF16 => InitValue::of(scanrt::half::bf16::from_f64(value.extract()?)),
-        DType::F32 => InitValue::of(value.extract::<f64>()? as f32),
-        DType::F64 => InitValue::of(value.extract::<f64>()?),
-        DType::I8 => InitValue::of(value.extract::<i8>()?),
-        DType::U8 => InitValue::of(value.extract::<u8>()?),
-        DType::I16 => InitValue::of(value.extract::<i16>()?),
-        DType::U16 => InitValue::of(value.extract::<u16>()?),
-        DType::I32 => InitValue::of(value.extract::<i32>()?),
-        DType::U32 => InitValue::of(value.extract::<u32>()?),
-        DType::I64 => InitValue::of(value.extract::<i64>()?),
-        DType::U64 => InitValue::of(value.extract::<u64>()?),
+/// A Python number as a value of `dtype`, the argument `what` (integers exactly, or a
+/// `ValueError` naming the argument; floats rounded once).
+pub(crate) fn value_of(dtype: DType, value: &Bound<'_, PyAny>, what: &str) -> PyResult<InitValue> {
+    let exact = || -> PyResult<InitValue> {
+        Ok(match dtype {
+            DType::F16 => InitValue::of(scanrt::half::f16::from_f64(value.extract()?)),
+            DType::BF16 => InitValue::of(scanrt::half::bf16::from_f64(value.extract()?)),
+            DType::F32 => InitValue::of(value.extract::<f64>()? as f32),
+            DType::F64 => InitValue::of(value.extract::<f64>()?),
+            DType::I8 => InitValue::of(value.extract::<i8>()?),
+            DType::U8 => InitValue::of(value.extract::<u8>()?),
+            DType::I16 => InitValue::of(value.extract::<i16>()?),
+            DType::U16 => InitValue::of(value.extract::<u16>()?),
+            DType::I32 => InitValue::of(value.extract::<i32>()?),
+            DType::U32 => InitValue::of(value.extract::<u32>()?),
+            DType::I64 => InitValue::of(value.extract::<i64>()?),
+            DType::U64 => InitValue::of(value.extract::<u64>()?),
+        })
+    };
+    exact().map_err(|e| {
+        if e.is_instance_of::<PyOverflowError>(value.py()) {
+            PyValueError::new_err(format!("{what} {value} does not fit {}", dtype.info().name))
+        } else {
+            e
+        }
     })
 }
 

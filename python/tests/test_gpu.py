@@ -286,7 +286,8 @@ def test_torch_linear_recurrence_and_gradient(reverse, shape):
 def test_torch_sort_argsort_and_compile_and_graphs():
     x = torch.randn(100_003, device="cuda")
     x[::101] = float("nan")
-    v, i = scanrt.argsort(x)
+    v, i = scanrt.sort(x, return_indices=True)
+    assert torch.equal(scanrt.argsort(x), i)
     wv, wi = torch.sort(x, stable=True)
     assert torch.equal(i, wi) and torch.equal(v.isnan(), wv.isnan())
     torch.testing.assert_close(v, wv, equal_nan=True)

@@ -240,7 +240,7 @@ def test_numpy_recipe_errors():
         scanrt.cummax(x.reshape(2, 5), keys=x)
     with pytest.raises(TypeError, match="out takes 2"):
         scanrt.cummax(x, out=np.empty(10, np.int32))
-    with pytest.raises(OverflowError):
+    with pytest.raises(ValueError, match="initial 1000 does not fit int8"):
         scanrt.cummax(x.astype(np.int8), initial=1000)
     with pytest.raises(ValueError, match="axis"):
         scanrt.logcumsumexp(x.astype(np.float32), axis=1)

@@ -189,7 +189,9 @@ def test_numpy_sort_and_argsort_are_stable(dtype, descending):
     if dtype.startswith("float"):
         keys[::97] = np.nan
         keys[::89] = -0.0
-    got, idx = scanrt.argsort(keys, descending=descending)
+    got, idx = scanrt.sort(keys, descending=descending, return_indices=True)
+    assert idx.dtype == np.int64
+    np.testing.assert_array_equal(scanrt.argsort(keys, descending=descending), idx)
     # Python's sort is stable in both directions (equal keys keep their input order).
     order = sorted(range(len(keys)), key=lambda k: _sort_key(keys[k]), reverse=descending)
     np.testing.assert_array_equal(idx, order)
