@@ -19,13 +19,16 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
-from . import _arrays, _core
+from . import _arrays, _core, _nvrtc
 from ._scanrt import ScanrtError, __version__
 from . import _scanrt
 from ._operator import Operator
 from ._primitives import Predicate, argsort, compress, nonzero, partition, select, sort, unique_consecutive
 from ._recipes import Extremes, cummax, cummin, logcumsumexp
 from ._recurrence import linear_recurrence, linear_recurrence_adjoint
+
+# Before the first kernel compiles: NVRTC from pip's wheel where it is installed.
+_nvrtc.preload()
 
 __all__ = [
     "Extremes",

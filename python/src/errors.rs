@@ -17,7 +17,13 @@ create_exception!(
 
 /// The Python exception of a scanrt error.
 pub(crate) fn to_py(e: scanrt::Error) -> PyErr {
-    let message = format!("{} ({})", e.message, e.status.c_name());
+    let mut message = format!("{} ({})", e.message, e.status.c_name());
+    if e.status == ScanrtStatus::CompileError && e.message.contains("could not be loaded") {
+        // scanrt/_nvrtc.py loaded none before the first compile.
+        message += "; the package looked in pip's nvidia/cu13/lib and nvidia/cuda_nvrtc/lib on sys.path, \
+                    on the library path and in $CUDA_HOME, /usr/local/cuda: pip install 'scanrt[jit]' \
+                    installs one";
+    }
     match e.status {
         ScanrtStatus::UnsupportedCombination => PyTypeError::new_err(message),
         ScanrtStatus::InvalidArgument

@@ -352,3 +352,16 @@ def test_sums_into_bool_are_refused():
         with pytest.raises(TypeError, match="max"):
             scan(x, dtype="bool")
     assert scanrt.cumsum(x)[-1] == 300  # widened to int64, as NumPy does
+
+
+def test_nvrtc_is_looked_for_in_pips_cuda_wheels(tmp_path):
+    from scanrt import _nvrtc
+
+    for lib in ("nvidia/cu13/lib", "nvidia/cuda_nvrtc/lib"):
+        (tmp_path / lib).mkdir(parents=True)
+    (tmp_path / "nvidia/cu13/lib/libnvrtc.so.13").touch()
+    (tmp_path / "nvidia/cuda_nvrtc/lib/libnvrtc.so.12").touch()
+    found = _nvrtc.wheel_candidates([str(tmp_path / "elsewhere"), str(tmp_path)])
+    assert found == [str(tmp_path / "nvidia/cu13/lib/libnvrtc.so.13"), str(tmp_path / "nvidia/cuda_nvrtc/lib/libnvrtc.so.12")]
+    # The package tried to load one at import; whatever it found is a real library.
+    assert _nvrtc.SEARCHED and all(isinstance(p, str) for p in _nvrtc.LOADED)
