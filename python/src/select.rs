@@ -51,7 +51,10 @@ fn selection_of(
         other => return Err(PyValueError::new_err(format!("no selection {other:?}"))),
     };
     let operand = operand.ok_or_else(|| PyValueError::new_err(format!("the comparison {rule} needs a value")))?;
-    Ok(Selection::Compare(comparison, crate::scan::value_of(dtype, operand, "operand")?))
+    Ok(Selection::Compare(
+        comparison,
+        crate::scan::value_of(dtype, operand, "operand")?,
+    ))
 }
 
 /// The host backend's test calling `f(x)` with the GIL held; its first exception is kept
