@@ -144,7 +144,7 @@ static void test_scan_errors(scanrt_context *ctx, int backend) {
                       SCANRT_STATUS_UNSUPPORTED_COMBINATION);
     EXPECT_SCAN_ERROR("f32 into u32", ctx, s, f32in, out, SCANRT_DTYPE_U32, &d,
                       SCANRT_STATUS_UNSUPPORTED_COMBINATION);
-    EXPECT_SCAN_ERROR("u8 into u8", ctx, s, u8in, u8out, SCANRT_DTYPE_U8, &d,
+    EXPECT_SCAN_ERROR("u8 into f32", ctx, s, u8in, f32out, SCANRT_DTYPE_F32, &d,
                       SCANRT_STATUS_UNSUPPORTED_COMBINATION);
 
     /* Output shorter than the input. */

@@ -242,6 +242,27 @@ typedef enum scanrt_sort_order {
   SCANRT_SORT_DESCENDING = 1,
 } scanrt_sort_order;
 
+// What a plan computes (`scanrt_plan_desc.primitive`); each takes its arrays in the
+// order its row says (`scanrt_args.arrays`; an optional one may have NULL data).
+typedef enum scanrt_primitive {
+  // A scan along `axis` (`scan`: `[input, output]`, then optionally `carry_in` and
+  // `carry_out`), as `scanrt_scan_array_carried`.
+  SCANRT_PRIMITIVE_SCAN = 0,
+  // A selection or partition (`select`: `[input, flags, output, rejected, count]`;
+  // `flags` and `rejected` optional, `count` one U64 or I64 element), as
+  // `scanrt_select`.
+  SCANRT_PRIMITIVE_SELECT = 1,
+  // A run-length encoding (`[input, values, lengths, count]`), as
+  // `scanrt_run_length_encode`.
+  SCANRT_PRIMITIVE_RUN_LENGTH_ENCODE = 2,
+  // A stable radix sort (`sort`: `[keys_in, keys_out, values_in, values_out]`, the
+  // values optional; temporary memory in `workspace`), as `scanrt_sort`.
+  SCANRT_PRIMITIVE_SORT = 3,
+  // A summed-area table of the last two axes (`scan`: `[input, output]`), as
+  // `scanrt_summed_area_table`.
+  SCANRT_PRIMITIVE_SUMMED_AREA_TABLE = 4,
+} scanrt_primitive;
+
 // How much scanrt tells a log callback (`scanrt_set_log_callback`); each level
 // includes the ones above it.
 typedef enum scanrt_log_level {
@@ -287,6 +308,10 @@ typedef struct scanrt_multi_gpu scanrt_multi_gpu;
 
 // A compiled user-defined operator of one context; scans may use it from any thread.
 typedef struct scanrt_operator scanrt_operator;
+
+// A plan of one context: what it computes, checked once, executed any number of times
+// from any thread.
+typedef struct scanrt_plan scanrt_plan;
 
 // A stream: created by scanrt, or wrapping an application's `cudaStream_t`.
 typedef struct scanrt_stream scanrt_stream;
@@ -500,6 +525,48 @@ typedef struct scanrt_sort_desc {
   uint32_t reserved;
 } scanrt_sort_desc;
 
+// What a plan computes: the primitive and its description (the one its row of
+// `scanrt_primitive` names; the others are ignored and may be NULL).
+typedef struct scanrt_plan_desc {
+  // `sizeof(scanrt_plan_desc)` as the caller compiled it, set by
+  // `scanrt_plan_desc_init`.
+  size_t struct_size;
+  // A `scanrt_primitive` value (`SCANRT_PRIMITIVE_SCAN` by default).
+  int32_t primitive;
+  // The axis a scan runs along (-1, the last, by default).
+  int32_t axis;
+  // A scan's or summed-area table's description (copied; its segment data is read
+  // when the plan executes).
+  const struct scanrt_scan_desc *scan;
+  // A selection's description (copied, its predicate's text too).
+  const struct scanrt_select_desc *select;
+  // A sort's description (copied; NULL: ascending, every bit).
+  const struct scanrt_sort_desc *sort;
+} scanrt_plan_desc;
+
+// The arguments of one execution of a plan.
+typedef struct scanrt_args {
+  // `sizeof(scanrt_args)` as the caller compiled it, set by `scanrt_args_init`.
+  size_t struct_size;
+  // The application's `cudaStream_t` (`CUstream`) the work is queued on: NULL is the
+  // legacy default stream, `cudaStreamPerThread` the thread's own; `scanrt_args_init`
+  // sets `SCANRT_DEFAULT_STREAM`, the one NULL means to the translation unit (the
+  // thread's own under `nvcc --default-stream per-thread`). Ignored on the host backend.
+  void *stream;
+  // A scanrt stream instead (used when not NULL).
+  const struct scanrt_stream *stream_handle;
+  // The arrays, in the order the primitive lists them (`scanrt_primitive`).
+  const struct scanrt_array *arrays;
+  // How many: the primitive's required ones at least, its optional ones at most.
+  size_t num_arrays;
+  // The caller's temporary memory (a sort's; NULL: scanrt's own pool lends it).
+  void *workspace;
+  // Its size in bytes (`scanrt_plan_workspace_size` says how much it takes).
+  size_t workspace_bytes;
+  // Where a scan reports the algorithm that ran and why (NULL: nowhere).
+  struct scanrt_scan_info *info;
+} scanrt_args;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -518,6 +585,9 @@ scanrt_status scanrt_array_init_sized(struct scanrt_array *array, size_t size);
 // `SCANRT_STATUS_UNSUPPORTED_COMBINATION`, an output that reaches an element twice or
 // overlaps the input without being it `SCANRT_STATUS_INVALID_ARGUMENT`. Device pointers
 // are checked with the driver as for `scanrt_scan_device`. `info` may be NULL.
+//
+// Deprecated (kept through 0.x): a `SCANRT_PRIMITIVE_SCAN` plan, run by
+// `scanrt_plan_execute`, which takes the application's `cudaStream_t` as it is.
 scanrt_status scanrt_scan_array(const struct scanrt_context *ctx,
                                 const struct scanrt_stream *stream,
                                 const struct scanrt_array *input,
@@ -540,6 +610,9 @@ scanrt_status scanrt_scan_array(const struct scanrt_context *ctx,
 // `carry_out[s]` (an empty segment's is its initial value); they must not overlap, and
 // the offsets must not decrease. Other segmented scans take no carries
 // (`SCANRT_STATUS_UNSUPPORTED_COMBINATION`).
+//
+// Deprecated (kept through 0.x): a `SCANRT_PRIMITIVE_SCAN` plan, run by
+// `scanrt_plan_execute`, which takes the application's `cudaStream_t` as it is.
 scanrt_status scanrt_scan_array_carried(const struct scanrt_context *ctx,
                                         const struct scanrt_stream *stream,
                                         const struct scanrt_array *input,
@@ -556,6 +629,9 @@ scanrt_status scanrt_scan_array_carried(const struct scanrt_context *ctx,
 // exclusive scans; backward scans combine from the last row and column), with `desc`'s
 // built-in operator, as two strided scans on `stream`. `desc` takes no initial value and
 // no segments (`SCANRT_STATUS_INVALID_ARGUMENT`). `info` may be NULL.
+//
+// Deprecated (kept through 0.x): a `SCANRT_PRIMITIVE_SUMMED_AREA_TABLE` plan, run by
+// `scanrt_plan_execute`, which takes the application's `cudaStream_t` as it is.
 scanrt_status scanrt_summed_area_table(const struct scanrt_context *ctx,
                                        const struct scanrt_stream *stream,
                                        const struct scanrt_array *input,
@@ -938,6 +1014,36 @@ scanrt_status scanrt_scan_host(const struct scanrt_context *ctx,
                                void *user_data,
                                struct scanrt_scan_info *info);
 
+// Sets the defaults over the first `size` bytes of `desc`. Call it through the
+// `scanrt_plan_desc_init(desc)` macro.
+scanrt_status scanrt_plan_desc_init_sized(struct scanrt_plan_desc *desc, size_t size);
+
+// Sets the defaults over the first `size` bytes of `args`, with `default_stream` as its
+// stream. Call it through the `scanrt_args_init(args)` macro, which passes
+// `SCANRT_DEFAULT_STREAM`.
+scanrt_status scanrt_args_init_sized(struct scanrt_args *args, size_t size, void *default_stream);
+
+// Makes a plan of `ctx` for what `desc` describes: its description is read and checked
+// now (an unknown primitive, a missing or malformed description are errors here), and
+// copied, so the caller may free it. `*out` is NULL on failure.
+scanrt_status scanrt_plan_create(const struct scanrt_context *ctx,
+                                 const struct scanrt_plan_desc *desc,
+                                 struct scanrt_plan **out);
+
+// Destroys a plan (NULL is a no-op). Work it queued runs on.
+void scanrt_plan_destroy(struct scanrt_plan *plan);
+
+// Writes to `*bytes` the temporary memory an execution of `plan` on `args`' arrays takes
+// in `args->workspace` (0: none; a scan's look-back workspace comes from scanrt's pool).
+scanrt_status scanrt_plan_workspace_size(const struct scanrt_plan *plan,
+                                         const struct scanrt_args *args,
+                                         size_t *bytes);
+
+// Runs `plan` on `args`: asynchronously on the stream `args` names for a GPU context.
+// Bad input returns a status before anything is written, as the plan's older entry
+// point does.
+scanrt_status scanrt_plan_execute(const struct scanrt_plan *plan, const struct scanrt_args *args);
+
 // Fills the first `size` bytes of `desc` with the defaults (inclusive sum, no initial
 // value, automatic algorithm, forward, not required deterministic, unsegmented) and sets
 // `desc->struct_size` to `size`. Call it through the `scanrt_scan_desc_init(desc)` macro,
@@ -1022,6 +1128,9 @@ scanrt_status scanrt_select_desc_init_sized(struct scanrt_select_desc *desc, siz
 // of a flag selection (else NULL). The output holds n elements (or the capacity's); values may be selected in place
 // (`output` = `input`). Bad input returns a status before anything is written. A
 // user-defined predicate runs on GPU contexts only.
+//
+// Deprecated (kept through 0.x): a `SCANRT_PRIMITIVE_SELECT` plan, run by
+// `scanrt_plan_execute`, which takes the application's `cudaStream_t` as it is.
 scanrt_status scanrt_select(const struct scanrt_context *ctx,
                             const struct scanrt_stream *stream,
                             const struct scanrt_array *input,
@@ -1036,6 +1145,9 @@ scanrt_status scanrt_select(const struct scanrt_context *ctx,
 // NaN is a run of its own) into `values`, its length into `lengths` (U32 or U64), and the
 // number of runs into `*num_runs` (device memory on a GPU context, host memory on the
 // host backend), in one pass, asynchronously on `stream`. Both outputs hold n elements.
+//
+// Deprecated (kept through 0.x): a `SCANRT_PRIMITIVE_RUN_LENGTH_ENCODE` plan, run by
+// `scanrt_plan_execute`, which takes the application's `cudaStream_t` as it is.
 scanrt_status scanrt_run_length_encode(const struct scanrt_context *ctx,
                                        const struct scanrt_stream *stream,
                                        const struct scanrt_array *input,
@@ -1055,6 +1167,9 @@ scanrt_status scanrt_sort_desc_init_sized(struct scanrt_sort_desc *desc, size_t 
 // in place (output = input). `temp` (NULL: scanrt's pool) is device memory of at least
 // `scanrt_sort_temp_bytes` bytes, 256-byte aligned (as `cudaMalloc`'s is). Bad input
 // returns a status before anything is written.
+//
+// Deprecated (kept through 0.x): a `SCANRT_PRIMITIVE_SORT` plan, run by
+// `scanrt_plan_execute`, which takes the application's `cudaStream_t` as it is.
 scanrt_status scanrt_sort(const struct scanrt_context *ctx,
                           const struct scanrt_stream *stream,
                           const struct scanrt_array *keys_in,
@@ -1065,8 +1180,6 @@ scanrt_status scanrt_sort(const struct scanrt_context *ctx,
                           size_t temp_bytes,
                           const struct scanrt_sort_desc *desc);
 
-// Writes to `*bytes` the temporary memory a sort of `n` keys of `key_dtype` needs, with
-// values (or indices) of `value_dtype`, or -1 for keys only.
 scanrt_status scanrt_sort_temp_bytes(const struct scanrt_context *ctx,
                                      uint64_t n,
                                      int32_t key_dtype,
@@ -1130,6 +1243,21 @@ const char *scanrt_last_error_message(void);
 #define scanrt_array_init(array) scanrt_array_init_sized((array), sizeof *(array))
 #define scanrt_select_desc_init(desc) scanrt_select_desc_init_sized((desc), sizeof *(desc))
 #define scanrt_sort_desc_init(desc) scanrt_sort_desc_init_sized((desc), sizeof *(desc))
+#define scanrt_plan_desc_init(desc) scanrt_plan_desc_init_sized((desc), sizeof *(desc))
+#define scanrt_args_init(args) scanrt_args_init_sized((args), sizeof *(args), SCANRT_DEFAULT_STREAM)
+#endif
+
+/* The stream NULL means to this translation unit, which scanrt_args_init puts in
+ * scanrt_args.stream: the thread's own default stream (cudaStreamPerThread, 0x2) where it
+ * is built with `nvcc --default-stream per-thread` (CUDA_API_PER_THREAD_DEFAULT_STREAM),
+ * else the legacy default stream. Define SCANRT_NO_PER_THREAD_DEFAULT_STREAM to keep the
+ * legacy stream. */
+#ifndef SCANRT_DEFAULT_STREAM
+#if defined(CUDA_API_PER_THREAD_DEFAULT_STREAM) && !defined(SCANRT_NO_PER_THREAD_DEFAULT_STREAM)
+#define SCANRT_DEFAULT_STREAM ((void *)0x2)
+#else
+#define SCANRT_DEFAULT_STREAM ((void *)0)
+#endif
 #endif
 
 /* Streams: NULL is the legacy default stream, as in the CUDA driver API. A translation

@@ -79,7 +79,8 @@ pub use sort::desc::SortDesc;
 pub use sort::SortArrays;
 pub use stream::Stream;
 pub use tables::{
-    Algorithm, Backend, ChoiceReason, DType, Direction, LogLevel, Op, ScanrtStatus, SegmentKind, SelectRule, SortOrder,
+    Algorithm, Backend, ChoiceReason, DType, Direction, LogLevel, Op, Primitive, ScanrtStatus, SegmentKind, SelectRule,
+    SortOrder,
 };
 pub use types::{check_types, DTypeInfo, Narrow, NumberKind, ScanTypes, Widen, NARROWING_TYPES, TYPE_PAIRS};
 

@@ -228,6 +228,27 @@ c_enums! {
         Descending = 1, "DESCENDING", "descending";
     }
 
+    /// What a plan computes (`scanrt_plan_desc.primitive`); each takes its arrays in the
+    /// order its row says (`scanrt_args.arrays`; an optional one may have NULL data).
+    pub enum Primitive("scanrt_primitive", "SCANRT_PRIMITIVE_") default Scan {
+        /// A scan along `axis` (`scan`: `[input, output]`, then optionally `carry_in` and
+        /// `carry_out`), as `scanrt_scan_array_carried`.
+        Scan = 0, "SCAN", "scan";
+        /// A selection or partition (`select`: `[input, flags, output, rejected, count]`;
+        /// `flags` and `rejected` optional, `count` one U64 or I64 element), as
+        /// `scanrt_select`.
+        Select = 1, "SELECT", "select";
+        /// A run-length encoding (`[input, values, lengths, count]`), as
+        /// `scanrt_run_length_encode`.
+        RunLengthEncode = 2, "RUN_LENGTH_ENCODE", "run-length encoding";
+        /// A stable radix sort (`sort`: `[keys_in, keys_out, values_in, values_out]`, the
+        /// values optional; temporary memory in `workspace`), as `scanrt_sort`.
+        Sort = 3, "SORT", "sort";
+        /// A summed-area table of the last two axes (`scan`: `[input, output]`), as
+        /// `scanrt_summed_area_table`.
+        SummedAreaTable = 4, "SUMMED_AREA_TABLE", "summed-area table";
+    }
+
     /// How much scanrt tells a log callback (`scanrt_set_log_callback`); each level
     /// includes the ones above it.
     pub enum LogLevel("scanrt_log_level", "SCANRT_LOG_") default Off {

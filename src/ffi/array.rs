@@ -9,9 +9,12 @@ use super::stream::scanrt_stream;
 use super::support::{boundary, non_null};
 use super::versioned::{caller_size, init_sized, Versioned};
 use crate::array::{ArrayView, MAX_DIMS};
+use crate::context::Context;
 use crate::error::{bail, Result};
 use crate::scan::carry_views::CarryViews;
 use crate::scan::desc::Segments;
+use crate::scan::ScanInfo;
+use crate::stream::Stream;
 use crate::tables::ScanrtStatus;
 use crate::types::DType;
 
@@ -153,6 +156,9 @@ pub(super) unsafe fn view_of<'a>(array: *const scanrt_array, what: &str) -> Resu
 /// `SCANRT_STATUS_UNSUPPORTED_COMBINATION`, an output that reaches an element twice or
 /// overlaps the input without being it `SCANRT_STATUS_INVALID_ARGUMENT`. Device pointers
 /// are checked with the driver as for `scanrt_scan_device`. `info` may be NULL.
+///
+/// Deprecated (kept through 0.x): a `SCANRT_PRIMITIVE_SCAN` plan, run by
+/// `scanrt_plan_execute`, which takes the application's `cudaStream_t` as it is.
 #[no_mangle]
 pub unsafe extern "C" fn scanrt_scan_array(
     ctx: *const scanrt_context,
@@ -192,6 +198,9 @@ pub unsafe extern "C" fn scanrt_scan_array(
 /// `carry_out[s]` (an empty segment's is its initial value); they must not overlap, and
 /// the offsets must not decrease. Other segmented scans take no carries
 /// (`SCANRT_STATUS_UNSUPPORTED_COMBINATION`).
+///
+/// Deprecated (kept through 0.x): a `SCANRT_PRIMITIVE_SCAN` plan, run by
+/// `scanrt_plan_execute`, which takes the application's `cudaStream_t` as it is.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn scanrt_scan_array_carried(
@@ -214,6 +223,9 @@ pub unsafe extern "C" fn scanrt_scan_array_carried(
 /// exclusive scans; backward scans combine from the last row and column), with `desc`'s
 /// built-in operator, as two strided scans on `stream`. `desc` takes no initial value and
 /// no segments (`SCANRT_STATUS_INVALID_ARGUMENT`). `info` may be NULL.
+///
+/// Deprecated (kept through 0.x): a `SCANRT_PRIMITIVE_SUMMED_AREA_TABLE` plan, run by
+/// `scanrt_plan_execute`, which takes the application's `cudaStream_t` as it is.
 #[no_mangle]
 pub unsafe extern "C" fn scanrt_summed_area_table(
     ctx: *const scanrt_context,
@@ -262,12 +274,29 @@ unsafe fn scan_array(
         .transpose()?;
     let info = InfoOut::check(info)?;
     let c_desc = super::versioned::read_versioned(desc, "desc")?;
-    let desc = desc_from_c(&c_desc, output.dtype())?;
     let carries = CarryViews {
         carry_in: carry_in.as_ref(),
         carry_out: carry_out.as_ref(),
     };
-    let result = if desc.segments.has_data() {
+    info.write(scan_views(ctx, stream, &input, &output, axis, &carries, &c_desc)?);
+    Ok(())
+}
+
+/// The scan of `scanrt_scan_array_carried` and of a scan plan, on views.
+///
+/// # Safety
+/// `c_desc`'s segment data is as `scanrt_scan_desc` documents it.
+pub(super) unsafe fn scan_views(
+    ctx: &Context,
+    stream: &Stream,
+    input: &ArrayView,
+    output: &ArrayView,
+    axis: i32,
+    carries: &CarryViews,
+    c_desc: &scanrt_scan_desc,
+) -> Result<ScanInfo> {
+    let desc = desc_from_c(c_desc, output.dtype())?;
+    if desc.segments.has_data() {
         let (dtype, entries) = match desc.segments {
             Segments::ByteFlags => (DType::U8, input.len().unwrap_or(0)),
             Segments::BitFlags => (DType::U32, input.len().unwrap_or(0).div_ceil(32)),
@@ -278,10 +307,8 @@ unsafe fn scan_array(
         // SAFETY: the caller vouches for host segment data on the host backend; a GPU
         // context range-checks device memory with the driver.
         let segments = ArrayView::contiguous(c_desc.segment_data as u64, dtype, &[entries])?;
-        ctx.scan_array_segmented_carried(stream, &input, &segments, &output, &desc, &carries)?
+        ctx.scan_array_segmented_carried(stream, input, &segments, output, &desc, carries)
     } else {
-        ctx.scan_array_carried(stream, &input, &output, axis as isize, &desc, &carries)?
-    };
-    info.write(result);
-    Ok(())
+        ctx.scan_array_carried(stream, input, output, axis as isize, &desc, carries)
+    }
 }

@@ -10,10 +10,12 @@ use super::strings::required_text;
 use super::support::{boundary, non_null};
 use super::versioned::{init_sized, read_versioned, Versioned};
 use crate::array::ArrayView;
+use crate::context::Context;
 use crate::error::Result;
 use crate::scalar::InitValue;
 use crate::select::desc::{Comparison, Predicate, SelectDesc, Selection};
 use crate::select::SelectArrays;
+use crate::stream::Stream;
 use crate::tables::{ScanrtStatus, SelectOutput, SelectRule};
 use crate::types::DType;
 
@@ -80,7 +82,7 @@ pub unsafe extern "C" fn scanrt_select_desc_init_sized(desc: *mut scanrt_select_
 }
 
 /// The descriptor as the Rust API's, for elements of `dtype`.
-unsafe fn desc_from_c(d: &scanrt_select_desc, dtype: DType) -> Result<SelectDesc> {
+pub(super) unsafe fn desc_from_c(d: &scanrt_select_desc, dtype: DType) -> Result<SelectDesc> {
     let operand = || {
         // SAFETY: every member is plain old data; the element type names the one read.
         let bits = unsafe {
@@ -134,6 +136,9 @@ unsafe fn desc_from_c(d: &scanrt_select_desc, dtype: DType) -> Result<SelectDesc
 /// of a flag selection (else NULL). The output holds n elements (or the capacity's); values may be selected in place
 /// (`output` = `input`). Bad input returns a status before anything is written. A
 /// user-defined predicate runs on GPU contexts only.
+///
+/// Deprecated (kept through 0.x): a `SCANRT_PRIMITIVE_SELECT` plan, run by
+/// `scanrt_plan_execute`, which takes the application's `cudaStream_t` as it is.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn scanrt_select(
@@ -164,7 +169,6 @@ pub unsafe extern "C" fn scanrt_select(
         non_null(num_selected as *const u64, "num_selected")?;
         // SAFETY: the caller's count, one u64 (range-checked by the driver on a GPU).
         let count = ArrayView::contiguous(num_selected as *mut c_void as u64, DType::U64, &[1])?;
-        let desc = desc_from_c(&read_versioned(desc, "desc")?, input.dtype())?;
         let arrays = SelectArrays {
             input,
             flags,
@@ -173,8 +177,22 @@ pub unsafe extern "C" fn scanrt_select(
             lengths: None,
             num_selected: count,
         };
-        ctx.select(stream, &arrays, &desc)
+        select_arrays(ctx, stream, arrays, &read_versioned(desc, "desc")?)
     })
+}
+
+/// The selection of `scanrt_select` and of a select plan.
+///
+/// # Safety
+/// `d`'s predicate strings are NUL-terminated (or NULL).
+pub(super) unsafe fn select_arrays(
+    ctx: &Context,
+    stream: &Stream,
+    arrays: SelectArrays,
+    d: &scanrt_select_desc,
+) -> Result<()> {
+    let desc = desc_from_c(d, arrays.input.dtype())?;
+    ctx.select(stream, &arrays, &desc)
 }
 
 /// Run-length encodes `input` (C-contiguous, of any shape: its elements in memory order):
@@ -182,6 +200,9 @@ pub unsafe extern "C" fn scanrt_select(
 /// NaN is a run of its own) into `values`, its length into `lengths` (U32 or U64), and the
 /// number of runs into `*num_runs` (device memory on a GPU context, host memory on the
 /// host backend), in one pass, asynchronously on `stream`. Both outputs hold n elements.
+///
+/// Deprecated (kept through 0.x): a `SCANRT_PRIMITIVE_RUN_LENGTH_ENCODE` plan, run by
+/// `scanrt_plan_execute`, which takes the application's `cudaStream_t` as it is.
 #[no_mangle]
 pub unsafe extern "C" fn scanrt_run_length_encode(
     ctx: *const scanrt_context,

@@ -8,9 +8,11 @@ use super::stream::scanrt_stream;
 use super::support::{boundary, non_null};
 use super::versioned::{init_sized, read_versioned, Versioned};
 use crate::array::ArrayView;
+use crate::context::Context;
 use crate::error::Result;
 use crate::sort::desc::SortDesc;
 use crate::sort::SortArrays;
+use crate::stream::Stream;
 use crate::tables::{ScanrtStatus, SortOrder};
 use crate::types::DType;
 
@@ -77,6 +79,9 @@ fn desc_from_c(d: &scanrt_sort_desc) -> Result<SortDesc> {
 /// in place (output = input). `temp` (NULL: scanrt's pool) is device memory of at least
 /// `scanrt_sort_temp_bytes` bytes, 256-byte aligned (as `cudaMalloc`'s is). Bad input
 /// returns a status before anything is written.
+///
+/// Deprecated (kept through 0.x): a `SCANRT_PRIMITIVE_SORT` plan, run by
+/// `scanrt_plan_execute`, which takes the application's `cudaStream_t` as it is.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn scanrt_sort(
@@ -115,13 +120,17 @@ pub unsafe extern "C" fn scanrt_sort(
             values_out: optional(values_out, "values_out")?,
             temp,
         };
-        let desc = desc_from_c(&read_versioned(desc, "desc")?)?;
-        ctx.sort(stream, &arrays, &desc)
+        sort_arrays(ctx, stream, &arrays, &read_versioned(desc, "desc")?)
     })
 }
 
 /// Writes to `*bytes` the temporary memory a sort of `n` keys of `key_dtype` needs, with
 /// values (or indices) of `value_dtype`, or -1 for keys only.
+/// The sort of `scanrt_sort` and of a sort plan.
+pub(super) fn sort_arrays(ctx: &Context, stream: &Stream, arrays: &SortArrays, d: &scanrt_sort_desc) -> Result<()> {
+    ctx.sort(stream, arrays, &desc_from_c(d)?)
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn scanrt_sort_temp_bytes(
     ctx: *const scanrt_context,

@@ -111,8 +111,8 @@ pub(crate) fn check(a: &SelectArrays, desc: &SelectDesc) -> Result<Checked> {
         (_, Some(_)) => bail!(InvalidArgument, "only a two-array partition takes a rejected array"),
         _ => {}
     }
-    if a.num_selected.dtype() != DType::U64 || one_d(&a.num_selected, "count")? < 1 {
-        bail!(InvalidArgument, "the count is one U64 element");
+    if !matches!(a.num_selected.dtype(), DType::U64 | DType::I64) || one_d(&a.num_selected, "count")? < 1 {
+        bail!(InvalidArgument, "the count is one U64 or I64 element");
     }
     ArrayView::check_all_aligned(&[
         (Some(&a.input), "input"),
