@@ -386,7 +386,7 @@ fn dtype_of_dlpack(t: DLDataType) -> Result<DType> {
     match DType::of_dlpack(t.code.0, t.bits, t.lanes) {
         Some(dtype) => Ok(dtype),
         None => bail!(
-            InvalidArgument,
+            UnsupportedCombination,
             "DLPack type (code {}, {} bits, {} lanes) is not a scanrt element type",
             t.code.0,
             t.bits,
