@@ -69,7 +69,7 @@ typedef enum scanrt_status {
   SCANRT_STATUS_NCCL_ERROR = 18,
 } scanrt_status;
 
-// Element types. Their sizes and CUDA spellings: `DType::info` (src/types.rs).
+// Element types. Their sizes and CUDA spellings: `DType::info` (src/types/table.rs).
 typedef enum scanrt_dtype {
   // 8-bit unsigned integer.
   SCANRT_DTYPE_U8 = 0,

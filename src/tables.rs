@@ -55,7 +55,7 @@ c_enums! {
         NcclError = 18, "NCCL_ERROR", "NCCL error";
     }
 
-    /// Element types. Their sizes and CUDA spellings: `DType::info` (src/types.rs).
+    /// Element types. Their sizes and CUDA spellings: `DType::info` (src/types/table.rs).
     pub enum DType("scanrt_dtype", "SCANRT_DTYPE_") {
         /// 8-bit unsigned integer.
         U8 = 0, "U8", "u8";
