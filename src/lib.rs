@@ -35,6 +35,7 @@ pub mod ffi;
 mod kernels;
 mod operator;
 mod ops;
+mod plans;
 mod precompile;
 pub mod recipes;
 mod runtime;
@@ -59,6 +60,7 @@ pub use operator::{
     OperatorScan,
 };
 pub use ops::{Accumulator, OpDefinition};
+pub use plans::{RunLengthArrays, RunLengthPlan, SelectPlan, SortPlan, SummedAreaPlan};
 pub use precompile::{
     build_kernel_pack, check_kernel_pack, compile_kernel_sets, compile_specialization, fill_kernel_cache,
 };

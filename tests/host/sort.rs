@@ -100,3 +100,89 @@ fn bad_sorts_are_refused_and_write_nothing() {
     refused(a, SortDesc::ascending(), ScanrtStatus::PartialOverlap);
     assert_eq!(both.download::<u32>(&stream, 8).unwrap(), vec![5, 4, 3, 2, 1, 0, 0, 0]);
 }
+
+/// Each primitive's plan, made once and run twice on other data, gives what the
+/// primitive's call gives: a sequential loop's result.
+#[test]
+fn plans_run_each_primitive_as_its_call_does() {
+    use scanrt::{Op, RunLengthArrays, ScanDesc, SelectArrays, SelectDesc, SelectOutput, Selection};
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let sort = ctx.sort_plan(&SortDesc::ascending()).unwrap();
+    let select = ctx
+        .select_plan(&SelectDesc {
+            selection: Selection::NonZero,
+            output: SelectOutput::Values,
+            capacity: None,
+        })
+        .unwrap();
+    let runs = ctx.run_length_plan().unwrap();
+    let sat = ctx.summed_area_plan(&ScanDesc::inclusive(Op::Sum)).unwrap();
+    for seed in [3u32, 11] {
+        let x: Vec<u32> = (0..1000u32).map(|i| (i * seed / 7 + i % seed) % 5).collect();
+        let n = x.len() as u64;
+        let keys = Buffer::from_slice(&ctx, &stream, &x).unwrap();
+        let mut out = Buffer::new(&ctx, DType::U32, n).unwrap();
+        let mut lengths = Buffer::new(&ctx, DType::U32, n).unwrap();
+        let mut count = Buffer::new(&ctx, DType::I64, 1).unwrap();
+        assert!(sort.workspace_bytes(n, DType::U32, None) > 0);
+        let arrays = SortArrays {
+            keys_in: ArrayView::of_buffer(&keys),
+            keys_out: ArrayView::of_buffer_mut(&mut out),
+            values_in: None,
+            values_out: None,
+            temp: None,
+        };
+        sort.execute(&stream, &arrays).unwrap();
+        let mut want = x.clone();
+        want.sort();
+        assert_eq!(out.download::<u32>(&stream, x.len()).unwrap(), want);
+
+        let arrays = SelectArrays {
+            input: ArrayView::of_buffer(&keys),
+            flags: None,
+            output: ArrayView::of_buffer_mut(&mut out),
+            rejected: None,
+            lengths: None,
+            num_selected: ArrayView::of_buffer_mut(&mut count),
+        };
+        select.execute(&stream, &arrays).unwrap();
+        let kept: Vec<u32> = x.iter().copied().filter(|&v| v != 0).collect();
+        assert_eq!(count.download::<i64>(&stream, 1).unwrap()[0], kept.len() as i64);
+        assert_eq!(out.download::<u32>(&stream, kept.len()).unwrap(), kept);
+
+        let arrays = RunLengthArrays {
+            input: ArrayView::of_buffer(&keys),
+            values: ArrayView::of_buffer_mut(&mut out),
+            lengths: ArrayView::of_buffer_mut(&mut lengths),
+            num_runs: ArrayView::of_buffer_mut(&mut count),
+        };
+        runs.execute(&stream, &arrays).unwrap();
+        let mut want: Vec<(u32, u32)> = Vec::new();
+        for &v in &x {
+            match want.last_mut() {
+                Some((last, len)) if *last == v => *len += 1,
+                _ => want.push((v, 1)),
+            }
+        }
+        let r = count.download::<i64>(&stream, 1).unwrap()[0] as usize;
+        let got_values = out.download::<u32>(&stream, r).unwrap();
+        let got_lengths = lengths.download::<u32>(&stream, r).unwrap();
+        assert_eq!(got_values.into_iter().zip(got_lengths).collect::<Vec<_>>(), want);
+
+        let grid = ArrayView::of_buffer_shaped(&keys, &[25, 40]).unwrap();
+        let table = ArrayView::of_buffer_shaped_mut(&mut out, &[25, 40]).unwrap();
+        sat.execute(&stream, &grid, &table).unwrap();
+        let got = out.download::<u32>(&stream, x.len()).unwrap();
+        let mut want = vec![0u32; x.len()];
+        for r in 0..25 {
+            for c in 0..40 {
+                let up = if r > 0 { want[(r - 1) * 40 + c] } else { 0 };
+                let left = if c > 0 { want[r * 40 + c - 1] } else { 0 };
+                let corner = if r > 0 && c > 0 { want[(r - 1) * 40 + c - 1] } else { 0 };
+                want[r * 40 + c] = x[r * 40 + c] + up + left - corner;
+            }
+        }
+        assert_eq!(got, want);
+    }
+}
