@@ -278,7 +278,7 @@ static void test_raw_on_gpu(scanrt_context *ctx) {
               SCANRT_STATUS_UNSUPPORTED_COMBINATION, out);
     RAW_ERROR("unknown input dtype", &g, pin, NALL_DTYPES, pout, SCANRT_DTYPE_U32, n, &d, SCANRT_STATUS_INVALID_ARGUMENT,
               out);
-    RAW_ERROR("i16 input (sorts and selections only)", &g, pin, SCANRT_DTYPE_I16, pout, SCANRT_DTYPE_I64, n, &d,
+    RAW_ERROR("i16 input into u32 (signed into unsigned)", &g, pin, SCANRT_DTYPE_I16, pout, SCANRT_DTYPE_U32, n, &d,
               SCANRT_STATUS_UNSUPPORTED_COMBINATION, out);
     RAW_ERROR("unknown output dtype", &g, pin, SCANRT_DTYPE_U32, pout, -2, n, &d, SCANRT_STATUS_INVALID_ARGUMENT, out);
     {

@@ -127,7 +127,7 @@ impl Context {
         // The types before the initial value, whose type is the accumulator's.
         let types = desc.types(input, output);
         types.check(desc.op)?;
-        let shape = desc.shape(types.accumulator)?;
+        let shape = desc.shape(types)?;
         let operator = PlanOperator::Builtin(BuiltinOperator::new(desc.op, types));
         ScanPlan::new(self, operator, n, shape)
     }

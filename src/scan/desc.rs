@@ -205,30 +205,46 @@ impl ScanDesc {
     pub fn types(&self, input: DType, output: DType) -> ScanTypes {
         ScanTypes::new(input, output, self.accumulator)
     }
-    /// What the descriptor says besides the operator, for a scan accumulating in
-    /// `accumulator` (the initial value checked against that type).
-    pub(crate) fn shape(&self, accumulator: DType) -> Result<ScanShape> {
+    /// What the descriptor says besides the operator, for a scan of `types` (the initial
+    /// value checked against them).
+    pub(crate) fn shape(&self, types: ScanTypes) -> Result<ScanShape> {
         Ok(ScanShape {
             inclusive: self.inclusive,
-            init: self.init_bits(accumulator)?.map(StateBytes::from_bits),
+            init: self.init_bits(types)?.map(StateBytes::from_bits),
             algorithm: self.algorithm,
             direction: self.direction,
             deterministic: self.deterministic,
             segments: self.segments,
         })
     }
-    /// The initial value's bits as the accumulator type, checked against it.
-    pub(crate) fn init_bits(&self, accumulator: DType) -> Result<Option<u64>> {
-        match self.init {
-            None => Ok(None),
-            Some(v) if v.dtype() == accumulator => Ok(Some(v.bits())),
-            Some(v) => bail!(
+    /// The initial value's bits as the accumulator type, checked against it (and, for a
+    /// scan written as an 8- or 16-bit integer, a value of that type).
+    pub(crate) fn init_bits(&self, types: ScanTypes) -> Result<Option<u64>> {
+        let accumulator = types.accumulator;
+        let Some(v) = self.init else { return Ok(None) };
+        if v.dtype() != accumulator {
+            bail!(
                 InvalidArgument,
                 "the initial value is a {} but the scan accumulates in {}",
                 v.dtype().c_name(),
                 accumulator.c_name()
-            ),
+            );
         }
+        if let Some((lowest, highest)) = types.narrowed_integer_range() {
+            // The accumulator is a 32-bit integer of the output's signedness.
+            let value = match accumulator {
+                DType::I32 => v.bits() as u32 as i32 as i64,
+                _ => v.bits() as u32 as i64,
+            };
+            if !(lowest..=highest).contains(&value) {
+                bail!(
+                    InvalidArgument,
+                    "the initial value {value} does not fit the output type {}",
+                    types.output.c_name()
+                );
+            }
+        }
+        Ok(Some(v.bits()))
     }
     /// Runs `algorithm` (else the fastest one that keeps the descriptor's promises).
     pub fn with_algorithm(mut self, algorithm: Algorithm) -> Self {

@@ -46,7 +46,7 @@ const CHUNK: usize = 1 << 15;
 /// while the call runs.
 pub(crate) unsafe fn scan(req: &RawScan, desc: &ScanDesc) -> Result<u64> {
     let types = desc.types(req.input_dtype, req.output_dtype);
-    let init_bits = desc.init_bits(types.accumulator)?;
+    let init_bits = desc.init_bits(types)?;
     let heads = HostHeads::new(req.segments, desc.segments, req.n as usize);
     let walk = Walk {
         n: req.n as usize,

@@ -3,7 +3,7 @@
 use crate::ops::Accumulator;
 use crate::scan::desc::ScanDesc;
 use crate::tables::Direction;
-use crate::types::Widen;
+use crate::types::{ScanTypes, Widen};
 
 /// Sequential scan of `input` as described by `desc` (direction, inclusive, initial
 /// value; unsegmented).
@@ -29,7 +29,7 @@ pub fn reference_scan_segmented<I: Widen<O> + Copy, O: Accumulator>(
 ) -> Vec<O> {
     let n = input.len();
     let init = desc
-        .init_bits(O::DTYPE)
+        .init_bits(ScanTypes::new(O::DTYPE, O::DTYPE, Some(O::DTYPE)))
         .expect("the initial value has the output type")
         .map(O::from_bits)
         .unwrap_or_else(|| O::identity(desc.op));

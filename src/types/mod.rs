@@ -180,21 +180,26 @@ impl ScanTypes {
     pub fn narrows(&self) -> bool {
         self.accumulator != self.output
     }
-    /// The identity of `op` where the accumulator's own would not do: min and max of 8-
-    /// and 16-bit integers accumulated in 32 bits start from the output type's extreme (an
-    /// exclusive scan writes it, and the accumulator's would narrow to another value).
-    pub(crate) fn narrowed_identity(&self, op: crate::Op) -> Option<i64> {
+    /// The values a scan written as an 8- or 16-bit integer holds, `(lowest, highest)`:
+    /// its initial value must be one of them (`ScanDesc::init_bits`), so that the
+    /// extremes' identities below stay identities of every value combined.
+    pub(crate) fn narrowed_integer_range(&self) -> Option<(i64, i64)> {
         let out = self.output;
         if !self.narrows() || out.is_float() {
             return None;
         }
         let bits = 8 * out.size() as u32;
-        let signed = out.info().kind == NumberKind::Signed;
-        let (lowest, highest) = if signed {
+        Some(if out.info().kind == NumberKind::Signed {
             (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1)
         } else {
             (0, (1i64 << bits) - 1)
-        };
+        })
+    }
+    /// The identity of `op` where the accumulator's own would not do: min and max of 8-
+    /// and 16-bit integers accumulated in 32 bits start from the output type's extreme (an
+    /// exclusive scan writes it, and the accumulator's would narrow to another value).
+    pub(crate) fn narrowed_identity(&self, op: crate::Op) -> Option<i64> {
+        let (lowest, highest) = self.narrowed_integer_range()?;
         match op {
             crate::Op::Min => Some(highest),
             crate::Op::Max => Some(lowest),

@@ -36,6 +36,7 @@ pub struct SmallCase {
     pub algorithm: Algorithm,
     pub direction: Direction,
     pub inclusive: bool,
+    /// Its low bits are the initial value, a value of the element type.
     pub init: Option<i64>,
     pub segments: Segments,
     pub in_place: bool,
@@ -95,8 +96,8 @@ pub fn sweep_small_integers(
 }
 
 /// The sequential loop in i64: the exact running result (sums and products wrap, which
-/// keeps their low bits), each written as `T` keeps its low bits. The initial value is
-/// the 32-bit accumulator's, so a min or max compares it as that.
+/// keeps their low bits), each written as `T` keeps its low bits. The initial value is a
+/// value of `T` (the case's bits, wrapped).
 fn reference<T: SmallInt>(input: &[T], starts: Option<&[bool]>, c: &SmallCase) -> Vec<T> {
     let (lowest, highest) = if T::SIGNED {
         (-(1i64 << (T::BITS - 1)), (1i64 << (T::BITS - 1)) - 1)
@@ -110,11 +111,7 @@ fn reference<T: SmallInt>(input: &[T], starts: Option<&[bool]>, c: &SmallCase) -
         Op::Max => lowest,
         Op::BitAnd => -1,
     };
-    let init = match c.init {
-        Some(v) if T::SIGNED => v as i32 as i64,
-        Some(v) => v as u32 as i64,
-        None => identity,
-    };
+    let init = c.init.map(|v| T::wrap(v).into()).unwrap_or(identity);
     let combine = |a: i64, b: i64| match c.op {
         Op::Sum => a.wrapping_add(b),
         Op::Product => a.wrapping_mul(b),
@@ -158,7 +155,8 @@ fn run_case<T: SmallInt>(ctx: &Context, stream: &Stream, rng: &mut Rng, c: Small
         segments: c.segments,
         ..ScanDesc::default()
     };
-    if let Some(init) = c.init {
+    // The initial value is a value of the element type, given as the 32-bit accumulator.
+    if let Some(init) = c.init.map(|v| -> i64 { T::wrap(v).into() }) {
         desc = if T::SIGNED {
             desc.with_init(init as i32)
         } else {

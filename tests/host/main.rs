@@ -330,6 +330,39 @@ fn host_backend_small_integers_match_a_sequential_loop() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// An initial value of a scan written as an 8- or 16-bit integer is a value of that type:
+/// one outside it is refused, with nothing written (the extremes' identities are the
+/// type's own, an identity only of its values).
+#[test]
+fn small_integer_initial_values_outside_the_type_are_refused() {
+    let ctx = Context::new(Backend::Host, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let input = Buffer::from_slice(&ctx, &stream, &[1i8, -2, 3]).unwrap();
+    let output = Buffer::from_slice(&ctx, &stream, &[7i8; 3]).unwrap();
+    for (op, init, fits) in [
+        (Op::Min, 1000i32, false),
+        (Op::Max, -129, false),
+        (Op::Sum, 127, true),
+        (Op::Max, -128, true),
+    ] {
+        let desc = ScanDesc::exclusive(op).with_init(init);
+        match ctx.scan(&stream, &input, &output, &desc) {
+            Ok(_) => {
+                assert!(fits, "{op:?} from {init} was taken");
+                assert_eq!(output.download::<i8>(&stream, 1).unwrap()[0], init as i8);
+            }
+            Err(e) => {
+                assert!(
+                    !fits && e.status == ScanrtStatus::InvalidArgument,
+                    "{op:?} from {init}: {e}"
+                );
+                assert!(e.message.contains("does not fit"), "{}", e.message);
+                assert_eq!(output.download::<i8>(&stream, 3).unwrap(), [7i8; 3]);
+            }
+        }
+    }
+}
+
 #[test]
 fn accumulators_outside_the_table_are_refused() {
     let ctx = Context::new(Backend::Host, 0).unwrap();

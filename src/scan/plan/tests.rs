@@ -3,7 +3,7 @@ use super::*;
 use crate::contract::*;
 use crate::scan::desc::ScanDesc;
 use crate::tables::Op;
-use crate::types::DType;
+use crate::types::{DType, ScanTypes};
 
 /// The choice for a built-in scan of `output` values, as `ScanPlan::new` makes it.
 fn choose(desc: &ScanDesc, output: DType) -> (Algorithm, ChoiceReason) {
@@ -52,7 +52,7 @@ fn vector_flags_follow_the_traversal() {
     let req = |input: u64, output: u64, segments: u64, n: u64| -> Req { (input, output, segments, n) };
     let model = BuiltinOperator::new(Op::Sum, crate::types::ScanTypes::new(DType::U32, DType::U32, None));
     let flags = |&(input, output, segments, n): &Req, d: &ScanDesc, a: Algorithm| {
-        let shape = d.shape(DType::U32).unwrap();
+        let shape = d.shape(ScanTypes::new(DType::U32, DType::U32, None)).unwrap();
         let (inputs, outputs) = ([input], [output]);
         let arrays = ScanArrays {
             segments,

@@ -70,7 +70,7 @@ pub(super) fn scan(
         ctx,
         PlanOperator::Builtin(model),
         form.batches * form.len,
-        desc.shape(types.accumulator)?,
+        desc.shape(types)?,
     )?;
     let io = ScanIo {
         known_buffers: a.known,

@@ -69,7 +69,7 @@ pub(crate) fn scan(
     );
     let pair = check_layout(input, output, axis)?;
     let model = BuiltinOperator::new(desc.op, types);
-    let shape = desc.shape(types.accumulator)?;
+    let shape = desc.shape(types)?;
     let sequence_carries = carry_addresses(ctx, carries, &pair, types.accumulator)?;
     check_carries(
         &model,
@@ -186,15 +186,7 @@ pub(crate) fn summed_area_table(
         direction: Direction::Forward,
         ..*desc
     };
-    launch(
-        engine,
-        stream,
-        &model,
-        &arrays,
-        &forward.shape(types.accumulator)?,
-        algorithm,
-        true,
-    )?;
+    launch(engine, stream, &model, &arrays, &forward.shape(types)?, algorithm, true)?;
     Ok(Some(ScanInfo {
         backend: Backend::Gpu,
         algorithm,
