@@ -4,9 +4,9 @@
 //! inclusive and exclusive, initial values, segment forms, in place, and the sizes the
 //! caller names (every tile boundary of the backend's kernels).
 
-use scanrt::{reference_scan_segmented, Algorithm, Buffer, Context, DType, Direction, Op, ScanDesc, Segments, Stream};
+use scanrt::{reference_scan_segmented, Algorithm, Context, DType, Direction, Op, ScanDesc, Segments, Stream};
 
-use super::{encode_segments, random_vec, segment_starts, Rng, SegmentPattern, Tally};
+use super::{random_vec, scan_one_type, segment_starts, Rng, SegmentPattern, Tally};
 
 /// One case of the sweep.
 #[derive(Debug, Clone, Copy)]
@@ -99,25 +99,7 @@ fn run_wide_case(ctx: &Context, stream: &Stream, rng: &mut Rng, c: WideCase) -> 
     let wide: Vec<f64> = input.iter().map(|&x| x as f64).collect();
     let want: Vec<f64> = reference_scan_segmented::<f64, f64>(&wide, starts.as_deref(), &desc);
 
-    let e = |e: scanrt::Error| format!("{}: {}", e.status.c_name(), e.message);
-    let in_buf = Buffer::from_slice(ctx, stream, &input).map_err(e)?;
-    let out_buf = if c.in_place {
-        None
-    } else {
-        Some(Buffer::new(ctx, DType::F32, c.n as u64).map_err(e)?)
-    };
-    let out = out_buf.as_ref().unwrap_or(&in_buf);
-    match (c.segments, &starts) {
-        (Segments::ByteFlags, Some(starts)) => {
-            let flags = encode_segments(rng, Segments::ByteFlags, starts);
-            let seg = Buffer::from_slice(ctx, stream, &flags).map_err(e)?;
-            ctx.scan_segmented(stream, &in_buf, &seg, out, &desc).map_err(e)?;
-        }
-        _ => {
-            ctx.scan(stream, &in_buf, out, &desc).map_err(e)?;
-        }
-    }
-    let got: Vec<f32> = out.download(stream, c.n).map_err(e)?;
+    let got: Vec<f32> = scan_one_type(ctx, stream, rng, &input, starts.as_deref(), &desc, c.in_place)?;
     compare_narrowed(&input, starts.as_deref(), &desc, &want, &got)
 }
 

@@ -23,7 +23,9 @@ pub mod summed_area;
 
 // Each suite uses some of these (as `dead_code` allows above for items).
 #[allow(unused_imports)]
-pub use segments::{encode_offsets, encode_segments, pack_bits, segment_starts, with_count, SegmentPattern};
+pub use segments::{
+    encode_offsets, encode_segments, pack_bits, scan_one_type, segment_starts, with_count, SegmentPattern,
+};
 
 /// The GPU context the GPU suites share, or why there is none.
 pub static GPU: Lazy<Result<Context, String>> = Lazy::new(|| {

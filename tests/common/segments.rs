@@ -1,7 +1,7 @@
 //! Segments of randomized cases: where they start, and the start flags, bit words, keys
-//! or offsets a segmented scan reads for them.
+//! or offsets a segmented scan reads for them; a scan of one type on them.
 
-use scanrt::{DType, Segments};
+use scanrt::{Buffer, Context, DType, Scalar, ScanDesc, Segments, Stream};
 
 use super::Rng;
 
@@ -110,4 +110,36 @@ pub fn pack_bits(flags: &[u8]) -> Vec<u32> {
         }
     }
     words
+}
+
+/// Scans `input` as `desc` says into a buffer of its own type (or in place), segmented by
+/// byte flags at `starts` where `desc.segments` asks for byte flags; the result, read back.
+pub fn scan_one_type<T: Scalar + Copy>(
+    ctx: &Context,
+    stream: &Stream,
+    rng: &mut Rng,
+    input: &[T],
+    starts: Option<&[bool]>,
+    desc: &ScanDesc,
+    in_place: bool,
+) -> Result<Vec<T>, String> {
+    let e = |e: scanrt::Error| format!("{}: {}", e.status.c_name(), e.message);
+    let in_buf = Buffer::from_slice(ctx, stream, input).map_err(e)?;
+    let out_buf = if in_place {
+        None
+    } else {
+        Some(Buffer::new(ctx, T::DTYPE, input.len() as u64).map_err(e)?)
+    };
+    let out = out_buf.as_ref().unwrap_or(&in_buf);
+    match (desc.segments, starts) {
+        (Segments::ByteFlags, Some(starts)) => {
+            let flags = encode_segments(rng, Segments::ByteFlags, starts);
+            let seg = Buffer::from_slice(ctx, stream, &flags).map_err(e)?;
+            ctx.scan_segmented(stream, &in_buf, &seg, out, desc).map_err(e)?;
+        }
+        _ => {
+            ctx.scan(stream, &in_buf, out, desc).map_err(e)?;
+        }
+    }
+    out.download(stream, input.len()).map_err(e)
 }

@@ -5,9 +5,9 @@
 //! forms, in place, and the sizes the caller names; each result against a sequential
 //! loop in the element type itself (wrapping), which shares no code with scanrt's.
 
-use scanrt::{Algorithm, Buffer, Context, DType, Direction, Op, ScanDesc, Segments, Stream, NARROWING_TYPES};
+use scanrt::{Algorithm, Context, DType, Direction, Op, ScanDesc, Segments, Stream, NARROWING_TYPES};
 
-use super::{encode_segments, segment_starts, Rng, SegmentPattern, Tally, TestInput};
+use super::{scan_one_type, segment_starts, Rng, SegmentPattern, Tally, TestInput};
 
 /// An 8- or 16-bit element type, its values carried as i64.
 pub trait SmallInt: TestInput + Into<i64> + std::fmt::Debug {
@@ -170,25 +170,7 @@ fn run_case<T: SmallInt>(ctx: &Context, stream: &Stream, rng: &mut Rng, c: Small
     };
     let want = reference(&input, starts.as_deref(), &c);
 
-    let e = |e: scanrt::Error| format!("{}: {}", e.status.c_name(), e.message);
-    let in_buf = Buffer::from_slice(ctx, stream, &input).map_err(e)?;
-    let out_buf = if c.in_place {
-        None
-    } else {
-        Some(Buffer::new(ctx, T::DTYPE, c.n as u64).map_err(e)?)
-    };
-    let out = out_buf.as_ref().unwrap_or(&in_buf);
-    match (c.segments, &starts) {
-        (Segments::ByteFlags, Some(starts)) => {
-            let flags = encode_segments(rng, Segments::ByteFlags, starts);
-            let seg = Buffer::from_slice(ctx, stream, &flags).map_err(e)?;
-            ctx.scan_segmented(stream, &in_buf, &seg, out, &desc).map_err(e)?;
-        }
-        _ => {
-            ctx.scan(stream, &in_buf, out, &desc).map_err(e)?;
-        }
-    }
-    let got: Vec<T> = out.download(stream, c.n).map_err(e)?;
+    let got: Vec<T> = scan_one_type(ctx, stream, rng, &input, starts.as_deref(), &desc, c.in_place)?;
     match (0..c.n).find(|&p| got[p].to_bits() != want[p].to_bits()) {
         Some(p) => Err(format!(
             "mismatch at {p} of {}: want {:?}, got {:?}",
