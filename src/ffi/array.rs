@@ -242,10 +242,20 @@ pub unsafe extern "C" fn scanrt_summed_area_table(
         let output = view_of(output, "output")?;
         let info = InfoOut::check(info)?;
         let c_desc = super::versioned::read_versioned(desc, "desc")?;
-        let desc = desc_from_c(&c_desc, output.dtype())?;
-        info.write(ctx.summed_area_table(stream, &input, &output, &desc)?);
+        info.write(summed_area_views(ctx, stream, &input, &output, &c_desc)?);
         Ok(())
     })
+}
+
+/// The table of `scanrt_summed_area_table` and of a summed-area plan, on views.
+pub(super) fn summed_area_views(
+    ctx: &Context,
+    stream: &Stream,
+    input: &ArrayView,
+    output: &ArrayView,
+    c_desc: &scanrt_scan_desc,
+) -> Result<ScanInfo> {
+    ctx.summed_area_table(stream, input, output, &desc_from_c(c_desc, output.dtype())?)
 }
 
 /// Both scans of arrays: segmented ones (segment data at `desc->segment_data`) take

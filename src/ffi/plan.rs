@@ -7,7 +7,7 @@
 
 use std::ffi::{c_void, CStr, CString};
 
-use super::array::{scan_views, scanrt_array, views_of};
+use super::array::{scan_views, scanrt_array, summed_area_views, views_of};
 use super::context::scanrt_context;
 use super::scan::{scanrt_scan_desc, scanrt_scan_info, InfoOut};
 use super::select::{scanrt_select_desc, select_arrays};
@@ -308,9 +308,7 @@ pub unsafe extern "C" fn scanrt_plan_execute(plan: *const scanrt_plan, args: *co
                 )?);
             }
             Planned::SummedAreaTable(desc) => {
-                let output = required(1);
-                let desc = super::scan::desc_from_c(desc, output.dtype())?;
-                info.write(ctx.summed_area_table(stream, &required(0), &output, &desc)?);
+                info.write(summed_area_views(ctx, stream, &required(0), &required(1), desc)?);
             }
             Planned::Select(desc, _) => {
                 let arrays = SelectArrays {
