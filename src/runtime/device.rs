@@ -21,6 +21,7 @@ use crate::runtime::cu::{
 };
 use crate::runtime::faults::{fault_error, FaultMailbox};
 use crate::runtime::kernel_pack;
+use crate::runtime::launch_target::LaunchTarget;
 use crate::runtime::nvrtc::{KernelSource, Nvrtc};
 use crate::runtime::scratch::ScratchPool;
 use crate::runtime::workspace::{self, Workspace, WorkspacePool};
@@ -226,15 +227,16 @@ impl GpuDevice {
     }
 
     /// The start of every launching call: enters the device's context (the guard puts
-    /// the caller's back), returns a fault an earlier kernel reported, and checks a
-    /// stream scanrt has not verified before (`verified`: a stream it made or checked).
-    pub fn prepare_launch(&self, stream: CUstream, verified: bool) -> Result<CurrentContext> {
+    /// the caller's back), returns a fault an earlier kernel reported, checks a stream
+    /// scanrt has not verified before (`verified`: a stream it made or checked), and asks
+    /// the driver once what the call launches on.
+    pub fn prepare_launch(&self, stream: CUstream, verified: bool) -> Result<(CurrentContext, LaunchTarget)> {
         let current = self.enter()?;
         self.take_fault()?;
         if !verified {
             self.check_stream(stream)?;
         }
-        Ok(current)
+        Ok((current, LaunchTarget::resolve(stream)?))
     }
 
     /// Returns the fault a kernel reported since the last call, as an error, and drops

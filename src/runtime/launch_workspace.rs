@@ -6,9 +6,10 @@ use std::any::Any;
 use std::sync::Arc;
 
 use crate::error::{bail, Result};
-use crate::runtime::cu::{self, CUdeviceptr, CUstream};
+use crate::runtime::cu::CUdeviceptr;
 use crate::runtime::device::GpuDevice;
 use crate::runtime::graph_workspace;
+use crate::runtime::launch_target::LaunchTarget;
 use crate::runtime::workspace::{lookback_bytes, lookback_slots, StreamWorkspace, Workspace};
 
 /// A workspace for one launch, holding `slots` status slots.
@@ -19,14 +20,14 @@ pub(crate) struct LaunchWorkspace {
     _pooled: Option<Arc<StreamWorkspace>>,
 }
 
-/// The workspace of a launch on `raw_stream` whose tiles carry `value_bytes`-byte values
+/// The workspace of a launch on `target` whose tiles carry `value_bytes`-byte values
 /// in `slots` status slots: `caller`'s when given (refused with `BufferTooSmall`, before
 /// anything is queued, when it holds fewer slots), else the captured graph's, else the
 /// stream's pooled one. `keep_alive` is what a graph's workspace keeps alive with it (the
 /// kernels the graph launches).
 pub(crate) fn acquire(
     dev: &GpuDevice,
-    raw_stream: CUstream,
+    target: &LaunchTarget,
     caller: Option<Workspace>,
     value_bytes: usize,
     slots: u64,
@@ -37,14 +38,14 @@ pub(crate) fn acquire(
             dev.check_workspace(ws)?;
             (ws.ptr, lookback_slots(value_bytes, ws.bytes), None)
         }
-        None => match cu::capture_graph(raw_stream)? {
+        None => match target.capture {
             Some(graph) => {
                 let bytes = lookback_bytes(value_bytes, slots);
                 let ptr = graph_workspace::for_graph(graph, bytes, keep_alive, dev.faults.clone(), dev.ctx.clone())?;
                 (ptr, lookback_slots(value_bytes, bytes), None)
             }
             None => {
-                let pooled = dev.workspaces.for_stream(raw_stream, value_bytes, slots)?;
+                let pooled = dev.workspaces.for_stream(target, value_bytes, slots)?;
                 (pooled.ptr, lookback_slots(value_bytes, pooled.bytes), Some(pooled))
             }
         },
@@ -70,10 +71,10 @@ pub(crate) fn acquire(
 /// would: replays may outlive the scanrt context.
 pub(crate) fn keep_alive_if_captured(
     dev: &GpuDevice,
-    raw_stream: CUstream,
+    target: &LaunchTarget,
     keep_alive: Arc<dyn Any + Send + Sync>,
 ) -> Result<()> {
-    match cu::capture_graph(raw_stream)? {
+    match target.capture {
         Some(graph) => graph_workspace::keep_with_graph(graph, keep_alive, dev.faults.clone(), dev.ctx.clone()),
         None => Ok(()),
     }

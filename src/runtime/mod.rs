@@ -1,7 +1,8 @@
 //! The GPU runtime, which knows nothing of scans: the one door to the driver (`cu`, the
 //! only module that makes raw driver calls), devices and their
 //! loaded modules (`device`), NVRTC (`nvrtc`) and its disk cache (`kernel_cache`), kernels
-//! compiled ahead of time (`kernel_pack`), look-back workspaces (`workspace`,
+//! compiled ahead of time (`kernel_pack`), one call's stream as the driver describes it once
+//! (`launch_target`), look-back workspaces (`workspace`,
 //! `graph_workspace` for captured scans, `launch_workspace` choosing one per launch), one
 //! call's temporary memory (`scratch`), the fault mailbox kernels report to (`faults`)
 //! and the log of recent calls that names a faulting one (`calls`). Algorithms
@@ -15,6 +16,7 @@ pub(crate) mod faults;
 pub(crate) mod graph_workspace;
 pub(crate) mod kernel_cache;
 pub(crate) mod kernel_pack;
+pub(crate) mod launch_target;
 pub(crate) mod launch_workspace;
 pub(crate) mod nvrtc;
 pub(crate) mod scratch;

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use crate::contract::{self, ScanParams};
 use crate::error::{bail, Result};
 use crate::runtime::calls::CallLabel;
-use crate::runtime::cu::{self, CUstream};
+use crate::runtime::cu;
+use crate::runtime::launch_target::LaunchTarget;
 use crate::runtime::device::GpuDevice;
 use crate::runtime::launch_workspace;
 use crate::runtime::workspace::{lookback_bytes, Workspace};
@@ -121,7 +122,7 @@ pub(crate) struct KernelLaunch<'a> {
 
 /// Launches a scan whose addresses are checked and whose `params` are filled in except for
 /// the workspace: picks the workspace (the caller's, the graph's or the stream's pooled
-/// one) and the kernel, and queues it on `raw_stream`. A workspace too small for the
+/// one) and the kernel, and queues it on `target`'s stream. A workspace too small for the
 /// kernel is refused here, before anything is queued.
 ///
 /// # Safety
@@ -129,12 +130,11 @@ pub(crate) struct KernelLaunch<'a> {
 pub(crate) unsafe fn launch_kernels<P: KernelParams>(
     dev: &GpuDevice,
     launch: &KernelLaunch,
-    raw_stream: CUstream,
+    target: &LaunchTarget,
     params: &mut P,
     workspace: Option<Workspace>,
 ) -> Result<()> {
-    let kernels = launch.kernels;
-    let tiles = launch.tiles;
+    let (kernels, tiles, raw_stream) = (launch.kernels, launch.tiles, target.stream);
     let flags = params.scan().flags;
     let single_pass = kernels.get(KernelKind::SinglePass).expect("every kernel set has one");
     // Carries per segment are the register-staged kernel's alone, rows with a pitch the
@@ -151,7 +151,7 @@ pub(crate) unsafe fn launch_kernels<P: KernelParams>(
         // One cluster: every block resident, no look-back state. A cluster of one block
         // is any plain launch of one block, without the cluster launch's own cost (H100:
         // 0.8 against 1.2-1.3 us per launch in a replayed graph).
-        launch_workspace::keep_alive_if_captured(dev, raw_stream, kernels.clone())?;
+        launch_workspace::keep_alive_if_captured(dev, target, kernels.clone())?;
         let cluster = kernels
             .get(KernelKind::ClusterScan)
             .expect("counted only where the set has one");
@@ -162,13 +162,13 @@ pub(crate) unsafe fn launch_kernels<P: KernelParams>(
     }
     if tiles.register_staged == 1 && !launch.reduce_only {
         // One block, no look-back state: the same for every algorithm.
-        launch_workspace::keep_alive_if_captured(dev, raw_stream, kernels.clone())?;
+        launch_workspace::keep_alive_if_captured(dev, target, kernels.clone())?;
         return single_pass.launch(1, raw_stream, params);
     }
 
     let ws = launch_workspace::acquire(
         dev,
-        raw_stream,
+        target,
         workspace,
         tiles.value_bytes,
         tiles.slots(),

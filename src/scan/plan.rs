@@ -20,6 +20,7 @@ use crate::error::Result;
 use crate::runtime::cu::CUstream;
 use crate::runtime::device::GpuDevice;
 use crate::runtime::launch_workspace;
+use crate::runtime::launch_target::LaunchTarget;
 use crate::runtime::workspace::Workspace;
 use crate::scan::checks::{check_overlaps, validate_addresses, validate_shape};
 use crate::scan::desc::{ScanShape, Segments};
@@ -304,18 +305,15 @@ impl ScanPlan {
     ) -> Result<()> {
         let (model, n, shape) = (self.operator.model(), self.n, &self.shape);
         let dev = &engine.device;
-        let _current = dev.enter()?;
-        dev.take_fault()?;
+        let (_current, target) = dev.prepare_launch(stream.raw() as CUstream, stream.verified())?;
         if n == 0 && !arrays.carries.any() {
             return Ok(());
         }
-        let raw_stream = stream.raw() as CUstream;
-        check_device_arrays(dev, model, stream, arrays, n, shape)?;
+        check_device_arrays(dev, model, arrays, n, shape)?;
         if n == 0 && !per_segment_carries(shape, arrays.carries) {
-            return carry_empty_scan(model, shape, arrays.carries, raw_stream);
+            return carry_empty_scan(model, shape, arrays.carries, target.stream);
         }
-
-        self.launch_checked(dev, plan, raw_stream, arrays, workspace)
+        self.launch_checked(dev, plan, &target, arrays, workspace)
     }
 
     /// Whether the plan's kernels read rows with a pitch: a built-in scan of rows, single
@@ -357,7 +355,10 @@ impl ScanPlan {
             (Engine::Gpu(engine), Some(_)) => {
                 let dev = &engine.device;
                 let _current = dev.enter()?;
-                check_device_arrays(dev, model, stream, &arrays, self.n, &self.shape)
+                if !stream.verified() {
+                    dev.check_stream(stream.raw() as CUstream)?;
+                }
+                check_device_arrays(dev, model, &arrays, self.n, &self.shape)
             }
             _ => check_overlaps(model, &arrays, self.n, &self.shape),
         }
@@ -368,11 +369,12 @@ impl ScanPlan {
         &self,
         dev: &GpuDevice,
         plan: &GpuPlan,
-        raw_stream: CUstream,
+        target: &LaunchTarget,
         arrays: &ScanArrays,
         workspace: Option<Workspace>,
     ) -> Result<()> {
         let (model, n, shape) = (self.operator.model(), self.n, &self.shape);
+        let raw_stream = target.stream;
         let Carries { carry_in, carry_out } = arrays.carries;
         let init = shape.init.unwrap_or_default();
         let mut flags = plan.flags
@@ -406,7 +408,7 @@ impl ScanPlan {
             // Only the prepass had anything to write: the totals of empty segments. No scan
             // launch follows to have a graph capturing it keep its kernels, so it is done here.
             let Some(heads) = offset_heads else { return Ok(()) };
-            let kept = launch_workspace::keep_alive_if_captured(dev, raw_stream, plan.kernels.clone());
+            let kept = launch_workspace::keep_alive_if_captured(dev, target, plan.kernels.clone());
             return kept.and(heads.release(dev, raw_stream));
         }
         let scan = ScanParams {
@@ -424,7 +426,7 @@ impl ScanPlan {
             flags,
             ..Default::default()
         };
-        let launched = self.launch_params(dev, plan, raw_stream, scan, arrays, false, workspace);
+        let launched = self.launch_params(dev, plan, target, scan, arrays, false, workspace);
         match offset_heads {
             Some(heads) => launched.and(heads.release(dev, raw_stream)),
             None => launched,
@@ -438,7 +440,7 @@ impl ScanPlan {
         &self,
         dev: &GpuDevice,
         plan: &GpuPlan,
-        raw_stream: CUstream,
+        target: &LaunchTarget,
         mut scan: ScanParams,
         arrays: &ScanArrays,
         reduce_only: bool,
@@ -467,9 +469,9 @@ impl ScanPlan {
                     init: self.shape.init.unwrap_or_default(),
                 },
             };
-            launch_kernels(dev, &launch, raw_stream, &mut params, workspace)
+            launch_kernels(dev, &launch, target, &mut params, workspace)
         } else {
-            launch_kernels(dev, &launch, raw_stream, &mut scan, workspace)
+            launch_kernels(dev, &launch, target, &mut scan, workspace)
         }
     }
 }

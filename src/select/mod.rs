@@ -108,8 +108,8 @@ impl Context {
 /// Queues a checked selection on a GPU.
 fn launch(engine: &GpuEngine, stream: &Stream, a: &SelectArrays, desc: &SelectDesc, c: &checks::Checked) -> Result<()> {
     let dev = &engine.device;
-    let raw_stream = stream.raw() as CUstream;
-    let _current = dev.prepare_launch(raw_stream, stream.verified())?;
+    let (_current, target) = dev.prepare_launch(stream.raw() as CUstream, stream.verified())?;
+    let raw_stream = target.stream;
     // Memory scanrt did not allocate is range-checked with the driver.
     let views = [
         Some(&a.input),
@@ -147,7 +147,7 @@ fn launch(engine: &GpuEngine, stream: &Stream, a: &SelectArrays, desc: &SelectDe
     }
     // The carry: a count (8 bytes), or a run-length encoding's count and last end (16).
     let carry_bytes = if c.spec.form == SelectOutput::RunLengths { 16 } else { 8 };
-    let workspace = launch_workspace::acquire(dev, raw_stream, None, carry_bytes, tiles, kernel.clone() as Arc<_>)?;
+    let workspace = launch_workspace::acquire(dev, &target, None, carry_bytes, tiles, kernel.clone() as Arc<_>)?;
     let aligned = |v: &ArrayView, bytes: u64| v.addr().is_multiple_of(bytes);
     let mut flags = 0;
     if aligned(&a.input, 16) {

@@ -152,8 +152,8 @@ fn launch(engine: &GpuEngine, stream: &Stream, a: &SortArrays, c: &checks::Check
             t.addr()
         );
     }
-    let raw_stream = stream.raw() as CUstream;
-    let _current = dev.prepare_launch(raw_stream, stream.verified())?;
+    let (_current, target) = dev.prepare_launch(stream.raw() as CUstream, stream.verified())?;
+    let raw_stream = target.stream;
     let n = c.n;
     let key_bytes = c.spec.key.size() as u64;
     let value_bytes = c.spec.value_bytes as u64;
@@ -179,7 +179,7 @@ fn launch(engine: &GpuEngine, stream: &Stream, a: &SortArrays, c: &checks::Check
     let portion = portion_elems(c.spec.key, c.spec.value_bytes);
     let tile = kernels::tile_elems(c.spec.key, c.spec.value_bytes);
     let slots = portion.min(n).div_ceil(tile) * 256;
-    let workspace = launch_workspace::acquire(dev, raw_stream, None, 4, slots, kernel.clone() as std::sync::Arc<_>)?;
+    let workspace = launch_workspace::acquire(dev, &target, None, 4, slots, kernel.clone() as std::sync::Arc<_>)?;
     let temp = match &a.temp {
         Some(t) => Temp::Caller(t.addr()),
         // SAFETY: the stream is checked and the context current; freed below, after

@@ -8,7 +8,6 @@ use crate::runtime::device::GpuDevice;
 use crate::scan::checks::{carry_states, check_overlaps};
 use crate::scan::desc::ScanShape;
 use crate::scan::operator_model::{Carries, OperatorModel, ScanArrays};
-use crate::stream::Stream;
 use crate::tables::Direction;
 
 /// Launch flags of a carry in device memory at `carry_in` (0: none), the fold of `states`
@@ -52,19 +51,16 @@ pub(super) unsafe fn carry_empty_scan(
     cu::fill_async(carry_out, &state, stream)
 }
 
-/// The checks of a GPU scan's arrays that ask the driver: the stream, every range (unless
-/// the arrays are buffers of known length), the carries, and the overlap rules.
+/// The checks of a GPU scan's arrays that ask the driver: every range (unless the arrays
+/// are buffers of known length), the carries, and the overlap rules. The caller has
+/// checked the stream.
 pub(super) unsafe fn check_device_arrays(
     dev: &GpuDevice,
     model: &dyn OperatorModel,
-    stream: &Stream,
     arrays: &ScanArrays,
     n: u64,
     shape: &ScanShape,
 ) -> Result<()> {
-    if !stream.verified() {
-        dev.check_stream(stream.raw() as CUstream)?;
-    }
     // A scan of nothing reads and writes no array (they may be NULL), only its carries
     // (and, for carries per segment, the offsets).
     let per_segment = super::flags::per_segment_carries(shape, arrays.carries);

@@ -79,12 +79,8 @@ impl ScanPlan {
             );
         }
         let dev = &engine.device;
-        let _current = dev.enter()?;
-        dev.take_fault()?;
-        let raw_stream = stream.raw() as CUstream;
-        if !stream.verified() {
-            dev.check_stream(raw_stream)?;
-        }
+        let (_current, target) = dev.prepare_launch(stream.raw() as CUstream, stream.verified())?;
+        let raw_stream = target.stream;
         for (&addr, layout) in inputs.iter().zip(model.inputs()) {
             if n > 0 {
                 dev.check_device_range(addr, n * layout.size as u64, "input")?;
@@ -103,6 +99,6 @@ impl ScanPlan {
             flags: plan.flags | address_flags(&arrays, model, n, &self.shape),
             ..Default::default()
         };
-        self.launch_params(dev, plan, raw_stream, scan, &arrays, true, None)
+        self.launch_params(dev, plan, &target, scan, &arrays, true, None)
     }
 }

@@ -318,8 +318,8 @@ fn launch(
     summed_area: bool,
 ) -> Result<()> {
     let dev = &engine.device;
-    let raw_stream = stream.raw() as CUstream;
-    let _current = dev.prepare_launch(raw_stream, stream.verified())?;
+    let (_current, target) = dev.prepare_launch(stream.raw() as CUstream, stream.verified())?;
+    let raw_stream = target.stream;
     let form = a.pair.form;
     let state = model.state_bytes() as u64;
     if form.elements() > 0 && !a.known {
@@ -367,7 +367,7 @@ fn launch(
     } else {
         model.strided_kernels(engine, shape.direction)?
     };
-    let workspace = launch_workspace::acquire(dev, raw_stream, None, state as usize, slots, set.clone() as Arc<_>)?;
+    let workspace = launch_workspace::acquire(dev, &target, None, state as usize, slots, set.clone() as Arc<_>)?;
     let mut flags = 0;
     if shape.inclusive {
         flags |= FLAG_INCLUSIVE;
