@@ -63,6 +63,7 @@ pub use ops::{Accumulator, OpDefinition};
 pub use plans::{RunLengthArrays, RunLengthPlan, SelectPlan, SortPlan, SummedAreaPlan};
 pub use precompile::{
     build_kernel_pack, check_kernel_pack, compile_kernel_sets, compile_specialization, fill_kernel_cache,
+    tuning_provenance,
 };
 pub use runtime::workspace::Workspace;
 /// The most streams whose look-back workspaces a context keeps (least recently used go first).

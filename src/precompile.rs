@@ -2,7 +2,7 @@
 //! CI's check that the kernel sets compile.
 
 use crate::error::{bail, Result};
-use crate::kernels::KernelCoverage;
+use crate::kernels::{KernelCoverage, RegisteredFamily};
 use crate::runtime::device::GpuDevice;
 use crate::runtime::kernel_pack;
 use crate::runtime::nvrtc::{KernelSource, Nvrtc};
@@ -57,24 +57,35 @@ pub fn compile_kernel_sets(arch: i32, coverage: KernelCoverage) -> Result<Vec<us
         .collect()
 }
 
-/// The source of the built-in kernel sets for `sm_<arch>` that `coverage` names: the scan's
-/// (flat and strided), the select kernels' and the sort's.
+/// The registry of kernel families: every family whose built-in sets kernel packs, a
+/// filled cache and CI's compile check hold. A new family is one line here.
+const FAMILIES: &[RegisteredFamily] = &[
+    RegisteredFamily::of::<scan::kernels::ScanFamily>(),
+    RegisteredFamily::of::<scan::strided::kernels::StridedFamily>(),
+    RegisteredFamily::of::<select::kernels::SelectFamily>(),
+    RegisteredFamily::of::<sort::kernels::SortFamily>(),
+];
+
+/// The source of the built-in kernel sets for `sm_<arch>` that `coverage` names, of every
+/// registered family.
 fn built_in_sources(arch: i32, coverage: KernelCoverage) -> Vec<KernelSource> {
-    let scans = scan::kernels::built_in_specializations(arch, coverage)
-        .into_iter()
-        .map(|s| s.source());
-    let selects = select::kernels::built_in_select_specs(coverage)
-        .into_iter()
-        .map(|s| s.source());
-    // The sort's histogram as a GPU granting a block 64 KiB of shared memory and more
-    // builds it (every architecture of the packs; sm_75 compiles its own).
-    let sorts = sort::kernels::built_in_sort_specs(coverage)
-        .into_iter()
-        .map(|s| s.source(sort::kernels::histogram_shape(s.key, u32::MAX)));
-    let strided = scan::strided::kernels::built_in_strided_specs(coverage)
-        .into_iter()
-        .map(|s| s.source());
-    scans.chain(strided).chain(selects).chain(sorts).collect()
+    FAMILIES
+        .iter()
+        .flat_map(|family| {
+            let sources = (family.built_in_sources)(arch, coverage);
+            log::debug!("{}: {} built-in kernel sets", family.name, sources.len());
+            sources
+        })
+        .collect()
+}
+
+/// Which benchmark chose each tuning row of every kernel family for `sm_<arch>`, as
+/// `(family, provenance)`.
+pub fn tuning_provenance(arch: i32) -> Vec<(&'static str, &'static str)> {
+    FAMILIES
+        .iter()
+        .flat_map(|family| (family.tuning_provenance)(arch).into_iter().map(|p| (family.name, p)))
+        .collect()
 }
 
 /// Checks the kernel pack at `path`: its index and every image's checksum. Returns the
@@ -98,4 +109,28 @@ pub fn compile_specialization(input: DType, output: DType, desc: &ScanDesc, arch
         bytes += nvrtc.compile_cached(&spec.source(), target)?.len();
     }
     Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every registered family has built-in sets on each architecture of the packs, and
+    /// says where each of its tuning rows comes from (a benchmark, or the row it copies).
+    #[test]
+    fn every_family_has_built_in_sets_and_tuning_provenance() {
+        for arch in [80, 90, 100] {
+            for family in FAMILIES {
+                let sources = (family.built_in_sources)(arch, KernelCoverage::Diagonal);
+                assert!(!sources.is_empty(), "{} has no built-in sets on sm_{arch}", family.name);
+                let provenance = (family.tuning_provenance)(arch);
+                assert!(!provenance.is_empty(), "{} has no tuning rows", family.name);
+                assert!(
+                    provenance.iter().all(|p| p.len() > 20),
+                    "{}: {provenance:?}",
+                    family.name
+                );
+            }
+        }
+    }
 }

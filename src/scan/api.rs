@@ -8,13 +8,14 @@ use crate::buffer::Buffer;
 use crate::context::Context;
 use crate::engine::Engine;
 use crate::error::{bail, Result};
+use crate::kernels::LoadedSets;
 use crate::runtime::device::LoadedKernel;
 use crate::runtime::workspace::Workspace;
 use crate::scalar::Scalar;
 use crate::scan::carry_views::CarryViews;
 use crate::scan::checks::check_segment_view;
 use crate::scan::desc::{ScanDesc, Segments};
-use crate::scan::kernels::{KernelSets, Specialization};
+use crate::scan::kernels::{ScanFamily, Specialization};
 use crate::scan::operator_model::{BuiltinOperator, Carries};
 use crate::scan::plan::{PlanOperator, ScanIo, ScanPlan};
 use crate::scan::strided;
@@ -34,9 +35,9 @@ impl Context {
             let d = &engine.device;
             let _current = d.enter()?;
             let (regular, small) = Specialization::all_for(d.arch, types, &ScanDesc::inclusive(op));
-            let sets = engine.algorithms.get::<KernelSets>();
+            let sets = engine.algorithms.get::<LoadedSets<ScanFamily>>();
             for spec in std::iter::once(regular).chain(small) {
-                sets.get(d, spec)?;
+                sets.get(d, &spec)?;
             }
         }
         Ok(())
@@ -52,7 +53,7 @@ impl Context {
         let d = &engine.device;
         let _current = d.enter()?;
         let (regular, _) = Specialization::all_for(d.arch, types, &ScanDesc::inclusive(op));
-        let set = engine.algorithms.get::<KernelSets>().get(d, regular)?;
+        let set = engine.algorithms.get::<LoadedSets<ScanFamily>>().get(d, &regular)?;
         let s = set.shape;
         let describe = |k: &LoadedKernel| -> Result<String> {
             let f = &k.function;

@@ -7,10 +7,9 @@ use std::sync::Arc;
 use cudarc::driver::CudaModule;
 
 use crate::error::Result;
-use crate::kernels::{KernelCoverage, KERNEL_HEADERS};
+use crate::kernels::{KernelCoverage, KernelFamily, KERNEL_HEADERS};
 use crate::runtime::device::{GpuDevice, LoadedKernel};
 use crate::runtime::nvrtc::KernelSource;
-use crate::runtime::Memo;
 use crate::scan::desc::ScanDesc;
 use crate::scan::tuning::{
     operator_shape, small_scan_shape, takes_small_shape, tile_shape, tile_shape_of_sizes, TileShape,
@@ -209,7 +208,7 @@ pub(crate) fn lane_counts(types: ScanTypes) -> impl Iterator<Item = u32> {
 /// operator, both directions, segmented or not (the kind of segment data is a launch
 /// flag), in the regular tile shape and, where there is one, the small-scan shape; and
 /// the same of rows of lanes, for every one type and lane count they take.
-pub(crate) fn built_in_specializations(arch: i32, coverage: KernelCoverage) -> Vec<Specialization> {
+fn built_in_specializations(arch: i32, coverage: KernelCoverage) -> Vec<Specialization> {
     use crate::scan::desc::Segments;
     let variants = [
         (Direction::Forward, Segments::None),
@@ -283,9 +282,21 @@ impl ScanKernels {
             })?,
         };
         let _current = dev.enter()?;
+        let parts: Vec<_> = programs.iter().map(|p| &p.kernels[..]).zip(modules).collect();
+        ScanKernels::assemble(dev, parts, shape, buffer_element_bytes).map(Arc::new)
+    }
+
+    /// The set of the kernels each module holds (the kinds beside it), with their
+    /// occupancy. The caller has entered the device's context.
+    fn assemble(
+        dev: &GpuDevice,
+        parts: Vec<(&[KernelKind], Arc<CudaModule>)>,
+        shape: TileShape,
+        buffer_element_bytes: usize,
+    ) -> Result<ScanKernels> {
         let mut kernels: [Option<LoadedKernel>; KernelKind::ALL.len()] = Default::default();
-        for (program, module) in programs.iter().zip(&modules) {
-            for &kind in &program.kernels {
+        for (kinds, module) in &parts {
+            for &kind in kinds.iter() {
                 let (block, shared_bytes) = kind.launch_shape(&shape, buffer_element_bytes);
                 kernels[kind as usize] = Some(dev.kernel(module, kind.entry(), block, shared_bytes)?);
             }
@@ -297,12 +308,12 @@ impl ScanKernels {
             "kernel set ready: {} kernels with their occupancy, clusters of up to {cluster_blocks} blocks",
             kernels.iter().flatten().count()
         );
-        Ok(Arc::new(ScanKernels {
+        Ok(ScanKernels {
             shape,
             cluster_blocks,
             kernels,
-            _modules: modules,
-        }))
+            _modules: parts.into_iter().map(|(_, module)| module).collect(),
+        })
     }
 
     /// The kernel `kind`, where the set has one.
@@ -311,24 +322,31 @@ impl ScanKernels {
     }
 }
 
-/// The kernel sets of one device, each compiled (or loaded from the disk cache) once.
-#[derive(Default)]
-pub(crate) struct KernelSets {
-    sets: Memo<Specialization, Arc<ScanKernels>>,
-}
+/// The flat scan's kernel sets of built-in operators: a set is a specialisation's
+/// kernels (single pass, bulk copy, one wave, cluster, matrix scan) in one module. A user
+/// operator's sets are made of the same kernels (`ScanKernels::load`), keyed by its object.
+pub(crate) struct ScanFamily;
 
-impl KernelSets {
-    /// The loaded kernel set of `spec`. Only loading one (the first use) needs the device's
-    /// context, so only that enters it: a plan made for a loaded set makes no driver call.
-    pub fn get(&self, dev: &GpuDevice, spec: Specialization) -> Result<Arc<ScanKernels>> {
-        self.sets.get_or_try_init(&spec, || {
-            log::debug!("loading kernel set {spec:?}");
-            let program = Program {
-                source: spec.source(),
-                kernels: KernelKind::ALL.into_iter().filter(|&k| spec.has(k)).collect(),
-            };
-            ScanKernels::load(dev, &[program], spec.shape, spec.buffer_element_bytes())
-        })
+impl KernelFamily for ScanFamily {
+    type Spec = Specialization;
+    type Set = ScanKernels;
+    const NAME: &'static str = "scan";
+
+    fn built_in(arch: i32, coverage: KernelCoverage) -> Vec<Specialization> {
+        built_in_specializations(arch, coverage)
+    }
+
+    fn source(spec: &Specialization, _max_shared_per_block: u32) -> KernelSource {
+        spec.source()
+    }
+
+    fn tuning_provenance(arch: i32) -> Vec<&'static str> {
+        vec![crate::scan::tuning::provenance(arch)]
+    }
+
+    fn load(dev: &GpuDevice, spec: &Specialization, module: Arc<CudaModule>) -> Result<ScanKernels> {
+        let kinds: Vec<KernelKind> = KernelKind::ALL.into_iter().filter(|&k| spec.has(k)).collect();
+        ScanKernels::assemble(dev, vec![(&kinds, module)], spec.shape, spec.buffer_element_bytes())
     }
 }
 

@@ -9,11 +9,12 @@ use std::sync::Arc;
 use crate::contract::StateBytes;
 use crate::engine::GpuEngine;
 use crate::error::{bail, Result};
+use crate::kernels::LoadedSets;
 use crate::runtime::calls::CallLabel;
 use crate::scalar::InitValue;
 use crate::scan::desc::{ScanDesc, ScanShape};
-use crate::scan::kernels::{KernelSets, ScanKernels, Specialization};
-use crate::scan::strided::kernels::{StridedKernelSet, StridedKernels, StridedSpec};
+use crate::scan::kernels::{ScanFamily, ScanKernels, Specialization};
+use crate::scan::strided::kernels::{StridedFamily, StridedKernelSet, StridedSpec};
 use crate::scan::RawScan;
 use crate::tables::{Algorithm, Direction, Op};
 use crate::types::{DType, ScanTypes};
@@ -284,7 +285,7 @@ impl OperatorModel for BuiltinOperator {
     ) -> Result<Arc<ScanKernels>> {
         let dev = &engine.device;
         let spec = Specialization::for_scan(dev.arch, self.types, self.lanes, &self.desc(shape), n);
-        engine.algorithms.get::<KernelSets>().get(dev, spec)
+        engine.algorithms.get::<LoadedSets<ScanFamily>>().get(dev, &spec)
     }
 
     fn strided_kernels(&self, engine: &GpuEngine, direction: Direction) -> Result<Arc<StridedKernelSet>> {
@@ -295,7 +296,10 @@ impl OperatorModel for BuiltinOperator {
             direction,
             summed_area: false,
         };
-        engine.algorithms.get::<StridedKernels>().get(&engine.device, &spec)
+        engine
+            .algorithms
+            .get::<LoadedSets<StridedFamily>>()
+            .get(&engine.device, &spec)
     }
 
     fn summed_area_kernels(&self, engine: &GpuEngine) -> Result<Arc<StridedKernelSet>> {
@@ -306,7 +310,10 @@ impl OperatorModel for BuiltinOperator {
             direction: Direction::Forward,
             summed_area: true,
         };
-        engine.algorithms.get::<StridedKernels>().get(&engine.device, &spec)
+        engine
+            .algorithms
+            .get::<LoadedSets<StridedFamily>>()
+            .get(&engine.device, &spec)
     }
 
     fn takes_operator_params(&self) -> bool {

@@ -6,10 +6,9 @@ use std::sync::Arc;
 use cudarc::driver::CudaModule;
 
 use crate::error::Result;
-use crate::kernels::{KernelCoverage, KERNEL_HEADERS};
+use crate::kernels::{KernelCoverage, KernelFamily, KERNEL_HEADERS};
 use crate::runtime::device::{GpuDevice, LoadedKernel};
 use crate::runtime::nvrtc::KernelSource;
-use crate::runtime::Memo;
 use crate::select::desc::{Comparison, SelectOutput, Selection};
 use crate::types::DType;
 
@@ -67,59 +66,85 @@ pub(crate) struct SelectSpec {
     pub form: SelectOutput,
 }
 
-// The tuning rows: shared buffers and registers bound the tile shapes, and where a block
-// draws its next ticket trades its loads' start against the look-back's wait; each choice
-// names the sweep that made it.
+/// Which tuning row a select kernel takes: its element width and what it writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TuningClass {
+    /// 8-byte elements kept by a predicate (not partitions).
+    WidePredicate,
+    /// Other 8-byte elements.
+    Wide,
+    /// Run-length encodings of 4-byte elements.
+    RunLengths4,
+    /// Run-length encodings of narrower ones.
+    RunLengthsNarrow,
+    /// Partitions of 4-byte elements by flags.
+    FlagPartition4,
+    /// Everything else.
+    Regular,
+}
+
+/// One tuning row: data threads, elements per thread (`__launch_bounds__`' blocks per
+/// SM beside them), and the benchmark that chose them. Bound everywhere: registers
+/// (blocks per SM, so bytes in flight) and the two shared tile buffers.
+struct TuningRow {
+    class: TuningClass,
+    threads: u32,
+    items: u32,
+    min_blocks: u32,
+    provenance: &'static str,
+}
+
+/// Every architecture takes these rows until rows of its own are measured.
+const TUNING: &[TuningRow] = &[
+    TuningRow { class: TuningClass::WidePredicate, threads: 256, items: 6, min_blocks: 5, provenance: "H200, bench_compare --select at 2^28, SCANRT_SELECT_SHAPE sweep" },
+    TuningRow { class: TuningClass::Wide, threads: 256, items: 8, min_blocks: 4, provenance: "H200, bench_compare --select at 2^28, SCANRT_SELECT_SHAPE sweep" },
+    TuningRow { class: TuningClass::RunLengths4, threads: 192, items: 20, min_blocks: 3, provenance: "H200, bench_compare --select at 2^28, SCANRT_SELECT_SHAPE sweep" },
+    TuningRow { class: TuningClass::RunLengthsNarrow, threads: 256, items: 16, min_blocks: 3, provenance: "H200, bench_compare --select at 2^28, SCANRT_SELECT_SHAPE sweep" },
+    TuningRow { class: TuningClass::FlagPartition4, threads: 256, items: 12, min_blocks: 5, provenance: "H200, bench_compare --select at 2^28, SCANRT_SELECT_SHAPE sweep (40 registers; rules that read the elements spill there)" },
+    TuningRow { class: TuningClass::Regular, threads: 256, items: 16, min_blocks: 4, provenance: "H100, bench_compare --select at 2^28, SCANRT_SELECT_SHAPE sweep" },
+];
+
 impl SelectSpec {
-    /// The tile shape: persistent blocks of 256 data threads of 16 elements at 4 blocks
-    /// per SM (56 registers), with these exceptions: 8-byte elements take 8 (one 16-byte
-    /// vector per thread per round), and 6 at 5 blocks per SM in selections by a
-    /// predicate; run-length encodings of 4-byte elements take 192 threads of 20 at 3
-    /// blocks per SM, of smaller ones 16 at 3; partitions of 4-byte elements by flags 12
-    /// at 5 blocks per SM (40 registers; rules that read the elements would spill there).
-    /// One look-back slot per lane (its wait is for predecessors that have drawn their
-    /// tile but not yet published), 16 polls before sleeping 32 ns.
-    ///
-    /// Chosen by `bench_compare --select` at 2^28 with the `experiments` build's
-    /// `SCANRT_SELECT_SHAPE`: the 256 x 16 rows on the H100, the run-length, partition and
-    /// 8-byte rows on the H200. Bound: registers (blocks per SM, so bytes in flight).
-    ///
-    /// Every architecture takes it until a row of its own is measured. With the
-    /// `experiments` feature, `SCANRT_SELECT_SHAPE=threads,items,min_blocks,slots,spin,sleep`
-    /// replaces it (items for elements of at most 4 bytes; 8-byte elements take half).
+    /// The kernel's tile shape: its tuning row's, one look-back slot per lane (the wait is
+    /// for predecessors that have drawn their tile but not yet published), 16 polls
+    /// before sleeping 32 ns. With the `experiments` feature,
+    /// `SCANRT_SELECT_SHAPE=threads,items,min_blocks,slots,spin,sleep` replaces it (items
+    /// for elements of at most 4 bytes; 8-byte elements take half).
     pub fn tile_shape(&self) -> TileShape {
-        let size = self.dtype.size();
         #[cfg(feature = "experiments")]
         if let Some([threads, items, min_blocks, lookback_slots, spin_before_sleep, sleep_ns]) =
             crate::kernels::experiment_override("SCANRT_SELECT_SHAPE")
         {
             return TileShape {
                 threads,
-                items: if size == 8 { items / 2 } else { items },
+                items: if self.dtype.size() == 8 { items / 2 } else { items },
                 min_blocks,
                 lookback_slots,
                 spin_before_sleep,
                 sleep_ns,
             };
         }
-        let runs = self.form == SelectOutput::RunLengths;
-        let flag_partition = self.by_flags() && self.partition();
-        let predicate_selection = !self.partition() && self.by_predicate();
-        let (threads, items, min_blocks) = match (size, runs, flag_partition) {
-            (8, _, _) if predicate_selection => (256, 6, 5),
-            (8, _, _) => (256, 8, 4),
-            (4, true, _) => (192, 20, 3),
-            (4, false, true) => (256, 12, 5),
-            (_, true, _) => (256, 16, 3),
-            _ => (256, 16, 4),
-        };
+        let class = self.tuning_class();
+        let row = TUNING.iter().find(|r| r.class == class).expect("every class has a row");
         TileShape {
-            threads,
-            items,
-            min_blocks,
+            threads: row.threads,
+            items: row.items,
+            min_blocks: row.min_blocks,
             lookback_slots: 1,
             spin_before_sleep: 16,
             sleep_ns: 32,
+        }
+    }
+
+    fn tuning_class(&self) -> TuningClass {
+        let runs = self.form == SelectOutput::RunLengths;
+        match self.dtype.size() {
+            8 if !self.partition() && self.by_predicate() => TuningClass::WidePredicate,
+            8 => TuningClass::Wide,
+            4 if runs => TuningClass::RunLengths4,
+            _ if runs => TuningClass::RunLengthsNarrow,
+            4 if self.by_flags() && self.partition() => TuningClass::FlagPartition4,
+            _ => TuningClass::Regular,
         }
     }
 
@@ -239,32 +264,41 @@ pub(crate) struct SelectKernel {
     _module: Arc<CudaModule>,
 }
 
-/// The select kernels of one device, each compiled (or taken from the disk cache) once.
-#[derive(Default)]
-pub(crate) struct SelectKernels {
-    kernels: Memo<SelectSpec, Arc<SelectKernel>>,
-}
+/// The select kernels: one kernel a set, a block of the tile's threads and a look-back
+/// warp.
+pub(crate) struct SelectFamily;
 
-impl SelectKernels {
-    pub fn get(&self, dev: &GpuDevice, spec: &SelectSpec) -> Result<Arc<SelectKernel>> {
-        self.kernels.get_or_try_init(spec, || {
-            let source = spec.source();
-            let _current = dev.enter()?;
-            let module = dev.module(&source)?;
-            let threads = spec.tile_shape().threads;
-            let kernel = dev.kernel(&module, "scanrt_select", threads + 32, spec.shared_bytes())?;
-            Ok(Arc::new(SelectKernel {
-                kernel,
-                _module: module,
-            }))
+impl KernelFamily for SelectFamily {
+    type Spec = SelectSpec;
+    type Set = SelectKernel;
+    const NAME: &'static str = "select";
+
+    fn built_in(_arch: i32, coverage: KernelCoverage) -> Vec<SelectSpec> {
+        built_in_select_specs(coverage)
+    }
+
+    fn source(spec: &SelectSpec, _max_shared_per_block: u32) -> KernelSource {
+        spec.source()
+    }
+
+    fn tuning_provenance(_arch: i32) -> Vec<&'static str> {
+        TUNING.iter().map(|row| row.provenance).collect()
+    }
+
+    fn load(dev: &GpuDevice, spec: &SelectSpec, module: Arc<CudaModule>) -> Result<SelectKernel> {
+        let threads = spec.tile_shape().threads;
+        let kernel = dev.kernel(&module, "scanrt_select", threads + 32, spec.shared_bytes())?;
+        Ok(SelectKernel {
+            kernel,
+            _module: module,
         })
     }
 }
 
-/// The built-in select kernels that `coverage` asks for, for precompiling (packs, the disk
-/// cache): each element type with byte flags, bit flags, nonzero and run heads, values
-/// and indices, run lengths of both widths, and both partitions by byte flags.
-pub(crate) fn built_in_select_specs(coverage: KernelCoverage) -> Vec<SelectSpec> {
+/// The built-in select kernels that `coverage` asks for: each element type with byte
+/// flags, bit flags, nonzero and run heads, values and indices, run lengths of both
+/// widths, and both partitions by byte flags.
+fn built_in_select_specs(coverage: KernelCoverage) -> Vec<SelectSpec> {
     let mut all = Vec::new();
     for (index, dtype) in DType::ALL.into_iter().enumerate() {
         let spec = |output, rule, form| SelectSpec {

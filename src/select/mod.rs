@@ -15,12 +15,13 @@ use crate::context::Context;
 use crate::contract::{SelectParams, FLAG_VECTOR_HEADS, FLAG_VECTOR_IN};
 use crate::engine::{Engine, GpuEngine};
 use crate::error::{bail, Result};
+use crate::kernels::LoadedSets;
 use crate::runtime::calls::CallLabel;
 use crate::runtime::cu::{self, CUstream};
 use crate::runtime::launch_workspace;
 use crate::stream::Stream;
 use desc::{SelectDesc, SelectOutput, Selection};
-use kernels::SelectKernels;
+use kernels::SelectFamily;
 
 /// The arrays of a selection, device memory on a GPU context (host memory on the host
 /// backend). The elements and their flags are C-contiguous views of any shape, read in
@@ -136,7 +137,7 @@ fn launch(engine: &GpuEngine, stream: &Stream, a: &SelectArrays, desc: &SelectDe
         // SAFETY: the count is one checked U64 of device memory; the stream is checked.
         return unsafe { cu::zero_async(a.num_selected.addr(), 8, raw_stream) };
     }
-    let kernel = engine.algorithms.get::<SelectKernels>().get(dev, &c.spec)?;
+    let kernel = engine.algorithms.get::<LoadedSets<SelectFamily>>().get(dev, &c.spec)?;
     let tiles = c.n.div_ceil(c.spec.tile_elems());
     if tiles > i32::MAX as u64 {
         bail!(

@@ -6,10 +6,9 @@ use std::sync::Arc;
 use cudarc::driver::CudaModule;
 
 use crate::error::Result;
-use crate::kernels::{KernelCoverage, KERNEL_HEADERS};
+use crate::kernels::{KernelCoverage, KernelFamily, KERNEL_HEADERS};
 use crate::runtime::device::{GpuDevice, LoadedKernel};
 use crate::runtime::nvrtc::KernelSource;
-use crate::runtime::Memo;
 use crate::types::{DType, NumberKind};
 
 /// The digit pass's tile shape: threads (at least one per digit), keys per thread, blocks
@@ -25,17 +24,54 @@ pub(crate) struct TileShape {
     pub sleep_ns: u32,
 }
 
-/// The tile shape for keys of `key` with values of `value_bytes` bytes (0: none): keys of
-/// at most 4 bytes alone take 448 threads of 28 keys when unsigned, 384 of 32 when signed
-/// or float; the rest 512 threads of 16; two blocks per SM, a look-back window of one
-/// tile, 8 polls before sleeping 64 ns.
-/// Chosen by `bench_compare --sort` at 2^28 keys with the `experiments` build's
-/// `SCANRT_SORT_SHAPE` on the H100 (u32, i32 and f32 keys, u32 pairs, u64 keys; the other
-/// key types take their kind's shape). Bound: the per-digit look-back (wider look-back
+/// Which tuning row a digit pass takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TuningClass {
+    /// Unsigned keys of at most 4 bytes, alone.
+    NarrowUnsignedKeys,
+    /// Signed or float keys of at most 4 bytes, alone.
+    NarrowOrderedKeys,
+    /// Keys with values, and 8-byte keys.
+    Wide,
+}
+
+/// One tuning row of the digit pass: threads (at least one per digit) and keys per thread,
+/// and the benchmark that chose them. Bound: the per-digit look-back (wider look-back
 /// windows, look-back warps of their own and one larger block per SM were slower).
-/// Every architecture takes it until a row of its own is measured.
-/// With the `experiments` feature, `SCANRT_SORT_SHAPE=threads,items,min_blocks,window,spin,sleep`
-/// replaces it.
+struct TuningRow {
+    class: TuningClass,
+    threads: u32,
+    items: u32,
+    provenance: &'static str,
+}
+
+/// Every architecture takes these rows until rows of its own are measured; key types
+/// not measured take their kind's row.
+const TUNING: &[TuningRow] = &[
+    TuningRow {
+        class: TuningClass::NarrowUnsignedKeys,
+        threads: 448,
+        items: 28,
+        provenance: "H100, bench_compare --sort at 2^28, SCANRT_SORT_SHAPE sweep (u32 keys)",
+    },
+    TuningRow {
+        class: TuningClass::NarrowOrderedKeys,
+        threads: 384,
+        items: 32,
+        provenance: "H100, bench_compare --sort at 2^28, SCANRT_SORT_SHAPE sweep (i32 and f32 keys)",
+    },
+    TuningRow {
+        class: TuningClass::Wide,
+        threads: 512,
+        items: 16,
+        provenance: "H100, bench_compare --sort at 2^28, SCANRT_SORT_SHAPE sweep (u32 pairs, u64 keys)",
+    },
+];
+
+/// The tile shape for keys of `key` with values of `value_bytes` bytes (0: none): its
+/// tuning row's, two blocks per SM, a look-back window of one tile, 8 polls before
+/// sleeping 64 ns. With the `experiments` feature,
+/// `SCANRT_SORT_SHAPE=threads,items,min_blocks,window,spin,sleep` replaces it.
 pub(crate) fn tile_shape(key: DType, value_bytes: u32) -> TileShape {
     #[cfg(feature = "experiments")]
     if let Some([threads, items, min_blocks, window, spin_before_sleep, sleep_ns]) =
@@ -50,20 +86,22 @@ pub(crate) fn tile_shape(key: DType, value_bytes: u32) -> TileShape {
             sleep_ns,
         };
     }
-    let (threads, items) = match (key.info().kind, value_bytes) {
-        (NumberKind::Unsigned, 0) if key.size() <= 4 => (448, 28),
-        (_, 0) if key.size() <= 4 => (384, 32),
-        _ => (512, 16),
+    let class = match (key.info().kind, value_bytes) {
+        (NumberKind::Unsigned, 0) if key.size() <= 4 => TuningClass::NarrowUnsignedKeys,
+        (_, 0) if key.size() <= 4 => TuningClass::NarrowOrderedKeys,
+        _ => TuningClass::Wide,
     };
+    let row = TUNING.iter().find(|r| r.class == class).expect("every class has a row");
     TileShape {
-        threads,
-        items,
+        threads: row.threads,
+        items: row.items,
         min_blocks: 2,
         window: 1,
         spin_before_sleep: 8,
         sleep_ns: 64,
     }
 }
+
 /// The histogram kernel's shape on a GPU granting a block `max_shared` bytes of shared
 /// memory: threads a block, and copies of the block's counters (lane % copies counts into
 /// its own; see radix_histogram). 1024 threads, each loading its vectors of a chunk at
@@ -193,43 +231,52 @@ pub(crate) struct SortKernel {
     _module: Arc<CudaModule>,
 }
 
-/// The sort kernels of one device, each compiled (or taken from the disk cache) once.
-#[derive(Default)]
-pub(crate) struct SortKernels {
-    kernels: Memo<SortSpec, Arc<SortKernel>>,
-}
+/// The radix sort's kernels: a set is one key type, order and value size, its histogram
+/// kernel shaped by the shared memory the device grants a block.
+pub(crate) struct SortFamily;
 
-impl SortKernels {
-    pub fn get(&self, dev: &GpuDevice, spec: &SortSpec) -> Result<Arc<SortKernel>> {
-        self.kernels.get_or_try_init(spec, || {
-            let histogram_shape = histogram_shape(spec.key, dev.max_shared_per_block);
-            let source = spec.source(histogram_shape);
-            let _current = dev.enter()?;
-            let module = dev.module(&source)?;
-            let histogram = dev.kernel(
-                &module,
-                "scanrt_radix_histogram",
-                histogram_shape.0,
-                spec.histogram_shared_bytes(histogram_shape.1),
-            )?;
-            let pass = dev.kernel(
-                &module,
-                "scanrt_radix_pass",
-                tile_shape(spec.key, spec.value_bytes).threads,
-                spec.shared_bytes(),
-            )?;
-            Ok(Arc::new(SortKernel {
-                histogram,
-                pass,
-                _module: module,
-            }))
+impl KernelFamily for SortFamily {
+    type Spec = SortSpec;
+    type Set = SortKernel;
+    const NAME: &'static str = "radix sort";
+
+    fn built_in(_arch: i32, coverage: KernelCoverage) -> Vec<SortSpec> {
+        built_in_sort_specs(coverage)
+    }
+
+    fn source(spec: &SortSpec, max_shared_per_block: u32) -> KernelSource {
+        spec.source(histogram_shape(spec.key, max_shared_per_block))
+    }
+
+    fn tuning_provenance(_arch: i32) -> Vec<&'static str> {
+        TUNING.iter().map(|row| row.provenance).collect()
+    }
+
+    fn load(dev: &GpuDevice, spec: &SortSpec, module: Arc<CudaModule>) -> Result<SortKernel> {
+        let histogram_shape = histogram_shape(spec.key, dev.max_shared_per_block);
+        let histogram = dev.kernel(
+            &module,
+            "scanrt_radix_histogram",
+            histogram_shape.0,
+            spec.histogram_shared_bytes(histogram_shape.1),
+        )?;
+        let pass = dev.kernel(
+            &module,
+            "scanrt_radix_pass",
+            tile_shape(spec.key, spec.value_bytes).threads,
+            spec.shared_bytes(),
+        )?;
+        Ok(SortKernel {
+            histogram,
+            pass,
+            _module: module,
         })
     }
 }
 
-/// The sort kernels that `coverage` asks for (each key type and order, keys only and values
-/// of each size), for precompiling (packs, the disk cache).
-pub(crate) fn built_in_sort_specs(coverage: KernelCoverage) -> Vec<SortSpec> {
+/// The sort kernels that `coverage` asks for: each key type and order, keys only and
+/// values of each size.
+fn built_in_sort_specs(coverage: KernelCoverage) -> Vec<SortSpec> {
     let variants: Vec<(bool, u32)> = [false, true]
         .into_iter()
         .flat_map(|descending| [0, 1, 2, 4, 8].map(|value_bytes| (descending, value_bytes)))

@@ -14,13 +14,14 @@ use crate::context::Context;
 use crate::contract::{SortParams, SORT_FLAG_INDICES, SORT_FLAG_RANKED_IN, SORT_FLAG_RANKED_OUT, SORT_FLAG_VECTOR_IN};
 use crate::engine::{Engine, GpuEngine};
 use crate::error::{bail, Result};
+use crate::kernels::LoadedSets;
 use crate::runtime::calls::CallLabel;
 use crate::runtime::cu::{self, CUdeviceptr, CUstream};
 use crate::runtime::launch_workspace;
 use crate::stream::Stream;
 use crate::types::DType;
 use desc::{passes, SortDesc};
-use kernels::{SortKernels, HISTOGRAM_CHUNK};
+use kernels::{SortFamily, HISTOGRAM_CHUNK};
 
 /// The arrays of a sort: 1-D views, device memory on a GPU context (host memory on the
 /// host backend). Keys and values may each be sorted in place (output = input).
@@ -175,7 +176,7 @@ fn launch(engine: &GpuEngine, stream: &Stream, a: &SortArrays, c: &checks::Check
     if n == 0 {
         return Ok(());
     }
-    let kernel = engine.algorithms.get::<SortKernels>().get(dev, &c.spec)?;
+    let kernel = engine.algorithms.get::<LoadedSets<SortFamily>>().get(dev, &c.spec)?;
     let portion = portion_elems(c.spec.key, c.spec.value_bytes);
     let tile = kernels::tile_elems(c.spec.key, c.spec.value_bytes);
     let slots = portion.min(n).div_ceil(tile) * 256;

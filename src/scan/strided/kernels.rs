@@ -6,10 +6,9 @@ use std::sync::Arc;
 use cudarc::driver::CudaModule;
 
 use crate::error::Result;
-use crate::kernels::{KernelCoverage, KERNEL_HEADERS};
+use crate::kernels::{KernelCoverage, KernelFamily, KERNEL_HEADERS};
 use crate::runtime::device::{GpuDevice, LoadedKernel};
 use crate::runtime::nvrtc::KernelSource;
-use crate::runtime::Memo;
 use crate::scan::translation_unit::{builtin_op_definitions, builtin_types_and_ops};
 use crate::tables::{Direction, Op};
 use crate::types::ScanTypes;
@@ -50,22 +49,15 @@ pub(crate) struct StridedShape {
 }
 
 /// The tile shape for accumulators (or user-defined states) of `bytes`: 64 bytes of rows
-/// per thread, 16 KiB tiles (16-byte states: 4 rows), polled 2 tiles deep. H200,
-/// `bench_compare --shapes` with `SCANRT_STRIDED_OVERRIDE` (2026-11-28, alternating, two
-/// rounds): 2 deep against 4, f64 columns of [2^20, 2] 26-27 against 28-29 us, [2^16, 64]
-/// 47 against 48-50, 8192^2 340 against 378-382; the f32 recurrence's (8-byte states)
-/// 8192^2 300 against 336; f32 8192^2 176 against 181-185, its smaller shapes alike.
-/// Deterministic scans keep their anchors 4 tiles apart: 2 apart (the polls' depth, as
-/// they were tied) ran f32 columns of [2^20, 2] in 146-150 against 85-87 us (8192^2:
-/// 167-168 against 172-174).
-///
-/// Who walks (H200, `--shapes`, back to back, two rounds each, 2026-11-28): a lane per
-/// column from 32 chains on. f32 8192^2 (256 chains) 164-166 us against the block-wide
-/// walk's 174-177, f64 8192^2 321-323 against 347-348, the one-pass summed-area table 249
-/// against 258-260, f32 [2^14, 1024] (32 chains) 53 against 54.5; polled 4 deep instead
-/// of 2: f64 8192^2 337-341, the rest within 1%. Few chains stay block-wide: [2^16, 64]
-/// (2 chains) f64 45 against 51 lane-wise (4 deep 53), f32 20.6 against 21.8 (4 deep
-/// 19.4); [2^20, 3] (one chain) 22.2 against 27.3 (4 deep 25.6).
+/// per thread (16 KiB tiles), 4 blocks per SM, polled 2 tiles deep, deterministic anchors
+/// 4 tiles apart, a lane per column's chain from 32 chains on (fewer chains: the whole
+/// block walks). Every architecture takes it until a row of its own is measured.
+/// Provenance: [`SHAPE_PROVENANCE`]. Bound: the look-back's round trips along each
+/// column's chain.
+const SHAPE_PROVENANCE: &str = "H200, bench_compare --shapes with SCANRT_STRIDED_OVERRIDE, alternating runs (f32 and f64 columns of [2^20, 2], [2^16, 64], [2^14, 1024] and 8192^2, the f32 recurrence)";
+const SUMMED_AREA_PROVENANCE: &str =
+    "H200, bench_compare --shapes with SCANRT_STRIDED_OVERRIDE (summed-area table of f32 8192 x 8192)";
+
 pub(crate) fn shape_of(bytes: usize) -> StridedShape {
     let regular = StridedShape {
         items: (64 / bytes.max(1) as u32).clamp(1, 16),
@@ -104,13 +96,9 @@ mod experiments {
     }
 }
 
-/// The tile shape of the summed-area tables' kernels: the scan's rows, polled 2 tiles
-/// deep, and 5 blocks per SM for 4-byte accumulators. H200, `bench_compare --shapes`
-/// with `SCANRT_STRIDED_OVERRIDE` (2026-11-28, two rounds): f32 8192 x 8192 in 255-256
-/// us (0.52 of memcpy of 2n bytes) against 275-279 at 4 deep and 4 blocks; 1 deep 260,
-/// 3 deep 264, 8 deep 302, 8 rows per thread 406, 3 blocks per SM 310. Tables wait on
-/// tiles about a diagonal of tiles back (both neighbours still loading, often), where a
-/// shallow poll returns sooner.
+/// The tile shape of the summed-area tables' kernels: the scan's, at 5 blocks per SM for
+/// 4-byte accumulators. Provenance: [`SUMMED_AREA_PROVENANCE`]. Bound: tables wait on
+/// tiles about a diagonal back, whose neighbours are often still loading.
 pub(crate) fn summed_area_shape_of(bytes: usize) -> StridedShape {
     let scan = shape_of(bytes);
     #[cfg(feature = "experiments")]
@@ -246,10 +234,16 @@ pub(crate) struct StridedKernelSet {
 }
 
 impl StridedKernelSet {
-    /// Loads the set compiled from `source` (a pack, the disk cache or NVRTC).
+    /// Loads the set compiled from `source` (a pack, the disk cache or NVRTC): a user
+    /// operator's (built-in sets are `StridedFamily`'s).
     pub fn load(dev: &GpuDevice, source: &KernelSource) -> Result<Arc<StridedKernelSet>> {
         let _current = dev.enter()?;
         let module = dev.module(source)?;
+        StridedKernelSet::of_module(dev, module).map(Arc::new)
+    }
+
+    /// The set's kernels in `module`. The caller has entered the device's context.
+    fn of_module(dev: &GpuDevice, module: Arc<CudaModule>) -> Result<StridedKernelSet> {
         let kernels: Vec<LoadedKernel> = WIDTHS
             .into_iter()
             .map(|w| dev.kernel(&module, &entry(w), THREADS, 0))
@@ -262,10 +256,10 @@ impl StridedKernelSet {
                 k.function.local_size_bytes().unwrap_or(-1)
             );
         }
-        Ok(Arc::new(StridedKernelSet {
+        Ok(StridedKernelSet {
             kernels,
             _module: module,
-        }))
+        })
     }
 
     /// The kernel of strip width `width` (one of `WIDTHS`).
@@ -278,23 +272,35 @@ impl StridedKernelSet {
     }
 }
 
-/// The strided kernel sets of one device, each compiled (or taken from the disk cache) once.
-#[derive(Default)]
-pub(crate) struct StridedKernels {
-    sets: Memo<StridedSpec, Arc<StridedKernelSet>>,
-}
+/// The strided scan's kernel sets of built-in operators: a kernel per strip width.
+pub(crate) struct StridedFamily;
 
-impl StridedKernels {
-    pub fn get(&self, dev: &GpuDevice, spec: &StridedSpec) -> Result<Arc<StridedKernelSet>> {
-        self.sets
-            .get_or_try_init(spec, || StridedKernelSet::load(dev, &spec.source()))
+impl KernelFamily for StridedFamily {
+    type Spec = StridedSpec;
+    type Set = StridedKernelSet;
+    const NAME: &'static str = "strided scan";
+
+    fn built_in(_arch: i32, coverage: KernelCoverage) -> Vec<StridedSpec> {
+        built_in_strided_specs(coverage)
+    }
+
+    fn source(spec: &StridedSpec, _max_shared_per_block: u32) -> KernelSource {
+        spec.source()
+    }
+
+    fn tuning_provenance(_arch: i32) -> Vec<&'static str> {
+        vec![SHAPE_PROVENANCE, SUMMED_AREA_PROVENANCE]
+    }
+
+    fn load(dev: &GpuDevice, _spec: &StridedSpec, module: Arc<CudaModule>) -> Result<StridedKernelSet> {
+        StridedKernelSet::of_module(dev, module)
     }
 }
 
-/// The built-in strided kernel sets that `coverage` asks for, for precompiling (packs, the
-/// disk cache): the scan's type pairs and wider accumulators, every operator they take,
-/// scans in both directions and summed-area tables.
-pub(crate) fn built_in_strided_specs(coverage: KernelCoverage) -> Vec<StridedSpec> {
+/// The built-in strided kernel sets that `coverage` asks for: the scan's type pairs and
+/// wider accumulators, every operator they take, scans in both directions and
+/// summed-area tables.
+fn built_in_strided_specs(coverage: KernelCoverage) -> Vec<StridedSpec> {
     let variants = [
         (Direction::Forward, false),
         (Direction::Backward, false),
