@@ -138,8 +138,9 @@ def _builtin_scan(x: Any, op: str, axis: Optional[int], exclusive: bool, reverse
     direct = _writes_into(out, x, out_type)
     result = out if direct else _arrays.empty(x, x.shape, out_type)
     # Any axis of any strides is scanned where it lies: no transpose, no copy.
-    _run([x], lambda s: _scanrt.scan(_arrays.describe(x), _arrays.describe(result), op, not exclusive,
-                                     reverse, initial, deterministic, s, axis=axis))
+    _run([x], lambda s: _scanrt.scan(x=_arrays.describe(x), out=_arrays.describe(result), op=op,
+                                     inclusive=not exclusive, reverse=reverse, initial=initial,
+                                     deterministic=deterministic, stream=s, axis=axis))
     if direct:
         _arrays.mark_written([result])
     return result if direct else _finish(result, len(x.shape) - 1, out)
@@ -202,9 +203,10 @@ def _carried_scan(x, op, axis, exclusive, reverse, initial, deterministic, dtype
     carry_out = _flat(total) if total is not None else None
     starts = None if offsets is None else _arrays.describe(offsets)
     scalar = None if _arrays.is_array(initial) else initial
-    _run([x], lambda s: _scanrt.scan(_arrays.describe(x), _arrays.describe(result), op, not exclusive, reverse,
-                                     scalar, deterministic, s, None, carry_in, carry_out, starts,
-                                     axis=-1 if along is None else along))
+    _run([x], lambda s: _scanrt.scan(x=_arrays.describe(x), out=_arrays.describe(result), op=op,
+                                     inclusive=not exclusive, reverse=reverse, initial=scalar,
+                                     deterministic=deterministic, stream=s, carry_in=carry_in,
+                                     carry_out=carry_out, offsets=starts, axis=-1 if along is None else along))
     _arrays.mark_written([total])
     return _finish(result, len(x.shape) - 1, out)
 
@@ -232,8 +234,9 @@ def _segmented_scan(x, op, exclusive, reverse, initial, deterministic, dtype, ou
     flags = None if segments is None else _arrays.describe(segments)
     starts = None if offsets is None else _arrays.describe(offsets)
     runs = None if keys is None else _arrays.describe(keys)
-    _run([x, data], lambda s: _scanrt.scan(_arrays.describe(x), _arrays.describe(result), op, not exclusive,
-                                           reverse, initial, deterministic, s, flags, None, None, starts,
+    _run([x, data], lambda s: _scanrt.scan(x=_arrays.describe(x), out=_arrays.describe(result), op=op,
+                                           inclusive=not exclusive, reverse=reverse, initial=initial,
+                                           deterministic=deterministic, stream=s, segments=flags, offsets=starts,
                                            keys=runs))
     return _finish(result, 0, out)
 
@@ -253,9 +256,10 @@ def _torch_scan_fast(x: Any, op: str, axis: int, exclusive: bool, reverse: bool,
         result = torch.empty(x.shape, dtype=getattr(torch, out_type), device=x.device)
     device = x.get_device()
     shape = tuple(x.shape)
-    _scanrt.scan((x.data_ptr(), name, shape, x.stride(), device),
-                 (result.data_ptr(), out_type, shape, result.stride(), device), op, not exclusive, reverse, initial,
-                 deterministic, torch._C._cuda_getCurrentRawStream(device), axis=axis)
+    _scanrt.scan(x=(x.data_ptr(), name, shape, x.stride(), device),
+                 out=(result.data_ptr(), out_type, shape, result.stride(), device), op=op, inclusive=not exclusive,
+                 reverse=reverse, initial=initial, deterministic=deterministic,
+                 stream=torch._C._cuda_getCurrentRawStream(device), axis=axis)
     return result
 
 
@@ -313,8 +317,8 @@ def summed_area_table(x: Any, *, exclusive: bool = False, reverse: bool = False,
     out_type = _result_type(_arrays.describe_dtype(x), "sum", dtype)
     direct = _writes_into(out, x, out_type)
     result = out if direct else _arrays.empty(x, x.shape, out_type)
-    _run([x], lambda s: _scanrt.summed_area_table(_arrays.describe(x), _arrays.describe(result), "sum", not exclusive,
-                                                  reverse, False, s))
+    _run([x], lambda s: _scanrt.summed_area_table(x=_arrays.describe(x), out=_arrays.describe(result), op="sum",
+                                                  inclusive=not exclusive, reverse=reverse, stream=s))
     if direct:
         _arrays.mark_written([result])
     return result if direct else _finish(result, len(x.shape) - 1, out)
@@ -357,9 +361,9 @@ def scan_across(chunks: Sequence[Any], op: str = "sum", *, exclusive: bool = Fal
     totals = [_arrays.empty(c, (1,), total_type) for c in chunks] if with_total else None
     _arrays.prepare_inputs(chunks)
     streams = [_arrays.stream_of(c) for c in chunks]
-    _scanrt.scan_across([_arrays.describe(c) for c in chunks], [_arrays.describe(o) for o in outs], op,
-                        not exclusive, reverse, initial, deterministic, streams,
-                        [_arrays.describe(t) for t in totals] if totals is not None else None)
+    _scanrt.scan_across(chunks=[_arrays.describe(c) for c in chunks], outs=[_arrays.describe(o) for o in outs], op=op,
+                        inclusive=not exclusive, reverse=reverse, initial=initial, deterministic=deterministic,
+                        streams=streams, totals=[_arrays.describe(t) for t in totals] if totals is not None else None)
     for c, s in zip(chunks, streams):
         if _arrays.needs_synchronize(c):
             _scanrt.synchronize(_arrays.describe(c)[4], s)
@@ -393,6 +397,6 @@ def scan_out_of_core(x: Any, op: str = "sum", *, out: Any = None, device: int = 
     for a in (x, out):  # the scan runs on streams of its own: queued work on the arrays ends first
         if _arrays.describe(a)[4] >= 0:
             _scanrt.synchronize(_arrays.describe(a)[4], _arrays.stream_of(a))
-    _scanrt.scan_out_of_core(_arrays.describe(x), _arrays.describe(out), op, not exclusive, reverse, initial, device,
-                             chunk, progress)
+    _scanrt.scan_out_of_core(x=_arrays.describe(x), out=_arrays.describe(out), op=op, inclusive=not exclusive,
+                             reverse=reverse, initial=initial, device=device, chunk=chunk, progress=progress)
     return out

@@ -60,7 +60,9 @@ def recurrence_with_states(a, b, initial, exclusive, reverse, deterministic, off
     describe = _arrays.describe
     arrays = [a, b] + [x for x in (offsets, states_in) if x is not None]
     _arrays.run(arrays, lambda s: _scanrt.recipe_scan(
-        "linear_recurrence", [describe(a), describe(b)], [describe(h)], 0, not exclusive, reverse, scalar,
-        deterministic, s, None if offsets is None else describe(offsets),
-        None if states_in is None else describe(states_in), None if states_out is None else describe(states_out)))
+        recipe="linear_recurrence", inputs=[describe(a), describe(b)], outputs=[describe(h)],
+        inclusive=not exclusive, reverse=reverse, initial=scalar, deterministic=deterministic, stream=s,
+        offsets=None if offsets is None else describe(offsets),
+        carry_in=None if states_in is None else describe(states_in),
+        carry_out=None if states_out is None else describe(states_out)))
     return h, None if states_out is None else states_out[:, 1]

@@ -88,8 +88,10 @@ class Operator:
         if host_combine is None and (host_load is not None or host_store is not None):
             raise TypeError(f"operator {name}: host_load and host_store come with a host_combine")
         host = None if host_combine is None else (host_combine, host_load, host_store)
-        self._op = _scanrt.Operator(name, source, state, self.state_size, int(state_align), combine,
-                                    _bytes_of(identity, self.state_size, "identity"), self.load, self.store, host)
+        self._op = _scanrt.Operator(name=name, source=source, state=state, state_size=self.state_size,
+                                    state_align=int(state_align), combine=combine,
+                                    identity=_bytes_of(identity, self.state_size, "identity"), load=self.load,
+                                    store=self.store, host=host)
         self._torch_op: Any = None
         if "torch" in sys.modules:
             # Made now, not at a first call that torch.compile might be tracing (it cannot
@@ -169,8 +171,9 @@ class Operator:
         init = None if initial is None else _bytes_of(initial, self.state_size, "initial")
         ins, results = [_arrays.describe(x) for x in inputs], [_arrays.describe(y) for y in outs]
         c_in, c_out = (None if c is None else _arrays.describe(c) for c in (carry_in, carry_out))
-        _arrays.run(inputs, lambda s: self._op.scan(ins, results, not exclusive, reverse, init, deterministic, s,
-                                                    None, None, c_in, c_out, axis))
+        _arrays.run(inputs, lambda s: self._op.scan(
+            inputs=ins, outputs=results, inclusive=not exclusive, reverse=reverse, initial=init,
+            deterministic=deterministic, stream=s, carry_in=c_in, carry_out=c_out, axis=axis))
         _arrays.mark_written([carry_out] + (outs if out is not None else []))
         return outs[0] if len(outs) == 1 else tuple(outs)
 
@@ -189,9 +192,10 @@ class Operator:
         starts = None if offsets is None else _arrays.describe(offsets)
         ins, results = [_arrays.describe(x) for x in inputs], [_arrays.describe(y) for y in outs]
         carry_in, carry_out = (None if c is None else _arrays.describe(c) for c in carries)
-        _arrays.run(list(inputs), lambda s: self._op.scan(ins, results, not exclusive, reverse, init, deterministic,
-                                                          s, flags, starts, carry_in, carry_out, None,
-                                                          None if keys is None else _arrays.describe(keys)))
+        _arrays.run(list(inputs), lambda s: self._op.scan(
+            inputs=ins, outputs=results, inclusive=not exclusive, reverse=reverse, initial=init,
+            deterministic=deterministic, stream=s, segments=flags, offsets=starts, carry_in=carry_in,
+            carry_out=carry_out, keys=None if keys is None else _arrays.describe(keys)))
 
     def _torch(self) -> Any:
         """This operator as a torch custom operator, made at its first scan of tensors."""

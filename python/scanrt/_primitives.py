@@ -67,8 +67,8 @@ def sort(keys: Any, *, descending: bool = False, values: Any = None, bits: Optio
         else:
             moved_in = moved_out = None
         _run([keys] if values is None else [keys, values],
-             lambda s: _scanrt.sort(_arrays.describe(keys), _arrays.describe(out), moved_in, moved_out, descending, s,
-                                    span))
+             lambda s: _scanrt.sort(keys=_arrays.describe(keys), keys_out=_arrays.describe(out), values=moved_in,
+                                    values_out=moved_out, descending=descending, stream=s, bits=span))
         sorted_keys = out
     if return_indices:
         return sorted_keys, indices
@@ -118,8 +118,9 @@ def _select(x: Any, mask: Any, rule: str, indices: bool, size: Optional[int], co
     d_len = None if lengths is None else _unsigned(lengths)
     inputs = [x] if mask is None else [x, mask]
     flags = described if described is not None else (None if mask is None else _arrays.describe(mask))
-    _run(inputs, lambda s: _scanrt.select(_arrays.describe(x), flags, d_out, d_len, _unsigned(count), rule,
-                                          indices, size, s, operand, predicate))
+    _run(inputs, lambda s: _scanrt.select(x=_arrays.describe(x), mask=flags, out=d_out, lengths=d_len,
+                                          count=_unsigned(count), rule=rule, indices=indices, capacity=size,
+                                          stream=s, operand=operand, predicate=predicate))
     if size is not None:
         return out, count
     kept = int(count[0])  # waits for the count, as torch.nonzero does
@@ -237,8 +238,8 @@ def partition(x: Any, mask: Any = None, *, bits: Any = None, where: Any = None, 
     count = _count_beside(x)
     d = _arrays.describe
     _run([x] + ([flags] if flags is not None else []), lambda s: _scanrt.select(
-        d(x), described, d(out), None, _unsigned(count), rule, False, None, s, operand, pred, "two" if split else "reversed",
-        None if rejected is None else d(rejected)))
+        x=d(x), mask=described, out=d(out), count=_unsigned(count), rule=rule, stream=s, operand=operand,
+        predicate=pred, partition="two" if split else "reversed", rejected=None if rejected is None else d(rejected)))
     return (out, rejected, count) if split else (out, count)
 
 

@@ -44,7 +44,8 @@ def _torch_fast(recipe: str, x: Any, exclusive: bool, reverse: bool, initial: Op
 
     y = torch.empty_like(x)
     (dx, dy), stream = _arrays.torch_alike(x, y)
-    _scanrt.recipe_scan(recipe, [dx], [dy], x.shape[-1], not exclusive, reverse, initial, deterministic, stream)
+    _scanrt.recipe_scan(recipe=recipe, inputs=[dx], outputs=[dy], row=x.shape[-1], inclusive=not exclusive,
+                        reverse=reverse, initial=initial, deterministic=deterministic, stream=stream)
     return y
 
 
@@ -60,8 +61,9 @@ def _recipe(recipe: str, x: Any, outs: list, row: int, exclusive: bool, reverse:
     opt = lambda a: None if a is None else d(a)  # noqa: E731
     arrays = [x] + ([data] if data is not None else [])
     _arrays.run(arrays, lambda s: _scanrt.recipe_scan(
-        recipe, [d(x)], [d(o) for o in outs], row, not exclusive, reverse, initial, deterministic, s, opt(offsets),
-        None, None, axis, segments=opt(segments), keys=opt(keys)))
+        recipe=recipe, inputs=[d(x)], outputs=[d(o) for o in outs], row=row, inclusive=not exclusive,
+        reverse=reverse, initial=initial, deterministic=deterministic, stream=s, offsets=opt(offsets), axis=axis,
+        segments=opt(segments), keys=opt(keys)))
 
 
 def _extreme(x: Any, recipe: str, axis: int, exclusive: bool, reverse: bool, initial: Any, deterministic: bool,

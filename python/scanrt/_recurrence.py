@@ -129,7 +129,8 @@ def _torch_fast(recipe: str, a: Any, b: Any, init: Optional[float], exclusive: b
 
     h = torch.empty_like(a)
     (da, db, dh), stream = _arrays.torch_alike(a, b, h)
-    _scanrt.recipe_scan(recipe, [da, db], [dh], a.shape[-1], not exclusive, reverse, init, deterministic, stream)
+    _scanrt.recipe_scan(recipe=recipe, inputs=[da, db], outputs=[dh], row=a.shape[-1], inclusive=not exclusive,
+                        reverse=reverse, initial=init, deterministic=deterministic, stream=stream)
     return h
 
 
@@ -145,8 +146,9 @@ def _recipe_of_pair(recipe: str, a: Any, b: Any, axis: int, initial: Any, exclus
         segments, keys = (None if x is None else _arrays.contiguous(x) for x in (segments, keys))
         h = _arrays.empty(a, a.shape, _arrays.describe_dtype(a))
         _arrays.run([a, b, segments if segments is not None else keys], lambda s: _scanrt.recipe_scan(
-            recipe, [describe(a), describe(b)], [describe(h)], 0, not exclusive, reverse, init, deterministic, s,
-            segments=opt(segments), keys=opt(keys)))
+            recipe=recipe, inputs=[describe(a), describe(b)], outputs=[describe(h)], inclusive=not exclusive,
+            reverse=reverse, initial=init, deterministic=deterministic, stream=s, segments=opt(segments),
+            keys=opt(keys)))
         return h
     along = _arrays.normal_axis(a, axis)
     last = along == len(a.shape) - 1
@@ -156,14 +158,15 @@ def _recipe_of_pair(recipe: str, a: Any, b: Any, axis: int, initial: Any, exclus
         # An inner axis, a and b laid out alike: scanned where they lie, in one pass.
         h = _arrays.empty(a, a.shape, _arrays.describe_dtype(a))
         _arrays.run([a, b], lambda s: _scanrt.recipe_scan(
-            recipe, [describe(a), describe(b)], [describe(h)], 0, not exclusive, reverse, init, deterministic, s,
-            axis=along))
+            recipe=recipe, inputs=[describe(a), describe(b)], outputs=[describe(h)], inclusive=not exclusive,
+            reverse=reverse, initial=init, deterministic=deterministic, stream=s, axis=along))
         return h
     ma, axis = _arrays.last_axis_contiguous(a, axis)
     mb, _ = _arrays.last_axis_contiguous(b, axis)
     h = _arrays.empty(ma, ma.shape, _arrays.describe_dtype(ma))
-    _arrays.run([ma, mb], lambda s: _scanrt.recipe_scan(recipe, [describe(ma), describe(mb)], [describe(h)],
-                                                        ma.shape[-1], not exclusive, reverse, init, deterministic, s))
+    _arrays.run([ma, mb], lambda s: _scanrt.recipe_scan(
+        recipe=recipe, inputs=[describe(ma), describe(mb)], outputs=[describe(h)], row=ma.shape[-1],
+        inclusive=not exclusive, reverse=reverse, initial=init, deterministic=deterministic, stream=s))
     return _arrays.move_back(h, axis)
 
 

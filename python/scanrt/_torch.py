@@ -144,8 +144,9 @@ def _scan(x: Tensor, op: str, exclusive: bool, reverse: bool, initial: Optional[
     out = torch.empty(x.shape, dtype=dtype, device=x.device)
     init = None if initial is None else (int(initial) if not dtype.is_floating_point else float(initial))
     opt = lambda t: None if t is None else describe(t)  # noqa: E731
-    _scanrt.scan(describe(x), describe(out), op, not exclusive, reverse, init, deterministic, stream(x),
-                 opt(segments), None, None, opt(offsets), keys=opt(keys))
+    _scanrt.scan(x=describe(x), out=describe(out), op=op, inclusive=not exclusive, reverse=reverse, initial=init,
+                 deterministic=deterministic, stream=stream(x), segments=opt(segments), offsets=opt(offsets),
+                 keys=opt(keys))
     return out
 
 
@@ -198,9 +199,9 @@ def _recipe(recipe: str, x: Tensor, outs, row: int, exclusive: bool, reverse: bo
     elements: copies, held here until the call returns, where they are not)."""
     segments, offsets, keys = (None if t is None else t.contiguous() for t in (segments, offsets, keys))
     opt = lambda t: None if t is None else describe(t)  # noqa: E731
-    _scanrt.recipe_scan(recipe, [describe(x)], [describe(o) for o in outs], row, not exclusive, reverse, initial,
-                        deterministic, stream(x), opt(offsets), None, None, None, segments=opt(segments),
-                        keys=opt(keys))
+    _scanrt.recipe_scan(recipe=recipe, inputs=[describe(x)], outputs=[describe(o) for o in outs], row=row,
+                        inclusive=not exclusive, reverse=reverse, initial=initial, deterministic=deterministic,
+                        stream=stream(x), offsets=opt(offsets), segments=opt(segments), keys=opt(keys))
 
 
 def _extreme(x: Tensor, recipe: str, reverse: bool, exclusive: bool, initial: Optional[Number], deterministic: bool,

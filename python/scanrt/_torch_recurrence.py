@@ -27,8 +27,9 @@ def _pair(recipe: str, a: Tensor, b: Tensor, initial: Optional[float], reverse: 
     h = torch.empty_like(a)
     row = 0 if segmented(segments, keys) else a.shape[-1]
     opt = lambda t: None if t is None else describe(t)  # noqa: E731
-    _scanrt.recipe_scan(recipe, [describe(a), describe(b)], [describe(h)], row, True, reverse, initial,
-                        deterministic, stream(a), None, None, None, None, segments=opt(segments), keys=opt(keys))
+    _scanrt.recipe_scan(recipe=recipe, inputs=[describe(a), describe(b)], outputs=[describe(h)], row=row,
+                        reverse=reverse, initial=initial, deterministic=deterministic, stream=stream(a),
+                        segments=opt(segments), keys=opt(keys))
     return h
 
 
@@ -229,9 +230,10 @@ def _sequences_adjoint(a: Tensor, g: Tensor, offsets: Optional[Tensor], u: Tenso
     ones = torch.ones_like(u)
     states_in = torch.stack([torch.zeros_like(u), u, ones, ones], -1)
     states_out = torch.empty_like(states_in)
-    _scanrt.recipe_scan("linear_recurrence_adjoint", [describe(a), describe(g)], [describe(lam)], 0, True,
-                        reverse, None, deterministic, stream(a), None if offsets is None else describe(offsets),
-                        describe(states_in), describe(states_out))
+    _scanrt.recipe_scan(recipe="linear_recurrence_adjoint", inputs=[describe(a), describe(g)],
+                        outputs=[describe(lam)], reverse=reverse, deterministic=deterministic, stream=stream(a),
+                        offsets=None if offsets is None else describe(offsets), carry_in=describe(states_in),
+                        carry_out=describe(states_out))
     return lam, states_out[:, 1] * states_out[:, 2]
 
 

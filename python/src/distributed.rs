@@ -31,7 +31,7 @@ fn ranks(devices: &[i64]) -> PyResult<Arc<MultiGpu>> {
 /// with a built-in operator, each on its device's stream in `streams`; `totals` (one
 /// one-element array per GPU) receive the whole array's total.
 #[pyfunction]
-#[pyo3(signature = (chunks, outs, op, inclusive, reverse, initial, deterministic, streams, totals=None))]
+#[pyo3(signature = (*, chunks, outs, op, inclusive=true, reverse=false, initial=None, deterministic=false, streams, totals=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn scan_across(
     py: Python<'_>,

@@ -46,7 +46,7 @@ impl PyOperator {
     #[new]
     /// `host`: `(combine, load, store)` Python callables for the host backend (load and
     /// store where the operator has them).
-    #[pyo3(signature = (name, source, state, state_size, state_align, combine, identity, load=None, store=None, host=None))]
+    #[pyo3(signature = (*, name, source, state, state_size, state_align, combine, identity, load=None, store=None, host=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         name: &str,
@@ -102,7 +102,7 @@ impl PyOperator {
     /// `carry_in` and `carry_out` contiguous arrays of whole states (one, or one per
     /// segment with offsets) read before and written after the scan.
     /// `axis`: scan the arrays as they lie along that axis, each sequence on its own.
-    #[pyo3(signature = (inputs, outputs, inclusive, reverse, initial, deterministic, stream, segments=None, offsets=None, carry_in=None, carry_out=None, axis=None, keys=None))]
+    #[pyo3(signature = (*, inputs, outputs, inclusive=true, reverse=false, initial=None, deterministic=false, stream, segments=None, offsets=None, carry_in=None, carry_out=None, axis=None, keys=None))]
     #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,

@@ -13,7 +13,7 @@ use crate::scan::builtin_desc;
 /// after each chunk (with the GIL; an exception it raises is reported when the scan
 /// ends).
 #[pyfunction]
-#[pyo3(signature = (x, out, op, inclusive, reverse, initial, device, chunk, progress=None))]
+#[pyo3(signature = (*, x, out, op, inclusive=true, reverse=false, initial=None, device, chunk, progress=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn scan_out_of_core(
     py: Python<'_>,

@@ -75,7 +75,7 @@ pub(crate) fn builtin_desc(
 /// with `offsets`; for more dimensions one total per sequence and one initial value for
 /// all or per sequence).
 #[pyfunction]
-#[pyo3(signature = (x, out, op, inclusive, reverse, initial, deterministic, stream, segments=None, carry_in=None, carry_out=None, offsets=None, axis=-1, keys=None))]
+#[pyo3(signature = (*, x, out, op, inclusive=true, reverse=false, initial=None, deterministic=false, stream, segments=None, carry_in=None, carry_out=None, offsets=None, axis=-1, keys=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn scan(
     py: Python<'_>,
@@ -151,6 +151,7 @@ pub(crate) fn scan(
 /// the arrays' device: one pass over the data on the GPU where the table is inclusive
 /// (`Context::summed_area_table`).
 #[pyfunction]
+#[pyo3(signature = (*, x, out, op, inclusive=true, reverse=false, deterministic=false, stream))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn summed_area_table(
     py: Python<'_>,
@@ -246,7 +247,7 @@ pub(crate) fn value_of(dtype: DType, value: &Bound<'_, PyAny>, what: &str) -> Py
 /// strides; the inputs sharing one layout, the outputs another) along that axis, each
 /// sequence on its own, instead of flattened rows.
 #[pyfunction]
-#[pyo3(signature = (recipe, inputs, outputs, row, inclusive, reverse, initial, deterministic, stream, offsets=None, carry_in=None, carry_out=None, axis=None, segments=None, keys=None))]
+#[pyo3(signature = (*, recipe, inputs, outputs, row=0, inclusive=true, reverse=false, initial=None, deterministic=false, stream, offsets=None, carry_in=None, carry_out=None, axis=None, segments=None, keys=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn recipe_scan(
     py: Python<'_>,

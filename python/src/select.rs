@@ -82,7 +82,7 @@ fn host_predicate(f: PyObject, dtype: DType, failure: HostFailure) -> Arc<dyn Fn
 /// elements after the selected ones from the end backwards, "two" writes them in order to
 /// `rejected`.
 #[pyfunction]
-#[pyo3(signature = (x, mask, out, lengths, count, rule, indices, capacity, stream, operand=None, predicate=None, partition=None, rejected=None))]
+#[pyo3(signature = (*, x, mask=None, out, lengths=None, count, rule, indices=false, capacity=None, stream, operand=None, predicate=None, partition=None, rejected=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn select(
     py: Python<'_>,

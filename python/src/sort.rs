@@ -10,7 +10,7 @@ use crate::errors::IntoPy;
 /// None, `values_out` receives the keys' indices. `bits`: the bit range `begin..end` of
 /// the ordered keys the sort looks at (`end` None: the key's width).
 #[pyfunction]
-#[pyo3(signature = (keys, keys_out, values, values_out, descending, stream, bits=(0, None)))]
+#[pyo3(signature = (*, keys, keys_out, values=None, values_out=None, descending=false, stream, bits=(0, None)))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn sort(
     py: Python<'_>,
