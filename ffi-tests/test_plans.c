@@ -1,6 +1,6 @@
 /* test_plans: the one call shape, scanrt_plan_create + scanrt_plan_execute, for every
  * primitive (a scan along an axis with a carry out, a summed-area table, a selection with
- * an int64 count, a run-length encoding, a sort with its workspace query and the caller's
+ * an int64 count, a run-length encoding with a uint32 count, a sort with its workspace query and the caller's
  * workspace) against sequential loops; the stream named by a scanrt handle, by the
  * application's raw stream (NULL: the legacy default stream) and by SCANRT_DEFAULT_STREAM;
  * and the refusals (unknown primitive, missing description, wrong array counts, bad
@@ -58,6 +58,7 @@ static void run(scanrt_context *ctx, int32_t backend) {
     scanrt_buffer *in = make_buffer(ctx, SCANRT_DTYPE_U32, n), *out = make_buffer(ctx, SCANRT_DTYPE_U32, n);
     scanrt_buffer *aux = make_buffer(ctx, SCANRT_DTYPE_U32, n), *fb = make_buffer(ctx, SCANRT_DTYPE_U8, n);
     scanrt_buffer *cnt = make_buffer(ctx, SCANRT_DTYPE_I64, 1), *tot = make_buffer(ctx, SCANRT_DTYPE_U32, rows);
+    scanrt_buffer *cnt32 = make_buffer(ctx, SCANRT_DTYPE_U32, 1);
     EXPECT_OK(scanrt_buffer_upload(in, s, x, n));
     EXPECT_OK(scanrt_buffer_upload(fb, s, flags, n));
 
@@ -133,12 +134,15 @@ static void run(scanrt_context *ctx, int32_t backend) {
               raw ? "raw" : "handle", (long long)kept, (long long)k, (long long)bad);
         scanrt_plan_destroy(select);
 
-        /* A run-length encoding: values and U32 lengths. */
+        /* A run-length encoding: values and U32 lengths, the count in uint32. */
         pd.primitive = SCANRT_PRIMITIVE_RUN_LENGTH_ENCODE;
         scanrt_plan *rle = plan_of(ctx, &pd);
-        scanrt_array ra[4] = {sa[0], sa[2], buffer_array(aux, SCANRT_DTYPE_U32, flat), sa[4]};
+        scanrt_array ra[4] = {sa[0], sa[2], buffer_array(aux, SCANRT_DTYPE_U32, flat),
+                              buffer_array(cnt32, SCANRT_DTYPE_U32, one)};
         EXPECT_OK(execute(rle, s, legacy, raw, ra, 4, NULL, 0));
-        EXPECT_OK(scanrt_buffer_download(cnt, s, &kept, 1));
+        uint32_t kept32 = 0;
+        EXPECT_OK(scanrt_buffer_download(cnt32, s, &kept32, 1));
+        kept = kept32;
         EXPECT_OK(scanrt_buffer_download(out, s, got, n));
         EXPECT_OK(scanrt_buffer_download(aux, s, idx, n));
         int64_t runs = 0;
@@ -215,7 +219,7 @@ static void run(scanrt_context *ctx, int32_t backend) {
     scanrt_plan_destroy(NULL);
 
     scanrt_buffer_destroy(in), scanrt_buffer_destroy(out), scanrt_buffer_destroy(aux);
-    scanrt_buffer_destroy(fb), scanrt_buffer_destroy(cnt), scanrt_buffer_destroy(tot);
+    scanrt_buffer_destroy(fb), scanrt_buffer_destroy(cnt), scanrt_buffer_destroy(tot), scanrt_buffer_destroy(cnt32);
     if (legacy != s) scanrt_stream_destroy(legacy);
     scanrt_stream_destroy(s);
     free(x), free(got), free(want), free(idx), free(flags);

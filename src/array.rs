@@ -52,7 +52,8 @@ impl<'a> ArrayView<'a> {
     ///
     /// # Safety
     /// `addr` holds `shape`'s product of `dtype` elements for `'a` (device memory of the
-    /// context a scan runs on, or host memory on the host backend), and nothing else
+    /// context a scan runs on, or host memory on the host backend; a selection's count
+    /// may also be page-locked host memory), and nothing else
     /// writes them while a scan that reads or writes them is queued or running.
     pub unsafe fn contiguous(addr: u64, dtype: DType, shape: &[u64]) -> Result<ArrayView<'a>> {
         if shape.len() > MAX_DIMS {

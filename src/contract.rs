@@ -153,7 +153,7 @@ pub struct SelectParams {
     /// A comparison's operand, as the element type's bits.
     pub operand_bits: u64,
     /// `FLAG_VECTOR_IN` (whole tiles load as vectors), `FLAG_VECTOR_HEADS` (byte flags
-    /// load as words).
+    /// load as words), `SELECT_FLAG_COUNT_U32` (the count's width).
     pub flags: u32,
     /// The launching call's serial number (as `ScanParams::call`).
     pub call: u32,
@@ -286,6 +286,8 @@ pub const FLAG_VECTOR_OUT: u32 = 8;
 pub const FLAG_DETERMINISTIC: u32 = 16;
 /// Byte flags or keys aligned like the tiles, read as vectors.
 pub const FLAG_VECTOR_HEADS: u32 = 32;
+/// Selections: the count is written as 32 bits (else 64).
+pub const SELECT_FLAG_COUNT_U32: u32 = 2;
 /// The initial value is read from device memory at the address `init_bits` (an unsegmented
 /// scan's carry in); implies `FLAG_HAS_INIT`.
 pub const FLAG_INIT_IN_MEMORY: u32 = 512;

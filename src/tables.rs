@@ -235,11 +235,11 @@ c_enums! {
         /// `carry_out`), as `scanrt_scan_array_carried`.
         Scan = 0, "SCAN", "scan";
         /// A selection or partition (`select`: `[input, flags, output, rejected, count]`;
-        /// `flags` and `rejected` optional, `count` one U64 or I64 element), as
-        /// `scanrt_select`.
+        /// `flags` and `rejected` optional, `count` one U32, U64 or I64 element, in device
+        /// memory or page-locked host memory), as `scanrt_select`.
         Select = 1, "SELECT", "select";
-        /// A run-length encoding (`[input, values, lengths, count]`), as
-        /// `scanrt_run_length_encode`.
+        /// A run-length encoding (`[input, values, lengths, count]`, the count as a
+        /// selection's), as `scanrt_run_length_encode`.
         RunLengthEncode = 2, "RUN_LENGTH_ENCODE", "run-length encoding";
         /// A stable radix sort (`sort`: `[keys_in, keys_out, values_in, values_out]`, the
         /// values optional; temporary memory in `workspace`), as `scanrt_sort`.

@@ -369,7 +369,11 @@ SCANRT_DEVICE void select_tile_pass(const T* in, SelectSource source, Out* out, 
 #pragma unroll 4
             for (int s = tid; s < writable; s += THREADS) destination[s] = buffer.slots[s];
         }
-        if (tile == num_tiles - 1 && tid == 0) *num_selected = prefix + kept;
+        if (tile == num_tiles - 1 && tid == 0) {
+            // The host checked that a 32-bit count holds n.
+            if (flags & SELECT_FLAG_COUNT_U32) *(unsigned*)num_selected = (unsigned)(prefix + kept);
+            else *num_selected = prefix + kept;
+        }
     };
 
     // Each round overlaps the look-back of the parked tile (look-back warp) with taking

@@ -39,6 +39,9 @@ constexpr static const uint32_t FLAG_DETERMINISTIC = 16;
 /// Byte flags or keys aligned like the tiles, read as vectors.
 constexpr static const uint32_t FLAG_VECTOR_HEADS = 32;
 
+/// Selections: the count is written as 32 bits (else 64).
+constexpr static const uint32_t SELECT_FLAG_COUNT_U32 = 2;
+
 /// The initial value is read from device memory at the address `init_bits` (an unsegmented
 /// scan's carry in); implies `FLAG_HAS_INIT`.
 constexpr static const uint32_t FLAG_INIT_IN_MEMORY = 512;
@@ -241,7 +244,7 @@ struct SelectParams {
   /// A comparison's operand, as the element type's bits.
   uint64_t operand_bits;
   /// `FLAG_VECTOR_IN` (whole tiles load as vectors), `FLAG_VECTOR_HEADS` (byte flags
-  /// load as words).
+  /// load as words), `SELECT_FLAG_COUNT_U32` (the count's width).
   uint32_t flags;
   /// The launching call's serial number (as `ScanParams::call`).
   uint32_t call;

@@ -99,12 +99,26 @@ def _unsigned(indices: Any) -> tuple:
 
 def _count_beside(x: Any) -> Any:
     """A one-element int64 array beside ``x``, for a selection's count (as torch's and
-    NumPy's counts)."""
+    NumPy's counts); int32 where JAX has no 64-bit types, which holds the count of at
+    most 2^31 - 1 elements."""
     count = _arrays.empty(x, (1,), "int64")
-    if _arrays.describe_dtype(count) != "int64":  # JAX without 64-bit types makes int32
-        raise TypeError("selections count in int64: enable JAX's 64-bit types "
-                        "(jax.config.update('jax_enable_x64', True))")
+    if _arrays.describe_dtype(count) != "int64" and _size(x) >= 2**31:
+        raise TypeError("an int32 count cannot hold the count of 2^31 elements or more: enable JAX's "
+                        "64-bit types (jax.config.update('jax_enable_x64', True))")
     return count
+
+
+def _count_arg(count: Any) -> tuple:
+    """A count array as the binding takes it: int64 as it is, int32 as uint32."""
+    d = _arrays.describe(count)
+    return d if d[1] == "int64" else _unsigned(count)
+
+
+def _size(x: Any) -> int:
+    size = 1
+    for extent in _arrays.describe(x)[2]:
+        size *= extent
+    return size
 
 
 def _select(x: Any, mask: Any, rule: str, indices: bool, size: Optional[int], counts: bool = False,
@@ -119,7 +133,7 @@ def _select(x: Any, mask: Any, rule: str, indices: bool, size: Optional[int], co
     inputs = [x] if mask is None else [x, mask]
     flags = described if described is not None else (None if mask is None else _arrays.describe(mask))
     _run(inputs, lambda s: _scanrt.select(x=_arrays.describe(x), mask=flags, out=d_out, lengths=d_len,
-                                          count=_unsigned(count), rule=rule, indices=indices, capacity=size,
+                                          count=_count_arg(count), rule=rule, indices=indices, capacity=size,
                                           stream=s, operand=operand, predicate=predicate))
     if size is not None:
         return out, count
@@ -238,7 +252,7 @@ def partition(x: Any, mask: Any = None, *, bits: Any = None, where: Any = None, 
     count = _count_beside(x)
     d = _arrays.describe
     _run([x] + ([flags] if flags is not None else []), lambda s: _scanrt.select(
-        x=d(x), mask=described, out=d(out), count=_unsigned(count), rule=rule, stream=s, operand=operand,
+        x=d(x), mask=described, out=d(out), count=_count_arg(count), rule=rule, stream=s, operand=operand,
         predicate=pred, partition="two" if split else "reversed", rejected=None if rejected is None else d(rejected)))
     return (out, rejected, count) if split else (out, count)
 

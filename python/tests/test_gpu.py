@@ -342,6 +342,12 @@ def test_cupy_and_jax_arrays():
     jx = jnp.arange(100_000, dtype=jnp.float32) % 7
     jgot = scanrt.cumsum(jx)
     np.testing.assert_allclose(np.asarray(jgot), np.cumsum(np.asarray(jx)), rtol=1e-5)
+    # Selections count in int32 where JAX has no 64-bit types (the binding writes a U32).
+    mask = jx > 3
+    kept, count = scanrt.partition(jx, mask)
+    want = np.asarray(jx)[np.asarray(mask)]
+    assert int(np.asarray(count)[0]) == want.size
+    np.testing.assert_array_equal(np.asarray(kept)[:want.size], want)
 
 
 @cuda

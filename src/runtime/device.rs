@@ -261,6 +261,22 @@ impl GpuDevice {
         self.check_device_range(workspace.ptr, workspace.bytes as u64, "workspace")
     }
 
+    /// Checks that kernels may write `[ptr, ptr + bytes)`: device memory of this device,
+    /// or page-locked host memory mapped at the same address (a count the host reads
+    /// without a copy).
+    pub fn check_kernel_writable(&self, ptr: CUdeviceptr, bytes: u64, what: &str) -> Result<()> {
+        if cu::is_mapped_host_memory(ptr)? {
+            return Ok(());
+        }
+        self.check_device_range(ptr, bytes, what).map_err(|e| match e.status {
+            ScanrtStatus::NotDeviceMemory => Error::new(
+                e.status,
+                format!("{what} pointer {ptr:#x} is neither device memory nor page-locked host memory (cudaMallocHost, cudaHostAlloc, cudaHostRegister)"),
+            ),
+            _ => e,
+        })
+    }
+
     /// Checks that `[ptr, ptr + bytes)` is device memory of this device.
     pub fn check_device_range(&self, ptr: CUdeviceptr, bytes: u64, what: &str) -> Result<()> {
         let info = cu::pointer_info(ptr)?;

@@ -111,8 +111,15 @@ pub(crate) fn check(a: &SelectArrays, desc: &SelectDesc) -> Result<Checked> {
         (_, Some(_)) => bail!(InvalidArgument, "only a two-array partition takes a rejected array"),
         _ => {}
     }
-    if !matches!(a.num_selected.dtype(), DType::U64 | DType::I64) || one_d(&a.num_selected, "count")? < 1 {
-        bail!(InvalidArgument, "the count is one U64 or I64 element");
+    if !matches!(a.num_selected.dtype(), DType::U32 | DType::U64 | DType::I64) || one_d(&a.num_selected, "count")? < 1 {
+        bail!(InvalidArgument, "the count is one U32, U64 or I64 element");
+    }
+    if a.num_selected.dtype() == DType::U32 && n > u32::MAX as u64 {
+        bail!(
+            InvalidArgument,
+            "a U32 count holds at most {} elements; n = {n} needs a U64 or I64 count",
+            u32::MAX
+        );
     }
     ArrayView::check_all_aligned(&[
         (Some(&a.input), "input"),

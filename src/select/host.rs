@@ -1,6 +1,7 @@
 //! Selections on the host backend: one sequential pass (compaction is bound by memory,
 //! and the count of each element's predecessors is the whole of the dependence).
 
+use crate::array::ArrayView;
 use crate::error::Result;
 use crate::scalar::Scalar;
 use crate::select::desc::{SelectDesc, SelectOutput, Selection};
@@ -74,7 +75,7 @@ unsafe fn run_typed<T: HostElement>(a: &SelectArrays, desc: &SelectDesc, n: usiz
                 start = i + 1;
             }
         }
-        *(a.num_selected.addr() as *mut u64) = runs as u64;
+        write_count(&a.num_selected, runs);
         return Ok(());
     }
     // In place (output = input), element i is read before position i (<= i) is written.
@@ -102,6 +103,14 @@ unsafe fn run_typed<T: HostElement>(a: &SelectArrays, desc: &SelectDesc, n: usiz
             rejected += 1;
         }
     }
-    *(a.num_selected.addr() as *mut u64) = selected as u64;
+    write_count(&a.num_selected, selected);
     Ok(())
+}
+
+/// Writes a selection's count in the count's type (checked: U32 holds it, or U64, I64).
+unsafe fn write_count(count: &ArrayView, value: usize) {
+    match count.dtype() {
+        DType::U32 => *(count.addr() as *mut u32) = value as u32,
+        _ => *(count.addr() as *mut u64) = value as u64,
+    }
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use crate::array::ArrayView;
 use crate::context::Context;
-use crate::contract::{SelectParams, FLAG_VECTOR_HEADS, FLAG_VECTOR_IN};
+use crate::contract::{SelectParams, FLAG_VECTOR_HEADS, FLAG_VECTOR_IN, SELECT_FLAG_COUNT_U32};
 use crate::engine::{Engine, GpuEngine};
 use crate::error::{bail, Result};
 use crate::kernels::LoadedSets;
@@ -20,6 +20,7 @@ use crate::runtime::calls::CallLabel;
 use crate::runtime::cu::{self, CUstream};
 use crate::runtime::launch_workspace;
 use crate::stream::Stream;
+use crate::types::DType;
 use desc::{SelectDesc, SelectOutput, Selection};
 use kernels::SelectFamily;
 
@@ -118,11 +119,10 @@ fn launch(engine: &GpuEngine, stream: &Stream, a: &SelectArrays, desc: &SelectDe
         Some(&a.output),
         a.rejected.as_ref(),
         a.lengths.as_ref(),
-        Some(&a.num_selected),
     ];
     for (v, what) in views
         .iter()
-        .zip(["input", "flags", "output", "rejected array", "lengths", "count"])
+        .zip(["input", "flags", "output", "rejected array", "lengths"])
     {
         if let Some(v) = v.filter(|v| v.owner.is_none() && !v.is_empty()) {
             let bytes = if what == "output" {
@@ -133,9 +133,14 @@ fn launch(engine: &GpuEngine, stream: &Stream, a: &SelectArrays, desc: &SelectDe
             dev.check_device_range(v.addr(), bytes, what)?;
         }
     }
+    // The count may also be in page-locked host memory, which the host reads without a copy.
+    let count_bytes = a.num_selected.dtype().size();
+    if a.num_selected.owner.is_none() {
+        dev.check_kernel_writable(a.num_selected.addr(), count_bytes as u64, "count")?;
+    }
     if c.n == 0 {
-        // SAFETY: the count is one checked U64 of device memory; the stream is checked.
-        return unsafe { cu::zero_async(a.num_selected.addr(), 8, raw_stream) };
+        // SAFETY: the count is one checked element kernels may write; the stream is checked.
+        return unsafe { cu::zero_async(a.num_selected.addr(), count_bytes, raw_stream) };
     }
     let kernel = engine.algorithms.get::<LoadedSets<SelectFamily>>().get(dev, &c.spec)?;
     let tiles = c.n.div_ceil(c.spec.tile_elems());
@@ -151,6 +156,9 @@ fn launch(engine: &GpuEngine, stream: &Stream, a: &SelectArrays, desc: &SelectDe
     let workspace = launch_workspace::acquire(dev, &target, None, carry_bytes, tiles, kernel.clone() as Arc<_>)?;
     let aligned = |v: &ArrayView, bytes: u64| v.addr().is_multiple_of(bytes);
     let mut flags = 0;
+    if a.num_selected.dtype() == DType::U32 {
+        flags |= SELECT_FLAG_COUNT_U32;
+    }
     if aligned(&a.input, 16) {
         flags |= FLAG_VECTOR_IN;
     }

@@ -21,6 +21,8 @@ pub struct SelectCase {
     pub selection: Selection,
     pub output: SelectOutput,
     pub index_type: DType,
+    /// The count's type: U32, U64 or I64.
+    pub count_type: DType,
     pub n: usize,
     /// Flags set with probability 1 / density (0: none, 1: all).
     pub density: u64,
@@ -192,7 +194,15 @@ pub fn run_select_case(ctx: &Context, stream: &Stream, rng: &mut Rng, c: &Select
     let mut rejected_buf = upload_bits(ctx, stream, c.dtype, &vec![poison(c.dtype); c.n + 3]).map_err(e)?;
     let runs = c.output == SelectOutput::RunLengths;
     let mut lengths_buf = upload_bits(ctx, stream, c.index_type, &vec![poison(c.index_type); c.n + 3]).map_err(e)?;
-    let mut count = Buffer::from_slice(ctx, stream, &[u64::MAX]).map_err(e)?;
+    // Two elements: the second must keep its poison (a 32-bit count writes 4 bytes).
+    let mut count = upload_bits(ctx, stream, c.count_type, &[poison(c.count_type); 2]).map_err(e)?;
+    let read_count = |count: &Buffer| -> Result<u64, String> {
+        let got = download_bits(count, stream, 2).map_err(e)?;
+        if got[1] != poison(c.count_type) {
+            return Err(format!("the word after the count was written: {:#x}", got[1]));
+        }
+        Ok(got[0])
+    };
     let desc = SelectDesc {
         selection: c.selection.clone(),
         output: c.output,
@@ -228,13 +238,13 @@ pub fn run_select_case(ctx: &Context, stream: &Stream, rng: &mut Rng, c: &Select
             .then(|| ArrayView::of_buffer_shaped_mut(&mut lengths_buf, &[c.n as u64]))
             .transpose()
             .map_err(e)?,
-        num_selected: ArrayView::of_buffer_mut(&mut count),
+        num_selected: ArrayView::of_buffer_shaped_mut(&mut count, &[1]).map_err(e)?,
     };
     ctx.select(stream, &arrays, &desc).map_err(e)?;
     if runs {
         // Each run: its first element's bits and its length.
         let heads: Vec<usize> = (0..c.n).filter(|&i| i == 0 || x(i) != x(i - 1)).collect();
-        let got_count = count.download::<u64>(stream, 1).map_err(e)?[0];
+        let got_count = read_count(&count)?;
         if got_count != heads.len() as u64 {
             return Err(format!("{got_count} runs, want {}", heads.len()));
         }
@@ -259,7 +269,7 @@ pub fn run_select_case(ctx: &Context, stream: &Stream, rng: &mut Rng, c: &Select
         }
         return Ok(());
     }
-    let got_count = count.download::<u64>(stream, 1).map_err(e)?[0];
+    let got_count = read_count(&count)?;
     if got_count != kept.len() as u64 {
         return Err(format!("count {got_count}, want {}", kept.len()));
     }
@@ -397,6 +407,7 @@ pub fn sweep_selections(ctx: &Context, seed: u64, sizes: &[usize]) -> Vec<String
                         selection: selection.clone(),
                         output,
                         index_type: if rng.below(2) == 0 { DType::U32 } else { DType::U64 },
+                        count_type: [DType::U32, DType::U64, DType::I64][rng.below(3) as usize],
                         n,
                         density: [0, 1, 2, 97][rng.below(4) as usize],
                         capacity: (output == SelectOutput::Values || output == SelectOutput::Indices)

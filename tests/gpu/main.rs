@@ -79,6 +79,7 @@ fn main() {
             select::select_more_than_2_pow_32_elements,
             select::select_sanitizer_subset,
             select::select_in_graphs_and_threads,
+            select::select_counts_into_page_locked_host_memory,
             sort::sorts_at_every_tile_boundary,
             sort::argsorts_past_one_portion,
             sort::sort_more_than_2_pow_32_keys,

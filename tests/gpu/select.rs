@@ -55,6 +55,21 @@ pub(crate) fn select_more_than_2_pow_32_elements() {
     let kept: u64 = bytes.iter().map(|&b| (b != 0) as u64).sum();
     let input = Buffer::from_slice(ctx, &stream, &bytes).unwrap();
     let mut out = Buffer::new(ctx, DType::U64, kept + 1).unwrap();
+    // The output holds only `kept + 1` indices: the capacity says so.
+    let desc = SelectDesc::new(Selection::NonZero).indices().with_capacity(kept + 1);
+    // A U32 count could not hold every count of this many elements: refused, unwritten.
+    let mut count32 = Buffer::from_slice(ctx, &stream, &[0xA5A5_A5A5u32]).unwrap();
+    let refused = SelectArrays {
+        input: ArrayView::of_buffer(&input),
+        flags: None,
+        output: ArrayView::of_buffer_mut(&mut out),
+        rejected: None,
+        lengths: None,
+        num_selected: ArrayView::of_buffer_mut(&mut count32),
+    };
+    let err = ctx.select(&stream, &refused, &desc).unwrap_err();
+    assert_eq!(err.status, scanrt::ScanrtStatus::InvalidArgument, "{}", err.message);
+    assert_eq!(count32.download::<u32>(&stream, 1).unwrap(), [0xA5A5_A5A5]);
     let mut count = Buffer::new(ctx, DType::U64, 1).unwrap();
     let arrays = SelectArrays {
         input: ArrayView::of_buffer(&input),
@@ -64,8 +79,6 @@ pub(crate) fn select_more_than_2_pow_32_elements() {
         lengths: None,
         num_selected: ArrayView::of_buffer_mut(&mut count),
     };
-    // The output holds only `kept + 1` indices: the capacity says so.
-    let desc = SelectDesc::new(Selection::NonZero).indices().with_capacity(kept + 1);
     ctx.select(&stream, &arrays, &desc).unwrap();
     assert_eq!(ctx.selected_count(&stream, &count).unwrap(), kept);
     let got: Vec<u64> = out.download(&stream, kept as usize).unwrap();
@@ -97,6 +110,7 @@ pub(crate) fn select_sanitizer_subset() {
                 selection,
                 output,
                 index_type: DType::U64,
+                count_type: if dtype == DType::F64 { DType::U32 } else { DType::I64 },
                 n,
                 density: 2,
                 capacity: None,
@@ -166,6 +180,7 @@ pub(crate) fn select_in_graphs_and_threads() {
                         selection: Selection::ByteFlags,
                         output: SelectOutput::Values,
                         index_type: DType::U64,
+                        count_type: DType::U64,
                         n,
                         density: 3,
                         capacity: None,
@@ -178,4 +193,74 @@ pub(crate) fn select_in_graphs_and_threads() {
             });
         }
     });
+}
+
+/// Counts written to page-locked host memory (as U32, U64 and I64), read on the host
+/// after the stream is synchronised; a count in pageable host memory is refused with
+/// `NotDeviceMemory` and left as it was.
+pub(crate) fn select_counts_into_page_locked_host_memory() {
+    use cudarc::driver::sys;
+    let ctx = gpu();
+    let stream = ctx.new_stream().unwrap();
+    let cuda = ctx.cuda_context().unwrap();
+    cuda.bind_to_thread().unwrap();
+    let n = 300_001usize;
+    let values: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2654435761) % 5).collect();
+    let kept = values.iter().filter(|&&v| v != 0).count() as u64;
+    let input = Buffer::from_slice(ctx, &stream, &values).unwrap();
+    let mut out = Buffer::new(ctx, DType::U32, n as u64).unwrap();
+    let mut host: *mut std::ffi::c_void = std::ptr::null_mut();
+    // SAFETY: an out-pointer to a local; 16 bytes of page-locked memory, freed below.
+    assert_eq!(
+        unsafe { sys::cuMemAllocHost_v2(&mut host, 16) },
+        sys::CUresult::CUDA_SUCCESS
+    );
+    for count_type in [DType::U32, DType::U64, DType::I64] {
+        // SAFETY: `host` holds 16 bytes, written by nothing else while the stream runs.
+        unsafe { std::ptr::write_bytes(host as *mut u8, 0xA5, 16) };
+        let count = unsafe { ArrayView::contiguous(host as u64, count_type, &[1]) }.unwrap();
+        let arrays = SelectArrays {
+            input: ArrayView::of_buffer(&input),
+            flags: None,
+            output: ArrayView::of_buffer_mut(&mut out),
+            rejected: None,
+            lengths: None,
+            num_selected: count,
+        };
+        ctx.select(&stream, &arrays, &SelectDesc::new(Selection::NonZero))
+            .unwrap();
+        stream.synchronize().unwrap();
+        // SAFETY: the stream is synchronised; `host` holds 16 bytes.
+        let (got, after) = unsafe {
+            match count_type {
+                DType::U32 => (*(host as *const u32) as u64, *(host as *const u32).add(1) as u64),
+                _ => (*(host as *const u64), *(host as *const u64).add(1)),
+            }
+        };
+        assert_eq!(got, kept, "{count_type:?} count");
+        let poison = if count_type == DType::U32 {
+            0xA5A5_A5A5
+        } else {
+            0xA5A5_A5A5_A5A5_A5A5
+        };
+        assert_eq!(after, poison, "{count_type:?}: the word after the count was written");
+    }
+    // SAFETY: from cuMemAllocHost above, no longer used.
+    unsafe { sys::cuMemFreeHost(host) };
+    let mut pageable = vec![7u64; 1];
+    let count = unsafe { ArrayView::contiguous(pageable.as_mut_ptr() as u64, DType::U64, &[1]) }.unwrap();
+    let arrays = SelectArrays {
+        input: ArrayView::of_buffer(&input),
+        flags: None,
+        output: ArrayView::of_buffer_mut(&mut out),
+        rejected: None,
+        lengths: None,
+        num_selected: count,
+    };
+    let err = ctx
+        .select(&stream, &arrays, &SelectDesc::new(Selection::NonZero))
+        .unwrap_err();
+    assert_eq!(err.status, scanrt::ScanrtStatus::NotDeviceMemory, "{}", err.message);
+    stream.synchronize().unwrap();
+    assert_eq!(pageable, [7]);
 }

@@ -55,6 +55,34 @@ pub(crate) fn is_device_memory_type(memory_type: u32) -> bool {
         || memory_type == sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED as u32
 }
 
+/// Whether `ptr` is page-locked host memory that kernels address at the same address
+/// (`cudaMallocHost`, `cudaHostAlloc`, registered memory mapped under unified addressing).
+pub(crate) fn is_mapped_host_memory(ptr: CUdeviceptr) -> Result<bool> {
+    let mut memory_type: u32 = 0;
+    let mut device_pointer: CUdeviceptr = 0;
+    // SAFETY: out-pointers to locals of the attributes' sizes (u32; CUdeviceptr). A
+    // pointer the driver does not know (pageable memory) is an error: not mapped.
+    unsafe {
+        let known = sys::cuPointerGetAttribute(
+            &mut memory_type as *mut u32 as *mut c_void,
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            ptr,
+        );
+        if known != sys::CUresult::CUDA_SUCCESS || memory_type != sys::CUmemorytype::CU_MEMORYTYPE_HOST as u32 {
+            return Ok(false);
+        }
+        check(
+            sys::cuPointerGetAttribute(
+                &mut device_pointer as *mut CUdeviceptr as *mut c_void,
+                sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
+                ptr,
+            ),
+            "cuPointerGetAttribute",
+        )?;
+    }
+    Ok(device_pointer == ptr)
+}
+
 /// Whether `memory_type` (of [`PointerInfo`]) is device memory proper (not managed).
 pub(crate) fn is_plain_device_memory_type(memory_type: u32) -> bool {
     memory_type == sys::CUmemorytype::CU_MEMORYTYPE_DEVICE as u32
