@@ -59,26 +59,12 @@ pub(crate) fn select_more_than_2_pow_32_elements() {
     let desc = SelectDesc::new(Selection::NonZero).indices().with_capacity(kept + 1);
     // A U32 count could not hold every count of this many elements: refused, unwritten.
     let mut count32 = Buffer::from_slice(ctx, &stream, &[0xA5A5_A5A5u32]).unwrap();
-    let refused = SelectArrays {
-        input: ArrayView::of_buffer(&input),
-        flags: None,
-        output: ArrayView::of_buffer_mut(&mut out),
-        rejected: None,
-        lengths: None,
-        num_selected: ArrayView::of_buffer_mut(&mut count32),
-    };
+    let refused = selection_of(&input, &mut out, ArrayView::of_buffer_mut(&mut count32));
     let err = ctx.select(&stream, &refused, &desc).unwrap_err();
     assert_eq!(err.status, scanrt::ScanrtStatus::InvalidArgument, "{}", err.message);
     assert_eq!(count32.download::<u32>(&stream, 1).unwrap(), [0xA5A5_A5A5]);
     let mut count = Buffer::new(ctx, DType::U64, 1).unwrap();
-    let arrays = SelectArrays {
-        input: ArrayView::of_buffer(&input),
-        flags: None,
-        output: ArrayView::of_buffer_mut(&mut out),
-        rejected: None,
-        lengths: None,
-        num_selected: ArrayView::of_buffer_mut(&mut count),
-    };
+    let arrays = selection_of(&input, &mut out, ArrayView::of_buffer_mut(&mut count));
     ctx.select(&stream, &arrays, &desc).unwrap();
     assert_eq!(ctx.selected_count(&stream, &count).unwrap(), kept);
     let got: Vec<u64> = out.download(&stream, kept as usize).unwrap();
@@ -139,14 +125,7 @@ pub(crate) fn select_in_graphs_and_threads() {
     let mut out = Buffer::new(ctx, DType::U32, n as u64).unwrap();
     let mut count = Buffer::new(ctx, DType::U64, 1).unwrap();
     let desc = SelectDesc::new(Selection::RunHeads);
-    let arrays = SelectArrays {
-        input: ArrayView::of_buffer(&input),
-        flags: None,
-        output: ArrayView::of_buffer_mut(&mut out),
-        rejected: None,
-        lengths: None,
-        num_selected: ArrayView::of_buffer_mut(&mut count),
-    };
+    let arrays = selection_of(&input, &mut out, ArrayView::of_buffer_mut(&mut count));
     let graph = capture_after_warm_up(&cu_stream, &stream, || ctx.select(&stream, &arrays, &desc).unwrap());
     for replay in 0..200 {
         if replay % 20 == 0 {
@@ -219,14 +198,7 @@ pub(crate) fn select_counts_into_page_locked_host_memory() {
         // SAFETY: `host` holds 16 bytes, written by nothing else while the stream runs.
         unsafe { std::ptr::write_bytes(host as *mut u8, 0xA5, 16) };
         let count = unsafe { ArrayView::contiguous(host as u64, count_type, &[1]) }.unwrap();
-        let arrays = SelectArrays {
-            input: ArrayView::of_buffer(&input),
-            flags: None,
-            output: ArrayView::of_buffer_mut(&mut out),
-            rejected: None,
-            lengths: None,
-            num_selected: count,
-        };
+        let arrays = selection_of(&input, &mut out, count);
         ctx.select(&stream, &arrays, &SelectDesc::new(Selection::NonZero))
             .unwrap();
         stream.synchronize().unwrap();
@@ -249,18 +221,23 @@ pub(crate) fn select_counts_into_page_locked_host_memory() {
     unsafe { sys::cuMemFreeHost(host) };
     let mut pageable = vec![7u64; 1];
     let count = unsafe { ArrayView::contiguous(pageable.as_mut_ptr() as u64, DType::U64, &[1]) }.unwrap();
-    let arrays = SelectArrays {
-        input: ArrayView::of_buffer(&input),
-        flags: None,
-        output: ArrayView::of_buffer_mut(&mut out),
-        rejected: None,
-        lengths: None,
-        num_selected: count,
-    };
+    let arrays = selection_of(&input, &mut out, count);
     let err = ctx
         .select(&stream, &arrays, &SelectDesc::new(Selection::NonZero))
         .unwrap_err();
     assert_eq!(err.status, scanrt::ScanrtStatus::NotDeviceMemory, "{}", err.message);
     stream.synchronize().unwrap();
     assert_eq!(pageable, [7]);
+}
+
+/// The arrays of a selection of `input` into `out` by a rule that reads the elements.
+fn selection_of<'a>(input: &'a Buffer, out: &'a mut Buffer, count: ArrayView<'a>) -> SelectArrays<'a> {
+    SelectArrays {
+        input: ArrayView::of_buffer(input),
+        flags: None,
+        output: ArrayView::of_buffer_mut(out),
+        rejected: None,
+        lengths: None,
+        num_selected: count,
+    }
 }
