@@ -87,6 +87,15 @@ pub use tables::{
 };
 pub use types::{check_types, DTypeInfo, Narrow, NumberKind, ScanTypes, Widen, NARROWING_TYPES, TYPE_PAIRS};
 
+/// The CUDA device ordinal of the memory at `addr` (device memory, or managed or mapped
+/// host memory of one device), or `None` for memory the driver places on no one device:
+/// how a caller that receives bare device pointers (JAX's FFI) finds their context.
+pub fn device_of_pointer(addr: u64) -> Result<Option<usize>> {
+    runtime::cu::init()?;
+    let info = runtime::cu::pointer_info(addr)?;
+    Ok(usize::try_from(info.device_ordinal).ok())
+}
+
 /// The directory of the on-disk kernel cache, or why there is none (turned off, or a
 /// directory refused as not private: see `SCANRT_CACHE_DIR` in the README). Without one,
 /// every process compiles the kernels it uses.

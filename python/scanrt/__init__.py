@@ -76,6 +76,13 @@ _one_d = _arrays.one_d
 _torch_autograd = _arrays.torch_autograd
 
 
+def _xla() -> Any:
+    """scanrt's XLA custom calls for JAX (``_jax``), imported where a JAX array is seen."""
+    from . import _jax
+
+    return _jax
+
+
 def _readable(x: Any, op: str, dtype: Optional[str]) -> Any:
     """``x``, or converted to the result's type where the scan does not read its type
     into that one (int8 into int64, int64 into float32, ...): NumPy's ``dtype``, the type
@@ -93,6 +100,10 @@ def _builtin_scan(x: Any, op: str, axis: Optional[int], exclusive: bool, reverse
                   offsets: Any = None, keys: Any = None) -> Any:
     if axis is None:  # NumPy's: the flattened array, in C order
         x, axis = x.reshape(-1), -1
+    if _arrays.library(x) == "jax" and _xla().takes(out, segments, offsets, keys, initial, total):
+        x = _readable(x, op, dtype)
+        out_type = _result_type(_arrays.describe_dtype(x), op, dtype)
+        return _xla().scan(x, op, axis, exclusive, reverse, initial, deterministic, out_type)
     tensor = _arrays.is_torch(x)
     if dtype is not None or not tensor or x.dtype.itemsize < 4:
         x = _readable(x, op, dtype)

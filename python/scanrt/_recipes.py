@@ -70,6 +70,11 @@ def _extreme(x: Any, recipe: str, axis: int, exclusive: bool, reverse: bool, ini
              dtype: Optional[str], out: Any, segments: Any, offsets: Any, keys: Any) -> Tuple[Any, Any]:
     if dtype is not None:
         x = _arrays.astype(x, dtype)
+    if _arrays.library(x) == "jax":
+        from . import _jax
+
+        if _jax.takes(out, segments, offsets, keys, initial):
+            return _jax.extreme(x, recipe, axis, exclusive, reverse, initial, deterministic)
     data = _arrays.segment_data(x, segments, offsets, keys)
     if _torch_autograd(x):
         # Here, not at the top: _torch imports torch, which scanrt does not require.
@@ -152,6 +157,11 @@ def logcumsumexp(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bo
     if t not in _FLOATS:
         raise TypeError(f"logcumsumexp takes float16, bfloat16, float32 or float64 arrays, not {t} "
                         "(dtype= converts)")
+    if _arrays.library(x) == "jax":
+        from . import _jax
+
+        if _jax.takes(out, segments, offsets, keys, initial):
+            return _jax.logcumsumexp(x, axis, exclusive, reverse, initial, deterministic)
     data = _arrays.segment_data(x, segments, offsets, keys)
     init = None if initial is None else float(initial)
     if _torch_autograd(x):

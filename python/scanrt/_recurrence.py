@@ -70,6 +70,11 @@ def linear_recurrence(a: Any, b: Any, axis: int = -1, *, exclusive: bool = False
         return _torch_fast("linear_recurrence", a, b, None if initial is None else float(initial), exclusive, reverse,
                            deterministic)
     a, b = _pair(a, b, dtype)
+    if _arrays.library(a) == "jax" and not return_final:
+        from . import _jax
+
+        if _jax.takes(out, segments, offsets, keys, initial):
+            return _jax.linear_recurrence(a, b, axis, exclusive, reverse, initial, deterministic)
     if offsets is not None or _arrays.is_array(initial) or return_final:
         if segments is not None or keys is not None:
             raise TypeError("states per sequence take sequences by offsets (not flags or keys)")

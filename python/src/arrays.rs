@@ -163,6 +163,11 @@ pub(crate) unsafe fn state_carry_views(
 
 /// The context of a device (-1: the host backend), one per process and device.
 pub(crate) fn context(device: i64) -> PyResult<Context> {
+    shared_context(device).py_err()
+}
+
+/// [`context`] without the GIL (XLA's handlers).
+pub(crate) fn shared_context(device: i64) -> scanrt::Result<Context> {
     static CONTEXTS: Lazy<Mutex<HashMap<i64, Context>>> = Lazy::new(|| Mutex::new(HashMap::new()));
     let mut all = CONTEXTS.lock();
     if let Some(c) = all.get(&device) {
@@ -172,8 +177,7 @@ pub(crate) fn context(device: i64) -> PyResult<Context> {
         Context::new(Backend::Host, 0)
     } else {
         Context::new(Backend::Gpu, device as usize)
-    }
-    .py_err()?;
+    }?;
     all.insert(device, ctx.clone());
     Ok(ctx)
 }

@@ -14,6 +14,7 @@ mod out_of_core;
 mod scan;
 mod select;
 mod sort;
+mod xla_ffi;
 
 use pyo3::prelude::*;
 
@@ -31,6 +32,7 @@ fn _scanrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(select::select, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::synchronize, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::dtypes, m)?)?;
+    m.add_function(wrap_pyfunction!(xla_ffi::xla_handlers, m)?)?;
     m.add_class::<operator::PyOperator>()?;
     Ok(())
 }

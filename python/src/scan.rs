@@ -11,21 +11,26 @@ use pyo3::exceptions::{PyOverflowError, PyValueError};
 use pyo3::prelude::*;
 use scanrt::{
     recipes, CarryViews, Context, DType, Direction, InitValue, Op, Operator, OperatorScan, ScanDesc, ScanTypes,
-    Segments,
+    ScanrtStatus, Segments,
 };
 
 use crate::arrays::{context, device_of, dtype_named, segment_data, stream, ArrayArg, SegmentData};
 use crate::errors::IntoPy;
 use crate::operator_scan::run_scan;
 
-fn op_of(name: &str) -> PyResult<Op> {
-    Ok(match name {
+/// The built-in operator Python calls `name`.
+pub(crate) fn op_named(name: &str) -> Option<Op> {
+    Some(match name {
         "sum" => Op::Sum,
         "prod" => Op::Product,
         "min" => Op::Min,
         "max" => Op::Max,
-        other => return Err(PyValueError::new_err(format!("no scan operator {other:?}"))),
+        _ => return None,
     })
+}
+
+fn op_of(name: &str) -> PyResult<Op> {
+    op_named(name).ok_or_else(|| PyValueError::new_err(format!("no scan operator {name:?}")))
 }
 
 /// Whether a built-in scan reads `input` values and writes `output` ones with `op` (in the
@@ -174,9 +179,11 @@ pub(crate) fn summed_area_table(
         .map(|_| ())
 }
 
-/// The recipes' operators, compiled once per (context, recipe, type).
-fn operator(ctx: &Context, device: i64, recipe: &str, dtype: DType) -> PyResult<Operator> {
-    static OPERATORS: Lazy<Mutex<HashMap<(i64, String, DType), Operator>>> = Lazy::new(|| Mutex::new(HashMap::new()));
+/// The recipes' operators, compiled once per (context, recipe, type). Without the GIL
+/// (XLA's handlers call it too).
+pub(crate) fn recipe_operator(ctx: &Context, device: i64, recipe: &str, dtype: DType) -> scanrt::Result<Operator> {
+    type Operators = Mutex<HashMap<(i64, String, DType), Operator>>;
+    static OPERATORS: Lazy<Operators> = Lazy::new(|| Mutex::new(HashMap::new()));
     let key = (device, recipe.to_string(), dtype);
     if let Some(op) = OPERATORS.lock().get(&key) {
         return Ok(op.clone());
@@ -187,26 +194,37 @@ fn operator(ctx: &Context, device: i64, recipe: &str, dtype: DType) -> PyResult<
         "logcumsumexp" => recipes::logcumsumexp(dtype),
         "linear_recurrence" => recipes::linear_recurrence(dtype),
         "linear_recurrence_adjoint" => recipes::linear_recurrence_adjoint(dtype),
-        other => return Err(PyValueError::new_err(format!("no recipe {other:?}"))),
-    }
-    .py_err()?;
-    let op = ctx.create_operator(desc).py_err()?;
+        other => {
+            return Err(scanrt::Error::new(
+                ScanrtStatus::InvalidArgument,
+                format!("no recipe {other:?}"),
+            ))
+        }
+    }?;
+    let op = ctx.create_operator(desc)?;
     OPERATORS.lock().insert(key, op.clone());
     Ok(op)
 }
 
-/// A recipe's initial state from a Python number: the recurrence's h0, the adjoint's
-/// final-state gradient, logcumsumexp's extra term, or the extremes' starting value (of
-/// the array type, exactly for integers).
-fn recipe_init(recipe: &str, dtype: DType, value: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+/// A recipe's initial state: the recurrence's h0, the adjoint's final-state gradient or
+/// logcumsumexp's extra term from `number`, the extremes' starting value `exact` (of the
+/// array type).
+pub(crate) fn recipe_init_state(recipe: &str, dtype: DType, number: f64, exact: InitValue) -> scanrt::Result<Vec<u8>> {
     match recipe {
-        "linear_recurrence" => recipes::recurrence_init(dtype, value.extract()?),
-        "linear_recurrence_adjoint" => recipes::recurrence_adjoint_init(dtype, value.extract()?),
-        "logcumsumexp" => recipes::logcumsumexp_init(dtype, value.extract()?),
-        "cummax" | "cummin" => recipes::cumulative_extreme_init(dtype, value_of(dtype, value, "initial")?),
-        _ => return Err(PyValueError::new_err(format!("{recipe} takes no initial value"))),
+        "linear_recurrence" => recipes::recurrence_init(dtype, number),
+        "linear_recurrence_adjoint" => recipes::recurrence_adjoint_init(dtype, number),
+        "logcumsumexp" => recipes::logcumsumexp_init(dtype, number),
+        "cummax" | "cummin" => recipes::cumulative_extreme_init(dtype, exact),
+        _ => Err(scanrt::Error::new(
+            ScanrtStatus::InvalidArgument,
+            format!("{recipe} takes no initial value"),
+        )),
     }
-    .py_err()
+}
+
+/// A recipe's initial state from a Python number (integers exactly for the extremes).
+fn recipe_init(recipe: &str, dtype: DType, value: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    recipe_init_state(recipe, dtype, value.extract()?, value_of(dtype, value, "initial")?).py_err()
 }
 
 /// A Python number as a value of `dtype`, the argument `what` (integers exactly, or a
@@ -279,7 +297,7 @@ pub(crate) fn recipe_scan(
     let device = device_of(&all)?;
     let ctx = context(device)?;
     let dtype = inputs[0].dtype()?;
-    let op = operator(&ctx, device, recipe, dtype)?;
+    let op = recipe_operator(&ctx, device, recipe, dtype).py_err()?;
     let init = initial.map(|v| recipe_init(recipe, dtype, &v)).transpose()?;
     let n: u64 = outputs[0].shape.iter().product();
     let segments = segment_data(SegmentData {

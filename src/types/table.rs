@@ -1,5 +1,5 @@
 //! **The one table of element types**: each type's size, kind and names (CUDA, NumPy,
-//! DLPack), and the Rust type that carries it. The `DType` enum itself is a row of
+//! DLPack, XLA), and the Rust type that carries it. The `DType` enum itself is a row of
 //! src/tables.rs.
 
 pub use crate::tables::DType;
@@ -29,6 +29,8 @@ pub struct DTypeInfo {
     /// DLPack's type code (`kDLInt` 0, `kDLUInt` 1, `kDLFloat` 2, `kDLBfloat` 4); its bits
     /// are `8 * size`, one lane.
     pub dlpack_code: u8,
+    /// XLA's primitive type (`XLA_FFI_DataType`), as JAX's FFI hands buffers over.
+    pub xla_code: u8,
 }
 
 impl DType {
@@ -40,19 +42,19 @@ impl DType {
         const UINT: u8 = 1;
         const FLOAT: u8 = 2;
         const BFLOAT: u8 = 4;
-        let (size, kind, cuda, name, dlpack_code) = match self {
-            DType::U8 => (1, Unsigned, "u8", "uint8", UINT),
-            DType::I32 => (4, Signed, "i32", "int32", INT),
-            DType::U32 => (4, Unsigned, "u32", "uint32", UINT),
-            DType::I64 => (8, Signed, "i64", "int64", INT),
-            DType::U64 => (8, Unsigned, "u64", "uint64", UINT),
-            DType::F32 => (4, Float, "float", "float32", FLOAT),
-            DType::F64 => (8, Float, "double", "float64", FLOAT),
-            DType::I8 => (1, Signed, "i8", "int8", INT),
-            DType::U16 => (2, Unsigned, "u16", "uint16", UINT),
-            DType::I16 => (2, Signed, "i16", "int16", INT),
-            DType::F16 => (2, Float, "f16", "float16", FLOAT),
-            DType::BF16 => (2, Float, "bf16", "bfloat16", BFLOAT),
+        let (size, kind, cuda, name, dlpack_code, xla_code) = match self {
+            DType::U8 => (1, Unsigned, "u8", "uint8", UINT, 6),
+            DType::I32 => (4, Signed, "i32", "int32", INT, 4),
+            DType::U32 => (4, Unsigned, "u32", "uint32", UINT, 8),
+            DType::I64 => (8, Signed, "i64", "int64", INT, 5),
+            DType::U64 => (8, Unsigned, "u64", "uint64", UINT, 9),
+            DType::F32 => (4, Float, "float", "float32", FLOAT, 11),
+            DType::F64 => (8, Float, "double", "float64", FLOAT, 12),
+            DType::I8 => (1, Signed, "i8", "int8", INT, 2),
+            DType::U16 => (2, Unsigned, "u16", "uint16", UINT, 7),
+            DType::I16 => (2, Signed, "i16", "int16", INT, 3),
+            DType::F16 => (2, Float, "f16", "float16", FLOAT, 10),
+            DType::BF16 => (2, Float, "bf16", "bfloat16", BFLOAT, 16),
         };
         DTypeInfo {
             size,
@@ -60,12 +62,18 @@ impl DType {
             cuda,
             name,
             dlpack_code,
+            xla_code,
         }
     }
     /// The type NumPy, PyTorch and JAX call `name` (`bool` arrays are read as `u8`).
     pub fn named(name: &str) -> Option<DType> {
         let name = if name == "bool" { "uint8" } else { name };
         DType::ALL.into_iter().find(|t| t.info().name == name)
+    }
+    /// The type of XLA's primitive type `code` (XLA's `PRED`, 1, is read as `u8`).
+    pub fn of_xla(code: u8) -> Option<DType> {
+        let code = if code == 1 { DType::U8.info().xla_code } else { code };
+        DType::ALL.into_iter().find(|t| t.info().xla_code == code)
     }
     /// The type of DLPack's `(code, bits, lanes)`.
     pub fn of_dlpack(code: u8, bits: u8, lanes: u16) -> Option<DType> {

@@ -1,0 +1,178 @@
+"""JAX arrays through XLA's FFI: scanrt's scans as XLA custom calls (the handlers of
+``src/xla_ffi``), so that they run inside ``jax.jit`` on XLA's stream with no host
+synchronisation, batch under ``jax.vmap`` (a batch axis is more rows: each call scans
+along a negative axis, which the leading batch axes leave in place) and differentiate
+under ``jax.grad`` (``custom_vjp`` around the calls: sums, extremes and the linear
+recurrence). Concrete JAX arrays on the GPU take the same calls, eagerly."""
+
+import functools
+from typing import Any, List, Sequence, Tuple
+
+import jax
+
+from . import _arrays, _core, _scanrt
+
+_REGISTERED: List[bool] = [False]
+
+
+def takes(out: Any, *options: Any) -> bool:
+    """Whether a call on a JAX array (or tracer) runs as an XLA custom call: JAX's default
+    backend is a GPU (traced values carry no device before XLA places them), and the call
+    names no ``out`` and none of the array options (segments, carries in arrays) among
+    ``options`` that the custom calls do not take."""
+    if out is not None or any(_arrays.is_array(o) for o in options):
+        return False
+    return jax.default_backend() == "gpu"
+
+
+def _register() -> None:
+    if _REGISTERED[0]:
+        return
+    for name, address in _scanrt.xla_handlers().items():
+        jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(address), platform="CUDA")
+    _REGISTERED[0] = True
+
+
+def _dtype(name: str) -> Any:
+    """JAX's type for ``name`` (64-bit types become 32-bit ones without x64)."""
+    return jax.dtypes.canonicalize_dtype(name)
+
+
+def _options(axis: int, ndim: int, exclusive: bool, reverse: bool, deterministic: bool, initial: Any) -> dict:
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of range for an array of {ndim} dimensions")
+    options: dict = dict(axis=axis % ndim - ndim, inclusive=not exclusive, reverse=bool(reverse),
+                   deterministic=bool(deterministic))
+    if initial is not None:
+        if not isinstance(initial, (int, float)) or isinstance(initial, bool):
+            raise TypeError(f"initial must be a number under JAX, not {type(initial).__name__}")
+        options["initial"] = initial
+    return options
+
+
+def _call(target: str, inputs: Sequence[Any], results: Sequence[Tuple[tuple, Any]], **options: Any) -> List[Any]:
+    _register()
+    shapes = [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in results]
+    return list(jax.ffi.ffi_call(target, shapes, vmap_method="broadcast_all")(*inputs, **options))
+
+
+def scan(x: Any, op: str, axis: int, exclusive: bool, reverse: bool, initial: Any, deterministic: bool,
+         out_type: str) -> Any:
+    """A built-in operator's scan of ``x`` along ``axis`` into ``out_type``."""
+    options = _options(axis, x.ndim, exclusive, reverse, deterministic, initial)
+    out = _dtype(out_type)
+    if op == "sum" and initial is None and out.kind == "f" and x.dtype.kind == "f":
+        return _sum(x, out, options["axis"], exclusive, bool(reverse), bool(deterministic))
+    return _call("scanrt_scan", [x], [(x.shape, out)], op=op, **options)[0]
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2, 3, 4, 5))
+def _sum(x: Any, out: Any, axis: int, exclusive: bool, reverse: bool, deterministic: bool) -> Any:
+    return _call("scanrt_scan", [x], [(x.shape, out)], op="sum", axis=axis, inclusive=not exclusive,
+                 reverse=reverse, deterministic=deterministic)[0]
+
+
+def _sum_forward(x, out, axis, exclusive, reverse, deterministic):
+    # The residual is a zero-size array of x's type: its gradient's type.
+    return _sum(x, out, axis, exclusive, reverse, deterministic), jax.numpy.zeros(0, x.dtype)
+
+
+def _sum_backward(out, axis, exclusive, reverse, deterministic, like, g):
+    # Element s reaches every result t at or after it (before it, reversed): the gradient
+    # is the same scan of g the other way.
+    grad = _call("scanrt_scan", [g], [(g.shape, g.dtype)], op="sum", axis=axis, inclusive=not exclusive,
+                 reverse=not reverse, deterministic=deterministic)[0]
+    return (grad.astype(like.dtype),)
+
+
+_sum.defvjp(_sum_forward, _sum_backward)
+
+
+def extreme(x: Any, recipe: str, axis: int, exclusive: bool, reverse: bool, initial: Any,
+            deterministic: bool) -> Tuple[Any, Any]:
+    """cummax or cummin of ``x`` along ``axis``: values and int indices (-1 where the
+    initial value or an exclusive scan's start is the extreme)."""
+    options = _options(axis, x.ndim, exclusive, reverse, deterministic, initial)
+    empty = exclusive or initial is not None
+    if x.dtype.kind == "f":
+        values, raw = _extreme_values(x, recipe, tuple(sorted(options.items())))
+    else:
+        values, raw = _call("scanrt_recipe", [x], [(x.shape, x.dtype), (x.shape, "uint32")], recipe=recipe,
+                            **options)
+    return values, _core.indices_of(raw, 0, empty)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2))
+def _extreme_values(x: Any, recipe: str, options: tuple) -> Tuple[Any, Any]:
+    return tuple(_call("scanrt_recipe", [x], [(x.shape, x.dtype), (x.shape, "uint32")], recipe=recipe,
+                       **dict(options)))
+
+
+def _extreme_forward(x, recipe, options):
+    values, raw = _extreme_values(x, recipe, options)
+    return (values, raw), raw
+
+
+def _extreme_backward(recipe, options, raw, grads):
+    jnp = jax.numpy
+    g = grads[0]
+    axis = dict(options)["axis"]
+    moved_g, moved_i = jnp.moveaxis(g, axis, -1), jnp.moveaxis(raw, axis, -1)
+    n = moved_g.shape[-1]
+    # Each result's gradient goes to the element it took (none for the initial value).
+    kept = moved_i < n
+    rows = jnp.arange(moved_g.size // max(n, 1)).reshape(moved_g.shape[:-1] + (1,)) * n
+    target = jnp.where(kept, rows + jnp.where(kept, moved_i, 0).astype(rows.dtype), moved_g.size)
+    flat = jnp.zeros(moved_g.size + 1, g.dtype).at[target.reshape(-1)].add(moved_g.reshape(-1))
+    return (jnp.moveaxis(flat[:-1].reshape(moved_g.shape), -1, axis),)
+
+
+_extreme_values.defvjp(_extreme_forward, _extreme_backward)
+
+
+def logcumsumexp(x: Any, axis: int, exclusive: bool, reverse: bool, initial: Any, deterministic: bool) -> Any:
+    options = _options(axis, x.ndim, exclusive, reverse, deterministic, initial)
+    return _call("scanrt_recipe", [x], [(x.shape, x.dtype)], recipe="logcumsumexp", **options)[0]
+
+
+def linear_recurrence(a: Any, b: Any, axis: int, exclusive: bool, reverse: bool, initial: Any,
+                      deterministic: bool) -> Any:
+    """``h[t] = a[t] h[t-1] + b[t]`` along ``axis`` from ``initial`` (0), differentiable
+    in ``a`` and ``b`` (inclusive scans)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        raise TypeError(f"a and b have one shape and type: {a.shape} {a.dtype} and {b.shape} {b.dtype}")
+    options = _options(axis, a.ndim, exclusive, reverse, deterministic, initial)
+    if exclusive:
+        return _call("scanrt_recipe", [a, b], [(a.shape, a.dtype)], recipe="linear_recurrence", **options)[0]
+    start = 0.0 if initial is None else float(initial)
+    return _recurrence(a, b, options["axis"], bool(reverse), start, bool(deterministic))
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(2, 3, 4, 5))
+def _recurrence(a: Any, b: Any, axis: int, reverse: bool, start: float, deterministic: bool) -> Any:
+    return _call("scanrt_recipe", [a, b], [(a.shape, a.dtype)], recipe="linear_recurrence", axis=axis,
+                 inclusive=True, reverse=reverse, deterministic=deterministic, initial=start)[0]
+
+
+def _recurrence_forward(a, b, axis, reverse, start, deterministic):
+    h = _recurrence(a, b, axis, reverse, start, deterministic)
+    return h, (a, h)
+
+
+def _recurrence_backward(axis, reverse, start, deterministic, residuals, g):
+    jnp = jax.numpy
+    a, h = residuals
+    # lam[t] = g[t] + a[s] lam[s], s the element after t in the recurrence's order: the
+    # gradient of b; that of a[t] is lam[t] times the state before t (start at the head).
+    lam = _call("scanrt_recipe", [a, g], [(a.shape, a.dtype)], recipe="linear_recurrence_adjoint", axis=axis,
+                inclusive=True, reverse=not reverse, deterministic=deterministic)[0]
+    n = h.shape[axis]
+    head = jnp.full_like(jnp.take(h, jnp.arange(1), axis=axis), start)
+    if reverse:
+        before = jnp.concatenate([jnp.take(h, jnp.arange(1, n), axis=axis), head], axis=axis)
+    else:
+        before = jnp.concatenate([head, jnp.take(h, jnp.arange(n - 1), axis=axis)], axis=axis)
+    return lam * before, lam
+
+
+_recurrence.defvjp(_recurrence_forward, _recurrence_backward)

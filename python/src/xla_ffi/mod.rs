@@ -1,0 +1,391 @@
+//! scanrt's scans as XLA FFI handlers, so that JAX runs them inside `jax.jit` (and under
+//! `vmap` and `grad`, which `scanrt/_jax.py` builds on them) on XLA's own stream, with no
+//! host synchronisation: `scanrt_scan` (a built-in operator along an axis) and
+//! `scanrt_recipe` (a recipe: cumulative extremes with their indices, logcumsumexp, the
+//! linear recurrence and its adjoint, along an axis). Python registers their addresses
+//! (`xla_handlers`) with `jax.ffi.register_ffi_target`.
+//!
+//! A handler runs on XLA's thread without the GIL, so it reaches only the Rust crate.
+//! Every failure, a panic included, becomes an XLA error naming it; nothing unwinds into
+//! XLA.
+
+mod api;
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use pyo3::prelude::*;
+use scanrt::{ArrayView, Context, DType, Direction, InitValue, OperatorScan, ScanDesc, ScanrtStatus, Stream};
+
+use crate::arrays::shared_context;
+use crate::scan::{op_named, recipe_init_state, recipe_operator};
+use api::{Buffer, CallFrame, Error};
+
+/// The handlers' names and addresses, for `jax.ffi.register_ffi_target`.
+#[pyfunction]
+pub(crate) fn xla_handlers() -> HashMap<&'static str, usize> {
+    HashMap::from([
+        ("scanrt_scan", scan_handler as api::Handler as usize),
+        ("scanrt_recipe", recipe_handler as api::Handler as usize),
+    ])
+}
+
+unsafe extern "C" fn scan_handler(frame: *mut CallFrame) -> *mut Error {
+    handle(frame, builtin_scan)
+}
+
+unsafe extern "C" fn recipe_handler(frame: *mut CallFrame) -> *mut Error {
+    handle(frame, recipe_scan)
+}
+
+/// Why a call failed, as XLA's error code and message.
+struct Failure {
+    code: i32,
+    message: String,
+}
+
+impl From<scanrt::Error> for Failure {
+    fn from(e: scanrt::Error) -> Failure {
+        let code = match e.status {
+            ScanrtStatus::CudaError
+            | ScanrtStatus::OutOfMemory
+            | ScanrtStatus::WorkspaceFault
+            | ScanrtStatus::Panic => api::ERROR_INTERNAL,
+            _ => api::ERROR_INVALID_ARGUMENT,
+        };
+        Failure {
+            code,
+            message: format!("scanrt: {}: {}", e.status.c_name(), e.message),
+        }
+    }
+}
+
+fn invalid(message: String) -> Failure {
+    Failure {
+        code: api::ERROR_INVALID_ARGUMENT,
+        message: format!("scanrt: {message}"),
+    }
+}
+
+/// What every handler does around its work: answers XLA's metadata query (API version,
+/// no traits: the handlers are not captured in XLA's command buffers), runs only at the
+/// execute stage, and turns a failure or a panic into an XLA error.
+///
+/// # Safety
+/// `frame` is XLA's call frame for this call (or its metadata query).
+unsafe fn handle(frame: *mut CallFrame, body: fn(&Call) -> Result<(), Failure>) -> *mut Error {
+    // SAFETY: XLA passes a live frame; NULL is refused.
+    let Some(frame) = (unsafe { frame.as_ref() }) else {
+        return std::ptr::null_mut();
+    };
+    // The metadata query comes with the execute stage and, in some versions, no API: it
+    // is recognised by its extension first and answered without the API.
+    // SAFETY: an extension starts with `ExtensionBase`; the metadata one is
+    // `MetadataExtension`, whose metadata XLA owns for the query.
+    if let Some(extension) = unsafe { frame.extension_start.as_ref() } {
+        if extension.kind == api::EXTENSION_METADATA {
+            let extension = unsafe { &*(frame.extension_start as *const api::MetadataExtension) };
+            if let Some(metadata) = unsafe { extension.metadata.as_mut() } {
+                (metadata.api_version.major, metadata.api_version.minor) = api::API_VERSION;
+                metadata.traits = 0;
+            }
+            return std::ptr::null_mut();
+        }
+    }
+    if frame.stage != api::STAGE_EXECUTE || frame.struct_size < api::CALL_FRAME_SIZE || frame.api.is_null() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: checked non-NULL; XLA's API table outlives the call.
+    let api = unsafe { &*frame.api };
+    let outcome = catch_unwind(AssertUnwindSafe(|| body(&Call { frame, api })));
+    let failure = match outcome {
+        Ok(Ok(())) => return std::ptr::null_mut(),
+        Ok(Err(failure)) => failure,
+        Err(_) => Failure {
+            code: api::ERROR_INTERNAL,
+            message: "scanrt: internal panic in an XLA handler (a bug in scanrt, please report it)".into(),
+        },
+    };
+    let message = CString::new(failure.message.replace('\0', " ")).unwrap_or_default();
+    let mut args = api::ErrorCreateArgs {
+        struct_size: std::mem::size_of::<api::ErrorCreateArgs>(),
+        extension_start: std::ptr::null_mut(),
+        message: message.as_ptr(),
+        errc: failure.code,
+    };
+    // SAFETY: the API's error constructor, on a filled struct; XLA copies the message and
+    // owns the error it returns.
+    unsafe { (api.error_create)(&mut args) }
+}
+
+/// An attribute's value.
+#[derive(Debug, Clone, Copy)]
+enum Attr<'a> {
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Text(&'a str),
+}
+
+/// One execute call: its buffers, attributes and stream.
+struct Call<'a> {
+    frame: &'a CallFrame,
+    api: &'a api::Api,
+}
+
+impl Call<'_> {
+    fn buffers(list: &api::Buffers) -> &[*const Buffer] {
+        if list.size <= 0 || list.buffers.is_null() {
+            return &[];
+        }
+        // SAFETY: XLA's list of `size` buffer pointers, live during the call.
+        unsafe { std::slice::from_raw_parts(list.buffers, list.size as usize) }
+    }
+
+    fn args(&self) -> Vec<&Buffer> {
+        // SAFETY: the pointers XLA lists are its buffers, live during the call.
+        Self::buffers(&self.frame.args)
+            .iter()
+            .map(|&b| unsafe { &*b })
+            .collect()
+    }
+
+    fn rets(&self) -> Vec<&Buffer> {
+        // SAFETY: as `args`.
+        Self::buffers(&self.frame.rets)
+            .iter()
+            .map(|&b| unsafe { &*b })
+            .collect()
+    }
+
+    /// The attribute `name`, if the call has it (scalars of the types JAX makes of Python
+    /// numbers and booleans, and strings).
+    fn attr(&self, name: &str) -> Result<Option<Attr<'_>>, Failure> {
+        let attrs = &self.frame.attrs;
+        for i in 0..attrs.size.max(0) as usize {
+            // SAFETY: XLA's `size` names, types and values, live during the call; a name is
+            // a byte span, a value the type its tag says.
+            let (span, kind, value) = unsafe { (&**attrs.names.add(i), *attrs.types.add(i), *attrs.attrs.add(i)) };
+            let key = unsafe { std::slice::from_raw_parts(span.ptr as *const u8, span.len) };
+            if key != name.as_bytes() {
+                continue;
+            }
+            let value = match kind {
+                api::ATTR_STRING => {
+                    let text = unsafe { &*(value as *const api::ByteSpan) };
+                    let bytes = unsafe { std::slice::from_raw_parts(text.ptr as *const u8, text.len) };
+                    Attr::Text(
+                        std::str::from_utf8(bytes).map_err(|_| invalid(format!("attribute {name} is not UTF-8")))?,
+                    )
+                }
+                api::ATTR_SCALAR => {
+                    let scalar = unsafe { &*(value as *const api::Scalar) };
+                    match scalar.dtype {
+                        api::PRED => Attr::Bool(unsafe { *(scalar.value as *const u8) } != 0),
+                        api::S32 => Attr::Int(unsafe { *(scalar.value as *const i32) } as i64),
+                        api::S64 => Attr::Int(unsafe { *(scalar.value as *const i64) }),
+                        api::U64 => Attr::Int(unsafe { *(scalar.value as *const u64) } as i64),
+                        api::F32 => Attr::Float(unsafe { *(scalar.value as *const f32) } as f64),
+                        api::F64 => Attr::Float(unsafe { *(scalar.value as *const f64) }),
+                        other => return Err(invalid(format!("attribute {name} has XLA type {other}"))),
+                    }
+                }
+                other => return Err(invalid(format!("attribute {name} has XLA kind {other}"))),
+            };
+            return Ok(Some(value));
+        }
+        Ok(None)
+    }
+
+    fn flag(&self, name: &str) -> Result<bool, Failure> {
+        match self.attr(name)? {
+            None => Ok(false),
+            Some(Attr::Bool(b)) => Ok(b),
+            Some(other) => Err(invalid(format!("attribute {name} is {other:?}, not a bool"))),
+        }
+    }
+
+    fn int(&self, name: &str) -> Result<i64, Failure> {
+        match self.attr(name)? {
+            Some(Attr::Int(v)) => Ok(v),
+            other => Err(invalid(format!("attribute {name} is {other:?}, not an integer"))),
+        }
+    }
+
+    fn text(&self, name: &str) -> Result<&str, Failure> {
+        match self.attr(name)? {
+            Some(Attr::Text(t)) => Ok(t),
+            other => Err(invalid(format!("attribute {name} is {other:?}, not a string"))),
+        }
+    }
+
+    /// The device the call's first buffer is on, its context, and XLA's stream there.
+    fn context_and_stream(&self) -> Result<(i64, Context, Stream), Failure> {
+        let first = self
+            .args()
+            .first()
+            .copied()
+            .ok_or_else(|| invalid("a call without arrays".into()))?;
+        let device = scanrt::device_of_pointer(first.data as u64)?
+            .ok_or_else(|| invalid("the arrays are not on one GPU".into()))?;
+        let device = device as i64;
+        let ctx = shared_context(device)?;
+        let mut args = api::StreamGetArgs {
+            struct_size: std::mem::size_of::<api::StreamGetArgs>(),
+            extension_start: std::ptr::null_mut(),
+            ctx: self.frame.ctx,
+            stream: std::ptr::null_mut(),
+        };
+        // SAFETY: the API's stream query on this call's context; an error it returns is
+        // ours to report (XLA owns it once returned, which `handle` does not do: the
+        // message here says what failed instead).
+        let error = unsafe { (self.api.stream_get)(&mut args) };
+        if !error.is_null() {
+            return Err(Failure {
+                code: api::ERROR_INTERNAL,
+                message: "scanrt: XLA gave no CUDA stream for the call".into(),
+            });
+        }
+        // SAFETY: XLA's stream of this device, live for the call; the context checks that
+        // it belongs to the device.
+        let stream = unsafe { ctx.borrow_stream(args.stream) }?;
+        Ok((device, ctx, stream))
+    }
+}
+
+/// A view of an XLA buffer: dense, row-major, its element type from the table.
+///
+/// # Safety
+/// `b` is a buffer of the current call; the view must not outlive it.
+unsafe fn view(b: &Buffer, writable: bool) -> Result<ArrayView<'static>, Failure> {
+    let dtype = u8::try_from(b.dtype)
+        .ok()
+        .and_then(DType::of_xla)
+        .ok_or_else(|| invalid(format!("XLA element type {} is not one scanrt scans", b.dtype)))?;
+    let shape: Vec<u64> = if b.rank <= 0 {
+        Vec::new()
+    } else {
+        // SAFETY: XLA's `rank` dimensions.
+        unsafe { std::slice::from_raw_parts(b.dims, b.rank as usize) }
+            .iter()
+            .map(|&d| d as u64)
+            .collect()
+    };
+    // SAFETY: XLA's dense buffer of `shape`, live for the call (the caller's promise).
+    let v = unsafe { ArrayView::contiguous(b.data as u64, dtype, &shape) }?;
+    Ok(if writable { v } else { v.read_only() })
+}
+
+/// A number attribute as a value of `dtype` (integers exactly).
+fn number_as(dtype: DType, value: Attr, what: &str) -> Result<InitValue, Failure> {
+    let out_of_range = || invalid(format!("{what} {value:?} does not fit {}", dtype.info().name));
+    Ok(match (dtype, value) {
+        (DType::F32, Attr::Float(v)) => InitValue::of(v as f32),
+        (DType::F64, Attr::Float(v)) => InitValue::of(v),
+        (DType::F32, Attr::Int(v)) => InitValue::of(v as f32),
+        (DType::F64, Attr::Int(v)) => InitValue::of(v as f64),
+        (DType::I32, Attr::Int(v)) => InitValue::of(i32::try_from(v).map_err(|_| out_of_range())?),
+        (DType::U32, Attr::Int(v)) => InitValue::of(u32::try_from(v).map_err(|_| out_of_range())?),
+        (DType::I64, Attr::Int(v)) => InitValue::of(v),
+        (DType::U64, Attr::Int(v)) => InitValue::of(u64::try_from(v).map_err(|_| out_of_range())?),
+        _ => {
+            return Err(invalid(format!(
+                "{what} {value:?} is not a {} value",
+                dtype.info().name
+            )))
+        }
+    })
+}
+
+/// The direction of a call's `reverse` attribute.
+fn direction(call: &Call) -> Result<Direction, Failure> {
+    Ok(if call.flag("reverse")? {
+        Direction::Backward
+    } else {
+        Direction::Forward
+    })
+}
+
+/// `scanrt_scan`: one input, one output of its shape, a built-in operator (`op`: sum,
+/// prod, min, max) along `axis`, `inclusive`, `reverse`, `deterministic`, and an
+/// optional `initial` number in the accumulator's type.
+fn builtin_scan(call: &Call) -> Result<(), Failure> {
+    let (args, rets) = (call.args(), call.rets());
+    let ([x], [y]) = (&args[..], &rets[..]) else {
+        return Err(invalid(format!(
+            "scanrt_scan takes one array into one, not {} into {}",
+            args.len(),
+            rets.len()
+        )));
+    };
+    let op = call.text("op")?;
+    let op = op_named(op).ok_or_else(|| invalid(format!("no scan operator {op:?}")))?;
+    let mut desc = if call.flag("inclusive")? {
+        ScanDesc::inclusive(op)
+    } else {
+        ScanDesc::exclusive(op)
+    };
+    desc.direction = direction(call)?;
+    if call.flag("deterministic")? {
+        desc = desc.deterministic();
+    }
+    // SAFETY: the call's buffers, used only during it.
+    let (input, output) = unsafe { (view(x, false)?, view(y, true)?) };
+    if let Some(initial) = call.attr("initial")? {
+        desc.init = Some(number_as(output.dtype().default_accumulator(), initial, "initial")?);
+    }
+    let (_, ctx, stream) = call.context_and_stream()?;
+    ctx.scan_array(&stream, &input, &output, call.int("axis")? as isize, &desc)?;
+    Ok(())
+}
+
+/// `scanrt_recipe`: a recipe's inputs into its outputs along `axis` (`recipe`: cummax,
+/// cummin, logcumsumexp, linear_recurrence, linear_recurrence_adjoint), `inclusive`,
+/// `reverse`, `deterministic`, and an optional `initial` number.
+fn recipe_scan(call: &Call) -> Result<(), Failure> {
+    let (args, rets) = (call.args(), call.rets());
+    let recipe = call.text("recipe")?;
+    let first = args
+        .first()
+        .ok_or_else(|| invalid(format!("{recipe} without inputs")))?;
+    // SAFETY: the call's buffers, used only during it.
+    let ins = args
+        .iter()
+        .map(|b| unsafe { view(b, false) })
+        .collect::<Result<Vec<_>, _>>()?;
+    let outs = rets
+        .iter()
+        .map(|b| unsafe { view(b, true) })
+        .collect::<Result<Vec<_>, _>>()?;
+    let dtype = unsafe { view(first, false) }?.dtype();
+    let (device, ctx, stream) = call.context_and_stream()?;
+    let op = recipe_operator(&ctx, device, recipe, dtype)?;
+    let init = match call.attr("initial")? {
+        None => None,
+        Some(value @ (Attr::Float(_) | Attr::Int(_))) => {
+            let number = match value {
+                Attr::Int(v) => v as f64,
+                Attr::Float(v) => v,
+                _ => unreachable!("matched above"),
+            };
+            // The extremes start from a value of the array type; the rest from the number.
+            let exact = match recipe {
+                "cummax" | "cummin" => number_as(dtype, value, "initial")?,
+                _ => InitValue::of(number),
+            };
+            Some(recipe_init_state(recipe, dtype, number, exact)?)
+        }
+        Some(other) => return Err(invalid(format!("initial {other:?} is not a number"))),
+    };
+    let scan = OperatorScan {
+        inclusive: call.flag("inclusive")?,
+        init,
+        direction: direction(call)?,
+        deterministic: call.flag("deterministic")?,
+        ..OperatorScan::default()
+    };
+    let axis = call.int("axis")? as isize;
+    op.scan_arrays_along(&stream, &ins, &outs, axis, &scan, &Default::default())?;
+    Ok(())
+}
