@@ -365,3 +365,39 @@ def test_nvrtc_is_looked_for_in_pips_cuda_wheels(tmp_path):
     assert found == [str(tmp_path / "nvidia/cu13/lib/libnvrtc.so.13"), str(tmp_path / "nvidia/cuda_nvrtc/lib/libnvrtc.so.12")]
     # The package tried to load one at import; whatever it found is a real library.
     assert _nvrtc.SEARCHED and all(isinstance(p, str) for p in _nvrtc.LOADED)
+
+
+def test_xla_handlers_answer_the_metadata_query():
+    """The XLA FFI handlers (registered with JAX for jit) answer XLA's metadata query with
+    API version 0.1 and no traits, and ignore stages other than execute, without a GPU."""
+    import ctypes as c
+
+    from scanrt import _scanrt
+
+    class Base(c.Structure):
+        _fields_ = [("struct_size", c.c_size_t), ("type", c.c_int), ("next", c.c_void_p)]
+
+    class Version(c.Structure):
+        _fields_ = [("struct_size", c.c_size_t), ("ext", c.c_void_p), ("major", c.c_int), ("minor", c.c_int)]
+
+    class Metadata(c.Structure):
+        _fields_ = [("struct_size", c.c_size_t), ("api_version", Version), ("traits", c.c_uint32)]
+
+    class MetadataExtension(c.Structure):
+        _fields_ = [("base", Base), ("metadata", c.POINTER(Metadata))]
+
+    class Frame(c.Structure):
+        _fields_ = [("struct_size", c.c_size_t), ("ext", c.c_void_p), ("api", c.c_void_p), ("ctx", c.c_void_p),
+                    ("stage", c.c_int), ("rest", c.c_char * 136)]
+
+    handlers = _scanrt.xla_handlers()
+    assert set(handlers) == {"scanrt_scan", "scanrt_recipe"}
+    for address in handlers.values():
+        handler = c.CFUNCTYPE(c.c_void_p, c.c_void_p)(address)
+        metadata = Metadata(36, Version(24, None, 9, 9), 7)
+        extension = MetadataExtension(Base(32, 1, None), c.pointer(metadata))
+        frame = Frame(168, c.cast(c.pointer(extension), c.c_void_p), None, None, 3)
+        assert handler(c.addressof(frame)) is None
+        assert (metadata.api_version.major, metadata.api_version.minor, metadata.traits) == (0, 1, 0)
+        for stage in (0, 1, 2):  # instantiate, prepare, initialize: nothing to do
+            assert handler(c.addressof(Frame(168, None, None, None, stage))) is None
