@@ -16,15 +16,16 @@
 #                        libscanrt.so has no SONAME it is installed as a plain libscanrt.so
 #                        (the CMake package and the .pc file handle both layouts).
 #   SCANRT_STRIP=1       strip debug info from the installed libraries (smaller staging).
-#   SCANRT_PACK_ARCHS    build kernel packs first, so that no kernel compiles at first use:
-#                        "native" (this machine's GPUs) or e.g. "80 90 100".
+#   SCANRT_PACK_ARCHS    the kernel packs built first, so that no kernel compiles at first
+#                        use: by default this machine's GPUs' (when NVRTC is there);
+#                        "native" (the same, required), e.g. "80 90 100", or "none".
 #   CARGO                the cargo to run (default: cargo).
 #
 # The installed prefix is relocatable: the CMake package and the .pc file locate
 # everything relative to their own directory.
 set -euo pipefail
 
-usage() { echo "usage: $0 PREFIX   (env: SCANRT_SKIP_BUILD=1, SCANRT_STRIP=1, SCANRT_PACK_ARCHS=native|\"80 90\")" >&2; exit 2; }
+usage() { echo "usage: $0 PREFIX   (env: SCANRT_SKIP_BUILD=1, SCANRT_STRIP=1, SCANRT_PACK_ARCHS=native|none|\"80 90\")" >&2; exit 2; }
 [ $# -eq 1 ] || usage
 [ -n "$1" ] || usage
 
@@ -108,18 +109,30 @@ fi
 # Kernel packs (`scanrt-pack build` writes them to share/scanrt/kernels, or to
 # $SCANRT_KERNEL_PACKS): scanrt looks for them in PREFIX/share/scanrt/kernels.
 packs=${SCANRT_KERNEL_PACKS:-$root/share/scanrt/kernels}
-# SCANRT_PACK_ARCHS builds them first: "native" (this machine's GPUs, from nvidia-smi) or
-# compute capabilities such as "80 90 100". NVRTC must be installed; no GPU is needed
-# for named architectures.
-if [ -n "${SCANRT_PACK_ARCHS:-}" ] && [ "${SCANRT_SKIP_BUILD:-0}" != "1" ]; then
-  archs=$SCANRT_PACK_ARCHS
-  if [ "$archs" = native ]; then
-    archs=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | tr -d . | sort -u | tr '\n' ' ')
-    [ -n "$archs" ] || { echo "install.sh: SCANRT_PACK_ARCHS=native but nvidia-smi lists no GPU" >&2; exit 1; }
-  fi
+# SCANRT_PACK_ARCHS says which to build first: unset, those of this machine's GPUs when
+# nvidia-smi lists any and NVRTC is there (else none, with a note); "native" the same but
+# failing without them; compute capabilities such as "80 90 100" (no GPU needed);
+# "none" none.
+native_archs() { nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | tr -d . | sort -u | tr '\n' ' '; }
+archs=
+if [ "${SCANRT_SKIP_BUILD:-0}" != "1" ]; then
+  case "${SCANRT_PACK_ARCHS-auto}" in
+    none | "") ;;
+    auto) archs=$(native_archs) ;;
+    native)
+      archs=$(native_archs)
+      [ -n "$archs" ] || { echo "install.sh: SCANRT_PACK_ARCHS=native but nvidia-smi lists no GPU" >&2; exit 1; } ;;
+    *) archs=$SCANRT_PACK_ARCHS ;;
+  esac
+fi
+if [ -n "$archs" ]; then
   args=()
   for a in $archs; do args+=(--arch "$a"); done
-  "${CARGO:-cargo}" run --release --bin scanrt-pack -- build "${args[@]}" --out "$packs"
+  if ! "${CARGO:-cargo}" run --release --bin scanrt-pack -- build "${args[@]}" --out "$packs"; then
+    # Unasked-for packs are a convenience: without NVRTC the kernels compile at first use.
+    [ "${SCANRT_PACK_ARCHS-auto}" = auto ] || exit 1
+    echo "install.sh: no kernel pack built (NVRTC missing?); kernels compile at first use" >&2
+  fi
 fi
 rm -rf "$prefix/share/scanrt/kernels"
 if compgen -G "$packs/scanrt-kernels-sm_*.pack" >/dev/null; then
