@@ -17,19 +17,21 @@ _REGISTERED: List[bool] = [False]
 
 def takes(out: Any, *options: Any) -> bool:
     """Whether a call on a JAX array (or tracer) runs as an XLA custom call: JAX's default
-    backend is a GPU (traced values carry no device before XLA places them), and the call
-    names no ``out`` and none of the array options (segments, carries in arrays) among
-    ``options`` that the custom calls do not take."""
+    backend is a GPU or the CPU (traced values carry no device before XLA places them;
+    on the CPU the host backend scans), and the call names no ``out`` and none of the
+    array options (segments, carries in arrays) among ``options`` that the custom calls
+    do not take."""
     if out is not None or any(_arrays.is_array(o) for o in options):
         return False
-    return jax.default_backend() == "gpu"
+    return jax.default_backend() in ("gpu", "cpu")
 
 
 def _register() -> None:
     if _REGISTERED[0]:
         return
-    for name, address in _scanrt.xla_handlers().items():
-        jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(address), platform="CUDA")
+    for platform, handlers in _scanrt.xla_handlers().items():
+        for name, address in handlers.items():
+            jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(address), platform=platform)
     _REGISTERED[0] = True
 
 

@@ -3,7 +3,7 @@
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, final
 
 __all__: List[str] = ["ScanrtError", "__version__", "scan", "recipe_scan", "scan_takes", "summed_area_table",
-                      "scan_out_of_core", "sort", "scan_across", "select", "synchronize", "dtypes",
+                      "scan_out_of_core", "sort", "scan_across", "select", "synchronize", "dtypes", "xla_handlers",
                       "Operator"]
 
 # An array as the bindings take it (scanrt._arrays.describe): address, dtype name, shape,
@@ -44,7 +44,7 @@ def select(*, x: _Description, mask: Optional[_Description] = None, out: _Descri
            partition: Optional[str] = None, rejected: Optional[_Description] = None) -> None: ...
 def synchronize(device: int, stream: int) -> None: ...
 def dtypes() -> List[Tuple[str, int, str]]: ...
-def xla_handlers() -> Dict[str, int]: ...
+def xla_handlers() -> Dict[str, Dict[str, int]]: ...
 
 @final
 class Operator:

@@ -357,9 +357,15 @@ mod tests {
                 let mut state = 0x9E37_79B9_7F4A_7C15u64 ^ i;
                 let image: Vec<u8> = (0..3000 + i * 13)
                     .flat_map(|w| {
-                        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                        state = state
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
                         // A word in four comes from a shared table, the rest from the stream.
-                        let word = if w % 4 == 0 { (w % 97) * 0x0101_0101 } else { state >> 40 };
+                        let word = if w % 4 == 0 {
+                            (w % 97) * 0x0101_0101
+                        } else {
+                            state >> 40
+                        };
                         (word as u32).to_le_bytes()
                     })
                     .collect();

@@ -2,8 +2,9 @@
 //! `vmap` and `grad`, which `scanrt/_jax.py` builds on them) on XLA's own stream, with no
 //! host synchronisation: `scanrt_scan` (a built-in operator along an axis) and
 //! `scanrt_recipe` (a recipe: cumulative extremes with their indices, logcumsumexp, the
-//! linear recurrence and its adjoint, along an axis). Python registers their addresses
-//! (`xla_handlers`) with `jax.ffi.register_ffi_target`.
+//! linear recurrence and its adjoint, along an axis), each for CUDA (on the GPU backend)
+//! and for XLA's CPU platform (on the host backend, host buffers). Python registers
+//! their addresses (`xla_handlers`) with `jax.ffi.register_ffi_target`.
 //!
 //! A handler runs on XLA's thread without the GIL, so it reaches only the Rust crate.
 //! Every failure, a panic included, becomes an XLA error naming it; nothing unwinds into
@@ -22,21 +23,41 @@ use crate::arrays::shared_context;
 use crate::scan::{op_named, recipe_init_state, recipe_operator};
 use api::{Buffer, CallFrame, Error};
 
-/// The handlers' names and addresses, for `jax.ffi.register_ffi_target`.
+/// The handlers' addresses by platform (`"CUDA"`, `"cpu"`) and name, for
+/// `jax.ffi.register_ffi_target`.
 #[pyfunction]
-pub(crate) fn xla_handlers() -> HashMap<&'static str, usize> {
+pub(crate) fn xla_handlers() -> HashMap<&'static str, HashMap<&'static str, usize>> {
+    let handlers = |scan: api::Handler, recipe: api::Handler| {
+        HashMap::from([("scanrt_scan", scan as usize), ("scanrt_recipe", recipe as usize)])
+    };
     HashMap::from([
-        ("scanrt_scan", scan_handler as api::Handler as usize),
-        ("scanrt_recipe", recipe_handler as api::Handler as usize),
+        ("CUDA", handlers(scan_on_gpu, recipe_on_gpu)),
+        ("cpu", handlers(scan_on_host, recipe_on_host)),
     ])
 }
 
-unsafe extern "C" fn scan_handler(frame: *mut CallFrame) -> *mut Error {
-    handle(frame, builtin_scan)
+unsafe extern "C" fn scan_on_gpu(frame: *mut CallFrame) -> *mut Error {
+    handle(frame, Platform::Gpu, builtin_scan)
 }
 
-unsafe extern "C" fn recipe_handler(frame: *mut CallFrame) -> *mut Error {
-    handle(frame, recipe_scan)
+unsafe extern "C" fn recipe_on_gpu(frame: *mut CallFrame) -> *mut Error {
+    handle(frame, Platform::Gpu, recipe_scan)
+}
+
+unsafe extern "C" fn scan_on_host(frame: *mut CallFrame) -> *mut Error {
+    handle(frame, Platform::Host, builtin_scan)
+}
+
+unsafe extern "C" fn recipe_on_host(frame: *mut CallFrame) -> *mut Error {
+    handle(frame, Platform::Host, recipe_scan)
+}
+
+/// Where XLA runs a call: on a GPU (device buffers, XLA's CUDA stream) or on its CPU
+/// platform (host buffers, scanrt's host backend).
+#[derive(Clone, Copy)]
+enum Platform {
+    Gpu,
+    Host,
 }
 
 /// Why a call failed, as XLA's error code and message.
@@ -74,7 +95,7 @@ fn invalid(message: String) -> Failure {
 ///
 /// # Safety
 /// `frame` is XLA's call frame for this call (or its metadata query).
-unsafe fn handle(frame: *mut CallFrame, body: fn(&Call) -> Result<(), Failure>) -> *mut Error {
+unsafe fn handle(frame: *mut CallFrame, platform: Platform, body: fn(&Call) -> Result<(), Failure>) -> *mut Error {
     // SAFETY: XLA passes a live frame; NULL is refused.
     let Some(frame) = (unsafe { frame.as_ref() }) else {
         return std::ptr::null_mut();
@@ -98,7 +119,7 @@ unsafe fn handle(frame: *mut CallFrame, body: fn(&Call) -> Result<(), Failure>) 
     }
     // SAFETY: checked non-NULL; XLA's API table outlives the call.
     let api = unsafe { &*frame.api };
-    let outcome = catch_unwind(AssertUnwindSafe(|| body(&Call { frame, api })));
+    let outcome = catch_unwind(AssertUnwindSafe(|| body(&Call { frame, api, platform })));
     let failure = match outcome {
         Ok(Ok(())) => return std::ptr::null_mut(),
         Ok(Err(failure)) => failure,
@@ -132,6 +153,7 @@ enum Attr<'a> {
 struct Call<'a> {
     frame: &'a CallFrame,
     api: &'a api::Api,
+    platform: Platform,
 }
 
 impl Call<'_> {
@@ -220,8 +242,14 @@ impl Call<'_> {
         }
     }
 
-    /// The device the call's first buffer is on, its context, and XLA's stream there.
+    /// The device the call's first buffer is on (-1: the host backend, on XLA's CPU
+    /// platform), its context, and XLA's stream there (a host stream on the CPU).
     fn context_and_stream(&self) -> Result<(i64, Context, Stream), Failure> {
+        if let Platform::Host = self.platform {
+            let ctx = shared_context(-1)?;
+            let stream = ctx.new_stream()?;
+            return Ok((-1, ctx, stream));
+        }
         let first = self
             .args()
             .first()

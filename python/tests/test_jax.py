@@ -1,0 +1,77 @@
+"""JAX inside jit, vmap and grad: scanrt's scans as XLA custom calls (scanrt/_jax.py,
+src/xla_ffi), on JAX's default backend (the GPU on a GPU machine, else the CPU, where the
+host backend scans), against NumPy's and JAX's own scans. Skipped without JAX."""
+
+import numpy as np
+import pytest
+
+import scanrt
+
+jax = pytest.importorskip("jax")
+
+
+def test_jax_scans_inside_jit_vmap_and_grad():
+    import jax.numpy as jnp
+
+    seed = 0x3A7
+    print("seed", seed)
+    x = jax.random.normal(jax.random.PRNGKey(seed), (6, 3001), dtype=jnp.float32)
+    eager = np.cumsum(np.asarray(x), axis=-1)
+    f = jax.jit(lambda v: scanrt.cumsum(v))
+    # A custom call in the compiled program: no callback, no host synchronisation.
+    assert "scanrt_scan" in f.lower(x).as_text()
+    np.testing.assert_allclose(np.asarray(f(x)), eager, rtol=1e-4, atol=1e-4)
+    for axis in (0, 1, -2):
+        got = jax.jit(lambda v: scanrt.cumsum(v, axis=axis, reverse=True, exclusive=True))(x)
+        want = np.flip(np.cumsum(np.flip(np.asarray(x), axis), axis), axis) - np.asarray(x)
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-4)
+    # vmap: the batch axis is more rows.
+    np.testing.assert_allclose(np.asarray(jax.vmap(lambda r: scanrt.cumsum(r))(x)), eager, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(jax.jit(jax.vmap(lambda r: scanrt.cumprod(r[:20])))(x)),
+                               np.cumprod(np.asarray(x)[:, :20], axis=-1), rtol=1e-4)
+    # Gradients against JAX's own scans.
+    loss = lambda cum: lambda v: (cum(v) ** 2).sum()  # noqa: E731
+    want = np.asarray(jax.grad(loss(lambda v: jnp.cumsum(v, axis=-1)))(x))
+    # Sums of up to 3001 terms in float32, rounded in other orders: within 1e-5 of the largest.
+    np.testing.assert_allclose(np.asarray(jax.jit(jax.grad(loss(scanrt.cumsum)))(x)), want, rtol=1e-4,
+                               atol=1e-5 * np.abs(want).max())
+    values, indices = jax.jit(lambda v: tuple(scanrt.cummax(v)))(x)
+    np.testing.assert_array_equal(np.asarray(values), np.maximum.accumulate(np.asarray(x), axis=-1))
+    want_idx = np.asarray(jax.lax.cummax(jnp.broadcast_to(jnp.arange(x.shape[1]), x.shape) *
+                                         (np.asarray(x) == np.maximum.accumulate(np.asarray(x), axis=-1)), axis=1))
+    np.testing.assert_array_equal(np.asarray(indices), want_idx)
+    g_max = jax.grad(lambda v: (scanrt.cummax(v).values * jnp.arange(x.shape[1])).sum())(x)
+    g_ref = jax.grad(lambda v: (jax.lax.cummax(v, axis=1) * jnp.arange(x.shape[1])).sum())(x)
+    np.testing.assert_allclose(np.asarray(g_max), np.asarray(g_ref), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda v: scanrt.logcumsumexp(v))(x)),
+                               np.asarray(jax.lax.cumlogsumexp(x, axis=1)), rtol=1e-4, atol=1e-4)
+
+
+def test_jax_linear_recurrence_under_jit_and_grad():
+    import jax.numpy as jnp
+
+    seed = 0x51E
+    print("seed", seed)
+    ka, kb = jax.random.split(jax.random.PRNGKey(seed))
+    a = jax.random.uniform(ka, (4, 777), minval=0.5, maxval=1.0)
+    b = jax.random.normal(kb, (4, 777))
+
+    def reference(a, b, reverse=False, h0=0.0):
+        def combine(l, r):
+            return l[0] * r[0], r[0] * l[1] + r[1]
+        b0 = b.at[:, -1 if reverse else 0].add(a[:, -1 if reverse else 0] * h0)
+        return jax.lax.associative_scan(combine, (a, b0), axis=1, reverse=reverse)[1]
+
+    for reverse in (False, True):
+        for h0 in (0.0, 0.75):
+            got = jax.jit(lambda a, b: scanrt.linear_recurrence(a, b, reverse=reverse, initial=h0))(a, b)
+            np.testing.assert_allclose(np.asarray(got), np.asarray(reference(a, b, reverse, h0)), rtol=1e-4,
+                                       atol=1e-5)
+            weights = jnp.linspace(-1, 1, a.shape[1])
+            mine = jax.jit(jax.grad(lambda a, b: (scanrt.linear_recurrence(a, b, reverse=reverse, initial=h0)
+                                                  * weights).sum(), argnums=(0, 1)))(a, b)
+            theirs = jax.grad(lambda a, b: (reference(a, b, reverse, h0) * weights).sum(), argnums=(0, 1))(a, b)
+            for m, t in zip(mine, theirs):
+                np.testing.assert_allclose(np.asarray(m), np.asarray(t), rtol=1e-3, atol=1e-4)
+    batched = jax.vmap(lambda a, b: scanrt.linear_recurrence(a, b))(a, b)
+    np.testing.assert_allclose(np.asarray(batched), np.asarray(reference(a, b)), rtol=1e-4, atol=1e-5)
