@@ -52,10 +52,13 @@ def _options(axis: int, ndim: int, exclusive: bool, reverse: bool, deterministic
     return options
 
 
-def _call(target: str, inputs: Sequence[Any], results: Sequence[Tuple[tuple, Any]], **options: Any) -> List[Any]:
+def _call(target: str, inputs: Sequence[Any], results: Sequence[Tuple[tuple, Any]], vmap: str = "broadcast_all",
+          **options: Any) -> List[Any]:
+    """The custom call ``target`` on ``inputs`` into arrays of ``results`` (shape, type);
+    ``vmap``: how ``jax.vmap`` batches it (the scans: more rows; the 1-D sort: a loop)."""
     _register()
     shapes = [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in results]
-    return list(jax.ffi.ffi_call(target, shapes, vmap_method="broadcast_all")(*inputs, **options))
+    return list(jax.ffi.ffi_call(target, shapes, vmap_method=vmap)(*inputs, **options))
 
 
 def scan(x: Any, op: str, axis: int, exclusive: bool, reverse: bool, initial: Any, deterministic: bool,
@@ -178,3 +181,44 @@ def _recurrence_backward(axis, reverse, start, deterministic, residuals, g):
 
 
 _recurrence.defvjp(_recurrence_forward, _recurrence_backward)
+
+
+def sort(keys: Any, values: Any, descending: bool, bits: Any, return_indices: bool) -> Any:
+    """The stable radix sort of the 1-D ``keys``, as ``_primitives.sort`` returns it: the
+    sorted keys, with ``values`` in their order, or with their indices. Gradients reach
+    float keys and values through the sort's permutation."""
+    begin, end = (0, -1) if bits is None else (int(bits[0]), int(bits[1]))
+    options = (("begin_bit", begin), ("descending", bool(descending)), ("end_bit", end))
+    if keys.dtype.kind == "f":
+        sorted_keys, raw = _sorted(keys, options)
+    else:
+        sorted_keys, raw = _sort_call(keys, options)
+    if values is not None:
+        # The values follow the permutation: a gather JAX differentiates.
+        return sorted_keys, jax.numpy.take(values, raw.astype(_dtype("int64")))
+    return (sorted_keys, raw.astype(_dtype("int64"))) if return_indices else sorted_keys
+
+
+def _sort_call(keys: Any, options: tuple) -> Tuple[Any, Any]:
+    index = _dtype("uint64")  # uint32 where JAX has no 64-bit types
+    return tuple(_call("scanrt_sort", [keys], [(keys.shape, keys.dtype), (keys.shape, index)], vmap="sequential",
+                       **dict(options)))
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+def _sorted(keys: Any, options: tuple) -> Tuple[Any, Any]:
+    return _sort_call(keys, options)
+
+
+def _sorted_forward(keys, options):
+    sorted_keys, raw = _sort_call(keys, options)
+    return (sorted_keys, raw), raw
+
+
+def _sorted_backward(options, raw, grads):
+    # Each sorted key's gradient goes back to the position it came from.
+    g = grads[0]
+    return (jax.numpy.zeros_like(g).at[raw].set(g),)
+
+
+_sorted.defvjp(_sorted_forward, _sorted_backward)

@@ -53,6 +53,11 @@ def sort(keys: Any, *, descending: bool = False, values: Any = None, bits: Optio
             raise ValueError(f"values are one per key: {values.shape[0]} for {keys.shape[0]}")
         if return_indices:
             raise ValueError("return_indices sorts the keys alone: take values[indices] for their order")
+    if _arrays.library(keys) == "jax":
+        from . import _jax
+
+        if _jax.takes(None):
+            return _jax.sort(keys, values, descending, bits, return_indices)
     if _autograd(keys, values):
         sorted_keys, sorted_values, indices = _gathered(keys, values, descending, bits)
     else:

@@ -75,3 +75,32 @@ def test_jax_linear_recurrence_under_jit_and_grad():
                 np.testing.assert_allclose(np.asarray(m), np.asarray(t), rtol=1e-3, atol=1e-4)
     batched = jax.vmap(lambda a, b: scanrt.linear_recurrence(a, b))(a, b)
     np.testing.assert_allclose(np.asarray(batched), np.asarray(reference(a, b)), rtol=1e-4, atol=1e-5)
+
+
+def test_jax_sorts_under_jit_vmap_and_grad():
+    import jax.numpy as jnp
+
+    seed = 0x50F7
+    print("seed", seed)
+    k1, k2 = jax.random.split(jax.random.PRNGKey(seed))
+    # Ties (the sort is stable), and no -0.0, which scanrt orders before +0.0 as NumPy does not.
+    keys = jnp.round(jax.random.normal(k1, (5000,)) * 8) / 8 + 0.0
+    values = jax.random.normal(k2, (5000,))
+    for descending in (False, True):
+        order = np.argsort(-np.asarray(keys) if descending else np.asarray(keys), kind="stable")
+        got = jax.jit(lambda k: scanrt.sort(k, descending=descending, return_indices=True))(keys)
+        np.testing.assert_array_equal(np.asarray(got[0]), np.asarray(keys)[order])
+        np.testing.assert_array_equal(np.asarray(got[1]), order)
+        got_k, got_v = jax.jit(lambda k, v: scanrt.sort(k, values=v, descending=descending))(keys, values)
+        np.testing.assert_array_equal(np.asarray(got_v), np.asarray(values)[order])
+    ints = jax.random.randint(k1, (3, 777), -50, 50)
+    np.testing.assert_array_equal(np.asarray(jax.vmap(lambda r: scanrt.argsort(r))(ints)),
+                                  np.argsort(np.asarray(ints), axis=-1, kind="stable"))
+    # Gradients through the permutation, as JAX's own sort gives them.
+    w = jnp.linspace(-1, 1, keys.shape[0])
+    mine = jax.grad(lambda k, v: (scanrt.sort(k, values=v)[1] * w).sum() + (scanrt.sort(k) * w).sum(),
+                    argnums=(0, 1))(keys, values)
+    theirs = jax.grad(lambda k, v: (v[jnp.argsort(k, stable=True)] * w).sum() + (jnp.sort(k) * w).sum(),
+                      argnums=(0, 1))(keys, values)
+    for m, t in zip(mine, theirs):
+        np.testing.assert_allclose(np.asarray(m), np.asarray(t), rtol=1e-6)

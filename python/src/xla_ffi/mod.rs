@@ -2,7 +2,8 @@
 //! `vmap` and `grad`, which `scanrt/_jax.py` builds on them) on XLA's own stream, with no
 //! host synchronisation: `scanrt_scan` (a built-in operator along an axis) and
 //! `scanrt_recipe` (a recipe: cumulative extremes with their indices, logcumsumexp, the
-//! linear recurrence and its adjoint, along an axis), each for CUDA (on the GPU backend)
+//! linear recurrence and its adjoint, along an axis) and `scanrt_sort` (the radix sort
+//! of 1-D keys, with their values or indices), each for CUDA (on the GPU backend)
 //! and for XLA's CPU platform (on the host backend, host buffers). Python registers
 //! their addresses (`xla_handlers`) with `jax.ffi.register_ffi_target`.
 //!
@@ -17,7 +18,10 @@ use std::ffi::CString;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use pyo3::prelude::*;
-use scanrt::{ArrayView, Context, DType, Direction, InitValue, OperatorScan, ScanDesc, ScanrtStatus, Stream};
+use scanrt::{
+    ArrayView, Context, DType, Direction, InitValue, OperatorScan, ScanDesc, ScanrtStatus, SortArrays, SortDesc,
+    SortOrder, Stream,
+};
 
 use crate::arrays::shared_context;
 use crate::scan::{op_named, recipe_init_state, recipe_operator};
@@ -27,13 +31,25 @@ use api::{Buffer, CallFrame, Error};
 /// `jax.ffi.register_ffi_target`.
 #[pyfunction]
 pub(crate) fn xla_handlers() -> HashMap<&'static str, HashMap<&'static str, usize>> {
-    let handlers = |scan: api::Handler, recipe: api::Handler| {
-        HashMap::from([("scanrt_scan", scan as usize), ("scanrt_recipe", recipe as usize)])
+    let handlers = |scan: api::Handler, recipe: api::Handler, sort: api::Handler| {
+        HashMap::from([
+            ("scanrt_scan", scan as usize),
+            ("scanrt_recipe", recipe as usize),
+            ("scanrt_sort", sort as usize),
+        ])
     };
     HashMap::from([
-        ("CUDA", handlers(scan_on_gpu, recipe_on_gpu)),
-        ("cpu", handlers(scan_on_host, recipe_on_host)),
+        ("CUDA", handlers(scan_on_gpu, recipe_on_gpu, sort_on_gpu)),
+        ("cpu", handlers(scan_on_host, recipe_on_host, sort_on_host)),
     ])
+}
+
+unsafe extern "C" fn sort_on_gpu(frame: *mut CallFrame) -> *mut Error {
+    handle(frame, Platform::Gpu, radix_sort)
+}
+
+unsafe extern "C" fn sort_on_host(frame: *mut CallFrame) -> *mut Error {
+    handle(frame, Platform::Host, radix_sort)
 }
 
 unsafe extern "C" fn scan_on_gpu(frame: *mut CallFrame) -> *mut Error {
@@ -415,5 +431,46 @@ fn recipe_scan(call: &Call) -> Result<(), Failure> {
     };
     let axis = call.int("axis")? as isize;
     op.scan_arrays_along(&stream, &ins, &outs, axis, &scan, &Default::default())?;
+    Ok(())
+}
+
+/// `scanrt_sort`: 1-D keys (and values) into sorted keys and the values in their order (or,
+/// without values, the keys' indices, U32 or U64), `descending`, the ordered keys' bits
+/// `begin_bit..end_bit` (`end_bit` -1: the key's width). Stable.
+fn radix_sort(call: &Call) -> Result<(), Failure> {
+    let (args, rets) = (call.args(), call.rets());
+    let (keys, values, [keys_out, moved]) = match (&args[..], &rets[..]) {
+        ([k], [ko, i]) => (*k, None, [*ko, *i]),
+        ([k, v], [ko, vo]) => (*k, Some(*v), [*ko, *vo]),
+        _ => {
+            return Err(invalid(format!(
+                "scanrt_sort takes keys (and values) into two arrays, not {} into {}",
+                args.len(),
+                rets.len()
+            )))
+        }
+    };
+    let end_bit = call.int("end_bit")?;
+    let desc = SortDesc {
+        order: if call.flag("descending")? {
+            SortOrder::Descending
+        } else {
+            SortOrder::Ascending
+        },
+        begin_bit: u32::try_from(call.int("begin_bit")?).map_err(|_| invalid("begin_bit is negative".into()))?,
+        end_bit: u32::try_from(end_bit).ok(),
+    };
+    // SAFETY: the call's buffers, used only during it.
+    let arrays = unsafe {
+        SortArrays {
+            keys_in: view(keys, false)?,
+            keys_out: view(keys_out, true)?,
+            values_in: values.map(|v| view(v, false)).transpose()?,
+            values_out: Some(view(moved, true)?),
+            temp: None,
+        }
+    };
+    let (_, ctx, stream) = call.context_and_stream()?;
+    ctx.sort(&stream, &arrays, &desc)?;
     Ok(())
 }
