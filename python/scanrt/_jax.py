@@ -222,3 +222,61 @@ def _sorted_backward(options, raw, grads):
 
 
 _sorted.defvjp(_sorted_forward, _sorted_backward)
+
+
+def select(x: Any, flags: Any, rule: str, indices: bool, size: int, operand: Any) -> Tuple[Any, Any]:
+    """At most ``size`` kept elements of the 1-D ``x`` (or their int positions) and the
+    count, as ``_primitives.select`` with a size: the slots past the count hold zeros.
+    Kept values of float arrays are a gather of ``x`` at the kept positions, which JAX
+    differentiates."""
+    if not indices and x.dtype.kind == "f":
+        positions, count = select(jax.lax.stop_gradient(x), flags, rule, True, size, operand)
+        kept = jax.numpy.arange(size) < count[0]
+        return jax.numpy.where(kept, jax.numpy.take(x, jax.numpy.where(kept, positions, 0)), 0), count
+    inputs = [x] if flags is None else [x, flags]
+    out = _dtype("uint64") if indices else x.dtype
+    options = dict(rule=rule, indices=bool(indices), capacity=int(size))
+    if operand is not None:
+        options["operand"] = _number(operand)
+    found, count = _call("scanrt_select", inputs, [((size,), out), ((1,), _count_type())], vmap="sequential",
+                         **options)
+    count = count.astype(_dtype("int64"))
+    zeros = jax.numpy.arange(size) >= count[0]
+    found = jax.numpy.where(zeros, 0, found)
+    return (found.astype(_dtype("int64")) if indices else found), count
+
+
+def partition(x: Any, flags: Any, rule: str, operand: Any, split: bool) -> Tuple[Any, ...]:
+    """The stable partition of the 1-D ``x``, as ``_primitives.partition``: ``(out, count)``
+    (the kept, then the rejected from the end backwards), or with ``split``
+    ``(selected, rejected, count)`` (zeros past each's part)."""
+    inputs = [x] if flags is None else [x, flags]
+    n = x.shape[0]
+    options = dict(rule=rule, capacity=-1, partition="two" if split else "reversed")
+    if operand is not None:
+        options["operand"] = _number(operand)
+    arrays = [((n,), x.dtype)] * (2 if split else 1) + [((1,), _count_type())]
+    parts = _call("scanrt_select", inputs, arrays, vmap="sequential", **options)
+    count = parts[-1].astype(_dtype("int64"))
+    if not split:
+        return parts[0], count
+    selected, rejected = parts[0], parts[1]
+    positions = jax.numpy.arange(n)
+    return (jax.numpy.where(positions < count[0], selected, 0),
+            jax.numpy.where(positions < n - count[0], rejected, 0), count)
+
+
+def _count_type() -> Any:
+    """The type a selection's custom call counts in: int64, or uint32 where JAX has no
+    64-bit types (the count is then returned as int32)."""
+    wide = _dtype("int64")
+    return wide if wide.itemsize == 8 else _dtype("uint32")
+
+
+def _number(value: Any) -> Any:
+    """A comparison's operand as an attribute: a Python int or float."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        value = value.item() if hasattr(value, "item") else value
+    if not isinstance(value, (int, float)):
+        raise TypeError(f"a comparison's value is a number, not {type(value).__name__}")
+    return value

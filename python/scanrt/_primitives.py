@@ -102,6 +102,14 @@ def _unsigned(indices: Any) -> tuple:
     return (d[0], "u" + d[1]) + tuple(d[2:])
 
 
+def _jax_flags(rule: str, flags: Any) -> Any:
+    """The flags a JAX selection passes to its custom call: bool masks as uint8 bytes,
+    words of bits as uint32."""
+    if flags is None:
+        return None
+    return flags.astype("uint8") if rule == "mask" else flags.astype("uint32")
+
+
 def _count_beside(x: Any) -> Any:
     """A one-element int64 array beside ``x``, for a selection's count (as torch's and
     NumPy's counts); int32 where JAX has no 64-bit types, which holds the count of at
@@ -127,8 +135,13 @@ def _size(x: Any) -> int:
 
 
 def _select(x: Any, mask: Any, rule: str, indices: bool, size: Optional[int], counts: bool = False,
-            operand: Any = None, predicate: Any = None, described: Any = None):
+            operand: Any = None, predicate: Any = None):
     _one_d(x)
+    if size is not None and not counts and predicate is None and _arrays.library(x) == "jax":
+        from . import _jax
+
+        if _jax.takes(None):
+            return _jax.select(x, _jax_flags(rule, mask), rule, indices, size, operand)
     n = x.shape[0]
     out = _arrays.empty(x, (n if size is None else size,), "int64" if indices else _arrays.describe_dtype(x))
     count = _count_beside(x)
@@ -136,7 +149,7 @@ def _select(x: Any, mask: Any, rule: str, indices: bool, size: Optional[int], co
     d_out = _unsigned(out) if indices else _arrays.describe(out)
     d_len = None if lengths is None else _unsigned(lengths)
     inputs = [x] if mask is None else [x, mask]
-    flags = described if described is not None else (None if mask is None else _arrays.describe(mask))
+    flags = _describe_flags(rule, mask)
     _run(inputs, lambda s: _scanrt.select(x=_arrays.describe(x), mask=flags, out=d_out, lengths=d_len,
                                           count=_count_arg(count), rule=rule, indices=indices, capacity=size,
                                           stream=s, operand=operand, predicate=predicate))
@@ -160,8 +173,16 @@ class Predicate:
 _COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
 
 
-def _rule(x: Any, mask: Any, bits: Any, where: Any, predicate: Any) -> Tuple[str, Any, Any, Any, Any]:
-    """``(rule, flags, their description, operand, predicate)`` of a selection given one
+def _describe_flags(rule: str, flags: Any) -> Any:
+    """The description of a selection's flags for the binding (words of bits as uint32)."""
+    if flags is None:
+        return None
+    d = _arrays.describe(flags)
+    return (d[0], "uint32", d[2], d[3], d[4]) if rule == "bits" else d
+
+
+def _rule(x: Any, mask: Any, bits: Any, where: Any, predicate: Any) -> Tuple[str, Any, Any, Any]:
+    """``(rule, flags, operand, predicate)`` of a selection given one
     way: ``mask`` (bool
     or uint8 flags), ``bits`` (uint32 words of flags, bit i of word w for element
     32 w + i), ``where`` ("nonzero", "not_nan", or a comparison ``(op, value)``) or a
@@ -174,21 +195,20 @@ def _rule(x: Any, mask: Any, bits: Any, where: Any, predicate: Any) -> Tuple[str
         _one_d(mask)
         if mask.shape[0] != n or _arrays.describe_dtype(mask) not in ("bool", "uint8"):
             raise ValueError("the mask is a bool or uint8 array as long as the data")
-        return "mask", mask, _arrays.describe(mask), None, None
+        return "mask", mask, None, None
     if bits is not None:
         _one_d(bits)
         if _arrays.describe_dtype(bits) not in ("uint32", "int32") or bits.shape[0] < (n + 31) // 32:
             raise ValueError(f"bits are uint32 words of flags, at least {(n + 31) // 32} for {n} elements")
-        d = _arrays.describe(bits)
-        return "bits", bits, (d[0], "uint32", d[2], d[3], d[4]), None, None
+        return "bits", bits, None, None
     if predicate is not None:
         if not isinstance(predicate, Predicate):
             raise TypeError("predicate is a scanrt.Predicate")
-        return "predicate", None, None, None, (predicate.source, predicate.function, predicate.host)
+        return "predicate", None, None, (predicate.source, predicate.function, predicate.host)
     if where in ("nonzero", "not_nan"):
-        return where, None, None, None, None
+        return where, None, None, None
     if isinstance(where, tuple) and len(where) == 2 and where[0] in _COMPARISONS:
-        return where[0], None, None, where[1], None
+        return where[0], None, where[1], None
     raise ValueError(f"where is \"nonzero\", \"not_nan\" or (op, value) with op one of {', '.join(_COMPARISONS)}")
 
 
@@ -216,11 +236,11 @@ def select(x: Any, mask: Any = None, *, bits: Any = None, where: Any = None, pre
     result unless ``size`` is given, as :func:`compress`. Values pass gradients back on
     PyTorch tensors."""
     x, mask = _elements(x, mask)
-    rule, flags, described, operand, pred = _rule(x, mask, bits, where, predicate)
+    rule, flags, operand, pred = _rule(x, mask, bits, where, predicate)
     if not indices and _autograd(x):
         found = select(x.detach(), mask, bits=bits, where=where, predicate=predicate, indices=True, size=size)
         return _gathered_at(x, found, size)
-    return _select(x, flags, rule, indices, size, operand=operand, predicate=pred, described=described)
+    return _select(x, flags, rule, indices, size, operand=operand, predicate=pred)
 
 
 def _gathered_at(x: Any, found: Any, size: Optional[int]) -> Any:
@@ -247,9 +267,14 @@ def partition(x: Any, mask: Any = None, *, bits: Any = None, where: Any = None, 
     selected and the rejected ones, each in order (the rest unspecified). Values pass
     gradients back on PyTorch tensors (built-in selections)."""
     x, mask = _elements(x, mask)
-    rule, flags, described, operand, pred = _rule(x, mask, bits, where, predicate)
+    rule, flags, operand, pred = _rule(x, mask, bits, where, predicate)
     if _autograd(x):
         return _torch_partition(x, rule, flags, operand, split)
+    if pred is None and _arrays.library(x) == "jax":
+        from . import _jax
+
+        if _jax.takes(None):
+            return _jax.partition(x, _jax_flags(rule, flags), rule, operand, split)
     n = x.shape[0]
     t = _arrays.describe_dtype(x)
     out = _arrays.empty(x, (n,), t)
@@ -257,7 +282,7 @@ def partition(x: Any, mask: Any = None, *, bits: Any = None, where: Any = None, 
     count = _count_beside(x)
     d = _arrays.describe
     _run([x] + ([flags] if flags is not None else []), lambda s: _scanrt.select(
-        x=d(x), mask=described, out=d(out), count=_count_arg(count), rule=rule, stream=s, operand=operand,
+        x=d(x), mask=_describe_flags(rule, flags), out=d(out), count=_count_arg(count), rule=rule, stream=s, operand=operand,
         predicate=pred, partition="two" if split else "reversed", rejected=None if rejected is None else d(rejected)))
     return (out, rejected, count) if split else (out, count)
 

@@ -27,12 +27,10 @@ fn selection_of(
     predicate: Option<PythonPredicate>,
     failure: &HostFailure,
 ) -> PyResult<Selection> {
+    if let Some(selection) = rule_without_operand(rule) {
+        return Ok(selection);
+    }
     let comparison = match rule {
-        "mask" => return Ok(Selection::ByteFlags),
-        "bits" => return Ok(Selection::BitFlags),
-        "nonzero" => return Ok(Selection::NonZero),
-        "not_nan" => return Ok(Selection::NotNan),
-        "run_heads" => return Ok(Selection::RunHeads),
         "predicate" => {
             let (source, function, host) =
                 predicate.ok_or_else(|| PyValueError::new_err("a predicate selection needs its predicate"))?;
@@ -42,19 +40,52 @@ fn selection_of(
                 host: host.map(|f| host_predicate(f, dtype, failure.clone())),
             }));
         }
-        "==" => Comparison::Equal,
-        "!=" => Comparison::NotEqual,
-        "<" => Comparison::Less,
-        "<=" => Comparison::LessEqual,
-        ">" => Comparison::Greater,
-        ">=" => Comparison::GreaterEqual,
-        other => return Err(PyValueError::new_err(format!("no selection {other:?}"))),
+        rule => comparison_named(rule).ok_or_else(|| PyValueError::new_err(format!("no selection {rule:?}")))?,
     };
     let operand = operand.ok_or_else(|| PyValueError::new_err(format!("the comparison {rule} needs a value")))?;
     Ok(Selection::Compare(
         comparison,
         crate::scan::value_of(dtype, operand, "operand")?,
     ))
+}
+
+/// The rules that need neither an operand nor a predicate: "mask", "bits", "nonzero",
+/// "not_nan", "run_heads". Without the GIL (XLA's handlers).
+pub(crate) fn rule_without_operand(rule: &str) -> Option<Selection> {
+    Some(match rule {
+        "mask" => Selection::ByteFlags,
+        "bits" => Selection::BitFlags,
+        "nonzero" => Selection::NonZero,
+        "not_nan" => Selection::NotNan,
+        "run_heads" => Selection::RunHeads,
+        _ => return None,
+    })
+}
+
+/// The comparison Python spells `op` ("==", "!=", "<", "<=", ">", ">=").
+pub(crate) fn comparison_named(op: &str) -> Option<Comparison> {
+    Some(match op {
+        "==" => Comparison::Equal,
+        "!=" => Comparison::NotEqual,
+        "<" => Comparison::Less,
+        "<=" => Comparison::LessEqual,
+        ">" => Comparison::Greater,
+        ">=" => Comparison::GreaterEqual,
+        _ => return None,
+    })
+}
+
+/// What a selection writes: a partition of values ("reversed", "two"), a run-length
+/// encoding (with lengths), indices or values.
+pub(crate) fn output_of(partition: Option<&str>, indices: bool, lengths: bool) -> Result<SelectOutput, String> {
+    Ok(match (partition, indices, lengths) {
+        (Some("reversed"), false, false) => SelectOutput::PartitionReversed,
+        (Some("two"), false, false) => SelectOutput::PartitionTwo,
+        (Some(other), _, _) => return Err(format!("no partition {other:?} (\"reversed\" or \"two\", of values)")),
+        (None, _, true) => SelectOutput::RunLengths,
+        (None, true, false) => SelectOutput::Indices,
+        (None, false, false) => SelectOutput::Values,
+    })
 }
 
 /// The host backend's test calling `f(x)` with the GIL held; its first exception is kept
@@ -106,18 +137,7 @@ pub(crate) fn select(
     let ctx = context(device)?;
     let failure = HostFailure::default();
     let selection = selection_of(rule, x.dtype()?, operand.as_ref(), predicate, &failure)?;
-    let output = match (partition, indices, lengths.is_some()) {
-        (Some("reversed"), false, false) => SelectOutput::PartitionReversed,
-        (Some("two"), false, false) => SelectOutput::PartitionTwo,
-        (Some(other), _, _) => {
-            return Err(PyValueError::new_err(format!(
-                "no partition {other:?} (\"reversed\" or \"two\", of values)"
-            )))
-        }
-        (None, _, true) => SelectOutput::RunLengths,
-        (None, true, false) => SelectOutput::Indices,
-        (None, false, false) => SelectOutput::Values,
-    };
+    let output = output_of(partition, indices, lengths.is_some()).map_err(PyValueError::new_err)?;
     let desc = SelectDesc {
         selection,
         output,

@@ -104,3 +104,36 @@ def test_jax_sorts_under_jit_vmap_and_grad():
                       argnums=(0, 1))(keys, values)
     for m, t in zip(mine, theirs):
         np.testing.assert_allclose(np.asarray(m), np.asarray(t), rtol=1e-6)
+
+
+def test_jax_selections_and_partitions_under_jit():
+    import jax.numpy as jnp
+
+    seed = 0x5E1
+    print("seed", seed)
+    x = jax.random.normal(jax.random.PRNGKey(seed), (4099,))
+    xs = np.asarray(x)
+    mask = x > 0.3
+    size = 3000
+    for name, call, want in [
+        ("mask", lambda v: scanrt.select(v, v > 0.3, size=size), xs[xs > 0.3]),
+        ("where", lambda v: scanrt.select(v, where=("<", -0.5), size=size), xs[xs < -0.5]),
+        ("indices", lambda v: scanrt.select(v, where=(">=", 1.0), indices=True, size=size), np.flatnonzero(xs >= 1.0)),
+        ("nonzero", lambda v: scanrt.nonzero(jnp.round(v), size=size), np.flatnonzero(np.round(xs))),
+    ]:
+        out, count = jax.jit(call)(x)
+        k = int(count[0])
+        assert k == want.size, name
+        np.testing.assert_array_equal(np.asarray(out)[:k], want, err_msg=name)
+        assert not np.asarray(out)[k:].any(), name
+    out, count = jax.jit(lambda v, m: scanrt.partition(v, m))(x, mask)
+    k = int(count[0])
+    np.testing.assert_array_equal(np.asarray(out)[:k], xs[xs > 0.3])
+    np.testing.assert_array_equal(np.asarray(out)[k:][::-1], xs[~(xs > 0.3)])
+    sel, rej, count = jax.jit(lambda v: scanrt.partition(v, where=(">", 0.0), split=True))(x)
+    k = int(count[0])
+    np.testing.assert_array_equal(np.asarray(sel)[:k], xs[xs > 0])
+    np.testing.assert_array_equal(np.asarray(rej)[:xs.size - k], xs[~(xs > 0)])
+    # Kept values pass gradients back through their positions.
+    g = jax.grad(lambda v: scanrt.select(v, where=(">", 0.0), size=size)[0].sum())(x)
+    np.testing.assert_array_equal(np.asarray(g), (xs > 0).astype(np.float32))

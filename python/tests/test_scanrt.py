@@ -391,7 +391,7 @@ def test_xla_handlers_answer_the_metadata_query():
                     ("stage", c.c_int), ("rest", c.c_char * 136)]
 
     handlers = _scanrt.xla_handlers()
-    assert {p: set(h) for p, h in handlers.items()} == {p: {"scanrt_scan", "scanrt_recipe", "scanrt_sort"} for p in ("CUDA", "cpu")}
+    assert {p: set(h) for p, h in handlers.items()} == {p: {"scanrt_scan", "scanrt_recipe", "scanrt_sort", "scanrt_select"} for p in ("CUDA", "cpu")}
     for address in [a for h in handlers.values() for a in h.values()]:
         handler = c.CFUNCTYPE(c.c_void_p, c.c_void_p)(address)
         metadata = Metadata(36, Version(24, None, 9, 9), 7)

@@ -12,36 +12,46 @@
 //! XLA.
 
 mod api;
+mod primitives;
 
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use pyo3::prelude::*;
-use scanrt::{
-    ArrayView, Context, DType, Direction, InitValue, OperatorScan, ScanDesc, ScanrtStatus, SortArrays, SortDesc,
-    SortOrder, Stream,
-};
+use scanrt::{ArrayView, Context, DType, ScanrtStatus, Stream};
 
 use crate::arrays::shared_context;
-use crate::scan::{op_named, recipe_init_state, recipe_operator};
 use api::{Buffer, CallFrame, Error};
+use primitives::{builtin_scan, radix_sort, recipe_scan, select};
 
 /// The handlers' addresses by platform (`"CUDA"`, `"cpu"`) and name, for
 /// `jax.ffi.register_ffi_target`.
 #[pyfunction]
 pub(crate) fn xla_handlers() -> HashMap<&'static str, HashMap<&'static str, usize>> {
-    let handlers = |scan: api::Handler, recipe: api::Handler, sort: api::Handler| {
+    let handlers = |scan: api::Handler, recipe: api::Handler, sort: api::Handler, select: api::Handler| {
         HashMap::from([
             ("scanrt_scan", scan as usize),
             ("scanrt_recipe", recipe as usize),
             ("scanrt_sort", sort as usize),
+            ("scanrt_select", select as usize),
         ])
     };
     HashMap::from([
-        ("CUDA", handlers(scan_on_gpu, recipe_on_gpu, sort_on_gpu)),
-        ("cpu", handlers(scan_on_host, recipe_on_host, sort_on_host)),
+        ("CUDA", handlers(scan_on_gpu, recipe_on_gpu, sort_on_gpu, select_on_gpu)),
+        (
+            "cpu",
+            handlers(scan_on_host, recipe_on_host, sort_on_host, select_on_host),
+        ),
     ])
+}
+
+unsafe extern "C" fn select_on_gpu(frame: *mut CallFrame) -> *mut Error {
+    handle(frame, Platform::Gpu, select)
+}
+
+unsafe extern "C" fn select_on_host(frame: *mut CallFrame) -> *mut Error {
+    handle(frame, Platform::Host, select)
 }
 
 unsafe extern "C" fn sort_on_gpu(frame: *mut CallFrame) -> *mut Error {
@@ -319,158 +329,4 @@ unsafe fn view(b: &Buffer, writable: bool) -> Result<ArrayView<'static>, Failure
     // SAFETY: XLA's dense buffer of `shape`, live for the call (the caller's promise).
     let v = unsafe { ArrayView::contiguous(b.data as u64, dtype, &shape) }?;
     Ok(if writable { v } else { v.read_only() })
-}
-
-/// A number attribute as a value of `dtype` (integers exactly).
-fn number_as(dtype: DType, value: Attr, what: &str) -> Result<InitValue, Failure> {
-    let out_of_range = || invalid(format!("{what} {value:?} does not fit {}", dtype.info().name));
-    Ok(match (dtype, value) {
-        (DType::F32, Attr::Float(v)) => InitValue::of(v as f32),
-        (DType::F64, Attr::Float(v)) => InitValue::of(v),
-        (DType::F32, Attr::Int(v)) => InitValue::of(v as f32),
-        (DType::F64, Attr::Int(v)) => InitValue::of(v as f64),
-        (DType::I32, Attr::Int(v)) => InitValue::of(i32::try_from(v).map_err(|_| out_of_range())?),
-        (DType::U32, Attr::Int(v)) => InitValue::of(u32::try_from(v).map_err(|_| out_of_range())?),
-        (DType::I64, Attr::Int(v)) => InitValue::of(v),
-        (DType::U64, Attr::Int(v)) => InitValue::of(u64::try_from(v).map_err(|_| out_of_range())?),
-        _ => {
-            return Err(invalid(format!(
-                "{what} {value:?} is not a {} value",
-                dtype.info().name
-            )))
-        }
-    })
-}
-
-/// The direction of a call's `reverse` attribute.
-fn direction(call: &Call) -> Result<Direction, Failure> {
-    Ok(if call.flag("reverse")? {
-        Direction::Backward
-    } else {
-        Direction::Forward
-    })
-}
-
-/// `scanrt_scan`: one input, one output of its shape, a built-in operator (`op`: sum,
-/// prod, min, max) along `axis`, `inclusive`, `reverse`, `deterministic`, and an
-/// optional `initial` number in the accumulator's type.
-fn builtin_scan(call: &Call) -> Result<(), Failure> {
-    let (args, rets) = (call.args(), call.rets());
-    let ([x], [y]) = (&args[..], &rets[..]) else {
-        return Err(invalid(format!(
-            "scanrt_scan takes one array into one, not {} into {}",
-            args.len(),
-            rets.len()
-        )));
-    };
-    let op = call.text("op")?;
-    let op = op_named(op).ok_or_else(|| invalid(format!("no scan operator {op:?}")))?;
-    let mut desc = if call.flag("inclusive")? {
-        ScanDesc::inclusive(op)
-    } else {
-        ScanDesc::exclusive(op)
-    };
-    desc.direction = direction(call)?;
-    if call.flag("deterministic")? {
-        desc = desc.deterministic();
-    }
-    // SAFETY: the call's buffers, used only during it.
-    let (input, output) = unsafe { (view(x, false)?, view(y, true)?) };
-    if let Some(initial) = call.attr("initial")? {
-        desc.init = Some(number_as(output.dtype().default_accumulator(), initial, "initial")?);
-    }
-    let (_, ctx, stream) = call.context_and_stream()?;
-    ctx.scan_array(&stream, &input, &output, call.int("axis")? as isize, &desc)?;
-    Ok(())
-}
-
-/// `scanrt_recipe`: a recipe's inputs into its outputs along `axis` (`recipe`: cummax,
-/// cummin, logcumsumexp, linear_recurrence, linear_recurrence_adjoint), `inclusive`,
-/// `reverse`, `deterministic`, and an optional `initial` number.
-fn recipe_scan(call: &Call) -> Result<(), Failure> {
-    let (args, rets) = (call.args(), call.rets());
-    let recipe = call.text("recipe")?;
-    let first = args
-        .first()
-        .ok_or_else(|| invalid(format!("{recipe} without inputs")))?;
-    // SAFETY: the call's buffers, used only during it.
-    let ins = args
-        .iter()
-        .map(|b| unsafe { view(b, false) })
-        .collect::<Result<Vec<_>, _>>()?;
-    let outs = rets
-        .iter()
-        .map(|b| unsafe { view(b, true) })
-        .collect::<Result<Vec<_>, _>>()?;
-    let dtype = unsafe { view(first, false) }?.dtype();
-    let (device, ctx, stream) = call.context_and_stream()?;
-    let op = recipe_operator(&ctx, device, recipe, dtype)?;
-    let init = match call.attr("initial")? {
-        None => None,
-        Some(value @ (Attr::Float(_) | Attr::Int(_))) => {
-            let number = match value {
-                Attr::Int(v) => v as f64,
-                Attr::Float(v) => v,
-                _ => unreachable!("matched above"),
-            };
-            // The extremes start from a value of the array type; the rest from the number.
-            let exact = match recipe {
-                "cummax" | "cummin" => number_as(dtype, value, "initial")?,
-                _ => InitValue::of(number),
-            };
-            Some(recipe_init_state(recipe, dtype, number, exact)?)
-        }
-        Some(other) => return Err(invalid(format!("initial {other:?} is not a number"))),
-    };
-    let scan = OperatorScan {
-        inclusive: call.flag("inclusive")?,
-        init,
-        direction: direction(call)?,
-        deterministic: call.flag("deterministic")?,
-        ..OperatorScan::default()
-    };
-    let axis = call.int("axis")? as isize;
-    op.scan_arrays_along(&stream, &ins, &outs, axis, &scan, &Default::default())?;
-    Ok(())
-}
-
-/// `scanrt_sort`: 1-D keys (and values) into sorted keys and the values in their order (or,
-/// without values, the keys' indices, U32 or U64), `descending`, the ordered keys' bits
-/// `begin_bit..end_bit` (`end_bit` -1: the key's width). Stable.
-fn radix_sort(call: &Call) -> Result<(), Failure> {
-    let (args, rets) = (call.args(), call.rets());
-    let (keys, values, [keys_out, moved]) = match (&args[..], &rets[..]) {
-        ([k], [ko, i]) => (*k, None, [*ko, *i]),
-        ([k, v], [ko, vo]) => (*k, Some(*v), [*ko, *vo]),
-        _ => {
-            return Err(invalid(format!(
-                "scanrt_sort takes keys (and values) into two arrays, not {} into {}",
-                args.len(),
-                rets.len()
-            )))
-        }
-    };
-    let end_bit = call.int("end_bit")?;
-    let desc = SortDesc {
-        order: if call.flag("descending")? {
-            SortOrder::Descending
-        } else {
-            SortOrder::Ascending
-        },
-        begin_bit: u32::try_from(call.int("begin_bit")?).map_err(|_| invalid("begin_bit is negative".into()))?,
-        end_bit: u32::try_from(end_bit).ok(),
-    };
-    // SAFETY: the call's buffers, used only during it.
-    let arrays = unsafe {
-        SortArrays {
-            keys_in: view(keys, false)?,
-            keys_out: view(keys_out, true)?,
-            values_in: values.map(|v| view(v, false)).transpose()?,
-            values_out: Some(view(moved, true)?),
-            temp: None,
-        }
-    };
-    let (_, ctx, stream) = call.context_and_stream()?;
-    ctx.sort(&stream, &arrays, &desc)?;
-    Ok(())
 }
