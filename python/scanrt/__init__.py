@@ -100,10 +100,11 @@ def _builtin_scan(x: Any, op: str, axis: Optional[int], exclusive: bool, reverse
                   offsets: Any = None, keys: Any = None) -> Any:
     if axis is None:  # NumPy's: the flattened array, in C order
         x, axis = x.reshape(-1), -1
-    if _arrays.library(x) == "jax" and _xla().takes(out, segments, offsets, keys, initial, total):
+    if _arrays.library(x) == "jax" and _xla().takes(out, initial, total):
         x = _readable(x, op, dtype)
         out_type = _result_type(_arrays.describe_dtype(x), op, dtype)
-        return _xla().scan(x, op, axis, exclusive, reverse, initial, deterministic, out_type)
+        data, kind = _xla().segments_of(segments, offsets, keys)
+        return _xla().scan(x, op, axis, exclusive, reverse, initial, deterministic, out_type, data, kind)
     tensor = _arrays.is_torch(x)
     if dtype is not None or not tensor or x.dtype.itemsize < 4:
         x = _readable(x, op, dtype)

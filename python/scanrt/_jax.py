@@ -6,9 +6,10 @@ under ``jax.grad`` (``custom_vjp`` around the calls: sums, extremes and the line
 recurrence). Concrete JAX arrays on the GPU take the same calls, eagerly."""
 
 import functools
-from typing import Any, List, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import jax
+import numpy as np
 
 from . import _arrays, _core, _scanrt
 
@@ -61,65 +62,95 @@ def _call(target: str, inputs: Sequence[Any], results: Sequence[Tuple[tuple, Any
     return list(jax.ffi.ffi_call(target, shapes, vmap_method=vmap)(*inputs, **options))
 
 
+def _inputs(x: Any, data: Any) -> List[Any]:
+    """A call's arrays: ``x`` and, for a segmented call, its segment data after it."""
+    return [x] if data is None else [x, data]
+
+
+def _batching(data: Any) -> str:
+    """How ``jax.vmap`` batches a call: more rows, or (segments of 1-D arrays) a loop."""
+    return "broadcast_all" if data is None else "sequential"
+
+
+def _no_cotangent(data: Any) -> Any:
+    """The zero cotangent of segment data (integers and flags have none)."""
+    return None if data is None else np.zeros(data.shape, jax.dtypes.float0)
+
+
+def segments_of(segments: Any, offsets: Any, keys: Any) -> Tuple[Any, Optional[str]]:
+    """The segment data given (at most one of them, 1-D) and its form for the handler."""
+    for data, kind in ((segments, "flags"), (offsets, "offsets"), (keys, "keys")):
+        if data is not None:
+            return (data.astype("uint8") if kind == "flags" else data), kind
+    return None, None
+
+
 def scan(x: Any, op: str, axis: int, exclusive: bool, reverse: bool, initial: Any, deterministic: bool,
-         out_type: str) -> Any:
-    """A built-in operator's scan of ``x`` along ``axis`` into ``out_type``."""
+         out_type: str, data: Any = None, kind: Optional[str] = None) -> Any:
+    """A built-in operator's scan of ``x`` along ``axis`` (or over the segments of the 1-D
+    ``x`` that ``data`` gives, in the form ``kind``) into ``out_type``."""
     options = _options(axis, x.ndim, exclusive, reverse, deterministic, initial)
+    if kind is not None:
+        options["segments"] = kind
     out = _dtype(out_type)
     if op == "sum" and initial is None and out.kind == "f" and x.dtype.kind == "f":
-        return _sum(x, out, options["axis"], exclusive, bool(reverse), bool(deterministic))
-    return _call("scanrt_scan", [x], [(x.shape, out)], op=op, **options)[0]
+        return _sum(x, data, out, tuple(sorted(options.items())))
+    return _call("scanrt_scan", _inputs(x, data), [(x.shape, out)], _batching(data), op=op, **options)[0]
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2, 3, 4, 5))
-def _sum(x: Any, out: Any, axis: int, exclusive: bool, reverse: bool, deterministic: bool) -> Any:
-    return _call("scanrt_scan", [x], [(x.shape, out)], op="sum", axis=axis, inclusive=not exclusive,
-                 reverse=reverse, deterministic=deterministic)[0]
+@functools.partial(jax.custom_vjp, nondiff_argnums=(2, 3))
+def _sum(x: Any, data: Any, out: Any, options: tuple) -> Any:
+    return _call("scanrt_scan", _inputs(x, data), [(x.shape, out)], _batching(data), op="sum", **dict(options))[0]
 
 
-def _sum_forward(x, out, axis, exclusive, reverse, deterministic):
-    # The residual is a zero-size array of x's type: its gradient's type.
-    return _sum(x, out, axis, exclusive, reverse, deterministic), jax.numpy.zeros(0, x.dtype)
+def _sum_forward(x, data, out, options):
+    # The residuals: a zero-size array of x's type (its gradient's type), the segments.
+    return _sum(x, data, out, options), (jax.numpy.zeros(0, x.dtype), data)
 
 
-def _sum_backward(out, axis, exclusive, reverse, deterministic, like, g):
-    # Element s reaches every result t at or after it (before it, reversed): the gradient
-    # is the same scan of g the other way.
-    grad = _call("scanrt_scan", [g], [(g.shape, g.dtype)], op="sum", axis=axis, inclusive=not exclusive,
-                 reverse=not reverse, deterministic=deterministic)[0]
-    return (grad.astype(like.dtype),)
+def _sum_backward(out, options, residuals, g):
+    like, data = residuals
+    # Element s reaches every result t at or after it in its segment (before it,
+    # reversed): the gradient is the same scan of g the other way, over the same segments.
+    reverse = dict(options, reverse=not dict(options)["reverse"])
+    grad = _call("scanrt_scan", _inputs(g, data), [(g.shape, g.dtype)], _batching(data), op="sum", **reverse)[0]
+    return grad.astype(like.dtype), _no_cotangent(data)
 
 
 _sum.defvjp(_sum_forward, _sum_backward)
 
 
 def extreme(x: Any, recipe: str, axis: int, exclusive: bool, reverse: bool, initial: Any,
-            deterministic: bool) -> Tuple[Any, Any]:
-    """cummax or cummin of ``x`` along ``axis``: values and int indices (-1 where the
+            deterministic: bool, data: Any = None, kind: Optional[str] = None) -> Tuple[Any, Any]:
+    """cummax or cummin of ``x`` along ``axis`` (or over the segments of the 1-D ``x``):
+    values and int indices, positions along the axis (in ``x`` for segments; -1 where the
     initial value or an exclusive scan's start is the extreme)."""
     options = _options(axis, x.ndim, exclusive, reverse, deterministic, initial)
+    if kind is not None:
+        options["segments"] = kind
     empty = exclusive or initial is not None
     if x.dtype.kind == "f":
-        values, raw = _extreme_values(x, recipe, tuple(sorted(options.items())))
+        values, raw = _extreme_values(x, data, recipe, tuple(sorted(options.items())))
     else:
-        values, raw = _call("scanrt_recipe", [x], [(x.shape, x.dtype), (x.shape, "uint32")], recipe=recipe,
-                            **options)
+        values, raw = _call("scanrt_recipe", _inputs(x, data), [(x.shape, x.dtype), (x.shape, "uint32")],
+                            _batching(data), recipe=recipe, **options)
     return values, _core.indices_of(raw, 0, empty)
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2))
-def _extreme_values(x: Any, recipe: str, options: tuple) -> Tuple[Any, Any]:
-    return tuple(_call("scanrt_recipe", [x], [(x.shape, x.dtype), (x.shape, "uint32")], recipe=recipe,
-                       **dict(options)))
+@functools.partial(jax.custom_vjp, nondiff_argnums=(2, 3))
+def _extreme_values(x: Any, data: Any, recipe: str, options: tuple) -> Tuple[Any, Any]:
+    return tuple(_call("scanrt_recipe", _inputs(x, data), [(x.shape, x.dtype), (x.shape, "uint32")],
+                       _batching(data), recipe=recipe, **dict(options)))
 
 
-def _extreme_forward(x, recipe, options):
-    values, raw = _extreme_values(x, recipe, options)
-    return (values, raw), raw
+def _extreme_forward(x, data, recipe, options):
+    values, raw = _extreme_values(x, data, recipe, options)
+    return (values, raw), (raw, data)
 
 
-def _extreme_backward(recipe, options, raw, grads):
+def _extreme_backward(recipe, options, residuals, grads):
     jnp = jax.numpy
+    raw, data = residuals
     g = grads[0]
     axis = dict(options)["axis"]
     moved_g, moved_i = jnp.moveaxis(g, axis, -1), jnp.moveaxis(raw, axis, -1)
@@ -129,15 +160,19 @@ def _extreme_backward(recipe, options, raw, grads):
     rows = jnp.arange(moved_g.size // max(n, 1)).reshape(moved_g.shape[:-1] + (1,)) * n
     target = jnp.where(kept, rows + jnp.where(kept, moved_i, 0).astype(rows.dtype), moved_g.size)
     flat = jnp.zeros(moved_g.size + 1, g.dtype).at[target.reshape(-1)].add(moved_g.reshape(-1))
-    return (jnp.moveaxis(flat[:-1].reshape(moved_g.shape), -1, axis),)
+    return jnp.moveaxis(flat[:-1].reshape(moved_g.shape), -1, axis), _no_cotangent(data)
 
 
 _extreme_values.defvjp(_extreme_forward, _extreme_backward)
 
 
-def logcumsumexp(x: Any, axis: int, exclusive: bool, reverse: bool, initial: Any, deterministic: bool) -> Any:
+def logcumsumexp(x: Any, axis: int, exclusive: bool, reverse: bool, initial: Any, deterministic: bool,
+                 data: Any = None, kind: Optional[str] = None) -> Any:
     options = _options(axis, x.ndim, exclusive, reverse, deterministic, initial)
-    return _call("scanrt_recipe", [x], [(x.shape, x.dtype)], recipe="logcumsumexp", **options)[0]
+    if kind is not None:
+        options["segments"] = kind
+    return _call("scanrt_recipe", _inputs(x, data), [(x.shape, x.dtype)], _batching(data), recipe="logcumsumexp",
+                 **options)[0]
 
 
 def linear_recurrence(a: Any, b: Any, axis: int, exclusive: bool, reverse: bool, initial: Any,

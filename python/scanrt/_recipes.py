@@ -73,8 +73,9 @@ def _extreme(x: Any, recipe: str, axis: int, exclusive: bool, reverse: bool, ini
     if _arrays.library(x) == "jax":
         from . import _jax
 
-        if _jax.takes(out, segments, offsets, keys, initial):
-            return _jax.extreme(x, recipe, axis, exclusive, reverse, initial, deterministic)
+        if _jax.takes(out, initial):
+            data, kind = _jax.segments_of(segments, offsets, keys)
+            return _jax.extreme(x, recipe, axis, exclusive, reverse, initial, deterministic, data, kind)
     data = _arrays.segment_data(x, segments, offsets, keys)
     if _torch_autograd(x):
         # Here, not at the top: _torch imports torch, which scanrt does not require.
@@ -160,8 +161,9 @@ def logcumsumexp(x: Any, axis: int = -1, *, exclusive: bool = False, reverse: bo
     if _arrays.library(x) == "jax":
         from . import _jax
 
-        if _jax.takes(out, segments, offsets, keys, initial):
-            return _jax.logcumsumexp(x, axis, exclusive, reverse, initial, deterministic)
+        if _jax.takes(out, initial):
+            data, kind = _jax.segments_of(segments, offsets, keys)
+            return _jax.logcumsumexp(x, axis, exclusive, reverse, initial, deterministic, data, kind)
     data = _arrays.segment_data(x, segments, offsets, keys)
     init = None if initial is None else float(initial)
     if _torch_autograd(x):

@@ -137,3 +137,34 @@ def test_jax_selections_and_partitions_under_jit():
     # Kept values pass gradients back through their positions.
     g = jax.grad(lambda v: scanrt.select(v, where=(">", 0.0), size=size)[0].sum())(x)
     np.testing.assert_array_equal(np.asarray(g), (xs > 0).astype(np.float32))
+
+
+def test_jax_segmented_scans_under_jit_and_grad():
+    import jax.numpy as jnp
+
+    seed = 0x5E6
+    print("seed", seed)
+    rng = np.random.default_rng(seed)
+    n = 5000
+    x = jnp.asarray(rng.standard_normal(n), dtype=jnp.float32)
+    flags = rng.random(n) < 0.01
+    flags[0] = True
+    offsets = np.concatenate([[0], np.flatnonzero(flags[1:]) + 1, [n]]).astype(np.int32)
+    keys = np.cumsum(flags).astype(np.int32)
+    starts = np.flatnonzero(flags)
+    xs = np.asarray(x, dtype=np.float64)
+    want = np.concatenate([np.cumsum(xs[a:b]) for a, b in zip(starts, list(starts[1:]) + [n])])
+    for name, call in [("flags", lambda v: scanrt.cumsum(v, segments=jnp.asarray(flags))),
+                       ("offsets", lambda v: scanrt.cumsum(v, offsets=jnp.asarray(offsets))),
+                       ("keys", lambda v: scanrt.cumsum(v, keys=jnp.asarray(keys)))]:
+        np.testing.assert_allclose(np.asarray(jax.jit(call)(x)), want, rtol=1e-4, atol=1e-4, err_msg=name)
+    # The gradient of a segmented sum is the reverse segmented sum of g.
+    w = jnp.asarray(rng.standard_normal(n), dtype=jnp.float32)
+    g = jax.jit(jax.grad(lambda v: (scanrt.cumsum(v, offsets=jnp.asarray(offsets)) * w).sum()))(x)
+    ws = np.asarray(w, dtype=np.float64)
+    want_g = np.concatenate([np.cumsum(ws[a:b][::-1])[::-1] for a, b in zip(starts, list(starts[1:]) + [n])])
+    np.testing.assert_allclose(np.asarray(g), want_g, rtol=1e-4, atol=1e-4)
+    values, indices = jax.jit(lambda v: tuple(scanrt.cummax(v, segments=jnp.asarray(flags))))(x)
+    want_max = np.concatenate([np.maximum.accumulate(xs[a:b]) for a, b in zip(starts, list(starts[1:]) + [n])])
+    np.testing.assert_array_equal(np.asarray(values), want_max.astype(np.float32))
+    np.testing.assert_array_equal(np.asarray(x)[np.asarray(indices)], np.asarray(values))

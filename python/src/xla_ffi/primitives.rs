@@ -2,10 +2,11 @@
 //! built-in and recipe scans along an axis, the sort and the selections.
 
 use scanrt::{
-    DType, Direction, InitValue, OperatorScan, ScanDesc, SelectArrays, SelectDesc, Selection, SortArrays, SortDesc,
-    SortOrder,
+    ArrayView, DType, Direction, InitValue, OperatorScan, ScanDesc, Segments, SelectArrays, SelectDesc, Selection,
+    SortArrays, SortDesc, SortOrder,
 };
 
+use super::api::Buffer;
 use super::{invalid, view, Attr, Call, Failure};
 use crate::scan::{op_named, recipe_init_state, recipe_operator};
 use crate::select::{comparison_named, output_of, rule_without_operand};
@@ -49,14 +50,45 @@ fn direction(call: &Call) -> Result<Direction, Failure> {
     })
 }
 
-/// `scanrt_scan`: one input, one output of its shape, a built-in operator (`op`: sum,
-/// prod, min, max) along `axis`, `inclusive`, `reverse`, `deterministic`, and an
-/// optional `initial` number in the accumulator's type.
+/// A segmented call's segment data, its last input, and their form (`segments`:
+/// "flags", "offsets" or "keys"), or None for a call without the attribute.
+///
+/// # Safety
+/// `args` are the call's buffers; the view is used only during it.
+unsafe fn segment_data(call: &Call, args: &[&Buffer]) -> Result<Option<(ArrayView<'static>, Segments)>, Failure> {
+    let Some(kind) = call.attr("segments")? else {
+        return Ok(None);
+    };
+    let data = args
+        .last()
+        .ok_or_else(|| invalid("segments without their array".into()))?;
+    // SAFETY: the caller's promise.
+    let data = unsafe { view(data, false) }?;
+    let form = match kind {
+        Attr::Text("flags") => Segments::ByteFlags,
+        Attr::Text("keys") => Segments::Keys(data.dtype()),
+        Attr::Text("offsets") => Segments::Offsets {
+            dtype: data.dtype(),
+            count: data.shape().iter().product(),
+        },
+        other => {
+            return Err(invalid(format!(
+                "segments {other:?}: \"flags\", \"offsets\" or \"keys\""
+            )))
+        }
+    };
+    Ok(Some((data, form)))
+}
+
+/// `scanrt_scan`: one input (and, with `segments`, its segment data: see
+/// [`segment_data`]), one output of its shape, a built-in operator (`op`: sum, prod, min,
+/// max) along `axis` (or over the segments of a 1-D input), `inclusive`, `reverse`,
+/// `deterministic`, and an optional `initial` number in the accumulator's type.
 pub(super) fn builtin_scan(call: &Call) -> Result<(), Failure> {
     let (args, rets) = (call.args(), call.rets());
-    let ([x], [y]) = (&args[..], &rets[..]) else {
+    let ([x, ..], [y]) = (&args[..], &rets[..]) else {
         return Err(invalid(format!(
-            "scanrt_scan takes one array into one, not {} into {}",
+            "scanrt_scan takes one array (and its segments) into one, not {} into {}",
             args.len(),
             rets.len()
         )));
@@ -78,15 +110,23 @@ pub(super) fn builtin_scan(call: &Call) -> Result<(), Failure> {
         desc.init = Some(number_as(output.dtype().default_accumulator(), initial, "initial")?);
     }
     let (_, ctx, stream) = call.context_and_stream()?;
-    ctx.scan_array(&stream, &input, &output, call.int("axis")? as isize, &desc)?;
+    // SAFETY: as above.
+    match unsafe { segment_data(call, &args) }? {
+        Some((data, form)) => ctx.scan_array_segmented(&stream, &input, &data, &output, &desc.segmented(form))?,
+        None => ctx.scan_array(&stream, &input, &output, call.int("axis")? as isize, &desc)?,
+    };
     Ok(())
 }
 
 /// `scanrt_recipe`: a recipe's inputs into its outputs along `axis` (`recipe`: cummax,
-/// cummin, logcumsumexp, linear_recurrence, linear_recurrence_adjoint), `inclusive`,
+/// cummin, logcumsumexp, linear_recurrence, linear_recurrence_adjoint), or with
+/// `segments` over the segments of 1-D inputs (the segment data after them), `inclusive`,
 /// `reverse`, `deterministic`, and an optional `initial` number.
 pub(super) fn recipe_scan(call: &Call) -> Result<(), Failure> {
-    let (args, rets) = (call.args(), call.rets());
+    let (all, rets) = (call.args(), call.rets());
+    // SAFETY: the call's buffers, used only during it.
+    let segments = unsafe { segment_data(call, &all) }?;
+    let args = &all[..all.len() - usize::from(segments.is_some())];
     let recipe = call.text("recipe")?;
     let first = args
         .first()
@@ -125,10 +165,16 @@ pub(super) fn recipe_scan(call: &Call) -> Result<(), Failure> {
         init,
         direction: direction(call)?,
         deterministic: call.flag("deterministic")?,
+        segments: segments.as_ref().map_or(Segments::None, |(_, form)| *form),
         ..OperatorScan::default()
     };
-    let axis = call.int("axis")? as isize;
-    op.scan_arrays_along(&stream, &ins, &outs, axis, &scan, &Default::default())?;
+    match &segments {
+        Some((data, _)) => op.scan_arrays_carried(&stream, &ins, &outs, Some(data), &scan, &Default::default())?,
+        None => {
+            let axis = call.int("axis")? as isize;
+            op.scan_arrays_along(&stream, &ins, &outs, axis, &scan, &Default::default())?
+        }
+    };
     Ok(())
 }
 
