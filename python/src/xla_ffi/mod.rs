@@ -26,56 +26,47 @@ use api::{Buffer, CallFrame, Error};
 use primitives::{builtin_scan, radix_sort, recipe_scan, select};
 
 /// The handlers' addresses by platform (`"CUDA"`, `"cpu"`) and name, for
-/// `jax.ffi.register_ffi_target`.
+/// `jax.ffi.register_ffi_target`: one table, each row a custom call's name, what it
+/// computes, and its two entry points.
 #[pyfunction]
 pub(crate) fn xla_handlers() -> HashMap<&'static str, HashMap<&'static str, usize>> {
-    let handlers = |scan: api::Handler, recipe: api::Handler, sort: api::Handler, select: api::Handler| {
-        HashMap::from([
-            ("scanrt_scan", scan as usize),
-            ("scanrt_recipe", recipe as usize),
-            ("scanrt_sort", sort as usize),
-            ("scanrt_select", select as usize),
-        ])
+    let mut platforms: HashMap<&'static str, HashMap<&'static str, usize>> = HashMap::new();
+    for &(name, on_gpu, on_host) in HANDLERS {
+        platforms.entry("CUDA").or_default().insert(name, on_gpu as usize);
+        platforms.entry("cpu").or_default().insert(name, on_host as usize);
+    }
+    platforms
+}
+
+/// Defines the table of handlers: for each row, an `extern "C"` entry per platform
+/// (XLA calls plain functions) that runs the row's body through [`handle`].
+macro_rules! handlers {
+    ($($name:literal => $body:path;)*) => {
+        const HANDLERS: &[(&str, api::Handler, api::Handler)] = &[$(
+            (
+                $name,
+                {
+                    unsafe extern "C" fn on_gpu(frame: *mut CallFrame) -> *mut Error {
+                        handle(frame, Platform::Gpu, $body)
+                    }
+                    on_gpu
+                },
+                {
+                    unsafe extern "C" fn on_host(frame: *mut CallFrame) -> *mut Error {
+                        handle(frame, Platform::Host, $body)
+                    }
+                    on_host
+                },
+            ),
+        )*];
     };
-    HashMap::from([
-        ("CUDA", handlers(scan_on_gpu, recipe_on_gpu, sort_on_gpu, select_on_gpu)),
-        (
-            "cpu",
-            handlers(scan_on_host, recipe_on_host, sort_on_host, select_on_host),
-        ),
-    ])
 }
 
-unsafe extern "C" fn select_on_gpu(frame: *mut CallFrame) -> *mut Error {
-    handle(frame, Platform::Gpu, select)
-}
-
-unsafe extern "C" fn select_on_host(frame: *mut CallFrame) -> *mut Error {
-    handle(frame, Platform::Host, select)
-}
-
-unsafe extern "C" fn sort_on_gpu(frame: *mut CallFrame) -> *mut Error {
-    handle(frame, Platform::Gpu, radix_sort)
-}
-
-unsafe extern "C" fn sort_on_host(frame: *mut CallFrame) -> *mut Error {
-    handle(frame, Platform::Host, radix_sort)
-}
-
-unsafe extern "C" fn scan_on_gpu(frame: *mut CallFrame) -> *mut Error {
-    handle(frame, Platform::Gpu, builtin_scan)
-}
-
-unsafe extern "C" fn recipe_on_gpu(frame: *mut CallFrame) -> *mut Error {
-    handle(frame, Platform::Gpu, recipe_scan)
-}
-
-unsafe extern "C" fn scan_on_host(frame: *mut CallFrame) -> *mut Error {
-    handle(frame, Platform::Host, builtin_scan)
-}
-
-unsafe extern "C" fn recipe_on_host(frame: *mut CallFrame) -> *mut Error {
-    handle(frame, Platform::Host, recipe_scan)
+handlers! {
+    "scanrt_scan" => builtin_scan;
+    "scanrt_recipe" => recipe_scan;
+    "scanrt_sort" => radix_sort;
+    "scanrt_select" => select;
 }
 
 /// Where XLA runs a call: on a GPU (device buffers, XLA's CUDA stream) or on its CPU
