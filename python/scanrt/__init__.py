@@ -322,7 +322,8 @@ def summed_area_table(x: Any, *, exclusive: bool = False, reverse: bool = False,
     memory); ``dtype`` as :func:`cumsum`'s."""
     if len(getattr(x, "shape", ())) < 2:
         raise ValueError("a summed-area table takes an array of at least 2 dimensions")
-    if _torch_autograd(x):  # differentiable: the two scans' operators
+    jax_traced = _arrays.library(x) == "jax" and _xla().takes(out)
+    if _torch_autograd(x) or jax_traced:  # differentiable (and on JAX, jittable): two scans
         rows = cumsum(x, axis=-1, exclusive=exclusive, reverse=reverse, dtype=dtype)
         return cumsum(rows, axis=-2, exclusive=exclusive, reverse=reverse, dtype=dtype, out=out)
     x = _readable(x, "sum", dtype)

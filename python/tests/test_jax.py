@@ -168,3 +168,16 @@ def test_jax_segmented_scans_under_jit_and_grad():
     want_max = np.concatenate([np.maximum.accumulate(xs[a:b]) for a, b in zip(starts, list(starts[1:]) + [n])])
     np.testing.assert_array_equal(np.asarray(values), want_max.astype(np.float32))
     np.testing.assert_array_equal(np.asarray(x)[np.asarray(indices)], np.asarray(values))
+
+
+def test_jax_summed_area_tables_under_jit_vmap_and_grad():
+    import jax.numpy as jnp
+
+    x = jax.random.normal(jax.random.PRNGKey(0x5A7), (3, 40, 70))
+    want = np.cumsum(np.cumsum(np.asarray(x, dtype=np.float64), -1), -2)
+    np.testing.assert_allclose(np.asarray(jax.jit(scanrt.summed_area_table)(x)), want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(jax.vmap(scanrt.summed_area_table)(x)), want, rtol=1e-4, atol=1e-4)
+    w = jnp.arange(40 * 70, dtype=jnp.float32).reshape(40, 70) / 1000
+    g = jax.grad(lambda v: (scanrt.summed_area_table(v) * w).sum())(x)
+    want_g = np.flip(np.cumsum(np.cumsum(np.flip(np.asarray(w, dtype=np.float64)), -1), -2))
+    np.testing.assert_allclose(np.asarray(g), np.broadcast_to(want_g, x.shape), rtol=1e-4, atol=1e-3)
