@@ -176,43 +176,61 @@ def logcumsumexp(x: Any, axis: int, exclusive: bool, reverse: bool, initial: Any
 
 
 def linear_recurrence(a: Any, b: Any, axis: int, exclusive: bool, reverse: bool, initial: Any,
-                      deterministic: bool) -> Any:
-    """``h[t] = a[t] h[t-1] + b[t]`` along ``axis`` from ``initial`` (0), differentiable
-    in ``a`` and ``b`` (inclusive scans)."""
+                      deterministic: bool, flags: Any = None) -> Any:
+    """``h[t] = a[t] h[t-1] + b[t]`` along ``axis`` from ``initial`` (0), or with
+    ``flags`` (uint8, 1-D) each segment of the 1-D ``a`` and ``b`` a recurrence of its own
+    from ``initial``; differentiable in ``a`` and ``b`` (inclusive scans)."""
     if a.shape != b.shape or a.dtype != b.dtype:
         raise TypeError(f"a and b have one shape and type: {a.shape} {a.dtype} and {b.shape} {b.dtype}")
     options = _options(axis, a.ndim, exclusive, reverse, deterministic, initial)
     if exclusive:
-        return _call("scanrt_recipe", [a, b], [(a.shape, a.dtype)], recipe="linear_recurrence", **options)[0]
+        if flags is not None:
+            options["segments"] = "flags"
+        return _call("scanrt_recipe", _inputs(a, b) + ([] if flags is None else [flags]), [(a.shape, a.dtype)],
+                     _batching(flags), recipe="linear_recurrence", **options)[0]
     start = 0.0 if initial is None else float(initial)
-    return _recurrence(a, b, options["axis"], bool(reverse), start, bool(deterministic))
+    return _recurrence(a, b, flags, options["axis"], bool(reverse), start, bool(deterministic))
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(2, 3, 4, 5))
-def _recurrence(a: Any, b: Any, axis: int, reverse: bool, start: float, deterministic: bool) -> Any:
-    return _call("scanrt_recipe", [a, b], [(a.shape, a.dtype)], recipe="linear_recurrence", axis=axis,
-                 inclusive=True, reverse=reverse, deterministic=deterministic, initial=start)[0]
+def _recurrence_call(recipe: str, a: Any, x: Any, flags: Any, axis: int, reverse: bool, deterministic: bool,
+                     **initial: Any) -> Any:
+    """The recurrence (or its adjoint) of ``a`` and ``x``, over ``flags``' segments if given."""
+    segments = {} if flags is None else {"segments": "flags"}
+    return _call("scanrt_recipe", [a, x] + ([] if flags is None else [flags]), [(a.shape, a.dtype)],
+                 _batching(flags), recipe=recipe, axis=axis, inclusive=True, reverse=reverse,
+                 deterministic=deterministic, **segments, **initial)[0]
 
 
-def _recurrence_forward(a, b, axis, reverse, start, deterministic):
-    h = _recurrence(a, b, axis, reverse, start, deterministic)
-    return h, (a, h)
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5, 6))
+def _recurrence(a: Any, b: Any, flags: Any, axis: int, reverse: bool, start: float, deterministic: bool) -> Any:
+    return _recurrence_call("linear_recurrence", a, b, flags, axis, reverse, deterministic, initial=start)
+
+
+def _recurrence_forward(a, b, flags, axis, reverse, start, deterministic):
+    h = _recurrence(a, b, flags, axis, reverse, start, deterministic)
+    return h, (a, h, flags)
 
 
 def _recurrence_backward(axis, reverse, start, deterministic, residuals, g):
     jnp = jax.numpy
-    a, h = residuals
-    # lam[t] = g[t] + a[s] lam[s], s the element after t in the recurrence's order: the
-    # gradient of b; that of a[t] is lam[t] times the state before t (start at the head).
-    lam = _call("scanrt_recipe", [a, g], [(a.shape, a.dtype)], recipe="linear_recurrence_adjoint", axis=axis,
-                inclusive=True, reverse=not reverse, deterministic=deterministic)[0]
+    a, h, flags = residuals
+    # lam[t] = g[t] + a[s] lam[s], s the element after t in the recurrence's order (in its
+    # segment): the gradient of b; that of a[t] is lam[t] times the state before t (start
+    # at the head of each recurrence).
+    lam = _recurrence_call("linear_recurrence_adjoint", a, g, flags, axis, not reverse, deterministic)
     n = h.shape[axis]
     head = jnp.full_like(jnp.take(h, jnp.arange(1), axis=axis), start)
     if reverse:
         before = jnp.concatenate([jnp.take(h, jnp.arange(1, n), axis=axis), head], axis=axis)
     else:
         before = jnp.concatenate([head, jnp.take(h, jnp.arange(n - 1), axis=axis)], axis=axis)
-    return lam * before, lam
+    if flags is not None:
+        # A segment's head (forward: its first element; reversed: its last) starts anew.
+        heads = flags != 0
+        if reverse:
+            heads = jnp.concatenate([heads[1:], jnp.ones(1, bool)])
+        before = jnp.where(heads, start, before)
+    return lam * before, lam, _no_cotangent(flags)
 
 
 _recurrence.defvjp(_recurrence_forward, _recurrence_backward)

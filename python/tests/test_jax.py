@@ -181,3 +181,38 @@ def test_jax_summed_area_tables_under_jit_vmap_and_grad():
     g = jax.grad(lambda v: (scanrt.summed_area_table(v) * w).sum())(x)
     want_g = np.flip(np.cumsum(np.cumsum(np.flip(np.asarray(w, dtype=np.float64)), -1), -2))
     np.testing.assert_allclose(np.asarray(g), np.broadcast_to(want_g, x.shape), rtol=1e-4, atol=1e-3)
+
+
+def test_jax_linear_recurrence_by_segments_under_jit_and_grad():
+    import jax.numpy as jnp
+
+    seed = 0x5E9
+    print("seed", seed)
+    rng = np.random.default_rng(seed)
+    n = 500  # about 15 segments: the reference runs one associative_scan each
+    a = jnp.asarray(rng.uniform(0.5, 1.0, n), dtype=jnp.float32)
+    b = jnp.asarray(rng.standard_normal(n), dtype=jnp.float32)
+    flags = rng.random(n) < 0.03
+    flags[0] = True
+    keys = jnp.asarray(np.cumsum(flags), dtype=jnp.int32)
+    starts = list(np.flatnonzero(flags)) + [n]
+    w = jnp.asarray(rng.standard_normal(n), dtype=jnp.float32)
+
+    def reference(a, b, reverse, h0):
+        def one(a, b):
+            def combine(l, r):
+                return l[0] * r[0], r[0] * l[1] + r[1]
+            b0 = b.at[-1 if reverse else 0].add(a[-1 if reverse else 0] * h0)
+            return jax.lax.associative_scan(combine, (a, b0), reverse=reverse)[1]
+        return jnp.concatenate([one(a[s:e], b[s:e]) for s, e in zip(starts[:-1], starts[1:])])
+
+    for reverse in (False, True):
+        for by in ("segments", "keys"):
+            seg = {"segments": jnp.asarray(flags)} if by == "segments" else {"keys": keys}
+            f = lambda a, b: scanrt.linear_recurrence(a, b, reverse=reverse, initial=0.5, **seg)  # noqa: E731
+            np.testing.assert_allclose(np.asarray(jax.jit(f)(a, b)), np.asarray(reference(a, b, reverse, 0.5)),
+                                       rtol=1e-4, atol=1e-5)
+            mine = jax.grad(lambda a, b: (f(a, b) * w).sum(), argnums=(0, 1))(a, b)
+            theirs = jax.grad(lambda a, b: (reference(a, b, reverse, 0.5) * w).sum(), argnums=(0, 1))(a, b)
+            for m, t in zip(mine, theirs):
+                np.testing.assert_allclose(np.asarray(m), np.asarray(t), rtol=1e-3, atol=1e-4)
