@@ -175,6 +175,16 @@ def logcumsumexp(x: Any, axis: int, exclusive: bool, reverse: bool, initial: Any
                  **options)[0]
 
 
+def head_flags(segments: Any, keys: Any) -> Any:
+    """Segments as uint8 head flags: ``segments``' own, or where ``keys`` change (None
+    without either)."""
+    if segments is not None:
+        return segments.astype("uint8")
+    if keys is not None:
+        return (keys != jax.numpy.roll(keys, 1)).at[0].set(True).astype("uint8")
+    return None
+
+
 def linear_recurrence(a: Any, b: Any, axis: int, exclusive: bool, reverse: bool, initial: Any,
                       deterministic: bool, flags: Any = None) -> Any:
     """``h[t] = a[t] h[t-1] + b[t]`` along ``axis`` from ``initial`` (0), or with

@@ -74,11 +74,7 @@ def linear_recurrence(a: Any, b: Any, axis: int = -1, *, exclusive: bool = False
         from . import _jax
 
         if _jax.takes(out, offsets, initial):
-            flags = None
-            if segments is not None:
-                flags = segments.astype("uint8")
-            elif keys is not None:  # a segment starts where the key changes
-                flags = (keys != _jax.jax.numpy.roll(keys, 1)).at[0].set(True).astype("uint8")
+            flags = _jax.head_flags(segments, keys)
             return _jax.linear_recurrence(a, b, axis, exclusive, reverse, initial, deterministic, flags)
     if offsets is not None or _arrays.is_array(initial) or return_final:
         if segments is not None or keys is not None:
