@@ -113,7 +113,10 @@ packs=${SCANRT_KERNEL_PACKS:-$root/share/scanrt/kernels}
 # nvidia-smi lists any and NVRTC is there (else none, with a note); "native" the same but
 # failing without them; compute capabilities such as "80 90 100" (no GPU needed);
 # "none" none.
-native_archs() { nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | tr -d . | sort -u | tr '\n' ' '; }
+native_archs() {  # empty where there is no nvidia-smi or it lists no GPU
+  command -v nvidia-smi >/dev/null || return 0
+  { nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null || true; } | tr -d . | sort -u | tr '\n' ' '
+}
 archs=
 if [ "${SCANRT_SKIP_BUILD:-0}" != "1" ]; then
   case "${SCANRT_PACK_ARCHS-auto}" in
