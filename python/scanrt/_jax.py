@@ -1,9 +1,11 @@
-"""JAX arrays through XLA's FFI: scanrt's scans as XLA custom calls (the handlers of
-``src/xla_ffi``), so that they run inside ``jax.jit`` on XLA's stream with no host
-synchronisation, batch under ``jax.vmap`` (a batch axis is more rows: each call scans
-along a negative axis, which the leading batch axes leave in place) and differentiate
-under ``jax.grad`` (``custom_vjp`` around the calls: sums, extremes and the linear
-recurrence). Concrete JAX arrays on the GPU take the same calls, eagerly."""
+"""JAX arrays through XLA's FFI: scanrt's scans, sorts and selections as XLA custom calls
+(the handlers of ``src/xla_ffi``, on JAX's GPU and CPU platforms), so that they run
+inside ``jax.jit`` on XLA's stream with no host synchronisation, batch under
+``jax.vmap`` (a batch axis is more rows: each call scans along a negative axis, which
+the leading batch axes leave in place; segmented and 1-D calls loop) and differentiate
+under ``jax.grad`` (``custom_vjp`` around the calls: sums, extremes, the linear
+recurrence, sorted keys; values follow permutations by gathers). Concrete JAX arrays
+take the same calls, eagerly."""
 
 import functools
 from typing import Any, List, Optional, Sequence, Tuple
@@ -45,7 +47,7 @@ def _options(axis: int, ndim: int, exclusive: bool, reverse: bool, deterministic
     if not -ndim <= axis < ndim:
         raise ValueError(f"axis {axis} is out of range for an array of {ndim} dimensions")
     options: dict = dict(axis=axis % ndim - ndim, inclusive=not exclusive, reverse=bool(reverse),
-                   deterministic=bool(deterministic))
+                         deterministic=bool(deterministic))
     if initial is not None:
         if not isinstance(initial, (int, float)) or isinstance(initial, bool):
             raise TypeError(f"initial must be a number under JAX, not {type(initial).__name__}")
@@ -56,7 +58,8 @@ def _options(axis: int, ndim: int, exclusive: bool, reverse: bool, deterministic
 def _call(target: str, inputs: Sequence[Any], results: Sequence[Tuple[tuple, Any]], vmap: str = "broadcast_all",
           **options: Any) -> List[Any]:
     """The custom call ``target`` on ``inputs`` into arrays of ``results`` (shape, type);
-    ``vmap``: how ``jax.vmap`` batches it (the scans: more rows; the 1-D sort: a loop)."""
+    ``vmap``: how ``jax.vmap`` batches it (scans along an axis: more rows; 1-D and
+    segmented calls: a loop)."""
     _register()
     shapes = [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in results]
     return list(jax.ffi.ffi_call(target, shapes, vmap_method=vmap)(*inputs, **options))
