@@ -295,7 +295,7 @@ def select(x: Any, flags: Any, rule: str, indices: bool, size: int, operand: Any
     count, as ``_primitives.select`` with a size: the slots past the count hold zeros.
     Kept values of float arrays are a gather of ``x`` at the kept positions, which JAX
     differentiates."""
-    if not indices and x.dtype.kind == "f":
+    if not indices and x.dtype.kind == "f" and x.shape[0] > 0:
         positions, count = select(jax.lax.stop_gradient(x), flags, rule, True, size, operand)
         kept = jax.numpy.arange(size) < count[0]
         return jax.numpy.where(kept, jax.numpy.take(x, jax.numpy.where(kept, positions, 0)), 0), count

@@ -216,3 +216,17 @@ def test_jax_linear_recurrence_by_segments_under_jit_and_grad():
             theirs = jax.grad(lambda a, b: (reference(a, b, reverse, 0.5) * w).sum(), argnums=(0, 1))(a, b)
             for m, t in zip(mine, theirs):
                 np.testing.assert_allclose(np.asarray(m), np.asarray(t), rtol=1e-3, atol=1e-4)
+
+
+def test_jax_empty_arrays():
+    import jax.numpy as jnp
+
+    e = jnp.zeros((0,), jnp.float32)
+    assert jax.jit(scanrt.cumsum)(e).shape == (0,)
+    assert jax.jit(lambda v: scanrt.cumsum(v, axis=0))(jnp.zeros((0, 3))).shape == (0, 3)
+    assert scanrt.sort(e).shape == (0,) and scanrt.linear_recurrence(e, e).shape == (0,)
+    out, count = scanrt.select(e, where=(">", 0), size=3)
+    assert np.asarray(out).tolist() == [0, 0, 0] and int(count[0]) == 0
+    kept, count = scanrt.partition(e, e > 0)
+    assert kept.shape == (0,) and int(count[0]) == 0
+    assert scanrt.cummax(jnp.zeros((2, 0))).values.shape == (2, 0)

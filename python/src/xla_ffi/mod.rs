@@ -267,12 +267,15 @@ impl Call<'_> {
             let stream = ctx.new_stream()?;
             return Ok((-1, ctx, stream));
         }
-        let first = self
-            .args()
-            .first()
-            .copied()
-            .ok_or_else(|| invalid("a call without arrays".into()))?;
-        let device = scanrt::device_of_pointer(first.data as u64)?
+        // The device of the first array with memory (empty arrays may have none).
+        let placed = self.args().into_iter().chain(self.rets()).find(|b| !b.data.is_null());
+        let Some(placed) = placed else {
+            // Every array is empty: nothing is read or written, on the host as well.
+            let ctx = shared_context(-1)?;
+            let stream = ctx.new_stream()?;
+            return Ok((-1, ctx, stream));
+        };
+        let device = scanrt::device_of_pointer(placed.data as u64)?
             .ok_or_else(|| invalid("the arrays are not on one GPU".into()))?;
         let device = device as i64;
         let ctx = shared_context(device)?;
