@@ -12,17 +12,24 @@ pub(crate) struct LaunchTarget {
     pub stream: CUstream,
     /// The graph the stream is being captured into, if it is.
     pub capture: Option<CUgraph>,
-    /// The driver's id of the stream (per thread for the per-thread default stream).
-    pub stream_id: u64,
+    /// The driver's id of the stream (per thread for the per-thread default stream),
+    /// where it is not capturing: the driver refuses the query during a capture, whose
+    /// launches take the graph's workspace instead of the stream's.
+    pub stream_id: Option<u64>,
 }
 
 impl LaunchTarget {
     /// Asks the driver about `stream`, a stream of the current context.
     pub fn resolve(stream: CUstream) -> Result<LaunchTarget> {
+        let capture = cu::capture_graph(stream)?;
+        let stream_id = match capture {
+            Some(_) => None,
+            None => Some(cu::stream_id(stream)?),
+        };
         Ok(LaunchTarget {
             stream,
-            capture: cu::capture_graph(stream)?,
-            stream_id: cu::stream_id(stream)?,
+            capture,
+            stream_id,
         })
     }
 }

@@ -189,7 +189,13 @@ impl WorkspacePool {
     /// caller has entered the device's context and keeps the returned handle until its
     /// launch is queued.
     pub fn for_stream(&self, target: &LaunchTarget, acc_size: usize, slots: u64) -> Result<Arc<StreamWorkspace>> {
-        let (stream, id) = (target.stream, target.stream_id);
+        let stream = target.stream;
+        let Some(id) = target.stream_id else {
+            bail!(
+                CudaError,
+                "a pooled workspace was asked for a capturing stream (a graph's own serves it)"
+            );
+        };
         let mut evicted = Vec::new();
         let workspace = {
             let mut guard = self.entries.lock();
