@@ -45,7 +45,7 @@ pub(crate) fn acquire(
                 (ptr, lookback_slots(value_bytes, bytes), None)
             }
             None => {
-                let pooled = dev.workspaces.for_stream(target, value_bytes, slots)?;
+                let pooled = dev.workspaces.for_stream(target.stream, value_bytes, slots)?;
                 (pooled.ptr, lookback_slots(value_bytes, pooled.bytes), Some(pooled))
             }
         },

@@ -28,7 +28,6 @@ use parking_lot::Mutex;
 use crate::contract::{self, LookbackHeader};
 use crate::error::{bail, Result};
 use crate::runtime::cu::{self, CUdeviceptr, CUstream, PrivateStream};
-use crate::runtime::launch_target::LaunchTarget;
 
 /// A caller-provided workspace: 16-byte aligned, initialised by `Context::init_workspace`
 /// before its first use, used by one scan at a time.
@@ -184,18 +183,12 @@ impl WorkspacePool {
         }
     }
 
-    /// The workspace of `target`'s stream (not capturing), with at least `slots` slots for
-    /// `acc_size`-byte accumulators, created or grown stream-ordered on the stream. The
-    /// caller has entered the device's context and keeps the returned handle until its
-    /// launch is queued.
-    pub fn for_stream(&self, target: &LaunchTarget, acc_size: usize, slots: u64) -> Result<Arc<StreamWorkspace>> {
-        let stream = target.stream;
-        let Some(id) = target.stream_id else {
-            bail!(
-                CudaError,
-                "a pooled workspace was asked for a capturing stream (a graph's own serves it)"
-            );
-        };
+    /// The workspace of `stream` (not capturing: the driver gives a capturing stream no
+    /// id), with at least `slots` slots for `acc_size`-byte accumulators, created or grown
+    /// stream-ordered on the stream. The caller has entered the device's context and keeps
+    /// the returned handle until its launch is queued.
+    pub fn for_stream(&self, stream: CUstream, acc_size: usize, slots: u64) -> Result<Arc<StreamWorkspace>> {
+        let id = cu::stream_id(stream)?;
         let mut evicted = Vec::new();
         let workspace = {
             let mut guard = self.entries.lock();
