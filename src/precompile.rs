@@ -11,7 +11,8 @@ use crate::tables::DType;
 use crate::{select, sort};
 
 /// Builds the kernel pack for `sm_<arch>` (every built-in kernel set, compiled with NVRTC
-/// on every core) into `dir`, and returns its path and the number of kernel sets. A
+/// on every core through the disk kernel cache, so a filled cache packs at once) into
+/// `dir`, and returns its path and the number of kernel sets. A
 /// context whose device the pack serves loads its kernels from it and needs no NVRTC
 /// (`runtime::kernel_pack` says where packs are looked for).
 pub fn build_kernel_pack(arch: i32, dir: &std::path::Path) -> Result<(std::path::PathBuf, usize)> {
@@ -28,7 +29,7 @@ pub fn build_kernel_pack(arch: i32, dir: &std::path::Path) -> Result<(std::path:
     }
     let images = built_in_sources(arch, KernelCoverage::Every)
         .par_iter()
-        .map(|source| Ok((kernel_pack::key(source, arch), nvrtc.compile(source, target)?)))
+        .map(|source| Ok((kernel_pack::key(source, arch), nvrtc.compile_cached(source, target)?)))
         .collect::<Result<Vec<_>>>()?;
     let path = dir.join(kernel_pack::file_name(arch));
     kernel_pack::write(&path, arch, &images)?;

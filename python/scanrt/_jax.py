@@ -98,6 +98,8 @@ def scan(x: Any, op: str, axis: int, exclusive: bool, reverse: bool, initial: An
     out = _dtype(out_type)
     if op == "sum" and initial is None and out.kind == "f" and x.dtype.kind == "f":
         return _sum(x, data, out, tuple(sorted(options.items())))
+    if op == "prod" and out.kind == "f" and x.dtype.kind == "f":
+        return _prod(x, data, out, tuple(sorted(options.items())))
     return _call("scanrt_scan", _inputs(x, data), [(x.shape, out)], _batching(data), op=op, **options)[0]
 
 
@@ -121,6 +123,51 @@ def _sum_backward(out, options, residuals, g):
 
 
 _sum.defvjp(_sum_forward, _sum_backward)
+
+
+def _as_flags(x: Any, data: Any, kind: Optional[str]) -> Any:
+    """Segment data of the 1-D ``x`` as uint8 head flags (None without segments)."""
+    if kind == "offsets":
+        # Heads at each segment's start; empty segments' starts coincide, and a start at
+        # the end (trailing empty segments) is dropped by the scatter.
+        return jax.numpy.zeros(x.shape, "uint8").at[data[:-1]].set(1)
+    return head_flags(data if kind == "flags" else None, data if kind == "keys" else None)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(2, 3))
+def _prod(x: Any, data: Any, out: Any, options: tuple) -> Any:
+    return _call("scanrt_scan", _inputs(x, data), [(x.shape, out)], _batching(data), op="prod", **dict(options))[0]
+
+
+def _prod_forward(x, data, out, options):
+    return _prod(x, data, out, options), (x, data)
+
+
+def _prod_backward(out, options, residuals, g):
+    # y[t] = c * prod of the x[j] up to t (before t: exclusive) in scan order. Without
+    # dividing (zeros are ordinary): dy/dx[i] sums g[t] times every other factor of y[t],
+    # which is p[i] (c times the factors before i) times r[i], where r[i] = g[i] + x[s] r[s]
+    # (s after i; the adjoint recurrence) for inclusive scans, and r[i] = q[s] with
+    # q[t] = g[t] + x[t] q[next] (the recurrence of x and g the other way) for exclusive.
+    x, data = residuals
+    opts = dict(options)
+    kind, axis = opts.get("segments"), opts["axis"]
+    flags = _as_flags(x, data, kind)
+    before = dict(opts, inclusive=False)
+    p = _call("scanrt_scan", _inputs(x, data), [(x.shape, x.dtype)], _batching(data), op="prod", **before)[0]
+    g = g.astype(x.dtype)
+    if opts["inclusive"]:
+        r = _recurrence_call("linear_recurrence_adjoint", x, g, flags, axis, not opts["reverse"],
+                             opts["deterministic"])
+    else:
+        segments = {} if flags is None else {"segments": "flags"}
+        r = _call("scanrt_recipe", [x, g] + ([] if flags is None else [flags]), [(x.shape, x.dtype)],
+                  _batching(flags), recipe="linear_recurrence", axis=axis, inclusive=False,
+                  reverse=not opts["reverse"], deterministic=opts["deterministic"], **segments)[0]
+    return p * r, _no_cotangent(data)
+
+
+_prod.defvjp(_prod_forward, _prod_backward)
 
 
 def extreme(x: Any, recipe: str, axis: int, exclusive: bool, reverse: bool, initial: Any,
@@ -174,8 +221,39 @@ def logcumsumexp(x: Any, axis: int, exclusive: bool, reverse: bool, initial: Any
     options = _options(axis, x.ndim, exclusive, reverse, deterministic, initial)
     if kind is not None:
         options["segments"] = kind
+    return _logcumsumexp(x, data, tuple(sorted(options.items())))
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(2,))
+def _logcumsumexp(x: Any, data: Any, options: tuple) -> Any:
     return _call("scanrt_recipe", _inputs(x, data), [(x.shape, x.dtype)], _batching(data), recipe="logcumsumexp",
-                 **options)[0]
+                 **dict(options))[0]
+
+
+def _logcumsumexp_forward(x, data, options):
+    y = _logcumsumexp(x, data, options)
+    return y, (x, y, data)
+
+
+def _logcumsumexp_backward(options, residuals, g):
+    # dy[t]/dx[i] = exp(x[i] - y[t]) for each t that takes i (an initial value is only one
+    # more term): the gradient is exp(x[i]) times the scan the other way of g[t] exp(-y[t]),
+    # summed in log space, the positive and negative parts of g apart, so that nothing
+    # overflows (a zero part is log 0 = -inf, the sum's identity).
+    jnp = jax.numpy
+    x, y, data = residuals
+    back = {k: v for k, v in options if k != "initial"}
+    back["reverse"] = not back["reverse"]
+
+    def part(gp: Any) -> Any:
+        return _call("scanrt_recipe", _inputs(jnp.log(gp) - y, data), [(x.shape, x.dtype)], _batching(data),
+                     recipe="logcumsumexp", **back)[0]
+
+    g = g.astype(x.dtype)
+    return jnp.exp(x + part(jnp.maximum(g, 0))) - jnp.exp(x + part(jnp.maximum(-g, 0))), _no_cotangent(data)
+
+
+_logcumsumexp.defvjp(_logcumsumexp_forward, _logcumsumexp_backward)
 
 
 def head_flags(segments: Any, keys: Any) -> Any:

@@ -230,3 +230,103 @@ def test_jax_empty_arrays():
     kept, count = scanrt.partition(e, e > 0)
     assert kept.shape == (0,) and int(count[0]) == 0
     assert scanrt.cummax(jnp.zeros((2, 0))).values.shape == (2, 0)
+
+
+def test_jax_on_gpu_runs_on_xlas_stream_without_host_synchronisation():
+    """On a GPU: a jitted function whose scanrt calls wait on long device work returns to
+    the caller while that work still runs (the handlers enqueue on XLA's stream; none
+    waits for it or reads a result back), and its results match the eager calls."""
+    import time
+
+    import jax.numpy as jnp
+
+    if jax.default_backend() != "gpu":
+        pytest.skip("no JAX GPU backend")
+    m = jax.random.normal(jax.random.PRNGKey(0x5F0), (4096, 4096)) / 64
+    x = jax.random.normal(jax.random.PRNGKey(0x5F1), (3, 1 << 20))
+
+    @jax.jit
+    def f(m, x):
+        m = jax.lax.fori_loop(0, 400, lambda _, m: jnp.tanh(m @ m), m)
+        x = x + m[0, 0] * 0  # the scans depend on the slow work
+        return (scanrt.cumsum(x), scanrt.sort(x[0]), scanrt.select(x[0], where=(">", 0.5), size=x.shape[1]),
+                scanrt.linear_recurrence(jnp.full_like(x, 0.5), x), m)
+
+    jax.block_until_ready(f(m, x))  # compiled and warm
+    started = time.perf_counter()
+    out = f(m, x)
+    dispatched = time.perf_counter() - started
+    jax.block_until_ready(out)
+    total = time.perf_counter() - started
+    print(f"dispatch {dispatched * 1e3:.2f} ms, result {total * 1e3:.2f} ms")
+    assert total > 0.02, "the slow work was too fast to tell"
+    assert dispatched < total / 4, f"the jitted call waited for the device: {dispatched:.4f} s of {total:.4f} s"
+    sums, keys, (kept, count), rec, _ = out
+    xs = np.asarray(x, dtype=np.float64)
+    np.testing.assert_allclose(np.asarray(sums), np.cumsum(xs, axis=-1), rtol=1e-4, atol=2e-2)
+    np.testing.assert_array_equal(np.asarray(keys), np.sort(np.asarray(x[0])))
+    k = int(count[0])
+    np.testing.assert_array_equal(np.asarray(kept)[:k], np.asarray(x[0])[np.asarray(x[0]) > 0.5])
+    want = jax.lax.associative_scan(lambda l, r: (l[0] * r[0], r[0] * l[1] + r[1]), (jnp.full_like(x, 0.5), x),
+                                    axis=1)[1]
+    np.testing.assert_allclose(np.asarray(rec), np.asarray(want), rtol=1e-4, atol=1e-4)
+
+
+def test_jax_cumprod_and_logcumsumexp_gradients():
+    """The gradients of cumprod (zeros among the factors) and logcumsumexp (large values)
+    in both directions, inclusive and exclusive, with an initial value and by segments (as
+    flags, offsets and keys), under jit, against JAX's own scans differentiated."""
+    import jax.numpy as jnp
+
+    seed = 0x5EA
+    print("seed", seed)
+    rng = np.random.default_rng(seed)
+    n = 300
+    x = rng.uniform(0.5, 1.5, n).astype(np.float32)
+    x[rng.choice(n, 6, replace=False)] = 0.0
+    big = (rng.standard_normal(n) * 30).astype(np.float32)
+    w = jnp.asarray(rng.standard_normal(n), dtype=jnp.float32)
+    flags = rng.random(n) < 0.05
+    flags[0] = True
+    starts = list(np.flatnonzero(flags)) + [n]
+    offsets = jnp.asarray(np.array(starts, dtype=np.int32))
+    keys = jnp.asarray(np.cumsum(flags), dtype=jnp.int32)
+
+    def cumprod_ref(v, reverse, exclusive, c):
+        v = v[::-1] if reverse else v
+        y = c * jnp.cumprod(jnp.concatenate([jnp.ones(1, v.dtype), v[:-1]]) if exclusive else v)
+        return y[::-1] if reverse else y
+
+    def lse_ref(v, reverse, exclusive, c):
+        v = v[::-1] if reverse else v
+        head = jnp.full(1, -jnp.inf if c is None else c, v.dtype)
+        y = jax.lax.cumlogsumexp(jnp.concatenate([head, v[:-1]]) if exclusive else v)
+        if c is not None and not exclusive:
+            y = jnp.logaddexp(y, c)
+        return y[::-1] if reverse else y
+
+    def by_segments(ref):
+        return lambda v, *a: jnp.concatenate([ref(v[s:e], *a) for s, e in zip(starts[:-1], starts[1:])])
+
+    for name, mine, ref, data in [("cumprod", scanrt.cumprod, cumprod_ref, x),
+                                  ("logcumsumexp", scanrt.logcumsumexp, lse_ref, big)]:
+        v = jnp.asarray(data)
+        for reverse in (False, True):
+            for exclusive in (False, True):
+                for c in (None, 0.75):
+                    for seg in (None, "segments", "offsets", "keys"):
+                        kw = {} if seg is None else {seg: {"segments": jnp.asarray(flags), "offsets": offsets,
+                                                           "keys": keys}[seg]}
+                        f = jax.jit(lambda v: mine(v, reverse=reverse, exclusive=exclusive, initial=c, **kw))
+                        r = by_segments(ref) if seg else ref
+                        c_ref = 1.0 if (name == "cumprod" and c is None) else c
+                        label = f"{name} reverse={reverse} exclusive={exclusive} initial={c} {seg}"
+                        want = r(v, reverse, exclusive, c_ref)
+                        got = f(v)
+                        finite = np.isfinite(np.asarray(want))
+                        np.testing.assert_allclose(np.asarray(got)[finite], np.asarray(want)[finite], rtol=2e-4,
+                                                   atol=1e-4, err_msg=label)
+                        g = jax.jit(jax.grad(lambda v: jnp.where(finite, f(v) * w, 0).sum()))(v)
+                        g_ref = jax.grad(lambda v: jnp.where(finite, r(v, reverse, exclusive, c_ref) * w, 0).sum())(v)
+                        np.testing.assert_allclose(np.asarray(g), np.asarray(g_ref), rtol=2e-3, atol=2e-4,
+                                                   err_msg=label)
