@@ -125,13 +125,17 @@ def _sum_backward(out, options, residuals, g):
 _sum.defvjp(_sum_forward, _sum_backward)
 
 
-def _as_flags(x: Any, data: Any, kind: Optional[str]) -> Any:
-    """Segment data of the 1-D ``x`` as uint8 head flags (None without segments)."""
+def flags_of(x: Any, data: Any, kind: Optional[str]) -> Any:
+    """Segment data of the 1-D ``x`` (as ``segments_of`` gives it) as uint8 head flags
+    (None without segments)."""
+    jnp = jax.numpy
     if kind == "offsets":
         # Heads at each segment's start; empty segments' starts coincide, and a start at
         # the end (trailing empty segments) is dropped by the scatter.
-        return jax.numpy.zeros(x.shape, "uint8").at[data[:-1]].set(1)
-    return head_flags(data if kind == "flags" else None, data if kind == "keys" else None)
+        return jnp.zeros(x.shape, "uint8").at[data[:-1]].set(1, mode="drop")
+    if kind == "keys":
+        return (data != jnp.roll(data, 1)).at[0].set(True).astype("uint8")
+    return None if data is None else data.astype("uint8")
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(2, 3))
@@ -152,18 +156,11 @@ def _prod_backward(out, options, residuals, g):
     x, data = residuals
     opts = dict(options)
     kind, axis = opts.get("segments"), opts["axis"]
-    flags = _as_flags(x, data, kind)
     before = dict(opts, inclusive=False)
     p = _call("scanrt_scan", _inputs(x, data), [(x.shape, x.dtype)], _batching(data), op="prod", **before)[0]
-    g = g.astype(x.dtype)
-    if opts["inclusive"]:
-        r = _recurrence_call("linear_recurrence_adjoint", x, g, flags, axis, not opts["reverse"],
-                             opts["deterministic"])
-    else:
-        segments = {} if flags is None else {"segments": "flags"}
-        r = _call("scanrt_recipe", [x, g] + ([] if flags is None else [flags]), [(x.shape, x.dtype)],
-                  _batching(flags), recipe="linear_recurrence", axis=axis, inclusive=False,
-                  reverse=not opts["reverse"], deterministic=opts["deterministic"], **segments)[0]
+    recipe = "linear_recurrence_adjoint" if opts["inclusive"] else "linear_recurrence"
+    r = _recurrence_call(recipe, x, g.astype(x.dtype), data, kind, axis, not opts["reverse"], opts["deterministic"],
+                         inclusive=opts["inclusive"])
     return p * r, _no_cotangent(data)
 
 
@@ -256,72 +253,63 @@ def _logcumsumexp_backward(options, residuals, g):
 _logcumsumexp.defvjp(_logcumsumexp_forward, _logcumsumexp_backward)
 
 
-def head_flags(segments: Any, keys: Any) -> Any:
-    """Segments as uint8 head flags: ``segments``' own, or where ``keys`` change (None
-    without either)."""
-    if segments is not None:
-        return segments.astype("uint8")
-    if keys is not None:
-        return (keys != jax.numpy.roll(keys, 1)).at[0].set(True).astype("uint8")
-    return None
-
-
 def linear_recurrence(a: Any, b: Any, axis: int, exclusive: bool, reverse: bool, initial: Any,
-                      deterministic: bool, flags: Any = None) -> Any:
-    """``h[t] = a[t] h[t-1] + b[t]`` along ``axis`` from ``initial`` (0), or with
-    ``flags`` (uint8, 1-D) each segment of the 1-D ``a`` and ``b`` a recurrence of its own
-    from ``initial``; differentiable in ``a`` and ``b`` (inclusive scans)."""
+                      deterministic: bool, data: Any = None, kind: Optional[str] = None) -> Any:
+    """``h[t] = a[t] h[t-1] + b[t]`` along ``axis`` from ``initial`` (0), or over the
+    segments of the 1-D ``a`` and ``b`` that ``data`` gives in the form ``kind`` (as
+    ``segments_of`` returns them) a recurrence of its own in each, from ``initial``;
+    differentiable in ``a`` and ``b`` (inclusive scans)."""
     if a.shape != b.shape or a.dtype != b.dtype:
         raise TypeError(f"a and b have one shape and type: {a.shape} {a.dtype} and {b.shape} {b.dtype}")
     options = _options(axis, a.ndim, exclusive, reverse, deterministic, initial)
     if exclusive:
-        if flags is not None:
-            options["segments"] = "flags"
-        return _call("scanrt_recipe", _inputs(a, b) + ([] if flags is None else [flags]), [(a.shape, a.dtype)],
-                     _batching(flags), recipe="linear_recurrence", **options)[0]
+        return _recurrence_call("linear_recurrence", a, b, data, kind, options["axis"], bool(reverse),
+                                bool(deterministic), inclusive=False, **({} if initial is None else {"initial": initial}))
     start = 0.0 if initial is None else float(initial)
-    return _recurrence(a, b, flags, options["axis"], bool(reverse), start, bool(deterministic))
+    return _recurrence(a, b, data, kind, options["axis"], bool(reverse), start, bool(deterministic))
 
 
-def _recurrence_call(recipe: str, a: Any, x: Any, flags: Any, axis: int, reverse: bool, deterministic: bool,
-                     **initial: Any) -> Any:
-    """The recurrence (or its adjoint) of ``a`` and ``x``, over ``flags``' segments if given."""
-    segments = {} if flags is None else {"segments": "flags"}
-    return _call("scanrt_recipe", [a, x] + ([] if flags is None else [flags]), [(a.shape, a.dtype)],
-                 _batching(flags), recipe=recipe, axis=axis, inclusive=True, reverse=reverse,
+def _recurrence_call(recipe: str, a: Any, x: Any, data: Any, kind: Optional[str], axis: int, reverse: bool,
+                     deterministic: bool, inclusive: bool = True, **initial: Any) -> Any:
+    """The recurrence (or its adjoint) of ``a`` and ``x``, over the segments ``data`` gives
+    in the form ``kind``, if any."""
+    segments = {} if kind is None else {"segments": kind}
+    return _call("scanrt_recipe", [a, x] + ([] if data is None else [data]), [(a.shape, a.dtype)],
+                 _batching(data), recipe=recipe, axis=axis, inclusive=inclusive, reverse=reverse,
                  deterministic=deterministic, **segments, **initial)[0]
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5, 6))
-def _recurrence(a: Any, b: Any, flags: Any, axis: int, reverse: bool, start: float, deterministic: bool) -> Any:
-    return _recurrence_call("linear_recurrence", a, b, flags, axis, reverse, deterministic, initial=start)
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5, 6, 7))
+def _recurrence(a: Any, b: Any, data: Any, kind: Optional[str], axis: int, reverse: bool, start: float,
+                deterministic: bool) -> Any:
+    return _recurrence_call("linear_recurrence", a, b, data, kind, axis, reverse, deterministic, initial=start)
 
 
-def _recurrence_forward(a, b, flags, axis, reverse, start, deterministic):
-    h = _recurrence(a, b, flags, axis, reverse, start, deterministic)
-    return h, (a, h, flags)
+def _recurrence_forward(a, b, data, kind, axis, reverse, start, deterministic):
+    h = _recurrence(a, b, data, kind, axis, reverse, start, deterministic)
+    return h, (a, h, data)
 
 
-def _recurrence_backward(axis, reverse, start, deterministic, residuals, g):
+def _recurrence_backward(kind, axis, reverse, start, deterministic, residuals, g):
     jnp = jax.numpy
-    a, h, flags = residuals
+    a, h, data = residuals
     # lam[t] = g[t] + a[s] lam[s], s the element after t in the recurrence's order (in its
     # segment): the gradient of b; that of a[t] is lam[t] times the state before t (start
     # at the head of each recurrence).
-    lam = _recurrence_call("linear_recurrence_adjoint", a, g, flags, axis, not reverse, deterministic)
+    lam = _recurrence_call("linear_recurrence_adjoint", a, g, data, kind, axis, not reverse, deterministic)
     n = h.shape[axis]
     head = jnp.full_like(jnp.take(h, jnp.arange(1), axis=axis), start)
     if reverse:
         before = jnp.concatenate([jnp.take(h, jnp.arange(1, n), axis=axis), head], axis=axis)
     else:
         before = jnp.concatenate([head, jnp.take(h, jnp.arange(n - 1), axis=axis)], axis=axis)
-    if flags is not None:
+    if data is not None:
         # A segment's head (forward: its first element; reversed: its last) starts anew.
-        heads = flags != 0
+        heads = flags_of(h, data, kind) != 0
         if reverse:
             heads = jnp.concatenate([heads[1:], jnp.ones(1, bool)])
         before = jnp.where(heads, start, before)
-    return lam * before, lam, _no_cotangent(flags)
+    return lam * before, lam, _no_cotangent(data)
 
 
 _recurrence.defvjp(_recurrence_forward, _recurrence_backward)
@@ -388,6 +376,21 @@ def select(x: Any, flags: Any, rule: str, indices: bool, size: int, operand: Any
     zeros = jax.numpy.arange(size) >= count[0]
     found = jax.numpy.where(zeros, 0, found)
     return (found.astype(_dtype("int64")) if indices else found), count
+
+
+def run_heads(x: Any, size: int) -> Tuple[Any, Any, Any]:
+    """``unique_consecutive(x, return_counts=True, size=size)`` of the 1-D ``x``: the first
+    element and the length of each run of equal elements (the first ``size`` of them;
+    zeros after), and the number of runs (all of them, as a selection's count)."""
+    # A run-length encoding writes every run (it takes no capacity): room for x's length.
+    room = max(x.shape[0], size)
+    arrays = [((room,), x.dtype), ((room,), _dtype("uint64")), ((1,), _count_type())]
+    heads, lengths, count = _call("scanrt_select", [x], arrays, vmap="sequential", rule="run_heads",
+                                  indices=False, capacity=-1, lengths=True)
+    count = count.astype(_dtype("int64"))
+    past = jax.numpy.arange(size) >= count[0]
+    return (jax.numpy.where(past, 0, heads[:size]),
+            jax.numpy.where(past, 0, lengths[:size]).astype(_dtype("int64")), count)
 
 
 def partition(x: Any, flags: Any, rule: str, operand: Any, split: bool) -> Tuple[Any, ...]:

@@ -137,22 +137,29 @@ def _size(x: Any) -> int:
 def _select(x: Any, mask: Any, rule: str, indices: bool, size: Optional[int], counts: bool = False,
             operand: Any = None, predicate: Any = None):
     _one_d(x)
-    if size is not None and not counts and predicate is None and _arrays.library(x) == "jax":
+    if size is not None and predicate is None and _arrays.library(x) == "jax":
         from . import _jax
 
         if _jax.takes(None):
+            if counts:
+                return _jax.run_heads(x, size)
             return _jax.select(x, _jax_flags(rule, mask), rule, indices, size, operand)
     n = x.shape[0]
-    out = _arrays.empty(x, (n if size is None else size,), "int64" if indices else _arrays.describe_dtype(x))
+    # A run-length encoding writes every run (it takes no capacity): room for n of them.
+    room = n if size is None else max(n, size) if counts else size
+    out = _arrays.empty(x, (room,), "int64" if indices else _arrays.describe_dtype(x))
     count = _count_beside(x)
-    lengths = _arrays.empty(x, (n,), "int64") if counts else None
+    lengths = _arrays.empty(x, (room,), "int64") if counts else None
     d_out = _unsigned(out) if indices else _arrays.describe(out)
     d_len = None if lengths is None else _unsigned(lengths)
     inputs = [x] if mask is None else [x, mask]
     flags = _describe_flags(rule, mask)
     _run(inputs, lambda s: _scanrt.select(x=_arrays.describe(x), mask=flags, out=d_out, lengths=d_len,
-                                          count=_count_arg(count), rule=rule, indices=indices, capacity=size,
+                                          count=_count_arg(count), rule=rule, indices=indices,
+                                          capacity=None if counts else size,
                                           stream=s, operand=operand, predicate=predicate))
+    if size is not None and lengths is not None:
+        return out[:size], lengths[:size], count
     if size is not None:
         return out, count
     kept = int(count[0])  # waits for the count, as torch.nonzero does
@@ -337,12 +344,17 @@ def nonzero(x: Any, *, size: Optional[int] = None) -> Any:
     return _select(x, None, "nonzero", True, size)
 
 
-def unique_consecutive(x: Any, *, return_counts: bool = False) -> Any:
+def unique_consecutive(x: Any, *, return_counts: bool = False, size: Optional[int] = None) -> Any:
     """The first element of each run of equal elements of ``x`` (and, with
     ``return_counts``, each run's length, int64), as ``torch.unique_consecutive``: of any
-    shape, its elements in C order. Not differentiable (a ``TypeError`` for tensors that
-    require gradients)."""
+    shape, its elements in C order. Waits for the number of runs to size the results,
+    unless ``size`` is given (as for :func:`compress`; inside ``jax.jit`` it must be):
+    then returns ``(values, count)`` or ``(values, counts, count)``: the first ``size``
+    runs (with JAX, zeros after the last) and the number of runs. Not differentiable
+    (a ``TypeError`` for tensors that require gradients)."""
     if _autograd(x):
         raise TypeError("unique_consecutive is not differentiable; detach the input")
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
+        raise ValueError(f"size is a number of elements, not {size!r}")
     x, _ = _elements(x)
-    return _select(x, None, "run_heads", False, None, counts=return_counts)
+    return _select(x, None, "run_heads", False, size, counts=return_counts)

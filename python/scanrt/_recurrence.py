@@ -73,9 +73,9 @@ def linear_recurrence(a: Any, b: Any, axis: int = -1, *, exclusive: bool = False
     if _arrays.library(a) == "jax" and not return_final:
         from . import _jax
 
-        if _jax.takes(out, offsets, initial):
-            flags = _jax.head_flags(segments, keys)
-            return _jax.linear_recurrence(a, b, axis, exclusive, reverse, initial, deterministic, flags)
+        if _jax.takes(out, initial):
+            data, kind = _jax.segments_of(segments, offsets, keys)
+            return _jax.linear_recurrence(a, b, axis, exclusive, reverse, initial, deterministic, data, kind)
     if offsets is not None or _arrays.is_array(initial) or return_final:
         if segments is not None or keys is not None:
             raise TypeError("states per sequence take sequences by offsets (not flags or keys)")

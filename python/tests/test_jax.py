@@ -126,6 +126,20 @@ def test_jax_selections_and_partitions_under_jit():
         assert k == want.size, name
         np.testing.assert_array_equal(np.asarray(out)[:k], want, err_msg=name)
         assert not np.asarray(out)[k:].any(), name
+    runs = jnp.round(x * 2) // 3
+    rs = np.asarray(runs)
+    heads = np.r_[True, rs[1:] != rs[:-1]]
+    want_len = np.diff(np.r_[np.flatnonzero(heads), rs.size])
+    for size in (10, rs.size):
+        values, lengths, count = jax.jit(lambda v: scanrt.unique_consecutive(v, return_counts=True, size=size))(runs)
+        assert int(count[0]) == heads.sum(), size
+        k = min(size, int(heads.sum()))
+        np.testing.assert_array_equal(np.asarray(values)[:k], rs[heads][:k])
+        np.testing.assert_array_equal(np.asarray(lengths)[:k], want_len[:k])
+        assert not np.asarray(lengths)[k:].any() and not np.asarray(values)[k:].any()
+        only, count = jax.jit(lambda v: scanrt.unique_consecutive(v, size=size))(runs)
+        assert int(count[0]) == heads.sum(), size
+        np.testing.assert_array_equal(np.asarray(only)[:k], rs[heads][:k])
     out, count = jax.jit(lambda v, m: scanrt.partition(v, m))(x, mask)
     k = int(count[0])
     np.testing.assert_array_equal(np.asarray(out)[:k], xs[xs > 0.3])
@@ -207,8 +221,9 @@ def test_jax_linear_recurrence_by_segments_under_jit_and_grad():
         return jnp.concatenate([one(a[s:e], b[s:e]) for s, e in zip(starts[:-1], starts[1:])])
 
     for reverse in (False, True):
-        for by in ("segments", "keys"):
-            seg = {"segments": jnp.asarray(flags)} if by == "segments" else {"keys": keys}
+        for by in ("segments", "keys", "offsets"):
+            seg = {"segments": {"segments": jnp.asarray(flags)}, "keys": {"keys": keys},
+                   "offsets": {"offsets": jnp.asarray(np.array(starts, dtype=np.int32))}}[by]
             f = lambda a, b: scanrt.linear_recurrence(a, b, reverse=reverse, initial=0.5, **seg)  # noqa: E731
             np.testing.assert_allclose(np.asarray(jax.jit(f)(a, b)), np.asarray(reference(a, b, reverse, 0.5)),
                                        rtol=1e-4, atol=1e-5)

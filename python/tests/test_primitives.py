@@ -97,6 +97,16 @@ def test_numpy_selections_of_arrays_of_any_shape(shape):
         values, counts = scanrt.unique_consecutive(x, return_counts=True)
         np.testing.assert_array_equal(values, flat[heads], err_msg=what)
         np.testing.assert_array_equal(counts, np.diff(np.r_[np.flatnonzero(heads), flat.size]), err_msg=what)
+        # With a size, without waiting: the first `count` written.
+        runs = int(heads.sum())
+        for size in (0, runs // 2, runs, flat.size + 3):
+            got, lengths, count = scanrt.unique_consecutive(x, return_counts=True, size=size)
+            assert got.shape == lengths.shape == (size,) and int(count[0]) == runs, (what, size, count)
+            k = min(runs, size)
+            np.testing.assert_array_equal(got[:k], flat[heads][:k], err_msg=what)
+            np.testing.assert_array_equal(lengths[:k], counts[:k], err_msg=what)
+            only, count = scanrt.unique_consecutive(x, size=size)
+            np.testing.assert_array_equal(only[:k], flat[heads][:k], err_msg=what)
     with pytest.raises(ValueError, match="the mask has the data's shape"):
         scanrt.select(np.zeros(shape), np.zeros(shape[::-1] + (1,), bool))
 

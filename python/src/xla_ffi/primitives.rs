@@ -223,8 +223,9 @@ pub(super) fn radix_sort(call: &Call) -> Result<(), Failure> {
 /// kept values, or with `indices` their positions (U32 or U64), at most `capacity` (the
 /// output's length) of them, and the count (one U32, U64 or I64); with `partition`
 /// ("reversed": the rejected after the kept, from the end; "two": into a third array),
-/// every element. `rule`: "mask", "bits", "nonzero", "not_nan", "run_heads", or a
-/// comparison ("==", "<", ...) with the number `operand`.
+/// every element; with `lengths` (rule "run_heads"), the runs' lengths (U32 or U64, as
+/// long as `x`) between the values and the count. `rule`: "mask", "bits", "nonzero",
+/// "not_nan", "run_heads", or a comparison ("==", "<", ...) with the number `operand`.
 pub(super) fn select(call: &Call) -> Result<(), Failure> {
     let (args, rets) = (call.args(), call.rets());
     let (x, flags) = match &args[..] {
@@ -237,15 +238,22 @@ pub(super) fn select(call: &Call) -> Result<(), Failure> {
             )))
         }
     };
-    let (out, rejected, count) = match &rets[..] {
+    let (out, middle, count) = match &rets[..] {
         [o, c] => (*o, None, *c),
-        [o, r, c] => (*o, Some(*r), *c),
+        [o, m, c] => (*o, Some(*m), *c),
         _ => {
             return Err(invalid(format!(
                 "scanrt_select writes two or three arrays, not {}",
                 rets.len()
             )))
         }
+    };
+    // A third array is the rejected values of a split partition, or with `lengths` the
+    // lengths of the runs (rule "run_heads").
+    let (rejected, lengths) = if call.flag("lengths")? {
+        (None, middle)
+    } else {
+        (middle, None)
     };
     // SAFETY: the call's buffers, used only during it.
     let arrays = unsafe {
@@ -254,7 +262,7 @@ pub(super) fn select(call: &Call) -> Result<(), Failure> {
             flags: flags.map(|f| view(f, false)).transpose()?,
             output: view(out, true)?,
             rejected: rejected.map(|r| view(r, true)).transpose()?,
-            lengths: None,
+            lengths: lengths.map(|l| view(l, true)).transpose()?,
             num_selected: view(count, true)?,
         }
     };
@@ -276,7 +284,7 @@ pub(super) fn select(call: &Call) -> Result<(), Failure> {
     };
     let desc = SelectDesc {
         selection,
-        output: output_of(partition, call.flag("indices")?, false).map_err(invalid)?,
+        output: output_of(partition, call.flag("indices")?, arrays.lengths.is_some()).map_err(invalid)?,
         capacity: u64::try_from(call.int("capacity")?).ok(),
     };
     let (_, ctx, stream) = call.context_and_stream()?;
