@@ -315,6 +315,31 @@ def _recurrence_backward(kind, axis, reverse, start, deterministic, residuals, g
 _recurrence.defvjp(_recurrence_forward, _recurrence_backward)
 
 
+def operator_scan(op: Any, inputs: List[Any], exclusive: bool, reverse: bool, initial: Optional[bytes],
+                  deterministic: bool, data: Any, kind: Optional[str], axis: Optional[int]) -> Any:
+    """A user-defined operator's scan (``scanrt.Operator``) of JAX arrays: of 1-D arrays
+    (over the segments ``data`` gives in the form ``kind``, if any), or along ``axis``;
+    ``initial`` is a state's bytes. No gradient."""
+    options: dict = dict(operator=op.xla_handle(), inclusive=not exclusive, reverse=bool(reverse),
+                         deterministic=bool(deterministic))
+    if initial is not None:
+        options["initial"] = initial.hex()
+    if kind is not None:
+        options["segments"] = kind
+    first = inputs[0]
+    if axis is not None:
+        if not -first.ndim <= axis < first.ndim:
+            raise ValueError(f"axis {axis} is out of range for an array of {first.ndim} dimensions")
+        options["axis"] = axis % first.ndim - first.ndim
+        results = [(first.shape, t) for t in op.store[1]]
+    else:
+        results = op._outputs(op._length(first))
+    outs = _call("scanrt_operator", inputs + ([] if data is None else [data]),
+                 [(shape, _dtype(t)) for shape, t in results], "sequential" if axis is None else "broadcast_all",
+                 **options)
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
 def sort(keys: Any, values: Any, descending: bool, bits: Any, return_indices: bool) -> Any:
     """The stable radix sort of the 1-D ``keys``, as ``_primitives.sort`` returns it: the
     sorted keys, with ``values`` in their order, or with their indices. Gradients reach

@@ -136,6 +136,16 @@ class Operator:
             if any(v is not None for v in (segments, offsets, keys)):
                 raise TypeError("a scan along an axis restarts at each sequence; segments, offsets and keys are for "
                                 "1-D scans")
+            if self.load is None or self.store is None:
+                raise TypeError(f"operator {self.name} scans along an axis through a load and a store")
+        if _arrays.library(inputs[0]) == "jax":
+            from . import _jax
+
+            if _jax.takes(out, carry_in, carry_out):
+                init = None if initial is None else _bytes_of(initial, self.state_size, "initial")
+                data, kind = _jax.segments_of(segments, offsets, keys)
+                return _jax.operator_scan(self, list(inputs), exclusive, reverse, init, deterministic, data, kind, axis)
+        if axis is not None:
             return self._along(list(inputs), axis, exclusive, reverse, initial, deterministic, out, carry_in, carry_out)
         for x in inputs:
             if len(x.shape) != 1:
@@ -161,8 +171,7 @@ class Operator:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _along(self, inputs, axis, exclusive, reverse, initial, deterministic, out, carry_in, carry_out) -> Any:
-        if self.load is None or self.store is None:
-            raise TypeError(f"operator {self.name} scans along an axis through a load and a store")
+        assert self.store is not None, "checked by __call__"
         shape = tuple(inputs[0].shape)
         if out is not None:
             outs = _written(out, [(shape, t) for t in self.store[1]])
@@ -179,6 +188,10 @@ class Operator:
 
     def _length(self, first: Any) -> int:
         return int(first.shape[0]) if self.load else int(first.shape[0]) // self.state_size
+
+    def xla_handle(self) -> int:
+        """The handle by which XLA's custom calls name this operator (JAX, inside jit)."""
+        return int(self._op.xla_handle())
 
     def _outputs(self, n: int) -> list:
         """The (shape, dtype) of each output of a scan of n elements."""

@@ -4,27 +4,43 @@
 //! functions (operator_host.rs), when the operator has them.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
+use once_cell::sync::Lazy;
 use parking_lot::Mutex;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use scanrt::{Direction, Operator, OperatorDesc, OperatorScan};
 
-use crate::arrays::{context, device_of, dtype_named, segment_data, stream, ArrayArg, SegmentData};
+use crate::arrays::{device_of, dtype_named, segment_data, stream, ArrayArg, SegmentData};
 use crate::errors::IntoPy;
 use crate::operator_host::{host_operator, HostFailure};
 use crate::operator_scan::run_scan;
 
-/// An operator's description and its compiled form on each device it has scanned on.
+/// A user-defined operator (`scanrt.Operator`), shared with the XLA handlers once a
+/// JAX call has named it ([`xla_operator`]).
 #[pyclass(name = "Operator", module = "scanrt._scanrt", frozen)]
-pub(crate) struct PyOperator {
-    desc: OperatorDesc,
+pub(crate) struct PyOperator(Arc<OperatorState>);
+
+/// An operator's description and its compiled form on each device it has scanned on.
+pub(crate) struct OperatorState {
+    pub desc: OperatorDesc,
     compiled: Mutex<HashMap<i64, Operator>>,
     /// The first error of the host functions' last scan, if it has host functions.
     host_failure: HostFailure,
     /// Held by a host-backend scan from clearing `host_failure` to taking it, so that a
     /// scan on another thread neither clears its error nor reports it.
     host_scan: Mutex<()>,
+}
+
+/// The operators JAX calls have named, by handle (their index). Kept for the process's
+/// life: a compiled XLA computation may call one after its Python object is gone.
+static XLA_OPERATORS: Lazy<Mutex<Vec<Arc<OperatorState>>>> = Lazy::new(|| Mutex::new(Vec::new()));
+
+/// The operator with the XLA handle `handle` ([`PyOperator::xla_handle`]).
+pub(crate) fn xla_operator(handle: i64) -> Option<Arc<OperatorState>> {
+    let all = XLA_OPERATORS.lock();
+    usize::try_from(handle).ok().and_then(|i| all.get(i).cloned())
 }
 
 /// `(function, [dtype names])` of a load or store.
@@ -88,12 +104,22 @@ impl PyOperator {
             desc = desc.with_host(functions);
         }
         desc.check().py_err()?;
-        Ok(PyOperator {
+        Ok(PyOperator(Arc::new(OperatorState {
             desc,
             compiled: Mutex::new(HashMap::new()),
             host_failure,
             host_scan: Mutex::new(()),
-        })
+        })))
+    }
+
+    /// The handle by which XLA's `scanrt_operator` calls name this operator.
+    fn xla_handle(&self) -> i64 {
+        let mut all = XLA_OPERATORS.lock();
+        let index = all.iter().position(|o| Arc::ptr_eq(o, &self.0)).unwrap_or_else(|| {
+            all.push(self.0.clone());
+            all.len() - 1
+        });
+        index as i64
     }
 
     /// Scans `inputs` into `outputs` (1-D arrays of one GPU) as the flags say, on
@@ -128,13 +154,11 @@ impl PyOperator {
             .chain(carry_out.iter())
             .collect();
         let device = device_of(&all)?;
-        if device < 0 && self.desc.host.is_none() {
-            return Err(PyTypeError::new_err(format!(
-                "operator {} scans host arrays through host functions (host_combine=...), which it has not",
-                self.desc.name
-            )));
-        }
-        let op = self.compiled_on(py, device)?;
+        let state = &self.0;
+        let op = py.allow_threads(|| state.compiled_on(device)).map_err(|e| match e {
+            Unhosted(message) => PyTypeError::new_err(message),
+            Failed(e) => crate::errors::to_py(e),
+        })?;
         let segments = segment_data(SegmentData {
             flags: segments,
             offsets,
@@ -162,51 +186,74 @@ impl PyOperator {
             arrays.iter().map(|a| unsafe { a.view(writable) }).collect()
         };
         let (ins, outs) = (views(&inputs, false)?, views(&outputs, true)?);
-        // One host scan of the operator at a time (its callables take the GIL, so the
-        // wait lets go of it between tries).
-        let _one_host_scan = (ctx.backend() == scanrt::Backend::Host).then(|| loop {
-            if let Some(guard) = self.host_scan.try_lock() {
-                break guard;
+        let result = state.one_scan(ctx.backend(), || {
+            // SAFETY: as above.
+            unsafe {
+                run_scan(
+                    py,
+                    &op,
+                    &s,
+                    (&ins, &outs),
+                    segments.map(|(d, _)| d),
+                    &scan,
+                    [carry_in, carry_out],
+                    axis,
+                )
             }
-            py.allow_threads(std::thread::yield_now);
         });
-        self.host_failure.clear();
-        // SAFETY: as above.
-        let result = unsafe {
-            run_scan(
-                py,
-                &op,
-                &s,
-                (&ins, &outs),
-                segments.map(|(d, _)| d),
-                &scan,
-                [carry_in, carry_out],
-                axis,
-            )
-        };
         // An exception of a host function outranks what the scan made of its results.
-        match self.host_failure.take() {
-            Some(error) => Err(error),
-            None => result,
+        match result {
+            (_, Some(error)) => Err(error),
+            (result, None) => result,
         }
     }
 
     /// The operator's name.
     #[getter]
     fn name(&self) -> &str {
-        &self.desc.name
+        &self.0.desc.name
     }
 }
 
-impl PyOperator {
-    /// The operator compiled for `device`'s context (its kernels load at the first scan).
-    fn compiled_on(&self, py: Python<'_>, device: i64) -> PyResult<Operator> {
+/// Why an operator has no compiled form for a device.
+pub(crate) enum NotCompiled {
+    /// Host arrays, and the operator has no host functions.
+    Unhosted(String),
+    Failed(scanrt::Error),
+}
+use NotCompiled::{Failed, Unhosted};
+
+impl OperatorState {
+    /// The operator compiled for `device`'s context (its kernels load at the first scan;
+    /// -1: the host backend, through its host functions). Without the GIL.
+    pub(crate) fn compiled_on(&self, device: i64) -> Result<Operator, NotCompiled> {
+        if device < 0 && self.desc.host.is_none() {
+            return Err(Unhosted(format!(
+                "operator {} scans host arrays through host functions (host_combine=...), which it has not",
+                self.desc.name
+            )));
+        }
         if let Some(op) = self.compiled.lock().get(&device) {
             return Ok(op.clone());
         }
-        let ctx = context(device)?;
-        let op = py.allow_threads(|| ctx.create_operator(self.desc.clone())).py_err()?;
+        let ctx = crate::arrays::shared_context(device).map_err(Failed)?;
+        let op = ctx.create_operator(self.desc.clone()).map_err(Failed)?;
         self.compiled.lock().insert(device, op.clone());
         Ok(op)
+    }
+
+    /// Runs `scan`, one host scan of the operator at a time (its callables take the GIL,
+    /// so the wait lets go of it between tries), and returns its result with the first
+    /// exception a host function raised during it.
+    pub(crate) fn one_scan<R>(&self, backend: scanrt::Backend, scan: impl FnOnce() -> R) -> (R, Option<PyErr>) {
+        let _one_host_scan = (backend == scanrt::Backend::Host).then(|| loop {
+            if let Some(guard) = self.host_scan.try_lock() {
+                break guard;
+            }
+            Python::with_gil(|py| py.allow_threads(std::thread::yield_now));
+        });
+        self.host_failure.clear();
+        let result = scan();
+        (result, self.host_failure.take())
     }
 }

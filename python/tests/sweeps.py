@@ -104,6 +104,22 @@ def affine_operator():
                            load=("make", ["float32", "float32"]), store=("write", ["float32"]))
 
 
+def host_affine_operator(**overrides):
+    """The affine operator with host functions (states unpacked with struct)."""
+    import struct
+
+    def combine(first, then):
+        la, lb = struct.unpack("ff", first)
+        ra, rb = struct.unpack("ff", then)
+        return struct.pack("ff", la * ra, ra * lb + rb)
+
+    host = dict(host_combine=combine, host_load=lambda i, a, b: struct.pack("ff", a, b),
+                host_store=lambda s: struct.unpack("ff", s)[1])
+    host.update(overrides)
+    return scanrt.Operator("affine", AFFINE, "Affine", 8, 4, "combine", np.array([1, 0], np.float32),
+                           load=("make", ["float32", "float32"]), store=("write", ["float32"]), **host)
+
+
 def selections_match(xp, to_numpy, make):
     """Compaction, nonzero (with a fixed size), unique runs and a segmented sum on arrays
     made by `make`, against NumPy."""

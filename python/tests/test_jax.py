@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import scanrt
+from sweeps import host_affine_operator
 
 jax = pytest.importorskip("jax")
 
@@ -345,3 +346,62 @@ def test_jax_cumprod_and_logcumsumexp_gradients():
                         g_ref = jax.grad(lambda v: jnp.where(finite, r(v, reverse, exclusive, c_ref) * w, 0).sum())(v)
                         np.testing.assert_allclose(np.asarray(g), np.asarray(g_ref), rtol=2e-3, atol=2e-4,
                                                    err_msg=label)
+
+
+def test_jax_user_operators_under_jit_and_vmap():
+    """A user-defined operator (the affine recurrence, with host functions for the CPU
+    platform) on JAX arrays inside jit: 1-D, reversed, from an initial state, exclusive,
+    by segments (flags, offsets, keys), along an axis and under vmap, against a loop; a
+    host function's exception is the call's error."""
+    import struct
+
+    import jax.numpy as jnp
+
+    seed = 0x5EB
+    print("seed", seed)
+    rng = np.random.default_rng(seed)
+    op = host_affine_operator()
+    n = 700
+    a = rng.uniform(-1, 1, (3, n)).astype(np.float32)
+    b = rng.standard_normal((3, n)).astype(np.float32)
+    flags = rng.random(n) < 0.05
+    flags[0] = True
+    starts = list(np.flatnonzero(flags)) + [n]
+
+    def loop(a, b, reverse=False, h0=0.0, exclusive=False, heads=(0,)):
+        h, out = h0, np.zeros(a.shape[0])
+        order = range(a.shape[0] - 1, -1, -1) if reverse else range(a.shape[0])
+        for t in order:
+            first = (t + 1 in heads or t == a.shape[0] - 1) if reverse else t in heads
+            h = h0 if first else h
+            if exclusive:
+                out[t] = h
+            h = float(a[t]) * h + float(b[t])
+            if not exclusive:
+                out[t] = h
+        return out
+
+    ja, jb = jnp.asarray(a), jnp.asarray(b)
+    for reverse in (False, True):
+        got = jax.jit(lambda x, y: op(x, y, reverse=reverse))(ja[0], jb[0])
+        np.testing.assert_allclose(np.asarray(got), loop(a[0], b[0], reverse), rtol=1e-4, atol=1e-4)
+        init = struct.pack("ff", 1.0, 0.5)
+        got = jax.jit(lambda x, y: op(x, y, reverse=reverse, initial=init, exclusive=True))(ja[0], jb[0])
+        np.testing.assert_allclose(np.asarray(got), loop(a[0], b[0], reverse, 0.5, True), rtol=1e-4, atol=1e-4)
+        for by, data in (("segments", jnp.asarray(flags)), ("offsets", jnp.asarray(np.array(starts, np.int32))),
+                         ("keys", jnp.asarray(np.cumsum(flags), jnp.int32))):
+            got = jax.jit(lambda x, y, d: op(x, y, reverse=reverse, **{by: d}))(ja[0], jb[0], data)
+            np.testing.assert_allclose(np.asarray(got), loop(a[0], b[0], reverse, heads=set(starts[:-1])),
+                                       rtol=1e-4, atol=1e-4, err_msg=by)
+        cols = jax.jit(lambda x, y: op(x, y, axis=0, reverse=reverse))(ja.T, jb.T)
+        rows = jax.vmap(lambda x, y: op(x, y, reverse=reverse))(ja, jb)
+        for r in range(3):
+            want = loop(a[r], b[r], reverse)
+            np.testing.assert_allclose(np.asarray(cols)[:, r], want, rtol=1e-4, atol=1e-4)
+            np.testing.assert_allclose(np.asarray(rows)[r], want, rtol=1e-4, atol=1e-4)
+    if jax.default_backend() == "cpu":
+        def broken(first, then):
+            raise ZeroDivisionError("from host_combine")
+
+        with pytest.raises(Exception, match="from host_combine"):
+            jax.block_until_ready(jax.jit(host_affine_operator(host_combine=broken))(ja[0], jb[0]))

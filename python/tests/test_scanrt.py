@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import scanrt
-from sweeps import AFFINE, SEED, affine_operator, rng, selections_match, seq_scan
+from sweeps import AFFINE, SEED, affine_operator, host_affine_operator, rng, selections_match, seq_scan
 
 # ---------------------------------------------------------------- host (NumPy)
 
@@ -244,22 +244,6 @@ def test_operators_are_checked_and_need_host_functions_for_numpy():
         scanrt.Operator("bad", AFFINE, "Affine", 6, 4, "combine", b"\0" * 6)
 
 
-def host_affine_operator(**overrides):
-    """The affine operator with host functions (states unpacked with struct)."""
-    import struct
-
-    def combine(first, then):
-        la, lb = struct.unpack("ff", first)
-        ra, rb = struct.unpack("ff", then)
-        return struct.pack("ff", la * ra, ra * lb + rb)
-
-    host = dict(host_combine=combine, host_load=lambda i, a, b: struct.pack("ff", a, b),
-                host_store=lambda s: struct.unpack("ff", s)[1])
-    host.update(overrides)
-    return scanrt.Operator("affine", AFFINE, "Affine", 8, 4, "combine", np.array([1, 0], np.float32),
-                           load=("make", ["float32", "float32"]), store=("write", ["float32"]), **host)
-
-
 @pytest.mark.parametrize("reverse", [False, True])
 def test_numpy_user_operator_with_host_functions(reverse):
     r = np.random.default_rng(SEED + 11)
@@ -391,7 +375,8 @@ def test_xla_handlers_answer_the_metadata_query():
                     ("stage", c.c_int), ("rest", c.c_char * 136)]
 
     handlers = _scanrt.xla_handlers()
-    assert {p: set(h) for p, h in handlers.items()} == {p: {"scanrt_scan", "scanrt_recipe", "scanrt_sort", "scanrt_select"} for p in ("CUDA", "cpu")}
+    names = {"scanrt_scan", "scanrt_recipe", "scanrt_sort", "scanrt_select", "scanrt_operator"}
+    assert {p: set(h) for p, h in handlers.items()} == {p: names for p in ("CUDA", "cpu")}
     for address in [a for h in handlers.values() for a in h.values()]:
         handler = c.CFUNCTYPE(c.c_void_p, c.c_void_p)(address)
         metadata = Metadata(36, Version(24, None, 9, 9), 7)

@@ -2,16 +2,19 @@
 //! `vmap` and `grad`, which `scanrt/_jax.py` builds on them) on XLA's own stream, with no
 //! host synchronisation: `scanrt_scan` (a built-in operator along an axis) and
 //! `scanrt_recipe` (a recipe: cumulative extremes with their indices, logcumsumexp, the
-//! linear recurrence and its adjoint, along an axis) and `scanrt_sort` (the radix sort
-//! of 1-D keys, with their values or indices), each for CUDA (on the GPU backend)
+//! linear recurrence and its adjoint, along an axis), `scanrt_operator` (a user-defined
+//! operator), `scanrt_sort` (the radix sort of 1-D keys, with their values or indices)
+//! and `scanrt_select` (selections, partitions, run-length encodings), each for CUDA (on the GPU backend)
 //! and for XLA's CPU platform (on the host backend, host buffers). Python registers
 //! their addresses (`xla_handlers`) with `jax.ffi.register_ffi_target`.
 //!
-//! A handler runs on XLA's thread without the GIL, so it reaches only the Rust crate.
+//! A handler runs on XLA's thread without the GIL, so it reaches only the Rust crate (and
+//! an operator's host functions on the CPU platform, which take the GIL themselves).
 //! Every failure, a panic included, becomes an XLA error naming it; nothing unwinds into
 //! XLA.
 
 mod api;
+mod operators;
 mod primitives;
 
 use std::collections::HashMap;
@@ -23,6 +26,7 @@ use scanrt::{ArrayView, Context, DType, ScanrtStatus, Stream};
 
 use crate::arrays::shared_context;
 use api::{Buffer, CallFrame, Error};
+use operators::operator_scan;
 use primitives::{builtin_scan, radix_sort, recipe_scan, select};
 
 /// The handlers' addresses by platform (`"CUDA"`, `"cpu"`) and name, for
@@ -67,6 +71,7 @@ handlers! {
     "scanrt_recipe" => recipe_scan;
     "scanrt_sort" => radix_sort;
     "scanrt_select" => select;
+    "scanrt_operator" => operator_scan;
 }
 
 /// Where XLA runs a call: on a GPU (device buffers, XLA's CUDA stream) or on its CPU

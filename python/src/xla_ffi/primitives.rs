@@ -42,7 +42,7 @@ fn number_as(dtype: DType, value: Attr, what: &str) -> Result<InitValue, Failure
 }
 
 /// The direction of a call's `reverse` attribute.
-fn direction(call: &Call) -> Result<Direction, Failure> {
+pub(super) fn direction(call: &Call) -> Result<Direction, Failure> {
     Ok(if call.flag("reverse")? {
         Direction::Backward
     } else {
@@ -55,7 +55,10 @@ fn direction(call: &Call) -> Result<Direction, Failure> {
 ///
 /// # Safety
 /// `args` are the call's buffers; the view is used only during it.
-unsafe fn segment_data(call: &Call, args: &[&Buffer]) -> Result<Option<(ArrayView<'static>, Segments)>, Failure> {
+pub(super) unsafe fn segment_data(
+    call: &Call,
+    args: &[&Buffer],
+) -> Result<Option<(ArrayView<'static>, Segments)>, Failure> {
     let Some(kind) = call.attr("segments")? else {
         return Ok(None);
     };
