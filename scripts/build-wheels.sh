@@ -22,7 +22,7 @@ staged=()
 trap 'rm -f "${staged[@]}"' EXIT
 for pack in "$packs"/scanrt-kernels-sm_*.pack; do
   [ -f "$pack" ] || continue
-  cp "$pack" "$root/python/scanrt/" && staged+=("$root/python/scanrt/$(basename "$pack")")
+  install -m 644 "$pack" "$root/python/scanrt/" && staged+=("$root/python/scanrt/$(basename "$pack")")
 done
 echo "build-wheels.sh: ${#staged[@]} kernel pack(s) inside"
 PATH=$tools/bin:$PATH "$tools/bin/maturin" build --release --zig --compatibility manylinux2014 \

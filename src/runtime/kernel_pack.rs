@@ -201,6 +201,11 @@ pub(crate) fn write(path: &Path, arch: i32, images: &[(Key, Vec<u8>)]) -> Result
     std::fs::create_dir_all(dir).map_err(io)?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
     tmp.write_all(&out).map_err(io)?;
+    // A pack is installed data that every user reads (a temporary file is the owner's only).
+    use std::os::unix::fs::PermissionsExt;
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(0o644))
+        .map_err(io)?;
     tmp.persist(path).map_err(|e| io(e.error))?;
     Ok(())
 }
@@ -380,6 +385,9 @@ mod tests {
         let path = dir.path().join(file_name(90));
         let images = kernel_like_images(300);
         write(&path, 90, &images).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644, "every user reads a pack; only its owner writes it");
         let header = std::fs::read(&path).unwrap();
         let dictionary_len = u64::from_le_bytes(header[32..40].try_into().unwrap());
         assert!(dictionary_len > 0, "300 kernel-like images train a dictionary");
