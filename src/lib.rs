@@ -65,6 +65,7 @@ pub use precompile::{
     build_kernel_pack, check_kernel_pack, compile_kernel_sets, compile_specialization, fill_kernel_cache,
     tuning_provenance,
 };
+pub use runtime::kernel_pack::add_directory as add_kernel_pack_dir;
 pub use runtime::workspace::Workspace;
 /// The most streams whose look-back workspaces a context keeps (least recently used go first).
 pub use runtime::workspace::POOL_STREAMS as MAX_POOLED_STREAMS;

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
-from . import _arrays, _core, _nvrtc
+from . import _arrays, _core, _nvrtc, _packs
 from ._scanrt import ScanrtError, __version__
 from . import _scanrt
 from ._operator import Operator
@@ -27,7 +27,9 @@ from ._primitives import Predicate, argsort, compress, nonzero, partition, selec
 from ._recipes import Extremes, cummax, cummin, logcumsumexp
 from ._recurrence import linear_recurrence, linear_recurrence_adjoint
 
-# Before the first kernel compiles: NVRTC from pip's wheel where it is installed.
+# Before the first kernel loads: the kernel packs of pip's scanrt-kernels-sm* wheels, and
+# NVRTC from pip's wheel where it is installed (for kernels no pack holds).
+_packs.register()
 _nvrtc.preload()
 
 __all__ = [

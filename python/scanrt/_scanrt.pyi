@@ -4,7 +4,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, 
 
 __all__: List[str] = ["ScanrtError", "__version__", "scan", "recipe_scan", "scan_takes", "summed_area_table",
                       "scan_out_of_core", "sort", "scan_across", "select", "synchronize", "dtypes", "xla_handlers",
-                      "Operator"]
+                      "add_kernel_pack_dir", "Operator"]
 
 # An array as the bindings take it (scanrt._arrays.describe): address, dtype name, shape,
 # strides in elements, device (-1 for host memory).
@@ -45,6 +45,7 @@ def select(*, x: _Description, mask: Optional[_Description] = None, out: _Descri
 def synchronize(device: int, stream: int) -> None: ...
 def dtypes() -> List[Tuple[str, int, str]]: ...
 def xla_handlers() -> Dict[str, Dict[str, int]]: ...
+def add_kernel_pack_dir(path: str) -> None: ...
 
 @final
 class Operator:

@@ -11,6 +11,7 @@ mod operator;
 mod operator_host;
 mod operator_scan;
 mod out_of_core;
+mod packs;
 mod scan;
 mod select;
 mod sort;
@@ -33,6 +34,7 @@ fn _scanrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(arrays::synchronize, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::dtypes, m)?)?;
     m.add_function(wrap_pyfunction!(xla_ffi::xla_handlers, m)?)?;
+    m.add_function(wrap_pyfunction!(packs::add_kernel_pack_dir, m)?)?;
     m.add_class::<operator::PyOperator>()?;
     Ok(())
 }

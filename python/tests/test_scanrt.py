@@ -386,3 +386,46 @@ def test_xla_handlers_answer_the_metadata_query():
         assert (metadata.api_version.major, metadata.api_version.minor, metadata.traits) == (0, 1, 0)
         for stage in (0, 1, 2):  # instantiate, prepare, initialize: nothing to do
             assert handler(c.addressof(Frame(168, None, None, None, stage))) is None
+
+
+def test_kernel_pack_wheels_install_where_scanrt_looks(tmp_path, monkeypatch):
+    """scripts/kernel-wheel.py makes a data wheel that unpacks the pack into
+    scanrt_kernels/ (every RECORD hash true, the pack readable by all), and
+    scanrt._packs finds each scanrt_kernels directory on sys.path for the extension."""
+    import base64
+    import hashlib
+    import importlib
+    import os
+    import subprocess
+    import sys
+    import zipfile
+
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    pack = tmp_path / "scanrt-kernels-sm_90.pack"
+    pack.write_bytes(os.urandom(1000))
+    wheel = subprocess.run([sys.executable, os.path.join(root, "scripts", "kernel-wheel.py"), str(pack), "1.2.3",
+                            str(tmp_path / "dist")], check=True, capture_output=True, text=True).stdout.strip()
+    assert os.path.basename(wheel) == "scanrt_kernels_sm90-1.2.3-py3-none-any.whl"
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+        assert "scanrt_kernels/scanrt-kernels-sm_90.pack" in names
+        assert z.read("scanrt_kernels/scanrt-kernels-sm_90.pack") == pack.read_bytes()
+        assert z.getinfo("scanrt_kernels/scanrt-kernels-sm_90.pack").external_attr >> 16 == 0o644
+        metadata = z.read("scanrt_kernels_sm90-1.2.3.dist-info/METADATA").decode()
+        assert "Name: scanrt-kernels-sm90" in metadata and "Version: 1.2.3" in metadata
+        for line in z.read("scanrt_kernels_sm90-1.2.3.dist-info/RECORD").decode().splitlines():
+            path, hashed, size = line.split(",")
+            assert path in names
+            if hashed:
+                body = z.read(path)
+                want = base64.urlsafe_b64encode(hashlib.sha256(body).digest()).rstrip(b"=").decode()
+                assert (hashed, int(size)) == ("sha256=" + want, len(body)), path
+        z.extractall(tmp_path / "site")
+    refused = subprocess.run([sys.executable, os.path.join(root, "scripts", "kernel-wheel.py"),
+                              str(tmp_path / "x.pack"), "1", str(tmp_path)], capture_output=True, text=True)
+    assert refused.returncode != 0 and "not a kernel pack's file name" in refused.stderr
+    from scanrt import _packs
+
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "site")] + sys.path)
+    importlib.invalidate_caches()
+    assert _packs.register() == [str(tmp_path / "site" / "scanrt_kernels")]

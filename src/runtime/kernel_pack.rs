@@ -10,9 +10,11 @@
 //!   reads and decompresses only the kernel set it needs: half the bytes of deflate
 //!   without a dictionary (the sm_90 sets CI compiles: 22.8 against 45.7 MB). Its SHA-256
 //!   is checked after decompressing.
-//! - The packs are looked for in `$SCANRT_KERNEL_PACK_DIR` (empty: no packs), else in
-//!   `share/scanrt/kernels` beside the `lib/` or `bin/` directory that holds the scanrt
-//!   library or executable, else in that directory itself.
+//! - The packs are looked for in `$SCANRT_KERNEL_PACK_DIR` (empty: no packs), else in the
+//!   directories the application added ([`add_directory`]: Python adds those of the
+//!   installed `scanrt-kernels-sm*` wheels), then in `share/scanrt/kernels` beside the
+//!   `lib/` or `bin/` directory that holds the scanrt library or executable, then in that
+//!   directory itself.
 //! - A pack is trusted as the kernel cache is (`runtime::trust`): it and every directory
 //!   on its path must be owned by the user or root and writable by no one else (sticky
 //!   directories aside); otherwise it is refused with a log line and NVRTC compiles.
@@ -210,6 +212,20 @@ pub(crate) fn write(path: &Path, arch: i32, images: &[(Key, Vec<u8>)]) -> Result
     Ok(())
 }
 
+/// The directories added with [`add_directory`], in order.
+static ADDED_DIRS: Lazy<Mutex<Vec<PathBuf>>> = Lazy::new(Default::default);
+
+/// Looks for kernel packs in `dir` too, before the places beside the library (not where
+/// `$SCANRT_KERNEL_PACK_DIR` names the one directory). An architecture no pack served so
+/// far is looked for again; a pack already opened stays in use.
+pub fn add_directory(dir: &Path) {
+    let mut dirs = ADDED_DIRS.lock();
+    if !dirs.iter().any(|d| d == dir) {
+        dirs.push(dir.to_owned());
+        PACKS.lock().retain(|_, pack| pack.is_some());
+    }
+}
+
 /// Where packs are looked for (None: packs are turned off).
 fn pack_dirs() -> Vec<PathBuf> {
     if let Some(dir) = std::env::var_os("SCANRT_KERNEL_PACK_DIR") {
@@ -219,10 +235,10 @@ fn pack_dirs() -> Vec<PathBuf> {
             vec![PathBuf::from(dir)]
         };
     }
+    let mut dirs = ADDED_DIRS.lock().clone();
     let Some(object_dir) = containing_object().and_then(|p| p.parent().map(Path::to_owned)) else {
-        return vec![];
+        return dirs;
     };
-    let mut dirs = vec![];
     if let Some(prefix) = object_dir.parent() {
         dirs.push(prefix.join("share/scanrt/kernels"));
     }
@@ -396,6 +412,28 @@ mod tests {
             assert_eq!(pack.image(key).unwrap().as_ref(), Some(image));
         }
         assert_eq!(check(&path).unwrap(), 300);
+    }
+
+    #[test]
+    fn packs_are_found_in_added_directories() {
+        // An architecture no real pack has, so that no other test's lookup interferes.
+        const ARCH: i32 = 1;
+        let dir = tempfile::tempdir().unwrap();
+        let images = vec![(key(&source("kernel"), ARCH), b"an image".to_vec())];
+        assert!(for_arch(ARCH).is_none(), "no pack yet");
+        write(&dir.path().join(file_name(ARCH)), ARCH, &images).unwrap();
+        assert!(
+            for_arch(ARCH).is_none(),
+            "the answer is kept until a directory is added"
+        );
+        add_directory(dir.path());
+        let pack = for_arch(ARCH).expect("the pack in the added directory");
+        assert_eq!(pack.image(&images[0].0).unwrap().as_deref(), Some(&images[0].1[..]));
+        add_directory(dir.path());
+        assert!(
+            std::sync::Arc::ptr_eq(&pack, &for_arch(ARCH).unwrap()),
+            "an opened pack stays"
+        );
     }
 
     #[test]
