@@ -329,9 +329,20 @@ static void host_api(scanrt_context *ctx, int32_t backend) {
     test_buffers(ctx, backend);
 }
 
+/* Pack directories: NULL and "" refused with their statuses, a directory taken. */
+static void test_kernel_pack_dirs(void) {
+    EXPECT(scanrt_add_kernel_pack_dir(NULL), SCANRT_STATUS_NULL_ARGUMENT);
+    CHECK(strstr(scanrt_last_error_message(), "path") != NULL, "the NULL path's message: \"%s\"",
+          scanrt_last_error_message());
+    EXPECT(scanrt_add_kernel_pack_dir(""), SCANRT_STATUS_INVALID_ARGUMENT);
+    EXPECT_OK(scanrt_add_kernel_pack_dir("."));
+    EXPECT_OK(scanrt_add_kernel_pack_dir("."));
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     test_version_and_strings();
+    test_kernel_pack_dirs();
     test_desc_init();
     test_log_callback();
     scanrt_context *ctx = test_context_create();

@@ -720,6 +720,13 @@ scanrt_status scanrt_context_trim(const struct scanrt_context *ctx);
 // workspace), else `SCANRT_STATUS_OK`. Every scan call checks this first.
 scanrt_status scanrt_context_check_faults(const struct scanrt_context *ctx);
 
+// Looks for kernel packs (`scanrt-kernels-sm_<N>.pack`, from `scanrt-pack build`) in the
+// directory `path` too, before the places beside the library (a `$SCANRT_KERNEL_PACK_DIR`
+// that is set still names the only one). An architecture no pack served so far is
+// looked for again; a pack already in use stays. `SCANRT_STATUS_NULL_ARGUMENT` for NULL,
+// `SCANRT_STATUS_INVALID_ARGUMENT` for an empty path.
+scanrt_status scanrt_add_kernel_pack_dir(const char *path);
+
 // This rank's part of a scan across the ranks of the application's NCCL communicator
 // `nccl_comm` (an `ncclComm_t`; ranks in communicator order form the logical array),
 // like `MPI_Scan`: `input` is the rank's 1-D chunk, `output` receives its chunk of the

@@ -1,6 +1,6 @@
-//! Contexts: creation, backend, kernel preparation, workspace trimming, faults.
+//! Contexts: creation, backend, kernel preparation and packs, workspace trimming, faults.
 
-use std::ffi::{c_char, CString};
+use std::ffi::{c_char, CStr, CString};
 
 use super::support::{boundary, non_null, non_null_mut, put};
 use crate::context::{Backend, Context};
@@ -103,4 +103,26 @@ pub unsafe extern "C" fn scanrt_context_trim(ctx: *const scanrt_context) -> Scan
 #[no_mangle]
 pub unsafe extern "C" fn scanrt_context_check_faults(ctx: *const scanrt_context) -> ScanrtStatus {
     boundary(|| non_null(ctx, "ctx")?.inner.check_faults())
+}
+
+/// Looks for kernel packs (`scanrt-kernels-sm_<N>.pack`, from `scanrt-pack build`) in the
+/// directory `path` too, before the places beside the library (a `$SCANRT_KERNEL_PACK_DIR`
+/// that is set still names the only one). An architecture no pack served so far is
+/// looked for again; a pack already in use stays. `SCANRT_STATUS_NULL_ARGUMENT` for NULL,
+/// `SCANRT_STATUS_INVALID_ARGUMENT` for an empty path.
+#[no_mangle]
+pub unsafe extern "C" fn scanrt_add_kernel_pack_dir(path: *const c_char) -> ScanrtStatus {
+    boundary(|| {
+        if path.is_null() {
+            bail!(NullArgument, "path must not be NULL");
+        }
+        // SAFETY: a non-NULL path is NUL-terminated (the function's contract).
+        let bytes = unsafe { CStr::from_ptr(path) }.to_bytes();
+        if bytes.is_empty() {
+            bail!(InvalidArgument, "path is empty");
+        }
+        let dir = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(bytes);
+        crate::add_kernel_pack_dir(std::path::Path::new(dir));
+        Ok(())
+    })
 }
