@@ -24,7 +24,8 @@ fn main() {
         tests![
             every_specialization_compiles_with_nvrtc,
             the_operator_space_compiles_with_nvrtc,
-            the_recipes_compile_with_nvrtc
+            the_recipes_compile_with_nvrtc,
+            the_examples_operators_compile_with_nvrtc
         ],
         no_nvrtc,
     )
@@ -84,6 +85,24 @@ fn the_recipes_compile_with_nvrtc() {
         }
     }
     compile_all(&descs);
+}
+
+/// The examples' operators, every variant whatever the coverage (they are few): user
+/// source next to the translation unit's own names (a state named `Carry`, say).
+fn the_examples_operators_compile_with_nvrtc() {
+    use common::operators::examples;
+    for desc in [
+        examples::line_of_sight(),
+        examples::fibonacci_matrix(),
+        examples::carry_chain(),
+    ] {
+        for direction in [Direction::Forward, Direction::Backward] {
+            for segmented in [false, true] {
+                compile_operator_set(&desc, 90, direction, segmented, Algorithm::Auto)
+                    .unwrap_or_else(|e| panic!("{} {direction:?} segmented={segmented}: {e}", desc.name));
+            }
+        }
+    }
 }
 
 /// Compiles the kernel sets of `descs` on every core: each operator's every variant, or

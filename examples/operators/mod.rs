@@ -123,3 +123,108 @@ pub fn mat_mul(x: [u32; 4], y: [u32; 4]) -> [u32; 4] {
         a[2].wrapping_mul(b[1]).wrapping_add(a[3].wrapping_mul(b[3])),
     ]
 }
+
+/// Multi-precision addition (the seeds' carry scan): two numbers as arrays of u32 limbs,
+/// least significant first, added limb by limb with the carries found by a scan of
+/// generate/propagate states instead of a loop. Inputs: the limbs of `a` and `b`;
+/// outputs: the sum's limbs and the carry out of each limb (the last one's is the sum's
+/// carry out). Segments add several numbers at once, each on its own.
+///
+/// The state describes a run of limbs: whether it generates a carry (G), passes one in
+/// through (P), the carry into its last limb from the limbs before it (C), whether a
+/// carry into the run reaches its last limb (Q), and its last limb's sum (without carry).
+pub fn carry_chain() -> OperatorDesc {
+    const SOURCE: &str = r#"
+enum : uint32_t { G = 1, P = 2, C = 4, Q = 8, EMPTY = 16 };
+struct Carry { uint32_t flags, sum; };
+__device__ Carry chain(Carry first, Carry then) {
+    if (then.flags & EMPTY) return first;
+    if (first.flags & EMPTY) return then;
+    const uint32_t g = first.flags & G;  // the carry into `then`
+    uint32_t flags = 0;
+    if ((then.flags & G) || ((then.flags & P) && g)) flags |= G;
+    if ((first.flags & P) && (then.flags & P)) flags |= P;
+    if ((then.flags & C) || ((then.flags & Q) && g)) flags |= C;
+    if ((then.flags & Q) && (first.flags & P)) flags |= Q;
+    return Carry{flags, then.sum};
+}
+__device__ Carry limb(int64_t, uint32_t a, uint32_t b) {
+    const uint32_t sum = a + b;
+    return Carry{(sum < a ? G : 0u) | (sum == 0xffffffffu ? P : 0u) | Q, sum};
+}
+__device__ void digits(const Carry& s, uint32_t& sum, uint32_t& carry) {
+    sum = s.sum + ((s.flags & C) ? 1u : 0u);
+    carry = s.flags & G;
+}
+"#;
+    let host = HostOperator {
+        combine: Arc::new(|a, b, out| {
+            let (first, then) = (carry_state(a), carry_state(b));
+            put_carry_state(chain(first, then), out)
+        }),
+        load: Some(Arc::new(|_, x, out| {
+            let (a, b) = (
+                u32::from_ne_bytes(x[0].try_into().unwrap()),
+                u32::from_ne_bytes(x[1].try_into().unwrap()),
+            );
+            put_carry_state(limb(a, b), out)
+        })),
+        store: Some(Arc::new(|s, y| {
+            let (flags, sum) = carry_state(s);
+            y[0].copy_from_slice(&sum.wrapping_add(u32::from(flags & CARRY_C != 0)).to_ne_bytes());
+            y[1].copy_from_slice(&(flags & CARRY_G).to_ne_bytes());
+        })),
+    };
+    let identity: Vec<u8> = [CARRY_EMPTY, 0].iter().flat_map(|v| v.to_ne_bytes()).collect();
+    OperatorDesc::new("carry_chain", SOURCE, "Carry", 8, 4, "chain", &identity)
+        .with_load("limb", &[DType::U32, DType::U32])
+        .with_store("digits", &[DType::U32, DType::U32])
+        .with_host(host)
+}
+
+const CARRY_G: u32 = 1;
+const CARRY_P: u32 = 2;
+const CARRY_C: u32 = 4;
+const CARRY_Q: u32 = 8;
+const CARRY_EMPTY: u32 = 16;
+
+/// A carry state `(flags, sum)` from its bytes, and back.
+fn carry_state(bytes: &[u8]) -> (u32, u32) {
+    let word = |k: usize| u32::from_ne_bytes(bytes[4 * k..4 * k + 4].try_into().unwrap());
+    (word(0), word(1))
+}
+fn put_carry_state((flags, sum): (u32, u32), out: &mut [u8]) {
+    out[..4].copy_from_slice(&flags.to_ne_bytes());
+    out[4..8].copy_from_slice(&sum.to_ne_bytes());
+}
+
+/// The host twin of the source's `limb` and `chain`.
+fn limb(a: u32, b: u32) -> (u32, u32) {
+    let sum = a.wrapping_add(b);
+    let flags = if sum < a { CARRY_G } else { 0 } | if sum == u32::MAX { CARRY_P } else { 0 } | CARRY_Q;
+    (flags, sum)
+}
+fn chain(first: (u32, u32), then: (u32, u32)) -> (u32, u32) {
+    if then.0 & CARRY_EMPTY != 0 {
+        return first;
+    }
+    if first.0 & CARRY_EMPTY != 0 {
+        return then;
+    }
+    let (f, t) = (first.0, then.0);
+    let g = f & CARRY_G != 0;
+    let mut flags = 0;
+    if t & CARRY_G != 0 || (t & CARRY_P != 0 && g) {
+        flags |= CARRY_G;
+    }
+    if f & CARRY_P != 0 && t & CARRY_P != 0 {
+        flags |= CARRY_P;
+    }
+    if t & CARRY_C != 0 || (t & CARRY_Q != 0 && g) {
+        flags |= CARRY_C;
+    }
+    if t & CARRY_Q != 0 && f & CARRY_P != 0 {
+        flags |= CARRY_Q;
+    }
+    (flags, then.1)
+}

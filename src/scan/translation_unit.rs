@@ -201,7 +201,7 @@ impl TranslationUnit {
         let p = format!("(SCANRT_SCAN_PARAMS{extra_params})");
         let heads = "(const void*)heads";
         let lookback = "(void*)workspace, status_capacity, FaultSink{(FaultReport*)report, call}";
-        let scratch = "(Carry*)(workspace + sizeof(LookbackHeader))";
+        let scratch = "(ScanrtCarry*)(workspace + sizeof(LookbackHeader))";
         let matrix = self.has(KernelKind::MatrixReduce, shape, seg);
         let matrix_include = if matrix {
             "#include \"device/matrix_scan.cuh\"\n"
@@ -216,7 +216,7 @@ impl TranslationUnit {
 {matrix_include}{definitions}typedef Op::T Acc;
 typedef {source_type} Src;
 typedef {destination_type} Dst;
-typedef CarryOf<Op, {seg}>::Op_::T Carry;
+typedef CarryOf<Op, {seg}>::Op_::T ScanrtCarry;
 "#
         );
         if self.has(KernelKind::SinglePass, shape, seg) {

@@ -126,6 +126,14 @@ pub fn examples_match_sequential_loops() {
         })
         .collect();
     tally(results.into_iter(), "fibonacci matrices");
+    let carries = ctx.create_operator(examples::carry_chain()).unwrap();
+    let results: Vec<_> = (0..400)
+        .map(|_| {
+            let shape = Shape::random(&mut rng, &sizes);
+            check_carry_chain(ctx, &stream, &carries, &mut rng, shape)
+        })
+        .collect();
+    tally(results.into_iter(), "multi-precision additions");
     let recurrence = ctx
         .create_operator(recipes::linear_recurrence(DType::F64).unwrap())
         .unwrap();

@@ -127,6 +127,63 @@ pub fn check_line_of_sight(
     exactly_equal(&format!("{shape:?}"), visible.into_iter().zip(horizons), &expect)
 }
 
+/// The multi-precision addition example's carry scan against the sequential carry loop
+/// along the scan's order (each segment a number of its own): each limb's sum with its
+/// carry in, and its carry out; exclusive scans give the limb before's (zeros first).
+/// Limbs are often all ones or sum to all ones, so that carries travel far.
+pub fn check_carry_chain(
+    ctx: &Context,
+    stream: &Stream,
+    op: &scanrt::Operator,
+    rng: &mut Rng,
+    shape: Shape,
+) -> Result<(), String> {
+    let n = shape.n;
+    let limb = |rng: &mut Rng| match rng.below(4) {
+        0 => u32::MAX,
+        1 => 0,
+        _ => rng.next_u64() as u32,
+    };
+    let a: Vec<u32> = (0..n).map(|_| limb(rng)).collect();
+    let b: Vec<u32> = (0..n)
+        .map(|p| if rng.below(2) == 0 { u32::MAX - a[p] } else { limb(rng) })
+        .collect();
+    let starts = shape.starts(rng);
+    let mut expect = vec![(0u32, 0u32); n];
+    let (mut carry, mut last) = (false, (0u32, 0u32));
+    for (p, restart) in shape.walk(&starts) {
+        if restart {
+            (carry, last) = (false, (0, 0));
+        }
+        let (s, c1) = a[p].overflowing_add(b[p]);
+        let (s, c2) = s.overflowing_add(u32::from(carry));
+        carry = c1 || c2;
+        let digits = (s, u32::from(carry));
+        expect[p] = shape.output(last, digits);
+        last = digits;
+    }
+    let (av, bv) = (
+        Array::new(ctx, stream, &a, shape.offset),
+        Array::new(ctx, stream, &b, shape.offset),
+    );
+    let (sv, cv) = (
+        Array::new(ctx, stream, &vec![7u32; n], shape.offset),
+        Array::new(ctx, stream, &vec![7u32; n], 0),
+    );
+    run(
+        ctx,
+        stream,
+        op,
+        &[av.addr, bv.addr],
+        &[sv.addr, cv.addr],
+        &shape,
+        &starts,
+        &shape.scan(),
+    )?;
+    let (sums, carries) = (sv.read::<u32>(stream, n)?, cv.read::<u32>(stream, n)?);
+    exactly_equal(&format!("{shape:?}"), sums.into_iter().zip(carries), &expect)
+}
+
 /// The Fibonacci example's operator on random matrices: element (0, 1) of each running
 /// product `first * then`, exact.
 pub fn check_fibonacci_matrix(
