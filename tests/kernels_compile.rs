@@ -95,6 +95,7 @@ fn the_examples_operators_compile_with_nvrtc() {
         examples::line_of_sight(),
         examples::fibonacci_matrix(),
         examples::carry_chain(),
+        examples::lexer(),
     ] {
         for direction in [Direction::Forward, Direction::Backward] {
             for segmented in [false, true] {

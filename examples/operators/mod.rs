@@ -228,3 +228,110 @@ fn chain(first: (u32, u32), then: (u32, u32)) -> (u32, u32) {
     }
     (flags, then.1)
 }
+
+/// Lexical analysis by a scan (the seeds' finite-state machine): each character of a text
+/// becomes the transition function of a small lexer (one next state per state, 8 bytes),
+/// and the scan composes them, so element i holds the lexer's state after character i
+/// when started blank. Input: the text (u8); output: that state (u32, `LEX_*`).
+///
+/// The lexer: identifiers (`[A-Za-z_][A-Za-z0-9_]*`), numbers (`[0-9]+`), strings in
+/// double quotes with backslash escapes, one-character punctuation, and blanks.
+pub fn lexer() -> OperatorDesc {
+    const SOURCE: &str = r#"
+struct Lex { unsigned char next[8]; };
+__device__ Lex compose(Lex first, Lex then) {
+    Lex r;
+    for (int s = 0; s < 8; ++s) r.next[s] = then.next[first.next[s]];
+    return r;
+}
+// Character classes: letter or '_', digit, '"', '\\', blank, other.
+__device__ int lex_class(unsigned c) {
+    if ((c | 32) - 'a' < 26 || c == '_') return 0;
+    if (c - '0' < 10) return 1;
+    if (c == '"') return 2;
+    if (c == '\\') return 3;
+    if (c == ' ' || c == '\n' || c == '\t' || c == '\r') return 4;
+    return 5;
+}
+// States: 0 blank, 1 identifier, 2 number, 3 in a string, 4 after a backslash in one,
+// 5 punctuation, 6 a string's closing quote, 7 unused.
+__device__ unsigned char lex_step(int s, int k) {
+    if (s == 7) return 7;
+    if (s == 3) return k == 2 ? 6 : k == 3 ? 4 : 3;
+    if (s == 4) return 3;
+    const unsigned char start[6] = {1, 2, 3, 5, 0, 5};
+    if (s == 1 && k == 1) return 1;  // digits continue an identifier
+    return start[k];
+}
+__device__ Lex character(int64_t, u8 c) {
+    const int k = lex_class(c);
+    Lex r;
+    for (int s = 0; s < 8; ++s) r.next[s] = lex_step(s, k);
+    return r;
+}
+__device__ void state_after(const Lex& f, uint32_t& state) { state = f.next[0]; }
+"#;
+    let host = HostOperator {
+        combine: Arc::new(|a, b, out| {
+            for s in 0..8 {
+                out[s] = b[a[s] as usize];
+            }
+        }),
+        load: Some(Arc::new(|_, x, out| {
+            let k = lex_class(x[0][0]);
+            for (s, next) in out.iter_mut().enumerate().take(8) {
+                *next = lex_step(s as u8, k);
+            }
+        })),
+        store: Some(Arc::new(|f, y| y[0].copy_from_slice(&u32::from(f[0]).to_ne_bytes()))),
+    };
+    let identity: Vec<u8> = (0..8).collect();
+    OperatorDesc::new("lexer", SOURCE, "Lex", 8, 1, "compose", &identity)
+        .with_load("character", &[DType::U8])
+        .with_store("state_after", &[DType::U32])
+        .with_host(host)
+}
+
+/// The lexer's states (`lexer`).
+pub const LEX_BLANK: u32 = 0;
+pub const LEX_IDENTIFIER: u32 = 1;
+pub const LEX_NUMBER: u32 = 2;
+pub const LEX_STRING: u32 = 3;
+pub const LEX_ESCAPE: u32 = 4;
+pub const LEX_PUNCTUATION: u32 = 5;
+pub const LEX_STRING_END: u32 = 6;
+
+/// The lexer's character class of `c` (as the source's `lex_class`).
+pub fn lex_class(c: u8) -> usize {
+    match c {
+        b'a'..=b'z' | b'A'..=b'Z' | b'_' => 0,
+        b'0'..=b'9' => 1,
+        b'"' => 2,
+        b'\\' => 3,
+        b' ' | b'\n' | b'\t' | b'\r' => 4,
+        _ => 5,
+    }
+}
+
+/// The lexer's next state from `s` on a character of class `k` (as the source's `lex_step`).
+pub fn lex_step(s: u8, k: usize) -> u8 {
+    match (s, k) {
+        (7, _) => 7,
+        (3, 2) => 6,
+        (3, 3) => 4,
+        (3, _) | (4, _) => 3,
+        (1, 1) => 1,
+        _ => [1, 2, 3, 5, 0, 5][k],
+    }
+}
+
+/// Whether the lexer's move from state `before` to `after` starts a token.
+pub fn starts_token(before: u32, after: u32) -> bool {
+    match after {
+        LEX_IDENTIFIER => before != LEX_IDENTIFIER,
+        LEX_NUMBER => before != LEX_NUMBER,
+        LEX_STRING => before != LEX_STRING && before != LEX_ESCAPE,
+        LEX_PUNCTUATION => true,
+        _ => false,
+    }
+}

@@ -134,6 +134,14 @@ pub fn examples_match_sequential_loops() {
         })
         .collect();
     tally(results.into_iter(), "multi-precision additions");
+    let lexer = ctx.create_operator(examples::lexer()).unwrap();
+    let results: Vec<_> = (0..400)
+        .map(|_| {
+            let shape = Shape::random(&mut rng, &sizes);
+            check_lexer(ctx, &stream, &lexer, &mut rng, shape)
+        })
+        .collect();
+    tally(results.into_iter(), "lexers");
     let recurrence = ctx
         .create_operator(recipes::linear_recurrence(DType::F64).unwrap())
         .unwrap();

@@ -57,6 +57,7 @@ fn recipes_and_user_operators_on_the_host_backend() {
     let sight = ctx.create_operator(examples::line_of_sight()).unwrap();
     let fibonacci = ctx.create_operator(examples::fibonacci_matrix()).unwrap();
     let carries = ctx.create_operator(examples::carry_chain()).unwrap();
+    let lexer = ctx.create_operator(examples::lexer()).unwrap();
     let recurrence = ctx
         .create_operator(scanrt::recipes::linear_recurrence(DType::F64).unwrap())
         .unwrap();
@@ -67,6 +68,8 @@ fn recipes_and_user_operators_on_the_host_backend() {
         check_fibonacci_matrix(&ctx, &stream, &fibonacci, &mut rng, shape).unwrap();
         let shape = Shape::random(&mut rng, &sizes);
         check_carry_chain(&ctx, &stream, &carries, &mut rng, shape).unwrap();
+        let shape = Shape::random(&mut rng, &sizes);
+        check_lexer(&ctx, &stream, &lexer, &mut rng, shape).unwrap();
         let (rows, terms) = (1 + rng.below(50) as usize, 1 + rng.below(100) as usize);
         check_polynomials(&ctx, &stream, &recurrence, &mut rng, rows, terms).unwrap();
     }

@@ -184,6 +184,46 @@ pub fn check_carry_chain(
     exactly_equal(&format!("{shape:?}"), sums.into_iter().zip(carries), &expect)
 }
 
+/// The lexer example's composition of transition functions against the sequential lexer
+/// along the scan's order (each segment a text of its own, lexed from blank): the state
+/// after each character, or before it for exclusive scans. Texts of the characters that
+/// matter (quotes, backslashes, letters, digits, blanks, punctuation).
+pub fn check_lexer(
+    ctx: &Context,
+    stream: &Stream,
+    op: &scanrt::Operator,
+    rng: &mut Rng,
+    shape: Shape,
+) -> Result<(), String> {
+    let n = shape.n;
+    let alphabet = b"ab_Z09\"\\ \n(;";
+    let text: Vec<u8> = (0..n)
+        .map(|_| alphabet[rng.below(alphabet.len() as u64) as usize])
+        .collect();
+    let starts = shape.starts(rng);
+    let mut expect = vec![0u32; n];
+    let mut state = 0u8;
+    for (p, restart) in shape.walk(&starts) {
+        if restart {
+            state = 0;
+        }
+        let before = u32::from(state);
+        state = examples::lex_step(state, examples::lex_class(text[p]));
+        expect[p] = shape.output(before, u32::from(state));
+    }
+    let iv = Array::new(ctx, stream, &text, shape.offset);
+    let ov = Array::new(ctx, stream, &vec![9u32; n], shape.offset);
+    run(ctx, stream, op, &[iv.addr], &[ov.addr], &shape, &starts, &shape.scan())?;
+    let got = ov.read::<u32>(stream, n)?;
+    match (0..n).find(|&p| got[p] != expect[p]) {
+        Some(p) => Err(format!(
+            "{shape:?}: character {p}: state {} expected {}",
+            got[p], expect[p]
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The Fibonacci example's operator on random matrices: element (0, 1) of each running
 /// product `first * then`, exact.
 pub fn check_fibonacci_matrix(
