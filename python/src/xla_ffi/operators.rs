@@ -1,10 +1,8 @@
 //! `scanrt_operator`: a user-defined operator's scan (`scanrt.Operator`) as an XLA custom
 //! call, the operator named by its handle (`Operator.xla_handle`).
 
-use scanrt::OperatorScan;
-
-use super::primitives::{direction, segment_data};
-use super::{invalid, view, Attr, Call, Failure};
+use super::primitives::{operator_scan_of, segment_data, views};
+use super::{invalid, Attr, Call, Failure};
 use crate::operator::{xla_operator, NotCompiled};
 
 /// `scanrt_operator`: the operator `operator`'s inputs (its load's arrays, or one uint8
@@ -19,14 +17,7 @@ pub(super) fn operator_scan(call: &Call) -> Result<(), Failure> {
     let segments = unsafe { segment_data(call, &all) }?;
     let args = &all[..all.len() - usize::from(segments.is_some())];
     // SAFETY: as above.
-    let ins = args
-        .iter()
-        .map(|b| unsafe { view(b, false) })
-        .collect::<Result<Vec<_>, _>>()?;
-    let outs = rets
-        .iter()
-        .map(|b| unsafe { view(b, true) })
-        .collect::<Result<Vec<_>, _>>()?;
+    let (ins, outs) = unsafe { (views(args, false)?, views(&rets, true)?) };
     let (device, ctx, stream) = call.context_and_stream()?;
     let op = state.compiled_on(device).map_err(|e| match e {
         NotCompiled::Unhosted(message) => invalid(message),
@@ -43,14 +34,7 @@ pub(super) fn operator_scan(call: &Call) -> Result<(), Failure> {
             )))
         }
     };
-    let scan = OperatorScan {
-        inclusive: call.flag("inclusive")?,
-        init,
-        direction: direction(call)?,
-        deterministic: call.flag("deterministic")?,
-        segments: segments.as_ref().map_or(scanrt::Segments::None, |(_, form)| *form),
-        ..OperatorScan::default()
-    };
+    let scan = operator_scan_of(call, init, &segments)?;
     let axis = call.attr("axis")?;
     let (result, host_error) = state.one_scan(ctx.backend(), || match (axis, &segments) {
         (Some(Attr::Int(axis)), None) => {

@@ -42,7 +42,7 @@ fn number_as(dtype: DType, value: Attr, what: &str) -> Result<InitValue, Failure
 }
 
 /// The direction of a call's `reverse` attribute.
-pub(super) fn direction(call: &Call) -> Result<Direction, Failure> {
+fn direction(call: &Call) -> Result<Direction, Failure> {
     Ok(if call.flag("reverse")? {
         Direction::Backward
     } else {
@@ -81,6 +81,32 @@ pub(super) unsafe fn segment_data(
         }
     };
     Ok(Some((data, form)))
+}
+
+/// Views of a call's buffers (`writable`: its results).
+///
+/// # Safety
+/// `buffers` are the call's; the views are used only during it.
+pub(super) unsafe fn views(buffers: &[&Buffer], writable: bool) -> Result<Vec<ArrayView<'static>>, Failure> {
+    // SAFETY: the caller's promise.
+    buffers.iter().map(|b| unsafe { view(b, writable) }).collect()
+}
+
+/// An operator's scan as the call's attributes say (`inclusive`, `reverse`,
+/// `deterministic`), from `init`, over the segments' form if any.
+pub(super) fn operator_scan_of(
+    call: &Call,
+    init: Option<Vec<u8>>,
+    segments: &Option<(ArrayView<'static>, Segments)>,
+) -> Result<OperatorScan, Failure> {
+    Ok(OperatorScan {
+        inclusive: call.flag("inclusive")?,
+        init,
+        direction: direction(call)?,
+        deterministic: call.flag("deterministic")?,
+        segments: segments.as_ref().map_or(Segments::None, |(_, form)| *form),
+        ..OperatorScan::default()
+    })
 }
 
 /// `scanrt_scan`: one input (and, with `segments`, its segment data: see
@@ -135,14 +161,7 @@ pub(super) fn recipe_scan(call: &Call) -> Result<(), Failure> {
         .first()
         .ok_or_else(|| invalid(format!("{recipe} without inputs")))?;
     // SAFETY: the call's buffers, used only during it.
-    let ins = args
-        .iter()
-        .map(|b| unsafe { view(b, false) })
-        .collect::<Result<Vec<_>, _>>()?;
-    let outs = rets
-        .iter()
-        .map(|b| unsafe { view(b, true) })
-        .collect::<Result<Vec<_>, _>>()?;
+    let (ins, outs) = unsafe { (views(args, false)?, views(&rets, true)?) };
     let dtype = unsafe { view(first, false) }?.dtype();
     let (device, ctx, stream) = call.context_and_stream()?;
     let op = recipe_operator(&ctx, device, recipe, dtype)?;
@@ -163,14 +182,7 @@ pub(super) fn recipe_scan(call: &Call) -> Result<(), Failure> {
         }
         Some(other) => return Err(invalid(format!("initial {other:?} is not a number"))),
     };
-    let scan = OperatorScan {
-        inclusive: call.flag("inclusive")?,
-        init,
-        direction: direction(call)?,
-        deterministic: call.flag("deterministic")?,
-        segments: segments.as_ref().map_or(Segments::None, |(_, form)| *form),
-        ..OperatorScan::default()
-    };
+    let scan = operator_scan_of(call, init, &segments)?;
     match &segments {
         Some((data, _)) => op.scan_arrays_carried(&stream, &ins, &outs, Some(data), &scan, &Default::default())?,
         None => {
