@@ -110,38 +110,27 @@ pub fn examples_match_sequential_loops() {
     let (ctx, stream) = (gpu(), gpu().new_stream().unwrap());
     let mut rng = Rng(0x0e);
     let sizes = sizes();
-    let sight = ctx.create_operator(examples::line_of_sight()).unwrap();
-    let results: Vec<_> = (0..400)
-        .map(|_| {
-            let shape = Shape::random(&mut rng, &sizes);
-            check_line_of_sight(ctx, &stream, &sight, &mut rng, shape)
-        })
-        .collect();
-    tally(results.into_iter(), "line of sight");
-    let fibonacci = ctx.create_operator(examples::fibonacci_matrix()).unwrap();
-    let results: Vec<_> = (0..400)
-        .map(|_| {
-            let shape = Shape::random(&mut rng, &sizes);
-            check_fibonacci_matrix(ctx, &stream, &fibonacci, &mut rng, shape)
-        })
-        .collect();
-    tally(results.into_iter(), "fibonacci matrices");
-    let carries = ctx.create_operator(examples::carry_chain()).unwrap();
-    let results: Vec<_> = (0..400)
-        .map(|_| {
-            let shape = Shape::random(&mut rng, &sizes);
-            check_carry_chain(ctx, &stream, &carries, &mut rng, shape)
-        })
-        .collect();
-    tally(results.into_iter(), "multi-precision additions");
-    let lexer = ctx.create_operator(examples::lexer()).unwrap();
-    let results: Vec<_> = (0..400)
-        .map(|_| {
-            let shape = Shape::random(&mut rng, &sizes);
-            check_lexer(ctx, &stream, &lexer, &mut rng, shape)
-        })
-        .collect();
-    tally(results.into_iter(), "lexers");
+    type Check = fn(&scanrt::Context, &scanrt::Stream, &scanrt::Operator, &mut Rng, Shape) -> Result<(), String>;
+    let cases: [(&str, OperatorDesc, Check); 4] = [
+        ("line of sight", examples::line_of_sight(), check_line_of_sight),
+        (
+            "fibonacci matrices",
+            examples::fibonacci_matrix(),
+            check_fibonacci_matrix,
+        ),
+        ("multi-precision additions", examples::carry_chain(), check_carry_chain),
+        ("lexers", examples::lexer(), check_lexer),
+    ];
+    for (name, desc, check) in cases {
+        let op = ctx.create_operator(desc).unwrap();
+        let results: Vec<_> = (0..400)
+            .map(|_| {
+                let shape = Shape::random(&mut rng, &sizes);
+                check(ctx, &stream, &op, &mut rng, shape)
+            })
+            .collect();
+        tally(results.into_iter(), name);
+    }
     let recurrence = ctx
         .create_operator(recipes::linear_recurrence(DType::F64).unwrap())
         .unwrap();
