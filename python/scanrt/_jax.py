@@ -263,9 +263,9 @@ def linear_recurrence(a: Any, b: Any, axis: int, exclusive: bool, reverse: bool,
         raise TypeError(f"a and b have one shape and type: {a.shape} {a.dtype} and {b.shape} {b.dtype}")
     options = _options(axis, a.ndim, exclusive, reverse, deterministic, initial)
     if exclusive:
-        start = {} if initial is None else {"initial": initial}
+        given = {} if initial is None else {"initial": initial}
         return _recurrence_call("linear_recurrence", a, b, data, kind, options["axis"], bool(reverse),
-                                bool(deterministic), inclusive=False, **start)
+                                bool(deterministic), inclusive=False, **given)
     start = 0.0 if initial is None else float(initial)
     return _recurrence(a, b, data, kind, options["axis"], bool(reverse), start, bool(deterministic))
 
