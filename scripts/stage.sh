@@ -18,7 +18,7 @@ for line in sys.stdin:
         shutil.copy(m["executable"], "stage/tests/lib")  # unit tests; the GPU ones are #[ignore]d
 '
 cp target/release/scanrt-demo target/release/scanrt-pack stage/bin/
-cp target/release/examples/{line_of_sight,fibonacci,polynomial,big_add,lexer} stage/bin/
+cp target/release/examples/{line_of_sight,fibonacci,polynomial,big_add,lexer,range_histogram} stage/bin/
 newest() { ls -t target/release/deps/"$1"-* | grep -v '\.d$' | head -1; }
 cp "$(newest compare)" stage/bin/bench_compare
 cp "$(newest scan)" stage/bin/scan_criterion

@@ -96,6 +96,7 @@ fn the_examples_operators_compile_with_nvrtc() {
         examples::fibonacci_matrix(),
         examples::carry_chain(),
         examples::lexer(),
+        examples::range_histogram(),
     ] {
         for direction in [Direction::Forward, Direction::Backward] {
             for segmented in [false, true] {

@@ -335,3 +335,67 @@ pub fn starts_token(before: u32, after: u32) -> bool {
         _ => false,
     }
 }
+
+/// Histograms of every prefix (the seeds' range histograms): each element becomes a
+/// histogram of itself over `HISTOGRAM_BINS` equal bins of [0, 1) (values outside count
+/// in the first or last bin), and the scan adds them lane by lane, so element i holds the
+/// histogram of elements 0..=i and any range's histogram is the difference of two.
+/// Input: the values (f32); output: the histograms as whole states (`HISTOGRAM_BINS`
+/// u32 counts each, a u8 array).
+pub fn range_histogram() -> OperatorDesc {
+    const SOURCE: &str = r#"
+struct Histogram { uint32_t count[8]; };
+__device__ Histogram add(Histogram first, Histogram then) {
+    Histogram r;
+    for (int k = 0; k < 8; ++k) r.count[k] = first.count[k] + then.count[k];
+    return r;
+}
+__device__ Histogram one(int64_t, float x) {
+    Histogram r = {};
+    const float scaled = x * 8.0f;
+    const int bin = scaled >= 7.0f ? 7 : scaled >= 0.0f ? (int)scaled : 0;  // NaN: bin 0
+    r.count[bin] = 1;
+    return r;
+}
+"#;
+    let host = HostOperator {
+        combine: Arc::new(|a, b, out| {
+            let (x, y) = (histogram(a), histogram(b));
+            put_histogram(std::array::from_fn(|k| x[k].wrapping_add(y[k])), out)
+        }),
+        load: Some(Arc::new(|_, x, out| {
+            let mut h = [0u32; HISTOGRAM_BINS];
+            h[histogram_bin(f32::from_ne_bytes(x[0].try_into().unwrap()))] = 1;
+            put_histogram(h, out)
+        })),
+        store: None,
+    };
+    OperatorDesc::new("range_histogram", SOURCE, "Histogram", 32, 4, "add", &[0u8; 32])
+        .with_load("one", &[DType::F32])
+        .with_host(host)
+}
+
+/// The number of bins of `range_histogram`.
+pub const HISTOGRAM_BINS: usize = 8;
+
+/// The bin of `x` (as the source's `one`: below 0 and NaN in the first, from 7/8 in the last).
+pub fn histogram_bin(x: f32) -> usize {
+    let scaled = x * 8.0;
+    if scaled >= 7.0 {
+        7
+    } else if scaled >= 0.0 {
+        scaled as usize
+    } else {
+        0
+    }
+}
+
+/// A histogram state from its bytes, and back.
+pub fn histogram(bytes: &[u8]) -> [u32; HISTOGRAM_BINS] {
+    std::array::from_fn(|k| u32::from_ne_bytes(bytes[4 * k..4 * k + 4].try_into().unwrap()))
+}
+fn put_histogram(h: [u32; HISTOGRAM_BINS], out: &mut [u8]) {
+    for (k, v) in h.iter().enumerate() {
+        out[4 * k..4 * k + 4].copy_from_slice(&v.to_ne_bytes());
+    }
+}

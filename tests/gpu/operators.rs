@@ -111,7 +111,7 @@ pub fn examples_match_sequential_loops() {
     let mut rng = Rng(0x0e);
     let sizes = sizes();
     type Check = fn(&scanrt::Context, &scanrt::Stream, &scanrt::Operator, &mut Rng, Shape) -> Result<(), String>;
-    let cases: [(&str, OperatorDesc, Check); 4] = [
+    let cases: [(&str, OperatorDesc, Check); 5] = [
         ("line of sight", examples::line_of_sight(), check_line_of_sight),
         (
             "fibonacci matrices",
@@ -120,6 +120,7 @@ pub fn examples_match_sequential_loops() {
         ),
         ("multi-precision additions", examples::carry_chain(), check_carry_chain),
         ("lexers", examples::lexer(), check_lexer),
+        ("range histograms", examples::range_histogram(), check_range_histogram),
     ];
     for (name, desc, check) in cases {
         let op = ctx.create_operator(desc).unwrap();

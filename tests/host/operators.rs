@@ -58,6 +58,7 @@ fn recipes_and_user_operators_on_the_host_backend() {
     let fibonacci = ctx.create_operator(examples::fibonacci_matrix()).unwrap();
     let carries = ctx.create_operator(examples::carry_chain()).unwrap();
     let lexer = ctx.create_operator(examples::lexer()).unwrap();
+    let histograms = ctx.create_operator(examples::range_histogram()).unwrap();
     let recurrence = ctx
         .create_operator(scanrt::recipes::linear_recurrence(DType::F64).unwrap())
         .unwrap();
@@ -70,6 +71,8 @@ fn recipes_and_user_operators_on_the_host_backend() {
         check_carry_chain(&ctx, &stream, &carries, &mut rng, shape).unwrap();
         let shape = Shape::random(&mut rng, &sizes);
         check_lexer(&ctx, &stream, &lexer, &mut rng, shape).unwrap();
+        let shape = Shape::random(&mut rng, &sizes);
+        check_range_histogram(&ctx, &stream, &histograms, &mut rng, shape).unwrap();
         let (rows, terms) = (1 + rng.below(50) as usize, 1 + rng.below(100) as usize);
         check_polynomials(&ctx, &stream, &recurrence, &mut rng, rows, terms).unwrap();
     }

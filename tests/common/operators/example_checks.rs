@@ -224,6 +224,52 @@ pub fn check_lexer(
     }
 }
 
+/// The range-histogram example's prefix histograms against counting along the scan's
+/// order (each segment from empty): values in and out of [0, 1), NaN among them; the
+/// outputs are whole 32-byte states.
+pub fn check_range_histogram(
+    ctx: &Context,
+    stream: &Stream,
+    op: &scanrt::Operator,
+    rng: &mut Rng,
+    shape: Shape,
+) -> Result<(), String> {
+    const BINS: usize = examples::HISTOGRAM_BINS;
+    let n = shape.n;
+    let values: Vec<f32> = (0..n)
+        .map(|_| match rng.below(20) {
+            0 => f32::NAN,
+            1 => -0.5,
+            2 => 1.5,
+            _ => rng.below(1000) as f32 / 1000.0,
+        })
+        .collect();
+    let starts = shape.starts(rng);
+    let mut expect = vec![[0u32; BINS]; n];
+    let mut counts = [0u32; BINS];
+    for (p, restart) in shape.walk(&starts) {
+        if restart {
+            counts = [0; BINS];
+        }
+        let before = counts;
+        counts[examples::histogram_bin(values[p])] += 1;
+        expect[p] = shape.output(before, counts);
+    }
+    let iv = Array::new(ctx, stream, &values, shape.offset);
+    // States travel as their bytes; a misaligned offset is whole states.
+    let ov = Array::new(ctx, stream, &vec![7u32; BINS * n], BINS as u64 * shape.offset);
+    run(ctx, stream, op, &[iv.addr], &[ov.addr], &shape, &starts, &shape.scan())?;
+    let got = ov.read::<u32>(stream, BINS * n)?;
+    match (0..n).find(|&p| got[BINS * p..BINS * (p + 1)] != expect[p]) {
+        Some(p) => Err(format!(
+            "{shape:?}: element {p}: {:?} expected {:?}",
+            &got[BINS * p..BINS * (p + 1)],
+            expect[p]
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The Fibonacci example's operator on random matrices: element (0, 1) of each running
 /// product `first * then`, exact.
 pub fn check_fibonacci_matrix(
