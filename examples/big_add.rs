@@ -47,16 +47,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Buffer::new(&ctx, DType::U32, n as u64)?,
         Buffer::new(&ctx, DType::U32, n as u64)?,
     );
-    let scan = || op.scan(&stream, &[&da, &db], &[&sum, &carry], &OperatorScan::inclusive());
-    scan()?; // kernels load
-    stream.synchronize()?;
-    let started = Instant::now();
-    let reps = 10;
-    for _ in 0..reps {
-        scan()?;
-    }
-    stream.synchronize()?;
-    let scan_s = started.elapsed().as_secs_f64() / reps as f64;
+    let scan_s = operators::seconds_per_call(&stream, || {
+        op.scan(&stream, &[&da, &db], &[&sum, &carry], &OperatorScan::inclusive())
+    })?;
     let got: Vec<u32> = sum.download(&stream, n)?;
     let carry_out = carry.download::<u32>(&stream, n)?[n - 1];
 

@@ -40,16 +40,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n = text.len();
     let input = Buffer::from_slice(&ctx, &stream, &text)?;
     let states = Buffer::new(&ctx, DType::U32, n as u64)?;
-    let scan = || op.scan(&stream, &[&input], &[&states], &OperatorScan::inclusive());
-    scan()?; // kernels load
-    stream.synchronize()?;
-    let started = Instant::now();
-    let reps = 10;
-    for _ in 0..reps {
-        scan()?;
-    }
-    stream.synchronize()?;
-    let scan_s = started.elapsed().as_secs_f64() / reps as f64;
+    let scan_s = operators::seconds_per_call(&stream, || {
+        op.scan(&stream, &[&input], &[&states], &OperatorScan::inclusive())
+    })?;
     let got: Vec<u32> = states.download(&stream, n)?;
 
     let started = Instant::now();

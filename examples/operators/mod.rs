@@ -7,6 +7,19 @@ use std::sync::Arc;
 
 use scanrt::{DType, HostOperator, OperatorDesc};
 
+/// Seconds per call of `call` on `stream`: one call first (its kernels load), then the
+/// mean of ten queued back to back.
+pub fn seconds_per_call<T>(stream: &scanrt::Stream, call: impl Fn() -> scanrt::Result<T>) -> scanrt::Result<f64> {
+    call()?;
+    stream.synchronize()?;
+    let started = std::time::Instant::now();
+    for _ in 0..10 {
+        call()?;
+    }
+    stream.synchronize()?;
+    Ok(started.elapsed().as_secs_f64() / 10.0)
+}
+
 /// Seed 001's line of sight: which points of a terrain profile an observer at point 0
 /// sees. Inputs: each point's rise above the observer and its distance (f32); a point is
 /// visible when its view angle `rise / distance` is at least every angle before it.
