@@ -156,8 +156,8 @@ impl PyOperator {
         let device = device_of(&all)?;
         let state = &self.0;
         let op = py.allow_threads(|| state.compiled_on(device)).map_err(|e| match e {
-            Unhosted(message) => PyTypeError::new_err(message),
-            Failed(e) => crate::errors::to_py(e),
+            NotCompiled::Unhosted(message) => PyTypeError::new_err(message),
+            NotCompiled::Failed(e) => crate::errors::to_py(e),
         })?;
         let segments = segment_data(SegmentData {
             flags: segments,
@@ -221,14 +221,13 @@ pub(crate) enum NotCompiled {
     Unhosted(String),
     Failed(scanrt::Error),
 }
-use NotCompiled::{Failed, Unhosted};
 
 impl OperatorState {
     /// The operator compiled for `device`'s context (its kernels load at the first scan;
     /// -1: the host backend, through its host functions). Without the GIL.
     pub(crate) fn compiled_on(&self, device: i64) -> Result<Operator, NotCompiled> {
         if device < 0 && self.desc.host.is_none() {
-            return Err(Unhosted(format!(
+            return Err(NotCompiled::Unhosted(format!(
                 "operator {} scans host arrays through host functions (host_combine=...), which it has not",
                 self.desc.name
             )));
@@ -236,8 +235,8 @@ impl OperatorState {
         if let Some(op) = self.compiled.lock().get(&device) {
             return Ok(op.clone());
         }
-        let ctx = crate::arrays::shared_context(device).map_err(Failed)?;
-        let op = ctx.create_operator(self.desc.clone()).map_err(Failed)?;
+        let ctx = crate::arrays::shared_context(device).map_err(NotCompiled::Failed)?;
+        let op = ctx.create_operator(self.desc.clone()).map_err(NotCompiled::Failed)?;
         self.compiled.lock().insert(device, op.clone());
         Ok(op)
     }

@@ -4,8 +4,8 @@
 //! `scanrt_recipe` (a recipe: cumulative extremes with their indices, logcumsumexp, the
 //! linear recurrence and its adjoint, along an axis), `scanrt_operator` (a user-defined
 //! operator), `scanrt_sort` (the radix sort of 1-D keys, with their values or indices)
-//! and `scanrt_select` (selections, partitions, run-length encodings), each for CUDA (on the GPU backend)
-//! and for XLA's CPU platform (on the host backend, host buffers). Python registers
+//! and `scanrt_select` (selections, partitions, run-length encodings), each for CUDA (on
+//! the GPU backend) and for XLA's CPU platform (on the host backend, host buffers). Python registers
 //! their addresses (`xla_handlers`) with `jax.ffi.register_ffi_target`.
 //!
 //! A handler runs on XLA's thread without the GIL, so it reaches only the Rust crate (and
@@ -264,18 +264,12 @@ impl Call<'_> {
         }
     }
 
-    /// The device the call's first buffer is on (-1: the host backend, on XLA's CPU
-    /// platform), its context, and XLA's stream there (a host stream on the CPU).
+    /// The device the call's first buffer with memory is on (-1: the host backend, on
+    /// XLA's CPU platform, or where every array is empty and nothing is read or written),
+    /// its context, and XLA's stream there (a host stream on the host).
     fn context_and_stream(&self) -> Result<(i64, Context, Stream), Failure> {
-        if let Platform::Host = self.platform {
-            let ctx = shared_context(-1)?;
-            let stream = ctx.new_stream()?;
-            return Ok((-1, ctx, stream));
-        }
-        // The device of the first array with memory (empty arrays may have none).
         let placed = self.args().into_iter().chain(self.rets()).find(|b| !b.data.is_null());
-        let Some(placed) = placed else {
-            // Every array is empty: nothing is read or written, on the host as well.
+        let (Platform::Gpu, Some(placed)) = (self.platform, placed) else {
             let ctx = shared_context(-1)?;
             let stream = ctx.new_stream()?;
             return Ok((-1, ctx, stream));
